@@ -1,0 +1,74 @@
+"""The AAEP 1.0.0 producer: events, sessions, fan-out, coalescing, replies and redaction.
+
+Pure Python on purpose: nothing here imports Jupyter, tornado or anthropic, so the protocol
+can be tested, reused and reasoned about on its own.
+"""
+
+from __future__ import annotations
+
+from .broker import Outcome, PendingRequest, ReplyBroker
+from .coalescer import OutputCoalescer
+from .emitter import Emitter, Event, ListSubscriber, QueueSubscriber, Subscriber
+from .events import (
+    CORE_EVENT_TYPES,
+    CRITICAL_TYPES,
+    TERMINAL_TYPES,
+    AwaitingClarification,
+    AwaitingConfirmation,
+    Choice,
+    EventPayload,
+    HandoffRequested,
+    OutputStreaming,
+    Progress,
+    ProgressUpdated,
+    SessionCancelled,
+    SessionCompleted,
+    SessionErrored,
+    SessionStarted,
+    StateChanged,
+    Summary,
+    ToolCompleted,
+    ToolInvoked,
+    default_decision_for,
+)
+from .redaction import mask_secrets, redact_arguments
+from .session import AAEP_CONTEXT, AAEP_VERSION, Producer, Session, SessionClosed
+
+__all__ = [
+    "AAEP_CONTEXT",
+    "AAEP_VERSION",
+    "CORE_EVENT_TYPES",
+    "CRITICAL_TYPES",
+    "TERMINAL_TYPES",
+    "AwaitingClarification",
+    "AwaitingConfirmation",
+    "Choice",
+    "Emitter",
+    "Event",
+    "EventPayload",
+    "HandoffRequested",
+    "ListSubscriber",
+    "Outcome",
+    "OutputCoalescer",
+    "OutputStreaming",
+    "PendingRequest",
+    "Producer",
+    "Progress",
+    "ProgressUpdated",
+    "QueueSubscriber",
+    "ReplyBroker",
+    "Session",
+    "SessionCancelled",
+    "SessionClosed",
+    "SessionCompleted",
+    "SessionErrored",
+    "SessionStarted",
+    "StateChanged",
+    "Subscriber",
+    "Summary",
+    "ToolCompleted",
+    "ToolInvoked",
+    "default_decision_for",
+    "mask_secrets",
+    "redact_arguments",
+]

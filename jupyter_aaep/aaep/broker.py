@@ -1,0 +1,246 @@
+"""Confirmation and clarification replies: who may answer, until when, and what counts.
+
+The broker owns outstanding reply tokens. A request is opened right after its
+``awaiting.*`` event is emitted and resolved exactly once: by the first valid reply, by its
+timeout (counted from the event's timestamp, applying the default), or by cancellation when
+the session ends. Invalid replies are ignored without telling the sender why (§6.3.4); the
+caller always answers the sender with 2xx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from .clock import parse_timestamp, utc_now_ms
+from .events import Choice, Decision, ResponseKind
+from .ids import is_valid_id
+
+log = logging.getLogger(__name__)
+
+Resolution = Literal["reply", "timeout", "cancelled", "unsubscribed"]
+
+_TIMESTAMP = re.compile(
+    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3}|\.\d{6})?(Z|[+-]\d{2}:\d{2})$"
+)
+_CONFIRMATION_FIELDS = {
+    "type", "reply_token", "decision", "subscription_id", "timestamp",
+    "decided_by", "decision_rationale", "modified_action", "correlation_id",
+}
+_CLARIFICATION_FIELDS = {
+    "type", "reply_token", "response", "subscription_id", "timestamp",
+    "decided_by", "confidence", "correlation_id",
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a pending request ended."""
+
+    value: Any
+    """``"accept"``/``"reject"`` for confirmations; the response (or ``None``) for clarifications."""
+    resolution: Resolution
+    decided_by: str | None = None
+    subscription_id: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return bool(self.value == "accept")
+
+
+@dataclass
+class PendingRequest:
+    token: str
+    session_id: str
+    kind: Literal["confirmation", "clarification"]
+    deadline: datetime
+    default: Any
+    allowed_replies: tuple[str, ...] = ("accept", "reject")
+    response_kinds: tuple[ResponseKind, ...] = ("freetext",)
+    choices: tuple[Choice, ...] = ()
+    allowed_subscriptions: frozenset[str] | None = None
+    """Subscriptions entitled to answer; ``None`` lets any authenticated sender answer."""
+    future: asyncio.Future[Outcome] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+    @property
+    def resolved(self) -> bool:
+        return self.future.done()
+
+
+class ReplyBroker:
+    """Matches replies to outstanding requests; single-use tokens bound to their session."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, PendingRequest] = {}
+        self._used: set[str] = set()
+
+    # -- opening -------------------------------------------------------------------------
+    def open_confirmation(
+        self,
+        event: Mapping[str, Any],
+        *,
+        allowed_subscriptions: frozenset[str] | None = None,
+    ) -> PendingRequest:
+        """Register the request described by an emitted ``awaiting.confirmation`` event."""
+        return self._open(
+            event,
+            kind="confirmation",
+            default=event["default_decision"],
+            allowed_replies=tuple(event.get("allowed_replies") or ("accept", "reject")),
+            allowed_subscriptions=allowed_subscriptions,
+        )
+
+    def open_clarification(
+        self,
+        event: Mapping[str, Any],
+        *,
+        allowed_subscriptions: frozenset[str] | None = None,
+    ) -> PendingRequest:
+        """Register the request described by an emitted ``awaiting.clarification`` event."""
+        choices = tuple(Choice(c["value"], c["label"]) for c in event.get("choices") or ())
+        return self._open(
+            event,
+            kind="clarification",
+            default=event.get("default_response"),
+            response_kinds=tuple(event.get("accepted_response_kinds") or ("freetext",)),
+            choices=choices,
+            allowed_subscriptions=allowed_subscriptions,
+        )
+
+    def _open(self, event: Mapping[str, Any], **kwargs: Any) -> PendingRequest:
+        token = event["reply_token"]
+        if token in self._pending or token in self._used:
+            raise ValueError(f"reply token {token} is already in use")
+        deadline = parse_timestamp(event["timestamp"]) + timedelta(seconds=event["timeout_seconds"])
+        request = PendingRequest(token=token, session_id=event["session_id"], deadline=deadline, **kwargs)
+        self._pending[token] = request
+        return request
+
+    # -- waiting -------------------------------------------------------------------------
+    async def wait(self, request: PendingRequest) -> Outcome:
+        """Wait for a reply or the deadline; on timeout the request's default applies."""
+        remaining = (request.deadline.timestamp() * 1000 - utc_now_ms()) / 1000
+        try:
+            return await asyncio.wait_for(asyncio.shield(request.future), timeout=max(0.0, remaining))
+        except asyncio.TimeoutError:
+            self._resolve(request, Outcome(request.default, "timeout", decided_by="auto:timeout"))
+            return request.future.result()
+        except asyncio.CancelledError:
+            self._resolve(request, Outcome(request.default, "cancelled", decided_by="system:cancelled"))
+            raise
+
+    # -- replies ---------------------------------------------------------------------------
+    def submit(self, reply: Mapping[str, Any], *, session_id: str | None = None) -> bool:
+        """Offer a reply; ``True`` when it resolved a request. Never raises on bad input.
+
+        ``session_id`` narrows the search to one session (a chat endpoint knows which session
+        its sender can see); tokens of other sessions are then ignored.
+        """
+        try:
+            request = self._check(reply, session_id)
+        except _Ignored as why:
+            log.info("AAEP reply ignored: %s", why)
+            return False
+        value = reply["decision"] if request.kind == "confirmation" else reply["response"]
+        self._resolve(
+            request,
+            Outcome(value, "reply", decided_by=reply.get("decided_by"), subscription_id=reply.get("subscription_id")),
+        )
+        return True
+
+    def _check(self, reply: Mapping[str, Any], session_id: str | None) -> PendingRequest:
+        if not isinstance(reply, Mapping):
+            raise _Ignored("not an object")
+        kind = {"confirmation.reply": "confirmation", "clarification.reply": "clarification"}.get(
+            str(reply.get("type"))
+        )
+        if kind is None:
+            raise _Ignored("unknown reply type")
+        fields = _CONFIRMATION_FIELDS if kind == "confirmation" else _CLARIFICATION_FIELDS
+        if set(reply) - fields:
+            raise _Ignored(f"unexpected fields {sorted(set(reply) - fields)}")
+        token = reply.get("reply_token")
+        if not is_valid_id("rpl", token) or not is_valid_id("sub", reply.get("subscription_id")):
+            raise _Ignored("malformed token or subscription id")
+        stamp = reply.get("timestamp")
+        if not isinstance(stamp, str) or not _TIMESTAMP.match(stamp):
+            raise _Ignored("malformed timestamp")
+        request = self._pending.get(str(token))
+        if request is None or request.resolved:
+            raise _Ignored("token not outstanding")
+        if request.kind != kind:
+            raise _Ignored("reply type does not match the request")
+        if session_id is not None and request.session_id != session_id:
+            raise _Ignored("token belongs to another session")
+        if parse_timestamp(stamp) >= request.deadline:
+            raise _Ignored("reply decided after the deadline")
+        if request.allowed_subscriptions is not None and reply["subscription_id"] not in request.allowed_subscriptions:
+            raise _Ignored("subscription not entitled to answer")
+        if kind == "confirmation":
+            if reply.get("decision") not in request.allowed_replies:
+                raise _Ignored("decision not allowed")
+            if reply.get("modified_action") is not None:
+                raise _Ignored("modified actions are not supported")
+        elif not _response_fits(reply.get("response"), request):
+            raise _Ignored("response does not match the accepted kinds")
+        return request
+
+    # -- ending ----------------------------------------------------------------------------
+    def _resolve(self, request: PendingRequest, outcome: Outcome) -> None:
+        if not request.future.done():
+            request.future.set_result(outcome)
+        self._pending.pop(request.token, None)
+        self._used.add(request.token)
+
+    def resolve(self, request: PendingRequest, value: Any, *, decided_by: str) -> None:
+        """Answer on the user's behalf (a policy the user configured, such as auto-approve)."""
+        self._resolve(request, Outcome(value, "reply", decided_by=decided_by))
+
+    def cancel(self, request: PendingRequest) -> None:
+        """Withdraw one request (its token is dead afterwards)."""
+        self._resolve(request, Outcome(request.default, "cancelled", decided_by="system:cancelled"))
+
+    def cancel_session(self, session_id: str) -> int:
+        """Resolve every request of a finished session as cancelled; returns how many."""
+        requests = [r for r in self._pending.values() if r.session_id == session_id]
+        for request in requests:
+            self.cancel(request)
+        return len(requests)
+
+    def apply_defaults_for_subscription(self, subscription_id: str) -> int:
+        """A subscription closed: requests only it could answer take their default now (§5.8.2)."""
+        hits = [
+            r for r in self._pending.values()
+            if r.allowed_subscriptions is not None and r.allowed_subscriptions <= {subscription_id}
+        ]
+        for request in hits:
+            self._resolve(request, Outcome(request.default, "unsubscribed", decided_by="auto:subscription_closed"))
+        return len(hits)
+
+    def pending(self, session_id: str | None = None) -> list[PendingRequest]:
+        return [r for r in self._pending.values() if session_id is None or r.session_id == session_id]
+
+
+class _Ignored(Exception):
+    """Why a reply was ignored; logged, never sent back."""
+
+
+def _response_fits(response: Any, request: PendingRequest) -> bool:
+    kinds = request.response_kinds
+    if isinstance(response, bool):
+        return "yes_no" in kinds
+    if isinstance(response, (int, float)):
+        return "numeric" in kinds
+    if isinstance(response, str):
+        if not response.strip() or len(response) > 16384:
+            return False
+        if "freetext" in kinds:
+            return True
+        if "multiple_choice" in kinds:
+            return any(choice.value == response for choice in request.choices)
+    return False

@@ -1,0 +1,176 @@
+"""One AAEP session: stamps envelopes and guards the session-level rules.
+
+Every event of a session goes through :meth:`Session.emit`, which adds the envelope
+(``@context``, ids, a non-decreasing millisecond timestamp, the producer, an explicit urgency,
+the sequence number, localization hints) and refuses what the protocol forbids: events after
+the terminal one, a second ``session.started``, a state change that does not continue from the
+current state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .clock import SessionClock
+from .emitter import Emitter, Event
+from .events import (
+    TERMINAL_TYPES,
+    EventPayload,
+    SessionStarted,
+    StateChanged,
+    Summary,
+)
+from .ids import is_valid_id, new_event_id, new_session_id
+
+AAEP_CONTEXT = "https://aaep-protocol.org/context/v1"
+AAEP_VERSION = "1.0.0"
+
+
+class SessionClosed(RuntimeError):
+    """An event was emitted after the session's terminal event."""
+
+
+@dataclass(frozen=True)
+class Producer:
+    """Who is speaking: the closed ``producer`` object of every envelope."""
+
+    agent_id: str = "jupyter-aaep"
+    agent_version: str = "0.1.0"
+    agent_name: str = "Jupyter notebook agent"
+    model: str | None = None
+
+    def to_json(self) -> dict[str, str]:
+        out = {
+            "agent_id": self.agent_id,
+            "agent_version": self.agent_version,
+            "agent_name": self.agent_name,
+        }
+        if self.model:
+            out["model"] = self.model
+        return out
+
+
+STATE_PHRASES: dict[str, tuple[str, str]] = {
+    # state: (terse, normal) — what a listener hears when the agent enters this state
+    "idle": ("Idle.", "The agent is idle."),
+    "thinking": ("Thinking.", "The agent is thinking."),
+    "calling_tool": ("Working.", "The agent is using a tool."),
+    "writing_output": ("Answering.", "The agent is writing its answer."),
+    "awaiting_input": ("Waiting for you.", "The agent is waiting for your answer."),
+    "paused": ("Paused.", "The agent is paused."),
+}
+
+
+def state_summary(to_state: str) -> Summary:
+    terse, normal = STATE_PHRASES.get(
+        to_state, (f"{to_state.replace('_', ' ').capitalize()}.", f"The agent is now {to_state.replace('_', ' ')}.")
+    )
+    return Summary(normal=normal, terse=terse)
+
+
+class Session:
+    """Emits the events of one session, in order, through an :class:`Emitter`.
+
+    Parameters
+    ----------
+    emitter
+        Where the stamped events go.
+    producer
+        The envelope's ``producer`` object.
+    session_id
+        A ``sess_…`` id; a fresh one by default.
+    language
+        BCP 47 tag of the human-readable text this producer writes.
+    """
+
+    def __init__(
+        self,
+        emitter: Emitter,
+        producer: Producer,
+        *,
+        session_id: str | None = None,
+        language: str = "en-US",
+    ) -> None:
+        if session_id is not None and not is_valid_id("sess", session_id):
+            raise ValueError(f"invalid session id {session_id!r}")
+        self.id = session_id or new_session_id()
+        self.emitter = emitter
+        self.producer = producer
+        self.language = language
+        self.state = "idle"
+        self.started = False
+        self.terminal_event: Event | None = None
+        self._clock = SessionClock()
+        self._sequence = 0
+
+    @property
+    def closed(self) -> bool:
+        return self.terminal_event is not None
+
+    def emit(self, payload: EventPayload, *, correlation_id: str | None = None) -> Event:
+        """Stamp *payload* with the envelope, publish it and return the event."""
+        event_type = payload.event_type
+        if self.closed:
+            raise SessionClosed(f"{event_type} after the end of session {self.id}")
+        if isinstance(payload, SessionStarted):
+            if self.started:
+                raise RuntimeError(f"session {self.id} already started")
+            self.started = True
+        elif not self.started:
+            raise RuntimeError(f"{event_type} before session.started in {self.id}")
+        if isinstance(payload, StateChanged):
+            if payload.from_state != self.state:
+                raise RuntimeError(
+                    f"state change from {payload.from_state!r} but the session is in {self.state!r}"
+                )
+            self.state = payload.to_state
+
+        event: Event = {
+            "@context": AAEP_CONTEXT,
+            "type": event_type,
+            "event_id": new_event_id(),
+            "session_id": self.id,
+            "timestamp": self._clock.now(),
+            "producer": self.producer.to_json(),
+            "aaep_version": AAEP_VERSION,
+            "urgency": payload.resolved_urgency(),
+            "sequence_number": self._sequence,
+            "localization_hints": {"primary_language": self.language, "text_direction": "ltr"},
+        }
+        body = payload.to_payload()
+        if any(key.startswith("summary_") for key in body):
+            event["verbosity"] = "normal"
+        if correlation_id:
+            event["correlation_id"] = correlation_id
+        event.update(body)
+        self._sequence += 1
+        if event_type in TERMINAL_TYPES:
+            self.terminal_event = event
+        self.emitter.publish(event)
+        return event
+
+    def change_state(self, to_state: str, summary: Summary | None = None) -> Event | None:
+        """Move to *to_state* with a ``state.changed`` event; nothing if already there."""
+        if to_state == self.state or self.closed:
+            return None
+        # Routine moves into thinking/calling_tool are background; a move with its own
+        # summary (an approval decided, a question answered) is worth hearing.
+        routine = summary is None and to_state in ("thinking", "calling_tool")
+        return self.emit(
+            StateChanged(
+                from_state=self.state,
+                to_state=to_state,
+                summary=summary or state_summary(to_state),
+                urgency="background" if routine else "normal",
+            )
+        )
+
+    def elapsed_ms(self, since_ms: int) -> int:
+        return max(0, self._clock.now_ms() - since_ms)
+
+    def now_ms(self) -> int:
+        return self._clock.now_ms()
+
+    def describe(self) -> dict[str, Any]:
+        return {"session_id": self.id, "state": self.state, "closed": self.closed}

@@ -1,0 +1,416 @@
+"""Running the tool calls of one model turn, with approvals, in the order AAEP requires.
+
+Per call: (confirmation if needed: ``awaiting_input`` → ``awaiting.confirmation`` → wait →
+out of ``awaiting_input``) → ``tool.invoked`` → the side effect → ``tool.completed``. A
+declined or timed-out call never emits ``tool.invoked``. Read-only calls of one turn that need
+no approval run concurrently; everything else runs in order. Results come back in block order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..aaep.broker import Outcome, ReplyBroker
+from ..aaep.events import (
+    AwaitingClarification,
+    AwaitingConfirmation,
+    Choice,
+    HandoffRequested,
+    Progress,
+    ProgressUpdated,
+    RiskLevel,
+    Summary,
+    ToolCompleted,
+    ToolInvoked,
+    default_decision_for,
+)
+from ..aaep.ids import new_call_id, new_reply_token, safe_tool_name
+from ..aaep.redaction import mask_secrets, redact_arguments
+from ..aaep.session import Session
+from .history import tool_result
+from .tools import ActionPreview, StaleApproval, ToolContext, ToolError, ToolRegistry, ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    from .loop import ChatContext
+
+log = logging.getLogger(__name__)
+
+MAX_APPROVAL_ROUNDS = 3
+
+
+@dataclass
+class _Call:
+    use: Any
+    """The model's ``tool_use`` block."""
+    spec: ToolSpec | None
+    call_id: str = field(default_factory=new_call_id)
+    result: dict[str, Any] | None = None
+
+    @property
+    def concurrent(self) -> bool:
+        spec = self.spec
+        return bool(spec and spec.read_only and not spec.conversational and not spec.require_confirmation)
+
+
+class ToolDispatcher:
+    """Executes tool calls for one session."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        broker: ReplyBroker,
+        session: Session,
+        chat: ChatContext,
+        *,
+        on_handoff: Callable[[str], None],
+    ) -> None:
+        self.registry = registry
+        self.broker = broker
+        self.session = session
+        self.chat = chat
+        self.on_handoff = on_handoff
+        self.completed_labels: list[str] = []
+        self.calls: list[_Call] = []
+
+    @property
+    def policy(self) -> Any:
+        return self.chat.approval
+
+    async def run_all(self, uses: Sequence[Any]) -> list[dict[str, Any]]:
+        self.calls = [_Call(use, self.registry.get(use.name)) for use in uses]
+        index = 0
+        while index < len(self.calls):
+            group = [self.calls[index]]
+            if group[0].concurrent:
+                while index + len(group) < len(self.calls) and self.calls[index + len(group)].concurrent:
+                    group.append(self.calls[index + len(group)])
+            if len(group) == 1:
+                await self._run(group[0])
+            else:
+                await asyncio.gather(*(self._run(call) for call in group))
+            index += len(group)
+        return [call.result for call in self.calls if call.result is not None]
+
+    def finished_results(self) -> list[dict[str, Any]]:
+        """Results of calls that already finished (kept when a session stops mid-turn)."""
+        return [call.result for call in self.calls if call.result is not None]
+
+    # -- one call -------------------------------------------------------------------------
+    async def _run(self, call: _Call) -> None:
+        use, spec = call.use, call.spec
+        ctx = ToolContext(
+            tool_call_id=call.call_id,
+            chat_id=self.chat.chat_id,
+            notebook_path=self.chat.notebook_path,
+            services=self.chat.services,
+            _ask=self._ask,
+            _progress=self._progress,
+            _handoff=self._handoff,
+        )
+        if spec is None:
+            available = ", ".join(self.registry.names()) or "none"
+            self._fail_visibly(call, safe_tool_name(use.name), f"There is no tool named {use.name}. Available tools: {available}.",
+                               heard=f"The agent asked for a tool that does not exist: {safe_tool_name(use.name)}.")
+            return
+        try:
+            spec.check(use.input)
+        except ToolError as error:
+            self._fail_visibly(call, spec.name, str(error), heard=f"The agent gave invalid input to {spec.human_label()}.")
+            return
+        if spec.conversational:
+            await self._call_conversational(call, spec, ctx)
+            return
+        try:
+            preview = await spec.describe(ctx, use.input)
+        except ToolError as error:
+            self._fail_visibly(call, spec.name, str(error), heard=f"Could not {spec.human_label()}: {mask_secrets(str(error))}")
+            return
+        for _round in range(MAX_APPROVAL_ROUNDS):
+            ctx.approved_fingerprint = None
+            if self.policy.needs_confirmation(spec, preview):
+                outcome = await self._confirm(call, spec, preview)
+                if not outcome.accepted:
+                    call.result = tool_result(use.id, _declined_text(outcome, spec), is_error=True)
+                    return
+                ctx.approved_fingerprint = preview.fingerprint
+            try:
+                await self._invoke(call, spec, preview, ctx)
+                return
+            except StaleApproval:
+                # A fresh id: the retried invocation is a new one for listeners and the checker.
+                call.call_id = ctx.tool_call_id = new_call_id()
+                preview = await spec.describe(ctx, use.input)
+        call.result = tool_result(
+            use.id, "Not run: the code kept changing while waiting for approval. Ask the user what to do.", is_error=True
+        )
+
+    async def _invoke(self, call: _Call, spec: ToolSpec, preview: ActionPreview, ctx: ToolContext) -> None:
+        session = self.session
+        session.change_state("calling_tool")
+        risk = _risk(spec, preview)
+        session.emit(
+            ToolInvoked(
+                tool=spec.name,
+                tool_call_id=call.call_id,
+                description=_first_line(spec.description),
+                args_summary=preview.args_summary or redact_arguments(call.use.input).summary(),
+                risk_level=risk,
+                irreversible=spec.irreversible,
+                summary=Summary(normal=preview.summary, terse=preview.terse, detailed=preview.detail),
+            )
+        )
+        started = time.monotonic()
+        try:
+            result = await spec.call(ctx, call.use.input)
+        except StaleApproval:
+            self._complete(call, spec, started, "error", "Not run: the code changed after it was approved. Asking again.")
+            raise
+        except ToolError as error:
+            self._complete(call, spec, started, "error", str(error))
+            call.result = tool_result(call.use.id, str(error), is_error=True)
+            return
+        except asyncio.CancelledError:
+            self._complete(call, spec, started, "error", "Stopped before it finished.")
+            raise
+        except Exception as error:
+            log.exception("tool %s failed", spec.name)
+            message = f"{spec.name} failed unexpectedly: {type(error).__name__}: {error}"
+            self._complete(call, spec, started, "error", message)
+            call.result = tool_result(call.use.id, message, is_error=True)
+            return
+        status = "error" if result.is_error else "success"
+        self._complete(call, spec, started, status, None, result)
+        call.result = tool_result(call.use.id, result.content, is_error=result.is_error)
+
+    def _complete(
+        self,
+        call: _Call,
+        spec: ToolSpec,
+        started: float,
+        status: str,
+        error: str | None,
+        result: ToolResult | None = None,
+    ) -> None:
+        if self.session.state != "calling_tool":
+            self.session.change_state("calling_tool")
+        label = spec.human_label()
+        if status == "success":
+            heard = (result.summary if result and result.summary else f"Finished: {label}.")
+        else:
+            heard = f"{label.capitalize()} failed: {mask_secrets(error or 'no details')}"
+        self.session.emit(
+            ToolCompleted(
+                tool=spec.name,
+                status=status,  # type: ignore[arg-type]
+                tool_call_id=call.call_id,
+                duration_ms=min(int((time.monotonic() - started) * 1000), 86_400_000),
+                error_message=mask_secrets(error)[:4000] if error else None,
+                summary=Summary(normal=heard, terse="Done." if status == "success" else "Failed."),
+            )
+        )
+        if status == "success":
+            self.completed_labels.append(label)
+
+    def _fail_visibly(self, call: _Call, tool: str, message: str, *, heard: str) -> None:
+        """A call that cannot start still gets a paired invoked/completed, so listeners hear it."""
+        session = self.session
+        session.change_state("calling_tool")
+        session.emit(ToolInvoked(tool=tool, tool_call_id=call.call_id, summary=Summary(normal=heard), risk_level="low", irreversible=False))
+        session.emit(
+            ToolCompleted(
+                tool=tool,
+                status="error",
+                tool_call_id=call.call_id,
+                duration_ms=0,
+                error_message=mask_secrets(message)[:4000],
+                summary=Summary(normal=heard, terse="Tool failed."),
+            )
+        )
+        call.result = tool_result(call.use.id, message, is_error=True)
+
+    async def _call_conversational(self, call: _Call, spec: ToolSpec, ctx: ToolContext) -> None:
+        try:
+            result = await spec.call(ctx, call.use.input)
+        except ToolError as error:
+            call.result = tool_result(call.use.id, str(error), is_error=True)
+            return
+        call.result = tool_result(call.use.id, result.content, is_error=result.is_error)
+
+    # -- approval ---------------------------------------------------------------------------
+    async def _confirm(self, call: _Call, spec: ToolSpec, preview: ActionPreview) -> Outcome:
+        session, policy = self.session, self.policy
+        risk = _risk(spec, preview)
+        timeout = policy.timeout_for(risk)
+        default = default_decision_for(irreversible=spec.irreversible, risk_level=risk)
+        action = preview.action or preview.summary
+        consequence = preview.consequence or _default_consequence(spec)
+        session.change_state("awaiting_input", Summary(normal=f"Waiting for your approval: {preview.summary}", terse="Approval needed."))
+        extra: dict[str, Any] = {"tool_call_id": call.call_id, "tool": spec.name, **preview.extra_context}
+        if preview.risk_flags:
+            extra["risk_flags"] = list(preview.risk_flags)
+        flags = f" Warning: {'; '.join(preview.risk_flags)}." if preview.risk_flags else ""
+        event = session.emit(
+            AwaitingConfirmation(
+                action=action,
+                consequence=consequence,
+                reply_token=new_reply_token(),
+                timeout_seconds=timeout,
+                default_decision=default,
+                risk_level=risk,
+                irreversible=spec.irreversible,
+                reversibility="irreversible" if spec.irreversible else "reversible",
+                allowed_replies=("accept", "reject"),
+                extra_context=extra,
+                summary=Summary(
+                    normal=f"Approval needed: {action} {consequence}{flags} "
+                    f"Approve or reject within {_duration(timeout)}; otherwise it will be {_past(default)}.",
+                    terse=f"Approve? {preview.terse or preview.summary}",
+                    detailed=f"Approval needed, {risk} risk: {action} {consequence}{flags} "
+                    f"If nobody answers within {_duration(timeout)}, the default is to {default} it.",
+                ),
+            )
+        )
+        request = self.broker.open_confirmation(event)
+        automatic = policy.auto_approves(preview)
+        if automatic:
+            self.broker.resolve(request, "accept", decided_by="auto:configured_policy")
+        countdown = asyncio.ensure_future(self._countdown(request, timeout)) if timeout > 60 and not automatic else None
+        try:
+            outcome = await self.broker.wait(request)
+        finally:
+            if countdown is not None:
+                countdown.cancel()
+        if outcome.accepted:
+            how = "Approved automatically by this chat's setting" if automatic else (
+                "Approved" if outcome.resolution == "reply" else "No answer in time; going ahead as the default allows"
+            )
+            session.change_state("calling_tool", Summary(normal=f"{how}: {preview.summary}", terse="Approved."))
+        else:
+            why = "You rejected it" if outcome.resolution == "reply" else "No answer in time, so it was rejected"
+            session.change_state("thinking", Summary(normal=f"{why}: {preview.summary} It will not happen.", terse="Rejected."))
+        return outcome
+
+    async def _countdown(self, request: Any, timeout: int) -> None:
+        """Progress reminders at half and a tenth of the approval time left (§6.4.2)."""
+        for fraction in (0.5, 0.1):
+            await asyncio.sleep(max(0.0, (request.deadline.timestamp() - time.time()) - timeout * fraction))
+            if request.resolved or self.session.closed:
+                return
+            left = _duration(int(timeout * fraction))
+            self.session.emit(
+                ProgressUpdated(
+                    progress=Progress(percent=round(100 * (1 - fraction)), description=f"{left} left to approve or reject."),
+                    summary=Summary(normal=f"Still waiting for your approval: {left} left.", terse=f"{left} left."),
+                )
+            )
+
+    # -- services offered to tools ------------------------------------------------------------
+    async def _ask(self, question: str, *, choices: list[str] | None, context: str | None, default: str | None) -> Any:
+        session = self.session
+        back_to = session.state if session.state != "awaiting_input" else "thinking"
+        session.change_state("awaiting_input", Summary(normal="Waiting for your answer to a question.", terse="Question for you."))
+        options = tuple(dict.fromkeys(c for c in (choices or []) if c))[:32]
+        kinds = ("multiple_choice", "freetext") if len(options) >= 2 else ("freetext",)
+        timeout = self.policy.clarification_timeout
+        shown_question = mask_secrets(question)
+        listed = f" Choices: {', '.join(options)}." if len(options) >= 2 else ""
+        event = session.emit(
+            AwaitingClarification(
+                question=shown_question,
+                reply_token=new_reply_token(),
+                timeout_seconds=timeout,
+                accepted_response_kinds=kinds,  # type: ignore[arg-type]
+                choices=tuple(Choice(value=o, label=o) for o in options) if len(options) >= 2 else None,
+                context=mask_secrets(context)[:4096] if context else None,
+                default_response=default,
+                summary=Summary(
+                    normal=f"Question for you: {shown_question}{listed}",
+                    terse="Question for you.",
+                    detailed=f"The agent asks: {shown_question}{listed} It waits {_duration(timeout)} for your answer.",
+                ),
+            )
+        )
+        outcome = await self.broker.wait(self.broker.open_clarification(event))
+        answered = outcome.resolution == "reply"
+        session.change_state(
+            back_to,
+            Summary(normal="Thanks, got your answer." if answered else "No answer in time; the agent goes on without it.",
+                    terse="Answered." if answered else "No answer."),
+        )
+        return outcome.value
+
+    def _progress(self, description: str, *, percent: float | None, step: int | None, total_steps: int | None) -> None:
+        if self.session.closed:
+            return
+        self.session.emit(
+            ProgressUpdated(
+                progress=Progress(percent=percent, step=step, total_steps=total_steps, description=mask_secrets(description)[:1000]),
+                summary=Summary(normal=mask_secrets(description)),
+            )
+        )
+
+    async def _handoff(self, reason: str, *, needs: str | None) -> None:
+        session = self.session
+        session.change_state("handing_off", Summary(normal="Handing control back to you.", terse="Handing off."))
+        shown = mask_secrets(reason)
+        need_text = f" It needs: {mask_secrets(needs)}." if needs else ""
+        session.emit(
+            HandoffRequested(
+                reason=shown,
+                target_kind="human",
+                urgency_for_handoff="medium",
+                packaged_context={
+                    k: v for k, v in {
+                        "notebook_path": self.chat.notebook_path,
+                        "needs": mask_secrets(needs) if needs else None,
+                        "tools_used": list(self.completed_labels),
+                    }.items() if v
+                },
+                summary=Summary(
+                    normal=f"The agent hands control back to you: {shown}{need_text}",
+                    terse="Your turn: the agent needs you.",
+                ),
+            )
+        )
+        self.on_handoff(shown)
+
+
+def _risk(spec: ToolSpec, preview: ActionPreview) -> RiskLevel:
+    order = {"low": 0, "medium": 1, "high": 2}
+    chosen = preview.risk_level or spec.risk_level
+    return chosen if order[chosen] >= order[spec.risk_level] else spec.risk_level
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else "A tool."
+    return line[:4096]
+
+
+def _default_consequence(spec: ToolSpec) -> str:
+    if spec.irreversible:
+        return "This cannot be undone."
+    return "This changes your work; it can be undone."
+
+
+def _declined_text(outcome: Outcome, spec: ToolSpec) -> str:
+    if outcome.resolution == "reply":
+        return f"The user declined: {spec.name} was not run. Do not try to achieve the same effect another way; ask what they prefer."
+    if outcome.resolution == "timeout":
+        return f"The user did not answer in time, so {spec.name} was not run (the default for this action is to reject)."
+    return f"{spec.name} was not run: the approval request was withdrawn."
+
+
+def _duration(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    minutes = seconds // 60
+    return f"{minutes} minutes"
+
+
+def _past(decision: str) -> str:
+    return "approved" if decision == "accept" else "rejected"

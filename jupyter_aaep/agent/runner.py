@@ -1,0 +1,210 @@
+"""Chats and the sessions that run in them.
+
+A chat belongs to one notebook and keeps its Anthropic message history across sessions, so
+follow-up questions have context. Each user message starts one session, run as one
+``asyncio.Task`` the runner holds; Stop cancels that task (the loop then closes the session
+with ``session.cancelled``). Everything a subscriber needs — events and the non-AAEP
+acknowledgements that precede them — goes out through the chat's own :class:`Emitter`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+
+from ..aaep.broker import ReplyBroker
+from ..aaep.emitter import Emitter, Event
+from ..aaep.ids import new_id
+from ..aaep.session import Producer, Session
+from .approval import ApprovalPolicy
+from .loop import AgentConfig, AgentLoop, ChatContext, RunControl, SessionResult
+from .tools import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+EVENT_HISTORY_LIMIT = 5000
+
+
+class ChatError(Exception):
+    """Base of the runner's errors; messages are plain sentences for the person who asked.
+
+    ChatError
+    ├── UnknownChat   (no chat with that id: 404)
+    ├── ChatBusy      (a session is already running: 409)
+    └── InvalidInput  (the request itself is wrong: 400)
+    """
+
+
+class UnknownChat(ChatError):
+    pass
+
+
+class ChatBusy(ChatError):
+    pass
+
+
+class InvalidInput(ChatError):
+    pass
+
+
+@dataclass
+class Chat:
+    """One conversation about one notebook."""
+
+    chat_id: str
+    notebook_path: str | None
+    emitter: Emitter = field(default_factory=lambda: Emitter(history_limit=EVENT_HISTORY_LIMIT))
+    history: list[dict[str, Any]] = field(default_factory=list)
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    session: Session | None = None
+    task: asyncio.Task[SessionResult] | None = None
+    control: RunControl = field(default_factory=RunControl)
+    results: list[SessionResult] = field(default_factory=list)
+
+    @property
+    def running(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    @property
+    def status(self) -> str:
+        return "running" if self.running else "idle"
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "chat_id": self.chat_id,
+            "notebook_path": self.notebook_path,
+            "status": self.status,
+            "session_id": self.session.id if self.session else None,
+            "approval_mode": self.approval.mode,
+        }
+
+
+class ChatRunner:
+    """Creates chats, starts and stops their sessions, and routes replies.
+
+    Parameters
+    ----------
+    client_factory
+        Returns the ``AsyncAnthropic`` client to use (called per session, so a key set
+        after start-up is picked up).
+    registry_factory
+        Returns the tools a chat offers (called per session).
+    services
+        Collaborators handed to tools through ``ToolContext.services``.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_factory: Callable[[], anthropic.AsyncAnthropic],
+        registry_factory: Callable[[Chat], ToolRegistry],
+        config: AgentConfig | None = None,
+        producer: Producer | None = None,
+        services: Mapping[str, Any] | None = None,
+        policy_factory: Callable[[], ApprovalPolicy] = ApprovalPolicy,
+    ) -> None:
+        self.client_factory = client_factory
+        self.registry_factory = registry_factory
+        self.config = config or AgentConfig()
+        self.producer = producer or Producer(model=self.config.model)
+        self.services: Mapping[str, Any] = services or {}
+        self.policy_factory = policy_factory
+        self.broker = ReplyBroker()
+        self._chats: dict[str, Chat] = {}
+
+    # -- chats -------------------------------------------------------------------------------
+    def create_chat(self, notebook_path: str | None) -> Chat:
+        if notebook_path is not None and not isinstance(notebook_path, str):
+            raise InvalidInput("notebook_path must be a string.")
+        chat = Chat(chat_id=new_id("sess").replace("sess_", "chat_"), notebook_path=notebook_path,
+                    approval=self.policy_factory())
+        self._chats[chat.chat_id] = chat
+        return chat
+
+    def get(self, chat_id: str) -> Chat:
+        chat = self._chats.get(chat_id)
+        if chat is None:
+            raise UnknownChat(f"There is no chat with id {chat_id!r}. Create one with POST /aaep/v1/chats.")
+        return chat
+
+    def chats(self, notebook_path: str | None = None) -> list[Chat]:
+        return [c for c in self._chats.values() if notebook_path is None or c.notebook_path == notebook_path]
+
+    # -- sessions ------------------------------------------------------------------------------
+    def submit(self, chat_id: str, text: Any) -> str:
+        """Start a session for *text*; returns its session id at once."""
+        chat = self.get(chat_id)
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("The message text must be a non-empty string.")
+        if chat.running:
+            raise ChatBusy("The agent is still working on the previous request. Stop it or wait until it finishes.")
+        session = Session(chat.emitter, self.producer)
+        chat.session = session
+        chat.control = RunControl()
+        chat.emitter.publish({"kind": "user_input.accepted", "session_id": session.id, "chat_id": chat.chat_id})
+        chat.task = asyncio.ensure_future(self._run(chat, session, text))
+        return session.id
+
+    async def _run(self, chat: Chat, session: Session, text: str) -> SessionResult:
+        client = self.client_factory()
+        loop = AgentLoop(client, self.registry_factory(chat), broker=self.broker, config=self.config)
+        context = ChatContext(
+            chat_id=chat.chat_id, notebook_path=chat.notebook_path, services=self.services, approval=chat.approval
+        )
+        result = await loop.run(session, chat.history, text, chat=context, control=chat.control)
+        chat.results.append(result)
+        return result
+
+    async def stop(self, chat_id: str, *, cancelled_by: str = "user", reason: str = "stopped_by_user") -> bool:
+        """Stop the running session, if any; returns whether one was stopped."""
+        chat = self.get(chat_id)
+        task = chat.task
+        if task is None or task.done():
+            return False
+        chat.control.cancelled_by = cancelled_by  # type: ignore[assignment]
+        chat.control.reason = reason
+        task.cancel()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout=10)
+        except (asyncio.CancelledError, asyncio.TimeoutError):
+            pass
+        except Exception:  # pragma: no cover - the loop converts failures into events
+            log.exception("session task failed while stopping")
+        return True
+
+    def reply(self, chat_id: str, reply: Mapping[str, Any]) -> bool:
+        """Offer a confirmation/clarification reply; never raises for a bad reply."""
+        chat = self.get(chat_id)
+        session_id = chat.session.id if chat.session else None
+        if session_id is None:
+            return False
+        return self.broker.submit(reply, session_id=session_id)
+
+    def set_approval_mode(self, chat_id: str, mode: Any) -> None:
+        try:
+            self.get(chat_id).approval.set_mode(mode)
+        except ValueError as error:
+            raise InvalidInput(str(error)) from error
+
+    def replay(self, chat_id: str, after_event_id: str | None = None) -> list[Event]:
+        """Past messages of the chat, optionally only those after *after_event_id*."""
+        history = self.get(chat_id).emitter.history
+        if after_event_id is None:
+            return history
+        for index, event in enumerate(history):
+            if event.get("event_id") == after_event_id:
+                return history[index + 1 :]
+        return history
+
+    async def shutdown(self) -> None:
+        """Stop every running session (server shutdown): they end as cancelled by the system."""
+        running = [c for c in self._chats.values() if c.running]
+        await asyncio.gather(
+            *(self.stop(c.chat_id, cancelled_by="system", reason="server_shutdown") for c in running),
+            return_exceptions=True,
+        )

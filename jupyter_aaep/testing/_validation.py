@@ -1,0 +1,297 @@
+"""Request checks the real Messages API would reject with 400 ``invalid_request_error``.
+
+The fake runs these on every request so an agent loop that builds a malformed
+conversation fails in tests the way it would fail in production. Messages start with a
+dotted path (``messages.2.content.0``) like the service's, so a failure points at the
+offending block. Only what the agent can get wrong is checked; unknown block types and
+extra parameters are accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["validate_request"]
+
+_TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_TOOL_USE_ID = re.compile(r"^toolu_[A-Za-z0-9_-]+$")
+_TOOL_CHOICES = ("auto", "any", "tool", "none")
+_MAX_CACHE_BREAKPOINTS = 4
+
+_Block = tuple[str, dict[str, Any]]  # (dotted path, block)
+_Turn = tuple[str, str, list[_Block]]  # (role, path of first message, blocks)
+
+
+def validate_request(body: object, headers: Mapping[str, str]) -> list[str]:
+    """Return every problem found in a ``POST /v1/messages`` request (empty when valid)."""
+    problems: list[str] = []
+    if not headers.get("anthropic-version"):
+        problems.append("anthropic-version: header is required")
+    if not isinstance(body, dict):
+        return [*problems, "request body must be a JSON object"]
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        problems.append("model: field required (a non-empty string)")
+    max_tokens = body.get("max_tokens")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        problems.append(f"max_tokens: must be a positive integer, got {max_tokens!r}")
+    if "stream" in body and not isinstance(body["stream"], bool):
+        problems.append("stream: must be a boolean")
+    cache = _CacheCount()
+    _check_system(body.get("system"), problems, cache)
+    tool_names = _check_tools(body.get("tools"), problems, cache)
+    _check_tool_choice(body.get("tool_choice"), tool_names, problems)
+    _check_messages(body.get("messages"), problems, cache)
+    if cache.count > _MAX_CACHE_BREAKPOINTS:
+        problems.append(
+            f"A maximum of {_MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {cache.count}."
+        )
+    return problems
+
+
+class _CacheCount:
+    """Counts ``cache_control`` breakpoints across system, tools and messages."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def see(self, owner: dict[str, Any], path: str, problems: list[str]) -> None:
+        control = owner.get("cache_control")
+        if control is None:
+            return
+        self.count += 1
+        if not isinstance(control, dict) or control.get("type") != "ephemeral":
+            problems.append(f"{path}.cache_control: type must be 'ephemeral'")
+
+
+def _check_system(system: object, problems: list[str], cache: _CacheCount) -> None:
+    if system is None or isinstance(system, str):
+        return
+    if not isinstance(system, list):
+        problems.append("system: must be a string or a list of text blocks")
+        return
+    for i, block in enumerate(system):
+        path = f"system.{i}"
+        if not isinstance(block, dict) or block.get("type") != "text":
+            problems.append(f"{path}: system blocks must be text blocks")
+            continue
+        _check_text(block, path, problems)
+        cache.see(block, path, problems)
+
+
+def _check_tools(tools: object, problems: list[str], cache: _CacheCount) -> set[str]:
+    names: set[str] = set()
+    if tools is None:
+        return names
+    if not isinstance(tools, list):
+        problems.append("tools: must be a list")
+        return names
+    for i, tool in enumerate(tools):
+        path = f"tools.{i}"
+        if not isinstance(tool, dict):
+            problems.append(f"{path}: must be an object")
+            continue
+        name = tool.get("name")
+        if not isinstance(name, str) or not _TOOL_NAME.match(name):
+            problems.append(f"{path}.name: must match ^[a-zA-Z0-9_-]{{1,64}}$, got {name!r}")
+        elif name in names:
+            problems.append(f"tools: tool names must be unique, {name!r} appears twice")
+        else:
+            names.add(name)
+        cache.see(tool, path, problems)
+        if tool.get("type") not in (None, "custom"):
+            continue  # server and built-in tools (web_search_…, bash_…) carry no schema
+        description = tool.get("description")
+        if not isinstance(description, str) or not description.strip():
+            problems.append(f"{path}.description: must be a non-empty string")
+        schema = tool.get("input_schema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            problems.append(f"{path}.input_schema: must be a JSON Schema with type 'object'")
+    return names
+
+
+def _check_tool_choice(choice: object, tool_names: set[str], problems: list[str]) -> None:
+    if choice is None:
+        return
+    if not isinstance(choice, dict) or choice.get("type") not in _TOOL_CHOICES:
+        problems.append(f"tool_choice: type must be one of {', '.join(_TOOL_CHOICES)}")
+    elif choice["type"] == "tool" and choice.get("name") not in tool_names:
+        problems.append(f"tool_choice.name: {choice.get('name')!r} is not one of the tools")
+
+
+def _check_text(block: dict[str, Any], path: str, problems: list[str]) -> None:
+    text = block.get("text")
+    if not isinstance(text, str) or not text:
+        problems.append(f"{path}.text: text content blocks must be non-empty")
+    elif not text.strip():
+        problems.append(f"{path}.text: text content blocks must contain non-whitespace text")
+
+
+def _check_messages(messages: object, problems: list[str], cache: _CacheCount) -> None:
+    if not isinstance(messages, list) or not messages:
+        problems.append("messages: at least one message is required")
+        return
+    # A turn is a run of messages the service merges (consecutive user messages):
+    # role, path of its first message, and its blocks with their paths.
+    turns: list[_Turn] = []
+    last = len(messages) - 1
+    for i, message in enumerate(messages):
+        path = f"messages.{i}"
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            problems.append(f"{path}: must be an object with role 'user' or 'assistant'")
+            return
+        role = message["role"]
+        if i == 0 and role != "user":
+            problems.append('messages: first message must use the "user" role')
+        elif turns and role == "assistant" and turns[-1][0] == "assistant":
+            problems.append(f"{path}: roles must alternate between 'user' and 'assistant'")
+        blocks = _content_blocks(message.get("content"), path, role, i == last, problems, cache)
+        if turns and turns[-1][0] == role == "user":
+            turns[-1][2].extend(blocks)
+        else:
+            turns.append((role, path, blocks))
+    _check_tool_pairing(turns, problems)
+
+
+def _content_blocks(
+    content: object,
+    path: str,
+    role: str,
+    is_last: bool,
+    problems: list[str],
+    cache: _CacheCount,
+) -> list[_Block]:
+    """Check one message's content; return its blocks with their paths."""
+    prefill = is_last and role == "assistant"  # may be empty, must not end in whitespace
+    if isinstance(content, str):
+        if not content and not prefill:
+            problems.append(
+                f"{path}.content: all messages must have non-empty content "
+                "except for the optional final assistant message"
+            )
+        elif prefill and content != content.rstrip():
+            problems.append("final assistant content cannot end with trailing whitespace")
+        elif content and not content.strip():
+            problems.append(f"{path}.content: text content must contain non-whitespace text")
+        return [(f"{path}.content", {"type": "text", "text": content})] if content else []
+    if not isinstance(content, list):
+        problems.append(f"{path}.content: must be a string or a list of content blocks")
+        return []
+    if not content and not prefill:
+        problems.append(
+            f"{path}.content: all messages must have non-empty content "
+            "except for the optional final assistant message"
+        )
+    blocks: list[_Block] = []
+    for j, block in enumerate(content):
+        bpath = f"{path}.content.{j}"
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            problems.append(f"{bpath}: content blocks must be objects with a 'type'")
+            continue
+        cache.see(block, bpath, problems)
+        kind = block["type"]
+        if kind == "text":
+            _check_text(block, bpath, problems)
+        elif kind == "tool_use":
+            _check_tool_use(block, bpath, role, problems)
+        elif kind == "tool_result":
+            _check_tool_result(block, bpath, role, problems, cache)
+        blocks.append((bpath, block))
+    last = content[-1] if content else None
+    if prefill and isinstance(last, dict) and last.get("type") == "text":
+        text = last.get("text")
+        if isinstance(text, str) and text != text.rstrip():
+            problems.append("final assistant content cannot end with trailing whitespace")
+    return blocks
+
+
+def _check_tool_use(block: dict[str, Any], path: str, role: str, problems: list[str]) -> None:
+    if role != "assistant":
+        problems.append(f"{path}: tool_use blocks may only appear in assistant messages")
+    if not isinstance(block.get("id"), str) or not _TOOL_USE_ID.match(block["id"]):
+        problems.append(f"{path}.id: must match ^toolu_[A-Za-z0-9_-]+$, got {block.get('id')!r}")
+    if not isinstance(block.get("name"), str) or not block["name"]:
+        problems.append(f"{path}.name: must be a non-empty string")
+    if not isinstance(block.get("input"), dict):
+        problems.append(f"{path}.input: must be an object")
+
+
+def _check_tool_result(
+    block: dict[str, Any], path: str, role: str, problems: list[str], cache: _CacheCount
+) -> None:
+    if role != "user":
+        problems.append(f"{path}: tool_result blocks may only appear in user messages")
+    if not isinstance(block.get("tool_use_id"), str):
+        problems.append(f"{path}.tool_use_id: must be a string")
+    if "is_error" in block and not isinstance(block["is_error"], bool):
+        problems.append(f"{path}.is_error: must be a boolean")
+    content = block.get("content")
+    if content is None or isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        problems.append(f"{path}.content: must be a string or a list of content blocks")
+        return
+    for k, inner in enumerate(content):
+        ipath = f"{path}.content.{k}"
+        if not isinstance(inner, dict) or not isinstance(inner.get("type"), str):
+            problems.append(f"{ipath}: content blocks must be objects with a 'type'")
+            continue
+        cache.see(inner, ipath, problems)
+        if inner["type"] == "text":
+            _check_text(inner, ipath, problems)
+
+
+def _check_tool_pairing(turns: list[_Turn], problems: list[str]) -> None:
+    """Each tool_use answered in the very next user turn, results first, none stray."""
+    seen_ids: set[str] = set()
+    previous_ids: list[str] = []
+    for t, (role, where, blocks) in enumerate(turns):
+        if role == "assistant":
+            ids: list[str] = []
+            for path, block in blocks:
+                use_id = block.get("id")
+                if block["type"] != "tool_use" or not isinstance(use_id, str):
+                    continue
+                if use_id in seen_ids:
+                    problems.append(f"{path}.id: tool_use ids must be unique, {use_id!r} repeats")
+                seen_ids.add(use_id)
+                ids.append(use_id)
+            answered = set()
+            if t + 1 < len(turns):
+                answered = {
+                    b.get("tool_use_id") for _, b in turns[t + 1][2] if b["type"] == "tool_result"
+                }
+            missing = [i for i in ids if i not in answered]
+            if missing:
+                problems.append(
+                    f"{where}: `tool_use` ids were found without `tool_result` blocks immediately "
+                    f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
+                    "`tool_result` block in the next message."
+                )
+            previous_ids = ids
+            continue
+        results_done = False
+        answered_here: set[str] = set()
+        for path, block in blocks:
+            if block["type"] != "tool_result":
+                results_done = True
+                continue
+            if results_done:
+                problems.append(
+                    f"{path}: tool_result blocks must come before any other content in the "
+                    "user message that answers the tool_use blocks"
+                )
+            use_id = block.get("tool_use_id")
+            if use_id not in previous_ids:
+                problems.append(
+                    f"{path}: unexpected `tool_use_id` found in `tool_result` blocks: {use_id}. "
+                    "Each `tool_result` block must have a corresponding `tool_use` block in the "
+                    "previous message."
+                )
+            elif use_id in answered_here:
+                problems.append(f"{path}: duplicate tool_result for tool_use_id {use_id}")
+            answered_here.add(str(use_id))
+        previous_ids = []

@@ -1,0 +1,44 @@
+"""Every AAEP event any test produces is checked against the official JSON Schemas and the
+project's sequence checker as it is published; the first invalid event fails the test."""
+
+from __future__ import annotations
+
+import pytest
+
+from jupyter_aaep.aaep.check import SequenceChecker, SequenceViolation
+from jupyter_aaep.aaep.emitter import Emitter
+from jupyter_aaep.testing.schemas import SchemaValidator, SchemaViolation
+
+
+@pytest.fixture(scope="session")
+def aaep_schema_validator() -> SchemaValidator:
+    # Raises FileNotFoundError when the schemas are missing: CI must fail, never skip.
+    return SchemaValidator.from_dir()
+
+
+@pytest.fixture(autouse=True)
+def aaep_event_audit(request, monkeypatch, aaep_schema_validator):
+    """Validate each published event; at teardown, every session must have ended."""
+    checker = SequenceChecker()
+    failures: list[Exception] = []
+    original = Emitter.publish
+
+    def audited_publish(self: Emitter, event: dict) -> None:
+        if "@context" in event:
+            try:
+                aaep_schema_validator.validate(event)
+                checker.feed(event)
+            except (SchemaViolation, SequenceViolation) as error:
+                failures.append(error)
+                raise
+        original(self, event)
+
+    monkeypatch.setattr(Emitter, "publish", audited_publish)
+    yield checker
+    if failures:
+        pytest.fail(f"invalid AAEP event: {failures[0]}", pytrace=False)
+    if request.node.get_closest_marker("open_sessions") is None:
+        try:
+            checker.finish()
+        except SequenceViolation as error:
+            pytest.fail(f"AAEP session left open: {error}", pytrace=False)

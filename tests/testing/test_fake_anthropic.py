@@ -1,0 +1,394 @@
+"""The fake Messages API, driven through the real ``anthropic`` SDK over real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import anthropic
+import httpx
+import httpx2  # the transport the anthropic SDK uses
+import pytest
+
+from jupyter_aaep.testing import ErrorReply, FakeAnthropic, RecordedRequest, ToolUse, Turn
+from jupyter_aaep.testing._validation import validate_request
+
+MODEL = "claude-fake-1"
+USER = [{"role": "user", "content": "Hello"}]
+
+
+def client_for(fake: FakeAnthropic, **kwargs: Any) -> anthropic.AsyncAnthropic:
+    return anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, **kwargs)
+
+
+async def stream_final(
+    client: anthropic.AsyncAnthropic, messages: list[dict[str, Any]] = USER, **kwargs: Any
+) -> anthropic.types.Message:
+    async with client.messages.stream(
+        model=MODEL, max_tokens=256, messages=messages, **kwargs
+    ) as stream:
+        return await stream.get_final_message()
+
+
+async def test_text_answer_streams_through_sdk() -> None:
+    text = "Hello from the fake model: Grüße, 你好 👋."  # non-ASCII crosses as raw UTF-8
+    async with (
+        FakeAnthropic([Turn(text=text, input_tokens=42)]) as fake,
+        client_for(fake) as client,
+        client.messages.stream(
+            model=MODEL, max_tokens=256, messages=USER, system="Be brief."
+        ) as stream,
+    ):
+        pieces = [piece async for piece in stream.text_stream]
+        message = await stream.get_final_message()
+    assert pieces == [text[i : i + 6] for i in range(0, len(text), 6)]
+    assert message.content[0].type == "text" and message.content[0].text == text
+    assert message.stop_reason == "end_turn"
+    assert message.model == MODEL and message.id.startswith("msg_01")
+    assert message.usage.input_tokens == 42
+    assert message.usage.output_tokens >= 1
+    assert message.usage.cache_read_input_tokens == 0
+    (request,) = fake.requests
+    assert request.path == "/v1/messages" and request.status == 200
+    assert request.body["stream"] is True and request.body["system"] == "Be brief."
+    assert request.message is not None and request.message["content"][0]["text"] == text
+    assert fake.problems == []
+
+
+async def test_wire_format_matches_the_service() -> None:
+    """Every SSE event has an ``event:`` line; start and delta carry usage; x-api-key works."""
+    turn = Turn(text="Hi", tool_uses=[ToolUse("run_cell", {"code": "1 + 1"})])
+    with FakeAnthropic([turn]) as fake:
+        async with httpx.AsyncClient(base_url=fake.base_url) as http:
+            response = await http.post(
+                "/v1/messages",
+                headers={"x-api-key": fake.api_key, "anthropic-version": "2023-06-01"},
+                json={"model": MODEL, "max_tokens": 10, "messages": USER, "stream": True},
+            )
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.headers["request-id"].startswith("req_")
+    events = [block.splitlines() for block in response.text.split("\n\n") if block]
+    assert all(len(lines) == 2 and lines[0].startswith("event: ") for lines in events)
+    data = [json.loads(lines[1].removeprefix("data: ")) for lines in events]
+    assert [lines[0][7:] for lines in events] == [d["type"] for d in data]
+    assert data[0]["type"] == "message_start" and data[-1]["type"] == "message_stop"
+    assert set(data[0]["message"]["usage"]) >= {
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+    }
+    assert data[-2]["type"] == "message_delta" and "output_tokens" in data[-2]["usage"]
+    assert fake.problems == []
+
+
+async def test_tool_use_input_arrives_in_pieces() -> None:
+    tool_input = {"code": "import math\nprint(math.pi)", "cell_index": 3}
+    async with (
+        FakeAnthropic([Turn(tool_uses=[ToolUse("run_cell", tool_input)])]) as fake,
+        client_for(fake) as client,
+        client.messages.stream(model=MODEL, max_tokens=256, messages=USER) as stream,
+    ):
+        partials = [e.partial_json async for e in stream if e.type == "input_json"]
+        message = await stream.get_final_message()
+    assert len([p for p in partials if p]) >= 2
+    assert json.loads("".join(partials)) == tool_input
+    (block,) = message.content
+    assert block.type == "tool_use" and block.name == "run_cell"
+    assert block.input == tool_input and block.id.startswith("toolu_01")
+    assert message.stop_reason == "tool_use"
+
+
+async def test_parallel_tool_uses_round_trip() -> None:
+    """Two tool uses in one turn; answering both in the next request is valid."""
+    first = Turn(
+        text="Let me look.",
+        tool_uses=[ToolUse("read_cell", {"index": 0}), ToolUse("read_cell", {"index": 1})],
+    )
+    async with (
+        FakeAnthropic([first, Turn(text="Both cells are empty.")]) as fake,
+        client_for(fake) as client,
+    ):
+        message = await stream_final(client)
+        uses = [b for b in message.content if b.type == "tool_use"]
+        assert [u.input for u in uses] == [{"index": 0}, {"index": 1}]
+        assert uses[0].id != uses[1].id
+        results = [{"type": "tool_result", "tool_use_id": u.id, "content": ""} for u in uses]
+        history = [*USER, message.to_param(), {"role": "user", "content": results}]
+        final = await stream_final(client, history)
+    assert final.content[0].text == "Both cells are empty."
+    assert fake.problems == []
+
+
+@pytest.mark.parametrize("stop_reason", ["max_tokens", "pause_turn", "refusal"])
+async def test_stop_reasons_pass_through(stop_reason: str) -> None:
+    async with (
+        FakeAnthropic([Turn(text="Partial", stop_reason=stop_reason)]) as fake,
+        client_for(fake) as client,
+    ):
+        message = await stream_final(client)
+    assert message.stop_reason == stop_reason
+    if stop_reason == "refusal":
+        assert message.stop_details is not None and message.stop_details.type == "refusal"
+
+
+async def test_rate_limit_is_retried_quickly() -> None:
+    script = [ErrorReply(429, "rate_limit_error", "Slow down", retry_after=0), Turn(text="ok")]
+    async with FakeAnthropic(script) as fake, client_for(fake) as client:
+        started = time.monotonic()
+        message = await stream_final(client)
+        elapsed = time.monotonic() - started
+    assert message.content[0].text == "ok"
+    assert [r.status for r in fake.requests] == [429, 200]
+    assert [r.headers["x-stainless-retry-count"] for r in fake.requests] == ["0", "1"]
+    assert elapsed < 0.4  # the SDK's own backoff would be at least 0.375 s
+    assert fake.problems == []
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type", "exc_type"),
+    [
+        (529, "overloaded_error", anthropic.OverloadedError),
+        (500, "api_error", anthropic.InternalServerError),
+        (400, "invalid_request_error", anthropic.BadRequestError),
+    ],
+)
+async def test_error_statuses_map_to_sdk_exceptions(
+    status: int, error_type: str, exc_type: type[anthropic.APIStatusError]
+) -> None:
+    async with (
+        FakeAnthropic([ErrorReply(status, error_type, "Nope")]) as fake,
+        client_for(fake, max_retries=0) as client,
+    ):
+        with pytest.raises(exc_type) as caught:
+            await stream_final(client)
+    assert caught.value.status_code == status
+    assert caught.value.type == error_type and caught.value.api_message == "Nope"
+    assert (caught.value.request_id or "").startswith("req_")
+
+
+async def test_overloaded_exhausts_retries() -> None:
+    script = [ErrorReply(529, "overloaded_error", "Overloaded", retry_after=0)] * 3
+    async with FakeAnthropic(script) as fake, client_for(fake) as client:  # default max_retries=2
+        with pytest.raises(anthropic.OverloadedError) as caught:
+            await stream_final(client)
+    assert isinstance(caught.value, anthropic.InternalServerError)
+    assert len(fake.requests) == 3
+
+
+async def test_wrong_key_is_rejected_without_consuming_the_script() -> None:
+    async with FakeAnthropic([Turn(text="for the right key")]) as fake:
+        async with anthropic.AsyncAnthropic(base_url=fake.base_url, api_key="sk-wrong") as bad:
+            with pytest.raises(anthropic.AuthenticationError):
+                await stream_final(bad)
+        async with client_for(fake) as client:
+            message = await stream_final(client)
+    assert message.content[0].text == "for the right key"
+    assert [r.status for r in fake.requests] == [401, 200]
+
+
+async def test_cancelled_stalled_stream_disconnects_and_stop_is_quick() -> None:
+    fake = FakeAnthropic([Turn(text="x" * 60, text_chunk_size=5, stall_after_chunks=2)]).start()
+    try:
+        received: list[str] = []
+        two_deltas = asyncio.Event()
+
+        async def consume(client: anthropic.AsyncAnthropic) -> None:
+            async with client.messages.stream(model=MODEL, max_tokens=99, messages=USER) as s:
+                async for piece in s.text_stream:
+                    received.append(piece)
+                    if len(received) == 2:
+                        two_deltas.set()
+
+        async with client_for(fake) as client:
+            task = asyncio.create_task(consume(client))
+            await asyncio.wait_for(two_deltas.wait(), 2)
+            await asyncio.sleep(0.1)  # the stream is held open: nothing more arrives
+            assert len(received) == 2 and not task.done()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        for _ in range(40):  # the server notices the hang-up within a poll or two
+            if fake.requests[0].disconnected:
+                break
+            await asyncio.sleep(0.05)
+        assert fake.requests[0].disconnected
+    finally:
+        started = time.monotonic()
+        await asyncio.to_thread(fake.stop)
+        assert time.monotonic() - started < 2
+    assert fake.problems == []
+
+
+async def test_stop_cuts_a_stalled_stream() -> None:
+    fake = FakeAnthropic([Turn(text="never finished", stall_after_chunks=0)]).start()
+    async with client_for(fake, max_retries=0) as client:
+        task = asyncio.create_task(stream_final(client))
+        for _ in range(200):
+            if fake.requests:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)  # let the stream reach its stall
+        started = time.monotonic()
+        await asyncio.to_thread(fake.stop)
+        assert time.monotonic() - started < 2
+        # The SDK does not wrap transport errors raised while reading a stream.
+        with pytest.raises((anthropic.APIConnectionError, httpx2.TransportError)):
+            await asyncio.wait_for(task, 2)
+
+
+async def test_release_finishes_stalled_streams() -> None:
+    text = "a stalled answer that resumes"
+    async with (
+        FakeAnthropic([Turn(text=text, stall_after_chunks=1)]) as fake,
+        client_for(fake) as client,
+    ):
+        task = asyncio.create_task(stream_final(client))
+        await asyncio.sleep(0.2)
+        assert not task.done()
+        fake.release()
+        message = await asyncio.wait_for(task, 2)
+    assert message.content[0].text == text
+    assert not fake.requests[0].disconnected
+
+
+async def test_missing_tool_result_is_rejected_like_the_service() -> None:
+    tool_use = {"type": "tool_use", "id": "toolu_01abc", "name": "run_cell", "input": {}}
+    history = [
+        *USER,
+        {"role": "assistant", "content": [tool_use]},
+        {"role": "user", "content": "Never mind."},
+    ]
+    async with FakeAnthropic([Turn(text="unused")]) as fake, client_for(fake) as client:
+        with pytest.raises(anthropic.BadRequestError) as caught:
+            await stream_final(client, history)
+    assert "toolu_01abc" in (caught.value.api_message or "")
+    assert len(fake.problems) == 1 and "tool_result" in fake.problems[0]
+    assert fake.requests[0].reply is None  # the scripted turn was not consumed
+
+
+_USE = {"type": "tool_use", "id": "toolu_01a", "name": "t", "input": {}}
+
+
+def _tool_history(answer: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [*USER, {"role": "assistant", "content": [_USE]}, {"role": "user", "content": answer}]
+
+
+_RESULT = {"type": "tool_result", "tool_use_id": "toolu_01a", "content": "done"}
+_TEXT = {"type": "text", "text": "and"}
+_TOOL = {"name": "t", "description": "A tool.", "input_schema": {"type": "object"}}
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"messages": _tool_history([_RESULT, _TEXT])}, None),
+        ({"messages": [*_tool_history([_RESULT]), *USER]}, None),  # consecutive users merge
+        ({"messages": _tool_history([_TEXT, _RESULT])}, "must come before"),
+        (
+            {"messages": _tool_history([{**_RESULT, "tool_use_id": "toolu_01b"}, _RESULT])},
+            "unexpected `tool_use_id`",
+        ),
+        ({"messages": [{"role": "assistant", "content": "Hi"}]}, "first message"),
+        (
+            {
+                "messages": [
+                    *USER,
+                    {"role": "assistant", "content": "a"},
+                    {"role": "assistant", "content": "b"},
+                ]
+            },
+            "alternate",
+        ),
+        ({"messages": [{"role": "user", "content": [{"type": "text", "text": ""}]}]}, "non-empty"),
+        ({"messages": [{"role": "user", "content": " \n"}]}, "non-whitespace"),
+        ({"messages": [*USER, {"role": "assistant", "content": "Sure, "}]}, "trailing whitespace"),
+        ({"messages": [*USER, {"role": "assistant", "content": ""}]}, None),  # empty prefill
+        (
+            {
+                "messages": [
+                    *USER,
+                    {"role": "assistant", "content": [_USE, _USE]},
+                    {"role": "user", "content": [_RESULT]},
+                ]
+            },
+            "unique",
+        ),
+        ({"messages": []}, "at least one message"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"model": ""}, "model"),
+        ({"tools": [{**_TOOL, "name": "bad name!"}]}, "tools.0.name"),
+        ({"tools": [{**_TOOL, "input_schema": {"type": "string"}}]}, "input_schema"),
+        ({"tools": [_TOOL, _TOOL]}, "unique"),
+        ({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}, None),
+        ({"system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}]}, None),
+        (
+            {"system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}] * 5},
+            "maximum of 4",
+        ),
+        ({"tool_choice": {"type": "tool", "name": "missing"}, "tools": [_TOOL]}, "tool_choice"),
+    ],
+)
+def test_validation_rules(changes: dict[str, Any], expected: str | None) -> None:
+    body = {"model": MODEL, "max_tokens": 10, "messages": USER, **changes}
+    problems = validate_request(body, {"anthropic-version": "2023-06-01"})
+    if expected is None:
+        assert problems == []
+    else:
+        assert any(expected in p for p in problems), problems
+
+
+async def test_responder_answers_by_keyword() -> None:
+    def responder(request: RecordedRequest) -> Turn | ErrorReply:
+        if "weather" in request.last_user_text:
+            return Turn(tool_uses=[ToolUse("get_weather", {"city": "Oslo"})])
+        return Turn(text=f"echo: {request.last_user_text}")
+
+    async with FakeAnthropic(responder=responder) as fake, client_for(fake) as client:
+        tool = await stream_final(client, [{"role": "user", "content": "weather?"}])
+        echo = await stream_final(
+            client, [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+        )
+    assert tool.content[0].type == "tool_use" and tool.content[0].name == "get_weather"
+    assert echo.content[0].text == "echo: hi"
+    assert fake.problems == []
+
+
+async def test_exhausted_script_is_a_problem() -> None:
+    async with FakeAnthropic([Turn(text="only one")]) as fake, client_for(fake) as client:
+        await stream_final(client)
+        with pytest.raises(anthropic.BadRequestError, match="fake script exhausted"):
+            await stream_final(client)
+        fake.add(Turn(text="added later"))
+        late = await stream_final(client)
+    assert fake.problems == ["fake script exhausted: no turn scripted for request 2"]
+    assert late.content[0].text == "added later"
+
+
+def test_sync_client_without_event_loop() -> None:
+    script = [Turn(text="plain", tool_uses=[ToolUse("t", {"a": 1})]), Turn(text="streamed")]
+    with FakeAnthropic(script, model="claude-reported") as fake:
+        assert fake.base_url.startswith("http://127.0.0.1:")
+        with anthropic.Anthropic(base_url=fake.base_url, api_key=fake.api_key) as client:
+            created = client.messages.create(model=MODEL, max_tokens=10, messages=USER)
+            with client.messages.stream(model=MODEL, max_tokens=10, messages=USER) as stream:
+                streamed = stream.get_final_message()
+    assert [b.type for b in created.content] == ["text", "tool_use"]
+    assert created.content[1].input == {"a": 1} and created.stop_reason == "tool_use"
+    assert created.model == "claude-reported"
+    assert streamed.content[0].text == "streamed"
+    assert "stream" not in fake.requests[0].body
+    fake.stop()  # idempotent
+    assert fake.problems == []
+
+
+def test_script_entries_are_checked_where_they_are_written() -> None:
+    with pytest.raises(TypeError):
+        ToolUse("t", {"when": object()})
+    with pytest.raises(ValueError, match="text_chunk_size"):
+        Turn(text="x", text_chunk_size=0)
+    with pytest.raises(ValueError, match="either a script or a responder"):
+        FakeAnthropic([], responder=lambda request: Turn())
