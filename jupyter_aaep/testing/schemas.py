@@ -99,7 +99,7 @@ def find_schema_dir() -> Path:
         for folder in (start, *start.parents):
             candidate = folder / "shared" / "aaep" / "schemas"
             if _is_schema_dir(candidate):
-                return candidate
+                return candidate.resolve()
     raise FileNotFoundError(SCHEMAS_MISSING)
 
 
