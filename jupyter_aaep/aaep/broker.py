@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -72,12 +72,28 @@ class PendingRequest:
         return self.future.done()
 
 
-class ReplyBroker:
-    """Matches replies to outstanding requests; single-use tokens bound to their session."""
+Entitlement = Callable[[Mapping[str, Any], Literal["confirmation", "clarification"]], "frozenset[str] | None"]
 
-    def __init__(self) -> None:
+
+class ReplyBroker:
+    """Matches replies to outstanding requests; single-use tokens bound to their session.
+
+    Parameters
+    ----------
+    entitled
+        Called when a request opens without explicit ``allowed_subscriptions``: which
+        subscriptions can answer it (``None``: anyone). An empty set means nobody is there to
+        answer, so the default applies at once (§5.8.2).
+    check_sender
+        Whether a reply must come from an entitled subscription. Off, the entitled set only
+        decides when the last subscriber able to answer has gone (its default then applies).
+    """
+
+    def __init__(self, *, entitled: Entitlement | None = None, check_sender: bool = True) -> None:
         self._pending: dict[str, PendingRequest] = {}
         self._used: set[str] = set()
+        self._entitled = entitled
+        self._check_sender = check_sender
 
     # -- opening -------------------------------------------------------------------------
     def open_confirmation(
@@ -117,8 +133,12 @@ class ReplyBroker:
         if token in self._pending or token in self._used:
             raise ValueError(f"reply token {token} is already in use")
         deadline = parse_timestamp(event["timestamp"]) + timedelta(seconds=event["timeout_seconds"])
+        if kwargs.get("allowed_subscriptions") is None and self._entitled is not None:
+            kwargs["allowed_subscriptions"] = self._entitled(event, kwargs["kind"])
         request = PendingRequest(token=token, session_id=event["session_id"], deadline=deadline, **kwargs)
         self._pending[token] = request
+        if request.allowed_subscriptions is not None and not request.allowed_subscriptions:
+            self._resolve(request, Outcome(request.default, "unsubscribed", decided_by="auto:no_subscriber"))
         return request
 
     # -- waiting -------------------------------------------------------------------------
@@ -179,7 +199,11 @@ class ReplyBroker:
             raise _Ignored("token belongs to another session")
         if parse_timestamp(stamp) >= request.deadline:
             raise _Ignored("reply decided after the deadline")
-        if request.allowed_subscriptions is not None and reply["subscription_id"] not in request.allowed_subscriptions:
+        if (
+            self._check_sender
+            and request.allowed_subscriptions is not None
+            and reply["subscription_id"] not in request.allowed_subscriptions
+        ):
             raise _Ignored("subscription not entitled to answer")
         if kind == "confirmation":
             if reply.get("decision") not in request.allowed_replies:
@@ -213,11 +237,16 @@ class ReplyBroker:
         return len(requests)
 
     def apply_defaults_for_subscription(self, subscription_id: str) -> int:
-        """A subscription closed: requests only it could answer take their default now (§5.8.2)."""
-        hits = [
-            r for r in self._pending.values()
-            if r.allowed_subscriptions is not None and r.allowed_subscriptions <= {subscription_id}
-        ]
+        """A subscription closed: it can no longer answer, and requests nobody else can answer
+        take their default now (§5.8.2)."""
+        hits = []
+        for request in list(self._pending.values()):
+            allowed = request.allowed_subscriptions
+            if allowed is None or subscription_id not in allowed:
+                continue
+            request.allowed_subscriptions = allowed - {subscription_id}
+            if not request.allowed_subscriptions:
+                hits.append(request)
         for request in hits:
             self._resolve(request, Outcome(request.default, "unsubscribed", decided_by="auto:subscription_closed"))
         return len(hits)

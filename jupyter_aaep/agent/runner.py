@@ -107,6 +107,7 @@ class ChatRunner:
         producer: Producer | None = None,
         services: Mapping[str, Any] | None = None,
         policy_factory: Callable[[], ApprovalPolicy] = ApprovalPolicy,
+        broker: ReplyBroker | None = None,
     ) -> None:
         self.client_factory = client_factory
         self.registry_factory = registry_factory
@@ -114,7 +115,7 @@ class ChatRunner:
         self.producer = producer or Producer(model=self.config.model)
         self.services: Mapping[str, Any] = services or {}
         self.policy_factory = policy_factory
-        self.broker = ReplyBroker()
+        self.broker = broker or ReplyBroker()
         self._chats: dict[str, Chat] = {}
 
     # -- chats -------------------------------------------------------------------------------
@@ -137,20 +138,38 @@ class ChatRunner:
 
     # -- sessions ------------------------------------------------------------------------------
     def submit(self, chat_id: str, text: Any) -> str:
-        """Start a session for *text*; returns its session id at once."""
+        """Start a session for *text*; returns its session id at once.
+
+        A new message while the running session waits for the user (a confirmation or a
+        question) answers it the way a person means it: never mind, do this instead. The
+        waiting session is cancelled (its request withdrawn, nothing runs) and the new one
+        starts after it has closed; the acknowledgement of the new session goes out first,
+        so listeners can tell which events belong to the request they just sent.
+        """
         chat = self.get(chat_id)
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("The message text must be a non-empty string.")
+        previous: asyncio.Task[SessionResult] | None = None
         if chat.running:
-            raise ChatBusy("The agent is still working on the previous request. Stop it or wait until it finishes.")
+            if chat.session is None or chat.session.state != "awaiting_input":
+                raise ChatBusy("The agent is still working on the previous request. Stop it or wait until it finishes.")
+            previous = chat.task
+            chat.control.cancelled_by = "user"
+            chat.control.reason = "superseded_by_new_request"
         session = Session(chat.emitter, self.producer)
         chat.session = session
         chat.control = RunControl()
         chat.emitter.publish({"kind": "user_input.accepted", "session_id": session.id, "chat_id": chat.chat_id})
-        chat.task = asyncio.ensure_future(self._run(chat, session, text))
+        if previous is not None:
+            previous.cancel()
+        chat.task = asyncio.ensure_future(self._run(chat, session, text, after=previous))
         return session.id
 
-    async def _run(self, chat: Chat, session: Session, text: str) -> SessionResult:
+    async def _run(
+        self, chat: Chat, session: Session, text: str, *, after: asyncio.Task[SessionResult] | None = None
+    ) -> SessionResult:
+        if after is not None:
+            await asyncio.wait([after])  # the superseded session closes (and fixes the history) first
         client = self.client_factory()
         loop = AgentLoop(client, self.registry_factory(chat), broker=self.broker, config=self.config)
         context = ChatContext(

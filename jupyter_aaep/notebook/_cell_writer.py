@@ -1,0 +1,187 @@
+"""Writing one run's outputs into its shared cell, live, as kernel messages arrive.
+
+A private part of the documents layer: it reaches the notebook only through
+:meth:`NotebookDocuments.open` (re-fetched every second during long runs, since rooms can be
+dropped and re-created) and edits the shared cell with small CRDT operations, so the browser
+sees stream text grow in place instead of whole outputs being replaced.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pycrdt import Array, Map, Text
+
+from ._outputs import AppendOutput, CellOutputs, ClearOutputs, OutputOp, ReplaceOutput, StreamEdit
+
+if TYPE_CHECKING:
+    from jupyter_ydoc import YNotebook
+
+    from .documents import NotebookDocuments
+
+__all__ = ["LiveCellWriter", "youtput"]
+
+log = logging.getLogger(__name__)
+
+
+class LiveCellWriter:
+    """Writes one run's outputs into its shared cell as kernel messages arrive.
+
+    Implements the executor's ``RunSink``. Keeps a plain mirror of the outputs
+    (:class:`CellOutputs`): if the room was dropped and re-created during a long run, or the
+    shared outputs no longer look as expected, the cell is rebuilt from the mirror.
+    """
+
+    refresh_seconds = 1.0
+
+    def __init__(self, documents: NotebookDocuments, path: str, cell_id: str) -> None:
+        self._documents = documents
+        self._path = path
+        self.cell_id = cell_id
+        self.model = CellOutputs()
+        self._doc: YNotebook | None = None
+        self._fetched = 0.0
+        self._index: int | None = None
+        self._resync = False
+        self.cell_missing = False
+
+    # -- RunSink -------------------------------------------------------------------------------
+    def outputs(self) -> list[dict[str, Any]]:
+        return self.model.outputs()
+
+    @property
+    def display_ids(self) -> set[str]:
+        return self.model.display_ids
+
+    async def begin(self) -> None:
+        """Clear the cell's outputs (the same array) and mark it running, in one transaction."""
+        ycell = await self._ycell()
+        if ycell is None or self._doc is None:
+            return
+        with self._doc.ydoc.transaction():
+            outputs = ycell.get("outputs")
+            if isinstance(outputs, Array):
+                outputs.clear()
+            else:
+                ycell["outputs"] = Array()
+            ycell["execution_count"] = None
+            ycell["execution_state"] = "running"
+            metadata = ycell.get("metadata")
+            if isinstance(metadata, Map):
+                metadata["trusted"] = (
+                    True  # outputs the user's session produced, as JupyterLab marks them
+                )
+        self._resync = False
+
+    async def handle(self, msg_type: str, content: dict[str, Any]) -> None:
+        ops = self.model.handle(msg_type, content)
+        if ops:
+            await self._apply(ops)
+
+    async def finish(self, execution_count: int | None) -> None:
+        """Set the execution count and the idle state together, as JupyterLab expects."""
+        ycell = await self._ycell()
+        if ycell is None or self._doc is None:
+            return
+        with self._doc.ydoc.transaction():
+            if self._resync:
+                self._rewrite(ycell)
+            ycell["execution_count"] = execution_count
+            ycell["execution_state"] = "idle"
+
+    # -- internals -----------------------------------------------------------------------------
+    async def _ycell(self) -> Any | None:
+        now = time.monotonic()
+        if self._doc is None or now - self._fetched >= self.refresh_seconds:
+            try:
+                document = (await self._documents.open(self._path)).ynotebook
+            except Exception as error:  # noqa: BLE001 - a failed write must never abort the run
+                # Keep running: the mirror still has every output and is written back later.
+                log.warning("Cannot reach the shared notebook %s: %s", self._path, error)
+                return None
+            if self._doc is not None and document is not self._doc:
+                self._resync, self._index = True, None
+            self._doc, self._fetched = document, now
+        ycells = self._doc.ycells
+        if (
+            self._index is None
+            or self._index >= len(ycells)
+            or ycells[self._index].get("id") != self.cell_id
+        ):
+            self._index = next(
+                (i for i, c in enumerate(ycells) if c.get("id") == self.cell_id), None
+            )
+        self.cell_missing = self._index is None
+        return None if self._index is None else ycells[self._index]
+
+    async def _apply(self, ops: Sequence[OutputOp]) -> None:
+        ycell = await self._ycell()
+        if ycell is None or self._doc is None:
+            return
+        with self._doc.ydoc.transaction():
+            youtputs = ycell.get("outputs")
+            if self._resync or not isinstance(youtputs, Array):
+                self._rewrite(ycell)
+                return
+            for op in ops:
+                if not _apply_op(youtputs, op):
+                    self._rewrite(ycell)
+                    return
+
+    def _rewrite(self, ycell: Any) -> None:
+        youtputs = ycell.get("outputs")
+        if not isinstance(youtputs, Array):
+            ycell["outputs"] = youtputs = Array()
+        youtputs.clear()
+        youtputs.extend([youtput(o) for o in self.model.outputs()])
+        self._resync = False
+
+
+def youtput(output: dict[str, Any]) -> Map[Any]:
+    """A shared output; stream text is a ``Text`` so it can grow in place."""
+    output = copy.deepcopy(output)
+    if output.get("output_type") == "stream":
+        text = output.get("text", "")
+        output["text"] = Text("".join(text) if isinstance(text, list) else str(text))
+    return Map(output)
+
+
+def _apply_op(youtputs: Array[Any], op: OutputOp) -> bool:
+    """Apply one edit; ``False`` when the shared outputs are not what the mirror expects."""
+    if isinstance(op, ClearOutputs):
+        youtputs.clear()
+        return True
+    if isinstance(op, AppendOutput):
+        if len(youtputs) != op.index:
+            return False
+        youtputs.append(youtput(op.output))
+        return True
+    if op.index >= len(youtputs):
+        return False
+    yout = youtputs[op.index]
+    if isinstance(op, StreamEdit):
+        ytext = yout.get("text") if isinstance(yout, Map) else None
+        if (
+            yout.get("output_type") != "stream"
+            or not isinstance(ytext, Text)
+            or len(ytext) < op.keep_bytes
+        ):
+            return False
+        if len(ytext) > op.keep_bytes:
+            del ytext[op.keep_bytes :]
+        if op.text:
+            ytext += op.text
+        return True
+    assert isinstance(op, ReplaceOutput)
+    if not isinstance(yout, Map) or yout.get("output_type") not in (
+        "display_data",
+        "execute_result",
+    ):
+        return False
+    yout["data"] = op.data
+    yout["metadata"] = op.metadata
+    return True

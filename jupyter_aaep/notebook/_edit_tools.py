@@ -1,0 +1,283 @@
+"""Tools that read and edit the live notebook: state, listing, create, edit, delete, move, clear.
+
+Edits are reversible (the session's undo snapshot restores them), so they run without asking;
+each one is a single transaction on the shared document and is seen live by collaborators.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Literal
+
+from ..agent.tools import ActionPreview, ToolContext, ToolError, ToolResult, aaep_tool
+from ._run_text import describe_kernel
+from ._tool_common import chat_path, plural, service_of, target_index
+from .render import CellView, render_cells
+
+__all__ = [
+    "clear_outputs",
+    "create_cell",
+    "delete_cell",
+    "edit_cell",
+    "get_notebook_state",
+    "list_notebooks",
+    "move_cell",
+]
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+@aaep_tool(risk_level="low", read_only=True, label="read the notebook")
+async def get_notebook_state(
+    ctx: ToolContext,
+    cell_ids: list[str] | None = None,
+    start: int | None = None,
+    end: int | None = None,
+    include_outputs: bool = True,
+    notebook_path: str | None = None,
+) -> ToolResult:
+    """Read the notebook: every cell's number, id, type and source, its outputs, and the kernel state.
+
+    Call this before changing a notebook you have not read in this conversation, and again after
+    the user may have edited it. Long sources and outputs are cut with a marker; read specific
+    cells with cell_ids to see them in full. Images are described, not shown.
+
+    Parameters
+    ----------
+    cell_ids : list of str, optional
+        List of cell ids to read (others are left out); gives each more room.
+    start : int, optional
+        First cell number to include (1-based), with end for a range.
+    end : int, optional
+        Last cell number to include (1-based, inclusive).
+    include_outputs : bool
+        Set false to see only sources (smaller).
+    notebook_path : str, optional
+        Another notebook to read (relative to the Jupyter root); defaults to this chat's notebook.
+    """
+    service = service_of(ctx)
+    nb = await service.open(chat_path(ctx, notebook_path))
+    views = [CellView.from_cell(i + 1, c) for i, c in enumerate(nb.cells())]
+    total, code = len(views), sum(v.cell_type == "code" for v in views)
+    if cell_ids:
+        for cell_id in cell_ids:
+            nb.index_of(cell_id)
+        views = [v for v in views if v.id in set(cell_ids)]
+    if start is not None or end is not None:
+        views = [v for v in views if (start or 1) <= v.number <= (end or total)]
+    kernel = await service.kernel(nb.path)
+    title = (
+        f"# {nb.path}: {plural(total, 'cell')} ({code} code, {total - code} other); "
+        f"kernel: {describe_kernel(kernel, nb.kernelspec_name())}"
+    )
+    if len(views) != total:
+        title += f"\n(showing {len(views)} of {total} cells)"
+    text = render_cells(
+        views, title=title, budget=service.state_budget, include_outputs=include_outputs
+    )
+    state = kernel.execution_state if kernel else "not started"
+    return ToolResult(
+        content=text, summary=f"Read the notebook: {plural(total, 'cell')}, kernel {state}."
+    )
+
+
+@aaep_tool(risk_level="low", read_only=True, label="list notebooks")
+async def list_notebooks(ctx: ToolContext, directory: str = "") -> ToolResult:
+    """List the notebooks under a folder of the Jupyter root, and which have a running kernel.
+
+    Parameters
+    ----------
+    directory : str
+        Folder relative to the Jupyter root; "" is the root itself.
+    """
+    entries = await service_of(ctx).list_notebooks(directory)
+    lines = [f"{e.path}" + (f"  (kernel {e.kernel} running)" if e.kernel else "") for e in entries]
+    where = directory or "the root folder"
+    text = "\n".join(lines) if lines else f"No notebooks in {where}."
+    return ToolResult(content=text, summary=f"Found {plural(len(entries), 'notebook')} in {where}.")
+
+
+# -- editing ------------------------------------------------------------------------------------
+
+
+@aaep_tool(risk_level="low", label="create a cell")
+async def create_cell(
+    ctx: ToolContext,
+    source: str,
+    cell_type: Literal["code", "markdown"] = "code",
+    after_cell_id: str | None = None,
+    before_cell_id: str | None = None,
+    position: int | None = None,
+) -> ToolResult:
+    """Add a new cell (it is not run). Give at most one of after_cell_id, before_cell_id or position; by default the cell goes at the end.
+
+    Parameters
+    ----------
+    source : str
+        The cell's full text.
+    cell_type : {'code', 'markdown'}
+        "code" or "markdown".
+    after_cell_id : str, optional
+        Put the new cell right after this cell.
+    before_cell_id : str, optional
+        Put the new cell right before this cell.
+    position : int, optional
+        The 1-based number the new cell should get.
+    """
+    nb = await service_of(ctx).open(chat_path(ctx))
+    index = target_index(nb, after_cell_id, before_cell_id, position)
+    cell = nb.insert_cell(index, cell_type=cell_type, source=source)
+    number = nb.index_of(cell["id"]) + 1
+    where = f"after cell {number - 1}" if number > 1 else "at the top"
+    return ToolResult(
+        content=f"Created {cell_type} cell {number} (id {cell['id']}), {where}. The notebook now has {plural(len(nb), 'cell')}.",
+        summary=f"Created a {cell_type} cell {where}.",
+    )
+
+
+@aaep_tool(risk_level="low", label="edit a cell")
+async def edit_cell(
+    ctx: ToolContext,
+    cell_id: str,
+    source: str,
+    cell_type: Literal["code", "markdown"] | None = None,
+) -> ToolResult:
+    """Replace a cell's whole source (and optionally change it between code and markdown). The cell is not run.
+
+    Parameters
+    ----------
+    cell_id : str
+        The id of the cell to change.
+    source : str
+        The complete new text of the cell (not a diff).
+    cell_type : {'code', 'markdown'}
+        "code" or "markdown" to change the cell's type; leave out to keep it.
+    """
+    nb = await service_of(ctx).open(chat_path(ctx))
+    number = nb.index_of(cell_id) + 1
+    old = nb.cell(cell_id)
+    if cell_type is not None and cell_type != old.get("cell_type"):
+        nb.change_type(cell_id, cell_type, source)
+    else:
+        nb.set_source(cell_id, source)
+    lines = len(source.splitlines())
+    stale = (
+        " Its outputs are from the previous version until it runs again."
+        if old.get("outputs")
+        else ""
+    )
+    return ToolResult(
+        content=f"Cell {number} (id {cell_id}) now has {plural(lines, 'line')}.{stale}",
+        summary=f"Edited cell {number}.",
+    )
+
+
+@edit_cell.preview
+async def _preview_edit(
+    ctx: ToolContext, cell_id: str, source: str, cell_type: str | None = None
+) -> ActionPreview:
+    try:
+        nb = await service_of(ctx).open(chat_path(ctx))
+        number, old = nb.index_of(cell_id) + 1, str(nb.cell(cell_id).get("source", ""))
+    except ToolError:
+        return ActionPreview(summary="Editing a cell.", terse="Edit a cell.")
+    diff = "".join(
+        difflib.unified_diff(old.splitlines(True), source.splitlines(True), "before", "after")
+    )
+    return ActionPreview(
+        summary=f"Editing cell {number}.",
+        terse=f"Edit cell {number}.",
+        action=f"Replace the source of cell {number} (id {cell_id}).",
+        extra_context={"cell_id": cell_id, "cell_number": number, "diff": diff[:4000]},
+    )
+
+
+@aaep_tool(risk_level="medium", label="delete a cell")
+async def delete_cell(ctx: ToolContext, cell_id: str) -> ToolResult:
+    """Delete a cell and its outputs. The user can undo the whole session from the panel.
+
+    Parameters
+    ----------
+    cell_id : str
+        The id of the cell to delete.
+    """
+    nb = await service_of(ctx).open(chat_path(ctx))
+    index, old = nb.delete_cell(cell_id)
+    return ToolResult(
+        content=f"Deleted cell {index + 1} (id {cell_id}, {old.get('cell_type')}). {plural(len(nb), 'cell')} remain; later cells moved up by one.",
+        summary=f"Deleted cell {index + 1}.",
+    )
+
+
+@delete_cell.preview
+async def _preview_delete(ctx: ToolContext, cell_id: str) -> ActionPreview:
+    try:
+        nb = await service_of(ctx).open(chat_path(ctx))
+        number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
+    except ToolError:
+        return ActionPreview(summary="Deleting a cell.", terse="Delete a cell.")
+    return ActionPreview(
+        summary=f"Deleting cell {number}.",
+        terse=f"Delete cell {number}.",
+        action=f"Delete {cell.get('cell_type')} cell {number} (id {cell_id}) and its outputs.",
+        consequence="The cell disappears from the notebook; undoing the session brings it back.",
+        extra_context={
+            "cell_id": cell_id,
+            "cell_number": number,
+            "source": str(cell.get("source", ""))[:4000],
+        },
+    )
+
+
+@aaep_tool(risk_level="low", label="move a cell")
+async def move_cell(
+    ctx: ToolContext,
+    cell_id: str,
+    after_cell_id: str | None = None,
+    before_cell_id: str | None = None,
+    position: int | None = None,
+) -> ToolResult:
+    """Move a cell (with its outputs) to another place. Give exactly one of after_cell_id, before_cell_id or position.
+
+    Parameters
+    ----------
+    cell_id : str
+        The id of the cell to move.
+    after_cell_id : str, optional
+        Move it right after this cell.
+    before_cell_id : str, optional
+        Move it right before this cell.
+    position : int, optional
+        The 1-based number the cell should end up with.
+    """
+    if after_cell_id is None and before_cell_id is None and position is None:
+        raise ToolError("Say where to move the cell: after_cell_id, before_cell_id or position.")
+    nb = await service_of(ctx).open(chat_path(ctx))
+    old = nb.index_of(cell_id)
+    target = target_index(nb, after_cell_id, before_cell_id, position)
+    if target > old and position is None:
+        target -= 1  # the anchor shifts up once the cell is taken out
+    nb.move_cell(cell_id, target)
+    new = nb.index_of(cell_id)
+    return ToolResult(
+        content=f"Moved cell {old + 1} (id {cell_id}) to position {new + 1}.",
+        summary=f"Moved cell {old + 1} to position {new + 1}.",
+    )
+
+
+@aaep_tool(risk_level="low", label="clear outputs")
+async def clear_outputs(ctx: ToolContext, cell_ids: list[str] | None = None) -> ToolResult:
+    """Clear the outputs and execution counts of some code cells, or of all of them.
+
+    Parameters
+    ----------
+    cell_ids : list of str, optional
+        Ids of the cells to clear; leave out to clear every code cell.
+    """
+    nb = await service_of(ctx).open(chat_path(ctx))
+    cleared = nb.clear_outputs(cell_ids)
+    which = "all code cells" if cell_ids is None else plural(len(cleared), "cell")
+    return ToolResult(
+        content=f"Cleared the outputs of {which} ({len(cleared)}).",
+        summary=f"Cleared the outputs of {which}.",
+    )

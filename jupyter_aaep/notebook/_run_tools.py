@@ -1,0 +1,288 @@
+"""Tools that run code and control the kernel: run_cell, run_all_cells, interrupt, restart.
+
+Running code cannot be undone, so these ask first. The approval is bound to the exact source
+the person saw (the preview's ``fingerprint``); if the cell changed since, the call raises
+:class:`StaleApproval` before anything runs, and the loop asks again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..agent.code_risk import risk_level_for, scan
+from ..agent.tools import (
+    ActionPreview,
+    StaleApproval,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    aaep_tool,
+)
+from ._run_text import image_blocks, run_summary, run_text, seconds
+from ._tool_common import MISSING, chat_path, plural, service_of
+from .documents import LiveNotebook
+from .errors import ExecutionTimeout, KernelBusy, KernelDied
+from .render import render_outputs, truncate
+from .service import NotebookService, cells_fingerprint, source_fingerprint
+
+__all__ = ["interrupt_kernel", "restart_kernel", "run_all_cells", "run_cell"]
+
+# -- running ------------------------------------------------------------------------------------
+
+
+def _progress(ctx: ToolContext, label: str) -> Callable[[float, bool], None]:
+    def report(elapsed: float, waiting: bool) -> None:
+        if waiting:
+            ctx.report_progress(f"{label} is waiting: the kernel is busy with another cell.")
+        else:
+            ctx.report_progress(f"{label} still running after {seconds(elapsed)}.")
+
+    return report
+
+
+async def _run_one(
+    ctx: ToolContext,
+    service: NotebookService,
+    path: str,
+    cell_id: str,
+    source: str,
+    number: int,
+    timeout: float,
+) -> Any:
+    try:
+        return await service.run_cell(
+            path,
+            cell_id,
+            source=source,
+            timeout=timeout,
+            on_progress=_progress(ctx, f"Cell {number}"),
+        )
+    except (ExecutionTimeout, KernelBusy, KernelDied) as error:
+        raise type(error)(f"Cell {number} (id {cell_id}): {error}") from None
+
+
+@aaep_tool(risk_level="medium", irreversible=True, label="run a cell")
+async def run_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float = 120) -> ToolResult:
+    """Run a code cell in the notebook's kernel and return its outputs (they also appear in the notebook).
+
+    The user usually approves the exact code first. Variables persist in the kernel, as when the user runs the cell.
+
+    Parameters
+    ----------
+    cell_id : str
+        The id of the code cell to run.
+    timeout_seconds : float
+        Stop (interrupt the kernel) if the cell runs longer than this many seconds.
+    """
+    service, path = service_of(ctx), chat_path(ctx)
+    nb = await service.open(path)
+    cell = nb.cell(cell_id)
+    number, source = nb.index_of(cell_id) + 1, str(cell.get("source", ""))
+    if ctx.approved_fingerprint is not None and ctx.approved_fingerprint != source_fingerprint(
+        source
+    ):
+        raise StaleApproval(
+            f"Cell {number} changed after it was approved; it was not run. Ask again with the current code."
+        )
+    if cell.get("cell_type") != "code":
+        raise ToolError(
+            f"Cell {number} is a {cell.get('cell_type')} cell; only code cells can run."
+        )
+    if not source.strip():
+        return ToolResult(
+            content=f"Cell {number} (id {cell_id}) is empty; nothing ran.",
+            summary=f"Cell {number} is empty.",
+        )
+    run = await _run_one(
+        ctx, service, path, cell_id, source, number, min(max(timeout_seconds, 1), 24 * 3600)
+    )
+    text = run_text(run, budget=service.run_output_budget)
+    images = image_blocks(
+        run.result.outputs, max_images=service.max_images, max_chars=service.max_image_chars
+    )
+    content: Any = [{"type": "text", "text": text}, *images] if images else text
+    return ToolResult(content=content, summary=run_summary(run))
+
+
+@run_cell.preview
+async def _preview_run_cell(
+    ctx: ToolContext, cell_id: str, timeout_seconds: float = 120
+) -> ActionPreview:
+    try:
+        service = service_of(ctx)
+        nb = await service.open(chat_path(ctx))
+        number, source = nb.index_of(cell_id) + 1, str(nb.cell(cell_id).get("source", ""))
+        kernel = await service.kernel(nb.path)
+    except ToolError:
+        return ActionPreview(
+            summary="Running a cell.",
+            terse="Run a cell.",
+            fingerprint=MISSING,
+            action=f"Run the cell with id {cell_id}.",
+        )
+    findings = scan(source)
+    kernel_name = kernel.display_name if kernel else "a new"
+    return ActionPreview(
+        summary=f"Running cell {number}.",
+        terse=f"Run cell {number}.",
+        action=f"Run code cell {number} (id {cell_id}) in the {kernel_name} kernel.",
+        consequence="The code runs in your kernel and can change variables, files or anything the code touches. Running it cannot be undone.",
+        extra_context={"cell_id": cell_id, "cell_number": number, "code": source},
+        fingerprint=source_fingerprint(source),
+        risk_level=risk_level_for(findings) if findings else None,
+        risk_flags=tuple(f.reason for f in findings),
+    )
+
+
+def _code_cells(
+    nb: LiveNotebook, from_cell_id: str | None, to_cell_id: str | None
+) -> list[tuple[int, str, str]]:
+    first = nb.index_of(from_cell_id) if from_cell_id else 0
+    last = nb.index_of(to_cell_id) if to_cell_id else len(nb) - 1
+    return [
+        (i + 1, str(c["id"]), str(c.get("source", "")))
+        for i, c in enumerate(nb.cells())
+        if first <= i <= last and c.get("cell_type") == "code" and str(c.get("source", "")).strip()
+    ]
+
+
+@aaep_tool(risk_level="medium", irreversible=True, label="run all cells")
+async def run_all_cells(
+    ctx: ToolContext,
+    from_cell_id: str | None = None,
+    to_cell_id: str | None = None,
+    timeout_seconds: float = 120,
+) -> ToolResult:
+    """Run the notebook's code cells in order, top to bottom, stopping at the first error.
+
+    Parameters
+    ----------
+    from_cell_id : str, optional
+        Start at this cell instead of the first one.
+    to_cell_id : str, optional
+        Stop after this cell instead of the last one.
+    timeout_seconds : float
+        The time limit for each cell; a cell over it is interrupted and the run stops.
+    """
+    service, path = service_of(ctx), chat_path(ctx)
+    cells = _code_cells(await service.open(path), from_cell_id, to_cell_id)
+    if ctx.approved_fingerprint is not None and ctx.approved_fingerprint != cells_fingerprint(
+        [(c, s) for _, c, s in cells]
+    ):
+        raise StaleApproval("The cells changed after the run was approved; nothing ran. Ask again.")
+    lines, last = [], None
+    for step, (number, cell_id, source) in enumerate(cells, 1):
+        ctx.report_progress(
+            f"Running cell {number} ({step} of {len(cells)}).", step=step, total_steps=len(cells)
+        )
+        try:
+            last = await _run_one(
+                ctx, service, path, cell_id, source, number, min(max(timeout_seconds, 1), 24 * 3600)
+            )
+        except ToolError as error:
+            lines.append(f"cell {number} (id {cell_id}): stopped: {error}")
+            raise type(error)("\n".join(["Ran until a cell failed:", *lines])) from None
+        status = "error" if last.result.status == "error" else "ok"
+        lines.append(
+            f"cell {number} (id {cell_id}) [{last.result.execution_count}] {status}, {last.result.elapsed:.1f} s"
+        )
+        if status == "error":
+            detail = run_text(last, budget=service.run_output_budget // 2)
+            listing = truncate("\n".join(lines), service.run_output_budget // 2, keep_tail=0.7)
+            return ToolResult(
+                content="\n".join([listing, f"Stopped at cell {number}.", detail]),
+                summary=f"Ran {plural(step, 'cell')}; cell {number} failed with {_first_error(last.result.outputs)}.",
+            )
+    if last is None:
+        return ToolResult(
+            content="There are no code cells to run.", summary="No code cells to run."
+        )
+    listing = truncate("\n".join(lines), service.run_output_budget // 2, keep_tail=0.7)
+    outputs = render_outputs(last.result.outputs, service.run_output_budget // 2) or "none"
+    return ToolResult(
+        content=f"{listing}\nLast cell's outputs:\n{outputs}",
+        summary=f"Ran {plural(len(cells), 'cell')} without errors.",
+    )
+
+
+def _first_error(outputs: list[dict[str, Any]]) -> str:
+    return next(
+        (str(o.get("ename")) for o in outputs if o.get("output_type") == "error"), "an error"
+    )
+
+
+@run_all_cells.preview
+async def _preview_run_all(
+    ctx: ToolContext,
+    from_cell_id: str | None = None,
+    to_cell_id: str | None = None,
+    timeout_seconds: float = 120,
+) -> ActionPreview:
+    try:
+        cells = _code_cells(await service_of(ctx).open(chat_path(ctx)), from_cell_id, to_cell_id)
+    except ToolError:
+        return ActionPreview(summary="Running cells.", terse="Run cells.", fingerprint=MISSING)
+    findings = scan("\n\n".join(s for _, _, s in cells))
+    span = f"cells {cells[0][0]} to {cells[-1][0]}" if cells else "no cells"
+    return ActionPreview(
+        summary=f"Running {plural(len(cells), 'code cell')}, {span}.",
+        terse=f"Run {plural(len(cells), 'cell')}.",
+        action=f"Run {plural(len(cells), 'code cell')} in order ({span}), stopping at the first error.",
+        consequence="The code runs in your kernel and can change variables, files or anything it touches. It cannot be undone.",
+        # Shown with the confirmation; very long notebooks are cut with a visible marker.
+        extra_context={
+            "cells": [
+                {
+                    "cell_number": n,
+                    "cell_id": c,
+                    "code": truncate(s, max(500, 20_000 // len(cells))),
+                }
+                for n, c, s in cells
+            ]
+        },
+        fingerprint=cells_fingerprint([(c, s) for _, c, s in cells]),
+        risk_level=risk_level_for(findings) if findings else None,
+        risk_flags=tuple(f.reason for f in findings),
+    )
+
+
+# -- kernel control ------------------------------------------------------------------------------
+
+
+@aaep_tool(risk_level="medium", label="interrupt the kernel")
+async def interrupt_kernel(ctx: ToolContext) -> ToolResult:
+    """Interrupt the notebook's kernel (like the stop button): the running code gets KeyboardInterrupt; variables are kept."""
+    info = await service_of(ctx).interrupt(chat_path(ctx))
+    if info is None:
+        return ToolResult(
+            content="The notebook has no running kernel.", summary="No kernel to interrupt."
+        )
+    return ToolResult(
+        content=f"Interrupted the {info.display_name} kernel.", summary="Interrupted the kernel."
+    )
+
+
+@aaep_tool(risk_level="high", irreversible=True, label="restart the kernel")
+async def restart_kernel(ctx: ToolContext) -> ToolResult:
+    """Restart the notebook's kernel. All variables and imports are lost; cells must be run again. Use when the kernel is stuck or dead."""
+    info, restarted = await service_of(ctx).restart(chat_path(ctx))
+    what = (
+        f"Restarted the {info.display_name} kernel."
+        if restarted
+        else f"The {info.display_name} kernel had just restarted on its own; it is running again."
+    )
+    return ToolResult(
+        content=f"{what} Variables are gone; run the setup cells again.",
+        summary="Restarted the kernel." if restarted else "The kernel is running again.",
+    )
+
+
+@restart_kernel.preview
+async def _preview_restart(ctx: ToolContext) -> ActionPreview:
+    return ActionPreview(
+        summary="Restarting the kernel.",
+        terse="Restart the kernel.",
+        action="Restart this notebook's kernel.",
+        consequence="All variables, imports and loaded data in the kernel are lost; cells must be run again.",
+    )

@@ -1,0 +1,240 @@
+"""``NotebookService``: what the notebook tools use (``ctx.services["notebook"]``).
+
+One object per Jupyter server, built from the ``ServerApp``. It joins the shared documents
+(:mod:`.documents`), the kernel executor (:mod:`.executor`) and undo snapshots, and keeps the
+budgets for what goes back to the model. It holds no document between calls.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jupyter_server.utils import ensure_async
+from tornado import web
+
+from ._cell_writer import LiveCellWriter
+from ._sessions import KernelInfo, NotebookKernels
+from .documents import LiveNotebook, NotebookDocuments, RestoreReport, normalize_path
+from .errors import NotebookError
+from .executor import ExecutionResult, KernelExecutor, ProgressCallback
+
+if TYPE_CHECKING:
+    from jupyter_server.serverapp import ServerApp
+
+__all__ = [
+    "CellRun",
+    "NotebookEntry",
+    "NotebookService",
+    "NotebookSnapshot",
+    "cells_fingerprint",
+    "source_fingerprint",
+]
+
+log = logging.getLogger(__name__)
+
+
+def source_fingerprint(source: str) -> str:
+    """What an approval of running *source* is bound to (SHA-256 of the exact text)."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()
+
+
+def cells_fingerprint(cells: Sequence[tuple[str, str]]) -> str:
+    """The fingerprint of several ``(cell_id, source)`` pairs, in order."""
+    digest = hashlib.sha256()
+    for cell_id, source in cells:
+        digest.update(f"{len(cell_id)}:{cell_id}{len(source)}:".encode())
+        digest.update(source.encode("utf-8"))
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class NotebookSnapshot:
+    """The cells of a notebook at one moment, to undo what a session did."""
+
+    path: str
+    cells: tuple[dict[str, Any], ...]
+    taken_at: float
+    """Seconds since the epoch."""
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+
+@dataclass(frozen=True)
+class NotebookEntry:
+    path: str
+    last_modified: str | None
+    kernel: str | None
+    """The running kernel's name when the notebook has a session, else ``None``."""
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """One cell run: where the cell was, what ran, and what came of it."""
+
+    cell_id: str
+    number: int
+    """1-based position of the cell when the run started."""
+    source: str
+    kernel: KernelInfo
+    result: ExecutionResult
+    cell_deleted: bool = False
+    """The user deleted the cell during the run (the outputs are only in ``result``)."""
+
+
+class NotebookService:
+    """Live notebook access for the agent: documents, kernels, runs and undo snapshots.
+
+    Parameters
+    ----------
+    serverapp
+        The running Jupyter ``ServerApp``; jupyter-collaboration must be enabled on it.
+    progress_interval
+        Seconds between progress reports while a cell runs.
+    state_budget, run_output_budget
+        Characters of text returned to the model by ``get_notebook_state`` and ``run_cell``.
+    """
+
+    def __init__(
+        self,
+        serverapp: ServerApp,
+        *,
+        progress_interval: float = 5.0,
+        state_budget: int = 32_000,
+        run_output_budget: int = 8_000,
+        max_image_chars: int = 150_000,
+        max_images: int = 2,
+    ) -> None:
+        self.serverapp = serverapp
+        self.documents = NotebookDocuments(serverapp)
+        self.kernels = NotebookKernels(serverapp)
+        self.executor = KernelExecutor(serverapp, progress_interval=progress_interval)
+        self.state_budget = state_budget
+        self.run_output_budget = run_output_budget
+        self.max_image_chars = max_image_chars
+        self.max_images = max_images
+
+    # -- documents -------------------------------------------------------------------------------
+    async def open(self, path: str) -> LiveNotebook:
+        """The live notebook (fetched fresh: never keep it across tool calls)."""
+        return await self.documents.open(path)
+
+    async def list_notebooks(
+        self, directory: str = "", *, limit: int = 200, depth: int = 4
+    ) -> list[NotebookEntry]:
+        """Notebooks under *directory* (breadth first, hidden folders skipped)."""
+        contents: Any = self.serverapp.contents_manager
+        running: dict[str, str | None] = {}
+        for session in await self.serverapp.session_manager.list_sessions():
+            kernel = session.get("kernel") or {}
+            running[session.get("path")] = kernel.get("name")
+        found: list[NotebookEntry] = []
+        queue = [(directory.strip("/"), 0)]
+        while queue and len(found) < limit:
+            folder, level = queue.pop(0)
+            try:
+                model = await ensure_async(contents.get(folder, content=True, type="directory"))
+            except (web.HTTPError, OSError) as error:
+                if folder == directory.strip("/"):
+                    raise NotebookError(
+                        f"Cannot list '{directory or '/'}': {getattr(error, 'log_message', None) or error}."
+                    ) from None
+                continue
+            for item in sorted(model.get("content") or [], key=lambda m: m.get("path", "")):
+                if item.get("name", "").startswith("."):
+                    continue
+                if item.get("type") == "notebook":
+                    modified = item.get("last_modified")
+                    found.append(
+                        NotebookEntry(
+                            item["path"],
+                            str(modified) if modified else None,
+                            running.get(item["path"]),
+                        )
+                    )
+                elif item.get("type") == "directory" and level + 1 < depth:
+                    queue.append((item["path"], level + 1))
+        return found[:limit]
+
+    # -- kernels ---------------------------------------------------------------------------------
+    async def kernel(self, path: str) -> KernelInfo | None:
+        """The notebook's running kernel, without starting one."""
+        info = await self.kernels.kernel_for_path(
+            normalize_path(path), kernelspec=None, start=False
+        )
+        return self._with_activity(info) if info else None
+
+    def _with_activity(self, info: KernelInfo) -> KernelInfo:
+        # The server's execution_state lags behind a queued agent run; say "busy" while ours runs.
+        if self.executor.is_running_code(info.kernel_id):
+            return dataclasses.replace(info, execution_state="busy")
+        return info
+
+    async def ensure_kernel(self, path: str, notebook: LiveNotebook | None = None) -> KernelInfo:
+        """The notebook's kernel, started with its metadata's kernelspec when there is none."""
+        notebook = notebook or await self.open(path)
+        info = await self.kernels.kernel_for_path(
+            notebook.path, kernelspec=notebook.kernelspec_name(), start=True
+        )
+        assert info is not None
+        return info
+
+    async def interrupt(self, path: str) -> KernelInfo | None:
+        info = await self.kernel(path)
+        if info is not None:
+            await self.executor.interrupt(info.kernel_id)
+        return info
+
+    async def restart(self, path: str) -> tuple[KernelInfo, bool]:
+        """Restart the notebook's kernel (starting one if needed); ``(info, restarted)``."""
+        info = await self.kernel(path)
+        if info is None:
+            return await self.ensure_kernel(path), False
+        restarted = await self.executor.restart(info.kernel_id)
+        return await self.kernels.info(info.kernel_id), restarted
+
+    # -- running ---------------------------------------------------------------------------------
+    async def run_cell(
+        self,
+        path: str,
+        cell_id: str,
+        *,
+        source: str,
+        timeout: float,
+        on_progress: ProgressCallback | None = None,
+    ) -> CellRun:
+        """Run *source* (the approved text of *cell_id*) in the notebook's kernel, live."""
+        notebook = await self.open(path)
+        number = notebook.index_of(cell_id) + 1
+        kernel = await self.ensure_kernel(path, notebook)
+        writer = LiveCellWriter(self.documents, notebook.path, cell_id)
+        result = await self.executor.execute(
+            kernel.kernel_id, source, writer, timeout=timeout, on_progress=on_progress
+        )
+        return CellRun(cell_id, number, source, kernel, result, cell_deleted=writer.cell_missing)
+
+    # -- undo ------------------------------------------------------------------------------------
+    async def snapshot(self, path: str) -> NotebookSnapshot:
+        """The notebook's cells now; take one before each agent session."""
+        notebook = await self.open(path)
+        cells = tuple(copy.deepcopy(c) for c in notebook.cells())
+        return NotebookSnapshot(notebook.path, cells, time.time())
+
+    async def revert(self, path: str, snapshot: NotebookSnapshot) -> RestoreReport:
+        """Put the cells back as in *snapshot*, through the shared document in one transaction.
+
+        Only the notebook is restored: what code did in the kernel or on disk stays done.
+        """
+        notebook = await self.open(path)
+        return notebook.restore_cells(snapshot.cells)
+
+    async def close(self) -> None:
+        """Release kernel clients; call from the server extension's ``stop_extension``."""
+        await self.executor.close()

@@ -1,0 +1,53 @@
+"""The notebook tools the agent calls: a thin layer over :class:`NotebookService`.
+
+Every tool addresses cells by ``id`` (ids never shift when cells move; positions do), re-opens
+the live document on each call, and returns compact text to the model and one short sentence
+(``summary``) for listeners, who hear cells by their position: "Created a code cell after
+cell 2". ``run_cell`` and ``run_all_cells`` bind their approval to the exact source shown.
+"""
+
+from __future__ import annotations
+
+from ..agent.tools import ToolSpec
+from ._edit_tools import (
+    clear_outputs,
+    create_cell,
+    delete_cell,
+    edit_cell,
+    get_notebook_state,
+    list_notebooks,
+    move_cell,
+)
+from ._run_tools import interrupt_kernel, restart_kernel, run_all_cells, run_cell
+
+__all__ = [
+    "clear_outputs",
+    "create_cell",
+    "delete_cell",
+    "edit_cell",
+    "get_notebook_state",
+    "interrupt_kernel",
+    "list_notebooks",
+    "move_cell",
+    "notebook_tools",
+    "restart_kernel",
+    "run_all_cells",
+    "run_cell",
+]
+
+
+def notebook_tools() -> list[ToolSpec]:
+    """The built-in notebook tools, in the order the model sees them."""
+    return [
+        get_notebook_state,
+        list_notebooks,
+        create_cell,
+        edit_cell,
+        delete_cell,
+        move_cell,
+        run_cell,
+        run_all_cells,
+        clear_outputs,
+        interrupt_kernel,
+        restart_kernel,
+    ]

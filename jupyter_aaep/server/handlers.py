@@ -1,0 +1,162 @@
+"""REST handlers of the AAEP HTTP contract, all behind Jupyter's authentication.
+
+``auth_resource`` is ``"kernels"``, chosen on purpose: the agent runs code in the notebook's
+kernel (and, through code, can change any file the kernel can reach). A user who may not
+execute code must not be able to make the agent do it for them, so the agent's endpoints are
+authorised like the kernel API: reading (chats, events, the manifest) and subscribing need
+``kernels:read``; creating a chat needs ``kernels:write``; every message that can start, steer
+or approve work (``/messages``, ``/replies``, and the WebSocket) needs ``kernels:execute``.
+Every verb is ``@web.authenticated`` then ``@authorized``; POSTs get Jupyter's XSRF check
+unless token-authenticated, and the WebSocket Jupyter's origin check.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from tornado import web
+
+from ..aaep.manifest import build_manifest
+from .messages import MAX_MESSAGE_BYTES, RequestError, Response, parse_json
+from .service import AAEPService
+
+AUTH_RESOURCE = "kernels"
+
+_ANY_CHAT = r"(?P<chat_id>[^/]+)"
+
+
+class AAEPHandler(ExtensionHandlerMixin, APIHandler):
+    """Base of every AAEP endpoint: one auth resource, JSON errors, the service injected."""
+
+    auth_resource = AUTH_RESOURCE
+
+    def initialize(self, name: str, service: AAEPService, **kwargs: Any) -> None:
+        super().initialize(name, **kwargs)
+        self.service = service
+
+    def body_json(self) -> dict[str, Any]:
+        """The request body as a JSON object, or a 4xx saying what is wrong with it."""
+        length = self.request.headers.get("Content-Length")
+        if length is not None and length.isdigit() and int(length) > MAX_MESSAGE_BYTES:
+            raise web.HTTPError(413, f"The body is {length} bytes; the limit is {MAX_MESSAGE_BYTES} bytes (1 MiB).")
+        try:
+            return parse_json(self.request.body)
+        except RequestError as error:
+            raise web.HTTPError(error.status, error.message) from error
+
+    def respond(self, response: Response) -> None:
+        self.set_status(response.status)
+        for name, value in response.headers.items():
+            self.set_header(name, value)
+        if response.status == 204:
+            self.finish()
+        else:
+            self.finish(json.dumps(response.body or {}))
+
+
+def _fail(error: RequestError) -> web.HTTPError:
+    return web.HTTPError(error.status, error.message)
+
+
+class ChatsHandler(AAEPHandler):
+    """``GET /aaep/v1/chats[?notebook_path=]`` lists chats; ``POST`` creates one."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.finish(json.dumps(self.service.list_chats(self.get_argument("notebook_path", None))))
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        try:
+            response = self.service.create_chat(self.body_json() if self.request.body.strip() else {})
+        except RequestError as error:
+            raise _fail(error) from error
+        self.respond(response)
+
+
+class ChatHandler(AAEPHandler):
+    """``GET /aaep/v1/chats/{chat_id}``: status, transcript and open requests."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, chat_id: str) -> None:
+        try:
+            view = self.service.chat_view(chat_id)
+        except RequestError as error:
+            raise _fail(error) from error
+        self.finish(json.dumps(view))
+
+
+class MessagesHandler(AAEPHandler):
+    """``POST /aaep/v1/chats/{chat_id}/messages`` and ``POST /aaep/v1/replies``."""
+
+    @web.authenticated
+    @authorized("execute")  # type: ignore[untyped-decorator]
+    async def post(self, chat_id: str | None = None) -> None:
+        try:
+            response = await self.service.handle(self.body_json(), chat_id=chat_id)
+        except RequestError as error:
+            raise _fail(error) from error
+        self.respond(response)
+
+
+class SubscriptionsHandler(AAEPHandler):
+    """``POST /aaep/v1/subscriptions[?chat_id=]`` (Appendix B): negotiate, then stream from Location."""
+
+    @web.authenticated
+    @authorized("read")  # type: ignore[untyped-decorator]
+    async def post(self) -> None:
+        try:
+            response = self.service.subscribe(self.body_json(), self.get_argument("chat_id", None))
+        except RequestError as error:
+            raise _fail(error) from error
+        self.respond(response)
+
+
+class ManifestHandler(AAEPHandler):
+    """``GET /aaep/v1/manifest``: the producer manifest (§5.10)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        hub = self.service.hub
+        manifest = build_manifest(
+            hub.producer,
+            endpoints={
+                "chats": self.service.url_for("chats"),
+                "events": self.service.url_for("events"),
+                "replies": self.service.url_for("replies"),
+                "subscriptions": self.service.url_for("subscriptions"),
+                "chat_events": self.service.url_for("chats/{chat_id}/events"),
+                "chat_messages": self.service.url_for("chats/{chat_id}/messages"),
+                "chat_websocket": self.service.url_for("chats/{chat_id}/ws"),
+            },
+            max_concurrent_subscriptions=hub.max_streams,
+        )
+        self.finish(json.dumps(manifest))
+
+
+def handler_routes(service: AAEPService, *, keepalive: float) -> list[tuple[str, type, dict[str, Any]]]:
+    """Every AAEP route (relative to ``base_url``), each handler given the service."""
+    from .sse import EventStreamHandler
+    from .websocket import ChatSocketHandler
+
+    common: dict[str, Any] = {"service": service}
+    streaming = {**common, "keepalive": keepalive}
+    return [
+        (r"aaep/v1/manifest", ManifestHandler, common),
+        (r"aaep/v1/chats", ChatsHandler, common),
+        (rf"aaep/v1/chats/{_ANY_CHAT}/events", EventStreamHandler, streaming),
+        (rf"aaep/v1/chats/{_ANY_CHAT}/messages", MessagesHandler, common),
+        (rf"aaep/v1/chats/{_ANY_CHAT}/ws", ChatSocketHandler, common),
+        (rf"aaep/v1/chats/{_ANY_CHAT}", ChatHandler, common),
+        (r"aaep/v1/events", EventStreamHandler, streaming),
+        (r"aaep/v1/replies", MessagesHandler, common),
+        (r"aaep/v1/subscriptions", SubscriptionsHandler, common),
+    ]

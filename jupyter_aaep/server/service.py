@@ -1,0 +1,268 @@
+"""The one object the handlers call: chats, streams and every client message.
+
+Handlers stay thin (parse, one call here, JSON out); the rules of the HTTP contract live
+here, next to each other, so they read as one document:
+
+- ``user_input`` → 202 with the session id (the runner's acknowledgement reaches every
+  stream before ``session.started``); a busy chat → 409;
+- replies → always 204, even when ignored: a sender is never told why (§6.3.4);
+- ``subscription.request`` → 201 + ``Location`` with ``subscription.accepted``, or 200 with
+  ``subscription.rejected`` (400 if the request itself was malformed); the answer also goes
+  out on the stream(s) it applies to;
+- ``subscription.renegotiate`` → 200 with the answer (404 for an unknown subscription);
+  ``subscription.close`` → 204;
+- ``control`` ``stop`` → 202; ``approval_mode`` → 200.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..aaep.emitter import Event
+from ..aaep.handshake import Rejected
+from ..aaep.ids import is_valid_id
+from ..agent.runner import Chat, ChatBusy, ChatError, ChatRunner, InvalidInput, UnknownChat
+from .messages import (
+    CONTROL_ACTIONS,
+    LATER_ACTIONS,
+    RequestError,
+    Response,
+    classify,
+    only_fields,
+    text_field,
+)
+from .streams import Stream, StreamHub, Transport
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+_AWAITING = ("aaep:agent.awaiting.confirmation", "aaep:agent.awaiting.clarification")
+
+
+def chat_error(error: ChatError) -> RequestError:
+    """The runner's errors as HTTP statuses (the messages are already sentences for people)."""
+    status = 404 if isinstance(error, UnknownChat) else 409 if isinstance(error, ChatBusy) else 400
+    return RequestError(status, str(error))
+
+
+class AAEPService:
+    """Parameters
+    ----------
+    runner
+        Chats and their sessions.
+    hub
+        Streams and subscriptions.
+    url_for
+        Turns a path under ``aaep/v1/`` into a URL path under the server's ``base_url``.
+    """
+
+    def __init__(self, runner: ChatRunner, hub: StreamHub, *, url_for: Callable[[str], str]) -> None:
+        self.runner = runner
+        self.hub = hub
+        self.url_for = url_for
+
+    # -- chats ------------------------------------------------------------------------------------
+    def create_chat(self, body: dict[str, Any]) -> Response:
+        only_fields(body, {"notebook_path"}, what="a new chat")
+        path = body.get("notebook_path")
+        if path is not None and (not isinstance(path, str) or not path.strip()):
+            raise RequestError(400, "notebook_path must be the notebook's path relative to the server root, "
+                                    "e.g. \"analysis.ipynb\".")
+        try:
+            chat = self.runner.create_chat(path)
+        except ChatError as error:
+            raise chat_error(error) from error
+        self.hub.attach_chat(chat)
+        return Response(201, self._describe(chat), {"Location": self.url_for(f"chats/{chat.chat_id}")})
+
+    def list_chats(self, notebook_path: str | None) -> dict[str, Any]:
+        return {"chats": [self._describe(chat) for chat in self.runner.chats(notebook_path)]}
+
+    def chat_view(self, chat_id: str) -> dict[str, Any]:
+        """Status, the AAEP events so far, and the requests still waiting for an answer."""
+        chat = self._chat(chat_id)
+        transcript = [event for event in chat.emitter.history if "@context" in event]
+        open_tokens = {request.token for request in self.runner.broker.pending()}
+        pending = [e for e in transcript if e.get("type") in _AWAITING and e.get("reply_token") in open_tokens]
+        return {**self._describe(chat), "transcript": transcript, "pending_requests": pending}
+
+    def _describe(self, chat: Chat) -> dict[str, Any]:
+        base = f"chats/{chat.chat_id}"
+        return {
+            **chat.describe(),
+            "state": chat.session.state if chat.session is not None else "idle",
+            "urls": {
+                "chat": self.url_for(base),
+                "events": self.url_for(f"{base}/events"),
+                "messages": self.url_for(f"{base}/messages"),
+                "websocket": self.url_for(f"{base}/ws"),
+            },
+        }
+
+    def _chat(self, chat_id: str) -> Chat:
+        try:
+            return self.runner.get(chat_id)
+        except UnknownChat as error:
+            raise chat_error(error) from error
+
+    # -- streams -------------------------------------------------------------------------------------
+    def open_stream(
+        self,
+        chat_id: str | None,
+        *,
+        transport: Transport,
+        subscription_id: str | None = None,
+        last_event_id: str | None = None,
+    ) -> Stream:
+        """A new stream; a chat stream starts with a replay (see :meth:`_replay`)."""
+        chat = self._chat(chat_id) if chat_id is not None else None
+        if subscription_id is not None and not is_valid_id("sub", subscription_id):
+            raise RequestError(400, "subscription_id must look like sub_ followed by letters and digits.")
+        replay, note = self._replay(chat, last_event_id)
+        try:
+            stream = self.hub.open_stream(chat, transport=transport, subscription_id=subscription_id, replay=replay)
+        except LookupError as error:
+            raise RequestError(404, str(error)) from error
+        except OverflowError as error:
+            raise RequestError(503, str(error)) from error
+        if note is not None:
+            stream.subscription.send_control(note)
+        return stream
+
+    def _replay(self, chat: Chat | None, last_event_id: str | None) -> tuple[list[Event], Event | None]:
+        """What a new stream gets first.
+
+        With ``Last-Event-ID``: everything after that event. Without one (or when that event
+        is no longer kept): the running session from its start, so a subscriber that joins
+        late, or comes back, sees the whole request, including any question still open.
+        """
+        if chat is None:
+            note = None
+            if last_event_id:
+                note = {"kind": "replay.unavailable", "last_event_id": last_event_id,
+                        "message": "Replay is available per chat: reconnect to /aaep/v1/chats/{chat_id}/events."}
+            return [], note
+        history = chat.emitter.history
+        note = None
+        if last_event_id:
+            index = next((i for i, m in enumerate(history) if m.get("event_id") == last_event_id), None)
+            if index is not None:
+                return history[index + 1:], None
+            note = {
+                "kind": "replay.unavailable",
+                "chat_id": chat.chat_id,
+                "last_event_id": last_event_id,
+                "status": chat.status,
+                "message": f"Event {last_event_id} is no longer available. The chat is {chat.status}"
+                + ("; the running session follows from its start." if chat.running else "."),
+            }
+        if chat.running and chat.session is not None:
+            start = next((i for i, m in enumerate(history) if m.get("session_id") == chat.session.id), len(history))
+            return history[start:], note
+        return [], note
+
+    # -- messages --------------------------------------------------------------------------------------
+    async def handle(self, message: dict[str, Any], *, chat_id: str | None, origin: Stream | None = None) -> Response:
+        """Act on one client message (a POST body or a WebSocket frame)."""
+        kind = classify(message)
+        try:
+            if kind == "user_input":
+                return self._user_input(message, self._need_chat(chat_id, kind))
+            if kind == "control":
+                return await self._control(message, self._need_chat(chat_id, kind))
+            if kind == "approval_mode":
+                return self._approval_mode(message, self._need_chat(chat_id, kind))
+        except ChatError as error:
+            raise chat_error(error) from error
+        if kind in ("confirmation.reply", "clarification.reply"):
+            return self._reply(message, chat_id)
+        if kind == "subscription.request":
+            return self._subscribe(message, chat_id, origin)
+        if kind == "subscription.renegotiate":
+            return self._renegotiate(message)
+        return self._close(message)
+
+    def _need_chat(self, chat_id: str | None, kind: str) -> str:
+        if chat_id is None:
+            raise RequestError(400, f"Send {kind} to a chat: POST /aaep/v1/chats/{{chat_id}}/messages.")
+        return chat_id
+
+    def _user_input(self, message: dict[str, Any], chat_id: str) -> Response:
+        only_fields(message, {"kind", "text"}, what="user_input")
+        text = text_field(message, "text", what="user_input")
+        session_id = self.runner.submit(chat_id, text)
+        return Response(202, {"chat_id": chat_id, "session_id": session_id})
+
+    async def _control(self, message: dict[str, Any], chat_id: str) -> Response:
+        action = message.get("action")
+        if action in LATER_ACTIONS:
+            raise RequestError(400, f"The {action} control is not supported yet; only stop is.")
+        if action not in CONTROL_ACTIONS:
+            raise RequestError(400, f"Unknown control action {action!r}; use {{\"kind\": \"control\", \"action\": \"stop\"}}.")
+        only_fields(message, {"kind", "action"}, what="control")
+        stopped = await self.runner.stop(chat_id)
+        return Response(202, {"chat_id": chat_id, "stopped": stopped})
+
+    def _approval_mode(self, message: dict[str, Any], chat_id: str) -> Response:
+        only_fields(message, {"kind", "mode"}, what="approval_mode")
+        try:
+            self.runner.set_approval_mode(chat_id, message.get("mode"))
+        except InvalidInput as error:
+            raise RequestError(400, f"{error}. Send {{\"kind\": \"approval_mode\", \"mode\": \"ask\"}} or \"auto\".") from error
+        return Response(200, {"chat_id": chat_id, "approval_mode": message["mode"]})
+
+    def _reply(self, message: dict[str, Any], chat_id: str | None) -> Response:
+        """Offer the reply to the broker; the answer is 204 whatever happened to it."""
+        if chat_id is not None:
+            self._chat(chat_id)  # an unknown chat is a wrong URL, not a reply to hide
+            self.runner.reply(chat_id, message)
+            return Response(204)
+        token = message.get("reply_token")
+        session = next((r.session_id for r in self.runner.broker.pending() if r.token == token), None)
+        chat = next((c for c in self.runner.chats() if c.session is not None and c.session.id == session), None)
+        if chat is not None:
+            self.runner.reply(chat.chat_id, message)
+        return Response(204)
+
+    def _subscribe(self, message: dict[str, Any], chat_id: str | None, origin: Stream | None,
+                   *, in_band: bool = True) -> Response:
+        if chat_id is not None:
+            self._chat(chat_id)
+        answer = self.hub.handshake(message, chat_id=chat_id, origin=origin, in_band=in_band)
+        if isinstance(answer, Rejected):
+            if answer.malformed:
+                return Response(400, {"message": answer.reason_message, **answer.message})
+            return Response(200, answer.message)
+        events = f"chats/{chat_id}/events" if chat_id is not None else "events"
+        location = self.url_for(events)
+        if self.hub.is_waiting(answer.subscription_id):
+            location += f"?subscription_id={answer.subscription_id}"
+        return Response(201, answer.message, {"Location": location})
+
+    def subscribe(self, message: dict[str, Any], chat_id: str | None) -> Response:
+        """``POST /aaep/v1/subscriptions``: negotiate now, stream later (Appendix B)."""
+        if classify(message) != "subscription.request":
+            raise RequestError(400, "POST /aaep/v1/subscriptions takes a subscription.request.")
+        return self._subscribe(message, chat_id, None, in_band=False)
+
+    def _renegotiate(self, message: dict[str, Any]) -> Response:
+        try:
+            answer, _ = self.hub.renegotiate(message)
+        except LookupError as error:
+            raise RequestError(404, str(error)) from error
+        if isinstance(answer, Rejected) and answer.malformed:
+            return Response(400, {"message": answer.reason_message, **answer.message})
+        return Response(200, answer.message)
+
+    def _close(self, message: dict[str, Any]) -> Response:
+        only_fields(message, {"type", "subscription_id", "reason_code", "reason_message"}, what="subscription.close")
+        if not is_valid_id("sub", message.get("subscription_id")):
+            raise RequestError(400, "subscription.close needs the subscription_id (sub_…) of the subscription to end.")
+        self.hub.end_subscription(message["subscription_id"])
+        return Response(204)
+
+
+__all__ = ["AAEPService", "RequestError", "Response", "chat_error"]

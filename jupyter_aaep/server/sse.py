@@ -1,0 +1,91 @@
+"""Server-Sent Events: ``GET /aaep/v1/chats/{chat_id}/events`` and ``GET /aaep/v1/events``.
+
+Framing (Appendix B.1): an AAEP event is ``event: aaep.event`` / ``id: <event_id>`` /
+``data: <one-line JSON>``; any other message (the acknowledgement of a user message, a
+handshake answer, a replay notice) is a plain ``data:`` line, so ``EventSource.onmessage``
+sees it and the ``Last-Event-ID`` of a reconnecting browser always names an AAEP event. A
+``: keepalive`` comment goes out after every ``keepalive`` seconds of silence (clients and
+proxies time out idle streams). Each message is flushed at once; a disconnect closes the
+stream's subscription, which lets requests only it could answer take their default.
+
+Query parameters: ``subscription_id`` picks up a negotiated subscription
+(``POST /aaep/v1/subscriptions``), ``last_event_id`` stands in for the header.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+from tornado.iostream import StreamClosedError
+
+from ..aaep.emitter import Event
+from .handlers import AAEPHandler
+from .messages import RequestError
+from .service import AAEPService
+from .streams import Stream
+
+
+def sse_frame(message: Event) -> str:
+    """One message as an SSE frame (JSON escapes line breaks, so ``data:`` is one line)."""
+    data = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    if "@context" in message and message.get("event_id"):
+        return f"event: aaep.event\nid: {message['event_id']}\ndata: {data}\n\n"
+    return f"data: {data}\n\n"
+
+
+class EventStreamHandler(AAEPHandler):
+    """One SSE stream, served until the client leaves or its subscription ends."""
+
+    def initialize(self, name: str, service: AAEPService, keepalive: float = 10.0, **kwargs: Any) -> None:
+        super().initialize(name, service, **kwargs)
+        self.keepalive = keepalive
+        self._stream: Stream | None = None
+        self._client_gone = False
+
+    @web.authenticated
+    @authorized
+    async def get(self, chat_id: str | None = None) -> None:
+        try:
+            stream = self.service.open_stream(
+                chat_id,
+                transport="sse",
+                subscription_id=self.get_argument("subscription_id", None),
+                last_event_id=self.request.headers.get("Last-Event-ID") or self.get_argument("last_event_id", None),
+            )
+        except RequestError as error:
+            raise web.HTTPError(error.status, error.message) from error
+        self._stream = stream
+        self.set_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")  # proxies must not buffer the stream
+        try:
+            await self._send(": connected\n\n")
+            while True:
+                try:
+                    message = await asyncio.wait_for(stream.next(), self.keepalive)
+                except asyncio.TimeoutError:
+                    await self._send(": keepalive\n\n")
+                    continue
+                if message is None:
+                    break
+                await self._send(sse_frame(message))
+        except StreamClosedError:
+            self._client_gone = True
+        finally:
+            self.service.hub.close_stream(stream)
+        if not self._client_gone:
+            self.finish(set_content_type="text/event-stream; charset=utf-8")
+
+    async def _send(self, text: str) -> None:
+        self.write(text)
+        await self.flush()
+
+    def on_connection_close(self) -> None:
+        self._client_gone = True
+        if self._stream is not None:
+            self.service.hub.close_stream(self._stream)
+        super().on_connection_close()

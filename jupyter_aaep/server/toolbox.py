@@ -1,0 +1,107 @@
+"""Which tools each chat offers: conversation tools, notebook tools and configured extras.
+
+Everything is loaded once at start-up and every problem is logged in a sentence an
+administrator can act on; a tool that cannot be loaded is left out and the server keeps
+running. The notebook tools are imported lazily: they need jupyter-collaboration, and the
+server must still work (with fewer tools) when they cannot load.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..agent.conversation_tools import conversation_tools
+from ..agent.tools import ToolRegistry, ToolSpec
+
+if TYPE_CHECKING:
+    from jupyter_server.serverapp import ServerApp
+
+    from ..agent.runner import Chat
+
+
+def load_tool_reference(reference: str) -> list[ToolSpec]:
+    """Import ``"package.module:name"``; the name must be an ``@aaep_tool`` (or a list of them).
+
+    Raises ``ValueError`` with a sentence saying what is wrong and how to fix it.
+    """
+    module_name, sep, attribute = reference.partition(":")
+    if not sep or not module_name or not attribute:
+        raise ValueError(f"{reference!r} is not of the form 'package.module:function'.")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise ValueError(f"cannot import {module_name!r} ({type(error).__name__}: {error}).") from error
+    target: Any = module
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise ValueError(f"{module_name!r} has no attribute {attribute!r}.")
+        target = getattr(target, part)
+    items = list(target) if isinstance(target, (list, tuple)) else [target]
+    if not items or not all(isinstance(item, ToolSpec) for item in items):
+        raise ValueError(f"{reference} is not a tool: decorate the function with @aaep_tool.")
+    return items
+
+
+class Toolbox:
+    """The tool registry factory handed to the runner, and the services tools use."""
+
+    def __init__(self, *, log: logging.Logger) -> None:
+        self.log = log
+        self.tools: list[ToolSpec] = []
+        self.services: dict[str, Any] = {}
+
+    def load(self, serverapp: ServerApp, extra_tools: Sequence[str]) -> None:
+        self._add(conversation_tools(), source="built-in conversation tools")
+        self._load_notebook(serverapp)
+        for reference in extra_tools:
+            try:
+                tools = load_tool_reference(reference)
+            except ValueError as error:
+                self.log.error(
+                    "AAEP: extra tool %s was not loaded: %s Fix c.AAEPExtension.extra_tools and restart.",
+                    reference, error,
+                )
+                continue
+            self._add(tools, source=reference)
+
+    def _load_notebook(self, serverapp: ServerApp) -> None:
+        try:
+            from ..notebook.service import NotebookService
+            from ..notebook.tools import notebook_tools
+
+            tools = notebook_tools()
+            service = NotebookService(serverapp)
+        except Exception as error:  # noqa: BLE001 - an optional layer: log and go on without it
+            self.log.warning(
+                "AAEP: notebook tools are not available (%s: %s); the agent can talk but not edit "
+                "or run notebooks. Check that jupyter-collaboration is installed and enabled.",
+                type(error).__name__, error,
+            )
+            return
+        self.services["notebook"] = service
+        self._add(tools, source="notebook tools")
+
+    def _add(self, tools: Iterable[ToolSpec], *, source: str) -> None:
+        names = {tool.name for tool in self.tools}
+        for tool in tools:
+            if tool.name in names:
+                self.log.error("AAEP: tool %s from %s clashes with a tool already loaded; it was skipped.",
+                               tool.name, source)
+                continue
+            names.add(tool.name)
+            self.tools.append(tool)
+
+    def registry_for(self, chat: Chat) -> ToolRegistry:
+        """A fresh registry per session (the runner's ``registry_factory``)."""
+        return ToolRegistry(self.tools)
+
+    async def close(self) -> None:
+        service = self.services.get("notebook")
+        close = getattr(service, "close", None)
+        if close is not None:
+            result = close()
+            if hasattr(result, "__await__"):
+                await result

@@ -1,0 +1,135 @@
+"""``/aaep/v1/chats/{chat_id}/ws``: the chat's events and messages over one WebSocket (App. B.2).
+
+The subprotocol ``aaep.v1`` is selected when the client offers it; clients that offer none
+are accepted too (the conformance suite's WebSocket client offers none). One JSON message per
+text frame, in both directions: the server sends what an SSE stream would carry, the client
+sends what it would POST to ``/messages``. A ``subscription.request`` is answered in the next
+frame. A bad frame gets ``{"kind": "error", "status": …, "message": …}`` and the socket stays
+open; answers to ``control`` and ``approval_mode`` come back as ``{"kind": "response", …}``.
+
+Close codes: 4000 the producer ended it (shutdown), 4001 a handshake was rejected, 4005 the
+subscriber sent ``subscription.close``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from jupyter_core.utils import ensure_async
+from jupyter_server.auth.decorator import ws_authenticated
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from tornado import web
+from tornado.websocket import WebSocketClosedError, WebSocketHandler
+
+from .handlers import AUTH_RESOURCE
+from .messages import MAX_MESSAGE_BYTES, RequestError, classify, parse_json
+from .service import AAEPService
+from .streams import Stream
+
+SUBPROTOCOL = "aaep.v1"
+
+
+class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler):
+    """One subscriber's socket on one chat."""
+
+    auth_resource = AUTH_RESOURCE
+
+    def initialize(self, name: str, service: AAEPService, **kwargs: Any) -> None:
+        super().initialize(name, **kwargs)
+        self.service = service
+        self.chat_id = ""
+        self.aaep_stream: Stream | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._end: tuple[int, str] | None = None
+
+    def set_default_headers(self) -> None:
+        """JupyterHandler's default headers (CSP and friends) make no sense on a socket."""
+
+    def get_compression_options(self) -> dict[str, Any] | None:
+        options: dict[str, Any] | None = self.settings.get("websocket_compression_options", None)
+        return options
+
+    def select_subprotocol(self, subprotocols: list[str]) -> str | None:
+        return SUBPROTOCOL if SUBPROTOCOL in subprotocols else None
+
+    @ws_authenticated
+    async def get(self, *args: Any, **kwargs: Any) -> None:
+        """Authorise like running code in a kernel, check the chat, then upgrade."""
+        chat_id = str(kwargs.get("chat_id") or (args[0] if args else ""))
+        allowed = await ensure_async(self.authorizer.is_authorized(self, self.current_user, "execute", AUTH_RESOURCE))
+        if not allowed:
+            raise web.HTTPError(403, f"User is not authorized to execute on resource: {AUTH_RESOURCE}.")
+        try:
+            self.service.chat_view(chat_id)
+        except RequestError as error:
+            raise web.HTTPError(error.status, error.message) from error
+        self.chat_id = chat_id
+        await super().get(*args, **kwargs)
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        super().open()  # starts the keep-alive pings
+        self.aaep_stream = self.service.open_stream(self.chat_id, transport="websocket")
+        self.aaep_stream.on_end = self._ending
+        self._pump = asyncio.ensure_future(self._send_all())
+
+    def _ending(self, code: int, reason: str) -> None:
+        """Close with *code* once what is queued (e.g. the rejection) has been sent."""
+        self._end = (code, reason)
+
+    async def _send_all(self) -> None:
+        stream = self.aaep_stream
+        assert stream is not None
+        try:
+            while True:
+                message = await stream.next()
+                if message is None:
+                    break
+                await self.write_message(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
+        except WebSocketClosedError:
+            pass
+        finally:
+            self.service.hub.close_stream(stream)
+        if self.ws_connection is not None and not self.ws_connection.is_closing():
+            code, reason = self._end or (4000, "subscription ended")
+            self.close(code, reason)
+
+    def _error(self, status: int, message: str) -> None:
+        try:
+            self.write_message(json.dumps({"kind": "error", "status": status, "message": message}))
+        except WebSocketClosedError:
+            pass
+
+    async def on_message(self, message: str | bytes) -> None:
+        if isinstance(message, bytes):
+            self._error(400, "Send JSON in text frames, not binary frames.")
+            return
+        if len(message) > MAX_MESSAGE_BYTES:
+            self._error(413, f"The frame is larger than {MAX_MESSAGE_BYTES} bytes (1 MiB).")
+            return
+        try:
+            body = parse_json(message)
+            kind = classify(body)
+            response = await self.service.handle(body, chat_id=self.chat_id, origin=self.aaep_stream)
+        except RequestError as error:
+            self._error(error.status, error.message)
+            return
+        if kind == "subscription.request" and self.aaep_stream is not None and (
+            response.body is not None and response.body.get("type") == "subscription.rejected"
+        ):
+            self._ending(4001, "subscription rejected")
+            self.service.hub.close_stream(self.aaep_stream)  # the rejection is still sent first
+        elif kind in ("control", "approval_mode") and response.body is not None:
+            self.write_message(json.dumps({"kind": "response", "to": kind, "status": response.status, **response.body}))
+
+    def on_close(self) -> None:
+        if self.aaep_stream is not None:
+            self.service.hub.close_stream(self.aaep_stream)
+        if self._pump is not None and not self._pump.done():
+            self._pump.cancel()  # nothing more can be sent on a closed socket
+
+
+__all__ = ["SUBPROTOCOL", "ChatSocketHandler"]

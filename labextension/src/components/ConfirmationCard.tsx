@@ -1,0 +1,138 @@
+/**
+ * A confirmation request: what the agent wants to do, its consequence and
+ * risk, the exact code, a countdown, and Approve / Reject.
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+import React from 'react';
+
+import { isRecord, str } from '../aaep';
+import { IRequestItem } from '../model';
+import { Countdown } from './Countdown';
+import { useId, useNow } from './hooks';
+
+type RequestItem = IRequestItem;
+
+/** Props of {@link ConfirmationCard}. */
+export interface IConfirmationCardProps {
+  item: RequestItem;
+  trans: TranslationBundle;
+  onReply: (item: RequestItem, decision: 'accept' | 'reject') => void;
+}
+
+/** Human wording of a request's final state. */
+export function outcomeText(item: IRequestItem, trans: TranslationBundle): string {
+  switch (item.state) {
+    case 'accepted':
+      return trans.__('You approved this.');
+    case 'rejected':
+      return trans.__('You rejected this.');
+    case 'answered':
+      return trans.__('You answered: %1', item.outcome ?? '');
+    case 'cancelled':
+      return trans.__('Cancelled: the run ended before an answer.');
+    case 'resolved':
+      return item.outcome ?? trans.__('Resolved.');
+    case 'sending':
+      return trans.__('Sending your answer…');
+    default:
+      return '';
+  }
+}
+
+/**
+ * Renders one `awaiting.confirmation` event.
+ */
+export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
+  const { item, trans } = props;
+  const event = item.event;
+  const titleId = useId('jp-AAEPCard-title');
+  const extra = isRecord(event.extra_context) ? event.extra_context : {};
+  const code = typeof extra.code === 'string' ? extra.code : undefined;
+  const language = str(extra, 'language') ?? str(extra, 'code_language');
+  const risk = str(event, 'risk_level') ?? 'low';
+  const irreversible = event.irreversible === true || str(event, 'reversibility') === 'irreversible';
+  const fallback = str(event, 'default_decision') ?? 'reject';
+  const pending = item.state === 'pending';
+  const now = useNow(pending && item.deadline !== null);
+  const expired = pending && item.deadline !== null && item.deadline <= now;
+  const riskText = {
+    low: trans.__('Low'),
+    medium: trans.__('Medium'),
+    high: trans.__('High')
+  }[risk] ?? risk;
+
+  return (
+    <div
+      role="group"
+      aria-labelledby={titleId}
+      tabIndex={-1}
+      className={`jp-AAEPCard jp-AAEPCard-confirmation jp-AAEPCard-risk-${risk}${
+        pending ? ' jp-mod-pending' : ''
+      }`}
+      data-request-id={item.id}
+    >
+      <h3 id={titleId} className="jp-AAEPCard-title">
+        {trans.__('Approval needed: %1', str(event, 'action') ?? trans.__('an action'))}
+      </h3>
+      {str(event, 'summary_detailed') && (
+        <p className="jp-AAEPCard-summary">{str(event, 'summary_detailed')}</p>
+      )}
+      <dl className="jp-AAEPCard-facts">
+        <dt>{trans.__('Consequence')}</dt>
+        <dd>{str(event, 'consequence') ?? trans.__('Not described')}</dd>
+        <dt>{trans.__('Risk')}</dt>
+        <dd>
+          <span className="jp-AAEPCard-riskBadge">{riskText}</span>
+          {irreversible ? ` ${trans.__('(cannot be undone)')}` : ''}
+        </dd>
+        {item.deadline !== null && (
+          <>
+            <dt>{trans.__('If you do not answer')}</dt>
+            <dd>
+              {fallback === 'accept'
+                ? trans.__('it will be approved;')
+                : trans.__('it will be rejected;')}{' '}
+              <Countdown deadline={item.deadline} active={pending} trans={trans} />
+            </dd>
+          </>
+        )}
+      </dl>
+      {code !== undefined && (
+        <figure className="jp-AAEPCard-code">
+          <figcaption>
+            {language
+              ? trans.__('Code to run (%1)', language)
+              : trans.__('Code to run')}
+          </figcaption>
+          <pre tabIndex={0}>
+            <code>{code}</code>
+          </pre>
+        </figure>
+      )}
+      {pending && !expired ? (
+        <div className="jp-AAEPCard-actions">
+          <button
+            type="button"
+            className="jp-Button jp-mod-styled jp-mod-accept jp-AAEPCard-approve"
+            onClick={() => props.onReply(item, 'accept')}
+          >
+            {trans.__('Approve')}
+          </button>
+          <button
+            type="button"
+            className="jp-Button jp-mod-styled jp-mod-reject jp-AAEPCard-reject"
+            onClick={() => props.onReply(item, 'reject')}
+          >
+            {trans.__('Reject')}
+          </button>
+        </div>
+      ) : (
+        <p className="jp-AAEPCard-outcome">
+          {expired
+            ? trans.__('Expired without an answer.')
+            : outcomeText(item, trans)}
+        </p>
+      )}
+    </div>
+  );
+}

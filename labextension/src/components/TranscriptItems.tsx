@@ -1,0 +1,144 @@
+/**
+ * The simple transcript entries: user messages, tool steps, progress,
+ * handoffs and notices. Requests have their own card components.
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+import React from 'react';
+
+import { isRecord, str } from '../aaep';
+import { TranscriptItem } from '../model';
+
+type Of<K extends TranscriptItem['kind']> = Extract<TranscriptItem, { kind: K }>;
+
+/** Format a duration in ms for people ("850 ms", "12.3 s", "2 min 5 s"). */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) {
+    return `${Math.round(ms)} ms`;
+  }
+  if (ms < 60000) {
+    return `${(ms / 1000).toFixed(1)} s`;
+  }
+  const m = Math.floor(ms / 60000);
+  const s = Math.round((ms % 60000) / 1000);
+  return `${m} min ${s} s`;
+}
+
+/** A message the user sent (a request or guidance). */
+export function UserMessage(props: { item: Of<'user'>; trans: TranslationBundle }): JSX.Element {
+  const { item, trans } = props;
+  return (
+    <div className={`jp-AAEPMessage jp-AAEPMessage-user${item.steering ? ' jp-mod-steering' : ''}`}>
+      <p className="jp-AAEPMessage-author">
+        {item.steering ? trans.__('You (guidance)') : trans.__('You')}
+      </p>
+      <p className="jp-AAEPMessage-text">{item.text}</p>
+    </div>
+  );
+}
+
+/** One tool call: summary, status and duration. */
+export function ToolStep(props: { item: Of<'tool'>; trans: TranslationBundle }): JSX.Element {
+  const { item, trans } = props;
+  const status = {
+    running: trans.__('Running'),
+    success: trans.__('Done'),
+    error: trans.__('Failed'),
+    timeout: trans.__('Timed out')
+  }[item.status];
+  return (
+    <div className={`jp-AAEPToolStep jp-mod-${item.status}`}>
+      <p className="jp-AAEPToolStep-summary">{item.summary || item.tool}</p>
+      <p className="jp-AAEPToolStep-meta">
+        {item.status === 'running' && <span className="jp-AAEPSpinner" aria-hidden="true" />}
+        <span className="jp-AAEPToolStep-status">{status}</span>
+        {item.durationMs !== undefined && ` · ${formatDuration(item.durationMs)}`}
+        {` · ${item.tool}`}
+      </p>
+      {item.errorMessage && <p className="jp-AAEPToolStep-error">{item.errorMessage}</p>}
+    </div>
+  );
+}
+
+/** Progress of a long step (for example a long-running cell). */
+export function ProgressStep(props: { item: Of<'progress'>; trans: TranslationBundle }): JSX.Element {
+  const { item, trans } = props;
+  const label =
+    item.description ??
+    (item.step !== undefined && item.totalSteps !== undefined
+      ? trans.__('Step %1 of %2', item.step, item.totalSteps)
+      : trans.__('Progress'));
+  return (
+    <div className={`jp-AAEPProgress${item.done ? ' jp-mod-done' : ''}`}>
+      <p className="jp-AAEPProgress-label">{label}</p>
+      {item.percent !== undefined && (
+        <progress
+          className="jp-AAEPProgress-bar"
+          max={100}
+          value={Math.max(0, Math.min(100, item.percent))}
+          aria-label={label}
+        >
+          {Math.round(item.percent)}%
+        </progress>
+      )}
+    </div>
+  );
+}
+
+/** The agent hands control back to the user. */
+export function HandoffCard(props: { item: Of<'handoff'>; trans: TranslationBundle }): JSX.Element {
+  const { item, trans } = props;
+  const event = item.event;
+  const context = isRecord(event.packaged_context) ? event.packaged_context : {};
+  const needs = Object.entries(context).filter(
+    ([, v]) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean'
+  );
+  return (
+    <div className="jp-AAEPCard jp-AAEPCard-handoff" role="group" aria-label={trans.__('Handoff')}>
+      <h3 className="jp-AAEPCard-title">{trans.__('The agent needs you')}</h3>
+      <p>{str(event, 'summary_normal') ?? str(event, 'reason')}</p>
+      {str(event, 'summary_normal') && str(event, 'reason') && (
+        <p>
+          <strong>{trans.__('Reason:')}</strong> {str(event, 'reason')}
+        </p>
+      )}
+      {needs.length > 0 && (
+        <dl className="jp-AAEPCard-facts">
+          {needs.map(([key, value]) => (
+            <React.Fragment key={key}>
+              <dt>{key.replace(/_/g, ' ')}</dt>
+              <dd>{String(value)}</dd>
+            </React.Fragment>
+          ))}
+        </dl>
+      )}
+    </div>
+  );
+}
+
+/** End of a session, an error, or a local notice. */
+export function Notice(props: { item: Of<'notice'>; trans: TranslationBundle }): JSX.Element {
+  const { item, trans } = props;
+  const prefix = {
+    started: trans.__('Started:'),
+    completed: trans.__('Finished:'),
+    errored: trans.__('Error:'),
+    cancelled: trans.__('Stopped:'),
+    info: '',
+    error: trans.__('Error:')
+  }[item.variant];
+  // Producers often start the summary with the same word ("Finished: …").
+  const word = prefix.replace(/:$/, '').toLowerCase();
+  const showPrefix = !!prefix && !item.text.toLowerCase().startsWith(word);
+  return (
+    <div className={`jp-AAEPNotice jp-mod-${item.variant}`}>
+      <p>
+        {showPrefix && <strong>{prefix}</strong>} {item.text}
+      </p>
+      {item.hint && (
+        <p className="jp-AAEPNotice-hint">
+          <strong>{trans.__('What you can do:')}</strong> {item.hint}
+        </p>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,45 @@
+/**
+ * Small React hooks shared by the panel components.
+ */
+import { ISignal } from '@lumino/signaling';
+import { useEffect, useReducer, useState } from 'react';
+
+/**
+ * Re-render the calling component whenever one of `signals` fires.
+ *
+ * @param signals Lumino signals to follow (nulls are skipped).
+ */
+export function useSignals(...signals: (ISignal<unknown, unknown> | null | undefined)[]): void {
+  const [, bump] = useReducer((n: number) => n + 1, 0);
+  useEffect(() => {
+    const slot = () => bump();
+    const live = signals.filter((s): s is ISignal<unknown, unknown> => !!s);
+    live.forEach(s => s.connect(slot));
+    return () => live.forEach(s => s.disconnect(slot));
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, signals);
+}
+
+/**
+ * The current time in milliseconds, refreshed every `intervalMs` while
+ * `active` is true (for countdowns).
+ */
+export function useNow(active: boolean, intervalMs = 1000): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!active) {
+      return;
+    }
+    const timer = window.setInterval(() => setNow(Date.now()), intervalMs);
+    return () => window.clearInterval(timer);
+  }, [active, intervalMs]);
+  return now;
+}
+
+let idCounter = 0;
+
+/** A stable unique id for `aria-labelledby` / `htmlFor`. */
+export function useId(prefix: string): string {
+  const [id] = useState(() => `${prefix}-${++idCounter}`);
+  return id;
+}

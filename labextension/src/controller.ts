@@ -1,0 +1,494 @@
+/**
+ * Wires one chat together: finds or creates the chat of the active notebook
+ * over HTTP, replays its transcript into a {@link ChatModel}, opens the
+ * {@link ChatTransport} and turns user actions into AAEP messages.
+ *
+ * Transport-agnostic: it only calls `transport.send` and listens to
+ * `transport.message`.
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import {
+  AAEP_VERSION,
+  IAAEPEvent,
+  JSONRecord,
+  coreName,
+  isAAEPEvent,
+  isRecord,
+  nowTimestamp,
+  str
+} from './aaep';
+import { Announcer } from './announcer';
+import { AAEPRequestError, requestAPI } from './handler';
+import { ApprovalMode, ChatModel, IProcessedEvent, TranscriptItem } from './model';
+import { IAAEPSettings } from './tokens';
+import { ChatTransport } from './transport';
+
+/** A problem that keeps the panel from showing a chat. */
+export interface IPanelError {
+  message: string;
+  /** The server extension does not answer at all (not installed/enabled). */
+  serverMissing: boolean;
+}
+
+/** Polite warning this long before a request expires (ms). */
+const EXPIRY_WARNING_MS = 15000;
+
+/** What the server may answer for a chat. */
+interface IChatInfo {
+  chat_id?: string;
+  notebook_path?: string;
+  status?: string;
+  approval_mode?: string;
+  transcript?: unknown[];
+  pending?: unknown[];
+}
+
+/**
+ * Controller of the chat shown in the panel.
+ */
+export class ChatController {
+  /**
+   * @param options.announcer The panel's announcer.
+   * @param options.trans Translation bundle.
+   * @param options.settings Returns the current settings.
+   */
+  constructor(options: ChatController.IOptions) {
+    this._announcer = options.announcer;
+    this._trans = options.trans;
+    this._settings = options.settings;
+  }
+
+  /** Emitted when the model, the notebook or the error changes. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** Emitted with the new model when the chat changes. */
+  get modelChanged(): ISignal<this, ChatModel | null> {
+    return this._modelChanged;
+  }
+
+  /** The chat shown, or `null`. */
+  get model(): ChatModel | null {
+    return this._model;
+  }
+
+  /** The notebook followed, or `null` when no notebook is active. */
+  get notebookPath(): string | null {
+    return this._path;
+  }
+
+  /** Whether the chat is being loaded. */
+  get loading(): boolean {
+    return this._loading;
+  }
+
+  /** The error that keeps the chat from loading, if any. */
+  get error(): IPanelError | null {
+    return this._error;
+  }
+
+  /**
+   * Follow a notebook: load (or create) its chat and subscribe to it.
+   *
+   * @param path Notebook path, or `null` when no notebook is active.
+   * @param force Reload even if it is the same notebook (retry).
+   */
+  async openNotebook(path: string | null, force = false): Promise<void> {
+    if (path === this._path && !force) {
+      return;
+    }
+    const generation = ++this._generation;
+    this._closeChat();
+    this._path = path;
+    this._error = null;
+    this._loading = path !== null;
+    this._changed.emit();
+    if (path === null) {
+      return;
+    }
+    try {
+      const info = await this._findOrCreateChat(path);
+      if (generation !== this._generation) {
+        return;
+      }
+      this._openChat(info, path);
+    } catch (error) {
+      if (generation !== this._generation) {
+        return;
+      }
+      this._error = this._describe(error);
+      this._announcer.announce(this._error.message, 'assertive');
+    } finally {
+      if (generation === this._generation) {
+        this._loading = false;
+        this._changed.emit();
+      }
+    }
+  }
+
+  /** Send what the user typed: a new request, or guidance while running. */
+  async sendText(text: string): Promise<void> {
+    const model = this._model;
+    const trimmed = text.trim();
+    if (!model || !this._transport || !trimmed) {
+      return;
+    }
+    const steering = model.isRunning;
+    const itemId = model.addUserMessage(trimmed, steering);
+    const message: JSONRecord = steering
+      ? { kind: 'guidance', text: trimmed }
+      : { kind: 'user_input', text: trimmed };
+    const hint = this._settings().model.trim();
+    if (!steering && hint) {
+      message.model = hint;
+    }
+    this._pendingInput = steering ? null : itemId;
+    await this._send(message);
+    if (steering) {
+      this._announcer.announce(this._trans.__('Guidance sent to the agent.'));
+    }
+  }
+
+  /** Answer a confirmation card. */
+  async reply(item: TranscriptItem, decision: 'accept' | 'reject'): Promise<void> {
+    const model = this._model;
+    if (!model || item.kind !== 'confirmation' || item.state !== 'pending') {
+      return;
+    }
+    const decidedAt = nowTimestamp();
+    model.setRequestState(item.id, 'sending');
+    const ok = await this._send({
+      type: 'confirmation.reply',
+      reply_token: item.event.reply_token,
+      decision,
+      subscription_id: this._subscriptionId(),
+      timestamp: decidedAt,
+      decided_by: 'user:jupyterlab'
+    });
+    model.setRequestState(item.id, ok ? (decision === 'accept' ? 'accepted' : 'rejected') : 'pending');
+    if (ok) {
+      this._announcer.announce(
+        decision === 'accept' ? this._trans.__('Approved.') : this._trans.__('Rejected.')
+      );
+    }
+  }
+
+  /** Answer a clarification card. */
+  async answer(item: TranscriptItem, response: string | boolean | number): Promise<void> {
+    const model = this._model;
+    if (!model || item.kind !== 'clarification' || item.state !== 'pending') {
+      return;
+    }
+    const decidedAt = nowTimestamp();
+    model.setRequestState(item.id, 'sending');
+    const ok = await this._send({
+      type: 'clarification.reply',
+      reply_token: item.event.reply_token,
+      response,
+      subscription_id: this._subscriptionId(),
+      timestamp: decidedAt,
+      decided_by: 'user:jupyterlab'
+    });
+    model.setRequestState(item.id, ok ? 'answered' : 'pending', ok ? String(response) : undefined);
+    if (ok) {
+      this._announcer.announce(this._trans.__('Answer sent.'));
+    }
+  }
+
+  /** Stop, pause or resume the running session. */
+  async control(action: 'stop' | 'pause' | 'resume'): Promise<void> {
+    if (!this._model) {
+      return;
+    }
+    const ok = await this._send({ kind: 'control', action });
+    if (ok) {
+      const said = {
+        stop: this._trans.__('Stopping the agent.'),
+        pause: this._trans.__('Pausing the agent at the next safe point.'),
+        resume: this._trans.__('Resuming the agent.')
+      };
+      this._announcer.announce(said[action]);
+    }
+  }
+
+  /** Change the approval mode of this chat. */
+  async setApprovalMode(mode: ApprovalMode): Promise<void> {
+    const model = this._model;
+    if (!model) {
+      return;
+    }
+    const previous = model.approvalMode;
+    model.approvalMode = mode;
+    const ok = await this._send({ kind: 'approval_mode', mode });
+    if (!ok) {
+      model.approvalMode = previous;
+    }
+  }
+
+  /** Close the current chat and forget everything. */
+  dispose(): void {
+    this._generation++;
+    this._closeChat();
+    Signal.clearData(this);
+  }
+
+  private async _findOrCreateChat(path: string): Promise<IChatInfo> {
+    const list = await requestAPI<{ chats?: IChatInfo[] }>(['chats'], {}, { notebook_path: path });
+    let chat = (list?.chats ?? []).find(c => c.notebook_path === path && c.chat_id);
+    if (!chat) {
+      chat = await requestAPI<IChatInfo>(['chats'], {
+        method: 'POST',
+        body: { notebook_path: path }
+      });
+    }
+    if (!chat?.chat_id) {
+      throw new AAEPRequestError(500, this._trans.__('The server did not return a chat id.'), false);
+    }
+    const details = await requestAPI<IChatInfo>(['chats', chat.chat_id]);
+    return { ...chat, ...(isRecord(details) ? details : {}) };
+  }
+
+  private _openChat(info: IChatInfo, path: string): void {
+    const model = new ChatModel(info.chat_id!, path);
+    model.setStatus(info.status);
+    if (info.approval_mode === 'auto' || info.approval_mode === 'ask') {
+      model.approvalMode = info.approval_mode;
+    }
+    // Replay history silently, then the pending requests.
+    for (const entry of info.transcript ?? []) {
+      this._replayEntry(model, entry);
+    }
+    for (const entry of info.pending ?? []) {
+      if (isAAEPEvent(entry)) {
+        model.ingest(entry, true);
+      }
+    }
+    model.eventProcessed.connect(this._onEvent, this);
+    this._model = model;
+    const transport = new ChatTransport({
+      chatId: model.chatId,
+      handshake: () => this._handshake()
+    });
+    transport.message.connect(this._onMessage, this);
+    transport.stateChanged.connect((_, state) => {
+      model.connection = state;
+    }, this);
+    this._transport = transport;
+    transport.connect();
+    const desired = this._settings().approvalMode;
+    if (desired !== model.approvalMode) {
+      void this.setApprovalMode(desired);
+    }
+    this._modelChanged.emit(model);
+    const pending = model.pending.length;
+    if (pending > 0) {
+      this._announcer.announce(
+        this._trans._n(
+          'A request in this chat is waiting for your answer.',
+          '%1 requests in this chat are waiting for your answer.',
+          pending
+        ),
+        'assertive'
+      );
+    }
+    for (const item of model.pending) {
+      this._scheduleExpiryWarning(item);
+    }
+  }
+
+  /** Replay one transcript entry: an AAEP event or a plain chat message. */
+  private _replayEntry(model: ChatModel, entry: unknown): void {
+    if (isAAEPEvent(entry)) {
+      model.ingest(entry, true);
+    } else if (isRecord(entry) && isAAEPEvent(entry.event)) {
+      model.ingest(entry.event, true);
+    } else if (isRecord(entry) && entry.role === 'user' && typeof entry.text === 'string') {
+      const id = model.addUserMessage(entry.text);
+      if (typeof entry.session_id === 'string') {
+        model.attachSession(id, entry.session_id);
+      }
+    }
+  }
+
+  private _handshake(): JSONRecord {
+    const settings = this._settings();
+    return {
+      type: 'subscription.request',
+      aaep_version: AAEP_VERSION,
+      subscriber_id: 'jupyter-aaep-panel',
+      subscriber_name: 'JupyterLab AAEP panel',
+      capabilities: {
+        preferred_verbosity: settings.verbosity,
+        // The panel merges announcements itself; the event budget only needs
+        // to keep the transcript smooth, so it is higher than the speech rate.
+        max_events_per_second: 20,
+        coalesce_boundaries: ['sentence', 'completion'],
+        supports_confirmation_reply: true,
+        supports_clarification_reply: true,
+        supported_conformance_levels: [1, 2, 3],
+        languages: [navigator.language || 'en-US', 'en-US'].filter(
+          (lang, i, all) => /^[a-zA-Z]{1,8}(-[a-zA-Z0-9]{1,8})*$/.test(lang) && all.indexOf(lang) === i
+        )
+      }
+    };
+  }
+
+  private _onMessage(_: ChatTransport, message: JSONRecord): void {
+    const model = this._model;
+    if (!model) {
+      return;
+    }
+    if (isAAEPEvent(message)) {
+      model.ingest(message);
+      return;
+    }
+    const type = str(message, 'type');
+    const kind = str(message, 'kind');
+    if (type === 'subscription.accepted') {
+      model.subscriptionId = str(message, 'subscription_id') ?? null;
+      this._transport?.setSubscriptionId(model.subscriptionId);
+    } else if (type === 'subscription.rejected') {
+      model.addNotice(
+        'error',
+        this._trans.__('The agent refused the subscription: %1', str(message, 'reason_message') ?? str(message, 'reason_code') ?? '')
+      );
+    } else if (kind === 'user_input.accepted' && str(message, 'session_id')) {
+      if (this._pendingInput) {
+        model.attachSession(this._pendingInput, str(message, 'session_id')!);
+        this._pendingInput = null;
+      }
+    } else if (kind === 'approval_mode.accepted' || kind === 'approval_mode') {
+      const mode = str(message, 'mode');
+      if (mode === 'ask' || mode === 'auto') {
+        model.approvalMode = mode;
+      }
+    } else if (kind === 'status' || kind === 'control.accepted') {
+      model.setStatus(message.status);
+    } else if ((kind === 'error' || type === 'error') && str(message, 'message')) {
+      model.addNotice('error', str(message, 'message')!);
+      this._announcer.announce(str(message, 'message')!, 'assertive');
+    }
+  }
+
+  private _onEvent(model: ChatModel, processed: IProcessedEvent): void {
+    this._announcer.handleEvent(processed);
+    if (coreName(processed.event.type) === 'awaiting.confirmation' || coreName(processed.event.type) === 'awaiting.clarification') {
+      const item = model.items.find(i => i.id === `request:${processed.event.event_id}`);
+      if (item) {
+        this._scheduleExpiryWarning(item);
+      }
+    }
+  }
+
+  /** Warn politely shortly before a pending request falls back to its default. */
+  private _scheduleExpiryWarning(item: TranscriptItem): void {
+    if ((item.kind !== 'confirmation' && item.kind !== 'clarification') || item.deadline === null) {
+      return;
+    }
+    const delay = item.deadline - EXPIRY_WARNING_MS - Date.now();
+    if (delay <= 0) {
+      return;
+    }
+    const event: IAAEPEvent = item.event;
+    const timer = window.setTimeout(() => {
+      this._timers.delete(timer);
+      if (item.state === 'pending') {
+        const fallback = str(event, 'default_decision') ?? str(event, 'default_response');
+        this._announcer.announce(
+          fallback
+            ? this._trans.__('The request expires in 15 seconds; then the answer will be: %1.', fallback)
+            : this._trans.__('The request expires in 15 seconds.')
+        );
+      }
+    }, delay);
+    this._timers.add(timer);
+  }
+
+  private _subscriptionId(): string {
+    const model = this._model!;
+    if (!model.subscriptionId) {
+      // No handshake answer yet: the server issues ids for implicit
+      // subscriptions and must not reject unknown ones (DIGEST §11.2).
+      const bytes = new Uint8Array(16);
+      crypto.getRandomValues(bytes);
+      model.subscriptionId = 'sub_' + Array.from(bytes, b => b.toString(16).padStart(2, '0')).join('');
+    }
+    return model.subscriptionId;
+  }
+
+  /** Send a message; show and announce a failure. Returns success. */
+  private async _send(message: JSONRecord): Promise<boolean> {
+    const model = this._model;
+    const transport = this._transport;
+    if (!model || !transport) {
+      return false;
+    }
+    try {
+      await transport.send(message);
+      return true;
+    } catch (error) {
+      const { message: text } = this._describe(error);
+      if (this._model === model) {
+        model.addNotice('error', text);
+        this._announcer.announce(text, 'assertive');
+      }
+      return false;
+    }
+  }
+
+  private _describe(error: unknown): IPanelError {
+    if (error instanceof AAEPRequestError) {
+      if (error.serverMissing) {
+        return {
+          serverMissing: true,
+          message: this._trans.__(
+            'The jupyter-aaep server extension is not running, so the agent is unavailable. Check that it is installed and enabled (jupyter server extension list), then restart JupyterLab.'
+          )
+        };
+      }
+      return { serverMissing: false, message: error.message };
+    }
+    return { serverMissing: false, message: String((error as Error)?.message ?? error) };
+  }
+
+  private _closeChat(): void {
+    for (const timer of this._timers) {
+      window.clearTimeout(timer);
+    }
+    this._timers.clear();
+    this._transport?.dispose();
+    this._transport = null;
+    if (this._model) {
+      this._model.dispose();
+      this._model = null;
+      this._modelChanged.emit(null);
+    }
+    this._pendingInput = null;
+  }
+
+  private _announcer: Announcer;
+  private _trans: TranslationBundle;
+  private _settings: () => IAAEPSettings;
+  private _model: ChatModel | null = null;
+  private _transport: ChatTransport | null = null;
+  private _path: string | null = null;
+  private _loading = false;
+  private _error: IPanelError | null = null;
+  private _generation = 0;
+  private _pendingInput: string | null = null;
+  private _timers = new Set<number>();
+  private _changed = new Signal<this, void>(this);
+  private _modelChanged = new Signal<this, ChatModel | null>(this);
+}
+
+/** Options of {@link ChatController}. */
+export namespace ChatController {
+  export interface IOptions {
+    announcer: Announcer;
+    trans: TranslationBundle;
+    settings: () => IAAEPSettings;
+  }
+}

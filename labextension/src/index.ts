@@ -1,0 +1,200 @@
+/**
+ * jupyter-aaep frontend: plugins and wiring only.
+ */
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator, nullTranslator } from '@jupyterlab/translation';
+
+import { Announcer } from './announcer';
+import { ChatController } from './controller';
+import { readSettings } from './settings';
+import { DEFAULT_SETTINGS, IAAEPPanel, IAAEPSettings, PLUGIN_ID } from './tokens';
+import { AgentPanel } from './widgets/AgentPanel';
+
+/** Command ids (`jupyter-aaep:verb-noun`). */
+namespace CommandIDs {
+  export const openPanel = 'jupyter-aaep:open-panel';
+  export const focusInput = 'jupyter-aaep:focus-input';
+  export const jumpToConfirmation = 'jupyter-aaep:jump-to-confirmation';
+  export const approve = 'jupyter-aaep:approve';
+  export const reject = 'jupyter-aaep:reject';
+  export const stop = 'jupyter-aaep:stop';
+}
+
+/**
+ * Activate the agent panel: announcer, controller, side panel, commands and
+ * settings.
+ */
+async function activate(
+  app: JupyterFrontEnd,
+  tracker: INotebookTracker,
+  rendermime: IRenderMimeRegistry,
+  translator: ITranslator | null,
+  restorer: ILayoutRestorer | null,
+  settingRegistry: ISettingRegistry | null,
+  palette: ICommandPalette | null
+): Promise<IAAEPPanel> {
+  const trans = (translator ?? nullTranslator).load('jupyter_aaep');
+  const debugFromUrl = new URLSearchParams(window.location.search).has('aaepDebug');
+  let settings: IAAEPSettings = { ...DEFAULT_SETTINGS, debugAnnouncements: debugFromUrl };
+
+  const announcer = new Announcer(trans, {
+    verbosity: settings.verbosity,
+    maxPerSecond: settings.maxAnnouncementsPerSecond,
+    debugLog: settings.debugAnnouncements
+  });
+  // The live regions live on <body>, so announcements continue while the
+  // panel is collapsed (hidden live regions are not read).
+  document.body.appendChild(announcer.node);
+
+  const controller = new ChatController({ announcer, trans, settings: () => settings });
+  const panel = new AgentPanel({
+    controller,
+    rendermime,
+    translator: translator ?? nullTranslator
+  });
+  app.shell.add(panel, settings.panelArea, { rank: 900 });
+  restorer?.add(panel, 'jupyter-aaep-panel');
+
+  // Follow the active notebook while the panel is visible; a hidden panel
+  // keeps its chat (and its announcements) until it is shown again.
+  const follow = () => {
+    if (panel.isVisible) {
+      void controller.openNotebook(tracker.currentWidget?.context.path ?? null);
+    }
+  };
+  tracker.currentChanged.connect(follow);
+  tracker.widgetUpdated.connect(follow);
+  panel.visibilityChanged.connect(follow);
+  void app.restored.then(follow);
+
+  const pendingConfirmation = () =>
+    controller.model?.pending.find(item => item.kind === 'confirmation') ?? null;
+  const showPanel = () => {
+    app.shell.activateById(panel.id);
+  };
+  const afterRender = (fn: () => void) => requestAnimationFrame(() => requestAnimationFrame(fn));
+
+  app.commands.addCommand(CommandIDs.openPanel, {
+    label: trans.__('Open the AI Agent Panel'),
+    caption: trans.__('Show the AI agent side panel'),
+    execute: showPanel
+  });
+  app.commands.addCommand(CommandIDs.focusInput, {
+    label: trans.__('Focus the AI Agent Message Box'),
+    execute: () => {
+      showPanel();
+      afterRender(() =>
+        panel.node.querySelector<HTMLTextAreaElement>('.jp-AAEPComposer-input')?.focus()
+      );
+    }
+  });
+  app.commands.addCommand(CommandIDs.jumpToConfirmation, {
+    label: trans.__('Go to the Pending Agent Request'),
+    caption: trans.__('Move focus to the oldest approval or question waiting for you'),
+    isEnabled: () => (controller.model?.pending.length ?? 0) > 0,
+    execute: () => {
+      const first = controller.model?.pending[0];
+      if (!first) {
+        announcer.announce(trans.__('Nothing is waiting for your answer.'));
+        return;
+      }
+      showPanel();
+      afterRender(() => {
+        const card = panel.node.querySelector<HTMLElement>(
+          `[data-request-id="${CSS.escape(first.id)}"]`
+        );
+        card?.scrollIntoView({ block: 'nearest' });
+        card?.focus();
+      });
+    }
+  });
+  app.commands.addCommand(CommandIDs.approve, {
+    label: trans.__('Approve the Pending Agent Action'),
+    isEnabled: () => pendingConfirmation() !== null,
+    execute: () => {
+      const item = pendingConfirmation();
+      if (item) {
+        return controller.reply(item, 'accept');
+      }
+    }
+  });
+  app.commands.addCommand(CommandIDs.reject, {
+    label: trans.__('Reject the Pending Agent Action'),
+    isEnabled: () => pendingConfirmation() !== null,
+    execute: () => {
+      const item = pendingConfirmation();
+      if (item) {
+        return controller.reply(item, 'reject');
+      }
+    }
+  });
+  app.commands.addCommand(CommandIDs.stop, {
+    label: trans.__('Stop the AI Agent'),
+    isEnabled: () => controller.model?.isRunning ?? false,
+    execute: () => controller.control('stop')
+  });
+  if (palette) {
+    const category = trans.__('AI Agent');
+    for (const command of Object.values(CommandIDs)) {
+      palette.addItem({ command, category });
+    }
+  }
+  // Keep enabled states in step with the chat.
+  controller.changed.connect(() => app.commands.notifyCommandChanged());
+  controller.modelChanged.connect((_, model) => {
+    model?.changed.connect(() => app.commands.notifyCommandChanged());
+  });
+
+  if (settingRegistry) {
+    try {
+      const loaded = await settingRegistry.load(PLUGIN_ID);
+      const apply = () => {
+        const previousArea = settings.panelArea;
+        settings = readSettings(loaded.composite, debugFromUrl);
+        announcer.configure({
+          verbosity: settings.verbosity,
+          maxPerSecond: settings.maxAnnouncementsPerSecond,
+          debugLog: settings.debugAnnouncements
+        });
+        if (settings.panelArea !== previousArea) {
+          app.shell.add(panel, settings.panelArea, { rank: 900 });
+        }
+      };
+      apply();
+      loaded.changed.connect(apply);
+    } catch (error) {
+      console.warn(`jupyter-aaep: could not load settings for ${PLUGIN_ID}`, error);
+    }
+  }
+
+  return {
+    announcer,
+    get model() {
+      return controller.model;
+    },
+    modelChanged: controller.modelChanged
+  };
+}
+
+/** The agent side panel plugin. */
+const plugin: JupyterFrontEndPlugin<IAAEPPanel> = {
+  id: PLUGIN_ID,
+  description:
+    'An accessible side panel for the jupyter-aaep agent: chat, live announcements, approvals.',
+  autoStart: true,
+  requires: [INotebookTracker, IRenderMimeRegistry],
+  optional: [ITranslator, ILayoutRestorer, ISettingRegistry, ICommandPalette],
+  provides: IAAEPPanel,
+  activate
+};
+
+export default [plugin];
+export * from './tokens';

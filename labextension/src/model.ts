@@ -1,0 +1,528 @@
+/**
+ * State of one chat as the panel shows it: transcript items, pending
+ * requests, run status. No DOM here; views listen to {@link ChatModel.changed}
+ * and the announcer listens to {@link ChatModel.eventProcessed}.
+ *
+ * Events are deduplicated by `event_id` (transports deliver at least once and
+ * replay on reconnect) and put back in `sequence_number` order per session.
+ */
+import { ISignal, Signal } from '@lumino/signaling';
+
+import {
+  IAAEPEvent,
+  TERMINAL_EVENTS,
+  bool,
+  coreName,
+  deadlineOf,
+  num,
+  pickSummary,
+  str
+} from './aaep';
+import { ConnectionState } from './transport';
+
+/** Run status of a chat. */
+export type ChatStatus = 'idle' | 'running' | 'paused';
+
+/** Approval mode of a chat. */
+export type ApprovalMode = 'ask' | 'auto';
+
+/** How a confirmation or clarification ended (or `pending`). */
+export type RequestState =
+  | 'pending'
+  | 'sending'
+  | 'accepted'
+  | 'rejected'
+  | 'answered'
+  | 'resolved'
+  | 'cancelled';
+
+/** A confirmation or clarification request in the transcript. */
+export interface IRequestItem {
+  kind: 'confirmation' | 'clarification';
+  id: string;
+  /** The `awaiting.*` event, kept whole (its reply token is echoed exactly). */
+  event: IAAEPEvent;
+  /** Epoch ms when the request falls back to its default, if known. */
+  deadline: number | null;
+  state: RequestState;
+  /** How it ended, in words, when known. */
+  outcome?: string;
+}
+
+/** One entry of the transcript. */
+export type TranscriptItem =
+  | { kind: 'user'; id: string; text: string; sessionId?: string; steering?: boolean }
+  | {
+      kind: 'answer';
+      id: string;
+      sessionId: string;
+      text: string;
+      complete: boolean;
+      contentType: string;
+    }
+  | {
+      kind: 'tool';
+      id: string;
+      sessionId: string;
+      callId?: string;
+      tool: string;
+      summary: string;
+      status: 'running' | 'success' | 'error' | 'timeout';
+      durationMs?: number;
+      errorMessage?: string;
+      riskLevel?: string;
+    }
+  | {
+      kind: 'progress';
+      id: string;
+      sessionId: string;
+      percent?: number;
+      step?: number;
+      totalSteps?: number;
+      description?: string;
+      done: boolean;
+    }
+  | IRequestItem
+  | { kind: 'handoff'; id: string; event: IAAEPEvent }
+  | {
+      kind: 'notice';
+      id: string;
+      variant: 'started' | 'completed' | 'errored' | 'cancelled' | 'info' | 'error';
+      text: string;
+      hint?: string;
+      sessionId?: string;
+    };
+
+/** Payload of {@link ChatModel.eventProcessed}. */
+export interface IProcessedEvent {
+  event: IAAEPEvent;
+  /** True while replaying history: announce nothing but a summary. */
+  replay: boolean;
+}
+
+/** How long an out-of-order event waits for the ones before it (ms). */
+const REORDER_WAIT_MS = 1500;
+
+let localCounter = 0;
+function localId(prefix: string): string {
+  localCounter += 1;
+  return `${prefix}-${localCounter}`;
+}
+
+/**
+ * The state of one chat.
+ */
+export class ChatModel {
+  /**
+   * @param chatId The server's chat id.
+   * @param notebookPath The notebook this chat belongs to.
+   */
+  constructor(
+    readonly chatId: string,
+    readonly notebookPath: string
+  ) {}
+
+  /** Emitted after any change that views should render. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** Emitted once per new AAEP event, in processing order. */
+  get eventProcessed(): ISignal<this, IProcessedEvent> {
+    return this._eventProcessed;
+  }
+
+  /** Transcript entries, oldest first. */
+  get items(): ReadonlyArray<TranscriptItem> {
+    return this._items;
+  }
+
+  /** Run status. */
+  get status(): ChatStatus {
+    return this._status;
+  }
+
+  /** Connection state of the transport. */
+  get connection(): ConnectionState {
+    return this._connection;
+  }
+  set connection(value: ConnectionState) {
+    if (value !== this._connection) {
+      this._connection = value;
+      this._changed.emit();
+    }
+  }
+
+  /** The subscription id granted by the producer, if any. */
+  subscriptionId: string | null = null;
+
+  /** Approval mode of this chat (never persisted by the panel). */
+  get approvalMode(): ApprovalMode {
+    return this._approvalMode;
+  }
+  set approvalMode(mode: ApprovalMode) {
+    if (mode !== this._approvalMode) {
+      this._approvalMode = mode;
+      this._changed.emit();
+    }
+  }
+
+  /** Pending confirmations and clarifications, oldest first. */
+  get pending(): TranscriptItem[] {
+    return this._items.filter(
+      item =>
+        (item.kind === 'confirmation' || item.kind === 'clarification') &&
+        item.state === 'pending'
+    );
+  }
+
+  /** Whether a session is in progress. */
+  get isRunning(): boolean {
+    return this._status !== 'idle';
+  }
+
+  /** Set the status reported by the server (`GET chats/{id}`). */
+  setStatus(status: unknown): void {
+    if (status === 'idle' || status === 'running' || status === 'paused') {
+      this._updateStatus(status);
+    }
+  }
+
+  /**
+   * Add a message typed by the user before the server has answered.
+   *
+   * @returns the item id, to attach the session id later.
+   */
+  addUserMessage(text: string, steering = false): string {
+    const id = localId('user');
+    this._items.push({ kind: 'user', id, text, steering });
+    this._changed.emit();
+    return id;
+  }
+
+  /** Attach the session the server started for a user message. */
+  attachSession(itemId: string, sessionId: string): void {
+    const item = this._items.find(i => i.id === itemId);
+    if (item && item.kind === 'user') {
+      item.sessionId = sessionId;
+    }
+  }
+
+  /** Add a local notice (info or error) to the transcript. */
+  addNotice(variant: 'info' | 'error', text: string): void {
+    this._items.push({ kind: 'notice', id: localId('notice'), variant, text });
+    this._changed.emit();
+  }
+
+  /** Mark a request as being answered, or as answered with an outcome. */
+  setRequestState(id: string, state: RequestState, outcome?: string): void {
+    const item = this._items.find(i => i.id === id);
+    if (item && (item.kind === 'confirmation' || item.kind === 'clarification')) {
+      item.state = state;
+      item.outcome = outcome ?? item.outcome;
+      this._changed.emit();
+    }
+  }
+
+  /**
+   * Take one AAEP event: deduplicate, reorder, then apply.
+   *
+   * @param replay Whether the event comes from history (no announcements).
+   */
+  ingest(event: IAAEPEvent, replay = false): void {
+    if (this._seen.has(event.event_id)) {
+      return;
+    }
+    this._seen.add(event.event_id);
+    const seq = event.sequence_number;
+    if (typeof seq !== 'number') {
+      this._apply(event, replay);
+      return;
+    }
+    const sid = event.session_id;
+    const expected = this._expected.get(sid);
+    if (expected === undefined || seq <= expected) {
+      // First event we see of this session, or a late one: apply now.
+      this._apply(event, replay);
+      this._expected.set(sid, Math.max(expected ?? 0, seq + 1));
+      this._drain(sid);
+      return;
+    }
+    let held = this._held.get(sid);
+    if (!held) {
+      held = new Map();
+      this._held.set(sid, held);
+    }
+    held.set(seq, { event, replay });
+    if (!this._reorderTimers.has(sid)) {
+      this._reorderTimers.set(
+        sid,
+        window.setTimeout(() => this._flushHeld(sid), REORDER_WAIT_MS)
+      );
+    }
+  }
+
+  /** Release resources (timers, signal connections). */
+  dispose(): void {
+    for (const timer of this._reorderTimers.values()) {
+      window.clearTimeout(timer);
+    }
+    this._reorderTimers.clear();
+    Signal.clearData(this);
+  }
+
+  /** Apply held events that are now in order. */
+  private _drain(sid: string): void {
+    const held = this._held.get(sid);
+    let expected = this._expected.get(sid);
+    while (held && expected !== undefined && held.has(expected)) {
+      const next = held.get(expected)!;
+      held.delete(expected);
+      this._apply(next.event, next.replay);
+      expected += 1;
+      this._expected.set(sid, expected);
+    }
+    if (held && held.size === 0) {
+      this._held.delete(sid);
+      const timer = this._reorderTimers.get(sid);
+      if (timer !== undefined) {
+        window.clearTimeout(timer);
+        this._reorderTimers.delete(sid);
+      }
+    }
+  }
+
+  /** Give up waiting for a gap: apply everything held, in order. */
+  private _flushHeld(sid: string): void {
+    this._reorderTimers.delete(sid);
+    const held = this._held.get(sid);
+    if (!held) {
+      return;
+    }
+    this._held.delete(sid);
+    const seqs = [...held.keys()].sort((a, b) => a - b);
+    for (const seq of seqs) {
+      const { event, replay } = held.get(seq)!;
+      this._apply(event, replay);
+      this._expected.set(sid, seq + 1);
+    }
+  }
+
+  private _apply(event: IAAEPEvent, replay: boolean): void {
+    const name = coreName(event.type);
+    const sid = event.session_id;
+    const summary = pickSummary(event, 'normal') ?? '';
+    switch (name) {
+      case 'session.started': {
+        this._updateStatus('running');
+        const request = str(event, 'request_text');
+        const known = this._items.some(
+          i =>
+            i.kind === 'user' &&
+            (i.sessionId === sid || (i.sessionId === undefined && i.text === request))
+        );
+        if (request && !known) {
+          this._items.push({ kind: 'user', id: localId('user'), text: request, sessionId: sid });
+        } else if (request) {
+          const mine = this._items.find(
+            i => i.kind === 'user' && i.sessionId === undefined && i.text === request
+          );
+          if (mine && mine.kind === 'user') {
+            mine.sessionId = sid;
+          }
+        }
+        break;
+      }
+      case 'output.streaming': {
+        const outputId = str(event, 'output_id') ?? `session:${sid}`;
+        const key = `answer:${outputId}`;
+        let item = this._items.find(i => i.id === key);
+        if (!item) {
+          item = {
+            kind: 'answer',
+            id: key,
+            sessionId: sid,
+            text: '',
+            complete: false,
+            contentType: str(event, 'content_type') ?? 'text/markdown'
+          };
+          this._items.push(item);
+        }
+        if (item.kind === 'answer' && !item.complete) {
+          item.text += typeof event.chunk === 'string' ? event.chunk : '';
+          item.complete = bool(event, 'complete') === true;
+        }
+        break;
+      }
+      case 'tool.invoked': {
+        this._resolveRequests(sid, 'resolved');
+        const callId = str(event, 'tool_call_id');
+        this._items.push({
+          kind: 'tool',
+          id: callId ? `tool:${callId}` : localId('tool'),
+          sessionId: sid,
+          callId,
+          tool: str(event, 'tool') ?? 'tool',
+          summary,
+          status: 'running',
+          riskLevel: str(event, 'risk_level')
+        });
+        break;
+      }
+      case 'tool.completed': {
+        const callId = str(event, 'tool_call_id');
+        const tool = str(event, 'tool');
+        const item = [...this._items]
+          .reverse()
+          .find(
+            i =>
+              i.kind === 'tool' &&
+              i.sessionId === sid &&
+              (callId ? i.callId === callId : i.tool === tool && i.status === 'running')
+          );
+        if (item && item.kind === 'tool') {
+          const status = str(event, 'status');
+          item.status =
+            status === 'error' || status === 'timeout' ? status : 'success';
+          item.durationMs = num(event, 'duration_ms');
+          item.errorMessage = str(event, 'error_message');
+          if (summary) {
+            item.summary = `${item.summary} ${summary}`.trim();
+          }
+        }
+        const progress = this._items.find(i => i.id === `progress:${sid}`);
+        if (progress && progress.kind === 'progress') {
+          progress.done = true;
+        }
+        break;
+      }
+      case 'progress.updated': {
+        const progress = (event.progress ?? {}) as Record<string, unknown>;
+        const key = `progress:${sid}`;
+        const item = {
+          kind: 'progress' as const,
+          id: key,
+          sessionId: sid,
+          percent: num(progress, 'percent'),
+          step: num(progress, 'step'),
+          totalSteps: num(progress, 'total_steps'),
+          description: str(progress, 'description') ?? (summary || undefined),
+          done: false
+        };
+        const index = this._items.findIndex(i => i.id === key);
+        const previous = index >= 0 ? this._items[index] : null;
+        if (previous && previous.kind === 'progress' && !previous.done) {
+          this._items[index] = item;
+        } else {
+          // A new long step: show its progress at the end of the transcript.
+          if (index >= 0) {
+            this._items.splice(index, 1);
+          }
+          this._items.push(item);
+        }
+        break;
+      }
+      case 'awaiting.confirmation':
+      case 'awaiting.clarification': {
+        this._items.push({
+          kind: name === 'awaiting.confirmation' ? 'confirmation' : 'clarification',
+          id: `request:${event.event_id}`,
+          event,
+          deadline: deadlineOf(event),
+          state: 'pending'
+        });
+        break;
+      }
+      case 'state.changed': {
+        const from = str(event, 'from_state');
+        const to = str(event, 'to_state');
+        if (from === 'awaiting_input' && to !== 'awaiting_input') {
+          this._resolveRequests(sid, 'resolved', summary || undefined);
+        }
+        if (to === 'paused') {
+          this._updateStatus('paused');
+        } else if (from === 'paused') {
+          this._updateStatus('running');
+        }
+        break;
+      }
+      case 'handoff.requested':
+        this._items.push({ kind: 'handoff', id: `handoff:${event.event_id}`, event });
+        break;
+      case 'session.completed':
+      case 'session.errored':
+      case 'session.cancelled': {
+        const variant = name.slice('session.'.length) as
+          | 'completed'
+          | 'errored'
+          | 'cancelled';
+        this._resolveRequests(sid, variant === 'cancelled' ? 'cancelled' : 'resolved');
+        this._finishSession(sid);
+        this._items.push({
+          kind: 'notice',
+          id: `end:${event.event_id}`,
+          variant,
+          text: summary,
+          hint: str(event, 'remediation_hint'),
+          sessionId: sid
+        });
+        break;
+      }
+      default:
+        // Unknown or extension type: show its summary if it has one.
+        if (summary && name === null) {
+          this._items.push({ kind: 'notice', id: `evt:${event.event_id}`, variant: 'info', text: summary });
+        }
+    }
+    if (name && TERMINAL_EVENTS.has(name)) {
+      this._updateStatus('idle');
+    }
+    this._changed.emit();
+    this._eventProcessed.emit({ event, replay });
+  }
+
+  /** Close streaming answers, running tools and progress of a session. */
+  private _finishSession(sid: string): void {
+    for (const item of this._items) {
+      if (item.kind === 'answer' && item.sessionId === sid) {
+        item.complete = true;
+      } else if (item.kind === 'progress' && item.sessionId === sid) {
+        item.done = true;
+      } else if (item.kind === 'tool' && item.sessionId === sid && item.status === 'running') {
+        item.status = 'timeout';
+      }
+    }
+  }
+
+  /** Resolve the pending requests of a session (someone answered, or it ended). */
+  private _resolveRequests(sid: string, state: RequestState, outcome?: string): void {
+    for (const item of this._items) {
+      if (
+        (item.kind === 'confirmation' || item.kind === 'clarification') &&
+        item.event.session_id === sid &&
+        (item.state === 'pending' || item.state === 'sending')
+      ) {
+        item.state = state;
+        item.outcome = outcome ?? item.outcome;
+      }
+    }
+  }
+
+  private _updateStatus(status: ChatStatus): void {
+    if (status !== this._status) {
+      this._status = status;
+      this._changed.emit();
+    }
+  }
+
+  private _items: TranscriptItem[] = [];
+  private _seen = new Set<string>();
+  private _expected = new Map<string, number>();
+  private _held = new Map<string, Map<number, IProcessedEvent>>();
+  private _reorderTimers = new Map<string, number>();
+  private _status: ChatStatus = 'idle';
+  private _connection: ConnectionState = 'closed';
+  private _approvalMode: ApprovalMode = 'ask';
+  private _changed = new Signal<this, void>(this);
+  private _eventProcessed = new Signal<this, IProcessedEvent>(this);
+}

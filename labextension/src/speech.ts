@@ -1,0 +1,136 @@
+/**
+ * Turning streamed Markdown into sentences fit for a screen reader.
+ *
+ * Pure string functions, no DOM: the announcer feeds chunks in and gets whole
+ * sentences (never partial words) and short code-block notices out.
+ */
+
+/** What one {@link SentenceBuffer.push} produced. */
+export interface ISpeechPiece {
+  /** `text` is prose to read; `code` is a finished code block of `lines` lines. */
+  kind: 'text' | 'code';
+  text: string;
+  lines?: number;
+}
+
+/** A sentence ends at `.`, `!`, `?`, `…` (plus closing quotes/brackets) before whitespace. */
+const SENTENCE_END = /[.!?…。！？]+["'”’)\]]*(?=\s)/g;
+
+/**
+ * Collects streamed chunks of one output and releases complete sentences.
+ *
+ * Fenced code blocks are never read out character by character: they become
+ * one "code block, N lines" piece when the fence closes.
+ */
+export class SentenceBuffer {
+  /**
+   * Add a chunk and return the pieces that became complete.
+   *
+   * @param chunk The new text.
+   * @param final Whether this is the last chunk (`complete: true`): then
+   *   everything left is released.
+   */
+  push(chunk: string, final = false): ISpeechPiece[] {
+    this._buffer += chunk;
+    const pieces: ISpeechPiece[] = [];
+    for (;;) {
+      if (this._inFence) {
+        const close = /(^|\n)[ \t]*(```|~~~)[ \t]*(\n|$)/.exec(this._buffer);
+        if (close && (close[3] === '\n' || final)) {
+          this._codeLines += countLines(this._buffer.slice(0, close.index));
+          pieces.push({ kind: 'code', text: '', lines: this._codeLines });
+          this._buffer = this._buffer.slice(close.index + close[0].length);
+          this._inFence = false;
+          this._codeLines = 0;
+          continue;
+        }
+        if (final) {
+          this._codeLines += countLines(this._buffer);
+          pieces.push({ kind: 'code', text: '', lines: this._codeLines });
+          this._buffer = '';
+        }
+        break;
+      }
+      const open = /(^|\n)[ \t]*(```|~~~)[^\n]*(\n|$)/.exec(this._buffer);
+      if (open && (open[3] === '\n' || final)) {
+        // Text before a code block is complete ("Here is the code:").
+        this._releaseSentences(this._buffer.slice(0, open.index), true, pieces);
+        this._buffer = this._buffer.slice(open.index + open[0].length);
+        this._inFence = true;
+        continue;
+      }
+      if (open) {
+        // The opening fence line is still arriving (it may name a language).
+        this._releaseSentences(this._buffer.slice(0, open.index), true, pieces);
+        this._buffer = this._buffer.slice(open.index);
+        break;
+      }
+      // Hold back trailing backticks: they may become a fence.
+      const tail = final ? null : /`{1,2}$/.exec(this._buffer);
+      const text = tail ? this._buffer.slice(0, tail.index) : this._buffer;
+      const consumed = this._releaseSentences(text, final, pieces);
+      this._buffer = this._buffer.slice(consumed);
+      break;
+    }
+    return pieces;
+  }
+
+  /**
+   * Release the complete sentences of `text` (all of it when `all`), and
+   * return how many characters were consumed.
+   */
+  private _releaseSentences(text: string, all: boolean, pieces: ISpeechPiece[]): number {
+    let end = 0;
+    if (all) {
+      end = text.length;
+    } else {
+      // Paragraph breaks end a sentence too (lists, headings without stops).
+      SENTENCE_END.lastIndex = 0;
+      let match: RegExpExecArray | null;
+      while ((match = SENTENCE_END.exec(text)) !== null) {
+        end = match.index + match[0].length;
+      }
+      const para = text.lastIndexOf('\n\n');
+      if (para >= 0 && para + 2 > end) {
+        end = para + 2;
+      }
+    }
+    if (end > 0) {
+      const spoken = markdownToSpeech(text.slice(0, end));
+      if (spoken) {
+        pieces.push({ kind: 'text', text: spoken });
+      }
+    }
+    return end;
+  }
+
+  private _buffer = '';
+  private _inFence = false;
+  private _codeLines = 0;
+}
+
+function countLines(code: string): number {
+  const trimmed = code.replace(/^\n+|\n+$/g, '');
+  return trimmed ? trimmed.split('\n').length : 0;
+}
+
+/**
+ * Reduce Markdown to text a screen reader reads well: links keep their text,
+ * emphasis and heading marks go, table pipes become commas.
+ */
+export function markdownToSpeech(markdown: string): string {
+  return markdown
+    .replace(/!\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .replace(/\[([^\]]+)\]\([^)]*\)/g, '$1')
+    .replace(/`([^`]*)`/g, '$1')
+    .replace(/(\*\*|__)(.+?)\1/g, '$2')
+    .replace(/(^|[\s(])[*_]([^*_\n]+)[*_](?=[\s).,!?:;]|$)/g, '$1$2')
+    .replace(/^[ \t]*#{1,6}[ \t]+/gm, '')
+    .replace(/^[ \t]*>[ \t]?/gm, '')
+    .replace(/^[ \t]*([-*+]|\d+[.)])[ \t]+/gm, '')
+    .replace(/^[ \t]*\|?[ \t:-]+\|[ \t|:-]*$/gm, '')
+    .replace(/[ \t]*\|[ \t]*/g, ', ')
+    .replace(/\s+/g, ' ')
+    .replace(/^[ ,]+|[ ,]+$/g, '')
+    .trim();
+}

@@ -1,0 +1,56 @@
+/**
+ * Public tokens and shared interfaces of the jupyter-aaep frontend.
+ */
+import { Token } from '@lumino/coreutils';
+import { ISignal } from '@lumino/signaling';
+
+import { Verbosity } from './aaep';
+import type { Announcer } from './announcer';
+import type { ChatModel, ApprovalMode } from './model';
+
+/** The id of the main plugin, also the settings key. */
+export const PLUGIN_ID = 'jupyter-aaep:plugin';
+
+/** User preferences from `schema/plugin.json`. */
+export interface IAAEPSettings {
+  /** How much the announcer says. */
+  verbosity: Verbosity;
+  /** Polite announcements per second. */
+  maxAnnouncementsPerSecond: number;
+  /** Approval mode a new chat starts in. */
+  approvalMode: ApprovalMode;
+  /** Model name sent as a hint with each request ('' = server default). */
+  model: string;
+  /** Which side the panel opens on. */
+  panelArea: 'left' | 'right';
+  /** Record every announcement in `window.__aaepAnnouncements`. */
+  debugAnnouncements: boolean;
+}
+
+/** Defaults, identical to the schema's. */
+export const DEFAULT_SETTINGS: IAAEPSettings = {
+  verbosity: 'normal',
+  maxAnnouncementsPerSecond: 1,
+  approvalMode: 'ask',
+  model: '',
+  panelArea: 'right',
+  debugAnnouncements: false
+};
+
+/**
+ * The agent panel: its announcer and the chat of the active notebook.
+ */
+export interface IAAEPPanel {
+  /** The announcer every part of the UI speaks through. */
+  readonly announcer: Announcer;
+  /** The chat of the active notebook, or `null`. */
+  readonly model: ChatModel | null;
+  /** Emitted when the active chat changes. */
+  readonly modelChanged: ISignal<unknown, ChatModel | null>;
+}
+
+/** The token of {@link IAAEPPanel}. */
+export const IAAEPPanel = new Token<IAAEPPanel>(
+  'jupyter-aaep:IAAEPPanel',
+  'The jupyter-aaep agent panel: its announcer and the active chat.'
+);

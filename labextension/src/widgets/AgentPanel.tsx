@@ -1,0 +1,212 @@
+/**
+ * The side panel: a labelled region holding the chat of the active notebook.
+ */
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
+import { LabIcon, ReactWidget, SidePanel } from '@jupyterlab/ui-components';
+import { Message } from '@lumino/messaging';
+import { ISignal, Signal } from '@lumino/signaling';
+import { Panel } from '@lumino/widgets';
+import React from 'react';
+
+import { Composer } from '../components/Composer';
+import { useSignals } from '../components/hooks';
+import { RunControls } from '../components/RunControls';
+import { Transcript } from '../components/Transcript';
+import { ChatController } from '../controller';
+import { TranscriptItem } from '../model';
+
+/** The panel's icon: a speech bubble with a sound wave. */
+export const agentIcon = new LabIcon({
+  name: 'jupyter-aaep:agent',
+  svgstr: `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">
+  <path class="jp-icon3" fill="#616161" d="M4 3h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V5a2 2 0 0 1 2-2zm0 2v10h2v2l2.5-2H20V5H4z"/>
+  <path class="jp-icon3" fill="#616161" d="M7 9h2v2H7zm3-2h2v6h-2zm3 1h2v4h-2zm3 1h2v2h-2z"/>
+</svg>`
+});
+
+/** Props of {@link AgentView}. */
+interface IAgentViewProps {
+  controller: ChatController;
+  rendermime: IRenderMimeRegistry;
+  trans: TranslationBundle;
+}
+
+/** Base name of a path, for display. */
+function baseName(path: string): string {
+  const parts = path.split('/');
+  return parts[parts.length - 1] || path;
+}
+
+/**
+ * Everything inside the panel; re-renders from the controller's and the
+ * model's signals.
+ */
+function AgentView(props: IAgentViewProps): JSX.Element {
+  const { controller, rendermime, trans } = props;
+  const model = controller.model;
+  useSignals(controller.changed, model?.changed);
+  const error = controller.error;
+
+  const statusText = model
+    ? {
+        idle: trans.__('Idle'),
+        running: trans.__('Working'),
+        paused: trans.__('Paused')
+      }[model.status]
+    : '';
+  const connectionText = model
+    ? {
+        connecting: trans.__('connecting…'),
+        open: trans.__('connected'),
+        reconnecting: trans.__('reconnecting…'),
+        failed: trans.__('connection lost, retrying'),
+        closed: trans.__('not connected')
+      }[model.connection]
+    : '';
+  const pending = model ? model.pending : [];
+  const connected = !!model && model.connection === 'open';
+
+  const jumpToRequest = () => {
+    const first = pending[0];
+    if (!first) {
+      return;
+    }
+    const card = document.querySelector<HTMLElement>(
+      `.jp-AAEPPanel [data-request-id="${CSS.escape(first.id)}"]`
+    );
+    card?.scrollIntoView({ block: 'nearest' });
+    card?.focus();
+  };
+
+  return (
+    <div className="jp-AAEPPanel-body">
+      <div className="jp-AAEPPanel-header">
+        <h2 className="jp-AAEPPanel-title">{trans.__('AI agent')}</h2>
+        <p className="jp-AAEPPanel-status">
+          {controller.notebookPath
+            ? trans.__('Notebook: %1', baseName(controller.notebookPath))
+            : trans.__('No notebook selected')}
+          {model && (
+            <>
+              {' · '}
+              <span className={`jp-AAEPPanel-runState jp-mod-${model.status}`}>{statusText}</span>
+              {' · '}
+              <span className={`jp-AAEPPanel-connection jp-mod-${model.connection}`}>{connectionText}</span>
+            </>
+          )}
+        </p>
+      </div>
+      {controller.notebookPath === null && (
+        <p className="jp-AAEPPanel-placeholder">
+          {trans.__('Open or select a notebook to chat with the agent about it. Each notebook has its own chat.')}
+        </p>
+      )}
+      {controller.loading && <p className="jp-AAEPPanel-placeholder">{trans.__('Loading the chat…')}</p>}
+      {error && (
+        <div className="jp-AAEPPanel-error">
+          <h3 className="jp-AAEPPanel-errorTitle">{trans.__('The agent is unavailable')}</h3>
+          <p>{error.message}</p>
+          <button
+            type="button"
+            className="jp-Button jp-mod-styled"
+            onClick={() => void controller.openNotebook(controller.notebookPath, true)}
+          >
+            {trans.__('Try again')}
+          </button>
+        </div>
+      )}
+      {model && (
+        <>
+          {pending.length > 0 && (
+            <button type="button" className="jp-Button jp-mod-styled jp-AAEPPanel-pendingBanner" onClick={jumpToRequest}>
+              {trans._n(
+                '1 request is waiting for your answer: go to it',
+                '%1 requests are waiting for your answer: go to the first',
+                pending.length
+              )}
+            </button>
+          )}
+          <Transcript
+            model={model}
+            rendermime={rendermime}
+            trans={trans}
+            onReply={(item: TranscriptItem, decision) => void controller.reply(item, decision)}
+            onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
+          />
+          <RunControls
+            trans={trans}
+            status={model.status}
+            approvalMode={model.approvalMode}
+            disabled={!connected}
+            onControl={action => void controller.control(action)}
+            onApprovalMode={mode => void controller.setApprovalMode(mode)}
+          />
+          <Composer
+            trans={trans}
+            running={model.isRunning}
+            disabled={!connected}
+            onSend={text => controller.sendText(text)}
+          />
+        </>
+      )}
+    </div>
+  );
+}
+
+/**
+ * The agent side panel.
+ */
+export class AgentPanel extends SidePanel {
+  /**
+   * @param options.controller The chat controller the panel shows.
+   * @param options.rendermime Renders the agent's Markdown answers.
+   * @param options.translator The application translator.
+   */
+  constructor(options: AgentPanel.IOptions) {
+    const trans = options.translator.load('jupyter_aaep');
+    super({ content: new Panel(), translator: options.translator });
+    this.id = 'jupyter-aaep-panel';
+    this.addClass('jp-AAEPPanel');
+    this.title.icon = agentIcon;
+    this.title.caption = trans.__('AI agent');
+    // The SidePanel content is already a region; give it our name.
+    this.content.node.setAttribute('aria-label', trans.__('AI agent panel'));
+    const view = ReactWidget.create(
+      <AgentView controller={options.controller} rendermime={options.rendermime} trans={trans} />
+    );
+    view.addClass('jp-AAEPPanel-view');
+    this.addWidget(view);
+  }
+
+  /** Emitted when the panel is shown or hidden. */
+  get visibilityChanged(): ISignal<this, boolean> {
+    return this._visibilityChanged;
+  }
+
+  protected onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    this._visibilityChanged.emit(true);
+  }
+
+  protected onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    this._visibilityChanged.emit(false);
+  }
+
+  dispose(): void {
+    Signal.clearData(this);
+    super.dispose();
+  }
+
+  private _visibilityChanged = new Signal<this, boolean>(this);
+}
+
+/** Options of {@link AgentPanel}. */
+export namespace AgentPanel {
+  export interface IOptions {
+    controller: ChatController;
+    rendermime: IRenderMimeRegistry;
+    translator: ITranslator;
+  }
+}

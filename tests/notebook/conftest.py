@@ -1,0 +1,116 @@
+"""Fixtures for the live-notebook tests: a Jupyter server with collaboration, and a browser stand-in.
+
+pytest-jupyter's fixtures are imported here (rather than through ``pytest_plugins``, which
+pytest only accepts in the root conftest) so this folder stays self-contained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_ydoc import YNotebook
+from nb_helpers import Progress, TornadoChannel, wait_for, write_notebook
+from pycrdt import Provider
+from pytest_jupyter.jupyter_server import *
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import websocket_connect
+
+from jupyter_aaep.agent.tools import ToolContext
+from jupyter_aaep.notebook import NotebookService
+
+SAVE_DELAY = 0.2
+
+
+@pytest.fixture(autouse=True)
+def _private_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rooms opened by ``get_document`` ignore ``SQLiteYStore.db_path`` and write
+    ``.jupyter_ystore.db`` in the current directory: keep that file per test (a shared one
+    is locked by the previous test's rooms for seconds) and out of the repository."""
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def jp_server_config(jp_root_dir: Path) -> dict[str, Any]:
+    """Collaboration on, with a short autosave delay so tests can read the saved file soon."""
+    return {
+        "ServerApp": {
+            "jpserver_extensions": {"jupyter_server_ydoc": True, "jupyter_server_fileid": True},
+        },
+        "SQLiteYStore": {"db_path": str(jp_root_dir / ".rtc_test.db")},
+        "BaseFileIdManager": {
+            "root_dir": str(jp_root_dir),
+            "db_path": str(jp_root_dir / ".fid_test.db"),
+            "db_journal_mode": "OFF",
+        },
+        "YDocExtension": {"document_save_delay": SAVE_DELAY, "document_cleanup_delay": 60},
+    }
+
+
+@pytest.fixture
+def service(jp_serverapp: Any, jp_asyncio_loop: asyncio.AbstractEventLoop) -> Any:
+    svc = NotebookService(jp_serverapp, progress_interval=0.5)
+    yield svc
+    jp_asyncio_loop.run_until_complete(svc.close())
+
+
+@pytest.fixture
+def make_ctx(service: NotebookService) -> Callable[..., ToolContext]:
+    def make(
+        path: str, *, approved: str | None = None, progress: Progress | None = None
+    ) -> ToolContext:
+        return ToolContext(
+            tool_call_id="call-1",
+            chat_id="chat-1",
+            notebook_path=path,
+            services={"notebook": service},
+            approved_fingerprint=approved,
+            _progress=progress,
+        )
+
+    return make
+
+
+@pytest.fixture
+def notebook_file(jp_root_dir: Path) -> Callable[..., str]:
+    def make(path: str, cells: list[dict[str, Any]], **kwargs: Any) -> str:
+        return write_notebook(jp_root_dir, path, cells, **kwargs)
+
+    return make
+
+
+@pytest.fixture
+def browser(
+    jp_fetch: Any, jp_http_port: int, jp_base_url: str, jp_auth_header: dict[str, str]
+) -> Any:
+    """Connects a ``YNotebook`` to a notebook's room, as JupyterLab does."""
+
+    @asynccontextmanager
+    async def connect(path: str) -> AsyncIterator[YNotebook]:
+        response = await jp_fetch(
+            "api",
+            "collaboration",
+            "session",
+            path,
+            method="PUT",
+            body=json.dumps({"format": "json", "type": "notebook"}),
+        )
+        session = json.loads(response.body.decode())
+        room = f"json:notebook:{session['fileId']}"
+        url = f"ws://127.0.0.1:{jp_http_port}{jp_base_url}api/collaboration/room/{room}?sessionId={session['sessionId']}"
+        websocket = await websocket_connect(HTTPRequest(url, headers=dict(jp_auth_header)))
+        doc = YNotebook()
+        try:
+            async with Provider(doc.ydoc, TornadoChannel(websocket, room)) as provider:
+                await asyncio.wait_for(provider.synced.wait(), 10)
+                await wait_for(lambda: len(doc.ycells) > 0, what="the notebook to sync")
+                yield doc
+        finally:
+            websocket.close()
+
+    return connect

@@ -1,0 +1,224 @@
+"""Building a cell's outputs from kernel messages, and writing them into a shared cell."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from jupyter_ydoc import YNotebook
+from nb_helpers import on_server_loop
+from pycrdt import Text
+
+from jupyter_aaep.notebook._cell_writer import LiveCellWriter
+from jupyter_aaep.notebook._outputs import (
+    AppendOutput,
+    CellOutputs,
+    ClearOutputs,
+    ReplaceOutput,
+    StreamEdit,
+)
+from jupyter_aaep.notebook.documents import LiveNotebook
+
+
+def stream(model: CellOutputs, text: str, name: str = "stdout") -> list[Any]:
+    return model.handle("stream", {"name": name, "text": text})
+
+
+def replay(chunks: list[str]) -> tuple[str, str]:
+    """The mirror's text and the text a CRDT gets from the edit operations, for *chunks*."""
+    model = CellOutputs()
+    ytext: Text | None = None
+    from pycrdt import Doc
+
+    doc = Doc()
+    holder = doc.get("t", type=Text)
+    for chunk in chunks:
+        for op in stream(model, chunk):
+            if isinstance(op, AppendOutput):
+                holder += op.output["text"]
+                ytext = holder
+            else:
+                assert isinstance(op, StreamEdit) and ytext is not None
+                del ytext[op.keep_bytes :]
+                ytext += op.text
+    return model.outputs()[0]["text"], str(holder)
+
+
+@pytest.mark.parametrize(
+    ("chunks", "expected"),
+    [
+        (["a", "b\n", "c"], "ab\nc"),
+        (["progress 10%\r", "progress 100%\n", "done\n"], "progress 100%\ndone\n"),
+        (["abcdef\rXY"], "XYcdef"),
+        (["loading", "\b\b\b", "ed\n"], "loaded\n"),
+        (
+            ["é😀 10%\r", "é😀 20%\r", "fin\n"],
+            "fin20%\n",
+        ),  # multi-byte text: offsets are UTF-8 bytes
+        (["line 1\r\n", "line 2\n"], "line 1\nline 2\n"),
+        (["x\r", "\ny\n"], "x\ny\n"),
+    ],
+)
+def test_stream_text_follows_carriage_returns_and_backspaces(
+    chunks: list[str], expected: str
+) -> None:
+    mirror, crdt = replay(chunks)
+    assert mirror == expected
+    assert crdt == expected
+
+
+def test_streams_of_one_name_join_and_others_start_new_outputs() -> None:
+    model = CellOutputs()
+    stream(model, "a\n")
+    stream(model, "b\n")
+    stream(model, "oops\n", "stderr")
+    stream(model, "c\n")
+    assert [(o["name"], o["text"]) for o in model.outputs()] == [
+        ("stdout", "a\nb\n"),
+        ("stderr", "oops\n"),
+        ("stdout", "c\n"),
+    ]
+
+
+def test_clear_output_wait_clears_just_before_the_next_output() -> None:
+    model = CellOutputs()
+    stream(model, "old\n")
+    assert model.handle("clear_output", {"wait": True}) == []
+    assert len(model) == 1
+    ops = stream(model, "new\n")
+    assert isinstance(ops[0], ClearOutputs) and isinstance(ops[1], AppendOutput)
+    assert model.outputs() == [{"output_type": "stream", "name": "stdout", "text": "new\n"}]
+    assert model.handle("clear_output", {"wait": False}) == [ClearOutputs()]
+    assert model.outputs() == []
+
+
+def test_update_display_data_rewrites_outputs_with_that_display_id() -> None:
+    model = CellOutputs()
+    model.handle(
+        "display_data",
+        {"data": {"text/plain": "0%"}, "metadata": {}, "transient": {"display_id": "bar"}},
+    )
+    model.handle("display_data", {"data": {"text/plain": "other"}, "metadata": {}})
+    ops = model.handle(
+        "update_display_data",
+        {"data": {"text/plain": "100%"}, "metadata": {}, "transient": {"display_id": "bar"}},
+    )
+    assert ops == [ReplaceOutput(0, {"text/plain": "100%"}, {})]
+    assert [o["data"]["text/plain"] for o in model.outputs()] == ["100%", "other"]
+    assert model.display_ids == {"bar"}
+    assert (
+        model.handle(
+            "update_display_data", {"data": {}, "metadata": {}, "transient": {"display_id": "nope"}}
+        )
+        == []
+    )
+
+
+def test_results_and_errors_are_nbformat_outputs() -> None:
+    model = CellOutputs()
+    model.handle("execute_input", {"execution_count": 7, "code": "1"})
+    model.handle(
+        "execute_result", {"data": {"text/plain": "1"}, "metadata": {}, "execution_count": 7}
+    )
+    model.handle("error", {"ename": "E", "evalue": "v", "traceback": ["t"]})
+    model.handle("status", {"execution_state": "idle"})
+    assert model.execution_count == 7
+    assert model.outputs() == [
+        {
+            "output_type": "execute_result",
+            "data": {"text/plain": "1"},
+            "metadata": {},
+            "execution_count": 7,
+        },
+        {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["t"]},
+    ]
+
+
+class _Documents:
+    """Stands in for NotebookDocuments: serves a local shared notebook (swappable)."""
+
+    def __init__(self, doc: YNotebook) -> None:
+        self.doc = doc
+
+    async def open(self, path: str) -> LiveNotebook:
+        return LiveNotebook(path, self.doc)
+
+
+def _notebook() -> YNotebook:
+    doc = YNotebook()
+    doc.set(
+        {
+            "cells": [
+                {
+                    "id": "c1",
+                    "cell_type": "code",
+                    "source": "print(1)",
+                    "metadata": {},
+                    "execution_count": 3,
+                    "outputs": [{"output_type": "stream", "name": "stdout", "text": "stale\n"}],
+                }
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
+    return doc
+
+
+@on_server_loop
+async def test_writer_clears_in_place_streams_and_finishes_in_one_step() -> None:
+    doc = _notebook()
+    original_outputs = doc.ycells[0]["outputs"]
+    writer = LiveCellWriter(_Documents(doc), "n.ipynb", "c1")  # type: ignore[arg-type]
+    await writer.begin()
+    cell = doc.ycells[0]
+    assert (
+        cell["outputs"] is not None
+        and len(cell["outputs"]) == 0
+        and cell["execution_state"] == "running"
+    )
+    assert cell["execution_count"] is None and cell["metadata"]["trusted"] is True
+
+    await writer.handle("stream", {"name": "stdout", "text": "one\n"})
+    assert len(original_outputs) == 1  # the same shared array, cleared then appended to
+    ytext = doc.ycells[0]["outputs"][0]["text"]
+    assert isinstance(ytext, Text)
+    await writer.handle("stream", {"name": "stdout", "text": "two\n"})
+    assert str(ytext) == "one\ntwo\n"  # the same text object grew in place
+
+    events: list[Any] = []
+    subscription = doc.ydoc.observe(lambda event: events.append(event))
+    await writer.finish(4)
+    doc.ydoc.unobserve(subscription)
+    assert len(events) == 1  # count and idle state in one transaction
+    assert doc.get_cell(0)["execution_count"] == 4 and doc.ycells[0]["execution_state"] == "idle"
+
+
+@on_server_loop
+async def test_writer_rebuilds_the_cell_when_the_room_was_replaced_or_outputs_changed() -> None:
+    documents = _Documents(_notebook())
+    writer = LiveCellWriter(documents, "n.ipynb", "c1")  # type: ignore[arg-type]
+    writer.refresh_seconds = 0
+    await writer.begin()
+    await writer.handle("stream", {"name": "stdout", "text": "a\n"})
+    documents.doc = _notebook()  # the room was dropped and re-opened from disk
+    await writer.handle("stream", {"name": "stdout", "text": "b\n"})
+    assert documents.doc.get_cell(0)["outputs"] == [
+        {"output_type": "stream", "name": "stdout", "text": "a\nb\n"}
+    ]
+
+    documents.doc.ycells[0]["outputs"].clear()  # someone cleared the outputs mid-run
+    await writer.handle("display_data", {"data": {"text/plain": "x"}, "metadata": {}})
+    assert [o["output_type"] for o in documents.doc.get_cell(0)["outputs"]] == [
+        "stream",
+        "display_data",
+    ]
+
+    del documents.doc.ycells[
+        0
+    ]  # the user deleted the cell: the run goes on, outputs stay in the mirror
+    await writer.handle("stream", {"name": "stdout", "text": "c\n"})
+    await writer.finish(5)
+    assert writer.cell_missing
+    assert [o.get("text") for o in writer.outputs()] == ["a\nb\n", None, "c\n"]

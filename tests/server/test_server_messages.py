@@ -1,0 +1,201 @@
+"""POST {chat}/messages and POST /aaep/v1/replies: every message kind, over SSE."""
+
+from __future__ import annotations
+
+import pytest
+from server_helpers import of_type, types, wait_until
+
+from jupyter_aaep.aaep.clock import SessionClock
+from jupyter_aaep.aaep.ids import new_subscription_id
+from jupyter_aaep.testing.fake_anthropic import ErrorReply, ToolUse, Turn
+
+
+def reply(event: dict, value, **extra) -> dict:
+    confirmation = event["type"].endswith("confirmation")
+    body = {
+        "type": "confirmation.reply" if confirmation else "clarification.reply",
+        "reply_token": event["reply_token"],
+        "subscription_id": new_subscription_id(),
+        "timestamp": SessionClock().now(),
+        ("decision" if confirmation else "response"): value,
+    }
+    body.update(extra)
+    return body
+
+
+async def test_user_input_is_acknowledged_before_the_session_starts(api, new_chat, fake_model, sse, aaep_schema_validator) -> None:
+    chat_id = await new_chat()
+    fake_model.add(Turn(text="The mean is 4.2. It excludes blanks."))
+    async with sse(chat_id) as stream:
+        status, body, _ = await api("chats", chat_id, "messages", method="POST",
+                                    body={"kind": "user_input", "text": "What is the mean?"})
+        assert status == 202 and body["session_id"].startswith("sess_") and body["chat_id"] == chat_id
+        messages = await stream.until(of_type("session.completed"))
+    assert messages[0] == {"kind": "user_input.accepted", "session_id": body["session_id"], "chat_id": chat_id}
+    assert types(messages) == ["user_input.accepted", "session.started", "state.changed", "state.changed",
+                               "output.streaming", "output.streaming", "session.completed"]
+    for frame in stream.frames:
+        if "@context" in frame.data:
+            assert frame.event == "aaep.event" and frame.id == frame.data["event_id"]
+            aaep_schema_validator.validate(frame.data)
+        else:
+            assert frame.event is None and frame.id is None
+    assert stream.response_headers["content-type"].startswith("text/event-stream")
+    assert stream.response_headers["cache-control"] == "no-cache"
+    assert "content-encoding" not in stream.response_headers
+
+
+async def test_busy_chat_is_409_and_bad_input_400(api, new_chat, fake_model, sse) -> None:
+    chat_id = await new_chat()
+    fake_model.add(Turn(text="slow " * 30, stall_after_chunks=1))
+    async with sse(chat_id) as stream:
+        await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "talk"})
+        await stream.until(lambda m: m.get("to_state") == "writing_output")
+        status, body, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "more"})
+        assert status == 409 and "still working" in body["message"]
+        for bad, fragment in [({"kind": "user_input"}, "needs 'text' as a string"),
+                              ({"kind": "user_input", "text": 3}, "it is a int"),
+                              ({"kind": "user_input", "text": "  "}, "non-empty"),
+                              ({"kind": "user_input", "text": "x", "extra": 1}, "Unexpected field"),
+                              ({"kind": "dance"}, "Unknown message kind"),
+                              ({"type": "subscription.dance"}, "Unknown message type"),
+                              ({"hello": "there"}, "Say what the message is"),
+                              ({"kind": "user_input", "type": "x"}, "either a kind or a type"),
+                              ({"@context": "https://aaep-protocol.org/context/v1", "type": "aaep:agent.session.started"},
+                               "does not accept AAEP events"),
+                              ({"kind": "control", "action": "pause"}, "not supported yet"),
+                              ({"kind": "control", "action": "resume"}, "not supported yet"),
+                              ({"kind": "control", "action": "explode"}, "Unknown control action"),
+                              ({"kind": "approval_mode", "mode": "always"}, "approval mode must be one of")]:
+            status, body, _ = await api("chats", chat_id, "messages", method="POST", body=bad)
+            assert status == 400, bad
+            assert fragment in body["message"], (bad, body)
+        status, body, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "control", "action": "stop"})
+        assert status == 202 and body["stopped"] is True
+        await stream.until(of_type("session.cancelled"))
+    fake_model.release()
+    status, body, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "control", "action": "stop"})
+    assert status == 202 and body["stopped"] is False
+
+
+async def test_confirmation_reply_accept_runs_the_tool(api, new_chat, fake_model, sse) -> None:
+    chat_id = await new_chat()
+    fake_model.add(Turn(tool_uses=[ToolUse("book_meeting_room", {"room": "Room C", "when": "noon"})]), Turn(text="Booked."))
+    async with sse(chat_id) as stream:
+        await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "book it"})
+        confirmation = (await stream.until(of_type("awaiting.confirmation")))[-1]
+        assert confirmation["risk_level"] == "medium" and confirmation["default_decision"] == "reject"
+        assert confirmation["timeout_seconds"] == 180
+        status, body, _ = await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept"))
+        assert status == 204 and body is None
+        # A duplicate, a forged token and garbage are ignored, and still answered 204.
+        for ignored in (reply(confirmation, "reject"), reply({**confirmation, "reply_token": "rpl_forged"}, "accept"),
+                        {"type": "confirmation.reply"}, {"type": "clarification.reply", "reply_token": 5}):
+            status, _, _ = await api("chats", chat_id, "messages", method="POST", body=ignored)
+            assert status == 204
+        after = await stream.until(of_type("session.completed"))
+    assert types(after)[:3] == ["state.changed", "tool.invoked", "tool.completed"]
+    assert after[0]["from_state"] == "awaiting_input" and after[2]["status"] == "success"
+
+
+async def test_clarification_and_global_replies_endpoint(api, new_chat, fake_model, sse) -> None:
+    chat_id = await new_chat()
+    fake_model.add(Turn(tool_uses=[ToolUse("ask_user", {"question": "Which city?"})]), Turn(text="Lagos it is."))
+    async with sse(chat_id) as stream:
+        await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "weather?"})
+        question = (await stream.until(of_type("awaiting.clarification")))[-1]
+        status, _, _ = await api("replies", method="POST", body=reply(question, "Lagos"))
+        assert status == 204
+        after = await stream.until(of_type("session.completed"))
+    assert after[0]["from_state"] == "awaiting_input"
+    assert "Lagos" in str(fake_model.requests[-1].body["messages"][-1])
+    status, _, _ = await api("replies", method="POST", body={"type": "confirmation.reply", "reply_token": "rpl_x"})
+    assert status == 204
+    status, body, _ = await api("replies", method="POST", body={"kind": "user_input", "text": "hi"})
+    assert status == 400 and "Send user_input to a chat" in body["message"]
+
+
+async def test_a_new_message_supersedes_a_session_waiting_for_the_user(api, new_chat, fake_model, sse) -> None:
+    chat_id = await new_chat()
+    fake_model.add(Turn(tool_uses=[ToolUse("delete_record", {"record_id": "12345"})]), Turn(text="Something else, then."))
+    async with sse(chat_id) as stream:
+        await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "delete"})
+        first = (await stream.until(of_type("awaiting.confirmation")))[-1]
+        assert first["timeout_seconds"] == 300
+        status, body, _ = await api("chats", chat_id, "messages", method="POST",
+                                    body={"kind": "user_input", "text": "never mind"})
+        assert status == 202
+        after = await stream.until(lambda m: m.get("type", "").endswith("session.completed"))
+    assert after[0] == {"kind": "user_input.accepted", "session_id": body["session_id"], "chat_id": chat_id}
+    assert after[1]["type"].endswith("session.cancelled") and after[1]["session_id"] == first["session_id"]
+    assert after[1]["cancellation_reason"] == "superseded_by_new_request"
+    assert "tool.invoked" not in types(after)
+    assert all(m["session_id"] == body["session_id"] for m in after[2:])
+
+
+async def test_approval_mode_auto_answers_for_the_user(api, new_chat, fake_model, sse) -> None:
+    chat_id = await new_chat()
+    status, body, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "approval_mode", "mode": "auto"})
+    assert status == 200 and body == {"chat_id": chat_id, "approval_mode": "auto"}
+    fake_model.add(Turn(tool_uses=[ToolUse("send_email", {"to": "a@b.c", "subject": "Hi", "body": "Hello"})]), Turn(text="Sent."))
+    async with sse(chat_id) as stream:
+        await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "email"})
+        messages = await stream.until(of_type("session.completed"))
+    assert "tool.invoked" in types(messages) and "awaiting.confirmation" in types(messages)
+    _, view, _ = await api("chats", chat_id)
+    assert view["approval_mode"] == "auto"
+
+
+async def test_model_errors_end_the_session_not_the_request(api, new_chat, fake_model, sse) -> None:
+    chat_id = await new_chat()
+    fake_model.add(ErrorReply(400, "invalid_request_error", "bad"))
+    async with sse(chat_id) as stream:
+        status, _, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "x"})
+        assert status == 202
+        errored = (await stream.until(of_type("session.errored")))[-1]
+    assert errored["urgency"] == "critical" and errored["error_code"] == "MODEL_BAD_REQUEST"
+
+
+@pytest.mark.parametrize("aaep_config", [{"require_reply_sender": True}])
+async def test_strict_sender_check_ignores_replies_from_strangers(api, new_chat, fake_model, sse) -> None:
+    chat_id = await new_chat()
+    fake_model.add(Turn(tool_uses=[ToolUse("book_meeting_room", {"room": "D", "when": "now"})]), Turn(text="No."))
+    async with sse(chat_id) as stream:
+        handshake = {"type": "subscription.request", "aaep_version": "1.0.0", "subscriber_id": "panel",
+                     "capabilities": {"supports_confirmation_reply": True}}
+        status, accepted, _ = await api("chats", chat_id, "messages", method="POST", body=handshake)
+        assert status == 201 and (await stream.next())["type"] == "subscription.accepted"
+        await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "book"})
+        confirmation = (await stream.until(of_type("awaiting.confirmation")))[-1]
+        await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept"))
+        _, view, _ = await api("chats", chat_id)
+        assert len(view["pending_requests"]) == 1, "a reply from an unknown subscription is ignored"
+        await api("chats", chat_id, "messages", method="POST",
+                  body=reply(confirmation, "reject", subscription_id=accepted["subscription_id"]))
+        after = await stream.until(of_type("session.completed"))
+    assert after[0]["from_state"] == "awaiting_input" and "tool.invoked" not in types(after)
+
+
+@pytest.mark.parametrize("aaep_config", [{"confirmation_timeouts": {"medium": 2}}])
+async def test_timeouts_come_from_the_traitlet(api, new_chat, fake_model, sse) -> None:
+    chat_id = await new_chat()
+    fake_model.add(Turn(tool_uses=[ToolUse("send_email", {"to": "a@b.c", "subject": "s", "body": "b"})]), Turn(text="Ok."))
+    async with sse(chat_id) as stream:
+        await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "mail"})
+        confirmation = (await stream.until(of_type("awaiting.confirmation")))[-1]
+        assert confirmation["timeout_seconds"] == 2
+        after = await stream.until(of_type("session.completed"), timeout=10)
+    assert "tool.invoked" not in types(after)
+    assert "No answer in time" in after[0]["summary_normal"]
+
+
+async def test_without_an_api_key_the_user_gets_an_error_event(api, new_chat, sse, monkeypatch, extension) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    chat_id = await new_chat()
+    async with sse(chat_id) as stream:
+        status, _, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "hi"})
+        assert status == 202
+        errored = (await stream.until(of_type("session.errored")))[-1]
+    assert errored["error_code"] == "MODEL_API_KEY_MISSING"
+    assert "ANTHROPIC_API_KEY" in errored["remediation_hint"]
+    await wait_until(lambda: not extension.runner.get(chat_id).running)
