@@ -236,6 +236,15 @@ class ReplyBroker:
             self.cancel(request)
         return len(requests)
 
+    def entitle(self, session_id: str, subscription_id: str, kind: Literal["confirmation", "clarification"]) -> int:
+        """Let a newly arrived subscription answer the session's open requests of *kind*."""
+        count = 0
+        for request in self._pending.values():
+            if request.session_id == session_id and request.kind == kind and request.allowed_subscriptions is not None:
+                request.allowed_subscriptions = request.allowed_subscriptions | {subscription_id}
+                count += 1
+        return count
+
     def apply_defaults_for_subscription(self, subscription_id: str) -> int:
         """A subscription closed: it can no longer answer, and requests nobody else can answer
         take their default now (§5.8.2)."""

@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 
 EVENT_HISTORY_LIMIT = 5000
 
+SUPPORTS: Mapping[str, bool] = {"stop": True, "pause": False, "guidance": False, "approval_mode": True}
+"""The run controls a chat accepts now (``control`` stop, pause/resume, guidance, approval mode)."""
+
 
 class ChatError(Exception):
     """Base of the runner's errors; messages are plain sentences for the person who asked.
@@ -81,6 +84,8 @@ class Chat:
             "status": self.status,
             "session_id": self.session.id if self.session else None,
             "approval_mode": self.approval.mode,
+            # What clients may offer: the panel hides or disables the rest, with a reason.
+            "supports": dict(SUPPORTS),
         }
 
 

@@ -14,14 +14,18 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pycrdt import Array, Map, Text
-
 from ._outputs import AppendOutput, CellOutputs, ClearOutputs, OutputOp, ReplaceOutput, StreamEdit
 
 if TYPE_CHECKING:
     from jupyter_ydoc import YNotebook
+    from pycrdt import Array, Map, Text
 
     from .documents import NotebookDocuments
+else:
+    try:
+        from pycrdt import Array, Map, Text
+    except ImportError:  # without jupyter-collaboration every call stops at a clear ToolError first
+        Array = Map = Text = None
 
 __all__ = ["LiveCellWriter", "youtput"]
 

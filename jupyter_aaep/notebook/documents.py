@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from uuid import uuid4
 
 from jupyter_server.utils import ensure_async
-from pycrdt import Array, Map
 from tornado import web
 
 from .errors import CellNotFound, CollaborationUnavailable, NotebookNotFound
@@ -32,6 +31,12 @@ from .errors import CellNotFound, CollaborationUnavailable, NotebookNotFound
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
     from jupyter_ydoc import YNotebook
+    from pycrdt import Array, Map
+else:
+    try:
+        from pycrdt import Array, Map
+    except ImportError:  # without jupyter-collaboration every call stops at a clear ToolError first
+        Array = Map = None
 
 __all__ = ["LiveNotebook", "NotebookDocuments", "RestoreReport", "normalize_path", "plain_cell"]
 

@@ -110,6 +110,14 @@ class AAEPExtension(ExtensionApp):
         help="Seconds of silence after which an SSE stream gets a ': keepalive' comment, so clients "
         "and proxies do not drop it as idle. Must be more than 0.",
     )
+    reconnect_grace_seconds = Float(
+        30.0,
+        config=True,
+        help="Seconds a pending confirmation or question waits for a subscriber to come back when "
+        "the last one able to answer disconnects without closing (a reloaded page, a dropped "
+        "network). After that its default applies (AAEP §5.8.2). An explicit subscription.close "
+        "applies the default at once. 0 applies it at once on every disconnect.",
+    )
     require_reply_sender = Bool(
         False,
         config=True,
@@ -161,7 +169,11 @@ class AAEPExtension(ExtensionApp):
         self.clients = ClientFactory()
         self.toolbox = Toolbox(log=self.log)
         self.toolbox.load(self.server, self.extra_tools)
-        self.hub = StreamHub(producer=producer, chat_lookup=lambda chat_id: self.runner.get(chat_id))
+        self.hub = StreamHub(
+            producer=producer,
+            chat_lookup=lambda chat_id: self.runner.get(chat_id),
+            reconnect_grace=self.reconnect_grace_seconds,
+        )
         broker = ReplyBroker(entitled=self.hub.entitled, check_sender=self.require_reply_sender)
         self.runner = ChatRunner(
             client_factory=self.clients,

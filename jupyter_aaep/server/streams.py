@@ -14,11 +14,15 @@ or the one a handshake negotiated. Handshakes reach a stream three ways:
   ``GET …/events?subscription_id=`` and no open stream is touched.
 
 When a stream goes away, its subscription can no longer answer confirmations: the broker is
-told, so a request nobody else can answer takes its default at once (§5.8.2).
+told, so a request nobody else can answer takes its default (§5.8.2) — at once after an
+explicit ``subscription.close``, and after a short reconnect grace when the connection just
+dropped (a reloaded page must not silently reject the approval the user was about to give).
+A stream that opens meanwhile and can answer joins the pending requests of its chat.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -82,8 +86,16 @@ class _Waiting:
 class StreamHub:
     """Every stream and subscription of the server, and the broker's view of who can answer."""
 
-    def __init__(self, *, producer: Producer, chat_lookup: Callable[[str], Chat], max_streams: int = 256) -> None:
+    def __init__(
+        self,
+        *,
+        producer: Producer,
+        chat_lookup: Callable[[str], Chat],
+        max_streams: int = 256,
+        reconnect_grace: float = 0.0,
+    ) -> None:
         self.producer = producer
+        self.reconnect_grace = reconnect_grace
         self.broker: ReplyBroker | None = None
         self.manifest_uri: str | None = None
         self.max_streams = max_streams
@@ -144,7 +156,19 @@ class StreamHub:
             subscription.deliver(message)
         self._subscribe(stream, chat)
         self._streams.append(stream)
+        self._join_pending(stream)
         return stream
+
+    def _join_pending(self, stream: Stream) -> None:
+        """A newcomer able to answer may answer what its chat is waiting for (after a reload)."""
+        if self.broker is None or stream.chat_id is None:
+            return
+        chat = self._chat_lookup(stream.chat_id)
+        if chat.session is None:
+            return
+        for kind in ("confirmation", "clarification"):
+            if stream.subscription.terms.can_answer(kind):  # type: ignore[arg-type]
+                self.broker.entitle(chat.session.id, stream.subscription.id, kind)  # type: ignore[arg-type]
 
     def _subscribe(self, stream: Stream, chat: Chat | None) -> None:
         if chat is None:
@@ -153,8 +177,9 @@ class StreamHub:
         else:
             stream._unsubscribe = chat.emitter.subscribe(stream.subscription)
 
-    def close_stream(self, stream: Stream) -> None:
-        """The connection is gone: stop delivering and let its subscription's requests default."""
+    def close_stream(self, stream: Stream, *, final: bool = False) -> None:
+        """The connection is gone: stop delivering and let its subscription's requests default
+        (after the reconnect grace, unless *final*)."""
         if stream.closed:
             return
         stream.closed = True
@@ -164,17 +189,28 @@ class StreamHub:
             self._streams.remove(stream)
         subscription = stream.subscription
         subscription.close()
-        self._forget(subscription.id, reconnect_chat=stream.chat_id if stream.bound_by_url else False)
+        self._forget(subscription.id, reconnect_chat=stream.chat_id if stream.bound_by_url else False, final=final)
 
-    def _forget(self, subscription_id: str, *, reconnect_chat: str | None | Literal[False] = False) -> None:
+    def _forget(
+        self, subscription_id: str, *, reconnect_chat: str | None | Literal[False] = False, final: bool = False
+    ) -> None:
         accepted = self._accepted.pop(subscription_id, None)
         if reconnect_chat is not False and accepted is not None:
             # EventSource reconnects to the same URL: let it find its terms again for a while.
             self._wait(accepted, chat_id=reconnect_chat)
-        if self.broker is not None:
-            applied = self.broker.apply_defaults_for_subscription(subscription_id)
-            if applied:
-                log.info("AAEP subscription %s left; %d pending request(s) took their default", subscription_id, applied)
+        if self.broker is None:
+            return
+        if final or self.reconnect_grace <= 0:
+            self._apply_defaults(subscription_id)
+        else:
+            asyncio.get_running_loop().call_later(self.reconnect_grace, self._apply_defaults, subscription_id)
+
+    def _apply_defaults(self, subscription_id: str) -> None:
+        if self.broker is None:
+            return
+        applied = self.broker.apply_defaults_for_subscription(subscription_id)
+        if applied:
+            log.info("AAEP subscription %s left; %d pending request(s) took their default", subscription_id, applied)
 
     def _wait(self, accepted: Accepted, *, chat_id: str | None) -> None:
         now = time.monotonic()
@@ -192,7 +228,7 @@ class StreamHub:
             )
             if stream.on_end is not None:
                 stream.on_end(4000, "producer shutdown")
-            self.close_stream(stream)
+            self.close_stream(stream, final=True)
 
     # -- handshakes ---------------------------------------------------------------------------------
     def handshake(self, request: Any, *, chat_id: str | None, origin: Stream | None = None,
@@ -274,7 +310,7 @@ class StreamHub:
         if stream.on_end is not None:
             stream.on_end(code, reason)
         stream.bound_by_url = False  # an explicit close is final: no reconnect grace
-        self.close_stream(stream)
+        self.close_stream(stream, final=True)
         return True
 
     def is_waiting(self, subscription_id: str) -> bool:

@@ -41,7 +41,7 @@ import {
   pickSummary,
   str
 } from './aaep';
-import { IProcessedEvent } from './model';
+import { IProcessedEvent, withoutHint } from './model';
 import { SentenceBuffer } from './speech';
 
 /** Politeness of an announcement. */
@@ -171,8 +171,9 @@ export class Announcer implements IDisposable {
       case 'session.errored': {
         this._flushStreams(event.session_id);
         const hint = str(event, 'remediation_hint');
+        const said = withoutHint(summary ?? '', hint) || trans.__('the agent stopped.');
         this.announce(
-          [trans.__('Error:'), summary ?? trans.__('the agent stopped.'), hint]
+          [/^error\b/i.test(said) ? '' : trans.__('Error:'), said, hint]
             .filter(Boolean)
             .join(' '),
           'assertive'
@@ -180,22 +181,31 @@ export class Announcer implements IDisposable {
         return;
       }
       case 'awaiting.confirmation': {
+        // Producers usually say it all in the summary; add only what is missing.
+        const said =
+          summary ??
+          [str(event, 'action'), verbosity !== 'terse' ? str(event, 'consequence') : '']
+            .filter(Boolean)
+            .join(' ');
         const risk = str(event, 'risk_level');
         const parts = [
-          trans.__('Approval needed:'),
-          summary ?? str(event, 'action') ?? '',
-          risk ? trans.__('Risk: %1.', risk) : '',
-          verbosity !== 'terse' && str(event, 'consequence')
-            ? str(event, 'consequence')!
-            : '',
-          trans.__('Approve or reject in the agent panel.')
+          /^(approval needed|approve\b)/i.test(said) ? '' : trans.__('Approval needed:'),
+          said,
+          risk && !/\brisk\b/i.test(said) ? trans.__('Risk: %1.', risk) : '',
+          this._whereToAnswer()
         ];
         this.announce(parts.filter(Boolean).join(' '), 'assertive');
         return;
       }
       case 'awaiting.clarification':
         this.announce(
-          `${trans.__('The agent asks:')} ${str(event, 'question') ?? summary ?? ''}`,
+          [
+            trans.__('The agent asks:'),
+            str(event, 'question') ?? summary ?? '',
+            this._whereToAnswer()
+          ]
+            .filter(Boolean)
+            .join(' '),
           'assertive'
         );
         return;
@@ -251,6 +261,21 @@ export class Announcer implements IDisposable {
           this.announce(trans.__('The agent needs your attention.'), 'assertive');
         }
     }
+  }
+
+  /**
+   * Tell the announcer the key that jumps to a pending request (e.g.
+   * `Ctrl+Shift+A`), so requests can say it; `null` if there is none.
+   */
+  setRequestShortcut(label: string | null): void {
+    this._requestShortcut = label;
+  }
+
+  /** Where a pending request can be answered, said after the request. */
+  private _whereToAnswer(): string {
+    return this._requestShortcut
+      ? this._trans.__('Press %1 to go to it.', this._requestShortcut)
+      : this._trans.__('Answer it in the agent panel.');
   }
 
   /** Release timers and remove the regions. */
@@ -413,5 +438,6 @@ export class Announcer implements IDisposable {
   private _lastPolite = 0;
   private _streams = new Map<string, SentenceBuffer>();
   private _progressBuckets = new Map<string, number>();
+  private _requestShortcut: string | null = null;
   private _isDisposed = false;
 }

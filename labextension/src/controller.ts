@@ -13,6 +13,7 @@ import {
   AAEP_VERSION,
   IAAEPEvent,
   JSONRecord,
+  TERMINAL_EVENTS,
   coreName,
   isAAEPEvent,
   isRecord,
@@ -21,7 +22,13 @@ import {
 } from './aaep';
 import { Announcer } from './announcer';
 import { AAEPRequestError, requestAPI } from './handler';
-import { ApprovalMode, ChatModel, IProcessedEvent, TranscriptItem } from './model';
+import {
+  ApprovalMode,
+  ChatModel,
+  IProcessedEvent,
+  TranscriptItem,
+  readSupports
+} from './model';
 import { IAAEPSettings } from './tokens';
 import { ChatTransport } from './transport';
 
@@ -35,14 +42,18 @@ export interface IPanelError {
 /** Polite warning this long before a request expires (ms). */
 const EXPIRY_WARNING_MS = 15000;
 
-/** What the server may answer for a chat. */
+/** What the server answers for a chat (`GET aaep/v1/chats/{id}`). */
 interface IChatInfo {
   chat_id?: string;
   notebook_path?: string;
   status?: string;
   approval_mode?: string;
+  /** Which controls the server accepts (`stop`, `pause`, `guidance`, `approval_mode`). */
+  supports?: unknown;
+  /** The chat's AAEP events so far, oldest first. */
   transcript?: unknown[];
-  pending?: unknown[];
+  /** The `awaiting.*` events still waiting for an answer. */
+  pending_requests?: unknown[];
 }
 
 /**
@@ -129,7 +140,10 @@ export class ChatController {
     }
   }
 
-  /** Send what the user typed: a new request, or guidance while running. */
+  /**
+   * Send what the user typed: a new request, or guidance while running (only
+   * when the server accepts guidance; the composer says so otherwise).
+   */
   async sendText(text: string): Promise<void> {
     const model = this._model;
     const trimmed = text.trim();
@@ -137,19 +151,40 @@ export class ChatController {
       return;
     }
     const steering = model.isRunning;
+    if (steering && !model.supports.guidance) {
+      this._announcer.announce(
+        this._trans.__('The agent cannot take guidance while it works. Wait until it finishes, or stop it.')
+      );
+      return;
+    }
     const itemId = model.addUserMessage(trimmed, steering);
     const message: JSONRecord = steering
       ? { kind: 'guidance', text: trimmed }
       : { kind: 'user_input', text: trimmed };
-    const hint = this._settings().model.trim();
-    if (!steering && hint) {
-      message.model = hint;
-    }
     this._pendingInput = steering ? null : itemId;
-    await this._send(message);
-    if (steering) {
+    const ok = await this._send(message);
+    if (ok && steering) {
       this._announcer.announce(this._trans.__('Guidance sent to the agent.'));
     }
+  }
+
+  /**
+   * Change the terms of the live subscription (AAEP §5.7), e.g. the verbosity
+   * of summaries after the user changed it. Without a subscription yet there
+   * is nothing to do: the next handshake carries the current settings.
+   *
+   * @param capabilities The changed capabilities only.
+   */
+  async renegotiate(capabilities: JSONRecord): Promise<void> {
+    const model = this._model;
+    if (!model || !this._subscriptionGranted || !model.subscriptionId) {
+      return;
+    }
+    await this._send({
+      type: 'subscription.renegotiate',
+      subscription_id: model.subscriptionId,
+      capabilities
+    });
   }
 
   /** Answer a confirmation card. */
@@ -200,7 +235,11 @@ export class ChatController {
 
   /** Stop, pause or resume the running session. */
   async control(action: 'stop' | 'pause' | 'resume'): Promise<void> {
-    if (!this._model) {
+    const model = this._model;
+    if (!model || !model.isRunning) {
+      return;
+    }
+    if ((action === 'stop' && !model.supports.stop) || (action !== 'stop' && !model.supports.pause)) {
       return;
     }
     const ok = await this._send({ kind: 'control', action });
@@ -218,6 +257,9 @@ export class ChatController {
   async setApprovalMode(mode: ApprovalMode): Promise<void> {
     const model = this._model;
     if (!model) {
+      return;
+    }
+    if (!model.supports.approval_mode) {
       return;
     }
     const previous = model.approvalMode;
@@ -253,21 +295,17 @@ export class ChatController {
 
   private _openChat(info: IChatInfo, path: string): void {
     const model = new ChatModel(info.chat_id!, path);
-    model.setStatus(info.status);
+    model.supports = readSupports(info.supports);
     if (info.approval_mode === 'auto' || info.approval_mode === 'ask') {
       model.approvalMode = info.approval_mode;
     }
-    // Replay history silently, then the pending requests.
-    for (const entry of info.transcript ?? []) {
-      this._replayEntry(model, entry);
-    }
-    for (const entry of info.pending ?? []) {
-      if (isAAEPEvent(entry)) {
-        model.ingest(entry, true);
-      }
-    }
+    // Replay history silently (the pending requests are part of it; the list
+    // of pending ones is read too, in case the history was trimmed).
+    model.ingestAll(this._historyEvents(info));
+    model.setStatus(info.status);
     model.eventProcessed.connect(this._onEvent, this);
     this._model = model;
+    this._subscriptionGranted = false;
     const transport = new ChatTransport({
       chatId: model.chatId,
       handshake: () => this._handshake()
@@ -275,7 +313,11 @@ export class ChatController {
     transport.message.connect(this._onMessage, this);
     transport.stateChanged.connect((_, state) => {
       model.connection = state;
+      if (state !== 'open') {
+        this._subscriptionGranted = false;
+      }
     }, this);
+    transport.reconnected.connect(() => void this._resync(model), this);
     this._transport = transport;
     transport.connect();
     const desired = this._settings().approvalMode;
@@ -299,17 +341,58 @@ export class ChatController {
     }
   }
 
-  /** Replay one transcript entry: an AAEP event or a plain chat message. */
-  private _replayEntry(model: ChatModel, entry: unknown): void {
-    if (isAAEPEvent(entry)) {
-      model.ingest(entry, true);
-    } else if (isRecord(entry) && isAAEPEvent(entry.event)) {
-      model.ingest(entry.event, true);
-    } else if (isRecord(entry) && entry.role === 'user' && typeof entry.text === 'string') {
-      const id = model.addUserMessage(entry.text);
-      if (typeof entry.session_id === 'string') {
-        model.attachSession(id, entry.session_id);
+  /** The AAEP events of a chat description: its transcript, then its pending requests. */
+  private _historyEvents(info: IChatInfo): IAAEPEvent[] {
+    const events: IAAEPEvent[] = [];
+    for (const entry of [...(info.transcript ?? []), ...(info.pending_requests ?? [])]) {
+      if (isAAEPEvent(entry)) {
+        events.push(entry);
+      } else if (isRecord(entry) && isAAEPEvent(entry.event)) {
+        events.push(entry.event);
       }
+    }
+    return events;
+  }
+
+  /**
+   * After a reconnection: fetch the chat again and apply what was missed
+   * while disconnected (a WebSocket does not resume). A session that ended
+   * meanwhile is announced, and so are requests that now wait for an answer.
+   */
+  private async _resync(model: ChatModel): Promise<void> {
+    let info: IChatInfo;
+    try {
+      info = await requestAPI<IChatInfo>(['chats', model.chatId]);
+    } catch {
+      return; // The connection is back, the next resync will try again.
+    }
+    if (this._model !== model) {
+      return;
+    }
+    model.supports = readSupports(info.supports);
+    const missed = model.ingestAll(this._historyEvents(info));
+    model.setStatus(info.status);
+    const ended = missed.filter(e => TERMINAL_EVENTS.has(coreName(e.type) ?? ''));
+    const last = ended[ended.length - 1];
+    if (last) {
+      const said = str(last, 'summary_normal') ?? str(last, 'summary_terse');
+      if (said) {
+        this._announcer.announce(this._trans.__('While the connection was down: %1', said));
+      }
+    }
+    const waiting = model.pending.filter(item =>
+      missed.some(e => `request:${e.event_id}` === item.id)
+    );
+    if (waiting.length > 0) {
+      this._announcer.announce(
+        this._trans._n(
+          'A request is waiting for your answer.',
+          '%1 requests are waiting for your answer.',
+          waiting.length
+        ),
+        'assertive'
+      );
+      waiting.forEach(item => this._scheduleExpiryWarning(item));
     }
   }
 
@@ -336,6 +419,15 @@ export class ChatController {
     };
   }
 
+  /**
+   * Everything that is not an AAEP event: handshake answers, the
+   * acknowledgement of a request, answers to controls and errors.
+   *
+   * Over the WebSocket the server answers `control` and `approval_mode` with
+   * `{kind: "response", to, status, …}` and a bad message with
+   * `{kind: "error", status, message}`; over POST the transport turns the
+   * JSON answer into `{kind: "<kind>.accepted", …}`.
+   */
   private _onMessage(_: ChatTransport, message: JSONRecord): void {
     const model = this._model;
     if (!model) {
@@ -346,30 +438,56 @@ export class ChatController {
       return;
     }
     const type = str(message, 'type');
-    const kind = str(message, 'kind');
+    let kind = str(message, 'kind');
+    if (kind === 'response' && str(message, 'to')) {
+      kind = `${str(message, 'to')}.accepted`;
+    }
     if (type === 'subscription.accepted') {
       model.subscriptionId = str(message, 'subscription_id') ?? null;
+      this._subscriptionGranted = model.subscriptionId !== null;
       this._transport?.setSubscriptionId(model.subscriptionId);
     } else if (type === 'subscription.rejected') {
-      model.addNotice(
-        'error',
-        this._trans.__('The agent refused the subscription: %1', str(message, 'reason_message') ?? str(message, 'reason_code') ?? '')
+      this._subscriptionGranted = false;
+      const text = this._trans.__(
+        'The agent refused the subscription: %1',
+        str(message, 'reason_message') ?? str(message, 'reason_code') ?? ''
       );
+      model.addNotice('error', text);
+      this._announcer.announce(text, 'assertive');
+    } else if (type === 'subscription.close') {
+      // The producer ends the subscription (e.g. the server shuts down); the
+      // transport reconnects when it comes back.
+      this._subscriptionGranted = false;
+      const reason = str(message, 'reason_message');
+      if (reason) {
+        model.addNotice('info', this._trans.__('The agent closed the connection: %1', reason));
+      }
     } else if (kind === 'user_input.accepted' && str(message, 'session_id')) {
       if (this._pendingInput) {
         model.attachSession(this._pendingInput, str(message, 'session_id')!);
         this._pendingInput = null;
       }
-    } else if (kind === 'approval_mode.accepted' || kind === 'approval_mode') {
-      const mode = str(message, 'mode');
+    } else if (kind === 'approval_mode.accepted') {
+      const mode = str(message, 'approval_mode') ?? str(message, 'mode');
       if (mode === 'ask' || mode === 'auto') {
         model.approvalMode = mode;
       }
-    } else if (kind === 'status' || kind === 'control.accepted') {
-      model.setStatus(message.status);
-    } else if ((kind === 'error' || type === 'error') && str(message, 'message')) {
-      model.addNotice('error', str(message, 'message')!);
-      this._announcer.announce(str(message, 'message')!, 'assertive');
+    } else if (kind === 'control.accepted') {
+      if (message.stopped === false) {
+        // Nothing was running any more (it ended while the request travelled).
+        void this._resync(model);
+      }
+    } else if (kind === 'replay.unavailable') {
+      void this._resync(model);
+    } else if (kind === 'error' || type === 'error') {
+      const text = str(message, 'message') ?? this._trans.__('The agent could not handle a message.');
+      if (this._pendingInput) {
+        // The request was refused (e.g. the agent is still busy): it never started.
+        model.markUnsent(this._pendingInput);
+        this._pendingInput = null;
+      }
+      model.addNotice('error', text);
+      this._announcer.announce(text, 'assertive');
     }
   }
 
@@ -432,6 +550,10 @@ export class ChatController {
     } catch (error) {
       const { message: text } = this._describe(error);
       if (this._model === model) {
+        if (message.kind === 'user_input' && this._pendingInput) {
+          model.markUnsent(this._pendingInput);
+          this._pendingInput = null;
+        }
         model.addNotice('error', text);
         this._announcer.announce(text, 'assertive');
       }
@@ -479,6 +601,8 @@ export class ChatController {
   private _error: IPanelError | null = null;
   private _generation = 0;
   private _pendingInput: string | null = null;
+  /** Whether the producer accepted our handshake on the current connection. */
+  private _subscriptionGranted = false;
   private _timers = new Set<number>();
   private _changed = new Signal<this, void>(this);
   private _modelChanged = new Signal<this, ChatModel | null>(this);

@@ -14,7 +14,9 @@ import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { Announcer } from './announcer';
 import { ChatController } from './controller';
+import { Verbosity } from './aaep';
 import { readSettings } from './settings';
+import { shortcutLabel } from './shortcuts';
 import { DEFAULT_SETTINGS, IAAEPPanel, IAAEPSettings, PLUGIN_ID } from './tokens';
 import { AgentPanel } from './widgets/AgentPanel';
 
@@ -26,7 +28,10 @@ namespace CommandIDs {
   export const approve = 'jupyter-aaep:approve';
   export const reject = 'jupyter-aaep:reject';
   export const stop = 'jupyter-aaep:stop';
+  export const setVerbosity = 'jupyter-aaep:set-verbosity';
 }
+
+const VERBOSITIES: Verbosity[] = ['terse', 'normal', 'detailed'];
 
 /**
  * Activate the agent panel: announcer, controller, side panel, commands and
@@ -58,6 +63,7 @@ async function activate(
   const panel = new AgentPanel({
     controller,
     rendermime,
+    commands: app.commands,
     translator: translator ?? nullTranslator
   });
   app.shell.add(panel, settings.panelArea, { rank: 900 });
@@ -116,12 +122,20 @@ async function activate(
       });
     }
   });
+  // Answering removes the card's buttons: focus inside the card stays on it.
+  const keepFocusInCard = (id: string) => {
+    const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(id)}"]`);
+    if (card && card !== document.activeElement && card.contains(document.activeElement)) {
+      card.focus();
+    }
+  };
   app.commands.addCommand(CommandIDs.approve, {
     label: trans.__('Approve the Pending Agent Action'),
     isEnabled: () => pendingConfirmation() !== null,
     execute: () => {
       const item = pendingConfirmation();
       if (item) {
+        keepFocusInCard(item.id);
         return controller.reply(item, 'accept');
       }
     }
@@ -132,19 +146,71 @@ async function activate(
     execute: () => {
       const item = pendingConfirmation();
       if (item) {
+        keepFocusInCard(item.id);
         return controller.reply(item, 'reject');
       }
     }
   });
   app.commands.addCommand(CommandIDs.stop, {
     label: trans.__('Stop the AI Agent'),
-    isEnabled: () => controller.model?.isRunning ?? false,
+    isEnabled: () => (controller.model?.isRunning ?? false) && (controller.model?.supports.stop ?? false),
     execute: () => controller.control('stop')
   });
+  // Verbosity: a setting, and commands to change it quickly from the keyboard.
+  let loaded: ISettingRegistry.ISettings | null = null;
+  const verbosityLabels: Record<Verbosity, string> = {
+    terse: trans.__('Agent Announcements: Terse'),
+    normal: trans.__('Agent Announcements: Normal'),
+    detailed: trans.__('Agent Announcements: Detailed')
+  };
+  const applySettings = (next: IAAEPSettings) => {
+    const previous = settings;
+    settings = next;
+    announcer.configure({
+      verbosity: next.verbosity,
+      maxPerSecond: next.maxAnnouncementsPerSecond,
+      debugLog: next.debugAnnouncements
+    });
+    if (next.panelArea !== previous.panelArea) {
+      app.shell.add(panel, next.panelArea, { rank: 900 });
+    }
+    if (next.verbosity !== previous.verbosity) {
+      // The producer shapes summaries per subscription: ask for the new level.
+      void controller.renegotiate({ preferred_verbosity: next.verbosity });
+    }
+    app.commands.notifyCommandChanged(CommandIDs.setVerbosity);
+  };
+  app.commands.addCommand(CommandIDs.setVerbosity, {
+    label: args =>
+      verbosityLabels[args.verbosity as Verbosity] ?? trans.__('Set the Agent Announcement Verbosity'),
+    caption: trans.__(
+      'How much the screen reader announcements say: terse, normal or detailed.'
+    ),
+    isToggled: args => settings.verbosity === args.verbosity,
+    execute: async args => {
+      const verbosity = args.verbosity as Verbosity;
+      if (!VERBOSITIES.includes(verbosity)) {
+        return;
+      }
+      if (loaded) {
+        await loaded.set('verbosity', verbosity);
+      } else {
+        applySettings({ ...settings, verbosity });
+      }
+      announcer.announce(verbosityLabels[verbosity]);
+    }
+  });
+
   if (palette) {
     const category = trans.__('AI Agent');
     for (const command of Object.values(CommandIDs)) {
-      palette.addItem({ command, category });
+      if (command === CommandIDs.setVerbosity) {
+        for (const verbosity of VERBOSITIES) {
+          palette.addItem({ command, category, args: { verbosity } });
+        }
+      } else {
+        palette.addItem({ command, category });
+      }
     }
   }
   // Keep enabled states in step with the chat.
@@ -152,24 +218,18 @@ async function activate(
   controller.modelChanged.connect((_, model) => {
     model?.changed.connect(() => app.commands.notifyCommandChanged());
   });
+  // Requests say which key jumps to them (users may rebind it).
+  const updateShortcut = () =>
+    announcer.setRequestShortcut(shortcutLabel(app.commands, CommandIDs.jumpToConfirmation));
+  updateShortcut();
+  app.commands.keyBindingChanged.connect(updateShortcut);
 
   if (settingRegistry) {
     try {
-      const loaded = await settingRegistry.load(PLUGIN_ID);
-      const apply = () => {
-        const previousArea = settings.panelArea;
-        settings = readSettings(loaded.composite, debugFromUrl);
-        announcer.configure({
-          verbosity: settings.verbosity,
-          maxPerSecond: settings.maxAnnouncementsPerSecond,
-          debugLog: settings.debugAnnouncements
-        });
-        if (settings.panelArea !== previousArea) {
-          app.shell.add(panel, settings.panelArea, { rank: 900 });
-        }
-      };
-      apply();
-      loaded.changed.connect(apply);
+      loaded = await settingRegistry.load(PLUGIN_ID);
+      const source = loaded;
+      applySettings(readSettings(source.composite, debugFromUrl));
+      source.changed.connect(() => applySettings(readSettings(source.composite, debugFromUrl)));
     } catch (error) {
       console.warn(`jupyter-aaep: could not load settings for ${PLUGIN_ID}`, error);
     }

@@ -4,7 +4,12 @@
  * and the announcer listens to {@link ChatModel.eventProcessed}.
  *
  * Events are deduplicated by `event_id` (transports deliver at least once and
- * replay on reconnect) and put back in `sequence_number` order per session.
+ * replay on reconnect). Live messages are applied in arrival order: both
+ * transports keep a session's order, and gaps in `sequence_number` are normal
+ * (the producer filters and merges per subscription, a merged message keeps
+ * the number of its newest part), so waiting for a gap to fill would only
+ * delay everything after it. Batches (history, a resync after a reconnect)
+ * are put in `sequence_number` order per session before they are applied.
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
@@ -51,7 +56,15 @@ export interface IRequestItem {
 
 /** One entry of the transcript. */
 export type TranscriptItem =
-  | { kind: 'user'; id: string; text: string; sessionId?: string; steering?: boolean }
+  | {
+      kind: 'user';
+      id: string;
+      text: string;
+      sessionId?: string;
+      steering?: boolean;
+      /** The server refused it (nothing started). */
+      unsent?: boolean;
+    }
   | {
       kind: 'answer';
       id: string;
@@ -93,15 +106,47 @@ export type TranscriptItem =
       sessionId?: string;
     };
 
+/**
+ * What the chat's server accepts (`supports` in the chat description).
+ * Controls it does not accept are hidden or disabled with a reason.
+ */
+export interface ISupports {
+  stop: boolean;
+  pause: boolean;
+  guidance: boolean;
+  approval_mode: boolean;
+}
+
+/** Assumed when the server does not say: only what every server has. */
+export const DEFAULT_SUPPORTS: ISupports = {
+  stop: true,
+  pause: false,
+  guidance: false,
+  approval_mode: true
+};
+
+/** Read `supports` from a chat description, defaulting what is missing. */
+export function readSupports(value: unknown): ISupports {
+  const raw = (typeof value === 'object' && value !== null ? value : {}) as Record<
+    string,
+    unknown
+  >;
+  const flag = (key: keyof ISupports) =>
+    typeof raw[key] === 'boolean' ? (raw[key] as boolean) : DEFAULT_SUPPORTS[key];
+  return {
+    stop: flag('stop'),
+    pause: flag('pause'),
+    guidance: flag('guidance'),
+    approval_mode: flag('approval_mode')
+  };
+}
+
 /** Payload of {@link ChatModel.eventProcessed}. */
 export interface IProcessedEvent {
   event: IAAEPEvent;
   /** True while replaying history: announce nothing but a summary. */
   replay: boolean;
 }
-
-/** How long an out-of-order event waits for the ones before it (ms). */
-const REORDER_WAIT_MS = 1500;
 
 let localCounter = 0;
 function localId(prefix: string): string {
@@ -181,6 +226,20 @@ export class ChatModel {
     return this._status !== 'idle';
   }
 
+  /** The agent's current state (`thinking`, `awaiting_input`, …; `idle` between sessions). */
+  get agentState(): string {
+    return this._agentState;
+  }
+
+  /** What the server accepts for this chat. */
+  get supports(): ISupports {
+    return this._supports;
+  }
+  set supports(value: ISupports) {
+    this._supports = value;
+    this._changed.emit();
+  }
+
   /** Set the status reported by the server (`GET chats/{id}`). */
   setStatus(status: unknown): void {
     if (status === 'idle' || status === 'running' || status === 'paused') {
@@ -208,6 +267,15 @@ export class ChatModel {
     }
   }
 
+  /** Mark a user message the server refused: it started nothing. */
+  markUnsent(itemId: string): void {
+    const item = this._items.find(i => i.id === itemId);
+    if (item && item.kind === 'user') {
+      item.unsent = true;
+      this._changed.emit();
+    }
+  }
+
   /** Add a local notice (info or error) to the transcript. */
   addNotice(variant: 'info' | 'error', text: string): void {
     this._items.push({ kind: 'notice', id: localId('notice'), variant, text });
@@ -225,87 +293,50 @@ export class ChatModel {
   }
 
   /**
-   * Take one AAEP event: deduplicate, reorder, then apply.
+   * Take one AAEP event: skip it if already seen, else apply it.
    *
    * @param replay Whether the event comes from history (no announcements).
+   * @returns whether the event was new.
    */
-  ingest(event: IAAEPEvent, replay = false): void {
+  ingest(event: IAAEPEvent, replay = false): boolean {
     if (this._seen.has(event.event_id)) {
-      return;
+      return false;
     }
     this._seen.add(event.event_id);
-    const seq = event.sequence_number;
-    if (typeof seq !== 'number') {
-      this._apply(event, replay);
-      return;
-    }
-    const sid = event.session_id;
-    const expected = this._expected.get(sid);
-    if (expected === undefined || seq <= expected) {
-      // First event we see of this session, or a late one: apply now.
-      this._apply(event, replay);
-      this._expected.set(sid, Math.max(expected ?? 0, seq + 1));
-      this._drain(sid);
-      return;
-    }
-    let held = this._held.get(sid);
-    if (!held) {
-      held = new Map();
-      this._held.set(sid, held);
-    }
-    held.set(seq, { event, replay });
-    if (!this._reorderTimers.has(sid)) {
-      this._reorderTimers.set(
-        sid,
-        window.setTimeout(() => this._flushHeld(sid), REORDER_WAIT_MS)
-      );
-    }
+    this._apply(event, replay);
+    return true;
   }
 
-  /** Release resources (timers, signal connections). */
-  dispose(): void {
-    for (const timer of this._reorderTimers.values()) {
-      window.clearTimeout(timer);
-    }
-    this._reorderTimers.clear();
-    Signal.clearData(this);
-  }
-
-  /** Apply held events that are now in order. */
-  private _drain(sid: string): void {
-    const held = this._held.get(sid);
-    let expected = this._expected.get(sid);
-    while (held && expected !== undefined && held.has(expected)) {
-      const next = held.get(expected)!;
-      held.delete(expected);
-      this._apply(next.event, next.replay);
-      expected += 1;
-      this._expected.set(sid, expected);
-    }
-    if (held && held.size === 0) {
-      this._held.delete(sid);
-      const timer = this._reorderTimers.get(sid);
-      if (timer !== undefined) {
-        window.clearTimeout(timer);
-        this._reorderTimers.delete(sid);
+  /**
+   * Take a batch of events (history or a resync): in `sequence_number` order
+   * within each session, sessions in the order they first appear.
+   *
+   * @returns the events that were new, in the order applied.
+   */
+  ingestAll(events: IAAEPEvent[], replay = true): IAAEPEvent[] {
+    const firstSeen = new Map<string, number>();
+    events.forEach((event, index) => {
+      if (!firstSeen.has(event.session_id)) {
+        firstSeen.set(event.session_id, index);
       }
-    }
+    });
+    const ordered = events
+      .map((event, index) => ({ event, index }))
+      .sort((a, b) => {
+        const session = firstSeen.get(a.event.session_id)! - firstSeen.get(b.event.session_id)!;
+        if (session !== 0) {
+          return session;
+        }
+        const sa = a.event.sequence_number;
+        const sb = b.event.sequence_number;
+        return typeof sa === 'number' && typeof sb === 'number' && sa !== sb ? sa - sb : a.index - b.index;
+      });
+    return ordered.map(o => o.event).filter(event => this.ingest(event, replay));
   }
 
-  /** Give up waiting for a gap: apply everything held, in order. */
-  private _flushHeld(sid: string): void {
-    this._reorderTimers.delete(sid);
-    const held = this._held.get(sid);
-    if (!held) {
-      return;
-    }
-    this._held.delete(sid);
-    const seqs = [...held.keys()].sort((a, b) => a - b);
-    for (const seq of seqs) {
-      const { event, replay } = held.get(seq)!;
-      this._apply(event, replay);
-      this._expected.set(sid, seq + 1);
-    }
+  /** Release resources (signal connections). */
+  dispose(): void {
+    Signal.clearData(this);
   }
 
   private _apply(event: IAAEPEvent, replay: boolean): void {
@@ -436,6 +467,7 @@ export class ChatModel {
       case 'state.changed': {
         const from = str(event, 'from_state');
         const to = str(event, 'to_state');
+        this._agentState = to ?? this._agentState;
         if (from === 'awaiting_input' && to !== 'awaiting_input') {
           this._resolveRequests(sid, 'resolved', summary || undefined);
         }
@@ -458,12 +490,14 @@ export class ChatModel {
           | 'cancelled';
         this._resolveRequests(sid, variant === 'cancelled' ? 'cancelled' : 'resolved');
         this._finishSession(sid);
+        const hint = str(event, 'remediation_hint');
         this._items.push({
           kind: 'notice',
           id: `end:${event.event_id}`,
           variant,
-          text: summary,
-          hint: str(event, 'remediation_hint'),
+          // The hint gets its own line; producers often end the summary with it too.
+          text: withoutHint(summary, hint) || summary,
+          hint,
           sessionId: sid
         });
         break;
@@ -475,6 +509,7 @@ export class ChatModel {
         }
     }
     if (name && TERMINAL_EVENTS.has(name)) {
+      this._agentState = 'idle';
       this._updateStatus('idle');
     }
     this._changed.emit();
@@ -517,12 +552,25 @@ export class ChatModel {
 
   private _items: TranscriptItem[] = [];
   private _seen = new Set<string>();
-  private _expected = new Map<string, number>();
-  private _held = new Map<string, Map<number, IProcessedEvent>>();
-  private _reorderTimers = new Map<string, number>();
   private _status: ChatStatus = 'idle';
+  private _agentState = 'idle';
+  private _supports: ISupports = { ...DEFAULT_SUPPORTS };
   private _connection: ConnectionState = 'closed';
   private _approvalMode: ApprovalMode = 'ask';
   private _changed = new Signal<this, void>(this);
   private _eventProcessed = new Signal<this, IProcessedEvent>(this);
+}
+
+/**
+ * Remove a remediation hint the summary repeats at its end, so it is shown
+ * and said once.
+ */
+export function withoutHint(summary: string, hint: string | undefined): string {
+  if (!hint) {
+    return summary;
+  }
+  const trimmed = summary.trim();
+  return trimmed.endsWith(hint.trim())
+    ? trimmed.slice(0, trimmed.length - hint.trim().length).trim()
+    : trimmed;
 }

@@ -30,7 +30,6 @@ export function readSettings(
         ? Math.min(20, Math.max(0.1, rate))
         : DEFAULT_SETTINGS.maxAnnouncementsPerSecond,
     approvalMode: mode === 'auto' ? 'auto' : 'ask',
-    model: typeof composite.model === 'string' ? composite.model : DEFAULT_SETTINGS.model,
     panelArea: area === 'left' ? 'left' : 'right',
     debugAnnouncements: forceDebug || composite.debugAnnouncements === true
   };

@@ -19,8 +19,6 @@ export interface IAAEPSettings {
   maxAnnouncementsPerSecond: number;
   /** Approval mode a new chat starts in. */
   approvalMode: ApprovalMode;
-  /** Model name sent as a hint with each request ('' = server default). */
-  model: string;
   /** Which side the panel opens on. */
   panelArea: 'left' | 'right';
   /** Record every announcement in `window.__aaepAnnouncements`. */
@@ -32,7 +30,6 @@ export const DEFAULT_SETTINGS: IAAEPSettings = {
   verbosity: 'normal',
   maxAnnouncementsPerSecond: 1,
   approvalMode: 'ask',
-  model: '',
   panelArea: 'right',
   debugAnnouncements: false
 };

@@ -61,6 +61,14 @@ export class ChatTransport implements IDisposable {
     return this._stateChanged;
   }
 
+  /**
+   * Emitted when a connection opens again after it was lost. Messages sent
+   * meanwhile may be missing (a WebSocket has no resume): resynchronise.
+   */
+  get reconnected(): ISignal<this, void> {
+    return this._reconnected;
+  }
+
   /** The current connection state. */
   get state(): ConnectionState {
     return this._state;
@@ -180,11 +188,15 @@ export class ChatTransport implements IDisposable {
     this._ws = ws;
     ws.onopen = () => {
       opened = true;
+      const again = this._everOpened;
       this._everOpened = true;
       this._attempt = 0;
       this._kind = 'websocket';
       this._setState('open');
       ws.send(JSON.stringify(this._handshake()));
+      if (again) {
+        this._reconnected.emit();
+      }
     };
     ws.onmessage = (event: MessageEvent) => {
       if (typeof event.data === 'string') {
@@ -225,12 +237,16 @@ export class ChatTransport implements IDisposable {
       source.addEventListener(name, listener as EventListener);
     }
     source.onopen = () => {
+      const again = this._everOpened;
       this._everOpened = true;
       this._attempt = 0;
       this._kind = 'sse';
       this._setState('open');
       // SSE has no upstream: the handshake goes through POST …/messages.
       void this.send(this._handshake()).catch(() => undefined);
+      if (again) {
+        this._reconnected.emit();
+      }
     };
     source.onerror = () => {
       if (this._source !== source || this._isDisposed) {
@@ -322,6 +338,7 @@ export class ChatTransport implements IDisposable {
   private _isDisposed = false;
   private _message = new Signal<this, JSONRecord>(this);
   private _stateChanged = new Signal<this, ConnectionState>(this);
+  private _reconnected = new Signal<this, void>(this);
 }
 
 /** Options of {@link ChatTransport}. */

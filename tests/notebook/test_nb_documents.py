@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -204,3 +206,27 @@ async def test_revert_restores_the_snapshot_live(notebook_file, make_ctx, servic
         assert report.removed == 1 and report.added == 1
         await wait_for(lambda: [c.get("id") for c in doc.ycells] == ["a", "b"], what="the revert")
         assert cell_by_id(doc, "a")["source"] == "1" and cell_by_id(doc, "b")["source"] == "2"
+
+
+def test_tools_load_and_explain_even_without_jupyter_collaboration_installed() -> None:
+    """With pycrdt and the collaboration packages missing, the tools still load and say what to do."""
+    script = """
+import asyncio, sys
+sys.modules.update({"pycrdt": None, "jupyter_ydoc": None, "jupyter_server_ydoc": None})
+import subprocess
+import sys
+from types import SimpleNamespace
+from jupyter_aaep.agent.tools import ToolContext
+from jupyter_aaep.notebook import CollaborationUnavailable, NotebookService
+from jupyter_aaep.notebook.tools import get_notebook_state
+service = NotebookService(SimpleNamespace(web_app=SimpleNamespace(settings={})))
+ctx = ToolContext(tool_call_id="t", notebook_path="a.ipynb", services={"notebook": service})
+try:
+    asyncio.run(get_notebook_state(ctx))
+except CollaborationUnavailable as error:
+    print(error)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], check=True, capture_output=True, text=True, timeout=60
+    )
+    assert "pip install jupyter-collaboration" in done.stdout, done.stderr

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from server_helpers import of_type, types, wait_until
 
+from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 
@@ -161,6 +162,7 @@ async def test_a_late_subscriber_gets_the_running_session_and_can_answer(api, ne
             await late.until(of_type("session.cancelled"))
 
 
+@pytest.mark.parametrize("aaep_config", [{"reconnect_grace_seconds": 0.3}])
 async def test_disconnect_of_the_only_subscriber_applies_the_default(api, new_chat, fake_model, sse, extension) -> None:
     chat_id = await new_chat()
     fake_model.add(Turn(tool_uses=[ToolUse("send_email", {"to": "a@b.c", "subject": "s", "body": "b"})]), Turn(text="Not sent."))
@@ -174,6 +176,24 @@ async def test_disconnect_of_the_only_subscriber_applies_the_default(api, new_ch
     assert "tool.invoked" not in types(transcript)
     resolved = next(e for e in transcript if e.get("from_state") == "awaiting_input")
     assert "rejected" in resolved["summary_normal"]
+
+
+@pytest.mark.parametrize("aaep_config", [{"reconnect_grace_seconds": 5}])
+async def test_a_reloaded_page_can_still_answer_within_the_grace(api, new_chat, fake_model, sse, extension) -> None:
+    chat_id = await new_chat()
+    fake_model.add(Turn(tool_uses=[ToolUse("send_email", {"to": "a@b.c", "subject": "s", "body": "b"})]), Turn(text="Sent."))
+    async with sse(chat_id) as first:
+        await post(api, chat_id, {"kind": "user_input", "text": "mail"})
+        await first.until(of_type("awaiting.confirmation"))
+    chat = extension.runner.get(chat_id)
+    async with sse(chat_id) as reloaded:  # the page comes back and replays the pending request
+        confirmation = (await reloaded.until(of_type("awaiting.confirmation")))[-1]
+        assert chat.running, "the approval is still pending after the first page went away"
+        await post(api, chat_id, {"type": "confirmation.reply", "reply_token": confirmation["reply_token"],
+                                  "decision": "accept", "subscription_id": "sub_0reloaded",
+                                  "timestamp": SessionClock().now()})
+        messages = await reloaded.until(of_type("session.completed"))
+    assert "tool.invoked" in types(messages)
 
 
 async def test_with_nobody_to_answer_the_default_applies_at_once(api, new_chat, fake_model, sse, extension) -> None:
@@ -209,8 +229,6 @@ async def test_a_handshake_mid_request_keeps_the_request_answerable(api, new_cha
         assert (await stream.next())["type"] == "subscription.accepted"
         _, view, _ = await api("chats", chat_id)
         assert len(view["pending_requests"]) == 1, "re-subscribing did not answer the request"
-        from jupyter_aaep.aaep.clock import SessionClock
-
         await post(api, chat_id, {"type": "confirmation.reply", "reply_token": confirmation["reply_token"],
                                   "decision": "accept", "subscription_id": accepted["subscription_id"],
                                   "timestamp": SessionClock().now()})

@@ -3,7 +3,7 @@
  * choice buttons, Yes / No, a number field or a text field.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import React, { useState } from 'react';
+import React, { useRef, useState } from 'react';
 
 import { readChoices, readResponseKinds, str } from '../aaep';
 import { IRequestItem } from '../model';
@@ -24,8 +24,14 @@ export interface IClarificationCardProps {
  * Renders one `awaiting.clarification` event.
  */
 export function ClarificationCard(props: IClarificationCardProps): JSX.Element {
-  const { item, trans, onAnswer } = props;
+  const { item, trans } = props;
   const event = item.event;
+  const card = useRef<HTMLDivElement>(null);
+  const onAnswer = (answered: ClarificationItem, response: string | boolean | number) => {
+    // The answer controls go away once answered: keep the focus on the card.
+    card.current?.focus();
+    props.onAnswer(answered, response);
+  };
   const titleId = useId('jp-AAEPCard-title');
   const inputId = useId('jp-AAEPCard-input');
   const [text, setText] = useState(str(event, 'default_response') ?? '');
@@ -55,6 +61,7 @@ export function ClarificationCard(props: IClarificationCardProps): JSX.Element {
 
   return (
     <div
+      ref={card}
       role="group"
       aria-labelledby={titleId}
       tabIndex={-1}

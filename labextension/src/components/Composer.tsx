@@ -1,6 +1,12 @@
 /**
  * The message box: a new request when idle, guidance ("steer") while the
- * agent runs.
+ * agent runs, when the server accepts guidance.
+ *
+ * While nothing can be sent (the agent works and takes no guidance, or the
+ * connection is down) the box stays focusable and readable but read-only,
+ * marked `aria-disabled` with the reason in its description: a natively
+ * disabled control would drop the focus of someone typing in it when an
+ * event arrives.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import React, { useState } from 'react';
@@ -10,8 +16,11 @@ import { useId } from './hooks';
 /** Props of {@link Composer}. */
 export interface IComposerProps {
   trans: TranslationBundle;
-  /** Whether a run is in progress (the text is then sent as guidance). */
+  /** Whether a run is in progress. */
   running: boolean;
+  /** Whether the server takes guidance while a run is in progress. */
+  acceptsGuidance: boolean;
+  /** Whether the connection is down (nothing can be sent). */
   disabled: boolean;
   onSend: (text: string) => Promise<void>;
 }
@@ -20,15 +29,18 @@ export interface IComposerProps {
  * A labelled textarea with a Send button. Enter sends, Shift+Enter adds a line.
  */
 export function Composer(props: IComposerProps): JSX.Element {
-  const { trans, running, disabled } = props;
+  const { trans, running, acceptsGuidance, disabled } = props;
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(false);
   const inputId = useId('jp-AAEPComposer-input');
   const hintId = useId('jp-AAEPComposer-hint');
+  const steering = running && acceptsGuidance;
+  const blocked = disabled || (running && !acceptsGuidance);
+  const canSend = !blocked && !busy && text.trim().length > 0;
 
   const send = async () => {
     const value = text.trim();
-    if (!value || disabled || busy) {
+    if (!value || blocked || busy) {
       return;
     }
     setBusy(true);
@@ -40,23 +52,33 @@ export function Composer(props: IComposerProps): JSX.Element {
     }
   };
 
+  let hint = trans.__('Enter to send, Shift+Enter for a new line.');
+  if (disabled) {
+    hint = trans.__('Not connected to the agent. You can send your message once the connection is back.');
+  } else if (running && !acceptsGuidance) {
+    hint = trans.__(
+      'The agent is working and cannot take guidance yet. Send your next message when it finishes, or stop it.'
+    );
+  }
+
   return (
     <form
-      className={`jp-AAEPComposer${running ? ' jp-mod-steering' : ''}`}
+      className={`jp-AAEPComposer${steering ? ' jp-mod-steering' : ''}${blocked ? ' jp-mod-blocked' : ''}`}
       onSubmit={e => {
         e.preventDefault();
         void send();
       }}
     >
       <label htmlFor={inputId} className="jp-AAEPComposer-label">
-        {running ? trans.__('Steer the agent (sent as guidance)') : trans.__('Message to the agent')}
+        {steering ? trans.__('Steer the agent (sent as guidance)') : trans.__('Message to the agent')}
       </label>
       <textarea
         id={inputId}
         className="jp-AAEPComposer-input jp-mod-styled"
         rows={3}
         value={text}
-        disabled={disabled}
+        readOnly={blocked}
+        aria-disabled={blocked}
         aria-describedby={hintId}
         onChange={e => setText(e.target.value)}
         onKeyDown={e => {
@@ -68,14 +90,15 @@ export function Composer(props: IComposerProps): JSX.Element {
       />
       <div className="jp-AAEPComposer-row">
         <p id={hintId} className="jp-AAEPComposer-hint">
-          {trans.__('Enter to send, Shift+Enter for a new line.')}
+          {hint}
         </p>
         <button
           type="submit"
           className="jp-Button jp-mod-styled jp-mod-accept"
-          disabled={disabled || busy || text.trim().length === 0}
+          aria-disabled={!canSend}
+          aria-describedby={hintId}
         >
-          {running ? trans.__('Send guidance') : trans.__('Send')}
+          {steering ? trans.__('Send guidance') : trans.__('Send')}
         </button>
       </div>
     </form>

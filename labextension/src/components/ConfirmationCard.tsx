@@ -3,7 +3,7 @@
  * risk, the exact code, a countdown, and Approve / Reject.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import React from 'react';
+import React, { useRef } from 'react';
 
 import { isRecord, str } from '../aaep';
 import { IRequestItem } from '../model';
@@ -12,10 +12,19 @@ import { useId, useNow } from './hooks';
 
 type RequestItem = IRequestItem;
 
+/** Keys bound to the approve and reject commands, for display and `aria-keyshortcuts`. */
+export interface IRequestShortcuts {
+  approve: string | null;
+  reject: string | null;
+  approveAria?: string;
+  rejectAria?: string;
+}
+
 /** Props of {@link ConfirmationCard}. */
 export interface IConfirmationCardProps {
   item: RequestItem;
   trans: TranslationBundle;
+  shortcuts?: IRequestShortcuts;
   onReply: (item: RequestItem, decision: 'accept' | 'reject') => void;
 }
 
@@ -43,11 +52,24 @@ export function outcomeText(item: IRequestItem, trans: TranslationBundle): strin
  * Renders one `awaiting.confirmation` event.
  */
 export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
-  const { item, trans } = props;
+  const { item, trans, shortcuts } = props;
   const event = item.event;
+  const card = useRef<HTMLDivElement>(null);
   const titleId = useId('jp-AAEPCard-title');
   const extra = isRecord(event.extra_context) ? event.extra_context : {};
   const code = typeof extra.code === 'string' ? extra.code : undefined;
+  const warnings = Array.isArray(extra.risk_flags)
+    ? extra.risk_flags.filter((f): f is string => typeof f === 'string' && f.length > 0)
+    : [];
+  const reply = (decision: 'accept' | 'reject') => {
+    // The buttons go away once answered: keep the focus on the card.
+    card.current?.focus();
+    props.onReply(item, decision);
+  };
+  const keys =
+    shortcuts?.approve && shortcuts.reject
+      ? trans.__('Keys: %1 approves, %2 rejects.', shortcuts.approve, shortcuts.reject)
+      : null;
   const language = str(extra, 'language') ?? str(extra, 'code_language');
   const risk = str(event, 'risk_level') ?? 'low';
   const irreversible = event.irreversible === true || str(event, 'reversibility') === 'irreversible';
@@ -63,6 +85,7 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
 
   return (
     <div
+      ref={card}
       role="group"
       aria-labelledby={titleId}
       tabIndex={-1}
@@ -74,9 +97,6 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
       <h3 id={titleId} className="jp-AAEPCard-title">
         {trans.__('Approval needed: %1', str(event, 'action') ?? trans.__('an action'))}
       </h3>
-      {str(event, 'summary_detailed') && (
-        <p className="jp-AAEPCard-summary">{str(event, 'summary_detailed')}</p>
-      )}
       <dl className="jp-AAEPCard-facts">
         <dt>{trans.__('Consequence')}</dt>
         <dd>{str(event, 'consequence') ?? trans.__('Not described')}</dd>
@@ -85,6 +105,18 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
           <span className="jp-AAEPCard-riskBadge">{riskText}</span>
           {irreversible ? ` ${trans.__('(cannot be undone)')}` : ''}
         </dd>
+        {warnings.length > 0 && (
+          <>
+            <dt>{trans.__('Warnings')}</dt>
+            <dd>
+              <ul className="jp-AAEPCard-warnings">
+                {warnings.map(w => (
+                  <li key={w}>{w}</li>
+                ))}
+              </ul>
+            </dd>
+          </>
+        )}
         {item.deadline !== null && (
           <>
             <dt>{trans.__('If you do not answer')}</dt>
@@ -104,28 +136,33 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
               ? trans.__('Code to run (%1)', language)
               : trans.__('Code to run')}
           </figcaption>
-          <pre tabIndex={0}>
+          <pre tabIndex={0} aria-label={trans.__('Code to run')}>
             <code>{code}</code>
           </pre>
         </figure>
       )}
       {pending && !expired ? (
-        <div className="jp-AAEPCard-actions">
-          <button
-            type="button"
-            className="jp-Button jp-mod-styled jp-mod-accept jp-AAEPCard-approve"
-            onClick={() => props.onReply(item, 'accept')}
-          >
-            {trans.__('Approve')}
-          </button>
-          <button
-            type="button"
-            className="jp-Button jp-mod-styled jp-mod-reject jp-AAEPCard-reject"
-            onClick={() => props.onReply(item, 'reject')}
-          >
-            {trans.__('Reject')}
-          </button>
-        </div>
+        <>
+          <div className="jp-AAEPCard-actions">
+            <button
+              type="button"
+              className="jp-Button jp-mod-styled jp-mod-accept jp-AAEPCard-approve"
+              aria-keyshortcuts={shortcuts?.approveAria}
+              onClick={() => reply('accept')}
+            >
+              {trans.__('Approve')}
+            </button>
+            <button
+              type="button"
+              className="jp-Button jp-mod-styled jp-mod-reject jp-AAEPCard-reject"
+              aria-keyshortcuts={shortcuts?.rejectAria}
+              onClick={() => reply('reject')}
+            >
+              {trans.__('Reject')}
+            </button>
+          </div>
+          {keys && <p className="jp-AAEPCard-keys">{keys}</p>}
+        </>
       ) : (
         <p className="jp-AAEPCard-outcome">
           {expired

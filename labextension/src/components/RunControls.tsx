@@ -1,10 +1,14 @@
 /**
  * Stop, Pause / Resume and the approval mode of the chat.
+ *
+ * Pause and Resume appear only when the server supports them. Stop stays in
+ * the tab order when there is nothing to stop (`aria-disabled`), so pressing
+ * it never drops the keyboard focus when the run ends.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import React from 'react';
 
-import { ApprovalMode, ChatStatus } from '../model';
+import { ApprovalMode, ChatStatus, ISupports } from '../model';
 import { useId } from './hooks';
 
 /** Props of {@link RunControls}. */
@@ -12,7 +16,11 @@ export interface IRunControlsProps {
   trans: TranslationBundle;
   status: ChatStatus;
   approvalMode: ApprovalMode;
+  supports: ISupports;
+  /** Whether the connection is down. */
   disabled: boolean;
+  /** `aria-keyshortcuts` of the Stop command, if it has a key. */
+  stopShortcut?: string;
   onControl: (action: 'stop' | 'pause' | 'resume') => void;
   onApprovalMode: (mode: ApprovalMode) => void;
 }
@@ -22,63 +30,82 @@ export interface IRunControlsProps {
  * that auto-approve still asks for risky code.
  */
 export function RunControls(props: IRunControlsProps): JSX.Element {
-  const { trans, status, approvalMode, disabled } = props;
+  const { trans, status, approvalMode, disabled, supports } = props;
   const warningId = useId('jp-AAEPControls-warning');
   const selectId = useId('jp-AAEPControls-mode');
+  const stopHintId = useId('jp-AAEPControls-stopHint');
   const running = status !== 'idle';
+  const canStop = supports.stop && running && !disabled;
   return (
     <div className="jp-AAEPPanel-controls">
       <div className="jp-AAEPPanel-runButtons" role="group" aria-label={trans.__('Run controls')}>
-        <button
-          type="button"
-          className="jp-Button jp-mod-styled jp-mod-warn jp-AAEPPanel-stop"
-          disabled={disabled || !running}
-          onClick={() => props.onControl('stop')}
-        >
-          {trans.__('Stop')}
-        </button>
-        {status === 'paused' ? (
+        {supports.stop && (
           <button
             type="button"
-            className="jp-Button jp-mod-styled jp-AAEPPanel-resume"
-            disabled={disabled}
-            onClick={() => props.onControl('resume')}
+            className="jp-Button jp-mod-styled jp-mod-warn jp-AAEPPanel-stop"
+            aria-disabled={!canStop}
+            aria-describedby={canStop ? undefined : stopHintId}
+            aria-keyshortcuts={props.stopShortcut}
+            onClick={() => canStop && props.onControl('stop')}
           >
-            {trans.__('Resume')}
-          </button>
-        ) : (
-          <button
-            type="button"
-            className="jp-Button jp-mod-styled jp-AAEPPanel-pause"
-            disabled={disabled || !running}
-            onClick={() => props.onControl('pause')}
-          >
-            {trans.__('Pause')}
+            {trans.__('Stop')}
           </button>
         )}
+        {supports.pause &&
+          (status === 'paused' ? (
+            <button
+              type="button"
+              className="jp-Button jp-mod-styled jp-AAEPPanel-resume"
+              aria-disabled={disabled}
+              onClick={() => !disabled && props.onControl('resume')}
+            >
+              {trans.__('Resume')}
+            </button>
+          ) : (
+            <button
+              type="button"
+              className="jp-Button jp-mod-styled jp-AAEPPanel-pause"
+              aria-disabled={disabled || !running}
+              onClick={() => !disabled && running && props.onControl('pause')}
+            >
+              {trans.__('Pause')}
+            </button>
+          ))}
+        {supports.stop && !canStop && (
+          <span id={stopHintId} className="jp-sr-only">
+            {disabled ? trans.__('Not connected.') : trans.__('Nothing is running.')}
+          </span>
+        )}
       </div>
-      <div className="jp-AAEPPanel-approval">
-        <label htmlFor={selectId}>{trans.__('Approval mode')}</label>
-        <select
-          id={selectId}
-          value={approvalMode}
-          disabled={disabled}
-          aria-describedby={warningId}
-          onChange={e => props.onApprovalMode(e.target.value === 'auto' ? 'auto' : 'ask')}
-        >
-          <option value="ask">{trans.__('Ask every time')}</option>
-          <option value="auto">{trans.__('Auto-approve in this chat')}</option>
-        </select>
-      </div>
-      <p id={warningId} className={`jp-AAEPPanel-approvalWarning${approvalMode === 'auto' ? ' jp-mod-active' : ''}`}>
-        {approvalMode === 'auto'
-          ? trans.__(
-              'Auto-approve is on for this chat: code runs without asking, except risky code (shell commands, deleting files, installing packages, network writes), which still asks.'
-            )
-          : trans.__(
-              'Auto-approve would still ask before risky code: shell commands, deleting files, installing packages, network writes.'
-            )}
-      </p>
+      {supports.approval_mode && (
+        <>
+          <div className="jp-AAEPPanel-approval">
+            <label htmlFor={selectId}>{trans.__('Approval mode')}</label>
+            <select
+              id={selectId}
+              value={approvalMode}
+              disabled={disabled}
+              aria-describedby={warningId}
+              onChange={e => props.onApprovalMode(e.target.value === 'auto' ? 'auto' : 'ask')}
+            >
+              <option value="ask">{trans.__('Ask every time')}</option>
+              <option value="auto">{trans.__('Auto-approve in this chat')}</option>
+            </select>
+          </div>
+          <p
+            id={warningId}
+            className={`jp-AAEPPanel-approvalWarning${approvalMode === 'auto' ? ' jp-mod-active' : ''}`}
+          >
+            {approvalMode === 'auto'
+              ? trans.__(
+                  'Auto-approve is on for this chat: code runs without asking, except risky code (shell commands, deleting files, installing packages, network writes), which still asks.'
+                )
+              : trans.__(
+                  'Auto-approve would still ask before risky code: shell commands, deleting files, installing packages, network writes.'
+                )}
+          </p>
+        </>
+      )}
     </div>
   );
 }

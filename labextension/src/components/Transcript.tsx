@@ -11,7 +11,7 @@ import React, { useEffect, useLayoutEffect, useRef } from 'react';
 
 import { ChatModel, TranscriptItem } from '../model';
 import { ClarificationCard } from './ClarificationCard';
-import { ConfirmationCard } from './ConfirmationCard';
+import { ConfirmationCard, IRequestShortcuts } from './ConfirmationCard';
 import { Markdown } from './Markdown';
 import { HandoffCard, Notice, ProgressStep, ToolStep, UserMessage } from './TranscriptItems';
 
@@ -20,6 +20,8 @@ export interface ITranscriptProps {
   model: ChatModel;
   rendermime: IRenderMimeRegistry;
   trans: TranslationBundle;
+  /** Keys of the approve and reject commands, shown on confirmation cards. */
+  shortcuts?: IRequestShortcuts;
   onReply: (item: TranscriptItem, decision: 'accept' | 'reject') => void;
   onAnswer: (item: TranscriptItem, response: string | boolean | number) => void;
 }
@@ -120,7 +122,9 @@ function renderItem(
       // Progress is transient: once its step is over the tool step says how it went.
       return item.done ? null : <ProgressStep item={item} trans={trans} />;
     case 'confirmation':
-      return <ConfirmationCard item={item} trans={trans} onReply={props.onReply} />;
+      return (
+        <ConfirmationCard item={item} trans={trans} shortcuts={props.shortcuts} onReply={props.onReply} />
+      );
     case 'clarification':
       return <ClarificationCard item={item} trans={trans} onAnswer={props.onAnswer} />;
     case 'handoff':

@@ -30,6 +30,7 @@ export function UserMessage(props: { item: Of<'user'>; trans: TranslationBundle 
     <div className={`jp-AAEPMessage jp-AAEPMessage-user${item.steering ? ' jp-mod-steering' : ''}`}>
       <p className="jp-AAEPMessage-author">
         {item.steering ? trans.__('You (guidance)') : trans.__('You')}
+        {item.unsent && ` ${trans.__('(not sent)')}`}
       </p>
       <p className="jp-AAEPMessage-text">{item.text}</p>
     </div>

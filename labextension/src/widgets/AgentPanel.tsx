@@ -4,6 +4,7 @@
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { LabIcon, ReactWidget, SidePanel } from '@jupyterlab/ui-components';
+import { CommandRegistry } from '@lumino/commands';
 import { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
 import { Panel } from '@lumino/widgets';
@@ -15,6 +16,7 @@ import { RunControls } from '../components/RunControls';
 import { Transcript } from '../components/Transcript';
 import { ChatController } from '../controller';
 import { TranscriptItem } from '../model';
+import { ariaShortcut, shortcutLabel } from '../shortcuts';
 
 /** The panel's icon: a speech bubble with a sound wave. */
 export const agentIcon = new LabIcon({
@@ -29,6 +31,7 @@ export const agentIcon = new LabIcon({
 interface IAgentViewProps {
   controller: ChatController;
   rendermime: IRenderMimeRegistry;
+  commands: CommandRegistry;
   trans: TranslationBundle;
 }
 
@@ -43,10 +46,17 @@ function baseName(path: string): string {
  * model's signals.
  */
 function AgentView(props: IAgentViewProps): JSX.Element {
-  const { controller, rendermime, trans } = props;
+  const { controller, rendermime, commands, trans } = props;
   const model = controller.model;
-  useSignals(controller.changed, model?.changed);
+  useSignals(controller.changed, model?.changed, commands.keyBindingChanged);
   const error = controller.error;
+  const shortcuts = {
+    approve: shortcutLabel(commands, 'jupyter-aaep:approve'),
+    reject: shortcutLabel(commands, 'jupyter-aaep:reject'),
+    approveAria: ariaShortcut(commands, 'jupyter-aaep:approve'),
+    rejectAria: ariaShortcut(commands, 'jupyter-aaep:reject')
+  };
+  const jumpKey = shortcutLabel(commands, 'jupyter-aaep:jump-to-confirmation');
 
   const statusText = model
     ? {
@@ -119,18 +129,25 @@ function AgentView(props: IAgentViewProps): JSX.Element {
       {model && (
         <>
           {pending.length > 0 && (
-            <button type="button" className="jp-Button jp-mod-styled jp-AAEPPanel-pendingBanner" onClick={jumpToRequest}>
+            <button
+              type="button"
+              className="jp-Button jp-mod-styled jp-AAEPPanel-pendingBanner"
+              aria-keyshortcuts={ariaShortcut(commands, 'jupyter-aaep:jump-to-confirmation')}
+              onClick={jumpToRequest}
+            >
               {trans._n(
                 '1 request is waiting for your answer: go to it',
                 '%1 requests are waiting for your answer: go to the first',
                 pending.length
               )}
+              {jumpKey && ` (${jumpKey})`}
             </button>
           )}
           <Transcript
             model={model}
             rendermime={rendermime}
             trans={trans}
+            shortcuts={shortcuts}
             onReply={(item: TranscriptItem, decision) => void controller.reply(item, decision)}
             onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
           />
@@ -138,6 +155,8 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             trans={trans}
             status={model.status}
             approvalMode={model.approvalMode}
+            supports={model.supports}
+            stopShortcut={ariaShortcut(commands, 'jupyter-aaep:stop')}
             disabled={!connected}
             onControl={action => void controller.control(action)}
             onApprovalMode={mode => void controller.setApprovalMode(mode)}
@@ -145,6 +164,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
           <Composer
             trans={trans}
             running={model.isRunning}
+            acceptsGuidance={model.supports.guidance}
             disabled={!connected}
             onSend={text => controller.sendText(text)}
           />
@@ -173,7 +193,12 @@ export class AgentPanel extends SidePanel {
     // The SidePanel content is already a region; give it our name.
     this.content.node.setAttribute('aria-label', trans.__('AI agent panel'));
     const view = ReactWidget.create(
-      <AgentView controller={options.controller} rendermime={options.rendermime} trans={trans} />
+      <AgentView
+        controller={options.controller}
+        rendermime={options.rendermime}
+        commands={options.commands}
+        trans={trans}
+      />
     );
     view.addClass('jp-AAEPPanel-view');
     this.addWidget(view);
@@ -207,6 +232,8 @@ export namespace AgentPanel {
   export interface IOptions {
     controller: ChatController;
     rendermime: IRenderMimeRegistry;
+    /** The application's commands (their key bindings are shown). */
+    commands: CommandRegistry;
     translator: ITranslator;
   }
 }

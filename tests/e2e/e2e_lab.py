@@ -1,0 +1,217 @@
+"""A real ``jupyter lab`` in a subprocess, for the browser tests.
+
+The server listens on 127.0.0.1 on a free port, with a random token (the browser logs in
+with ``?token=``, then uses Jupyter's cookie and XSRF header like a person would; the
+panel's WebSocket and EventSource get the token the way JupyterLab hands it to them). Every
+Jupyter directory (config, data, runtime, user settings, workspaces, IPython) is a fresh
+temporary one, so nothing from the machine's own Jupyter set-up leaks in and nothing leaks
+out. The model is the scripted fake in the pytest process (``ANTHROPIC_BASE_URL``).
+
+Configuration goes in ``jupyter_server_config.json`` of that config directory. It enables the
+server extension (``jpserver_extensions``) as well as the installed config file does, so the
+tests also run from a tree installed before that file existed, and exposes the application
+as ``window.jupyterapp`` so tests can run JupyterLab commands (theme switching).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO_NOTEBOOK = REPO / "notebooks" / "demo.ipynb"
+START_TIMEOUT = 90.0
+"""Seconds a cold ``jupyter lab`` may take to answer (first start after an install is slow)."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LabServer:
+    """One ``jupyter lab`` process and the directories it owns.
+
+    Parameters
+    ----------
+    home
+        A fresh directory; the notebook root is ``home/root``.
+    model_url
+        ``ANTHROPIC_BASE_URL`` for the server (the fake Messages API).
+    log_path
+        Where the server's output goes (kept for CI artefacts).
+    aaep
+        Extra ``AAEPExtension`` traitlets.
+    user_settings
+        JupyterLab user settings to seed, ``{"package/plugin": {...}}``.
+    """
+
+    home: Path
+    model_url: str
+    log_path: Path
+    api_key: str = "sk-ant-fake-key"
+    aaep: dict[str, Any] = field(default_factory=dict)
+    user_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    port: int = 0
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.home / "root"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def notebook(self, name: str) -> str:
+        """Copy the demo notebook to *name* in the root (a fresh chat and kernel per test)."""
+        shutil.copyfile(DEMO_NOTEBOOK, self.root / name)
+        return name
+
+    def lab_url(self, notebook: str, **query: str) -> str:
+        """The page that opens *notebook*; ``reset`` starts from an empty workspace."""
+        params = {"token": self.token, "reset": "", **query}
+        tail = "&".join(f"{k}={v}" if v else k for k, v in params.items())
+        return f"{self.url}lab/tree/{notebook}?{tail}"
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> LabServer:
+        dirs = {name: self.home / name for name in ("root", "config", "data", "runtime", "settings",
+                                                    "workspaces", "ipython")}
+        for path in dirs.values():
+            path.mkdir(parents=True, exist_ok=True)
+        self._seed_settings(dirs["settings"])
+        env = {
+            **os.environ,
+            "ANTHROPIC_BASE_URL": self.model_url,
+            "ANTHROPIC_API_KEY": self.api_key,
+            "JUPYTER_CONFIG_DIR": str(dirs["config"]),
+            "JUPYTER_DATA_DIR": str(dirs["data"]),
+            "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
+            "JUPYTERLAB_SETTINGS_DIR": str(dirs["settings"]),
+            "JUPYTERLAB_WORKSPACES_DIR": str(dirs["workspaces"]),
+            "IPYTHONDIR": str(dirs["ipython"]),
+            "PYTHONUNBUFFERED": "1",
+        }
+        env.pop("ANTHROPIC_AUTH_TOKEN", None)
+        self.port = free_port()
+        config = {
+            "ServerApp": {"jpserver_extensions": {"jupyter_aaep": True}},
+            # No update checks and no PyPI extension manager: nothing leaves 127.0.0.1.
+            "LabApp": {"expose_app_in_browser": True, "extension_manager": "readonly",
+                       "check_for_updates_class": "jupyterlab.NeverCheckForUpdate"},
+            "AAEPExtension": {"model": "claude-e2e", **self.aaep},
+        }
+        (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config, indent=1))
+        args = [
+            sys.executable, "-m", "jupyterlab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={dirs['root']}",
+            f"--IdentityProvider.token={self.token}",
+            "--allow-root",  # CI containers run as root
+        ]
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("wb")
+        try:
+            # cwd = the root: jupyter-collaboration writes its .jupyter_ystore.db there.
+            self.process = subprocess.Popen(args, cwd=dirs["root"], env=env, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+        finally:
+            log.close()
+        self._wait_ready()
+        return self
+
+    def _seed_settings(self, settings_dir: Path) -> None:
+        quiet = {
+            # No news or update checks: the tests reach nothing but 127.0.0.1.
+            "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+        }
+        for key, values in {**quiet, **self.user_settings}.items():
+            package, plugin = key.rsplit("/", 1)
+            target = settings_dir / package / f"{plugin}.jupyterlab-settings"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(values, indent=1))
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                self.api("GET", "api/status")
+                self.api("GET", "aaep/v1/chats")  # the server extension is loaded too
+                return
+            except (urllib.error.URLError, ConnectionError, OSError):
+                time.sleep(0.25)
+        raise RuntimeError(f"jupyter lab did not answer within {START_TIMEOUT:.0f} s:\n{self.log_tail()}")
+
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        """Call the server's REST API with the token; returns the parsed JSON (or None)."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"{self.url}{path}", data=data, method=method,
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            raw = response.read()
+        return json.loads(raw) if raw else None
+
+    def chat_of(self, notebook: str) -> dict[str, Any] | None:
+        chats = self.api("GET", f"aaep/v1/chats?notebook_path={notebook}")["chats"]
+        if not chats:
+            return None
+        return self.api("GET", f"aaep/v1/chats/{chats[0]['chat_id']}")  # type: ignore[no-any-return]
+
+    def shutdown_kernels(self) -> None:
+        """Shut down every kernel (a test's notebook keeps one running otherwise)."""
+        try:
+            for session in self.api("GET", "api/sessions") or []:
+                self.api("DELETE", f"api/sessions/{session['id']}")
+        except (urllib.error.URLError, OSError):
+            pass
+
+    def stop(self) -> None:
+        """Shut the server down (kernels too); by PID, escalating to SIGKILL if it hangs."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            self.shutdown_kernels()
+            try:
+                self.api("POST", "api/shutdown")
+            except (urllib.error.URLError, OSError):
+                pass
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.kill(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.kill(process.pid, signal.SIGKILL)
+                    process.wait(timeout=10)
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
