@@ -286,10 +286,11 @@ class ToolDispatcher:
             if countdown is not None:
                 countdown.cancel()
         if outcome.accepted:
-            how = "Approved automatically by this chat's setting" if automatic else (
-                "Approved" if outcome.resolution == "reply" else "No answer in time; going ahead as the default allows"
+            # Short: the tool.invoked that follows says what runs.
+            how = "Approved automatically by this chat's setting." if automatic else (
+                "Approved." if outcome.resolution == "reply" else "No answer in time; going ahead, as the default allows."
             )
-            session.change_state("calling_tool", Summary(normal=f"{how}: {preview.summary}", terse="Approved."))
+            session.change_state("calling_tool", Summary(normal=how, terse="Approved.", detailed=f"{how} {preview.summary}"))
         else:
             why = "You rejected it" if outcome.resolution == "reply" else "No answer in time, so it was rejected"
             session.change_state("thinking", Summary(normal=f"{why}: {preview.summary} It will not happen.", terse="Rejected."))

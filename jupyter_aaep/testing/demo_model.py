@@ -37,8 +37,8 @@ def _text_of(result: dict[str, Any]) -> str:
     return ""
 
 
-def _request_and_steps(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """The latest user request and the tool results that answered this request so far."""
+def _request_and_steps(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]], set[str]]:
+    """The latest user request, the tool results that answered it so far, and the tools used."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if message["role"] != "user":
@@ -48,11 +48,17 @@ def _request_and_steps(messages: list[dict[str, Any]]) -> tuple[str, list[dict[s
             b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
         ]
         if any(t.strip() for t in texts):
-            steps = [r for m in messages[index:] for r in _tool_results(m)]
-            if index + 1 == len(messages):
-                steps = []  # results merged into the new request belong to the previous one
-            return " ".join(texts), steps
-    return "", []
+            later = messages[index + 1 :]
+            steps = [r for m in later for r in _tool_results(m)]
+            used = {
+                str(b.get("name"))
+                for m in later
+                if m["role"] == "assistant" and isinstance(m["content"], list)
+                for b in m["content"]
+                if isinstance(b, dict) and b.get("type") == "tool_use"
+            }
+            return " ".join(texts), steps, used
+    return "", [], set()
 
 
 def _turn(text: str, *tools: ToolUse) -> Turn:
@@ -61,7 +67,7 @@ def _turn(text: str, *tools: ToolUse) -> Turn:
 
 def demo_model(request: Any) -> Turn:
     """Answer one Messages API request (``request.body`` is the request JSON)."""
-    text, steps = _request_and_steps(request.body.get("messages", []))
+    text, steps, used = _request_and_steps(request.body.get("messages", []))
     wants = text.lower()
     if not steps:
         return _turn("Let me read the notebook first.", ToolUse("get_notebook_state", {}))
@@ -106,5 +112,18 @@ def demo_model(request: Any) -> Turn:
         return _turn("Done. I added the findings as a markdown cell at the end of the notebook.")
     if last_text.startswith("The user answered"):
         return _turn(f"Thanks. {last_text.removeprefix('The user answered: ')} it is. {HELP}")
+    if "NameError" in last_text and "run_all_cells" not in used:
+        return _turn(
+            "The new cell needs variables from the earlier cells, which have not run in this kernel yet. "
+            "I will run all cells from the top.",
+            ToolUse("run_all_cells", {}),
+        )
+    if "Last cell's outputs:" in last_text:
+        lines = [line.strip() for line in last_text.split("Last cell's outputs:", 1)[1].splitlines()]
+        printed = [line for line in (re.sub(r"^\[[a-z_ ]+\]\s*", "", x) for x in lines) if line and line != "none"]
+        shown = f" The last cell printed: {printed[0]}" if printed else ""
+        return _turn(f"Done. All code cells ran without errors.{shown}")
     first_line = next((line for line in last_text.splitlines() if line.strip()), "")
-    return _turn(f"Done. The cell ran. {first_line}".strip())
+    if "raised" in last_text or "Stopped at cell" in last_text:
+        return _turn(f"The code failed: {first_line} Have a look at the cell's output; I can try a fix if you like.")
+    return _turn(f"Done. {first_line}".strip())
