@@ -42,3 +42,29 @@ def aaep_event_audit(request, monkeypatch, aaep_schema_validator):
             checker.finish()
         except SequenceViolation as error:
             pytest.fail(f"AAEP session left open: {error}", pytrace=False)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Guard against a hang at interpreter exit (seen once in ~30 runs, after all tests had
+    passed): if the process is still alive 30 s after pytest finished, print every thread's
+    stack so the culprit can be found, and exit with pytest's own status."""
+    import faulthandler
+    import os
+    import sys
+    import threading
+    import time
+
+    status = getattr(config, "_aaep_exitstatus", 0)
+
+    def watchdog() -> None:
+        time.sleep(30)
+        print("\npytest finished but the interpreter did not exit within 30 s; thread stacks:", file=sys.stderr)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        sys.stderr.flush()
+        os._exit(int(status))
+
+    threading.Thread(target=watchdog, name="exit-watchdog", daemon=True).start()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    session.config._aaep_exitstatus = exitstatus  # type: ignore[attr-defined]

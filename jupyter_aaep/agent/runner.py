@@ -29,7 +29,8 @@ log = logging.getLogger(__name__)
 
 EVENT_HISTORY_LIMIT = 5000
 
-SUPPORTS: Mapping[str, bool] = {"stop": True, "pause": False, "guidance": False, "approval_mode": True}
+SUPPORTS: Mapping[str, bool] = {"stop": True, "pause": False, "guidance": False, "approval_mode": True, "revert": True}
+SNAPSHOTS_KEPT = 10
 """The run controls a chat accepts now (``control`` stop, pause/resume, guidance, approval mode)."""
 
 
@@ -68,6 +69,8 @@ class Chat:
     task: asyncio.Task[SessionResult] | None = None
     control: RunControl = field(default_factory=RunControl)
     results: list[SessionResult] = field(default_factory=list)
+    snapshots: dict[str, Any] = field(default_factory=dict)
+    """Notebook cells before each recent session (session id → snapshot), for undo."""
 
     @property
     def running(self) -> bool:
@@ -175,6 +178,7 @@ class ChatRunner:
     ) -> SessionResult:
         if after is not None:
             await asyncio.wait([after])  # the superseded session closes (and fixes the history) first
+        await self._snapshot(chat, session)
         client = self.client_factory()
         loop = AgentLoop(client, self.registry_factory(chat), broker=self.broker, config=self.config)
         context = ChatContext(
@@ -183,6 +187,45 @@ class ChatRunner:
         result = await loop.run(session, chat.history, text, chat=context, control=chat.control)
         chat.results.append(result)
         return result
+
+    async def _snapshot(self, chat: Chat, session: Session) -> None:
+        """Remember the notebook's cells before the session, so its changes can be undone."""
+        notebooks = self.services.get("notebook")
+        if notebooks is None or not chat.notebook_path:
+            return
+        try:
+            chat.snapshots[session.id] = await notebooks.snapshot(chat.notebook_path)
+        except Exception as error:  # no undo is better than no agent; the tools report the cause
+            log.warning("no undo snapshot of %s before session %s: %s", chat.notebook_path, session.id, error)
+            return
+        while len(chat.snapshots) > SNAPSHOTS_KEPT:
+            del chat.snapshots[next(iter(chat.snapshots))]
+
+    async def revert(self, chat_id: str, session_id: str | None = None) -> dict[str, Any]:
+        """Put the notebook's cells back as they were before a session (the latest by default).
+
+        Later sessions' changes go too, since they built on it; outputs come back as they were.
+        """
+        chat = self.get(chat_id)
+        if chat.running:
+            raise ChatBusy("The agent is still working. Stop it before undoing its changes.")
+        notebooks = self.services.get("notebook")
+        target = session_id or next(reversed(chat.snapshots), None)
+        if notebooks is None or not chat.notebook_path or target not in chat.snapshots:
+            raise InvalidInput("There is nothing to undo: no snapshot of this notebook was taken for that request.")
+        report = await notebooks.revert(chat.notebook_path, chat.snapshots[target])
+        for later in list(chat.snapshots)[list(chat.snapshots).index(target):]:
+            del chat.snapshots[later]
+        changed = report.removed + report.added + report.restored
+        summary = (
+            f"Undid the agent's changes to {chat.notebook_path}: {report.removed} cells removed, "
+            f"{report.added} put back and {report.restored} restored."
+            if changed else f"Nothing to undo: {chat.notebook_path} already matches how it was."
+        )
+        notice = {"kind": "notebook.reverted", "chat_id": chat.chat_id, "session_id": target, "summary": summary,
+                  "removed": report.removed, "added": report.added, "restored": report.restored}
+        chat.emitter.publish(notice)
+        return notice
 
     async def stop(self, chat_id: str, *, cancelled_by: str = "user", reason: str = "stopped_by_user") -> bool:
         """Stop the running session, if any; returns whether one was stopped."""

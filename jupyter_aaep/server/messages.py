@@ -17,7 +17,7 @@ MAX_MESSAGE_BYTES = 1 << 20
 KINDS = ("user_input", "control", "approval_mode")
 REPLY_TYPES = ("confirmation.reply", "clarification.reply")
 SUBSCRIPTION_TYPES = ("subscription.request", "subscription.renegotiate", "subscription.close")
-CONTROL_ACTIONS = ("stop",)
+CONTROL_ACTIONS = ("stop", "revert")
 LATER_ACTIONS = ("pause", "resume", "guidance")
 
 EXAMPLE = '{"kind": "user_input", "text": "Plot column A"}'

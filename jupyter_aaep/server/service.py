@@ -199,9 +199,12 @@ class AAEPService:
     async def _control(self, message: dict[str, Any], chat_id: str) -> Response:
         action = message.get("action")
         if action in LATER_ACTIONS:
-            raise RequestError(400, f"The {action} control is not supported yet; only stop is.")
+            raise RequestError(400, f"The {action} control is not supported yet; only stop and revert are.")
         if action not in CONTROL_ACTIONS:
             raise RequestError(400, f"Unknown control action {action!r}; use {{\"kind\": \"control\", \"action\": \"stop\"}}.")
+        if action == "revert":
+            only_fields(message, {"kind", "action", "session_id"}, what="control")
+            return Response(200, await self.runner.revert(chat_id, message.get("session_id")))
         only_fields(message, {"kind", "action"}, what="control")
         stopped = await self.runner.stop(chat_id)
         return Response(202, {"chat_id": chat_id, "stopped": stopped})

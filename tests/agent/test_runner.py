@@ -139,3 +139,21 @@ async def test_shutdown_cancels_running_sessions_as_system(runner: ChatRunner) -
     await runner.shutdown()
     assert chat.session.terminal_event["cancelled_by"] == "system"
     runner.fake.release()  # type: ignore[attr-defined]
+
+
+class _BrokenNotebooks:
+    async def snapshot(self, path: str) -> None:
+        raise RuntimeError("collaboration is disabled")
+
+
+async def test_a_failed_snapshot_does_not_stop_the_agent(runner: ChatRunner, caplog) -> None:
+    runner.services = {"notebook": _BrokenNotebooks()}
+    chat = runner.create_chat("a.ipynb")
+    runner.fake.add(Turn(text="Fine."))  # type: ignore[attr-defined]
+    runner.submit(chat.chat_id, "hi")
+    await chat.task
+    assert chat.results[-1].status == "completed"
+    assert chat.snapshots == {}
+    assert "no undo snapshot of a.ipynb" in caplog.text
+    with pytest.raises(InvalidInput, match="nothing to undo"):
+        await runner.revert(chat.chat_id)

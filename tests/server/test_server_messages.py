@@ -70,12 +70,17 @@ async def test_busy_chat_is_409_and_bad_input_400(api, new_chat, fake_model, sse
             status, body, _ = await api("chats", chat_id, "messages", method="POST", body=bad)
             assert status == 400, bad
             assert fragment in body["message"], (bad, body)
+        status, body, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "control", "action": "revert"})
+        assert status == 409 and "Stop it before undoing" in body["message"]
         status, body, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "control", "action": "stop"})
         assert status == 202 and body["stopped"] is True
         await stream.until(of_type("session.cancelled"))
     fake_model.release()
     status, body, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "control", "action": "stop"})
     assert status == 202 and body["stopped"] is False
+    status, body, _ = await api("chats", chat_id, "messages", method="POST",
+                                body={"kind": "control", "action": "revert", "session_id": "sess_unknown"})
+    assert status == 400 and "nothing to undo" in body["message"]
 
 
 async def test_confirmation_reply_accept_runs_the_tool(api, new_chat, fake_model, sse) -> None:

@@ -1,0 +1,67 @@
+"""Undo: the runner snapshots the notebook before each session and can put it back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+import pytest
+from nb_helpers import on_server_loop
+
+from jupyter_aaep.aaep import ListSubscriber
+from jupyter_aaep.agent.conversation_tools import conversation_tools
+from jupyter_aaep.agent.loop import AgentConfig
+from jupyter_aaep.agent.runner import ChatBusy, ChatRunner, InvalidInput
+from jupyter_aaep.agent.tools import ToolRegistry
+from jupyter_aaep.notebook import notebook_tools
+from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
+
+
+@on_server_loop
+async def test_revert_puts_back_what_the_session_changed(notebook_file, service) -> None:
+    path = notebook_file("undo.ipynb", [{"id": "keep", "source": "x = 1"}, {"id": "gone", "source": "y = 2"}])
+    with FakeAnthropic() as fake:
+        client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
+        runner = ChatRunner(
+            client_factory=lambda: client,
+            registry_factory=lambda chat: ToolRegistry([*conversation_tools(), *notebook_tools()]),
+            config=AgentConfig(model="claude-test"),
+            services={"notebook": service},
+        )
+        chat = runner.create_chat(path)
+        heard = ListSubscriber()
+        chat.emitter.subscribe(heard)
+        with pytest.raises(InvalidInput, match="nothing to undo"):
+            await runner.revert(chat.chat_id)
+        fake.add(
+            Turn(tool_uses=[
+                ToolUse("edit_cell", {"cell_id": "keep", "source": "x = 100"}),
+                ToolUse("delete_cell", {"cell_id": "gone"}),
+                ToolUse("create_cell", {"source": "# new", "cell_type": "markdown"}),
+            ]),
+            Turn(text="Changed three cells."),
+        )
+        runner.submit(chat.chat_id, "rewrite the notebook")
+        with pytest.raises(ChatBusy):
+            await runner.revert(chat.chat_id)
+        await chat.task
+        changed = await service.open(path)
+        assert [c["source"] for c in changed.cells()] == ["x = 100", "# new"]
+
+        notice = await runner.revert(chat.chat_id)
+        restored = await service.open(path)
+        assert [(c["id"], c["source"]) for c in restored.cells()] == [("keep", "x = 1"), ("gone", "y = 2")]
+        assert notice["kind"] == "notebook.reverted" and notice["removed"] == 1 and notice["added"] == 1
+        assert "Undid the agent's changes" in notice["summary"]
+        assert heard.events[-1] == notice, "every subscriber of the chat hears about the undo"
+        with pytest.raises(InvalidInput):
+            await runner.revert(chat.chat_id)  # that snapshot is used up
+        await client.close()
+
+
+@on_server_loop
+async def test_no_snapshot_without_a_notebook_service(notebook_file) -> None:
+    runner: Any = ChatRunner(client_factory=lambda: None, registry_factory=lambda chat: ToolRegistry())  # type: ignore[arg-type,return-value]
+    chat = runner.create_chat("x.ipynb")
+    with pytest.raises(InvalidInput):
+        await runner.revert(chat.chat_id)
