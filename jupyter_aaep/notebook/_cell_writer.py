@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._outputs import AppendOutput, CellOutputs, ClearOutputs, OutputOp, ReplaceOutput, StreamEdit
+from .documents import reset_outputs
 
 if TYPE_CHECKING:
     from jupyter_ydoc import YNotebook
@@ -67,12 +68,7 @@ class LiveCellWriter:
         if ycell is None or self._doc is None:
             return
         with self._doc.ydoc.transaction():
-            outputs = ycell.get("outputs")
-            if isinstance(outputs, Array):
-                outputs.clear()
-            else:
-                ycell["outputs"] = Array()
-            ycell["execution_count"] = None
+            reset_outputs(ycell)
             ycell["execution_state"] = "running"
             metadata = ycell.get("metadata")
             if isinstance(metadata, Map):

@@ -109,6 +109,16 @@ def normalize_path(path: str) -> str:
     return path.strip().lstrip("/")
 
 
+def reset_outputs(ycell: Any) -> None:
+    """Empty a shared cell's outputs in place (clients keep observing the same array)."""
+    outputs = ycell.get("outputs")
+    if isinstance(outputs, Array):
+        outputs.clear()
+    else:
+        ycell["outputs"] = Array()
+    ycell["execution_count"] = None
+
+
 @dataclass(frozen=True)
 class RestoreReport:
     """What :meth:`LiveNotebook.restore_cells` changed."""
@@ -241,12 +251,7 @@ class LiveNotebook:
                     targets is not None and ycell.get("id") not in targets
                 ):
                     continue
-                outputs = ycell.get("outputs")
-                if isinstance(outputs, Array):
-                    outputs.clear()
-                else:
-                    ycell["outputs"] = Array()
-                ycell["execution_count"] = None
+                reset_outputs(ycell)
                 cleared.append(str(ycell.get("id")))
         return cleared
 
