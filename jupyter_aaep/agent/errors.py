@@ -49,14 +49,14 @@ def describe_model_error(error: BaseException, *, model: str) -> ModelFailure:
         return ModelFailure(
             "requires_user", "MODEL_PERMISSION_DENIED", False,
             "This API key is not allowed to use the model.",
-            f"Check that your Anthropic account has access to the model {model}, or choose another model in the settings.",
+            f"Check that your Anthropic account has access to the model {model}, or choose another model with c.AAEPExtension.model.",
             request_id,
         )
     if isinstance(error, anthropic.NotFoundError):
         return ModelFailure(
             "requires_user", "MODEL_NOT_FOUND", False,
             f"The model {model} was not found.",
-            "Set an existing model name with c.AAEPExtension.model or in the panel settings, then ask again.",
+            "Set an existing model name with c.AAEPExtension.model (or --AAEPExtension.model=...) and restart Jupyter.",
             request_id,
         )
     if isinstance(error, anthropic.RateLimitError):

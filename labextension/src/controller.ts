@@ -47,6 +47,8 @@ interface IChatInfo {
   chat_id?: string;
   notebook_path?: string;
   status?: string;
+  /** The newest session of the chat, if any. */
+  session_id?: string | null;
   approval_mode?: string;
   /** Which controls the server accepts (`stop`, `pause`, `guidance`, `approval_mode`). */
   supports?: unknown;
@@ -203,12 +205,9 @@ export class ChatController {
       timestamp: decidedAt,
       decided_by: 'user:jupyterlab'
     });
+    // Nothing is said here: the producer confirms the outcome to every
+    // subscriber (a state change out of awaiting_input), and that is announced.
     model.setRequestState(item.id, ok ? (decision === 'accept' ? 'accepted' : 'rejected') : 'pending');
-    if (ok) {
-      this._announcer.announce(
-        decision === 'accept' ? this._trans.__('Approved.') : this._trans.__('Rejected.')
-      );
-    }
   }
 
   /** Answer a clarification card. */
@@ -227,10 +226,8 @@ export class ChatController {
       timestamp: decidedAt,
       decided_by: 'user:jupyterlab'
     });
+    // As for confirmations, the producer's follow-up state change is announced.
     model.setRequestState(item.id, ok ? 'answered' : 'pending', ok ? String(response) : undefined);
-    if (ok) {
-      this._announcer.announce(this._trans.__('Answer sent.'));
-    }
   }
 
   /** Stop, pause or resume the running session. */
@@ -371,7 +368,12 @@ export class ChatController {
     }
     model.supports = readSupports(info.supports);
     const missed = model.ingestAll(this._historyEvents(info));
-    model.setStatus(info.status);
+    // The socket may have delivered the end of the session while this answer
+    // travelled: an older "running" must not bring the run back.
+    const current = info.session_id;
+    if (!(info.status === 'running' && current && model.hasEnded(current))) {
+      model.setStatus(info.status);
+    }
     const ended = missed.filter(e => TERMINAL_EVENTS.has(coreName(e.type) ?? ''));
     const last = ended[ended.length - 1];
     if (last) {

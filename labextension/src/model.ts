@@ -267,6 +267,11 @@ export class ChatModel {
     }
   }
 
+  /** Whether the session has ended (its terminal event was applied). */
+  hasEnded(sessionId: string): boolean {
+    return this._ended.has(sessionId);
+  }
+
   /** Mark a user message the server refused: it started nothing. */
   markUnsent(itemId: string): void {
     const item = this._items.find(i => i.id === itemId);
@@ -509,6 +514,7 @@ export class ChatModel {
         }
     }
     if (name && TERMINAL_EVENTS.has(name)) {
+      this._ended.add(sid);
       this._agentState = 'idle';
       this._updateStatus('idle');
     }
@@ -552,6 +558,7 @@ export class ChatModel {
 
   private _items: TranscriptItem[] = [];
   private _seen = new Set<string>();
+  private _ended = new Set<string>();
   private _status: ChatStatus = 'idle';
   private _agentState = 'idle';
   private _supports: ISupports = { ...DEFAULT_SUPPORTS };

@@ -91,8 +91,10 @@ class LabServer:
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> LabServer:
-        dirs = {name: self.home / name for name in ("root", "config", "data", "runtime", "settings",
-                                                    "workspaces", "ipython")}
+        dirs = {
+            name: self.home / name
+            for name in ("root", "config", "data", "runtime", "settings", "workspaces", "ipython")
+        }
         for path in dirs.values():
             path.mkdir(parents=True, exist_ok=True)
         self._seed_settings(dirs["settings"])
@@ -107,19 +109,25 @@ class LabServer:
             "JUPYTERLAB_WORKSPACES_DIR": str(dirs["workspaces"]),
             "IPYTHONDIR": str(dirs["ipython"]),
             "PYTHONUNBUFFERED": "1",
+            "PYTHONFAULTHANDLER": "1",
         }
         env.pop("ANTHROPIC_AUTH_TOKEN", None)
         self.port = free_port()
         config = {
             "ServerApp": {"jpserver_extensions": {"jupyter_aaep": True}},
             # No update checks and no PyPI extension manager: nothing leaves 127.0.0.1.
-            "LabApp": {"expose_app_in_browser": True, "extension_manager": "readonly",
-                       "check_for_updates_class": "jupyterlab.NeverCheckForUpdate"},
+            "LabApp": {
+                "expose_app_in_browser": True,
+                "extension_manager": "readonly",
+                "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
+            },
             "AAEPExtension": {"model": "claude-e2e", **self.aaep},
         }
         (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config, indent=1))
         args = [
-            sys.executable, "-m", "jupyterlab",
+            sys.executable,
+            "-m",
+            "jupyterlab",
             "--no-browser",
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={self.port}",
@@ -132,8 +140,14 @@ class LabServer:
         log = self.log_path.open("wb")
         try:
             # cwd = the root: jupyter-collaboration writes its .jupyter_ystore.db there.
-            self.process = subprocess.Popen(args, cwd=dirs["root"], env=env, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(
+                args,
+                cwd=dirs["root"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         finally:
             log.close()
         self._wait_ready()
@@ -142,7 +156,10 @@ class LabServer:
     def _seed_settings(self, settings_dir: Path) -> None:
         quiet = {
             # No news or update checks: the tests reach nothing but 127.0.0.1.
-            "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+            "@jupyterlab/apputils-extension/notification": {
+                "fetchNews": "false",
+                "checkForUpdates": False,
+            },
         }
         for key, values in {**quiet, **self.user_settings}.items():
             package, plugin = key.rsplit("/", 1)
@@ -154,20 +171,26 @@ class LabServer:
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited with {self.process.returncode}:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"jupyter lab exited with {self.process.returncode}:\n{self.log_tail()}"
+                )
             try:
                 self.api("GET", "api/status")
                 self.api("GET", "aaep/v1/chats")  # the server extension is loaded too
                 return
             except (urllib.error.URLError, ConnectionError, OSError):
                 time.sleep(0.25)
-        raise RuntimeError(f"jupyter lab did not answer within {START_TIMEOUT:.0f} s:\n{self.log_tail()}")
+        raise RuntimeError(
+            f"jupyter lab did not answer within {START_TIMEOUT:.0f} s:\n{self.log_tail()}"
+        )
 
     def api(self, method: str, path: str, body: Any = None) -> Any:
         """Call the server's REST API with the token; returns the parsed JSON (or None)."""
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
-            f"{self.url}{path}", data=data, method=method,
+            f"{self.url}{path}",
+            data=data,
+            method=method,
             headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
         )
         with urllib.request.urlopen(request, timeout=10) as response:
@@ -199,12 +222,15 @@ class LabServer:
                 self.api("POST", "api/shutdown")
             except (urllib.error.URLError, OSError):
                 pass
+            # Usually about a second. Now and then the shutdown hangs after jupyter-collaboration
+            # deletes its rooms; then SIGABRT makes faulthandler (PYTHONFAULTHANDLER) write every
+            # thread's stack to the server log, for whoever investigates, and ends it.
             try:
-                process.wait(timeout=15)
+                process.wait(timeout=8)
             except subprocess.TimeoutExpired:
-                os.kill(process.pid, signal.SIGTERM)
+                os.kill(process.pid, signal.SIGABRT)
                 try:
-                    process.wait(timeout=10)
+                    process.wait(timeout=4)
                 except subprocess.TimeoutExpired:
                     os.kill(process.pid, signal.SIGKILL)
                     process.wait(timeout=10)
@@ -214,4 +240,3 @@ class LabServer:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
-

@@ -92,9 +92,12 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
               <option value="auto">{trans.__('Auto-approve in this chat')}</option>
             </select>
           </div>
+          {/* Always the select's description; shown only while auto-approve is on. */}
           <p
             id={warningId}
-            className={`jp-AAEPPanel-approvalWarning${approvalMode === 'auto' ? ' jp-mod-active' : ''}`}
+            className={
+              approvalMode === 'auto' ? 'jp-AAEPPanel-approvalWarning jp-mod-active' : 'jp-sr-only'
+            }
           >
             {approvalMode === 'auto'
               ? trans.__(

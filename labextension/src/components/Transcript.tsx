@@ -37,12 +37,14 @@ export function Transcript(props: ITranscriptProps): JSX.Element {
   const { model, rendermime, trans } = props;
   const node = useRef<HTMLDivElement>(null);
   const pinned = useRef(true);
+  /** Where the panel itself last scrolled to (its own scrolls keep the view pinned). */
+  const placed = useRef<number | null>(null);
   const items = model.items;
 
   useLayoutEffect(() => {
     const el = node.current;
     if (el && pinned.current) {
-      el.scrollTop = el.scrollHeight;
+      placed.current = pinToEnd(el);
     }
   });
 
@@ -55,7 +57,7 @@ export function Transcript(props: ITranscriptProps): JSX.Element {
     }
     const observer = new ResizeObserver(() => {
       if (pinned.current) {
-        el.scrollTop = el.scrollHeight;
+        placed.current = pinToEnd(el);
       }
     });
     observer.observe(inner);
@@ -65,7 +67,8 @@ export function Transcript(props: ITranscriptProps): JSX.Element {
   const onScroll = () => {
     const el = node.current;
     if (el) {
-      pinned.current = el.scrollHeight - el.scrollTop - el.clientHeight < PIN_THRESHOLD;
+      const ours = placed.current !== null && Math.abs(el.scrollTop - placed.current) < 2;
+      pinned.current = ours || el.scrollHeight - el.scrollTop - el.clientHeight < PIN_THRESHOLD;
     }
   };
 
@@ -95,6 +98,23 @@ export function Transcript(props: ITranscriptProps): JSX.Element {
       </div>
     </div>
   );
+}
+
+/**
+ * Scroll to the end, except that a pending request taller than the view is
+ * shown from its top: what is asked matters more than the last lines.
+ * Scrolling never moves the focus.
+ */
+function pinToEnd(el: HTMLElement): number {
+  const entries = el.querySelectorAll<HTMLElement>('.jp-AAEPPanel-entry');
+  const last = entries[entries.length - 1];
+  const card = last?.querySelector<HTMLElement>('.jp-AAEPCard.jp-mod-pending');
+  if (card && card.offsetHeight > el.clientHeight) {
+    el.scrollTop += card.getBoundingClientRect().top - el.getBoundingClientRect().top - 2;
+  } else {
+    el.scrollTop = el.scrollHeight;
+  }
+  return el.scrollTop;
 }
 
 function renderItem(

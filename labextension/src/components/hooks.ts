@@ -15,6 +15,9 @@ export function useSignals(...signals: (ISignal<unknown, unknown> | null | undef
     const slot = () => bump();
     const live = signals.filter((s): s is ISignal<unknown, unknown> => !!s);
     live.forEach(s => s.connect(slot));
+    // A signal may have fired between the render and this effect (a new
+    // model connecting at once): render again so nothing is missed.
+    bump();
     return () => live.forEach(s => s.disconnect(slot));
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, signals);

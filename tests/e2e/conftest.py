@@ -1,0 +1,164 @@
+"""Fixtures of the browser tests: Chromium, a real ``jupyter lab`` per module, a page per test.
+
+- The browser is Debian's ``/usr/bin/chromium`` driven by Python ``playwright`` (never a
+  downloaded one), one per module. Missing browser or axe-core: the tests fail in CI (``CI`` set) and are
+  skipped locally with the reason; ``scripts/e2e-deps`` installs both.
+- One ``jupyter lab`` subprocess per test module (``e2e_lab.LabServer``), whose model is a
+  ``FakeAnthropic`` in this process answering from ``e2e_model.ScriptedModel``. A module can
+  set ``LAB_USER_SETTINGS`` (JupyterLab user settings) and ``LAB_AAEP`` (traitlets).
+- One browser context per test, each on its own copy of the demo notebook, so every test
+  has its own chat and kernel. Failing tests leave a screenshot in ``test-output/e2e``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_lab import LabServer
+from e2e_model import ScriptedModel
+from e2e_page import AXE, OUTPUT, PanelPage
+
+from jupyter_aaep.testing.fake_anthropic import FakeAnthropic
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
+VIEWPORT = {"width": 1400, "height": 900}
+CONFIRMATION_TIMEOUTS = {"low": 60, "medium": 90, "high": 90}
+"""Short enough that a request a failed test leaves behind soon takes its default."""
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _missing(what: str) -> None:
+    message = f"{what} Run scripts/e2e-deps to install it."
+    if _in_ci():
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+def _panel_installed() -> bool:
+    """Whether JupyterLab will load the panel: its built extension is where Lab looks."""
+    from jupyter_core.paths import jupyter_path
+
+    return any(
+        Path(d, "labextensions", "jupyter-aaep", "package.json").exists() for d in jupyter_path()
+    )
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Chromium, shared by the tests of a module.
+
+    Not by the whole session: playwright's sync API keeps an event loop of its own on the
+    main thread while it runs, which breaks the pytest-jupyter tests that run after this
+    folder (their server loop never gets to clean up). Launching takes about a second.
+    """
+    if not CHROMIUM.exists():
+        _missing(f"Chromium is not installed at {CHROMIUM} (apt-get install -y chromium).")
+    if not AXE.exists():
+        _missing(f"axe-core is missing ({AXE}); run 'jlpm install' in labextension/.")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _missing("The playwright Python package is not installed.")
+    if not _panel_installed():
+        pytest.fail(
+            "The jupyter-aaep panel is not built or not installed: run 'pip install -e .' "
+            "(or 'cd labextension && jlpm build' then 'jupyter labextension develop --overwrite .').",
+            pytrace=False,
+        )
+
+    # Never let playwright fetch a browser of its own.
+    os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[tuple[FakeAnthropic, ScriptedModel]]:
+    scripted = ScriptedModel()
+    fake = FakeAnthropic(responder=scripted).start()
+    yield fake, scripted
+    fake.stop()
+    assert fake.problems == [], fake.problems
+
+
+@pytest.fixture(scope="module")
+def fake_model(model: tuple[FakeAnthropic, ScriptedModel]) -> FakeAnthropic:
+    return model[0]
+
+
+@pytest.fixture(scope="module")
+def lab(
+    request: pytest.FixtureRequest,
+    browser: Any,
+    model: tuple[FakeAnthropic, ScriptedModel],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[LabServer]:
+    """A ``jupyter lab`` for this module; its log is kept in test-output/e2e."""
+    fake, _ = model
+    name = request.module.__name__.rsplit(".", 1)[-1]
+    server = LabServer(
+        home=tmp_path_factory.mktemp(f"lab-{name}"),
+        model_url=fake.base_url,
+        api_key=fake.api_key,
+        log_path=OUTPUT / f"{name}.server.log",
+        aaep={
+            "confirmation_timeouts": CONFIRMATION_TIMEOUTS,
+            "clarification_timeout": 120,
+            **getattr(request.module, "LAB_AAEP", {}),
+        },
+        user_settings=getattr(request.module, "LAB_USER_SETTINGS", {}),
+    )
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
+@pytest.fixture
+def ui(request: pytest.FixtureRequest, browser: Any, lab: LabServer) -> Iterator[PanelPage]:
+    """A fresh browser context on a fresh copy of the demo notebook (not opened yet)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:60]
+    context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
+    page = context.new_page()
+    panel_page = PanelPage(page, lab, slug)
+    panel_page.notebook = lab.notebook(f"{slug}.ipynb")
+    try:
+        yield panel_page
+    finally:
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            try:
+                panel_page.screenshot(f"failed-{slug}")
+            except Exception as error:  # noqa: BLE001 - a screenshot must not hide the failure
+                print(f"no screenshot of the failure: {error}")
+        context.close()
+        lab.shutdown_kernels()

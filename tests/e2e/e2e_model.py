@@ -1,0 +1,196 @@
+"""The fake model's side of each browser scenario.
+
+One :class:`ScriptedModel` serves a whole test module. It picks the scenario from a keyword
+in the user's request (so a session left over by a failed test can never take another test's
+answers) and the step from the tool results the request has collected so far, exactly as a
+model reads the conversation. Texts are constants, so tests can compare what the panel shows
+and announces with what the model said.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from jupyter_aaep.testing.fake_anthropic import ErrorReply, RecordedRequest, ToolUse, Turn
+
+PACE = 0.02
+"""Seconds between streamed events: slow enough that streaming is seen (and tested)."""
+
+FAHRENHEIT_CODE = (
+    "celsius = [21.5, 22.1, 23.4, 22.8, 24.0]\n"
+    "fahrenheit = [round(t * 9 / 5 + 32, 1) for t in celsius]\n"
+    'print("Temperatures in Fahrenheit:", fahrenheit)'
+)
+FAHRENHEIT_OUTPUT = "Temperatures in Fahrenheit: [70.7, 71.8, 74.1, 73.0, 75.2]"
+INTRO = "I will add a cell that converts the temperatures to Fahrenheit. Then I will run it, with your approval."
+RUN_TEXT = "The cell is in place. Now I will run it."
+FINAL_ANSWER = (
+    "The conversion worked. Monday starts at 70.7 degrees Fahrenheit, and the warmest day is Friday "
+    "at 75.2 degrees. Wednesday, at 74.1 degrees, is a close second! Do you want a plot of the week?"
+)
+DECLINED_ANSWER = "Understood: I did not run the cell. It is still in the notebook if you want to run it yourself."
+
+SLOW_TEXT = " ".join(
+    f"Sentence {n} of a long explanation that keeps going while you decide whether to stop me."
+    for n in range(1, 40)
+)
+
+TOUR_STREAM = (
+    "Let me look at the readings closely. I will ask you one question first, and then I will "
+    "want to run a cell."
+)
+TOUR_QUESTION = "Which unit should I use for the temperatures?"
+TOUR_CHOICES = ["Celsius", "Fahrenheit"]
+TOUR_CELL = "246e7258"
+"""The demo notebook's third cell (prints the means)."""
+TOUR_AFTER_ANSWER = "Thanks. I will print the means first."
+
+CHOOSE_QUESTION = "Which unit do you prefer for the temperatures?"
+
+
+def choose_answer(choice: str) -> str:
+    return f"Thanks. {choice} it is: I will use it from now on."
+
+
+CHAT_ANSWER = "Hello! I can read, edit and run this notebook. Ask me anything about it."
+
+AUTH_MESSAGE = "invalid x-api-key"
+AUTH_HINT = "Set a valid key in the ANTHROPIC_API_KEY environment variable of the Jupyter server and restart it."
+
+
+def request_and_results(request: RecordedRequest) -> tuple[str, list[dict[str, Any]]]:
+    """The newest user request (its text) and the tool results collected for it since."""
+    messages = request.body.get("messages") or []
+    for index in range(len(messages) - 1, -1, -1):
+        content = messages[index].get("content")
+        if messages[index].get("role") != "user":
+            continue
+        blocks = (
+            [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        )
+        texts = [
+            b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+        ]
+        if any(t.strip() for t in texts):
+            results = [
+                b
+                for m in messages[index:]
+                if isinstance(m.get("content"), list)
+                for b in m["content"]
+                if isinstance(b, dict) and b.get("type") == "tool_result"
+            ]
+            if index == len(messages) - 1:
+                results = []  # results merged into the new request answer the previous one
+            return " ".join(texts), results
+    return "", []
+
+
+def result_text(result: dict[str, Any]) -> str:
+    content = result.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
+
+
+def _turn(text: str = "", *tools: ToolUse, **options: Any) -> Turn:
+    return Turn(text=text, tool_uses=list(tools), chunk_delay=PACE, text_chunk_size=5, **options)
+
+
+Scenario = Callable[[list[dict[str, Any]]], "Turn | ErrorReply"]
+
+
+def convert_and_run(results: list[dict[str, Any]]) -> Turn:
+    """Create a cell, run it once approved, then answer (or accept the rejection)."""
+    if not results:
+        return _turn(
+            INTRO, ToolUse("create_cell", {"source": FAHRENHEIT_CODE, "cell_type": "code"})
+        )
+    last = results[-1]
+    created = re.search(r"Created code cell \d+ \(id ([^)]+)\)", result_text(last))
+    if created:
+        return _turn(RUN_TEXT, ToolUse("run_cell", {"cell_id": created.group(1)}))
+    if last.get("is_error"):
+        return _turn(DECLINED_ANSWER)
+    return _turn(FINAL_ANSWER)
+
+
+def talk_slowly(results: list[dict[str, Any]]) -> Turn:
+    """A long answer that stalls after a few sentences, until the test stops it (or releases it)."""
+    return Turn(text=SLOW_TEXT, chunk_delay=PACE, text_chunk_size=8, stall_after_chunks=60)
+
+
+RECONNECT_TEXT = "First part. Second part, sent while you were away. Third part."
+
+
+def hold_then_finish(results: list[dict[str, Any]]) -> Turn:
+    """A short answer that stalls after its first chunk until the test releases it."""
+    return Turn(text=RECONNECT_TEXT, chunk_delay=PACE, text_chunk_size=12, stall_after_chunks=1)
+
+
+def bad_key(results: list[dict[str, Any]]) -> ErrorReply:
+    """The service refuses the key, as it does for a revoked one."""
+    return ErrorReply(401, "authentication_error", AUTH_MESSAGE)
+
+
+def tour(results: list[dict[str, Any]]) -> Turn | ErrorReply:
+    """Every state the panel has: streaming (stalled until released), a question, an
+    approval request (the test rejects it), then an API error."""
+    if not results:
+        return _turn(
+            TOUR_STREAM,
+            ToolUse("ask_user", {"question": TOUR_QUESTION, "choices": TOUR_CHOICES}),
+            stall_after_chunks=8,
+        )
+    if len(results) == 1:
+        return _turn(TOUR_AFTER_ANSWER, ToolUse("run_cell", {"cell_id": TOUR_CELL}))
+    return ErrorReply(401, "authentication_error", AUTH_MESSAGE)
+
+
+def choose(results: list[dict[str, Any]]) -> Turn:
+    """Ask the user to pick a unit, then thank them for the answer."""
+    if not results:
+        return _turn(
+            "", ToolUse("ask_user", {"question": CHOOSE_QUESTION, "choices": TOUR_CHOICES})
+        )
+    answered = result_text(results[-1]).removeprefix("The user answered: ").strip()
+    return _turn(choose_answer(answered))
+
+
+def hello(results: list[dict[str, Any]]) -> Turn:
+    return _turn(CHAT_ANSWER)
+
+
+class ScriptedModel:
+    """The responder of the module's ``FakeAnthropic``: keyword → scenario.
+
+    The first keyword found (case-insensitive) in the newest user request wins; requests that
+    match none get a plain answer, so nothing a test forgot ever hangs.
+    """
+
+    def __init__(self, scenarios: dict[str, Scenario] | None = None) -> None:
+        self.scenarios: dict[str, Scenario] = dict(scenarios or SCENARIOS)
+        self.seen: list[str] = []
+
+    def __call__(self, request: RecordedRequest) -> Turn | ErrorReply:
+        text, results = request_and_results(request)
+        self.seen.append(text)
+        lowered = text.lower()
+        for keyword, scenario in self.scenarios.items():
+            if keyword in lowered:
+                return scenario(results)
+        return hello(results)
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "fahrenheit": convert_and_run,
+    "slowly": talk_slowly,
+    "api key": bad_key,
+    "tour": tour,
+    "choose": choose,
+    "reconnect": hold_then_finish,
+    "hello": hello,
+}

@@ -1,0 +1,270 @@
+"""Driving JupyterLab and the agent panel in Chromium, the way a keyboard user does.
+
+Everything a person does goes through the keyboard (``page.keyboard``); JavaScript is used
+only to *observe* (live regions, focus, axe-core) and to switch the theme, which is a
+JupyterLab command like any other.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from e2e_lab import REPO, LabServer
+from playwright.sync_api import Locator, Page
+
+OUTPUT = REPO / "test-output" / "e2e"
+AXE = REPO / "labextension" / "node_modules" / "axe-core" / "axe.min.js"
+
+PANEL = ".jp-AAEPPanel"
+COMPOSER = ".jp-AAEPComposer-input"
+TIMEOUT = 30_000
+"""Default wait (ms) for the panel and the agent; the first page load after an install is slow."""
+
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
+
+# Records every write to the live regions with its time: installed before a session starts.
+_RECORDER = """
+() => {
+  if (window.__liveLog) { return; }
+  window.__liveLog = [];
+  const observer = new MutationObserver(records => {
+    const now = Date.now();
+    for (const record of records) {
+      const region = record.target.closest ? record.target.closest('[data-aaep-live]') : null;
+      if (!region) { continue; }
+      for (const node of record.addedNodes) {
+        const text = (node.textContent || '').trim();
+        if (text) {
+          window.__liveLog.push({ time: now, politeness: region.dataset.aaepLive, text });
+        }
+      }
+    }
+  });
+  for (const region of document.querySelectorAll('[data-aaep-live]')) {
+    observer.observe(region, { childList: true, subtree: true, characterData: true });
+  }
+  window.__liveObserver = observer;
+}
+"""
+
+# Notes every focus change while events stream in: which element gained or lost focus.
+_FOCUS_WATCH = """
+() => {
+  const describe = el => !el ? 'null' :
+    `${el.tagName.toLowerCase()}${el.id ? '#' + el.id : ''}.${[...el.classList].slice(0, 2).join('.')}`;
+  if (window.__focusWatch) { window.__focusWatch.stop(); }
+  const start = document.activeElement;
+  const events = [];
+  const note = e => events.push(`${e.type}: ${describe(e.target)}`);
+  document.addEventListener('focusin', note, true);
+  document.addEventListener('focusout', note, true);
+  window.__focusWatch = {
+    stop: () => {
+      document.removeEventListener('focusin', note, true);
+      document.removeEventListener('focusout', note, true);
+    },
+    report: () => ({ start: describe(start), end: describe(document.activeElement),
+                     same: document.activeElement === start, events: [...events] }),
+  };
+}
+"""
+
+_FOCUS_STOP = """
+() => {
+  const watch = window.__focusWatch;
+  watch.stop();
+  return watch.report();
+}
+"""
+
+# What the focused element looks like: is the focus visible?
+_FOCUS_STYLE = """
+() => {
+  const el = document.activeElement;
+  if (!el || el === document.body) { return null; }
+  const style = getComputedStyle(el);
+  return {
+    tag: el.tagName.toLowerCase(),
+    name: (el.getAttribute('aria-label') || el.textContent || el.id || '').trim().slice(0, 60),
+    inPanel: !!el.closest('.jp-AAEPPanel'),
+    outline: style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 1,
+    shadow: style.boxShadow !== 'none',
+    focusVisible: el.matches(':focus-visible'),
+  };
+}
+"""
+
+
+@dataclass
+class PanelPage:
+    """One browser page with JupyterLab, a notebook and the agent panel."""
+
+    page: Page
+    lab: LabServer
+    name: str
+    notebook: str = ""
+    console_errors: list[str] = field(default_factory=list)
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    received: list[dict[str, Any]] = field(default_factory=list)
+    _axe_loaded: bool = False
+
+    def __post_init__(self) -> None:
+        self.page.set_default_timeout(TIMEOUT)
+        self.page.on(
+            "console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None
+        )
+        self.page.on("pageerror", lambda e: self.console_errors.append(f"page error: {e}"))
+        self.page.on("websocket", self._watch_socket)
+
+    def _watch_socket(self, socket: Any) -> None:
+        if "/aaep/v1/" not in socket.url:
+            return
+        socket.on("framesent", lambda payload: self._frame(self.sent, payload))
+        socket.on("framereceived", lambda payload: self._frame(self.received, payload))
+
+    @staticmethod
+    def _frame(into: list[dict[str, Any]], payload: Any) -> None:
+        try:
+            into.append(json.loads(payload if isinstance(payload, str) else payload.decode()))
+        except (ValueError, AttributeError):
+            pass
+
+    # -- opening ---------------------------------------------------------------------------
+    def open_notebook(self) -> None:
+        """Load JupyterLab on the test's notebook (empty workspace, announcement log on)."""
+        self.page.goto(self.lab.lab_url(self.notebook, aaepDebug=""))
+        self.page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=90_000)
+        self.page.wait_for_function(
+            "() => !!window.jupyterapp && !!document.querySelector('[data-aaep-live]')"
+        )
+
+    def reload(self) -> None:
+        """Load the page again (the URL keeps the announcement log on; a bare reload would not,
+        as JupyterLab tidies the query away once loaded)."""
+        self.open_notebook()
+
+    def open_panel(self) -> Locator:
+        """Open the panel with its shortcut and wait until its chat is connected."""
+        self.page.keyboard.press("Control+Shift+Y")
+        panel = self.page.locator(PANEL)
+        panel.locator(COMPOSER).wait_for()
+        panel.locator(".jp-AAEPPanel-connection.jp-mod-open").wait_for()
+        return panel
+
+    @property
+    def panel(self) -> Locator:
+        return self.page.locator(PANEL)
+
+    # -- acting (keyboard only) ----------------------------------------------------------
+    def ask(self, text: str) -> None:
+        """Focus the message box with its shortcut, type *text* and press Enter."""
+        self.page.keyboard.press("Control+Shift+O")
+        self.wait_focus(COMPOSER)
+        # Typed into the box itself (fill), so a focus change elsewhere in JupyterLab cannot
+        # send the keys to a notebook in command mode, where letters are commands.
+        box = self.panel.locator(COMPOSER)
+        box.fill(text)
+        box.press("Enter")
+
+    def wait_focus(self, selector: str, timeout: float = 5.0) -> None:
+        self.page.wait_for_function(
+            "s => document.activeElement && document.activeElement.matches(s)",
+            arg=selector,
+            timeout=timeout * 1000,
+        )
+
+    def focused(self) -> dict[str, Any] | None:
+        return self.page.evaluate(_FOCUS_STYLE)  # type: ignore[no-any-return]
+
+    def tab_until(
+        self,
+        predicate: Callable[[dict[str, Any]], bool],
+        *,
+        backwards: bool = False,
+        limit: int = 40,
+    ) -> list[dict[str, Any]]:
+        """Press Tab (or Shift+Tab) until the focused element matches; returns every stop."""
+        stops: list[dict[str, Any]] = []
+        for _ in range(limit):
+            self.page.keyboard.press("Shift+Tab" if backwards else "Tab")
+            info = self.focused() or {}
+            stops.append(info)
+            if predicate(info):
+                return stops
+        raise AssertionError(f"no matching tab stop after {limit} presses: {stops}")
+
+    # -- observing -------------------------------------------------------------------------
+    def record_live_regions(self) -> None:
+        self.page.evaluate(_RECORDER)
+
+    def live_log(self) -> list[dict[str, Any]]:
+        return self.page.evaluate("() => window.__liveLog || []")  # type: ignore[no-any-return]
+
+    def announcements(self) -> list[dict[str, Any]]:
+        """The panel's own debug log (``?aaepDebug``)."""
+        return self.page.evaluate("() => window.__aaepAnnouncements || []")  # type: ignore[no-any-return]
+
+    def watch_focus(self) -> None:
+        self.page.evaluate(_FOCUS_WATCH)
+
+    def focus_report(self) -> dict[str, Any]:
+        return self.page.evaluate(_FOCUS_STOP)  # type: ignore[no-any-return]
+
+    def wait_announced(
+        self, fragment: str, politeness: str | None = None, timeout: float = 30.0
+    ) -> dict[str, Any]:
+        """Wait until the live regions said something containing *fragment*."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for entry in self.live_log():
+                if fragment in entry["text"] and (
+                    politeness is None or entry["politeness"] == politeness
+                ):
+                    return entry
+            time.sleep(0.1)
+        raise AssertionError(
+            f"never announced {fragment!r}; said: {[e['text'] for e in self.live_log()]}"
+        )
+
+    def screenshot(self, name: str) -> Path:
+        OUTPUT.mkdir(parents=True, exist_ok=True)
+        path = OUTPUT / f"{name}.png"
+        self.page.screenshot(path=str(path))
+        return path
+
+    # -- accessibility -----------------------------------------------------------------------
+    def axe(self) -> list[dict[str, Any]]:
+        """axe-core violations inside the panel and its live regions."""
+        if not self._axe_loaded:
+            self.page.add_script_tag(path=str(AXE))
+            self._axe_loaded = True
+        return self.page.evaluate(  # type: ignore[no-any-return]
+            """async () => {
+                const result = await axe.run(
+                    { include: [['.jp-AAEPPanel'], ['.jp-AAEPAnnouncer']] },
+                    { resultTypes: ['violations'] });
+                return result.violations.map(v => ({
+                    id: v.id, impact: v.impact, help: v.help,
+                    nodes: v.nodes.map(n => ({ target: n.target.join(' '), summary: n.failureSummary })),
+                }));
+            }"""
+        )
+
+    def set_theme(self, theme: str) -> None:
+        """Switch JupyterLab's theme ('light' or 'dark') and wait until it is applied."""
+        name = THEMES[theme]
+        self.page.evaluate(
+            "t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t })", name
+        )
+        self.page.wait_for_function("t => document.body.dataset.jpThemeName === t", arg=name)
+        # The theme's CSS variables are in place once a known variable changes value.
+        light = theme == "light"
+        self.page.wait_for_function(
+            "light => document.body.dataset.jpThemeLight === String(light)", arg=light
+        )
+        self.page.wait_for_timeout(300)

@@ -1,0 +1,291 @@
+"""The panel against the real server: ask, stream, approve or reject, stop, fail, reconnect.
+
+Each test opens its own copy of the demo notebook in a real ``jupyter lab`` (one per module)
+and drives the panel with the keyboard only. Screenshots of each state go to
+``test-output/e2e/session-*.png``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from urllib.parse import urlsplit
+
+import pytest
+from e2e_model import (
+    AUTH_HINT,
+    CHAT_ANSWER,
+    CHOOSE_QUESTION,
+    DECLINED_ANSWER,
+    FAHRENHEIT_OUTPUT,
+    FINAL_ANSWER,
+    INTRO,
+    RECONNECT_TEXT,
+    choose_answer,
+)
+from e2e_page import COMPOSER, PanelPage
+from playwright.sync_api import Locator, WebSocketRoute, expect
+
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
+ASK_CONVERT = "Add a cell that converts the temperatures to Fahrenheit and run it."
+AGENT_CELL = "fahrenheit = [round(t * 9 / 5 + 32, 1) for t in celsius]"
+
+
+def agent_cell(ui: PanelPage) -> Locator:
+    """The notebook cell the agent created (matched by its code)."""
+    return ui.page.locator(".jp-NotebookPanel .jp-CodeCell").filter(has_text="fahrenheit = [round")
+
+
+def our_errors(ui: PanelPage) -> list[str]:
+    return [e for e in ui.console_errors if "aaep" in e.lower()]
+
+
+def test_ask_stream_approve_with_the_keyboard_and_the_cell_runs(ui: PanelPage) -> None:
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.record_live_regions()
+    expect(panel.locator(".jp-AAEPPanel-empty")).to_be_visible()
+    ui.screenshot("session-1-idle")
+
+    ui.ask(ASK_CONVERT)
+    ui.watch_focus()
+    # The request shows at once; the answer streams in; the agent's cell appears in the notebook.
+    expect(panel.locator(".jp-AAEPMessage-user")).to_contain_text(ASK_CONVERT)
+    expect(panel.locator(".jp-AAEPMessage-agent").first).to_contain_text(INTRO.split(".")[0])
+    expect(agent_cell(ui)).to_be_visible()
+    card = panel.locator(".jp-AAEPCard-confirmation").last
+    expect(card).to_have_class(re.compile("jp-mod-pending"))
+    expect(card.locator("pre")).to_contain_text(AGENT_CELL)
+    expect(card).to_contain_text("Medium")
+    ui.wait_announced("Approval needed", "assertive")
+    focus = ui.focus_report()
+    assert focus["same"] and not focus["events"], f"focus moved while events arrived: {focus}"
+    assert focus["start"].startswith("textarea"), focus
+    ui.screenshot("session-2-confirmation")
+
+    # Keyboard only: jump to the request, Tab to Approve, Enter.
+    ui.page.keyboard.press("Control+Shift+A")
+    ui.wait_focus("[data-request-id]")
+    stops = ui.tab_until(lambda f: f.get("name") == "Approve")
+    assert all(s["outline"] or s["shadow"] for s in stops if s.get("inPanel")), (
+        f"invisible focus: {stops}"
+    )
+    ui.page.keyboard.press("Enter")
+    expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You approved this.")
+    # The buttons are gone; the focus stays on the card and does not move again.
+    assert ui.page.evaluate("() => document.activeElement.matches('[data-request-id]')"), (
+        ui.focused()
+    )
+    ui.watch_focus()
+
+    # The cell runs in the notebook's kernel; its output appears in the notebook.
+    expect(agent_cell(ui).locator(".jp-OutputArea-output")).to_contain_text(
+        FAHRENHEIT_OUTPUT, timeout=60_000
+    )
+    answer = panel.locator(".jp-AAEPMessage-agent").last
+    expect(answer).to_contain_text("The conversion worked.")
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible()
+    expect(panel.locator(".jp-AAEPPanel-runState")).to_have_text("Idle")
+    focus = ui.focus_report()
+    assert focus["same"] and not focus["events"], f"focus moved while the run finished: {focus}"
+    ui.wait_announced("Done.")
+    assert FINAL_ANSWER.split("!")[0].split(". ")[-1] in answer.inner_text()
+    ui.screenshot("session-3-completed")
+    assert not our_errors(ui), our_errors(ui)
+
+
+def test_reject_with_the_keyboard_and_nothing_runs(ui: PanelPage) -> None:
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.ask(ASK_CONVERT + " (I may say no.)")
+    card = panel.locator(".jp-AAEPCard-confirmation").last
+    expect(card).to_have_class(re.compile("jp-mod-pending"))
+    ui.page.keyboard.press("Control+Shift+A")
+    ui.wait_focus("[data-request-id]")
+    ui.tab_until(lambda f: f.get("name") == "Reject")
+    ui.page.keyboard.press("Space")
+    expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You rejected this.")
+    expect(panel.locator(".jp-AAEPMessage-agent").last).to_contain_text(
+        DECLINED_ANSWER.split(":")[0]
+    )
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible()
+    # The cell is there, never run: no output, no execution count.
+    cell = agent_cell(ui)
+    expect(cell).to_be_visible()
+    expect(cell.locator(".jp-OutputArea-output")).to_have_count(0)
+    expect(cell.locator(".jp-InputPrompt")).to_have_text("[ ]:")
+    ui.screenshot("session-4-rejected")
+    assert not our_errors(ui), our_errors(ui)
+
+
+def test_stop_mid_run_is_shown_and_announced(ui: PanelPage, fake_model) -> None:
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.record_live_regions()
+    ui.ask("Explain the readings slowly, please.")
+    answer = panel.locator(".jp-AAEPMessage-agent.jp-mod-streaming")
+    expect(answer).to_contain_text("Sentence 3")
+    expect(panel.locator(".jp-AAEPPanel-runState")).to_have_text("Working")
+    stop = panel.locator(".jp-AAEPPanel-stop")
+    expect(stop).to_have_attribute("aria-disabled", "false")
+    ui.screenshot("session-5-streaming")
+    # Focus is in the message box (inside the panel): the Stop shortcut works from there.
+    ui.page.keyboard.press("Control+Shift+Period")
+    notice = panel.locator(".jp-AAEPNotice.jp-mod-cancelled")
+    expect(notice).to_contain_text("You stopped the agent.")
+    expect(panel.locator(".jp-AAEPPanel-runState")).to_have_text("Idle")
+    expect(panel.locator(".jp-AAEPMessage-agent.jp-mod-streaming")).to_have_count(0)
+    expect(stop).to_have_attribute("aria-disabled", "true")
+    ui.wait_announced("You stopped the agent.")
+    assert ui.page.evaluate("s => document.activeElement.matches(s)", COMPOSER), ui.focused()
+    ui.screenshot("session-6-stopped")
+    fake_model.release()
+    assert not our_errors(ui), our_errors(ui)
+
+
+def test_api_error_is_shown_with_its_remediation_hint(ui: PanelPage) -> None:
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.record_live_regions()
+    ui.ask("Does my API key work?")
+    notice = panel.locator(".jp-AAEPNotice.jp-mod-errored")
+    expect(notice).to_contain_text("The model service rejected the API key.")
+    expect(notice.locator(".jp-AAEPNotice-hint")).to_have_text(f"What you can do: {AUTH_HINT}")
+    assert notice.inner_text().count(AUTH_HINT) == 1, "the hint is shown once"
+    alert = ui.wait_announced("The model service rejected the API key.", "assertive")
+    assert alert["text"].count(AUTH_HINT) == 1, alert
+    expect(panel.locator(".jp-AAEPPanel-runState")).to_have_text("Idle")
+    ui.screenshot("session-7-error")
+    assert not our_errors(ui), our_errors(ui)
+
+
+def test_reload_replays_the_chat_without_announcing_it(ui: PanelPage) -> None:
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.ask("Say hello.")
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible()
+    ui.reload()
+    panel = ui.open_panel()
+    # The history comes back from GET aaep/v1/chats/{id}: request, answer, ending.
+    expect(panel.locator(".jp-AAEPMessage-user")).to_have_text(
+        "You\nSay hello.", use_inner_text=True
+    )
+    expect(panel.locator(".jp-AAEPMessage-agent")).to_contain_text(CHAT_ANSWER.split("!")[0])
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_have_count(1)
+    ui.page.wait_for_timeout(1500)  # anything queued would have been said by now
+    assert ui.announcements() == [], "history is not read out again"
+    assert not our_errors(ui), our_errors(ui)
+
+
+def test_sse_fallback_carries_questions_and_answers(ui: PanelPage) -> None:
+    """When WebSockets are unavailable (a proxy), SSE + POST carry the same chat."""
+    ui.page.add_init_script(
+        """(() => {
+            const Native = window.WebSocket;
+            window.WebSocket = class extends Native {
+                constructor(url, protocols) {
+                    if (String(url).includes('/aaep/v1/')) { throw new Error('blocked by the test'); }
+                    super(url, protocols);
+                }
+            };
+        })();"""
+    )
+    posts: list[dict] = []
+    ui.page.on(
+        "request",
+        lambda r: (
+            posts.append(r.post_data_json)
+            if r.method == "POST" and urlsplit(r.url).path.endswith("/messages")
+            else None
+        ),
+    )
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.ask("Let me choose the unit.")
+    card = panel.locator(".jp-AAEPCard-clarification").last
+    expect(card).to_contain_text(CHOOSE_QUESTION)
+    expect(card).to_have_class(re.compile("jp-mod-pending"))
+    ui.screenshot("session-8-clarification-sse")
+    ui.page.keyboard.press("Control+Shift+A")
+    ui.wait_focus("[data-request-id]")
+    ui.tab_until(lambda f: f.get("name") == "Fahrenheit")
+    ui.page.keyboard.press("Enter")
+    expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You answered: Fahrenheit")
+    expect(panel.locator(".jp-AAEPMessage-agent").last).to_contain_text(choose_answer("Fahrenheit"))
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible()
+    assert ui.sent == [] and ui.received == [], "no AAEP WebSocket was used"
+    kinds = [p.get("type") or p.get("kind") for p in posts]
+    assert kinds[:2] == ["subscription.request", "user_input"], kinds
+    assert "clarification.reply" in kinds, kinds
+    assert not our_errors(ui), our_errors(ui)
+
+
+def test_reconnect_catches_up_with_what_happened_meanwhile(ui: PanelPage, fake_model) -> None:
+    """The socket drops mid-session and the session ends meanwhile: the panel reconnects,
+    fetches the chat again and shows (and says) how it ended."""
+    sockets: list[tuple] = []
+
+    def through(route: WebSocketRoute) -> None:
+        sockets.append((route, route.connect_to_server()))
+
+    ui.page.route_web_socket(re.compile(r"/aaep/v1/chats/[^/]+/ws"), through)
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.record_live_regions()
+    ui.ask("Test the reconnect, please.")
+    expect(panel.locator(".jp-AAEPMessage-agent")).to_contain_text("First part.")
+    assert len(sockets) == 1
+    page_side, server_side = sockets[0]
+    server_side.close()
+    page_side.close(code=1011, reason="the test cut the connection")
+    expect(panel.locator(".jp-AAEPPanel-connection")).not_to_have_text("connected")
+    # The session finishes while nobody listens (release again if the stream was not
+    # stalled yet when asked: a release only frees streams already waiting).
+    deadline = time.monotonic() + 10
+    while ui.lab.chat_of(ui.notebook)["status"] != "idle" and time.monotonic() < deadline:  # type: ignore[index]
+        fake_model.release()
+        time.sleep(0.2)
+    expect(panel.locator(".jp-AAEPPanel-connection.jp-mod-open")).to_be_visible(timeout=15_000)
+    assert len(sockets) == 2, "the panel opened a new socket"
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible()
+    expect(panel.locator(".jp-AAEPPanel-runState")).to_have_text("Idle")
+    expect(panel.locator(".jp-AAEPMessage-agent").last).to_contain_text(
+        RECONNECT_TEXT.split(". ")[-1]
+    )
+    ui.wait_announced("While the connection was down: Done.")
+    ui.screenshot("session-9-reconnected")
+    assert not our_errors(ui), our_errors(ui)
+
+
+def test_a_pending_approval_survives_a_page_reload(ui: PanelPage) -> None:
+    """Reloading the page while the agent waits: the request comes back from the chat's
+    pending list, is announced, and can still be approved (the server's reconnect grace)."""
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.ask(ASK_CONVERT + " I will reload first.")
+    card = panel.locator(".jp-AAEPCard-confirmation").last
+    expect(card).to_have_class(re.compile("jp-mod-pending"))
+    ui.reload()
+    panel = ui.open_panel()
+    ui.record_live_regions()
+    card = panel.locator(".jp-AAEPCard-confirmation").last
+    expect(card).to_have_class(re.compile("jp-mod-pending"))
+    expect(card.locator("pre")).to_contain_text(AGENT_CELL)
+    banner = panel.locator(".jp-AAEPPanel-pendingBanner")
+    expect(banner).to_contain_text("1 request is waiting for your answer")
+    assert any(
+        a["politeness"] == "assertive" and "waiting for your answer" in a["text"]
+        for a in ui.announcements()
+    ), ui.announcements()
+    ui.page.keyboard.press("Control+Shift+A")
+    ui.wait_focus("[data-request-id]")
+    ui.page.keyboard.press("Control+Shift+Enter")
+    expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You approved this.")
+    expect(agent_cell(ui).locator(".jp-OutputArea-output")).to_contain_text(
+        FAHRENHEIT_OUTPUT, timeout=60_000
+    )
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible()
+    expect(banner).to_have_count(0)
+    ui.screenshot("session-10-approved-after-reload")
+    assert not our_errors(ui), our_errors(ui)
