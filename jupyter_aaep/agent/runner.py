@@ -89,6 +89,7 @@ class Chat:
             "approval_mode": self.approval.mode,
             # What clients may offer: the panel hides or disables the rest, with a reason.
             "supports": dict(SUPPORTS),
+            "undoable_sessions": list(self.snapshots),
         }
 
 

@@ -127,7 +127,7 @@ async def _preview_run_cell(
         summary=f"Running cell {number}.",
         terse=f"Run cell {number}.",
         action=f"Run code cell {number} (id {cell_id}) in the {kernel_name} kernel.",
-        consequence="The code runs in your kernel and can change variables, files or anything the code touches. Running it cannot be undone.",
+        consequence="The code runs in your kernel and can change variables, files or anything the code touches. Undo can put the cells back, but not what the code did.",
         extra_context={"cell_id": cell_id, "cell_number": number, "code": source},
         fingerprint=source_fingerprint(source),
         risk_level=risk_level_for(findings) if findings else None,
@@ -229,7 +229,7 @@ async def _preview_run_all(
         summary=f"Running {plural(len(cells), 'code cell')}, {span}.",
         terse=f"Run {plural(len(cells), 'cell')}.",
         action=f"Run {plural(len(cells), 'code cell')} in order ({span}), stopping at the first error.",
-        consequence="The code runs in your kernel and can change variables, files or anything it touches. It cannot be undone.",
+        consequence="The code runs in your kernel and can change variables, files or anything it touches. Undo can put the cells back, but not what the code did.",
         # Shown with the confirmation; very long notebooks are cut with a visible marker.
         extra_context={
             "cells": [

@@ -50,7 +50,7 @@ interface IChatInfo {
   /** The newest session of the chat, if any. */
   session_id?: string | null;
   approval_mode?: string;
-  /** Which controls the server accepts (`stop`, `pause`, `guidance`, `approval_mode`). */
+  /** Which controls the server accepts (`stop`, `pause`, `guidance`, `approval_mode`, `revert`). */
   supports?: unknown;
   /** The chat's AAEP events so far, oldest first. */
   transcript?: unknown[];
@@ -250,6 +250,29 @@ export class ChatController {
     }
   }
 
+  /**
+   * Undo the agent's changes to the notebook: the server puts its cells back
+   * as they were before the latest request of this chat. The outcome comes
+   * back as a `notebook.reverted` notice (the answer, and on every stream);
+   * a refusal is shown next to the Undo button and said at once.
+   */
+  async revert(): Promise<void> {
+    const model = this._model;
+    const transport = this._transport;
+    if (!model || !transport || !model.canRevert) {
+      return;
+    }
+    model.revertError = null;
+    model.reverting = true;
+    try {
+      await transport.send({ kind: 'control', action: 'revert' });
+    } catch (error) {
+      if (this._model === model) {
+        this._revertFailed(model, this._describe(error).message);
+      }
+    }
+  }
+
   /** Change the approval mode of this chat. */
   async setApprovalMode(mode: ApprovalMode): Promise<void> {
     const model = this._model;
@@ -312,6 +335,8 @@ export class ChatController {
       model.connection = state;
       if (state !== 'open') {
         this._subscriptionGranted = false;
+        // An answer on the lost socket will not come; the user may try again.
+        model.reverting = false;
       }
     }, this);
     transport.reconnected.connect(() => void this._resync(model), this);
@@ -479,8 +504,22 @@ export class ChatController {
         // Nothing was running any more (it ended while the request travelled).
         void this._resync(model);
       }
+    } else if (kind === 'notebook.reverted') {
+      // Over WebSocket the answer is `{kind: "response", to: "control", …}`
+      // whose body's own kind wins; the stream notice has the same shape.
+      const summary = str(message, 'summary');
+      const sessionId = str(message, 'session_id');
+      if (summary && sessionId && model.applyRevert({ sessionId, summary })) {
+        this._announcer.announce(summary);
+      }
     } else if (kind === 'replay.unavailable') {
       void this._resync(model);
+    } else if ((kind === 'error' || type === 'error') && model.reverting) {
+      // The socket answers in order: this is the refusal of the undo.
+      this._revertFailed(
+        model,
+        str(message, 'message') ?? this._trans.__('The agent could not undo its changes.')
+      );
     } else if (kind === 'error' || type === 'error') {
       const text = str(message, 'message') ?? this._trans.__('The agent could not handle a message.');
       if (this._pendingInput) {
@@ -561,6 +600,13 @@ export class ChatController {
       }
       return false;
     }
+  }
+
+  /** Show why an undo failed next to its button, and say it at once. */
+  private _revertFailed(model: ChatModel, text: string): void {
+    model.reverting = false;
+    model.revertError = text;
+    this._announcer.announce(text, 'assertive');
   }
 
   private _describe(error: unknown): IPanelError {

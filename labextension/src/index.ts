@@ -28,6 +28,7 @@ namespace CommandIDs {
   export const approve = 'jupyter-aaep:approve';
   export const reject = 'jupyter-aaep:reject';
   export const stop = 'jupyter-aaep:stop';
+  export const undoChanges = 'jupyter-aaep:undo-changes';
   export const setVerbosity = 'jupyter-aaep:set-verbosity';
 }
 
@@ -155,6 +156,17 @@ async function activate(
     label: trans.__('Stop the AI Agent'),
     isEnabled: () => (controller.model?.isRunning ?? false) && (controller.model?.supports.stop ?? false),
     execute: () => controller.control('stop')
+  });
+  app.commands.addCommand(CommandIDs.undoChanges, {
+    label: trans.__("Undo the AI Agent's Last Changes"),
+    caption: trans.__(
+      "Put the notebook's cells back as they were before the agent's latest request"
+    ),
+    isEnabled: () =>
+      (controller.model?.canRevert ?? false) && controller.model?.connection === 'open',
+    isVisible: () => controller.model?.supports.revert ?? true,
+    // The focus stays where it is: the outcome is announced and shown in the panel.
+    execute: () => controller.revert()
   });
   // Verbosity: a setting, and commands to change it quickly from the keyboard.
   let loaded: ISettingRegistry.ISettings | null = null;

@@ -100,7 +100,7 @@ export type TranscriptItem =
   | {
       kind: 'notice';
       id: string;
-      variant: 'started' | 'completed' | 'errored' | 'cancelled' | 'info' | 'error';
+      variant: 'started' | 'completed' | 'errored' | 'cancelled' | 'reverted' | 'info' | 'error';
       text: string;
       hint?: string;
       sessionId?: string;
@@ -115,6 +115,8 @@ export interface ISupports {
   pause: boolean;
   guidance: boolean;
   approval_mode: boolean;
+  /** Undoing the agent's changes to the notebook (`control` `revert`). */
+  revert: boolean;
 }
 
 /** Assumed when the server does not say: only what every server has. */
@@ -122,7 +124,8 @@ export const DEFAULT_SUPPORTS: ISupports = {
   stop: true,
   pause: false,
   guidance: false,
-  approval_mode: true
+  approval_mode: true,
+  revert: false
 };
 
 /** Read `supports` from a chat description, defaulting what is missing. */
@@ -137,8 +140,17 @@ export function readSupports(value: unknown): ISupports {
     stop: flag('stop'),
     pause: flag('pause'),
     guidance: flag('guidance'),
-    approval_mode: flag('approval_mode')
+    approval_mode: flag('approval_mode'),
+    revert: flag('revert')
   };
+}
+
+/** What the server says after undoing a session's changes (`notebook.reverted`). */
+export interface IRevertNotice {
+  /** The session whose changes (and every later one's) were undone. */
+  sessionId: string;
+  /** One sentence for the transcript and the screen reader. */
+  summary: string;
 }
 
 /** Payload of {@link ChatModel.eventProcessed}. */
@@ -238,6 +250,65 @@ export class ChatModel {
   set supports(value: ISupports) {
     this._supports = value;
     this._changed.emit();
+  }
+
+  /**
+   * Whether the user can ask to undo the agent's changes now: the server
+   * supports it, the agent is idle, nothing is being undone, and a session
+   * ran in this chat whose changes were not undone yet.
+   */
+  get canRevert(): boolean {
+    return this._supports.revert && !this.isRunning && !this._reverting && this._undoable.length > 0;
+  }
+
+  /** Whether an undo request is on its way to the server. */
+  get reverting(): boolean {
+    return this._reverting;
+  }
+  set reverting(value: boolean) {
+    if (value !== this._reverting) {
+      this._reverting = value;
+      this._changed.emit();
+    }
+  }
+
+  /** Why the last undo failed (shown next to the Undo button), or `null`. */
+  get revertError(): string | null {
+    return this._revertError;
+  }
+  set revertError(value: string | null) {
+    if (value !== this._revertError) {
+      this._revertError = value;
+      this._changed.emit();
+    }
+  }
+
+  /**
+   * Take a `notebook.reverted` notice. The same notice arrives as the answer
+   * to the request and on the chat's stream: only the first one counts.
+   *
+   * @returns whether the notice was new (and so should be announced).
+   */
+  applyRevert(notice: IRevertNotice): boolean {
+    this._reverting = false;
+    if (this._reverted.has(notice.sessionId)) {
+      this._changed.emit();
+      return false;
+    }
+    this._reverted.add(notice.sessionId);
+    this._revertError = null;
+    // The server undoes that session and every later one (they built on it).
+    const index = this._undoable.indexOf(notice.sessionId);
+    this._undoable = index >= 0 ? this._undoable.slice(0, index) : [];
+    this._items.push({
+      kind: 'notice',
+      id: `revert:${notice.sessionId}`,
+      variant: 'reverted',
+      text: notice.summary,
+      sessionId: notice.sessionId
+    });
+    this._changed.emit();
+    return true;
   }
 
   /** Set the status reported by the server (`GET chats/{id}`). */
@@ -351,6 +422,10 @@ export class ChatModel {
     switch (name) {
       case 'session.started': {
         this._updateStatus('running');
+        if (!this._undoable.includes(sid)) {
+          this._undoable.push(sid);
+        }
+        this._revertError = null;
         const request = str(event, 'request_text');
         const known = this._items.some(
           i =>
@@ -564,6 +639,11 @@ export class ChatModel {
   private _supports: ISupports = { ...DEFAULT_SUPPORTS };
   private _connection: ConnectionState = 'closed';
   private _approvalMode: ApprovalMode = 'ask';
+  /** Sessions of this chat whose changes were not undone, oldest first. */
+  private _undoable: string[] = [];
+  private _reverted = new Set<string>();
+  private _reverting = false;
+  private _revertError: string | null = null;
   private _changed = new Signal<this, void>(this);
   private _eventProcessed = new Signal<this, IProcessedEvent>(this);
 }

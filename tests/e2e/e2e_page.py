@@ -25,7 +25,11 @@ COMPOSER = ".jp-AAEPComposer-input"
 TIMEOUT = 30_000
 """Default wait (ms) for the panel and the agent; the first page load after an install is slow."""
 
-THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark"}
+THEMES = {
+    "light": "JupyterLab Light",
+    "dark": "JupyterLab Dark",
+    "high-contrast": "JupyterLab Dark High Contrast",
+}
 
 # Records every write to the live regions with its time: installed before a session starts.
 _RECORDER = """
@@ -256,7 +260,7 @@ class PanelPage:
         )
 
     def set_theme(self, theme: str) -> None:
-        """Switch JupyterLab's theme ('light' or 'dark') and wait until it is applied."""
+        """Switch JupyterLab's theme (a key of ``THEMES``) and wait until it is applied."""
         name = THEMES[theme]
         self.page.evaluate(
             "t => window.jupyterapp.commands.execute('apputils:change-theme', { theme: t })", name

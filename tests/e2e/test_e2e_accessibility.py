@@ -1,7 +1,8 @@
 """Accessibility of the panel against the real server: axe-core, live regions, keyboard.
 
 - axe-core, scoped to the panel and its live regions, in the idle, streaming, clarification,
-  confirmation and error states, in the light and the dark theme: zero violations.
+  confirmation, error and undone states, in the light, the dark and the dark high-contrast
+  theme: zero violations.
 - Everything written to the live regions during a scripted session, recorded by a
   MutationObserver installed before the session: what is said, how often (the panel is set
   to 2 polite announcements a second here) and never a partial sentence of the answer.
@@ -54,7 +55,7 @@ def save(name: str, data: Any) -> None:
 # -- axe-core ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("theme", ["light", "dark", "high-contrast"])
 def test_axe_finds_nothing_in_any_state(ui: PanelPage, fake_model: Any, theme: str) -> None:
     ui.open_notebook()
     results: dict[str, list[dict[str, Any]]] = {}
@@ -94,12 +95,20 @@ def test_axe_finds_nothing_in_any_state(ui: PanelPage, fake_model: Any, theme: s
 
         expect(panel.locator(".jp-AAEPNotice.jp-mod-errored")).to_be_visible()
         audit("error")
+
+        # Undo the tour's changes from the keyboard: the summary joins the transcript.
+        ui.page.keyboard.press("Control+Shift+O")
+        ui.wait_focus(COMPOSER)
+        ui.tab_until(lambda f: f.get("name") == "Undo agent changes", backwards=True)
+        ui.page.keyboard.press("Enter")
+        expect(panel.locator(".jp-AAEPNotice.jp-mod-reverted")).to_be_visible()
+        audit("undone")
     finally:
         save(f"axe-{theme}.json", results)
         if theme != "light":
             ui.set_theme("light")  # the theme is a user setting of the shared server
     found = {state: violations for state, violations in results.items() if violations}
-    assert set(results) == {"idle", "streaming", "clarification", "confirmation", "error"}
+    assert set(results) == {"idle", "streaming", "clarification", "confirmation", "error", "undone"}
     assert not found, json.dumps(found, indent=1)
 
 

@@ -289,3 +289,77 @@ def test_a_pending_approval_survives_a_page_reload(ui: PanelPage) -> None:
     expect(banner).to_have_count(0)
     ui.screenshot("session-10-approved-after-reload")
     assert not our_errors(ui), our_errors(ui)
+
+
+def test_undo_removes_the_agents_cell_and_says_so_once(ui: PanelPage) -> None:
+    """The agent adds a cell; the user undoes it from the keyboard (Tab to the button, Enter):
+    the cell goes, the summary is shown and said once, and the focus stays on the button.
+    Undoing again after a reload (nothing left on the server) shows and alerts the refusal."""
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.record_live_regions()
+    undo = panel.locator(".jp-AAEPPanel-undo")
+    expect(undo).to_have_text("Undo agent changes")
+    expect(undo).to_have_attribute("aria-disabled", "true")  # nothing ran in this chat yet
+
+    ui.ask(ASK_CONVERT + " I may undo it afterwards.")
+    card = panel.locator(".jp-AAEPCard-confirmation").last
+    expect(card).to_have_class(re.compile("jp-mod-pending"))
+    expect(agent_cell(ui)).to_be_visible()
+    expect(undo).to_have_attribute("aria-disabled", "true")  # not while the agent works
+    ui.page.keyboard.press("Control+Shift+A")
+    ui.wait_focus("[data-request-id]")
+    ui.page.keyboard.press("Control+Shift+Backspace")
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible()
+    expect(agent_cell(ui)).to_be_visible()
+    expect(undo).to_have_attribute("aria-disabled", "false")
+
+    # Keyboard only: from the message box, Shift+Tab back to the Undo button.
+    ui.page.keyboard.press("Control+Shift+O")
+    ui.wait_focus(COMPOSER)
+    stops = ui.tab_until(lambda f: f.get("name") == "Undo agent changes", backwards=True)
+    assert stops[-1]["outline"] or stops[-1]["shadow"], stops[-1]
+    description = ui.page.evaluate(
+        """() => document.activeElement.getAttribute('aria-describedby').split(' ')
+                 .map(id => document.getElementById(id).textContent).join(' ')"""
+    )
+    assert "as they were before the agent's latest request" in description, description
+    ui.screenshot("session-11-undo-button")
+    ui.watch_focus()
+    ui.page.keyboard.press("Enter")
+
+    expect(agent_cell(ui)).to_have_count(0)
+    notice = panel.locator(".jp-AAEPNotice.jp-mod-reverted")
+    expect(notice).to_contain_text("Undid the agent's changes")
+    expect(notice).to_contain_text("1 cells removed")
+    ui.wait_announced("Undid the agent's changes", "polite")
+    ui.page.wait_for_timeout(1500)  # the stream's copy of the notice would be said by now
+    said = [e for e in ui.live_log() if "Undid the agent's changes" in e["text"]]
+    assert len(said) == 1, said
+    expect(notice).to_have_count(1)
+    focus = ui.focus_report()
+    assert focus["same"] and not focus["events"], f"focus moved after Undo: {focus}"
+    expect(undo).to_have_attribute("aria-disabled", "true")  # that was the only request
+    ui.screenshot("session-12-undone")
+
+    # After a reload the panel offers Undo again, but the server has nothing left: the
+    # refusal is shown next to the button and said assertively, from the command palette.
+    ui.reload()
+    panel = ui.open_panel()
+    ui.record_live_regions()
+    undo = panel.locator(".jp-AAEPPanel-undo")
+    expect(undo).to_have_attribute("aria-disabled", "false")
+    ui.page.keyboard.press("Control+Shift+C")
+    search = ui.page.locator(".lm-CommandPalette-input")
+    expect(search).to_be_focused()
+    search.fill("Undo the AI Agent's Last Changes")
+    expect(ui.page.locator(".lm-CommandPalette-item.lm-mod-active")).to_contain_text(
+        "Undo the AI Agent's Last Changes"
+    )
+    search.press("Enter")
+    error = panel.locator(".jp-AAEPPanel-undoError")
+    expect(error).to_contain_text("There is nothing to undo")
+    ui.wait_announced("There is nothing to undo", "assertive")
+    expect(undo).to_have_attribute("aria-describedby", re.compile(str(error.get_attribute("id"))))
+    ui.screenshot("session-13-undo-refused")
+    assert not our_errors(ui), our_errors(ui)

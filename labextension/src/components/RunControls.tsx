@@ -1,5 +1,5 @@
 /**
- * Stop, Pause / Resume and the approval mode of the chat.
+ * Stop, Pause / Resume, Undo agent changes and the approval mode of the chat.
  *
  * Pause and Resume appear only when the server supports them. Stop stays in
  * the tab order when there is nothing to stop (`aria-disabled`), so pressing
@@ -21,7 +21,16 @@ export interface IRunControlsProps {
   disabled: boolean;
   /** `aria-keyshortcuts` of the Stop command, if it has a key. */
   stopShortcut?: string;
+  /** Whether Undo can be pressed now (see `ChatModel.canRevert`). */
+  canUndo: boolean;
+  /** Whether an undo request is on its way. */
+  undoing: boolean;
+  /** Why the last undo failed, shown under the button, or `null`. */
+  undoError: string | null;
+  /** `aria-keyshortcuts` of the Undo command, if it has a key. */
+  undoShortcut?: string;
   onControl: (action: 'stop' | 'pause' | 'resume') => void;
+  onUndo: () => void;
   onApprovalMode: (mode: ApprovalMode) => void;
 }
 
@@ -34,8 +43,21 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
   const warningId = useId('jp-AAEPControls-warning');
   const selectId = useId('jp-AAEPControls-mode');
   const stopHintId = useId('jp-AAEPControls-stopHint');
+  const undoHintId = useId('jp-AAEPControls-undoHint');
+  const undoErrorId = useId('jp-AAEPControls-undoError');
   const running = status !== 'idle';
   const canStop = supports.stop && running && !disabled;
+  const canUndo = supports.revert && props.canUndo && !disabled;
+  // Why Undo cannot be pressed now, said after what it does.
+  const undoReason = canUndo
+    ? ''
+    : disabled
+      ? trans.__('Not connected.')
+      : props.undoing
+        ? trans.__('Undoing…')
+        : running
+          ? trans.__('Available when the agent has finished.')
+          : trans.__('The agent has made no changes to undo in this chat.');
   return (
     <div className="jp-AAEPPanel-controls">
       <div className="jp-AAEPPanel-runButtons" role="group" aria-label={trans.__('Run controls')}>
@@ -71,12 +93,37 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
               {trans.__('Pause')}
             </button>
           ))}
+        {supports.revert && (
+          <button
+            type="button"
+            className="jp-Button jp-mod-styled jp-AAEPPanel-undo"
+            aria-disabled={!canUndo}
+            aria-describedby={props.undoError ? `${undoHintId} ${undoErrorId}` : undoHintId}
+            aria-keyshortcuts={props.undoShortcut}
+            onClick={() => canUndo && props.onUndo()}
+          >
+            {trans.__('Undo agent changes')}
+          </button>
+        )}
         {supports.stop && !canStop && (
           <span id={stopHintId} className="jp-sr-only">
             {disabled ? trans.__('Not connected.') : trans.__('Nothing is running.')}
           </span>
         )}
+        {supports.revert && (
+          <span id={undoHintId} className="jp-sr-only">
+            {trans.__(
+              "Puts the notebook's cells back as they were before the agent's latest request in this chat."
+            )}
+            {undoReason && ` ${undoReason}`}
+          </span>
+        )}
       </div>
+      {supports.revert && props.undoError && (
+        <p id={undoErrorId} className="jp-AAEPPanel-undoError">
+          {props.undoError}
+        </p>
+      )}
       {supports.approval_mode && (
         <>
           <div className="jp-AAEPPanel-approval">

@@ -124,6 +124,8 @@ export function Notice(props: { item: Of<'notice'>; trans: TranslationBundle }):
     completed: trans.__('Finished:'),
     errored: trans.__('Error:'),
     cancelled: trans.__('Stopped:'),
+    // The server's summary already says "Undid the agent's changes…".
+    reverted: '',
     info: '',
     error: trans.__('Error:')
   }[item.variant];

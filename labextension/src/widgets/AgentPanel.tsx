@@ -157,8 +157,13 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             approvalMode={model.approvalMode}
             supports={model.supports}
             stopShortcut={ariaShortcut(commands, 'jupyter-aaep:stop')}
+            canUndo={model.canRevert}
+            undoing={model.reverting}
+            undoError={model.revertError}
+            undoShortcut={ariaShortcut(commands, 'jupyter-aaep:undo-changes')}
             disabled={!connected}
             onControl={action => void controller.control(action)}
+            onUndo={() => void controller.revert()}
             onApprovalMode={mode => void controller.setApprovalMode(mode)}
           />
           <Composer
