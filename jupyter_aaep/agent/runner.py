@@ -219,8 +219,8 @@ class ChatRunner:
             del chat.snapshots[later]
         changed = report.removed + report.added + report.restored
         summary = (
-            f"Undid the agent's changes to {chat.notebook_path}: {report.removed} cells removed, "
-            f"{report.added} put back and {report.restored} restored."
+            f"Undid the agent's changes to {chat.notebook_path}: {_cells(report.removed)} removed, "
+            f"{_cells(report.added)} put back and {_cells(report.restored)} restored."
             if changed else f"Nothing to undo: {chat.notebook_path} already matches how it was."
         )
         notice = {"kind": "notebook.reverted", "chat_id": chat.chat_id, "session_id": target, "summary": summary,
@@ -276,3 +276,7 @@ class ChatRunner:
             *(self.stop(c.chat_id, cancelled_by="system", reason="server_shutdown") for c in running),
             return_exceptions=True,
         )
+
+
+def _cells(count: int) -> str:
+    return f"{count} cell" if count == 1 else f"{count} cells"

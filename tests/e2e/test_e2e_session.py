@@ -331,7 +331,7 @@ def test_undo_removes_the_agents_cell_and_says_so_once(ui: PanelPage) -> None:
     expect(agent_cell(ui)).to_have_count(0)
     notice = panel.locator(".jp-AAEPNotice.jp-mod-reverted")
     expect(notice).to_contain_text("Undid the agent's changes")
-    expect(notice).to_contain_text("1 cells removed")
+    expect(notice).to_contain_text("1 cell removed")
     ui.wait_announced("Undid the agent's changes", "polite")
     ui.page.wait_for_timeout(1500)  # the stream's copy of the notice would be said by now
     said = [e for e in ui.live_log() if "Undid the agent's changes" in e["text"]]

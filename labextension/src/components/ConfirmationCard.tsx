@@ -117,7 +117,7 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
             </dd>
           </>
         )}
-        {item.deadline !== null && (
+        {item.deadline !== null && pending && (
           <>
             <dt>{trans.__('If you do not answer')}</dt>
             <dd>
