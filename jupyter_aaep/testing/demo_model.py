@@ -28,7 +28,7 @@ def _tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
     return [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
 
 
-def _text_of(result: dict[str, Any]) -> str:
+def result_text(result: dict[str, Any]) -> str:
     content = result.get("content")
     if isinstance(content, str):
         return content
@@ -37,7 +37,7 @@ def _text_of(result: dict[str, Any]) -> str:
     return ""
 
 
-def _request_and_steps(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]], set[str]]:
+def request_and_steps(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]], set[str]]:
     """The latest user request, the tool results that answered it so far, and the tools used."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
@@ -67,12 +67,12 @@ def _turn(text: str, *tools: ToolUse) -> Turn:
 
 def demo_model(request: Any) -> Turn:
     """Answer one Messages API request (``request.body`` is the request JSON)."""
-    text, steps, used = _request_and_steps(request.body.get("messages", []))
+    text, steps, used = request_and_steps(request.body.get("messages", []))
     wants = text.lower()
     if not steps:
         return _turn("Let me read the notebook first.", ToolUse("get_notebook_state", {}))
     last = steps[-1]
-    last_text = _text_of(last)
+    last_text = result_text(last)
     if last.get("is_error"):
         if "declined" in last_text or "not run" in last_text:
             return _turn("Understood, I did not do that. Tell me what you would prefer instead.")

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from jupyter_aaep.testing.demo_model import request_and_steps, result_text
 from jupyter_aaep.testing.fake_anthropic import ErrorReply, RecordedRequest, ToolUse, Turn
 
 PACE = 0.02
@@ -62,38 +63,8 @@ AUTH_HINT = "Set a valid key in the ANTHROPIC_API_KEY environment variable of th
 
 def request_and_results(request: RecordedRequest) -> tuple[str, list[dict[str, Any]]]:
     """The newest user request (its text) and the tool results collected for it since."""
-    messages = request.body.get("messages") or []
-    for index in range(len(messages) - 1, -1, -1):
-        content = messages[index].get("content")
-        if messages[index].get("role") != "user":
-            continue
-        blocks = (
-            [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-        )
-        texts = [
-            b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
-        ]
-        if any(t.strip() for t in texts):
-            results = [
-                b
-                for m in messages[index:]
-                if isinstance(m.get("content"), list)
-                for b in m["content"]
-                if isinstance(b, dict) and b.get("type") == "tool_result"
-            ]
-            if index == len(messages) - 1:
-                results = []  # results merged into the new request answer the previous one
-            return " ".join(texts), results
-    return "", []
-
-
-def result_text(result: dict[str, Any]) -> str:
-    content = result.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
-    return ""
+    text, results, _used = request_and_steps(request.body.get("messages") or [])
+    return text, results
 
 
 def _turn(text: str = "", *tools: ToolUse, **options: Any) -> Turn:
