@@ -75,8 +75,7 @@ def demo_model(request: Any) -> Turn:
 class Announcer:
     """Prints what a screen reader would say for each event."""
 
-    def __init__(self, answer: str | None) -> None:
-        self.answer = answer
+    def __init__(self) -> None:
         self.pending: list[dict[str, Any]] = []
 
     def deliver(self, event: dict[str, Any]) -> None:
@@ -95,7 +94,7 @@ class Announcer:
 
 
 async def run_demo(answer: str | None) -> int:
-    announcer = Announcer(answer)
+    announcer = Announcer()
     emitter = Emitter()
     emitter.subscribe(announcer)
     broker = ReplyBroker()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .broker import Outcome, PendingRequest, ReplyBroker
 from .coalescer import OutputCoalescer
-from .emitter import Emitter, Event, ListSubscriber, QueueSubscriber, Subscriber
+from .emitter import Emitter, Event, ListSubscriber, Subscriber
 from .events import (
     CORE_EVENT_TYPES,
     CRITICAL_TYPES,
@@ -55,7 +55,6 @@ __all__ = [
     "Producer",
     "Progress",
     "ProgressUpdated",
-    "QueueSubscriber",
     "ReplyBroker",
     "Session",
     "SessionCancelled",

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from .clock import parse_timestamp, utc_now_ms
-from .events import Choice, Decision, ResponseKind
+from .events import Choice, ResponseKind
 from .ids import is_valid_id
 
 log = logging.getLogger(__name__)

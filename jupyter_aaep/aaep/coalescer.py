@@ -65,10 +65,6 @@ class OutputCoalescer:
         self.completed = False
         self.chunks_emitted = 0
 
-    @property
-    def started(self) -> bool:
-        return self.chunks_emitted > 0 or bool(self._buffer)
-
     def feed(self, delta: str) -> None:
         if self.completed:
             raise RuntimeError("output already complete")

@@ -7,10 +7,9 @@ stall the agent loop or the other subscribers.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
@@ -82,58 +81,6 @@ class Emitter:
                 close()
             except Exception:  # pragma: no cover - a failing close must not stop the fan-out
                 log.exception("closing AAEP subscriber %r failed", subscriber)
-
-
-class QueueSubscriber:
-    """A subscriber read with ``async for``; bounded so a stalled reader is dropped, not leaked.
-
-    Parameters
-    ----------
-    max_pending
-        Events that may wait unread before the subscriber counts as stalled.
-    """
-
-    def __init__(self, *, max_pending: int = 10_000) -> None:
-        self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        self._max_pending = max_pending
-        self.closed = False
-        self.overflowed = False
-
-    def deliver(self, event: Event) -> None:
-        if self.closed:
-            return
-        if self._queue.qsize() >= self._max_pending:
-            self.overflowed = True
-            raise SubscriberOverflow(f"{self._max_pending} events unread")
-        self._queue.put_nowait(event)
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self._queue.put_nowait(None)
-
-    def pending(self) -> int:
-        return self._queue.qsize()
-
-    async def get(self) -> Event | None:
-        """The next event, or ``None`` once the subscriber is closed."""
-        return await self._queue.get()
-
-    def drain(self) -> list[Event]:
-        """Everything delivered and not yet read, without waiting."""
-        items: list[Event] = []
-        while not self._queue.empty():
-            item = self._queue.get_nowait()
-            if item is not None:
-                items.append(item)
-        return items
-
-    async def __aiter__(self) -> AsyncIterator[Event]:
-        while True:
-            item = await self._queue.get()
-            if item is None:
-                return
-            yield item
 
 
 class ListSubscriber:

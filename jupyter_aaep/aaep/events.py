@@ -9,7 +9,7 @@ envelope rules wrong. ``to_payload()`` gives the JSON-ready payload keys.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 Urgency = Literal["background", "normal", "critical"]

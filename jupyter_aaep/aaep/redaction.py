@@ -23,7 +23,7 @@ _SECRET_NAME = re.compile(
 )
 
 _SECRET_VALUES = [
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.DOTALL),
     re.compile(r"\bsk-[A-Za-z0-9_\-]{4,}"),
     re.compile(r"\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{8,}"),
     re.compile(r"\bgithub_pat_[A-Za-z0-9_]{8,}"),
@@ -72,10 +72,6 @@ def _mask_opaque(match: re.Match[str]) -> str:
     if value.count("/") > 1 or value.count("_") > 3 or value.count("-") > 3:
         return value
     return MASK
-
-
-def contains_secret(text: str) -> bool:
-    return mask_secrets(text) != text
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ current state.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .clock import SessionClock
 from .emitter import Emitter, Event
@@ -171,6 +170,3 @@ class Session:
 
     def now_ms(self) -> int:
         return self._clock.now_ms()
-
-    def describe(self) -> dict[str, Any]:
-        return {"session_id": self.id, "state": self.state, "closed": self.closed}

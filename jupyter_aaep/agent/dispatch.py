@@ -33,7 +33,15 @@ from ..aaep.ids import new_call_id, new_reply_token, safe_tool_name
 from ..aaep.redaction import mask_secrets, redact_arguments
 from ..aaep.session import Session
 from .history import tool_result
-from .tools import ActionPreview, StaleApproval, ToolContext, ToolError, ToolRegistry, ToolResult, ToolSpec
+from .tools import (
+    ActionPreview,
+    StaleApproval,
+    ToolContext,
+    ToolError,
+    ToolRegistry,
+    ToolResult,
+    ToolSpec,
+)
 
 if TYPE_CHECKING:
     from .loop import ChatContext

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,6 @@ import anthropic
 
 from ..aaep.broker import ReplyBroker
 from ..aaep.emitter import Emitter, Event
-from ..aaep.ids import new_id
 from ..aaep.session import Producer, Session
 from .approval import ApprovalPolicy
 from .loop import AgentConfig, AgentLoop, ChatContext, RunControl, SessionResult
@@ -131,7 +131,7 @@ class ChatRunner:
     def create_chat(self, notebook_path: str | None) -> Chat:
         if notebook_path is not None and not isinstance(notebook_path, str):
             raise InvalidInput("notebook_path must be a string.")
-        chat = Chat(chat_id=new_id("sess").replace("sess_", "chat_"), notebook_path=notebook_path,
+        chat = Chat(chat_id=f"chat_{secrets.token_hex(16)}", notebook_path=notebook_path,
                     approval=self.policy_factory())
         self._chats[chat.chat_id] = chat
         return chat

@@ -101,7 +101,7 @@ def input_schema(
         if name in skip or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         schema = json_type(hints.get(name, param.annotation))
-        if name in param_docs and param_docs[name]:
+        if param_docs.get(name):
             schema["description"] = param_docs[name]
         if param.default is inspect.Parameter.empty:
             required.append(name)

@@ -350,9 +350,6 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
-    def copy(self) -> ToolRegistry:
-        return ToolRegistry(self._tools.values())
-
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 

@@ -25,7 +25,6 @@ from typing import Any
 
 from .fake_anthropic import ErrorReply, RecordedRequest, ToolUse, Turn
 
-
 Reply = Turn | ErrorReply
 
 

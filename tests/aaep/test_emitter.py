@@ -1,11 +1,8 @@
 from __future__ import annotations
 
-import asyncio
 import logging
 
-import pytest
-
-from jupyter_aaep.aaep.emitter import Emitter, ListSubscriber, QueueSubscriber
+from jupyter_aaep.aaep.emitter import Emitter, ListSubscriber, SubscriberOverflow
 
 
 class Broken:
@@ -46,38 +43,33 @@ def test_failing_subscriber_is_dropped_without_hurting_others(caplog) -> None:
     assert "failed and was disconnected" in caplog.text
 
 
-async def test_slow_queue_subscriber_overflows_and_is_dropped(caplog) -> None:
+class Bounded(ListSubscriber):
+    """Holds at most two events, like a stream whose reader stopped reading."""
+
+    closed = False
+
+    def deliver(self, event: dict) -> None:
+        if len(self.events) >= 2:
+            raise SubscriberOverflow("2 events unread")
+        super().deliver(event)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_slow_subscriber_overflows_and_is_dropped(caplog) -> None:
     emitter = Emitter(history_limit=3)
-    slow, fast = QueueSubscriber(max_pending=2), QueueSubscriber()
+    slow, fast = Bounded(), ListSubscriber()
     emitter.subscribe(slow)
     emitter.subscribe(fast)
     with caplog.at_level(logging.WARNING):
         for n in range(5):
             emitter.publish({"n": n})
-    assert slow.overflowed and slow.closed
-    assert fast.pending() == 5
+    assert slow.closed and [e["n"] for e in slow.events] == [0, 1]
+    assert len(fast.events) == 5
+    assert emitter.subscribers == (fast,)
     assert [e["n"] for e in emitter.history] == [2, 3, 4]
     assert "fell behind" in caplog.text
-    assert [e["n"] for e in slow.drain()] == [0, 1]
-    slow.deliver({"n": 99})  # closed subscribers ignore deliveries
-    assert slow.drain() == []
-
-
-async def test_queue_subscriber_iterates_until_closed() -> None:
-    sub = QueueSubscriber()
-    sub.deliver({"n": 1})
-    assert (await sub.get()) == {"n": 1}
-    sub.deliver({"n": 2})
-
-    async def closer() -> None:
-        await asyncio.sleep(0.01)
-        sub.close()
-
-    task = asyncio.ensure_future(closer())
-    seen = [e["n"] async for e in sub]
-    await task
-    assert seen == [2]
-    sub.close()  # closing twice is harmless
 
 
 def test_list_subscriber_helpers() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_aaep.aaep.redaction import contains_secret, is_secret_name, mask_secrets, redact_arguments
+from jupyter_aaep.aaep.redaction import is_secret_name, mask_secrets, redact_arguments
 
 SCANNER_WORDS = ("password", "api_key", "secret_key", "private_key", "bearer ", "authorization:", "x-api-key",
                  "ssh-rsa", "ssh-ed25519", "begin private key", "aws_secret", "github_pat_", "ghp_", "sk-")
@@ -28,7 +28,6 @@ SCANNER_WORDS = ("password", "api_key", "secret_key", "private_key", "bearer ", 
 def test_secret_values_are_masked_and_scanner_safe(text: str) -> None:
     masked = mask_secrets(text)
     assert masked != text
-    assert contains_secret(text)
     lowered = masked.lower()
     for word in SCANNER_WORDS:
         assert word not in lowered, (word, masked)

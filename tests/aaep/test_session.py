@@ -46,7 +46,7 @@ def test_envelope_is_complete_and_sequenced() -> None:
     assert "verbosity" not in progress or progress["summary_normal"]
     assert errored["urgency"] == "critical", "critical types ignore an override"
     assert progress["progress"] == {"percent": 50, "description": "Half way"}
-    assert session.closed and session.describe()["closed"]
+    assert session.closed and session.terminal_event is errored
 
 
 def test_session_refuses_what_the_protocol_forbids() -> None:
@@ -59,8 +59,9 @@ def test_session_refuses_what_the_protocol_forbids() -> None:
     with pytest.raises(RuntimeError):
         session.emit(StateChanged(from_state="thinking", to_state="idle"))
     session.emit(SessionCompleted(summary=Summary("Done.")))
+    assert session.change_state("thinking") is None, "no state changes after the end"
     with pytest.raises(SessionClosed):
-        session.change_state("thinking") or session.emit(SessionCompleted(summary=Summary("x")))
+        session.emit(SessionCompleted(summary=Summary("x")))
     with pytest.raises(ValueError):
         Session(Emitter(), Producer(), session_id="session-1")
 

@@ -124,7 +124,7 @@ def test_results_and_registry() -> None:
     with pytest.raises(TypeError):
         registry.add(lambda: 1)  # type: ignore[arg-type]
     assert "one" in registry and len(registry) == 1 and registry.names() == ["one"]
-    assert registry.copy().get("one") is one
+    assert registry.get("one") is one
     assert registry.model_tools(cache=False) == [one.model_schema()]
     registry.remove("one")
     assert registry.model_tools() == [] and list(registry) == []
