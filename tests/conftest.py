@@ -12,7 +12,8 @@ from jupyter_aaep.testing.schemas import SchemaValidator, SchemaViolation
 
 @pytest.fixture(scope="session")
 def aaep_schema_validator() -> SchemaValidator:
-    # Raises FileNotFoundError when the schemas are missing: CI must fail, never skip.
+    # The schemas shipped in jupyter_aaep/aaep/schemas, or $AAEP_SCHEMA_DIR. Raises
+    # FileNotFoundError when they are missing: CI must fail, never skip.
     return SchemaValidator.from_dir()
 
 

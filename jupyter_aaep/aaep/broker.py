@@ -95,6 +95,11 @@ class ReplyBroker:
         self._entitled = entitled
         self._check_sender = check_sender
 
+    @property
+    def checks_sender(self) -> bool:
+        """Whether a reply counts only from a subscription entitled to answer (§10.2)."""
+        return self._check_sender
+
     # -- opening -------------------------------------------------------------------------
     def open_confirmation(
         self,
@@ -164,7 +169,9 @@ class ReplyBroker:
         try:
             request = self._check(reply, session_id)
         except _Ignored as why:
-            log.info("AAEP reply ignored: %s", why)
+            # Seen by whoever debugs a subscriber; the token is shortened (it is a credential).
+            token = reply.get("reply_token") if isinstance(reply, Mapping) else None
+            log.warning("AAEP reply ignored (reply_token %s): %s", short_token(token), why)
             return False
         value = reply["decision"] if request.kind == "confirmation" else reply["response"]
         self._resolve(
@@ -185,8 +192,13 @@ class ReplyBroker:
         if set(reply) - fields:
             raise _Ignored(f"unexpected fields {sorted(set(reply) - fields)}")
         token = reply.get("reply_token")
-        if not is_valid_id("rpl", token) or not is_valid_id("sub", reply.get("subscription_id")):
-            raise _Ignored("malformed token or subscription id")
+        if not is_valid_id("rpl", token):
+            raise _Ignored("reply_token is missing or malformed")
+        if "subscription_id" not in reply:
+            raise _Ignored("no subscription_id (required by AAEP §5; on a chat's own endpoint a reply "
+                           "without one is attributed to that chat's subscriber)")
+        if not is_valid_id("sub", reply.get("subscription_id")):
+            raise _Ignored("subscription_id is malformed (it must look like sub_ followed by letters and digits)")
         stamp = reply.get("timestamp")
         if not isinstance(stamp, str) or not _TIMESTAMP.match(stamp):
             raise _Ignored("malformed timestamp")
@@ -262,6 +274,13 @@ class ReplyBroker:
 
     def pending(self, session_id: str | None = None) -> list[PendingRequest]:
         return [r for r in self._pending.values() if session_id is None or r.session_id == session_id]
+
+
+def short_token(token: Any) -> str:
+    """A reply token fit for a log line: its first characters only, never the whole secret."""
+    if not isinstance(token, str) or not token:
+        return "(none)"
+    return token[: min(8, len(token) // 2)] + "…"
 
 
 class _Ignored(Exception):

@@ -9,7 +9,8 @@ finishes. This module checks those rules incrementally, so it can watch a live s
 specification where our own producer promises more (explicit urgency, every confirmation
 linked to its tool call, tool events only inside ``calling_tool``).
 
-Standard library only; the optional ``--schemas`` CLI flag imports jsonschema lazily.
+Standard library only. The CLI also validates each message against the AAEP JSON Schemas
+shipped in the package (or ``--schemas DIR``) when jsonschema is installed, importing it lazily.
 """
 
 from __future__ import annotations
@@ -280,16 +281,32 @@ def _read_jsonl(paths: list[Path]) -> list[tuple[str, Any]]:
     return records
 
 
-def _schema_checker(schema_dir: str | None) -> tuple[Any, type[Exception]] | None:
-    """A ``SchemaValidator`` if asked for and jsonschema is importable, else ``None``."""
-    if schema_dir is None:
+def _schema_checker(
+    schema_dir: str | None, *, wanted: bool = True
+) -> tuple[Any, type[Exception]] | None:
+    """A ``SchemaValidator`` for ``schema_dir`` (default: the schemas shipped in the package,
+    or ``$AAEP_SCHEMA_DIR``), or ``None`` when not wanted or jsonschema cannot check them.
+
+    Without jsonschema the sequence rules still run, with a note; a folder named with
+    ``--schemas`` that cannot be used is an error (``FileNotFoundError``/``RuntimeError``)."""
+    if not wanted:
         return None
     if importlib.util.find_spec("jsonschema") is None:
-        print("note: jsonschema is not installed; schema validation skipped.")
+        print(
+            "note: jsonschema is not installed, so schema validation was skipped "
+            "(pip install 'jsonschema[format]' to enable it)."
+        )
         return None
     # import_module keeps this optional test-support dependency out of static analysis.
     schemas = importlib.import_module("jupyter_aaep.testing.schemas")
-    return schemas.SchemaValidator.from_dir(schema_dir), schemas.SchemaViolation
+    try:
+        validator = schemas.SchemaValidator.from_dir(schema_dir)
+    except RuntimeError as exc:
+        if schema_dir is not None:
+            raise
+        print(f"note: schema validation was skipped: {exc}.")
+        return None
+    return validator, schemas.SchemaViolation
 
 
 def _wants_schema(message: Any) -> bool:
@@ -309,14 +326,23 @@ def main(argv: list[str] | None = None) -> int:
         description="Check AAEP 1.0.0 event logs (one JSON message per line).",
     )
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE.jsonl")
-    parser.add_argument(
-        "--schemas", metavar="DIR", help="also validate each message against the schemas in DIR"
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--schemas",
+        metavar="DIR",
+        help="validate each message against the AAEP JSON Schemas in DIR "
+        "(default: the AAEP 1.0.0 schemas shipped with jupyter-aaep, or $AAEP_SCHEMA_DIR)",
+    )
+    which.add_argument(
+        "--no-schemas",
+        action="store_true",
+        help="check the sequence rules only, without JSON Schema validation",
     )
     args = parser.parse_args(argv)
     try:
         records = _read_jsonl(args.files)
-        schemas = _schema_checker(args.schemas)
-    except (_Unreadable, FileNotFoundError) as exc:
+        schemas = _schema_checker(args.schemas, wanted=not args.no_schemas)
+    except (_Unreadable, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     checker = SequenceChecker()

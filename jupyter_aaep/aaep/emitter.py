@@ -3,6 +3,11 @@
 ``publish`` never awaits: each subscriber gets the event through a non-blocking ``deliver``
 call, and a subscriber that raises or falls too far behind is dropped rather than allowed to
 stall the agent loop or the other subscribers.
+
+``publish`` is also the one gate every event passes before history and transports: an event
+that could not be sent as UTF-8 JSON (a lone surrogate from a file name or kernel output, a
+NaN) is repaired there and the repair logged, so one bad character can never cut a stream,
+poison the replay history or differ between transports.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol
+
+from .wire import sanitize
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +67,10 @@ class Emitter:
         return unsubscribe
 
     def publish(self, event: Event) -> None:
+        event, problems = sanitize(event)
+        if problems:
+            log.warning("AAEP event %s could not be sent as it was and was repaired (%s); this is a bug in "
+                        "whatever produced it", event.get("type") or event.get("kind"), "; ".join(problems[:5]))
         if self._keep_history:
             self._history.append(event)
         for subscriber in tuple(self._subscribers):

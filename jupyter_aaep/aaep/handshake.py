@@ -262,7 +262,8 @@ def _check_capabilities(caps: Mapping[str, Any]) -> None:
     rate = caps.get("max_events_per_second")
     if rate is not None and (not _is_int(rate) or not 1 <= rate <= 100_000):
         raise bad("max_events_per_second must be a whole number from 1 to 100000.")
-    if "preferred_verbosity" in caps and caps["preferred_verbosity"] not in VERBOSITIES:
+    if "preferred_verbosity" in caps and not (isinstance(caps["preferred_verbosity"], str)
+                                              and caps["preferred_verbosity"] in VERBOSITIES):
         raise bad("preferred_verbosity must be terse, normal or detailed.")
     if "languages" in caps:
         languages = caps["languages"]
@@ -275,7 +276,8 @@ def _check_capabilities(caps: Mapping[str, Any]) -> None:
     if "coalesce_boundaries" in caps:
         boundaries = caps["coalesce_boundaries"]
         if (not isinstance(boundaries, list) or not 1 <= len(boundaries) <= 5
-                or not all(b in BOUNDARY_LEVELS for b in boundaries) or len(set(boundaries)) != len(boundaries)):
+                or not all(isinstance(b, str) and b in BOUNDARY_LEVELS for b in boundaries)
+                or len(set(boundaries)) != len(boundaries)):
             raise bad("coalesce_boundaries must list distinct values among none, word, sentence, paragraph, completion.")
     if "event_filters" in caps:
         _check_filters(caps["event_filters"])
@@ -288,7 +290,8 @@ def _check_capabilities(caps: Mapping[str, Any]) -> None:
         extensions = caps["supported_extensions"]
         if not isinstance(extensions, list) or len(extensions) > 64 or not all(isinstance(e, str) for e in extensions):
             raise bad("supported_extensions must list at most 64 extension URIs.")
-    if "cognitive_load" in caps and caps["cognitive_load"] not in ("low", "medium", "high"):
+    if "cognitive_load" in caps and not (isinstance(caps["cognitive_load"], str)
+                                         and caps["cognitive_load"] in ("low", "medium", "high")):
         raise bad("cognitive_load must be low, medium or high.")
     pace = caps.get("pace_wpm")
     if pace is not None and (not _is_int(pace) or not 50 <= pace <= 1000):

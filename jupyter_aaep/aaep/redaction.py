@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +50,107 @@ _SECRET_PAIR = re.compile(
 _OPAQUE = re.compile(r"\b(?=[A-Za-z0-9_\-+/]*\d)(?=[A-Za-z0-9_\-+/]*[A-Za-z])[A-Za-z0-9_\-+/]{32,}={0,2}")
 
 
+# For what the model reads (cell sources and outputs), names that are only *weakly* secret
+# (``max_tokens = 100``, ``auth_mode = "basic"``) keep their values unless the value itself
+# looks like a credential; strongly secret names always lose a literal value.
+_STRONG_PAIR = re.compile(
+    r"""(?ix)
+    \b[\w.-]*(pass(word|wd|phrase)?|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key
+      |credential)[\w.-]*["']?
+    \s*[:=]\s*
+    (?P<value>"[^"\n]*"|'[^'\n]*'|(?![\w.]*[.(\[])[^\s,;&()\[\]{}]+)
+    """
+)
+_WEAK_PAIR = re.compile(
+    r"""(?ix)
+    \b[\w.-]*(token|auth|cookie|signature|session[_-]?key)[\w.-]*["']?
+    \s*[:=]\s*
+    (?P<value>(?P<q>["']?)(?=[A-Za-z0-9_\-+/.=]*\d)[A-Za-z0-9_\-+/.=]{16,}(?P=q))
+    """
+)
+_known_secrets: set[str] = set()
+
+
+def remember_secret(value: str) -> None:
+    """Mask every exact occurrence of *value* from now on (the server's own credentials)."""
+    if len(value) >= 8:
+        _known_secrets.add(value)
+
+
+def forget_secrets() -> None:
+    """Drop the remembered values (for tests and server shutdown)."""
+    _known_secrets.clear()
+
+
+def _known_spans(text: str) -> Iterable[tuple[int, int]]:
+    for value in _known_secrets:
+        start = text.find(value)
+        while start != -1:
+            yield start, start + len(value)
+            start = text.find(value, start + len(value))
+
+
+def _model_spans(text: str) -> list[tuple[int, int]]:
+    """The non-overlapping spans of *text* that the model must not read, in order."""
+    spans: list[tuple[int, int]] = list(_known_spans(text))
+    for pattern in _SECRET_VALUES:
+        spans += [m.span() for m in pattern.finditer(text)]
+    for pair in (_STRONG_PAIR, _WEAK_PAIR):
+        spans += [m.span("value") for m in pair.finditer(text)]
+    chosen: list[tuple[int, int]] = []
+    for start, end in sorted(spans, key=lambda span: (span[0], -span[1])):
+        if chosen and start < chosen[-1][1]:
+            chosen[-1] = (chosen[-1][0], max(end, chosen[-1][1]))
+        else:
+            chosen.append((start, end))
+    return chosen
+
+
+def mask_for_model(text: str) -> tuple[str, list[str]]:
+    """*text* as the model may read it, and the hidden values in the order they were masked.
+
+    Narrower than :func:`mask_secrets`: only credential-shaped values, literal values of
+    secret-named variables and the server's own remembered secrets are hidden, so hashes,
+    ids and ``max_tokens = 100`` stay readable and the model can still work on the code.
+    """
+    if not text:
+        return text, []
+    parts, hidden, last = [], [], 0
+    for start, end in _model_spans(text):
+        parts += [text[last:start], MASK]
+        hidden.append(text[start:end])
+        last = end
+    parts.append(text[last:])
+    return "".join(parts), hidden
+
+
+def restore_masked(new: str, original: str) -> str:
+    """*new* with each mask put back to what it stood for in *original*, in order.
+
+    The model edits cells it read through :func:`mask_for_model`; writing its text back as is
+    would replace the user's key with the mask. A mask the original already held literally
+    stays a mask. Raises ``ValueError`` when the masks in *new* cannot be matched one to one.
+    """
+    count = new.count(MASK)
+    if not count:
+        return new
+    stood_for: list[tuple[int, str]] = [(start, original[start:end]) for start, end in _model_spans(original)]
+    inside = [(start, start + len(value)) for start, value in stood_for]
+    literal = original.find(MASK)
+    while literal != -1:
+        if not any(a <= literal < b for a, b in inside):
+            stood_for.append((literal, MASK))
+        literal = original.find(MASK, literal + len(MASK))
+    values = [value for _, value in sorted(stood_for)]
+    if count != len(values):
+        raise ValueError(
+            f"The new text has {count} {MASK} placeholder(s) where the cell had {len(values)} hidden "
+            "value(s), so the secrets cannot be put back."
+        )
+    pieces = new.split(MASK)
+    return pieces[0] + "".join(value + piece for value, piece in zip(values, pieces[1:]))
+
+
 def is_secret_name(name: str) -> bool:
     """Whether an argument or field called *name* should never be shown."""
     return bool(_SECRET_NAME.search(name))
@@ -59,7 +160,10 @@ def mask_secrets(text: str) -> str:
     """*text* with secret-looking values and ``secret_name=value`` pairs replaced by a mask."""
     if not text:
         return text
-    masked = _SECRET_PAIR.sub(MASK, text)
+    masked = text
+    for value in _known_secrets:
+        masked = masked.replace(value, MASK)
+    masked = _SECRET_PAIR.sub(MASK, masked)
     for pattern in _SECRET_VALUES:
         masked = pattern.sub(MASK, masked)
     masked = _OPAQUE.sub(_mask_opaque, masked)

@@ -27,6 +27,11 @@ Category = Literal[
     "write",
     "kernel",
     "browser",
+    "dynamic",
+    "system",
+    "environment",
+    "magic",
+    "unparsed",
 ]
 Add = Callable[[Category, str], None]
 """Reports one finding: its category and a short detail ("rm -rf", "pip install torch")."""
@@ -59,7 +64,8 @@ _CURL_WRITE = re.compile(
 )
 SECRET_PATHS = re.compile(
     r"(\.ssh\b|id_rsa|id_ed25519|id_ecdsa|\.aws/credentials|\.netrc|\.pgpass|\.git-credentials|"
-    r"\.docker/config\.json|\.kube/config|/etc/shadow|\.gnupg|\.config/gcloud|\.azure/)"
+    r"\.docker/config\.json|\.kube/config|/etc/shadow|\.gnupg|\.config/gcloud|\.azure/|"
+    r"\.config/anthropic|jupyter/runtime|jpserver-|/proc/[^/\s'\"]*/environ)"
 )
 
 

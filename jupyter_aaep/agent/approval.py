@@ -4,6 +4,8 @@ Modes are per chat: ``"ask"`` (the default) asks before every call that needs ap
 ``"auto"`` approves those calls on the user's behalf — still through a confirmation event, so
 listeners hear what was approved and the protocol's "confirm before irreversible" rule holds —
 except calls a risk scan flagged, which always wait for a person. Auto mode is never persisted.
+The scan (:mod:`.code_risk`) is static: auto mode runs whatever it does not flag, so it is a
+convenience for trusted work, not a sandbox.
 """
 
 from __future__ import annotations

@@ -30,9 +30,9 @@ from ..aaep.events import (
     default_decision_for,
 )
 from ..aaep.ids import new_call_id, new_reply_token, safe_tool_name
-from ..aaep.redaction import mask_secrets, redact_arguments
+from ..aaep.redaction import mask_for_model, mask_secrets, redact_arguments
 from ..aaep.session import Session
-from .history import tool_result
+from .history import tool_result as _tool_result
 from .tools import (
     ActionPreview,
     StaleApproval,
@@ -143,7 +143,7 @@ class ToolDispatcher:
             if self.policy.needs_confirmation(spec, preview):
                 outcome = await self._confirm(call, spec, preview)
                 if not outcome.accepted:
-                    call.result = tool_result(use.id, _declined_text(outcome, spec), is_error=True)
+                    call.result = _result(use.id, _declined_text(outcome, spec), is_error=True)
                     return
                 ctx.approved_fingerprint = preview.fingerprint
             try:
@@ -153,7 +153,7 @@ class ToolDispatcher:
                 # A fresh id: the retried invocation is a new one for listeners and the checker.
                 call.call_id = ctx.tool_call_id = new_call_id()
                 preview = await spec.describe(ctx, use.input)
-        call.result = tool_result(
+        call.result = _result(
             use.id, "Not run: the code kept changing while waiting for approval. Ask the user what to do.", is_error=True
         )
 
@@ -180,7 +180,7 @@ class ToolDispatcher:
             raise
         except ToolError as error:
             self._complete(call, spec, started, "error", str(error))
-            call.result = tool_result(call.use.id, str(error), is_error=True)
+            call.result = _result(call.use.id, str(error), is_error=True)
             return
         except asyncio.CancelledError:
             self._complete(call, spec, started, "error", "Stopped before it finished.")
@@ -189,11 +189,15 @@ class ToolDispatcher:
             log.exception("tool %s failed", spec.name)
             message = f"{spec.name} failed unexpectedly: {type(error).__name__}: {error}"
             self._complete(call, spec, started, "error", message)
-            call.result = tool_result(call.use.id, message, is_error=True)
+            call.result = _result(call.use.id, message, is_error=True)
             return
         status = "error" if result.is_error else "success"
-        self._complete(call, spec, started, status, None, result)
-        call.result = tool_result(call.use.id, result.content, is_error=result.is_error)
+        # A tool that ran and failed (a cell that raised) is a failed step for listeners too.
+        reason = None
+        if result.is_error:
+            reason = result.error_message or result.summary or "The tool reported an error."
+        self._complete(call, spec, started, status, reason, result)
+        call.result = _result(call.use.id, result.content, is_error=result.is_error)
 
     def _complete(
         self,
@@ -209,6 +213,8 @@ class ToolDispatcher:
         label = spec.human_label()
         if status == "success":
             heard = (result.summary if result and result.summary else f"Finished: {label}.")
+        elif result is not None and result.summary:
+            heard = mask_secrets(result.summary)
         else:
             heard = f"{label.capitalize()} failed: {mask_secrets(error or 'no details')}"
         self.session.emit(
@@ -239,15 +245,15 @@ class ToolDispatcher:
                 summary=Summary(normal=heard, terse="Tool failed."),
             )
         )
-        call.result = tool_result(call.use.id, message, is_error=True)
+        call.result = _result(call.use.id, message, is_error=True)
 
     async def _call_conversational(self, call: _Call, spec: ToolSpec, ctx: ToolContext) -> None:
         try:
             result = await spec.call(ctx, call.use.input)
         except ToolError as error:
-            call.result = tool_result(call.use.id, str(error), is_error=True)
+            call.result = _result(call.use.id, str(error), is_error=True)
             return
-        call.result = tool_result(call.use.id, result.content, is_error=result.is_error)
+        call.result = _result(call.use.id, result.content, is_error=result.is_error)
 
     # -- approval ---------------------------------------------------------------------------
     async def _confirm(self, call: _Call, spec: ToolSpec, preview: ActionPreview) -> Outcome:
@@ -387,6 +393,28 @@ class ToolDispatcher:
             )
         )
         self.on_handoff(shown)
+
+
+def _result(tool_use_id: str, content: str | list[dict[str, Any]], *, is_error: bool) -> dict[str, Any]:
+    """A ``tool_result`` for the model, with credentials masked (AAEP §10).
+
+    Tool output is what a cell printed, an error's text, a file's lines: a key printed by
+    code must not travel to the model provider. The masking is the model-facing one
+    (:func:`mask_for_model`): hashes and ``max_tokens = 100`` stay readable, or the model
+    could not work on the code it reads. Image blocks pass unchanged.
+    """
+    return _tool_result(tool_use_id, _masked(content), is_error=is_error)
+
+
+def _masked(content: str | list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return mask_for_model(content)[0]
+    return [
+        {**block, "text": mask_for_model(block["text"])[0]}
+        if block.get("type") == "text" and isinstance(block.get("text"), str)
+        else block
+        for block in content
+    ]
 
 
 def _risk(spec: ToolSpec, preview: ActionPreview) -> RiskLevel:

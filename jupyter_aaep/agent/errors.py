@@ -113,7 +113,9 @@ def describe_model_error(error: BaseException, *, model: str) -> ModelFailure:
         return ModelFailure(
             "requires_user", "MODEL_API_KEY_MISSING", False,
             "No API key is configured for the model service.",
-            "Set the ANTHROPIC_API_KEY environment variable before starting Jupyter, then restart the server.",
+            "Set the ANTHROPIC_API_KEY environment variable before starting Jupyter, then restart the server. "
+            "To try the agent without an account, run scripts/start --offline from a clone of jupyter-aaep: "
+            "it starts JupyterLab with the offline demo model.",
         )
     return ModelFailure(
         "unknown", "AGENT_INTERNAL_ERROR", False,

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..aaep.wire import sanitize
+
 Message = dict[str, Any]
 
 
@@ -20,8 +22,11 @@ def _as_blocks(content: Any) -> list[dict[str, Any]]:
 
 def append_user_blocks(history: list[Message], blocks: Iterable[dict[str, Any]]) -> None:
     """Add user content, merging into a trailing user message (two user turns in a row are
-    what a stopped or errored session leaves behind). Tool results stay first in a message."""
-    new = list(blocks)
+    what a stopped or errored session leaves behind). Tool results stay first in a message.
+
+    Text that UTF-8 cannot encode (a lone surrogate from a file name or kernel output) is
+    repaired on the way in: kept as it was, it would fail every later request of the chat."""
+    new, _ = sanitize(list(blocks))
     if not new:
         return
     if history and history[-1]["role"] == "user":
@@ -46,7 +51,7 @@ def append_assistant(history: list[Message], content: Iterable[Any], *, keep_too
     """
     blocks: list[dict[str, Any]] = []
     for block in content:
-        param = block_to_param(block)
+        param, _ = sanitize(block_to_param(block))
         if param is None:
             continue
         if param["type"] == "tool_use" and not keep_tool_use:

@@ -5,6 +5,12 @@ the coalescer, and the loop continues only while ``stop_reason == "tool_use"`` (
 ``pause_turn``). Every ``tool_use`` gets a ``tool_result``, whatever happened to it. The
 session ends with exactly one terminal event: completed, errored (with a hint a person can
 act on) or cancelled (the run's task was cancelled; no tool or output is left open).
+
+Before each model request the conversation is kept inside the context window (``context.py``:
+clearing old tool results in batches, the server's context editing where offered, compaction),
+with one announcement when that happened; each request carries a moving prompt-cache
+breakpoint on its last block. Token usage and its estimated cost are added up per session and
+per chat (``usage.py``); an optional chat budget ends the session before the next request.
 """
 
 from __future__ import annotations
@@ -30,11 +36,23 @@ from ..aaep.events import (
 from ..aaep.redaction import mask_secrets
 from ..aaep.session import Session
 from .approval import ApprovalPolicy
+from .context import (
+    CONTEXT_MANAGEMENT_BETA,
+    ContextManager,
+    ContextReport,
+    ContextSettings,
+    ContextState,
+    ContextTooLarge,
+    dedupe_results,
+    estimate_tokens,
+    parse_too_long,
+)
 from .dispatch import ToolDispatcher
 from .errors import ModelFailure, describe_model_error
 from .history import append_assistant, append_user_blocks, append_user_text, close_open_tool_uses
 from .prompts import SYSTEM_PROMPT, chat_context
 from .tools import ToolRegistry
+from .usage import PriceTable, Usage, dollars
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +70,14 @@ class AgentConfig:
     system_prompt: str = SYSTEM_PROMPT
     extra_instructions: str = ""
     prompt_caching: bool = True
+    cache_conversation: bool = True
+    """A moving cache breakpoint on the last block of each request, so every turn reads the
+    conversation so far from the prompt cache (needs ``prompt_caching``)."""
     output_boundary: Boundary = "sentence"
+    context: ContextSettings = field(default_factory=ContextSettings)
+    prices: PriceTable = field(default_factory=PriceTable)
+    budget_usd: float | None = None
+    """Estimated cost at which a chat stops asking the model; ``None`` for no budget."""
 
 
 @dataclass
@@ -63,6 +88,9 @@ class ChatContext:
     notebook_path: str | None = None
     services: Mapping[str, Any] = field(default_factory=dict)
     approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    usage: Usage = field(default_factory=Usage)
+    """The chat's token usage so far, added to by every session (for the budget)."""
+    context: ContextState = field(default_factory=ContextState)
 
 
 @dataclass
@@ -79,6 +107,7 @@ class SessionResult:
     answer: str
     tool_calls: int
     terminal_event: dict[str, Any] | None
+    usage: Usage = field(default_factory=Usage)
 
 
 @dataclass
@@ -93,6 +122,8 @@ class _Run:
     tool_labels: list[str] = field(default_factory=list)
     handoff_reason: str | None = None
     dispatcher: ToolDispatcher | None = None
+    usage: Usage = field(default_factory=Usage)
+    context: ContextManager | None = None
 
     def close_output(self) -> None:
         if self.output is not None:
@@ -131,6 +162,9 @@ class AgentLoop:
         chat = chat or ChatContext()
         control = control or RunControl()
         run = _Run(session=session, chat=chat, started_ms=session.now_ms())
+        cfg = self.config
+        manager = ContextManager(cfg.context, chat.context, model=cfg.model, max_tokens=cfg.max_tokens)
+        run.context = manager
         session.emit(
             SessionStarted(
                 summary=Summary(
@@ -149,6 +183,10 @@ class AgentLoop:
         run.dispatcher = dispatcher
         try:
             return await self._turns(run, history, dispatcher)
+        except ContextTooLarge as error:
+            return self._errored(
+                run, history, ModelFailure("requires_user", "CONTEXT_TOO_LARGE", True, str(error), error.hint)
+            )
         except asyncio.CancelledError:
             self._cancelled(run, history, control)
             raise
@@ -160,20 +198,29 @@ class AgentLoop:
             return self._errored(run, history, describe_model_error(error, model=self.config.model))
         finally:
             self.broker.cancel_session(session.id)
+            manager.finish_request()
 
     # -- turns ---------------------------------------------------------------------------
     async def _turns(self, run: _Run, history: list[dict[str, Any]], dispatcher: ToolDispatcher) -> SessionResult:
         session = run.session
         for _turn in range(self.config.max_turns):
+            over = self._over_budget(run)
+            if over is not None:
+                return self._errored(run, history, over)
             session.change_state("thinking")
-            message = await self._stream_turn(run, history)
+            message = await self._model_turn(run, history, request_start=_turn == 0)
             stop = message.stop_reason
-            append_assistant(history, message.content, keep_tool_use=stop == "tool_use")
+            manager = run.context
+            assert manager is not None
+            manager.grew(append_assistant(history, message.content, keep_tool_use=stop == "tool_use"))
             if stop == "tool_use":
                 uses = [b for b in message.content if getattr(b, "type", None) == "tool_use"]
                 results = await dispatcher.run_all(uses)
                 run.tool_labels.extend(dispatcher.completed_labels)
                 dispatcher.completed_labels.clear()
+                if manager.enabled:
+                    results = dedupe_results(history, results)
+                manager.grew(results)
                 append_user_blocks(history, results)
                 if run.handoff_reason is not None:
                     return self._completed(run, note=f"Handed control back to you: {run.handoff_reason}")
@@ -202,19 +249,92 @@ class AgentLoop:
             ),
         )
 
-    async def _stream_turn(self, run: _Run, history: list[dict[str, Any]]) -> Any:
+    async def _model_turn(self, run: _Run, history: list[dict[str, Any]], *, request_start: bool) -> Any:
+        """One model request, with the context kept inside the window and the usage counted.
+
+        Retries once the server refuses context editing (then the client clears), and up to
+        twice after "prompt is too long" (recalibrated and compacted), so a long chat never dies
+        of its length; a request too big on its own raises :class:`ContextTooLarge`.
+        """
+        manager = run.context
+        assert manager is not None
+        too_long = 0
+        while True:
+            static = self._request(run.chat, [])  # the system prompt and tools, which every request repeats
+            fixed = estimate_tokens(static.get("tools") or []) + estimate_tokens(static["system"])
+            self._announce(run, manager.prepare(history, fixed, request_start=request_start))
+            estimate = manager.estimate(fixed, history)
+            edit = manager.server_edit(estimate)
+            params = self._request(run.chat, history)
+            try:
+                message = await self._stream_turn(run, params, edit)
+            except anthropic.BadRequestError as error:
+                text = _error_text(error)
+                if edit is not None and "context_management" in text:
+                    log.info("the model server does not offer context editing; clearing on this side")
+                    manager.refused()
+                    continue
+                sizes = parse_too_long(text)
+                if sizes is None or too_long >= 2 or not manager.enabled:
+                    raise
+                too_long += 1
+                manager.too_long(sent_estimate=estimate, actual=sizes[0], maximum=sizes[1])
+                continue
+            if edit is not None:
+                manager.accepted()
+            one = run.usage.add(message.usage, self.config.prices.for_model(self.config.model))
+            run.chat.usage.merge(one)
+            manager.observe(
+                history,
+                sent_estimate=estimate,
+                prompt_tokens=one.prompt_tokens,
+                edits=getattr(message, "context_management", None),
+            )
+            return message
+
+    def _announce(self, run: _Run, report: ContextReport) -> None:
+        """Tell the user, in one sentence, that earlier context was cleared or summarised."""
+        if not report:
+            return
+        sentence = report.sentence()
+        run.session.change_state(
+            "compacting_context",
+            Summary(normal=sentence, terse="Made room in the conversation.", detailed=sentence),
+        )
+        run.session.change_state("thinking")
+
+    def _over_budget(self, run: _Run) -> ModelFailure | None:
+        budget = self.config.budget_usd
+        spent = run.chat.usage.cost_usd
+        if budget is None or spent < budget:
+            return None
+        return ModelFailure(
+            "requires_user",
+            "BUDGET_REACHED",
+            True,
+            f"Stopped: this chat has used about {dollars(spent)} of its {dollars(budget)} budget.",
+            "The work so far is kept. Start a new chat, or raise the budget with "
+            "c.AAEPExtension.chat_budget_usd, then send 'continue'.",
+        )
+
+    async def _stream_turn(self, run: _Run, params: dict[str, Any], edit: Any) -> Any:
         session = run.session
-        async with self.client.messages.stream(**self._request(run.chat, history)) as stream:
+        if edit is not None:
+            opened: Any = self.client.beta.messages.stream(
+                **params, context_management=edit, betas=[CONTEXT_MANAGEMENT_BETA]
+            )
+        else:
+            opened = self.client.messages.stream(**params)
+        async with opened as stream:
             async for event in stream:
                 if event.type == "content_block_delta" and event.delta.type == "text_delta":
                     if run.output is None:
                         session.change_state("writing_output")
                         run.output = OutputCoalescer(session, boundary=self.config.output_boundary)
                     run.output.feed(event.delta.text)
-                elif event.type == "content_block_start" and event.content_block.type != "text":
-                    if run.output is not None:
-                        run.close_output()
-                        session.change_state("thinking")
+                elif event.type == "content_block_start" and event.content_block.type != "text" and run.output is not None:
+                    run.close_output()
+                    session.change_state("thinking")
             message = await stream.get_final_message()
         run.close_output()
         return message
@@ -229,7 +349,7 @@ class AgentLoop:
             "model": cfg.model,
             "max_tokens": cfg.max_tokens,
             "system": [static_block, {"type": "text", "text": chat_context(chat.notebook_path)}],
-            "messages": history,
+            "messages": _with_moving_breakpoint(history) if cfg.prompt_caching and cfg.cache_conversation else history,
         }
         if len(self.registry):
             params["tools"] = self.registry.model_tools(cache=cfg.prompt_caching)
@@ -252,20 +372,22 @@ class AgentLoop:
                 summary=Summary(
                     normal=normal,
                     terse="Done." if note is None else "Done, with a note.",
-                    detailed=f"{normal} Took {_seconds(run.session.elapsed_ms(run.started_ms))}.",
+                    detailed=f"{normal} Took {_seconds(run.session.elapsed_ms(run.started_ms))}. "
+                    f"{run.usage.sentence()}",
                 ),
                 duration_ms=min(run.session.elapsed_ms(run.started_ms), 86_400_000),
                 tool_invocations_count=len(run.tool_labels),
                 output_summary=_clip(answer, 300) or None,
             )
         )
-        return SessionResult("completed", answer, len(run.tool_labels), event)
+        return SessionResult("completed", answer, len(run.tool_labels), event, run.usage)
 
     def _errored(self, run: _Run, history: list[dict[str, Any]], failure: ModelFailure) -> SessionResult:
         self._close_everything(run, history, "The session ended with an error before this tool ran.")
         detailed = f"{failure.message} {failure.hint}"
         if failure.request_id:
             detailed += f" Request id: {failure.request_id}."
+        detailed += f" {run.usage.sentence()}"
         event = run.session.emit(
             SessionErrored(
                 error_category=failure.category,
@@ -275,7 +397,7 @@ class AgentLoop:
                 summary=Summary(normal=f"{failure.message} {failure.hint}", terse=failure.message, detailed=detailed),
             )
         )
-        return SessionResult("errored", "\n\n".join(run.answers), len(run.tool_labels), event)
+        return SessionResult("errored", "\n\n".join(run.answers), len(run.tool_labels), event, run.usage)
 
     def _cancelled(self, run: _Run, history: list[dict[str, Any]], control: RunControl) -> None:
         self._close_everything(run, history, "The user stopped the session before this tool ran.")
@@ -293,7 +415,7 @@ class AgentLoop:
                     normal=f"{who} Nothing else will run. Changes made so far are kept.",
                     terse="Stopped.",
                     detailed=f"{who} Nothing else will run. Changes made so far are kept; "
-                    f"{_tool_phrase(run.tool_labels) or 'no tools had finished.'}",
+                    f"{_tool_phrase(run.tool_labels) or 'no tools had finished.'} {run.usage.sentence()}",
                 ),
             )
         )
@@ -306,6 +428,37 @@ class AgentLoop:
             append_user_blocks(history, run.dispatcher.finished_results())
             run.dispatcher.calls = []
         close_open_tool_uses(history, reason)
+
+
+def _with_moving_breakpoint(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with a cache breakpoint on the last block (a copy; the history is untouched).
+
+    With the system prompt's and the tool list's breakpoints that makes three of the four
+    allowed. The service finds the previous request's breakpoint within its look-back, so each
+    request reads everything up to the previous one from the cache and writes only what is new.
+    """
+    if not history:
+        return history
+    last = history[-1]
+    content = last["content"]
+    blocks: list[dict[str, Any]]
+    if isinstance(content, str):
+        blocks = [{"type": "text", "text": content}] if content else []
+    else:
+        blocks = list(content)
+    if not blocks or blocks[-1].get("type") in ("thinking", "redacted_thinking"):
+        return history
+    blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
+    return [*history[:-1], {**last, "content": blocks}]
+
+
+def _error_text(error: anthropic.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error")
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+    return str(error)
 
 
 def _in_notebook(chat: ChatContext) -> str:

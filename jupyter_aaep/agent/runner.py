@@ -3,8 +3,9 @@
 A chat belongs to one notebook and keeps its Anthropic message history across sessions, so
 follow-up questions have context. Each user message starts one session, run as one
 ``asyncio.Task`` the runner holds; Stop cancels that task (the loop then closes the session
-with ``session.cancelled``). Everything a subscriber needs — events and the non-AAEP
-acknowledgements that precede them — goes out through the chat's own :class:`Emitter`.
+with ``session.cancelled``). Everything a subscriber needs goes out through the chat's own
+:class:`Emitter`: AAEP events only, unless ``acknowledge_input`` puts the conformance
+suite's non-AAEP ``user_input.accepted`` message in front of each session.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from ..aaep.broker import ReplyBroker
 from ..aaep.emitter import Emitter, Event
 from ..aaep.session import Producer, Session
 from .approval import ApprovalPolicy
+from .context import ContextState
 from .loop import AgentConfig, AgentLoop, ChatContext, RunControl, SessionResult
 from .tools import ToolRegistry
+from .usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +74,16 @@ class Chat:
     results: list[SessionResult] = field(default_factory=list)
     snapshots: dict[str, Any] = field(default_factory=dict)
     """Notebook cells before each recent session (session id → snapshot), for undo."""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens and estimated cost of every session of this chat (for the budget and the API)."""
+    context: ContextState = field(default_factory=ContextState)
+    """What the chat learned about its context window and server (see ``agent/context.py``)."""
+
+    def usage_report(self) -> dict[str, Any]:
+        """The chat's token usage and estimated cost, in total and per finished session."""
+        sessions = [{"session_id": r.terminal_event.get("session_id"), "status": r.status, **r.usage.to_json()}
+                    for r in self.results if r.terminal_event is not None]
+        return {**self.usage.to_json(), "sessions": sessions, "context_compactions": self.context.compactions}
 
     @property
     def running(self) -> bool:
@@ -105,6 +118,12 @@ class ChatRunner:
         Returns the tools a chat offers (called per session).
     services
         Collaborators handed to tools through ``ToolContext.services``.
+    acknowledge_input
+        Publish ``{"kind": "user_input.accepted", "session_id", "chat_id"}`` on the chat's
+        stream before each session. Not an AAEP event: only the AAEP conformance suite needs
+        it (it takes the session id from the next message on the stream and throws that
+        message away, which would otherwise be ``session.started``). Off, subscribers see
+        AAEP events only and the sender learns the session id from the answer to its request.
     """
 
     def __init__(
@@ -117,7 +136,9 @@ class ChatRunner:
         services: Mapping[str, Any] | None = None,
         policy_factory: Callable[[], ApprovalPolicy] = ApprovalPolicy,
         broker: ReplyBroker | None = None,
+        acknowledge_input: bool = False,
     ) -> None:
+        self.acknowledge_input = acknowledge_input
         self.client_factory = client_factory
         self.registry_factory = registry_factory
         self.config = config or AgentConfig()
@@ -152,8 +173,8 @@ class ChatRunner:
         A new message while the running session waits for the user (a confirmation or a
         question) answers it the way a person means it: never mind, do this instead. The
         waiting session is cancelled (its request withdrawn, nothing runs) and the new one
-        starts after it has closed; the acknowledgement of the new session goes out first,
-        so listeners can tell which events belong to the request they just sent.
+        starts after it has closed. With ``acknowledge_input`` the acknowledgement of the new
+        session goes out first (before the old session's ``session.cancelled``).
         """
         chat = self.get(chat_id)
         if not isinstance(text, str) or not text.strip():
@@ -168,7 +189,8 @@ class ChatRunner:
         session = Session(chat.emitter, self.producer)
         chat.session = session
         chat.control = RunControl()
-        chat.emitter.publish({"kind": "user_input.accepted", "session_id": session.id, "chat_id": chat.chat_id})
+        if self.acknowledge_input:
+            chat.emitter.publish({"kind": "user_input.accepted", "session_id": session.id, "chat_id": chat.chat_id})
         if previous is not None:
             previous.cancel()
         chat.task = asyncio.ensure_future(self._run(chat, session, text, after=previous))
@@ -183,7 +205,8 @@ class ChatRunner:
         client = self.client_factory()
         loop = AgentLoop(client, self.registry_factory(chat), broker=self.broker, config=self.config)
         context = ChatContext(
-            chat_id=chat.chat_id, notebook_path=chat.notebook_path, services=self.services, approval=chat.approval
+            chat_id=chat.chat_id, notebook_path=chat.notebook_path, services=self.services, approval=chat.approval,
+            usage=chat.usage, context=chat.context,
         )
         result = await loop.run(session, chat.history, text, chat=context, control=chat.control)
         chat.results.append(result)
@@ -217,11 +240,8 @@ class ChatRunner:
         report = await notebooks.revert(chat.notebook_path, chat.snapshots[target])
         for later in list(chat.snapshots)[list(chat.snapshots).index(target):]:
             del chat.snapshots[later]
-        changed = report.removed + report.added + report.restored
-        summary = (
-            f"Undid the agent's changes to {chat.notebook_path}: {_cells(report.removed)} removed, "
-            f"{_cells(report.added)} put back and {_cells(report.restored)} restored."
-            if changed else f"Nothing to undo: {chat.notebook_path} already matches how it was."
+        summary = undo_summary(
+            chat.notebook_path, removed=report.removed, added=report.added, restored=report.restored
         )
         notice = {"kind": "notebook.reverted", "chat_id": chat.chat_id, "session_id": target, "summary": summary,
                   "removed": report.removed, "added": report.added, "restored": report.restored}
@@ -280,3 +300,24 @@ class ChatRunner:
 
 def _cells(count: int) -> str:
     return f"{count} cell" if count == 1 else f"{count} cells"
+
+
+def undo_summary(path: str, *, removed: int, added: int, restored: int) -> str:
+    """One sentence saying what an undo did, naming only what happened.
+
+    *removed* cells were added by the agent, *added* ones are cells it had deleted (put back),
+    *restored* ones it had changed or moved.
+    """
+    parts = [
+        text
+        for count, text in (
+            (removed, f"removed {_cells(removed)} the agent added"),
+            (added, f"put back {_cells(added)} the agent deleted"),
+            (restored, f"restored {_cells(restored)} the agent changed"),
+        )
+        if count
+    ]
+    if not parts:
+        return f"Nothing to undo: {path} already matches how it was."
+    said = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+    return f"Undid the agent's changes to {path}: {said}."

@@ -45,6 +45,9 @@ class ToolResult:
     summary: str | None = None
     """What a listener hears when the tool finishes, e.g. "Cell 3 ran in 1.2 seconds"."""
     is_error: bool = False
+    """The tool ran but failed (e.g. the cell raised): ``tool.completed`` says "error"."""
+    error_message: str | None = None
+    """With ``is_error``: the short reason listeners get, e.g. "NameError: name 'df' is not defined"."""
 
 
 @dataclass

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 from typing import Literal
 
+from ..aaep.redaction import MASK, restore_masked
 from ..agent.tools import ActionPreview, ToolContext, ToolError, ToolResult, aaep_tool
 from ._run_text import describe_kernel
 from ._tool_common import chat_path, plural, service_of, target_index
@@ -124,6 +125,7 @@ async def create_cell(
     position : int, optional
         The 1-based number the new cell should get.
     """
+    _refuse_mask(source)
     nb = await service_of(ctx).open(chat_path(ctx))
     index = target_index(nb, after_cell_id, before_cell_id, position)
     cell = nb.insert_cell(index, cell_type=cell_type, source=source)
@@ -156,6 +158,7 @@ async def edit_cell(
     nb = await service_of(ctx).open(chat_path(ctx))
     number = nb.index_of(cell_id) + 1
     old = nb.cell(cell_id)
+    source = _with_secrets_restored(source, str(old.get("source", "")), number)
     if cell_type is not None and cell_type != old.get("cell_type"):
         nb.change_type(cell_id, cell_type, source)
     else:
@@ -170,6 +173,26 @@ async def edit_cell(
         content=f"Cell {number} (id {cell_id}) now has {plural(lines, 'line')}.{stale}",
         summary=f"Edited cell {number}.",
     )
+
+
+def _with_secrets_restored(source: str, old_source: str, number: int) -> str:
+    """The model read the cell with its secrets masked; write the user's values back, not the mask."""
+    try:
+        return restore_masked(source, old_source)
+    except ValueError as error:
+        raise ToolError(
+            f"Cell {number} not changed: {error} Keep each {MASK} exactly where it was, or ask "
+            "the user to type the secret into the cell themselves."
+        ) from error
+
+
+def _refuse_mask(source: str) -> None:
+    if MASK in source:
+        raise ToolError(
+            f"The new cell contains {MASK}, the placeholder for a secret you were not shown. Write "
+            "the cell without it (read the value from an environment variable or ask the user to "
+            "type it in)."
+        )
 
 
 @edit_cell.preview

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..agent.code_risk import risk_level_for, scan
+from ..agent.code_risk import risk_level_for, scan, scan_cells
 from ..agent.tools import (
     ActionPreview,
     StaleApproval,
@@ -23,7 +23,7 @@ from ._run_text import image_blocks, run_summary, run_text, seconds
 from ._tool_common import MISSING, chat_path, plural, service_of
 from .documents import LiveNotebook
 from .errors import ExecutionTimeout, KernelBusy, KernelDied
-from .render import render_outputs, truncate
+from .render import render_outputs, strip_ansi, truncate
 from .service import NotebookService, cells_fingerprint, source_fingerprint
 
 __all__ = ["interrupt_kernel", "restart_kernel", "run_all_cells", "run_cell"]
@@ -102,7 +102,16 @@ async def run_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float = 120)
         run.result.outputs, max_images=service.max_images, max_chars=service.max_image_chars
     )
     content: Any = [{"type": "text", "text": text}, *images] if images else text
-    return ToolResult(content=content, summary=run_summary(run))
+    # A cell that raised is a failed step (the model still reads the traceback in *content*).
+    failure = _error_line(run.result.outputs)
+    if failure is None and run.result.status == "error":
+        failure = f"Cell {number} ended with an error status and no error output."
+    return ToolResult(
+        content=content,
+        summary=run_summary(run),
+        is_error=failure is not None,
+        error_message=failure,
+    )
 
 
 @run_cell.preview
@@ -121,7 +130,9 @@ async def _preview_run_cell(
             fingerprint=MISSING,
             action=f"Run the cell with id {cell_id}.",
         )
-    findings = scan(source)
+    # The other cells' imports tell what names in this one mean (``import subprocess as sp``).
+    others = [str(c.get("source", "")) for c in nb.cells() if c.get("cell_type") == "code" and c.get("id") != cell_id]
+    findings = scan(source, context=others)
     kernel_name = kernel.display_name if kernel else "a new"
     return ActionPreview(
         summary=f"Running cell {number}.",
@@ -190,9 +201,12 @@ async def run_all_cells(
         if status == "error":
             detail = run_text(last, budget=service.run_output_budget // 2)
             listing = truncate("\n".join(lines), service.run_output_budget // 2, keep_tail=0.7)
+            failure = _error_line(last.result.outputs) or "an error"
             return ToolResult(
                 content="\n".join([listing, f"Stopped at cell {number}.", detail]),
                 summary=f"Ran {plural(step, 'cell')}; cell {number} failed with {_first_error(last.result.outputs)}.",
+                is_error=True,
+                error_message=f"Cell {number}: {failure}",
             )
     if last is None:
         return ToolResult(
@@ -204,6 +218,16 @@ async def run_all_cells(
         content=f"{listing}\nLast cell's outputs:\n{outputs}",
         summary=f"Ran {plural(len(cells), 'cell')} without errors.",
     )
+
+
+def _error_line(outputs: list[dict[str, Any]]) -> str | None:
+    """ "NameError: name 'df' is not defined" for a run that raised, else ``None``."""
+    error = next((o for o in outputs if o.get("output_type") == "error"), None)
+    if error is None:
+        return None
+    name = str(error.get("ename") or "Error")
+    lines = strip_ansi(str(error.get("evalue") or "")).strip().splitlines()
+    return truncate(f"{name}: {lines[0]}" if lines else name, 300)
 
 
 def _first_error(outputs: list[dict[str, Any]]) -> str:
@@ -223,7 +247,7 @@ async def _preview_run_all(
         cells = _code_cells(await service_of(ctx).open(chat_path(ctx)), from_cell_id, to_cell_id)
     except ToolError:
         return ActionPreview(summary="Running cells.", terse="Run cells.", fingerprint=MISSING)
-    findings = scan("\n\n".join(s for _, _, s in cells))
+    findings = scan_cells(s for _, _, s in cells)
     span = f"cells {cells[0][0]} to {cells[-1][0]}" if cells else "no cells"
     return ActionPreview(
         summary=f"Running {plural(len(cells), 'code cell')}, {span}.",

@@ -2,7 +2,9 @@
 
 Enabled by ``pip install`` (``jupyter-config/server-config/jupyter_aaep.json``). Every option
 is a traitlet (``c.AAEPExtension.model = ...``); the API key is left to the Anthropic SDK,
-which reads ``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``) from the environment.
+which reads ``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``) from the environment — the
+server's, not the kernels': they are moved out of ``os.environ`` at start-up
+(:class:`~.model_client.ModelCredentials`) unless ``kernels_inherit_model_credentials`` is set.
 
 Lifecycle: ``initialize_settings`` builds the chat runner, the stream hub and the tools;
 ``initialize_handlers`` mounts the HTTP contract under ``base_url``; the start hook exports
@@ -12,6 +14,7 @@ Lifecycle: ``initialize_settings`` builds the chat runner, the stream hub and th
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from typing import Any
@@ -27,10 +30,12 @@ from .. import __version__
 from ..aaep.broker import ReplyBroker
 from ..aaep.session import Producer
 from ..agent.approval import ApprovalPolicy
+from ..agent.context import ContextSettings
 from ..agent.loop import DEFAULT_MODEL, AgentConfig
 from ..agent.runner import ChatRunner
+from ..agent.usage import PriceTable
 from .handlers import handler_routes
-from .model_client import ClientFactory, credentials_configured
+from .model_client import WITHHELD, ClientFactory, ModelCredentials
 from .service import AAEPService
 from .streams import StreamHub
 from .toolbox import Toolbox
@@ -69,8 +74,11 @@ class AAEPExtension(ExtensionApp):
         default_value="ask",
         config=True,
         help="Approval mode of new chats: 'ask' asks the user before every action that needs approval; "
-        "'auto' approves them on the user's behalf (never code a risk scan flags). Users can switch a "
-        "chat's mode at any time; 'auto' is never remembered across restarts.",
+        "'auto' approves them on the user's behalf, except code a static risk scan flags (shell, file "
+        "writes and deletes, installs, network writes, environment and credential reads, exec/eval, "
+        "dynamic imports, code that does not parse), which always asks. 'auto' is not a sandbox: code "
+        "the scan does not flag runs without asking. Users can switch a chat's mode at any time; "
+        "'auto' is never remembered across restarts.",
     )
     confirmation_timeouts = Dict(
         default_value=dict(DEFAULT_TIMEOUTS),
@@ -118,6 +126,14 @@ class AAEPExtension(ExtensionApp):
         "network). After that its default applies (AAEP §5.8.2). An explicit subscription.close "
         "applies the default at once. 0 applies it at once on every disconnect.",
     )
+    max_streams_per_client = Integer(
+        32,
+        config=True,
+        help="Most AAEP streams (SSE or WebSocket) one client may hold open at once; a client is a "
+        "Jupyter user at one network address. When a client opens one more, its least recently used "
+        "stream is closed (with a subscription.close saying why) and the new one is served, so a "
+        "client that leaks connections only ever locks itself out. At least 1.",
+    )
     require_reply_sender = Bool(
         False,
         config=True,
@@ -127,12 +143,80 @@ class AAEPExtension(ExtensionApp):
         "the AAEP conformance suite needs that, as it sends a random id with every reply. When true, "
         "subscribers must start with subscription.request to learn the id they reply with.",
     )
+    conformance_input_ack = Bool(
+        False,
+        config=True,
+        help="Only for running the AAEP conformance suite (aaep-conformance 1.0.0, see "
+        "scripts/conformance); leave off otherwise. When true, every session's events are preceded "
+        "on the event streams by a message that is not an AAEP event, "
+        '{"kind": "user_input.accepted", "session_id": ..., "chat_id": ...}. The suite needs it '
+        "because it takes the session id from the next message on the stream and discards that "
+        "message, which would otherwise be session.started. Other subscribers (the panel, "
+        "aaep-listen, aaep-capture) do not need it and would show it as an unknown event: they get "
+        "the session id in the answer to user_input (the POST body or the WebSocket response frame).",
+    )
+
+    kernels_inherit_model_credentials = Bool(
+        False,
+        config=True,
+        help="When false (the default), kernels, terminals and every other process this server starts "
+        "do not get the model credentials: " + ", ".join(WITHHELD) + " are taken out of the server's "
+        "environment at start-up and kept in its memory for the agent's model client only, so code "
+        "run in a notebook cannot print or send the key. Set it to true only if your notebooks call "
+        "the Anthropic API themselves with the server's key; any code in any kernel, including code "
+        "the agent runs, can then read it.",
+    )
+
+    context_window = Integer(
+        0,
+        config=True,
+        help="The model's context window in tokens. 0 (the default) looks it up by model name "
+        "(200000 for the current Claude models). Set it for an Anthropic-compatible server with a "
+        "smaller window: old tool results are cleared and old turns summarised before a request "
+        "would not fit.",
+    )
+    context_management = Enum(
+        ["auto", "server", "client", "off"],
+        default_value="auto",
+        config=True,
+        help="How a long chat is kept inside the context window. 'auto' (the default) uses the "
+        "Messages API's context editing where the server offers it and clears old tool results on "
+        "this side where it does not; 'client' never asks the server; 'off' sends the whole "
+        "conversation every time (a long chat then fails with 'prompt is too long').",
+    )
+    model_prices = Dict(
+        config=True,
+        help="Prices for the cost estimate, in USD per million tokens, by model-name prefix (the "
+        "longest matching prefix wins), e.g. {'claude-sonnet': {'input': 3, 'output': 15}}. "
+        "'cache_write' defaults to 1.25 x input and 'cache_read' to 0.1 x input. Models not listed "
+        "keep the built-in prices of the current Claude models.",
+    )
+    chat_budget_usd = Float(
+        0.0,
+        config=True,
+        help="Estimated cost in USD at which a chat stops asking the model, with an announcement "
+        "that says so (the work so far is kept). 0 (the default) means no budget.",
+    )
+
+    @validate("context_window", "chat_budget_usd")
+    def _not_negative(self, proposal: Any) -> Any:
+        if proposal["value"] < 0:
+            raise TraitError(f"{proposal['trait'].name} must be 0 (none) or more, not {proposal['value']}.")
+        return proposal["value"]
+
+    @validate("model_prices")
+    def _prices(self, proposal: Any) -> dict[str, Any]:
+        try:
+            PriceTable(proposal["value"])
+        except (ValueError, AttributeError) as error:
+            raise TraitError(f"model_prices: {error}") from error
+        return dict(proposal["value"])
 
     @default("db_path")
     def _default_db_path(self) -> str:
         return os.path.join(jupyter_data_dir(), "aaep", "chats.sqlite3")
 
-    @validate("max_tokens", "max_turns", "clarification_timeout")
+    @validate("max_tokens", "max_turns", "clarification_timeout", "max_streams_per_client")
     def _positive(self, proposal: Any) -> int:
         value = proposal["value"]
         if value < 1:
@@ -165,14 +249,21 @@ class AAEPExtension(ExtensionApp):
 
     def initialize_settings(self) -> None:
         producer = Producer(agent_version=__version__, agent_name=self.agent_name, model=self.model)
-        config = AgentConfig(model=self.model, max_tokens=self.max_tokens, max_turns=self.max_turns)
-        self.clients = ClientFactory()
+        config = AgentConfig(
+            model=self.model, max_tokens=self.max_tokens, max_turns=self.max_turns,
+            context=ContextSettings(window=self.context_window or None, strategy=self.context_management),
+            prices=PriceTable(self.model_prices), budget_usd=self.chat_budget_usd or None,
+        )
+        self.clients = ClientFactory(
+            credentials=ModelCredentials(withhold=not self.kernels_inherit_model_credentials)
+        )
         self.toolbox = Toolbox(log=self.log)
         self.toolbox.load(self.server, self.extra_tools)
         self.hub = StreamHub(
             producer=producer,
             chat_lookup=lambda chat_id: self.runner.get(chat_id),
             reconnect_grace=self.reconnect_grace_seconds,
+            max_streams_per_client=self.max_streams_per_client,
         )
         broker = ReplyBroker(entitled=self.hub.entitled, check_sender=self.require_reply_sender)
         self.runner = ChatRunner(
@@ -183,6 +274,7 @@ class AAEPExtension(ExtensionApp):
             services=self.toolbox.services,
             policy_factory=self._policy,
             broker=broker,
+            acknowledge_input=self.conformance_input_ack,
         )
         self.hub.broker = broker
         base_url = self.server.base_url
@@ -191,6 +283,7 @@ class AAEPExtension(ExtensionApp):
         self._previous_env = {name: os.environ.get(name) for name in EXPORTED}
         self._export_environment()
         self._log_configuration()
+        self._route_module_logs()
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(handler_routes(self.service, keepalive=self.sse_keepalive_seconds))
@@ -199,9 +292,11 @@ class AAEPExtension(ExtensionApp):
         self._export_environment()  # the port is final once the server listens
 
     async def stop_extension(self) -> None:
+        self._unroute_module_logs()
         await self.runner.shutdown()
         self.hub.shutdown()
         await self.clients.close()
+        self.clients.credentials.restore()
         await self.toolbox.close()
         for name, value in self._previous_env.items():
             if value is None:
@@ -224,16 +319,44 @@ class AAEPExtension(ExtensionApp):
         os.environ["AAEP_KERNEL_SECRET"] = self._secret
         self.hub.manifest_uri = url_path_join(url, "aaep/v1/manifest")
 
+    def _route_module_logs(self) -> None:
+        """Messages of the ``jupyter_aaep.*`` loggers (why a reply was ignored, a stream that fell
+        behind) go to Jupyter's console with its format and level; without this, Python shows
+        only their warnings, unformatted, and their info lines nowhere."""
+        package = logging.getLogger("jupyter_aaep")
+        self._routed = [h for h in self.log.handlers if h not in package.handlers]
+        for handler in self._routed:
+            package.addHandler(handler)
+        self._package_level = package.level
+        if package.level == logging.NOTSET:
+            package.setLevel(logging.INFO)
+
+    def _unroute_module_logs(self) -> None:
+        package = logging.getLogger("jupyter_aaep")
+        for handler in getattr(self, "_routed", []):
+            package.removeHandler(handler)
+        package.setLevel(getattr(self, "_package_level", logging.NOTSET))
+
     def _log_configuration(self) -> None:
         log = self.log
         log.info("AAEP agent: model %s, at most %d tokens per turn and %d turns per request.",
                  self.model, self.max_tokens, self.max_turns)
-        if credentials_configured():
+        credentials = self.clients.credentials
+        if credentials.configured():
             log.info("AAEP agent: an Anthropic API key is set in the environment.")
         else:
             log.warning("AAEP agent: no ANTHROPIC_API_KEY is set; requests will end with an error until "
-                        "it is exported before starting Jupyter.")
-        base = urlsplit(os.environ.get("ANTHROPIC_BASE_URL") or "")
+                        "it is exported before starting Jupyter (or run scripts/start --offline from a clone of "
+                        "jupyter-aaep to try the offline demo model).")
+        if credentials.withhold:
+            log.info("AAEP agent: kernels and other processes this server starts do not inherit the "
+                     "model credentials (kernels_inherit_model_credentials is false).")
+            if "ANTHROPIC_IDENTITY_TOKEN" in credentials.values() and not credentials.configured():
+                # The SDK reads this one again at every token exchange, after it left os.environ.
+                log.warning("AAEP agent: ANTHROPIC_IDENTITY_TOKEN is kept from kernels, and the Anthropic SDK "
+                            "reads it at each token exchange, so workload identity will fail. Point "
+                            "ANTHROPIC_IDENTITY_TOKEN_FILE at a file holding the token instead.")
+        base = urlsplit(credentials.values().get("ANTHROPIC_BASE_URL") or "")
         if base.hostname:
             port = f":{base.port}" if base.port else ""
             log.info("AAEP agent: model requests go to %s://%s%s (ANTHROPIC_BASE_URL).", base.scheme, base.hostname, port)

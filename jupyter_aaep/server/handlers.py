@@ -94,7 +94,8 @@ class ChatHandler(AAEPHandler):
 
 
 class MessagesHandler(AAEPHandler):
-    """``POST /aaep/v1/chats/{chat_id}/messages`` and ``POST /aaep/v1/replies``."""
+    """``POST /aaep/v1/chats/{chat_id}/messages``, ``POST /aaep/v1/replies`` and its alias
+    ``POST /aaep/v1/messages`` (AAEP subscriber tools post replies to ``{endpoint}/messages``)."""
 
     @web.authenticated
     @authorized("execute")  # type: ignore[untyped-decorator]
@@ -158,5 +159,6 @@ def handler_routes(service: AAEPService, *, keepalive: float) -> list[tuple[str,
         (rf"aaep/v1/chats/{_ANY_CHAT}", ChatHandler, common),
         (r"aaep/v1/events", EventStreamHandler, streaming),
         (r"aaep/v1/replies", MessagesHandler, common),
+        (r"aaep/v1/messages", MessagesHandler, common),
         (r"aaep/v1/subscriptions", SubscriptionsHandler, common),
     ]

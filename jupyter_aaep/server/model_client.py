@@ -1,9 +1,19 @@
-"""The Anthropic client each session uses, configured by the SDK from the environment.
+"""The Anthropic client each session uses, and the model credentials it is built from.
 
-The SDK reads ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL`` (and ``ANTHROPIC_AUTH_TOKEN``)
-itself; we never read, log or pass the key. A session asks :class:`ClientFactory` for a
-client when it starts, so a key exported after the server started is picked up; sessions
-share a client (and its connection pool) while that configuration stays the same.
+The SDK configures itself from the environment (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``,
+``ANTHROPIC_BASE_URL`` …); we never log or pass the key anywhere else. A session asks
+:class:`ClientFactory` for a client when it starts, so a key set after the server started is
+picked up; sessions share a client (and its connection pool) while that configuration stays
+the same.
+
+Kernels must not get those credentials: code the agent runs in a kernel (or any cell) could
+print them into a notebook or into what is sent to the model. :class:`ModelCredentials` takes
+them out of this process's ``os.environ`` and keeps them in memory, so *no* child process —
+kernels started through sessions or the kernels API, restarted kernels, terminals, other
+extensions' subprocesses — can inherit them, whatever code path starts it. The client is built
+while the values are briefly put back (one synchronous call, so no other coroutine on the
+server's loop can start a process meanwhile), which lets the SDK resolve them exactly as it
+always does. ``AAEPExtension.kernels_inherit_model_credentials`` turns this off.
 
 Without any credentials the client is still created (``api_key=None``): the first model call
 then fails inside the loop, which ends the session with a ``session.errored`` event
@@ -13,34 +23,128 @@ then fails inside the loop, which ends the session with a ``session.errored`` ev
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, MutableMapping
+from contextlib import contextmanager
 
 import anthropic
 
-_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL")
+from ..aaep.redaction import remember_secret
+
+WITHHELD = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_IDENTITY_TOKEN",
+    "ANTHROPIC_WEBHOOK_SIGNING_KEY",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "ANTHROPIC_BASE_URL",
+)
+"""What kernels do not inherit: the SDK's secrets, custom headers (they can carry an
+``Authorization``), and the base URL (it can embed a user and password, and a kernel has no use
+for the server's model endpoint). Non-secret pointers such as ``ANTHROPIC_PROFILE`` stay: the
+files they name are readable by the kernel's user anyway."""
 
 
-def credentials_configured() -> bool:
-    """Whether the SDK will find credentials (for the start-up log line; never the value)."""
-    return bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"))
+_REMEMBERED = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+class ModelCredentials:
+    """The model credential variables, held in memory instead of the process environment.
+
+    Parameters
+    ----------
+    withhold
+        ``True``: move the variables out of *environ* (now, and whenever they reappear there,
+        e.g. set by code in this process), so child processes do not inherit them.
+        ``False``: leave the environment alone and read it each time.
+    environ
+        The environment to manage; ``os.environ`` unless a test passes its own.
+    """
+
+    def __init__(self, *, withhold: bool, environ: MutableMapping[str, str] | None = None) -> None:
+        self.withhold = withhold
+        self._environ: MutableMapping[str, str] = os.environ if environ is None else environ
+        self._held: dict[str, str] = {}
+        self.collect()
+        # Put back on close only what the process was started with: anything set later was set
+        # by code in this process (a test's monkeypatch) that undoes its own change.
+        self._at_start = dict(self._held)
+
+    def collect(self) -> None:
+        """Take into memory any credential variable that is in the environment now."""
+        if not self.withhold:
+            return
+        for name in WITHHELD:
+            value = self._environ.pop(name, None)
+            if value is not None:
+                self._held[name] = value
+
+    def values(self) -> dict[str, str]:
+        """The current credential variables by name (never log them).
+
+        The key and token are also remembered by the redaction, so a kernel that somehow
+        prints them (inheriting on purpose, or reading a file) never sends them to the model.
+        """
+        if not self.withhold:
+            values = {name: self._environ[name] for name in WITHHELD if name in self._environ}
+        else:
+            self.collect()
+            values = dict(self._held)
+        for name in _REMEMBERED:
+            if values.get(name):
+                remember_secret(values[name])
+        return values
+
+    def configured(self) -> bool:
+        """Whether the SDK will find an API key or token (for the start-up log line)."""
+        values = self.values()
+        return bool(values.get("ANTHROPIC_API_KEY") or values.get("ANTHROPIC_AUTH_TOKEN"))
+
+    def discard(self, name: str) -> None:
+        """Forget *name*, as if it had never been set (withholding) or unset it (inheriting)."""
+        self._held.pop(name, None)
+        self._environ.pop(name, None)
+
+    @contextmanager
+    def visible(self) -> Iterator[None]:
+        """The held values in the environment for the duration of a synchronous block."""
+        shown = {name: value for name, value in self._held.items() if name not in self._environ}
+        if not self.withhold:
+            shown = {}
+        self._environ.update(shown)
+        try:
+            yield
+        finally:
+            for name in shown:
+                self._environ.pop(name, None)
+
+    def restore(self) -> None:
+        """Put the values the process started with back into the environment (server stop)."""
+        for name, value in self._at_start.items():
+            self._environ.setdefault(name, value)
+        self._held.clear()
 
 
 class ClientFactory:
     """Callable handed to ``ChatRunner(client_factory=...)``."""
 
-    def __init__(self, *, max_retries: int = 2) -> None:
+    def __init__(self, *, max_retries: int = 2, credentials: ModelCredentials | None = None) -> None:
         self.max_retries = max_retries
+        self.credentials = credentials or ModelCredentials(withhold=False)
         self._client: anthropic.AsyncAnthropic | None = None
         self._fingerprint: tuple[str | None, ...] | None = None
         self._retired: list[anthropic.AsyncAnthropic] = []
 
     def __call__(self) -> anthropic.AsyncAnthropic:
-        fingerprint = tuple(os.environ.get(name) for name in _ENV)
+        values = self.credentials.values()
+        fingerprint = tuple(values.get(name) for name in WITHHELD)
         if self._client is None or fingerprint != self._fingerprint:
             if self._client is not None:
                 self._retired.append(self._client)  # a running session may still use it
             self._fingerprint = fingerprint
-            # With no key in the environment the SDK still builds the client (api_key None).
-            self._client = anthropic.AsyncAnthropic(max_retries=self.max_retries)
+            # With no key the SDK still builds the client (api_key None). No await in this
+            # block: the values are back in os.environ only while the SDK reads them.
+            with self.credentials.visible():
+                self._client = anthropic.AsyncAnthropic(max_retries=self.max_retries)
         return self._client
 
     async def close(self) -> None:

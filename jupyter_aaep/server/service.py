@@ -5,7 +5,11 @@ here, next to each other, so they read as one document:
 
 - ``user_input`` → 202 with the session id (the runner's acknowledgement reaches every
   stream before ``session.started``); a busy chat → 409;
-- replies → always 204, even when ignored: a sender is never told why (§6.3.4);
+- replies → always 204, even when ignored: a sender is never told why (§6.3.4), but the
+  server log says why (with the reply token shortened). On a chat's own endpoint a reply
+  without ``subscription_id`` (aaep-listen sends such replies) is attributed to that chat's
+  subscriber: the sender is authenticated by Jupyter and the token is single-use, unguessable
+  and was only sent to that chat's streams;
 - ``subscription.request`` → 201 + ``Location`` with ``subscription.accepted``, or 200 with
   ``subscription.rejected`` (400 if the request itself was malformed); the answer also goes
   out on the stream(s) it applies to;
@@ -19,6 +23,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ..aaep.broker import PendingRequest, short_token
 from ..aaep.emitter import Event
 from ..aaep.handshake import Rejected
 from ..aaep.ids import is_valid_id
@@ -26,6 +31,7 @@ from ..agent.runner import Chat, ChatBusy, ChatError, ChatRunner, InvalidInput, 
 from .messages import (
     CONTROL_ACTIONS,
     LATER_ACTIONS,
+    REPLY_TYPES,
     RequestError,
     Response,
     classify,
@@ -33,6 +39,7 @@ from .messages import (
     text_field,
 )
 from .streams import Stream, StreamHub, Transport
+from .validation import check_last_event_id, check_subscription_id, validate
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -66,7 +73,7 @@ class AAEPService:
 
     # -- chats ------------------------------------------------------------------------------------
     def create_chat(self, body: dict[str, Any]) -> Response:
-        only_fields(body, {"notebook_path"}, what="a new chat")
+        validate(body, "new chat")
         path = body.get("notebook_path")
         if path is not None and (not isinstance(path, str) or not path.strip()):
             raise RequestError(400, "notebook_path must be the notebook's path relative to the server root, "
@@ -82,12 +89,14 @@ class AAEPService:
         return {"chats": [self._describe(chat) for chat in self.runner.chats(notebook_path)]}
 
     def chat_view(self, chat_id: str) -> dict[str, Any]:
-        """Status, the AAEP events so far, and the requests still waiting for an answer."""
+        """Status, the AAEP events so far, the requests still waiting for an answer, and the
+        chat's token usage with its estimated cost (``usage``; ``budget_usd`` is null without a budget)."""
         chat = self._chat(chat_id)
         transcript = [event for event in chat.emitter.history if "@context" in event]
         open_tokens = {request.token for request in self.runner.broker.pending()}
         pending = [e for e in transcript if e.get("type") in _AWAITING and e.get("reply_token") in open_tokens]
-        return {**self._describe(chat), "transcript": transcript, "pending_requests": pending}
+        usage = {**chat.usage_report(), "budget_usd": self.runner.config.budget_usd}
+        return {**self._describe(chat), "transcript": transcript, "pending_requests": pending, "usage": usage}
 
     def _describe(self, chat: Chat) -> dict[str, Any]:
         base = f"chats/{chat.chat_id}"
@@ -116,18 +125,21 @@ class AAEPService:
         transport: Transport,
         subscription_id: str | None = None,
         last_event_id: str | None = None,
+        client: str = "",
     ) -> Stream:
-        """A new stream; a chat stream starts with a replay (see :meth:`_replay`)."""
+        """A new stream; a chat stream starts with a replay (see :meth:`_replay`).
+
+        *client* (the user and their address) is whom the per-client stream limit counts.
+        """
         chat = self._chat(chat_id) if chat_id is not None else None
-        if subscription_id is not None and not is_valid_id("sub", subscription_id):
-            raise RequestError(400, "subscription_id must look like sub_ followed by letters and digits.")
+        check_subscription_id(subscription_id)
+        check_last_event_id(last_event_id)
         replay, note = self._replay(chat, last_event_id)
         try:
-            stream = self.hub.open_stream(chat, transport=transport, subscription_id=subscription_id, replay=replay)
+            stream = self.hub.open_stream(chat, transport=transport, subscription_id=subscription_id, replay=replay,
+                                          client=client)
         except LookupError as error:
             raise RequestError(404, str(error)) from error
-        except OverflowError as error:
-            raise RequestError(503, str(error)) from error
         if note is not None:
             stream.subscription.send_control(note)
         return stream
@@ -168,6 +180,18 @@ class AAEPService:
     async def handle(self, message: dict[str, Any], *, chat_id: str | None, origin: Stream | None = None) -> Response:
         """Act on one client message (a POST body or a WebSocket frame)."""
         kind = classify(message)
+        try:
+            validate(message, kind)
+        except RequestError as error:
+            if kind not in REPLY_TYPES:
+                raise
+            if chat_id is not None:
+                self._chat(chat_id)  # a wrong URL is still a 404
+            log.warning("AAEP reply ignored: %s", error.message)  # §6.3.4: the sender gets 204 all the same
+            return Response(204)
+        if origin is not None:
+            origin.touch()
+        self.hub.touch_subscription(message.get("subscription_id"))
         try:
             if kind == "user_input":
                 return self._user_input(message, self._need_chat(chat_id, kind))
@@ -220,15 +244,45 @@ class AAEPService:
     def _reply(self, message: dict[str, Any], chat_id: str | None) -> Response:
         """Offer the reply to the broker; the answer is 204 whatever happened to it."""
         if chat_id is not None:
-            self._chat(chat_id)  # an unknown chat is a wrong URL, not a reply to hide
-            self.runner.reply(chat_id, message)
+            chat = self._chat(chat_id)  # an unknown chat is a wrong URL, not a reply to hide
+            self.runner.reply(chat_id, self._attributed(message, chat))
             return Response(204)
         token = message.get("reply_token")
         session = next((r.session_id for r in self.runner.broker.pending() if r.token == token), None)
-        chat = next((c for c in self.runner.chats() if c.session is not None and c.session.id == session), None)
-        if chat is not None:
-            self.runner.reply(chat.chat_id, message)
+        found = next((c for c in self.runner.chats() if c.session is not None and c.session.id == session), None)
+        if found is not None:
+            self.runner.reply(found.chat_id, message)
+        else:
+            log.warning("AAEP reply ignored (reply_token %s): no open request has that token", short_token(token))
         return Response(204)
+
+    def _attributed(self, message: dict[str, Any], chat: Chat) -> dict[str, Any]:
+        """A reply without ``subscription_id`` on this chat's endpoint, as sent by the chat's
+        subscriber that can answer it; unchanged when there is none (the broker then ignores
+        it and logs why). With ``require_reply_sender`` it must be the only such subscriber."""
+        if "subscription_id" in message or chat.session is None:
+            return message
+        token = message.get("reply_token")
+        request = next((r for r in self.runner.broker.pending(chat.session.id) if r.token == token), None)
+        if request is None:
+            return message
+        senders = self._possible_senders(request)
+        strict = self.runner.broker.checks_sender
+        if not senders or (strict and len(senders) > 1):
+            why = (f"{len(senders)} subscriptions of this chat could have sent it and require_reply_sender is on"
+                   if senders else "no subscription of this chat can answer it now")
+            log.warning("AAEP reply ignored (reply_token %s, chat %s): it has no subscription_id and %s. "
+                        "Send the subscription_id from subscription.accepted.", short_token(token), chat.chat_id, why)
+            return message
+        log.info("AAEP reply without subscription_id (reply_token %s) attributed to %s, the subscriber of chat %s",
+                 short_token(token), senders[0], chat.chat_id)
+        return {**message, "subscription_id": senders[0]}
+
+    def _possible_senders(self, request: PendingRequest) -> list[str]:
+        """Open subscriptions that received *request* and may answer it, sorted (a stable choice)."""
+        live = self.hub.entitled({"session_id": request.session_id}, request.kind)
+        allowed = request.allowed_subscriptions
+        return sorted(live & allowed if allowed is not None else live)
 
     def _subscribe(self, message: dict[str, Any], chat_id: str | None, origin: Stream | None,
                    *, in_band: bool = True) -> Response:

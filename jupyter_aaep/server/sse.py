@@ -10,12 +10,16 @@ stream's subscription, which lets requests only it could answer take their defau
 
 Query parameters: ``subscription_id`` picks up a negotiated subscription
 (``POST /aaep/v1/subscriptions``), ``last_event_id`` stands in for the header.
+
+Every message is serialised by :func:`~jupyter_aaep.aaep.wire.dumps` (the WebSocket uses it
+too), which always yields valid UTF-8; should one message still fail to go out, it is
+logged and skipped, and the stream goes on: one bad message never ends a stream.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import logging
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -23,17 +27,22 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from ..aaep.emitter import Event
+from ..aaep.ids import is_valid_id
+from ..aaep.wire import dumps
 from .handlers import AAEPHandler
 from .messages import RequestError
 from .service import AAEPService
-from .streams import Stream
+from .streams import Stream, client_key
+
+log = logging.getLogger(__name__)
 
 
 def sse_frame(message: Event) -> str:
     """One message as an SSE frame (JSON escapes line breaks, so ``data:`` is one line)."""
-    data = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
-    if "@context" in message and message.get("event_id"):
-        return f"event: aaep.event\nid: {message['event_id']}\ndata: {data}\n\n"
+    data = dumps(message)
+    ident = message.get("event_id")
+    if "@context" in message and is_valid_id("evt", ident) and "\n" not in ident:
+        return f"event: aaep.event\nid: {ident}\ndata: {data}\n\n"
     return f"data: {data}\n\n"
 
 
@@ -55,6 +64,8 @@ class EventStreamHandler(AAEPHandler):
                 transport="sse",
                 subscription_id=self.get_argument("subscription_id", None),
                 last_event_id=self.request.headers.get("Last-Event-ID") or self.get_argument("last_event_id", None),
+                client=client_key(self.current_user, self.request.remote_ip,
+                              token_authenticated=self.token_authenticated),
             )
         except RequestError as error:
             raise web.HTTPError(error.status, error.message) from error
@@ -72,7 +83,12 @@ class EventStreamHandler(AAEPHandler):
                     continue
                 if message is None:
                     break
-                await self._send(sse_frame(message))
+                try:
+                    frame = sse_frame(message)
+                except Exception:  # a bug in one message must not end the stream
+                    log.exception("AAEP message could not be serialised and was skipped: %.200r", message)
+                    continue
+                await self._send(frame)
         except StreamClosedError:
             self._client_gone = True
         finally:

@@ -18,6 +18,13 @@ told, so a request nobody else can answer takes its default (§5.8.2) — at onc
 explicit ``subscription.close``, and after a short reconnect grace when the connection just
 dropped (a reloaded page must not silently reject the approval the user was about to give).
 A stream that opens meanwhile and can answer joins the pending requests of its chat.
+
+Streams are limited per *client* (the authenticated user and their address), not only per
+server: one client cannot lock everyone else out. A client that opens more than
+``max_streams_per_client`` streams loses its idlest one (the least recent activity: opened,
+a frame it sent, a message it sent about that subscription), which gets a
+``subscription.close`` saying why; the new stream is always served. When the whole server
+reaches ``max_streams``, the client holding the most streams gives up its idlest one.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -61,7 +69,15 @@ class Stream:
     closed: bool = False
     on_end: Callable[[int, str], None] | None = None
     """How the transport ends the connection from our side (code, reason)."""
+    client: str = ""
+    """Who opened it (user and address): the per-client stream limit counts these."""
+    last_activity: float = field(default_factory=time.monotonic)
+    """When the client last showed it uses this stream; the idlest goes first at the limit."""
     _unsubscribe: Callable[[], None] | None = None
+
+    def touch(self) -> None:
+        """The client used this stream (a frame or a message about its subscription)."""
+        self.last_activity = time.monotonic()
 
     async def next(self) -> Event | None:
         """The next message to send, following the stream onto a renegotiated subscription."""
@@ -72,6 +88,17 @@ class Stream:
                 return message
             if self.closed or subscription is self.subscription:
                 return None
+
+
+def client_key(user: Any, address: str | None, *, token_authenticated: bool = False) -> str:
+    """Whom a stream belongs to for the per-client limit: the Jupyter user at an address.
+
+    Requests authenticated by the server's token alone get a new random user each time, so
+    they all count as one client per address ("token"): bearers of the token are one principal.
+    """
+    name = "token" if token_authenticated else (
+        getattr(user, "username", None) or (user if isinstance(user, str) else None) or "anonymous")
+    return f"{name}@{address or 'unknown'}"
 
 
 @dataclass
@@ -91,14 +118,18 @@ class StreamHub:
         *,
         producer: Producer,
         chat_lookup: Callable[[str], Chat],
-        max_streams: int = 256,
+        max_streams: int = 1024,
+        max_streams_per_client: int = 32,
         reconnect_grace: float = 0.0,
     ) -> None:
+        if max_streams < 1 or max_streams_per_client < 1:
+            raise ValueError("max_streams and max_streams_per_client must be at least 1.")
         self.producer = producer
         self.reconnect_grace = reconnect_grace
         self.broker: ReplyBroker | None = None
         self.manifest_uri: str | None = None
         self.max_streams = max_streams
+        self.max_streams_per_client = max_streams_per_client
         self._chat_lookup = chat_lookup
         self._streams: list[Stream] = []
         self._accepted: dict[str, Accepted] = {}
@@ -128,14 +159,13 @@ class StreamHub:
         subscription_id: str | None = None,
         back_channel: bool = True,
         replay: Iterable[Event] = (),
+        client: str = "",
     ) -> Stream:
         """Register a new connection; *replay* is delivered before any live message.
 
-        Raises ``LookupError`` for a ``subscription_id`` that is not waiting for a stream here,
-        and ``OverflowError`` when the server already serves ``max_streams`` streams.
+        Raises ``LookupError`` for a ``subscription_id`` that is not waiting for a stream here.
+        At a stream limit the idlest stream of the client over it is closed to make room.
         """
-        if len(self._streams) >= self.max_streams:
-            raise OverflowError(f"This server already serves {self.max_streams} AAEP streams; close one first.")
         chat_id = chat.chat_id if chat is not None else None
         if subscription_id is not None:
             waiting = self._waiting.get(subscription_id)
@@ -151,13 +181,49 @@ class StreamHub:
             self._accepted[subscription_id] = waiting.accepted
         else:
             subscription = Subscription(Terms.implicit(can_reply=back_channel and chat is not None))
-        stream = Stream(chat_id, subscription, transport, bound_by_url=subscription_id is not None)
+        self._make_room(client)
+        stream = Stream(chat_id, subscription, transport, bound_by_url=subscription_id is not None, client=client)
         for message in replay:
             subscription.deliver(message)
         self._subscribe(stream, chat)
         self._streams.append(stream)
         self._join_pending(stream)
         return stream
+
+    def _make_room(self, client: str) -> None:
+        """Keep within the per-client and the server-wide limit before a stream of *client* opens."""
+        mine = [s for s in self._streams if s.client == client]
+        if len(mine) >= self.max_streams_per_client:
+            self._evict(min(mine, key=lambda s: s.last_activity),
+                        f"This client opened more than {self.max_streams_per_client} AAEP streams; "
+                        "its least recently used stream was closed to make room for the new one.")
+        if len(self._streams) >= self.max_streams:
+            counts = Counter(s.client for s in self._streams)
+            heaviest = max(counts, key=lambda name: counts[name])
+            self._evict(min((s for s in self._streams if s.client == heaviest), key=lambda s: s.last_activity),
+                        f"This server serves at most {self.max_streams} AAEP streams; the least recently used "
+                        "stream of the client with the most streams was closed to make room.")
+
+    def _evict(self, stream: Stream, reason: str) -> None:
+        """Close *stream* from our side, telling its subscriber why (a reconnect grace applies)."""
+        log.info("AAEP stream %s of %s closed at the stream limit", stream.stream_id, stream.client or "a client")
+        stream.subscription.send_control(
+            {"type": "subscription.close", "subscription_id": stream.subscription.id,
+             "reason_code": "stream_limit", "reason_message": reason}
+        )
+        if stream.on_end is not None:
+            stream.on_end(4000, "stream limit")
+        self.close_stream(stream)
+
+    def streams_of(self, client: str) -> list[Stream]:
+        """The open streams of *client*, oldest first."""
+        return [s for s in self._streams if s.client == client]
+
+    def touch_subscription(self, subscription_id: Any) -> None:
+        """A message named this subscription: its stream is in use."""
+        stream = self._stream_of(subscription_id)
+        if stream is not None:
+            stream.touch()
 
     def _join_pending(self, stream: Stream) -> None:
         """A newcomer able to answer may answer what its chat is waiting for (after a reload)."""
@@ -250,6 +316,8 @@ class StreamHub:
             answer = negotiate(request, producer=self.producer, manifest_uri=self.manifest_uri)
             if isinstance(answer, Accepted):
                 self._rebind(stream, answer)
+            elif answer.malformed and stream.transport == "websocket":
+                continue  # the socket answers with an error frame and keeps its subscription
             stream.subscription.send_control(answer.message)
         return answer
 

@@ -5,16 +5,24 @@ are accepted too (the conformance suite's WebSocket client offers none). One JSO
 text frame, in both directions: the server sends what an SSE stream would carry, the client
 sends what it would POST to ``/messages``. A ``subscription.request`` is answered in the next
 frame. A bad frame gets ``{"kind": "error", "status": …, "message": …}`` and the socket stays
-open; answers to ``control`` and ``approval_mode`` come back as ``{"kind": "response", …}``.
+open; answers to ``user_input`` (with its ``session_id``), ``control`` and ``approval_mode`` come
+back as ``{"kind": "response", "to": <kind>, "status": …, …}``, before any event of a new session.
 
-Close codes: 4000 the producer ended it (shutdown), 4001 a handshake was rejected, 4005 the
-subscriber sent ``subscription.close``.
+Close codes: 4000 the producer ended it (shutdown, or the client's stream limit), 4001 a
+handshake was rejected, 4005 the subscriber sent ``subscription.close``.
+
+Whatever a frame holds, the socket stays open: a binary frame, bad JSON, a message of the
+wrong shape, a malformed ``subscription.request`` (its rejection reason comes back as an error
+frame; only a well-formed request the producer cannot serve ends the socket with 4001) and
+even a failure of ours while handling it (status 500, logged) are answered with an error
+frame. Outgoing messages go through the same serialiser as SSE; one that cannot be sent is
+logged and skipped.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import logging
 from typing import Any
 
 from jupyter_core.utils import ensure_async
@@ -25,12 +33,14 @@ from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
+from ..aaep.wire import dumps
 from .handlers import AUTH_RESOURCE
 from .messages import MAX_MESSAGE_BYTES, RequestError, classify, parse_json
 from .service import AAEPService
-from .streams import Stream
+from .streams import Stream, client_key
 
 SUBPROTOCOL = "aaep.v1"
+log = logging.getLogger(__name__)
 
 
 class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler):
@@ -72,7 +82,10 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
 
     def open(self, *args: Any, **kwargs: Any) -> None:
         super().open()  # starts the keep-alive pings
-        self.aaep_stream = self.service.open_stream(self.chat_id, transport="websocket")
+        self.aaep_stream = self.service.open_stream(
+            self.chat_id, transport="websocket", client=client_key(
+                self.current_user, self.request.remote_ip, token_authenticated=self.token_authenticated)
+        )
         self.aaep_stream.on_end = self._ending
         self._pump = asyncio.ensure_future(self._send_all())
 
@@ -88,7 +101,12 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
                 message = await stream.next()
                 if message is None:
                     break
-                await self.write_message(json.dumps(message, ensure_ascii=False, separators=(",", ":")))
+                try:
+                    text = dumps(message)
+                except Exception:  # a bug in one message must not end the socket
+                    log.exception("AAEP message could not be serialised and was skipped: %.200r", message)
+                    continue
+                await self.write_message(text)
         except WebSocketClosedError:
             pass
         finally:
@@ -99,11 +117,22 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
 
     def _error(self, status: int, message: str) -> None:
         try:
-            self.write_message(json.dumps({"kind": "error", "status": status, "message": message}))
+            self.write_message(dumps({"kind": "error", "status": status, "message": message}))
         except WebSocketClosedError:
             pass
 
     async def on_message(self, message: str | bytes) -> None:
+        """Answer one frame; nothing in it can close the socket (see the module docstring)."""
+        if self.aaep_stream is not None:
+            self.aaep_stream.touch()
+        try:
+            await self._handle_frame(message)
+        except Exception:
+            log.exception("AAEP WebSocket frame on chat %s failed", self.chat_id)
+            self._error(500, "The server failed while handling this message; it has been logged. The socket "
+                             "stays open: send the message again, or report the problem if it keeps failing.")
+
+    async def _handle_frame(self, message: str | bytes) -> None:
         if isinstance(message, bytes):
             self._error(400, "Send JSON in text frames, not binary frames.")
             return
@@ -117,13 +146,16 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
         except RequestError as error:
             self._error(error.status, error.message)
             return
-        if kind == "subscription.request" and self.aaep_stream is not None and (
+        if kind == "subscription.request" and response.status == 400 and response.body is not None:
+            # malformed: the current subscription goes on, as after any other bad frame
+            self._error(400, str(response.body.get("message") or "The subscription.request is malformed."))
+        elif kind == "subscription.request" and self.aaep_stream is not None and (
             response.body is not None and response.body.get("type") == "subscription.rejected"
         ):
             self._ending(4001, "subscription rejected")
             self.service.hub.close_stream(self.aaep_stream)  # the rejection is still sent first
-        elif kind in ("control", "approval_mode") and response.body is not None:
-            self.write_message(json.dumps({"kind": "response", "to": kind, "status": response.status, **response.body}))
+        elif kind in ("user_input", "control", "approval_mode") and response.body is not None:
+            self.write_message(dumps({"kind": "response", "to": kind, "status": response.status, **response.body}))
 
     def on_close(self) -> None:
         if self.aaep_stream is not None:

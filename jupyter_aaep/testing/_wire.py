@@ -82,8 +82,9 @@ class Turn:
         After this many text deltas (or all of them, if fewer), stop sending and hold the
         connection open until the client disconnects, ``FakeAnthropic.release()`` is called
         (the stream then finishes normally) or the server stops. Ignored when not streaming.
-    input_tokens : int
-        Reported ``usage.input_tokens``.
+    input_tokens : int or None
+        Reported ``usage.input_tokens`` (and no cache use). ``None``, the default, lets the
+        fake count the request's prompt and serve its prompt cache (``_prompt``).
     output_tokens : int or None
         Reported ``usage.output_tokens``; ``None`` estimates about four characters a token.
     """
@@ -95,7 +96,7 @@ class Turn:
     chunk_delay: float = 0.0
     text_chunk_size: int = 6
     stall_after_chunks: int | None = None
-    input_tokens: int = 10
+    input_tokens: int | None = None
     output_tokens: int | None = None
 
     def __post_init__(self) -> None:
@@ -170,17 +171,31 @@ def _estimate_tokens(turn: Turn, inputs: list[str]) -> int:
     return max(1, math.ceil(chars / 4))
 
 
-def build_reply(turn: Turn, *, model: str) -> Rendered:
-    """Render ``turn`` as the Message and the event sequence the service would send."""
+def build_reply(
+    turn: Turn,
+    *,
+    model: str,
+    prompt: dict[str, int] | None = None,
+    context_management: dict[str, Any] | None = None,
+) -> Rendered:
+    """Render ``turn`` as the Message and the event sequence the service would send.
+
+    ``prompt`` is the input side of ``usage`` (``input_tokens`` and the two cache counts) when
+    the fake accounted the request; ``context_management`` is the applied-edits report of a
+    request that asked for context editing. Both appear in ``message_start`` (usage) and again
+    in ``message_delta`` and the final message, as the service streams them.
+    """
     stop_reason = turn.stop_reason or ("tool_use" if turn.tool_uses else "end_turn")
     inputs = [json.dumps(tu.input) for tu in turn.tool_uses]
     output_tokens = _estimate_tokens(turn, inputs)
     usage = {
-        "input_tokens": turn.input_tokens,
+        "input_tokens": turn.input_tokens if turn.input_tokens is not None else 10,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 0,
         "output_tokens": output_tokens,
     }
+    if prompt is not None and turn.input_tokens is None:
+        usage.update(prompt)
     stop_details = (
         {"type": "refusal", "category": None, "explanation": None}
         if stop_reason == "refusal"
@@ -248,7 +263,13 @@ def build_reply(turn: Turn, *, model: str) -> Rendered:
                     "stop_sequence": None,
                     "stop_details": stop_details,
                 },
-                "usage": {"output_tokens": output_tokens},
+                "usage": {
+                    "input_tokens": usage["input_tokens"],
+                    "cache_creation_input_tokens": usage["cache_creation_input_tokens"],
+                    "cache_read_input_tokens": usage["cache_read_input_tokens"],
+                    "output_tokens": output_tokens,
+                },
+                **({"context_management": context_management} if context_management is not None else {}),
             },
         )
     )
@@ -259,6 +280,7 @@ def build_reply(turn: Turn, *, model: str) -> Rendered:
         "stop_reason": stop_reason,
         "stop_details": stop_details,
         "usage": usage,
+        **({"context_management": context_management} if context_management is not None else {}),
     }
     return Rendered(message=final, events=events, stall_index=stall_index)
 

@@ -12,11 +12,16 @@ in the test, or none. Each ``POST /v1/messages`` is
    or, as the SDK sends it, ``authorization: Bearer``);
 3. checked like the service would (``_validation``); problems go to ``problems`` and the
    answer is 400 ``invalid_request_error``;
-4. answered from the next script entry (or the responder): a ``Turn`` streams as SSE when
+4. edited by its ``context_management`` parameter, or refused with 400 when the fake plays a
+   compatible server without that feature; then its prompt is counted and answered 400
+   ``"prompt is too long: N tokens > M maximum"`` above ``context_window``; then the prompt
+   cache is read and written (``_prompt`` documents the token estimate, the cache rules and
+   the edit);
+5. answered from the next script entry (or the responder): a ``Turn`` streams as SSE when
    the request says ``"stream": true`` and comes back as one Message JSON otherwise; an
    ``ErrorReply`` is an error status with the service's error body.
 
-Steps 2 and 3 consume no script entry: a rejected request never reaches the "model".
+Steps 2 to 4 consume no script entry: a rejected request never reaches the "model".
 """
 
 from __future__ import annotations
@@ -34,6 +39,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ._http import Aborted, Handler, Server
+from ._prompt import (
+    CONTEXT_MANAGEMENT_BETA,
+    ContextEditError,
+    PromptCache,
+    PromptUsage,
+    apply_context_management,
+    prompt_units,
+)
 from ._validation import validate_request
 from ._wire import ErrorReply, Rendered, ToolUse, Turn, build_reply, encode_sse, error_response
 
@@ -68,6 +81,13 @@ class RecordedRequest:
     disconnected : bool
         True if the client hung up before a streamed answer finished, e.g. because the
         caller cancelled the stream.
+    prompt_tokens : int or None
+        The prompt's size by the fake's estimate, after any context editing; ``None`` when
+        the request was rejected before it was counted.
+    usage : PromptUsage or None
+        How the prompt was served: uncached input, cache writes and cache reads.
+    applied_edits : list of dict or None
+        What context editing did (``None`` when the request did not ask for it).
     """
 
     body: dict[str, Any]
@@ -77,6 +97,9 @@ class RecordedRequest:
     reply: Turn | ErrorReply | None = None
     message: dict[str, Any] | None = None
     disconnected: bool = False
+    prompt_tokens: int | None = None
+    usage: PromptUsage | None = None
+    applied_edits: list[dict[str, Any]] | None = None
 
     @property
     def last_user_text(self) -> str:
@@ -117,6 +140,17 @@ class FakeAnthropic:
         uses the latter); anything else gets 401 ``authentication_error``.
     model : str, optional
         Model name reported in answers; ``None`` echoes the request's ``model``.
+    context_window : int or None
+        Most prompt tokens a request may have (200 000 by default, as the Claude models);
+        ``None`` for no limit.
+    context_management : bool
+        Whether the fake offers the Messages API's context editing (the
+        ``context_management`` parameter); ``False`` refuses it with the 400 a compatible
+        server without the feature gives.
+    min_cacheable_tokens : int
+        Shortest prefix the prompt cache stores.
+    clock : callable
+        Seconds, for the cache lifetime (``time.monotonic`` by default; tests pass their own).
 
     Attributes
     ----------
@@ -140,11 +174,18 @@ class FakeAnthropic:
         responder: Responder | None = None,
         api_key: str = "sk-ant-fake-key",
         model: str | None = None,
+        context_window: int | None = 200_000,
+        context_management: bool = True,
+        min_cacheable_tokens: int = 1024,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if script is not None and responder is not None:
             raise ValueError("pass either a script or a responder, not both")
         self.api_key = api_key
         self.model = model
+        self.context_window = context_window
+        self.context_management = context_management
+        self.cache = PromptCache(min_cacheable_tokens=min_cacheable_tokens, clock=clock)
         self.requests: list[RecordedRequest] = []
         self.problems: list[str] = []
         self._script: deque[Turn | ErrorReply] = deque(script or [])
@@ -290,12 +331,27 @@ class FakeAnthropic:
             record.status = 400
             self._send_error(handler, ErrorReply(400, "invalid_request_error", "; ".join(problems)))
             return
+        refusal = self._account(record, headers, number)
+        if refusal is not None:
+            record.status = refusal.status
+            self._send_error(handler, refusal)
+            return
         reply = self._choose(record, number)
         if isinstance(reply, ErrorReply):
             record.status = reply.status
             self._send_error(handler, reply)
             return
-        rendered = build_reply(reply, model=self.model or str(record.body["model"]))
+        usage = record.usage
+        rendered = build_reply(
+            reply,
+            model=self.model or str(record.body["model"]),
+            prompt=None if usage is None else {
+                "input_tokens": usage.input_tokens,
+                "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+                "cache_read_input_tokens": usage.cache_read_input_tokens,
+            },
+            context_management=None if record.applied_edits is None else {"applied_edits": record.applied_edits},
+        )
         record.message = rendered.message
         record.status = 200
         try:
@@ -308,6 +364,32 @@ class FakeAnthropic:
             handler.close_connection = True
 
     # -- helpers ---------------------------------------------------------------------
+
+    def _account(self, record: RecordedRequest, headers: dict[str, str], number: int) -> ErrorReply | None:
+        """Step 4: context editing, the context window and the prompt cache."""
+        body = record.body
+        if "context_management" in body:
+            if not self.context_management:
+                return ErrorReply(400, "invalid_request_error", "context_management: Extra inputs are not permitted")
+            if CONTEXT_MANAGEMENT_BETA not in headers.get("anthropic-beta", ""):
+                text = f"context_management: requires the anthropic-beta header {CONTEXT_MANAGEMENT_BETA}"
+                self._problem(f"request {number}: {text}")
+                return ErrorReply(400, "invalid_request_error", text)
+            try:
+                body, record.applied_edits = apply_context_management(body)
+            except ContextEditError as error:
+                self._problem(f"request {number}: {error}")
+                return ErrorReply(400, "invalid_request_error", str(error))
+        units = prompt_units(body)
+        record.prompt_tokens = sum(unit.tokens for unit in units)
+        if self.context_window is not None and record.prompt_tokens > self.context_window:
+            return ErrorReply(
+                400,
+                "invalid_request_error",
+                f"prompt is too long: {record.prompt_tokens} tokens > {self.context_window} maximum",
+            )
+        record.usage = self.cache.account(str(body.get("model")), units)
+        return None
 
     def _problem(self, text: str) -> None:
         with self._cond:

@@ -1,10 +1,11 @@
 """Validate AAEP messages against the official AAEP 1.0.0 JSON Schemas, plus our profile.
 
 Test-support code. The official schemas are the contract with every subscriber, so the
-tests check our events against those exact files (found beside the repository, never
-copied into it) with format checking really on: jsonschema silently skips ``date-time``
-and ``uri`` unless their optional packages are installed, so :meth:`SchemaValidator.from_dir`
-refuses to run without them rather than pass bad timestamps.
+tests check our events against those exact files, shipped unmodified in the package
+(``jupyter_aaep/aaep/schemas``, CC-BY-4.0, see its NOTICE.md) so that a clone alone can run
+them; ``AAEP_SCHEMA_DIR`` points at another copy. Format checking is really on: jsonschema
+silently skips ``date-time`` and ``uri`` unless their optional packages are installed, so
+:meth:`SchemaValidator.from_dir` refuses to run without them rather than pass bad timestamps.
 
 On top of the schemas, :meth:`SchemaValidator.validate` enforces what the specification
 asks of a producer but the schemas cannot express (explicit urgency, summaries on every
@@ -22,7 +23,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SchemaValidator", "SchemaViolation", "find_schema_dir", "validate_event"]
+__all__ = [
+    "SHIPPED_SCHEMA_DIR",
+    "SchemaValidator",
+    "SchemaViolation",
+    "find_schema_dir",
+    "validate_event",
+]
 
 ENVELOPE_ID = "https://aaep-protocol.org/schemas/v1/envelope.schema.json"
 CORE_PREFIX = "aaep:agent."
@@ -61,8 +68,11 @@ PRODUCER_FIELDS = ("agent_id", "agent_version", "agent_name", "model")
 AAEP_VERSION = "1.0.0"
 TIMESTAMP_FRACTION_RE = re.compile(r".*T\d{2}:\d{2}:\d{2}\.(?:\d{3}|\d{6})(?:Z|[+-]\d{2}:\d{2})")
 REQUIRED_FORMATS = ("date-time", "uri")
+#: The AAEP 1.0.0 schemas shipped inside the package (data files, no code).
+SHIPPED_SCHEMA_DIR = Path(__file__).resolve().parent.parent / "aaep" / "schemas"
 SCHEMAS_MISSING = (
-    "AAEP schemas not found: set AAEP_SCHEMA_DIR or put shared/aaep/schemas beside the repository"
+    "AAEP schemas not found: point AAEP_SCHEMA_DIR at a folder holding envelope.schema.json "
+    "and core/, or reinstall jupyter-aaep (it ships them in jupyter_aaep/aaep/schemas)"
 )
 
 
@@ -82,9 +92,9 @@ def _is_schema_dir(path: Path) -> bool:
 
 
 def find_schema_dir() -> Path:
-    """Locate the official schemas: ``$AAEP_SCHEMA_DIR``, else ``shared/aaep/schemas`` in
-    an ancestor of this file or of the working directory (the repository sits beside
-    ``shared/``). Raise ``FileNotFoundError`` so CI fails instead of skipping."""
+    """Locate the official schemas: ``$AAEP_SCHEMA_DIR`` when set (to test against another
+    copy), else the copy shipped in the package. Raise ``FileNotFoundError`` rather than
+    return a folder without schemas, so CI fails instead of skipping."""
     configured = os.environ.get("AAEP_SCHEMA_DIR")
     if configured:
         path = Path(configured).expanduser()
@@ -94,13 +104,9 @@ def find_schema_dir() -> Path:
                 "envelope.schema.json and core/)"
             )
         return path.resolve()
-    starts = (Path(__file__).resolve().parent, Path.cwd().resolve())
-    for start in starts:
-        for folder in (start, *start.parents):
-            candidate = folder / "shared" / "aaep" / "schemas"
-            if _is_schema_dir(candidate):
-                return candidate.resolve()
-    raise FileNotFoundError(SCHEMAS_MISSING)
+    if not _is_schema_dir(SHIPPED_SCHEMA_DIR):
+        raise FileNotFoundError(f"{SCHEMAS_MISSING} ({SHIPPED_SCHEMA_DIR} is incomplete)")
+    return SHIPPED_SCHEMA_DIR
 
 
 def _shorten(text: str, limit: int = 400) -> str:
@@ -130,7 +136,8 @@ class SchemaValidator:
 
     @classmethod
     def from_dir(cls, path: str | os.PathLike[str] | None = None) -> SchemaValidator:
-        """Load envelope, core and handshake schemas from ``path`` (default: discovered)."""
+        """Load envelope, core and handshake schemas from ``path`` (default:
+        :func:`find_schema_dir`)."""
         from jsonschema import Draft202012Validator
         from referencing import Registry, Resource
 

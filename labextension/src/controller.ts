@@ -490,10 +490,11 @@ export class ChatController {
         model.addNotice('info', this._trans.__('The agent closed the connection: %1', reason));
       }
     } else if (kind === 'user_input.accepted' && str(message, 'session_id')) {
-      if (this._pendingInput) {
-        model.attachSession(this._pendingInput, str(message, 'session_id')!);
-        this._pendingInput = null;
-      }
+      // The answer to our own request: the POST's JSON body, or over the
+      // WebSocket `{kind: "response", to: "user_input", session_id, …}`. Older
+      // servers also put a `user_input.accepted` notice on the stream; it is
+      // taken the same way, but nothing depends on it (see `_onEvent`).
+      this._acceptInput(model, str(message, 'session_id')!);
     } else if (kind === 'approval_mode.accepted') {
       const mode = str(message, 'approval_mode') ?? str(message, 'mode');
       if (mode === 'ask' || mode === 'auto') {
@@ -534,11 +535,31 @@ export class ChatController {
 
   private _onEvent(model: ChatModel, processed: IProcessedEvent): void {
     this._announcer.handleEvent(processed);
+    if (this._pendingInput && coreName(processed.event.type) === 'session.started') {
+      // The model matched the session to our message by its text: the request
+      // was accepted even if no acknowledgement arrived (or it comes later).
+      const mine = model.items.find(i => i.id === this._pendingInput);
+      if (mine?.kind === 'user' && mine.sessionId === processed.event.session_id) {
+        this._pendingInput = null;
+      }
+    }
     if (coreName(processed.event.type) === 'awaiting.confirmation' || coreName(processed.event.type) === 'awaiting.clarification') {
       const item = model.items.find(i => i.id === `request:${processed.event.event_id}`);
       if (item) {
         this._scheduleExpiryWarning(item);
       }
+    }
+  }
+
+  /**
+   * The server accepted a request and started `sessionId` for it: attach the
+   * session to the message still waiting for an answer, if any. A late or
+   * repeated acknowledgement (the message was matched already) changes nothing.
+   */
+  private _acceptInput(model: ChatModel, sessionId: string): void {
+    if (this._pendingInput) {
+      model.attachSession(this._pendingInput, sessionId);
+      this._pendingInput = null;
     }
   }
 

@@ -330,11 +330,12 @@ export class ChatModel {
     return id;
   }
 
-  /** Attach the session the server started for a user message. */
+  /** Attach the session the server started for a user message (once). */
   attachSession(itemId: string, sessionId: string): void {
     const item = this._items.find(i => i.id === itemId);
-    if (item && item.kind === 'user') {
+    if (item && item.kind === 'user' && item.sessionId === undefined) {
       item.sessionId = sessionId;
+      this._changed.emit();
     }
   }
 

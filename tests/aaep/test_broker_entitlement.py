@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from jupyter_aaep.aaep.broker import ReplyBroker
+import logging
+
+from jupyter_aaep.aaep.broker import ReplyBroker, short_token
 from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.aaep.ids import new_reply_token, new_session_id, new_subscription_id
 
@@ -62,3 +64,18 @@ async def test_explicit_allowed_subscriptions_win_over_the_hook() -> None:
     broker = ReplyBroker(entitled=lambda event, kind: frozenset())
     request = broker.open_confirmation(confirmation(), allowed_subscriptions=frozenset({named}))
     assert not request.resolved and request.allowed_subscriptions == {named}
+
+
+async def test_ignored_replies_are_logged_with_the_reason_never_the_whole_token(caplog) -> None:
+    broker = ReplyBroker()
+    event = confirmation()
+    request = broker.open_confirmation(event)
+    anonymous = {k: v for k, v in reply(event, new_subscription_id()).items() if k != "subscription_id"}
+    with caplog.at_level(logging.WARNING, logger="jupyter_aaep.aaep.broker"):
+        assert not broker.submit(anonymous)
+        assert not broker.submit({**anonymous, "subscription_id": "nope"})
+    first, second = (r.getMessage() for r in caplog.records)
+    assert "no subscription_id" in first and "subscription_id is malformed" in second
+    assert event["reply_token"][:8] in first and event["reply_token"] not in caplog.text
+    assert not request.resolved
+    assert short_token(None) == "(none)" and short_token("rpl_ab") == "rpl…"

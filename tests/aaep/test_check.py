@@ -912,6 +912,51 @@ def test_cli_with_schemas(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main([str(clean), "--schemas", str(tmp_path / "nowhere")]) == 2
 
 
+def test_cli_validates_against_the_shipped_schemas_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AAEP_SCHEMA_DIR", raising=False)
+    events = valid_session()
+    events[1] = changed(events[1], summary_normal=None)  # fine for the sequence, not for us
+    bad = write_jsonl(tmp_path / "bad.jsonl", events)
+    assert main([str(bad)]) == 1
+    assert f"{bad}:2: schema: aaep:agent.state.changed" in capsys.readouterr().out
+    assert main([str(bad), "--no-schemas"]) == 0
+    assert "0 violations" in capsys.readouterr().out
+
+
+def test_cli_without_jsonschema_checks_the_sequence_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "jsonschema" else real_find_spec(name, *a),
+    )
+    log = write_jsonl(tmp_path / "events.jsonl", valid_session())
+    assert main([str(log)]) == 0
+    assert "jsonschema is not installed, so schema validation was skipped" in capsys.readouterr().out
+
+
+def test_cli_without_format_checks_skips_the_default_but_refuses_a_named_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from jupyter_aaep.testing import schemas
+
+    def no_formats(cls: type, path: object = None) -> None:
+        raise RuntimeError("jsonschema cannot check formats ['uri']; install jsonschema[format]")
+
+    monkeypatch.setattr(schemas.SchemaValidator, "from_dir", classmethod(no_formats))
+    log = write_jsonl(tmp_path / "events.jsonl", valid_session())
+    assert main([str(log)]) == 0
+    assert "schema validation was skipped: jsonschema cannot check formats" in capsys.readouterr().out
+    assert main([str(log), "--schemas", str(schemas.SHIPPED_SCHEMA_DIR)]) == 2
+    assert "install jsonschema[format]" in capsys.readouterr().err
+
+
 def test_cli_runs_as_module(tmp_path: Path) -> None:
     log = write_jsonl(tmp_path / "events.jsonl", valid_session())
     result = subprocess.run(

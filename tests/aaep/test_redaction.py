@@ -2,7 +2,15 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_aaep.aaep.redaction import is_secret_name, mask_secrets, redact_arguments
+from jupyter_aaep.aaep.redaction import (
+    forget_secrets,
+    is_secret_name,
+    mask_for_model,
+    mask_secrets,
+    redact_arguments,
+    remember_secret,
+    restore_masked,
+)
 
 SCANNER_WORDS = ("password", "api_key", "secret_key", "private_key", "bearer ", "authorization:", "x-api-key",
                  "ssh-rsa", "ssh-ed25519", "begin private key", "aws_secret", "github_pat_", "ghp_", "sk-")
@@ -60,3 +68,53 @@ def test_secret_names() -> None:
         assert is_secret_name(name), name
     for name in ("cell_id", "path", "source", "timeout_seconds"):
         assert not is_secret_name(name), name
+
+
+# -- what the model reads ---------------------------------------------------------------------
+
+KEY = "sk-ant-api03-" + "Qx9" * 10
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_tokens = 100",
+        "tokens = text.split()",
+        'tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")',
+        "commit = '3f786850e387550fdab836ed7e6dc881de23001b'",
+        'API_KEY = os.environ["SERVICE_KEY"]',
+        "password = getpass.getpass()",
+        "auth_mode = 'basic'",
+    ],
+)
+def test_the_model_still_reads_ordinary_code(text: str) -> None:
+    assert mask_for_model(text) == (text, [])
+
+
+def test_the_model_does_not_read_credentials() -> None:
+    text = f"key={KEY}\nPASSWORD = 'hunter2'\n{{'HF_TOKEN': 'hf_abcdefghij0123456789'}}"
+    masked, hidden = mask_for_model(text)
+    assert masked == "key=[hidden]\nPASSWORD = [hidden]\n{'HF_TOKEN': [hidden]}"
+    assert hidden == [KEY, "'hunter2'", "'hf_abcdefghij0123456789'"]
+
+
+def test_remembered_secrets_are_masked_everywhere() -> None:
+    plain = "Zp4" * 6  # looks like nothing in particular
+    remember_secret(plain)
+    try:
+        assert mask_for_model(f"value: {plain}.")[0] == "value: [hidden]."
+        assert plain not in mask_secrets(f"the value {plain} here")
+    finally:
+        forget_secrets()
+    assert mask_for_model(plain)[0] == plain
+
+
+def test_an_edit_gets_the_hidden_values_back_in_order() -> None:
+    original = f"# a note about [hidden] masks\nA = '{KEY}'\nB = 'hunter22' if x else None\nn = 1"
+    masked, _ = mask_for_model(original.replace("B =", "password ="))
+    original = original.replace("B =", "password =")
+    edited = masked.replace("n = 1", "n = 2")
+    assert restore_masked(edited, original) == original.replace("n = 1", "n = 2")
+    assert restore_masked("no masks here", original) == "no masks here"
+    with pytest.raises(ValueError, match="4 \\[hidden\\] placeholder"):
+        restore_masked(edited.replace("n = 2", "[hidden]"), original)

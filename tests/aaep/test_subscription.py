@@ -125,6 +125,7 @@ def test_verbosity_shapes_summaries(aaep_schema_validator, verbosity) -> None:
 def test_rate_limit_merges_states_and_chunks_and_keeps_outputs_valid(aaep_schema_validator) -> None:
     clock = Clock()
     session, subscription = setup(Terms(max_events_per_second=1), clock)
+    # A non-AAEP message (here the conformance switch's acknowledgement) takes a token too.
     session.emitter.publish({"kind": "user_input.accepted", "session_id": session.id})
     started(session)
     session.change_state("thinking")

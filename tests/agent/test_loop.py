@@ -94,7 +94,11 @@ async def test_plain_answer_streams_in_sentences(harness: Harness) -> None:
     body = harness.fake.requests[0].body
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
-    assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "What is the mean?"}]}]
+    # The moving breakpoint: the request's last block is cached, the history itself is not touched.
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "What is the mean?", "cache_control": {"type": "ephemeral"}}]}
+    ]
+    assert "cache_control" not in harness.history[0]["content"][0]
 
 
 async def test_chain_of_three_tool_turns(harness: Harness, calls) -> None:
@@ -324,6 +328,44 @@ async def test_tool_that_raises(harness: Harness) -> None:
     assert completed[0]["error_message"].startswith("The cell id abc")
 
 
+async def test_a_tool_that_ran_and_failed_is_a_failed_step(harness: Harness) -> None:
+    """A result with is_error (a cell that raised) is told as failed, with its reason."""
+
+    @aaep_tool
+    def run_it(n: int) -> ToolResult:
+        """Run something that may fail.
+
+        Parameters
+        ----------
+        n : int
+            1 fails with a reason, 2 fails with only a summary.
+        """
+        if n == 1:
+            return ToolResult(
+                content="Traceback ...\nNameError: name 'df' is not defined",
+                summary="Cell 3 failed with NameError after 0.1 seconds.",
+                is_error=True,
+                error_message="NameError: name 'df' is not defined",
+            )
+        return ToolResult(content="it broke", summary="It broke.", is_error=True)
+
+    harness.add_tools([run_it])
+    harness.fake.add(
+        Turn(tool_uses=[ToolUse("run_it", {"n": 1}), ToolUse("run_it", {"n": 2})]),
+        Turn(text="I will define df first."),
+    )
+    await harness.ask("run it")
+    first, second = harness.last_tool_results()
+    assert first["is_error"] is True and "NameError: name 'df'" in first["content"]
+    assert second["is_error"] is True
+    completed = harness.events.of_type("tool.completed")
+    assert [c["status"] for c in completed] == ["error", "error"]
+    assert completed[0]["error_message"] == "NameError: name 'df' is not defined"
+    assert completed[0]["summary_normal"] == "Cell 3 failed with NameError after 0.1 seconds."
+    assert completed[0]["summary_terse"] == "Failed."
+    assert completed[1]["error_message"] == "It broke."
+
+
 async def test_turn_cap_ends_with_a_clear_message(harness: Harness, calls) -> None:
     harness.config.max_turns = 2
     harness.fake.add(
@@ -479,7 +521,7 @@ async def test_cancel_mid_tool(harness: Harness) -> None:
     last_user = harness.fake.requests[-1].body["messages"][-1]["content"]
     results = [b for b in last_user if b.get("type") == "tool_result"]
     assert len(results) == 2 and all(r["is_error"] for r in results)
-    assert last_user[-1] == {"type": "text", "text": "status?"}
+    assert last_user[-1] == {"type": "text", "text": "status?", "cache_control": {"type": "ephemeral"}}
 
 
 async def test_cancel_mid_confirmation(harness: Harness, calls) -> None:

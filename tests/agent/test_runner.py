@@ -11,7 +11,7 @@ from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
-from jupyter_aaep.agent.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat
+from jupyter_aaep.agent.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat, undo_summary
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 
@@ -59,16 +59,17 @@ async def wait_until(predicate, timeout: float = 10) -> None:
         await asyncio.sleep(0.01)
 
 
-async def test_sessions_keep_chat_history_and_ack_first(runner: ChatRunner) -> None:
+async def test_sessions_keep_chat_history_and_publish_aaep_events_only(runner: ChatRunner) -> None:
     chat = runner.create_chat("analysis.ipynb")
     seen = ListSubscriber()
     chat.emitter.subscribe(seen)
     runner.fake.add(Turn(text="Hi there."), Turn(text="Still here."))  # type: ignore[attr-defined]
 
     first = runner.submit(chat.chat_id, "hello")
-    assert seen.events[0] == {"kind": "user_input.accepted", "session_id": first, "chat_id": chat.chat_id}
     assert chat.status == "running"
     await chat.task
+    assert seen.events[0]["type"] == "aaep:agent.session.started" and seen.events[0]["session_id"] == first
+    assert all("@context" in event for event in seen.events), "no non-AAEP acknowledgement by default"
     second = runner.submit(chat.chat_id, "again")
     await chat.task
     assert first != second
@@ -81,6 +82,18 @@ async def test_sessions_keep_chat_history_and_ack_first(runner: ChatRunner) -> N
     after = runner.replay(chat.chat_id, after_event_id=started[1]["event_id"])
     assert after[0]["type"] != "aaep:agent.session.started" and len(after) < len(replay)
     assert runner.replay(chat.chat_id, after_event_id="evt_unknown") == replay
+
+
+async def test_the_conformance_switch_acknowledges_input_before_the_session(runner: ChatRunner) -> None:
+    runner.acknowledge_input = True
+    chat = runner.create_chat(None)
+    seen = ListSubscriber()
+    chat.emitter.subscribe(seen)
+    runner.fake.add(Turn(text="Hi there."))  # type: ignore[attr-defined]
+    session_id = runner.submit(chat.chat_id, "hello")
+    assert seen.events == [{"kind": "user_input.accepted", "session_id": session_id, "chat_id": chat.chat_id}]
+    await chat.task
+    assert seen.events[1]["type"] == "aaep:agent.session.started" and seen.events[1]["session_id"] == session_id
 
 
 async def test_busy_stop_and_bad_input(runner: ChatRunner) -> None:
@@ -157,3 +170,28 @@ async def test_a_failed_snapshot_does_not_stop_the_agent(runner: ChatRunner, cap
     assert "no undo snapshot of a.ipynb" in caplog.text
     with pytest.raises(InvalidInput, match="nothing to undo"):
         await runner.revert(chat.chat_id)
+
+
+@pytest.mark.parametrize(
+    ("counts", "said"),
+    [
+        ((1, 0, 0), "Undid the agent's changes to a.ipynb: removed 1 cell the agent added."),
+        ((2, 0, 0), "Undid the agent's changes to a.ipynb: removed 2 cells the agent added."),
+        ((0, 1, 0), "Undid the agent's changes to a.ipynb: put back 1 cell the agent deleted."),
+        ((0, 0, 3), "Undid the agent's changes to a.ipynb: restored 3 cells the agent changed."),
+        (
+            (1, 0, 1),
+            "Undid the agent's changes to a.ipynb: removed 1 cell the agent added "
+            "and restored 1 cell the agent changed.",
+        ),
+        (
+            (1, 2, 1),
+            "Undid the agent's changes to a.ipynb: removed 1 cell the agent added, "
+            "put back 2 cells the agent deleted and restored 1 cell the agent changed.",
+        ),
+        ((0, 0, 0), "Nothing to undo: a.ipynb already matches how it was."),
+    ],
+)
+def test_undo_summary_says_only_what_happened(counts: tuple[int, int, int], said: str) -> None:
+    removed, added, restored = counts
+    assert undo_summary("a.ipynb", removed=removed, added=added, restored=restored) == said

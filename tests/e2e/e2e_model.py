@@ -57,6 +57,11 @@ def choose_answer(choice: str) -> str:
 
 CHAT_ANSWER = "Hello! I can read, edit and run this notebook. Ask me anything about it."
 
+BROKEN_CODE = "print(df.head())"
+"""A cell that raises NameError: no ``df`` exists in the demo notebook."""
+RUN_ALL_INTRO = "I will add a cell that shows the data frame, then run every code cell."
+RUN_ALL_ANSWER = "Cell 4 failed: df is not defined. I should load the data into df first."
+
 AUTH_MESSAGE = "invalid x-api-key"
 AUTH_HINT = "Set a valid key in the ANTHROPIC_API_KEY environment variable of the Jupyter server and restart it."
 
@@ -131,6 +136,17 @@ def choose(results: list[dict[str, Any]]) -> Turn:
     return _turn(choose_answer(answered))
 
 
+def run_everything(results: list[dict[str, Any]]) -> Turn:
+    """Add a cell that raises NameError, then run all three code cells (one approval)."""
+    if not results:
+        return _turn(
+            RUN_ALL_INTRO, ToolUse("create_cell", {"source": BROKEN_CODE, "cell_type": "code"})
+        )
+    if len(results) == 1:
+        return _turn("", ToolUse("run_all_cells", {}))
+    return _turn(RUN_ALL_ANSWER)
+
+
 def hello(results: list[dict[str, Any]]) -> Turn:
     return _turn(CHAT_ANSWER)
 
@@ -163,5 +179,6 @@ SCENARIOS: dict[str, Scenario] = {
     "tour": tour,
     "choose": choose,
     "reconnect": hold_then_finish,
+    "every cell": run_everything,
     "hello": hello,
 }

@@ -7,6 +7,7 @@ and drives the panel with the keyboard only. Screenshots of each state go to
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from urllib.parse import urlsplit
@@ -14,6 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 from e2e_model import (
     AUTH_HINT,
+    BROKEN_CODE,
     CHAT_ANSWER,
     CHOOSE_QUESTION,
     DECLINED_ANSWER,
@@ -21,9 +23,10 @@ from e2e_model import (
     FINAL_ANSWER,
     INTRO,
     RECONNECT_TEXT,
+    RUN_ALL_ANSWER,
     choose_answer,
 )
-from e2e_page import COMPOSER, PanelPage
+from e2e_page import COMPOSER, OUTPUT, PanelPage
 from playwright.sync_api import Locator, WebSocketRoute, expect
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
@@ -209,9 +212,15 @@ def test_sse_fallback_carries_questions_and_answers(ui: PanelPage) -> None:
     ui.screenshot("session-8-clarification-sse")
     ui.page.keyboard.press("Control+Shift+A")
     ui.wait_focus("[data-request-id]")
+    expect(card.locator(".jp-AAEPCard-deadline [role=timer]")).to_contain_text("left")
     ui.tab_until(lambda f: f.get("name") == "Fahrenheit")
     ui.page.keyboard.press("Enter")
     expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You answered: Fahrenheit")
+    # Answered: the clock is gone (it would otherwise keep saying "Time to answer: 1:59 left").
+    expect(card.locator(".jp-AAEPCard-deadline")).to_have_count(0)
+    expect(card.locator("[role=timer]")).to_have_count(0)
+    assert "Time to answer" not in card.inner_text()
+    ui.screenshot("session-8b-clarification-answered")
     expect(panel.locator(".jp-AAEPMessage-agent").last).to_contain_text(choose_answer("Fahrenheit"))
     expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible()
     assert ui.sent == [] and ui.received == [], "no AAEP WebSocket was used"
@@ -330,8 +339,10 @@ def test_undo_removes_the_agents_cell_and_says_so_once(ui: PanelPage) -> None:
 
     expect(agent_cell(ui)).to_have_count(0)
     notice = panel.locator(".jp-AAEPNotice.jp-mod-reverted")
-    expect(notice).to_contain_text("Undid the agent's changes")
-    expect(notice).to_contain_text("1 cell removed")
+    # Only what happened: one cell removed, no "0 cells put back and 0 cells restored".
+    expect(notice).to_have_text(
+        f"Undid the agent's changes to {ui.notebook}: removed 1 cell the agent added."
+    )
     ui.wait_announced("Undid the agent's changes", "polite")
     ui.page.wait_for_timeout(1500)  # the stream's copy of the notice would be said by now
     said = [e for e in ui.live_log() if "Undid the agent's changes" in e["text"]]
@@ -362,4 +373,146 @@ def test_undo_removes_the_agents_cell_and_says_so_once(ui: PanelPage) -> None:
     ui.wait_announced("There is nothing to undo", "assertive")
     expect(undo).to_have_attribute("aria-describedby", re.compile(str(error.get_attribute("id"))))
     ui.screenshot("session-13-undo-refused")
+    assert not our_errors(ui), our_errors(ui)
+
+
+def test_run_all_cells_shows_every_cell_and_a_failed_cell_reads_failed(ui: PanelPage) -> None:
+    """One approval for three cells shows the code of each, labelled by its number; the cell
+    that raises NameError makes the step look and read failed, never "Done"."""
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.record_live_regions()
+    ui.ask("Add a cell that prints df, then run every cell.")
+    card = panel.locator(".jp-AAEPCard-confirmation").last
+    expect(card).to_have_class(re.compile("jp-mod-pending"))
+    expect(card.locator(".jp-AAEPCard-title")).to_contain_text("Run 3 code cells")
+    expect(card.locator(".jp-AAEPCard-cellsCaption")).to_have_text(
+        "Code to run: 3 cells, in this order"
+    )
+    cells = card.locator(".jp-AAEPCard-cellList > li")
+    expect(cells).to_have_count(3)
+    expect(cells.locator(".jp-AAEPCard-cellLabel")).to_have_text(["Cell 2", "Cell 3", "Cell 4"])
+    expect(cells.nth(0).locator("pre")).to_contain_text("import statistics")
+    expect(cells.nth(1).locator("pre")).to_contain_text("Mean temperature")
+    expect(cells.nth(2).locator("pre")).to_have_text(BROKEN_CODE)
+    # Each cell's code is named for a screen reader; the list is one named list of 3 items.
+    assert [cells.nth(i).locator("pre").get_attribute("aria-label") for i in range(3)] == [
+        "Code of cell 2",
+        "Code of cell 3",
+        "Code of cell 4",
+    ]
+    expect(card.get_by_role("list", name="Code to run: 3 cells, in this order")).to_be_visible()
+    expect(card.get_by_role("listitem")).to_have_count(3)
+    violations = ui.axe()
+    assert violations == [], violations
+    ui.screenshot("session-14-run-all-confirmation")
+    cell_list = card.locator(".jp-AAEPCard-cellList")
+    cell_list.screenshot(path=str(OUTPUT / "session-14b-run-all-cells.png"))
+
+    # Keyboard only: every code block is a tab stop on the way to Approve (none is skipped).
+    ui.page.keyboard.press("Control+Shift+A")
+    ui.wait_focus("[data-request-id]")
+    stops = ui.tab_until(lambda f: f.get("name") == "Approve")
+    assert [s.get("name") for s in stops[:3]] == [
+        "Code of cell 2",
+        "Code of cell 3",
+        "Code of cell 4",
+    ], stops
+    ui.page.keyboard.press("Enter")
+    expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You approved this.")
+
+    step = panel.locator(".jp-AAEPToolStep").filter(has_text="run_all_cells")
+    expect(step).to_have_class(re.compile("jp-mod-error"), timeout=60_000)
+    expect(step.locator(".jp-AAEPToolStep-status")).to_have_text("Failed")
+    expect(step.locator(".jp-AAEPToolStep-icon")).to_have_text("✕")
+    expect(step.locator(".jp-AAEPToolStep-error")).to_have_text(
+        "Failed: Cell 4: NameError: name 'df' is not defined"
+    )
+    assert "Done" not in step.inner_text()
+    expect(panel.locator(".jp-AAEPMessage-agent").last).to_contain_text(RUN_ALL_ANSWER)
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible()
+    ui.wait_announced("cell 4 failed with NameError")
+    violations = ui.axe()
+    assert violations == [], violations
+    ui.screenshot("session-15-failed-step")
+    ui.set_theme("high-contrast")  # the failed step and the cell list keep their contrast
+    violations = ui.axe()
+    assert violations == [], violations
+    ui.screenshot("session-15b-failed-step-high-contrast")
+    assert not our_errors(ui), our_errors(ui)
+
+
+def test_the_request_gets_its_session_without_a_stream_acknowledgement(ui: PanelPage) -> None:
+    """Subscribers get AAEP events only: with no ``user_input.accepted`` on the stream the
+    panel still ties its message to its session (from the answer, or from session.started),
+    and a later unrelated error does not mark the message as not sent."""
+    routes: list[WebSocketRoute] = []
+    dropped: list[dict] = []
+
+    def without_acknowledgement(route: WebSocketRoute) -> None:
+        server = route.connect_to_server()
+
+        def from_server(message: str | bytes) -> None:
+            try:
+                data = json.loads(message)
+            except ValueError:
+                data = None
+            if isinstance(data, dict) and data.get("kind") == "user_input.accepted":
+                dropped.append(data)
+                return
+            route.send(message)
+
+        server.on_message(from_server)
+        routes.append(route)
+
+    ui.page.route_web_socket(re.compile(r"/aaep/v1/chats/[^/]+/ws"), without_acknowledgement)
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.ask("Say hello without the acknowledgement.")
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible()
+    chat = ui.lab.chat_of(ui.notebook)
+    assert chat is not None and chat["session_id"], chat
+    message = panel.locator(".jp-AAEPMessage-user").last
+    expect(message).to_have_attribute("data-session-id", chat["session_id"])
+    assert not any(
+        m.get("kind") == "user_input.accepted" for m in ui.received if m not in dropped
+    ), "the test let a stream acknowledgement through"
+
+    # An error frame about something else must not be blamed on the message sent earlier.
+    routes[-1].send(json.dumps({"kind": "error", "status": 400, "message": "A test error frame."}))
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-error")).to_contain_text("A test error frame.")
+    expect(message).not_to_contain_text("(not sent)")
+    ui.screenshot("session-16-no-stream-acknowledgement")
+    assert not our_errors(ui), our_errors(ui)
+
+
+def test_approval_mode_says_what_auto_does_not_protect_against(ui: PanelPage) -> None:
+    """The approval mode's description says plainly that the risk check is no sandbox: read
+    with the select (aria-describedby), shown in words while auto-approve is on."""
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.page.keyboard.press("Control+Shift+O")
+    ui.wait_focus(COMPOSER)
+    ui.tab_until(lambda f: f.get("tag") == "select", backwards=True)
+    describe = """() => document.activeElement.getAttribute('aria-describedby').split(' ')
+                   .map(id => document.getElementById(id).textContent).join(' ')"""
+    said = ui.page.evaluate(describe)
+    assert "unless a quick check flags it as risky" in said, said
+    assert "not a sandbox" in said and "cannot catch everything harmful" in said, said
+    warning = panel.locator(".jp-AAEPPanel-approvalWarning")
+    expect(warning).to_have_count(0)  # quiet while asking every time: only the select says it
+
+    ui.page.keyboard.press("ArrowDown")  # keyboard only: the closed select moves to "auto"
+    select = panel.locator(".jp-AAEPPanel-approval select")
+    expect(select).to_have_value("auto")
+    expect(warning).to_be_visible()
+    expect(warning).to_contain_text(
+        "The check is not a sandbox: it cannot catch everything harmful."
+    )
+    assert "not a sandbox" in ui.page.evaluate(describe)
+    violations = ui.axe()
+    assert violations == [], violations
+    ui.screenshot("session-17-auto-approve-explained")
+    ui.page.keyboard.press("ArrowUp")
+    expect(select).to_have_value("ask")
     assert not our_errors(ui), our_errors(ui)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from nb_helpers import on_server_loop
 
+from jupyter_aaep.agent.approval import ApprovalPolicy
 from jupyter_aaep.agent.code_risk import risk_level_for, scan, scan_code
+from jupyter_aaep.notebook.tools import notebook_tools
 
 
 @pytest.mark.parametrize(
@@ -13,7 +16,7 @@ from jupyter_aaep.agent.code_risk import risk_level_for, scan, scan_code
         "print(1)",
         "import pandas as pd\ndf = pd.read_csv('data.csv')\ndf.describe()",
         "import matplotlib.pyplot as plt\nplt.plot([1, 2])",
-        "import os\npath = os.path.join('a', 'b')\nos.environ.get('HOME')",
+        "import os\npath = os.path.join('a', 'b')\nos.listdir(path)",
         "import re\nre.compile('x')",
         "%matplotlib inline\nx = 1",
         "%env PYTHONHASHSEED=0",
@@ -98,7 +101,12 @@ def test_ordinary_data_science_is_not_flagged(source: str) -> None:
         ("!sudo apt-get install -y graphviz", "uses administrator rights (sudo)", "high"),
         ("import os\nos._exit(0)", "stops or resets the kernel (os._exit)", "medium"),
         ("%reset -f", "stops or resets the kernel (%reset)", "medium"),
-        ("%%writefile helper.py\nprint(1)", "writes a file (%%writefile helper.py)", "medium"),
+        ("%%writefile helper.py\nprint(1)", "writes, moves or copies files (%%writefile helper.py)", "medium"),
+        (
+            "import os\nhome = os.environ.get('HOME')",
+            "reads environment variables, which can hold keys (HOME)",
+            "medium",
+        ),
         ("%%javascript\nalert(1)", "runs JavaScript in your browser", "medium"),
         (
             "%%time\nimport shutil\nshutil.rmtree('x')",
@@ -127,3 +135,18 @@ def test_most_dangerous_reasons_come_first_and_secrets_are_not_repeated() -> Non
 def test_one_reason_per_category() -> None:
     reasons = scan_code("import os\nos.remove('a')\nos.remove('b')\nos.unlink('c')\n!rm x\n!rm y")
     assert len([r for r in reasons if r.startswith("deletes")]) == 1
+
+
+@on_server_loop
+async def test_run_cell_reads_a_cell_with_the_imports_of_the_others(notebook_file, make_ctx) -> None:
+    """An alias imported in one cell (run earlier, or approved on its own) is seen in the next."""
+    path = notebook_file(
+        "alias.ipynb",
+        [{"id": "imp", "source": "import subprocess as sp"}, {"id": "use", "source": "sp.run(['make'])"}],
+    )
+    run_cell = {tool.name: tool for tool in notebook_tools()}["run_cell"]
+    imports = await run_cell.describe(make_ctx(path), {"cell_id": "imp"})
+    assert imports.risk_flags == ()
+    uses = await run_cell.describe(make_ctx(path), {"cell_id": "use"})
+    assert uses.risk_flags == ("runs shell commands (subprocess.run, make)",)
+    assert not ApprovalPolicy(mode="auto").auto_approves(uses)

@@ -142,6 +142,8 @@ async def test_outputs_stream_into_the_browser_while_the_cell_runs(
 
         boom = await run_cell(ctx, cell_id="boom")
         assert boom.summary.startswith("Cell 4 failed with ZeroDivisionError")
+        # A cell that raised is a failed step; the model still reads the traceback.
+        assert boom.is_error and boom.error_message == "ZeroDivisionError: division by zero"
         assert "raised ZeroDivisionError" in boom.content and "division by zero" in boom.content
         assert "\x1b[" not in boom.content and "return 1 / 0" in boom.content
         await wait_for(
@@ -164,6 +166,7 @@ async def test_closed_notebook_is_edited_run_and_autosaved(
 
     all_result = await run_all_cells(ctx)
     assert "failed with ValueError" in all_result.summary and "Ran 3 cells" in all_result.summary
+    assert all_result.is_error and all_result.error_message == "Cell 3: ValueError: stop here"
     assert "Stopped at cell 3" in all_result.content and "stop here" in all_result.content
 
     sessions = json.loads((await jp_fetch("api", "sessions")).body.decode())
@@ -337,3 +340,16 @@ async def test_kernel_death_is_reported_and_the_next_run_works(
     with pytest.raises(KernelDied, match="restarted while the code was running"):
         await asyncio.wait_for(task, 15)
     assert (await service.open(path)).cell("setup")["execution_state"] == "idle"
+
+
+def test_the_failure_line_is_one_plain_line() -> None:
+    """What tool.completed's error_message says for a cell that raised."""
+    from jupyter_aaep.notebook._run_tools import _error_line
+
+    assert _error_line([{"output_type": "stream", "text": "hi"}]) is None
+    colored = {"output_type": "error", "ename": "NameError", "evalue": "name \x1b[31m'df'\x1b[0m is not defined"}
+    assert _error_line([colored]) == "NameError: name 'df' is not defined"
+    assert _error_line([{"output_type": "error", "ename": "KeyboardInterrupt", "evalue": ""}]) == "KeyboardInterrupt"
+    long = _error_line([{"output_type": "error", "ename": "ValueError", "evalue": "x" * 1000 + "\nsecond line"}])
+    assert long is not None and long.startswith("ValueError: xxx") and "second line" not in long
+    assert len(long) <= 400

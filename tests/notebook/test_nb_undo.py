@@ -52,7 +52,10 @@ async def test_revert_puts_back_what_the_session_changed(notebook_file, service)
         restored = await service.open(path)
         assert [(c["id"], c["source"]) for c in restored.cells()] == [("keep", "x = 1"), ("gone", "y = 2")]
         assert notice["kind"] == "notebook.reverted" and notice["removed"] == 1 and notice["added"] == 1
-        assert "Undid the agent's changes" in notice["summary"]
+        assert notice["summary"] == (
+            "Undid the agent's changes to undo.ipynb: removed 1 cell the agent added, "
+            "put back 1 cell the agent deleted and restored 1 cell the agent changed."
+        )
         assert heard.events[-1] == notice, "every subscriber of the chat hears about the undo"
         with pytest.raises(InvalidInput):
             await runner.revert(chat.chat_id)  # that snapshot is used up

@@ -23,7 +23,8 @@ def reply(event: dict, value, **extra) -> dict:
     return body
 
 
-async def test_user_input_is_acknowledged_before_the_session_starts(api, new_chat, fake_model, sse, aaep_schema_validator) -> None:
+async def test_user_input_answers_the_session_id_and_the_stream_holds_aaep_events_only(
+        api, new_chat, fake_model, sse, aaep_schema_validator) -> None:
     chat_id = await new_chat()
     fake_model.add(Turn(text="The mean is 4.2. It excludes blanks."))
     async with sse(chat_id) as stream:
@@ -31,15 +32,16 @@ async def test_user_input_is_acknowledged_before_the_session_starts(api, new_cha
                                     body={"kind": "user_input", "text": "What is the mean?"})
         assert status == 202 and body["session_id"].startswith("sess_") and body["chat_id"] == chat_id
         messages = await stream.until(of_type("session.completed"))
-    assert messages[0] == {"kind": "user_input.accepted", "session_id": body["session_id"], "chat_id": chat_id}
-    assert types(messages) == ["user_input.accepted", "session.started", "state.changed", "state.changed",
+    assert types(messages) == ["session.started", "state.changed", "state.changed",
                                "output.streaming", "output.streaming", "session.completed"]
+    assert messages[0]["session_id"] == body["session_id"]
     for frame in stream.frames:
         if "@context" in frame.data:
             assert frame.event == "aaep.event" and frame.id == frame.data["event_id"]
             aaep_schema_validator.validate(frame.data)
         else:
             assert frame.event is None and frame.id is None
+    assert all("@context" in frame.data for frame in stream.frames), "nothing but AAEP events by default"
     assert stream.response_headers["content-type"].startswith("text/event-stream")
     assert stream.response_headers["cache-control"] == "no-cache"
     assert "content-encoding" not in stream.response_headers
@@ -131,11 +133,11 @@ async def test_a_new_message_supersedes_a_session_waiting_for_the_user(api, new_
                                     body={"kind": "user_input", "text": "never mind"})
         assert status == 202
         after = await stream.until(lambda m: m.get("type", "").endswith("session.completed"))
-    assert after[0] == {"kind": "user_input.accepted", "session_id": body["session_id"], "chat_id": chat_id}
-    assert after[1]["type"].endswith("session.cancelled") and after[1]["session_id"] == first["session_id"]
-    assert after[1]["cancellation_reason"] == "superseded_by_new_request"
+    assert after[0]["type"].endswith("session.cancelled") and after[0]["session_id"] == first["session_id"]
+    assert after[0]["cancellation_reason"] == "superseded_by_new_request"
     assert "tool.invoked" not in types(after)
-    assert all(m["session_id"] == body["session_id"] for m in after[2:])
+    assert all(m["session_id"] == body["session_id"] for m in after[1:])
+    assert types(after)[1] == "session.started"
 
 
 async def test_approval_mode_auto_answers_for_the_user(api, new_chat, fake_model, sse) -> None:
@@ -194,8 +196,8 @@ async def test_timeouts_come_from_the_traitlet(api, new_chat, fake_model, sse) -
     assert "No answer in time" in after[0]["summary_normal"]
 
 
-async def test_without_an_api_key_the_user_gets_an_error_event(api, new_chat, sse, monkeypatch, extension) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY")
+async def test_without_an_api_key_the_user_gets_an_error_event(api, new_chat, sse, extension) -> None:
+    extension.clients.credentials.discard("ANTHROPIC_API_KEY")  # held by the server, not in os.environ
     chat_id = await new_chat()
     async with sse(chat_id) as stream:
         status, _, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "hi"})
@@ -203,4 +205,5 @@ async def test_without_an_api_key_the_user_gets_an_error_event(api, new_chat, ss
         errored = (await stream.until(of_type("session.errored")))[-1]
     assert errored["error_code"] == "MODEL_API_KEY_MISSING"
     assert "ANTHROPIC_API_KEY" in errored["remediation_hint"]
+    assert "scripts/start --offline" in errored["remediation_hint"]  # how to try it without a key
     await wait_until(lambda: not extension.runner.get(chat_id).running)

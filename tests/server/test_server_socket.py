@@ -63,7 +63,11 @@ async def test_socket_carries_handshakes_messages_and_errors(new_chat, ws, fake_
     fake_model.add(Turn(tool_uses=[ToolUse("book_meeting_room", {"room": "F", "when": "today"})]), Turn(text="Done."))
     await connection.write_message(json.dumps({"kind": "user_input", "text": "book"}))
     messages = await frames_until(connection, of_type("awaiting.confirmation"))
-    assert messages[0]["kind"] == "user_input.accepted"
+    answer = messages[0]
+    assert answer["kind"] == "response" and answer["to"] == "user_input" and answer["status"] == 202
+    assert answer["chat_id"] == chat_id and answer["session_id"].startswith("sess_")
+    assert types(messages[1:2]) == ["session.started"] and messages[1]["session_id"] == answer["session_id"]
+    assert all("@context" in m for m in messages[1:]), "after the answer, AAEP events only"
     confirmation = messages[-1]
     await connection.write_message(json.dumps({
         "type": "confirmation.reply", "reply_token": confirmation["reply_token"], "decision": "accept",

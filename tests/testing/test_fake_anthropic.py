@@ -13,6 +13,13 @@ import httpx2  # the transport the anthropic SDK uses
 import pytest
 
 from jupyter_aaep.testing import ErrorReply, FakeAnthropic, RecordedRequest, ToolUse, Turn
+from jupyter_aaep.testing._prompt import (
+    CLEARED_PLACEHOLDER,
+    PromptCache,
+    apply_context_management,
+    count_tokens,
+    prompt_units,
+)
 from jupyter_aaep.testing._validation import validate_request
 
 MODEL = "claude-fake-1"
@@ -392,3 +399,242 @@ def test_script_entries_are_checked_where_they_are_written() -> None:
         Turn(text="x", text_chunk_size=0)
     with pytest.raises(ValueError, match="either a script or a responder"):
         FakeAnthropic([], responder=lambda request: Turn())
+
+
+# -- context window, prompt cache and context editing (``_prompt``) ----------------------------
+
+
+BIG = "x" * 8000  # 2000 tokens by the fake's estimate (plus the JSON around it)
+
+
+def _conversation(turns: int, *, size: str = BIG) -> list[dict[str, Any]]:
+    """User/assistant pairs with tool calls, ending with a user message."""
+    messages: list[dict[str, Any]] = []
+    for i in range(turns):
+        messages.append({"role": "user", "content": [{"type": "text", "text": f"question {i}"}]})
+        messages.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_{i}", "name": "get_notebook_state", "input": {}}]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": size}]})
+        messages.append({"role": "assistant", "content": [{"type": "text", "text": f"answer {i}"}]})
+    messages.append({"role": "user", "content": [{"type": "text", "text": "next"}]})
+    return messages
+
+
+def _mark_last(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    last = messages[-1]
+    blocks = [*last["content"][:-1], {**last["content"][-1], "cache_control": {"type": "ephemeral"}}]
+    return [*messages[:-1], {**last, "content": blocks}]
+
+
+def test_token_estimate_is_four_characters_a_token_over_each_block() -> None:
+    body = {"system": "s" * 40, "tools": [], "messages": [{"role": "user", "content": "Hello"}]}
+    units = prompt_units(body)
+    assert [u.tokens for u in units] == [
+        -(-len('{"text":"' + "s" * 40 + '","type":"text"}') // 4),
+        -(-len('{"text":"Hello","type":"text"}') // 4),
+    ]
+    assert count_tokens(body) == sum(u.tokens for u in units)
+    # cache_control does not count, so marking a block never changes its size.
+    marked = {"messages": [{"role": "user", "content": [{"type": "text", "text": "Hello", "cache_control": {"type": "ephemeral"}}]}]}
+    assert count_tokens(marked) == units[1].tokens
+
+
+async def test_prompt_too_long_is_the_services_400_and_uses_no_script_entry() -> None:
+    messages = _conversation(4)  # about 8 000 tokens
+    async with FakeAnthropic([Turn(text="ok")], context_window=5000) as fake, client_for(fake, max_retries=0) as client:
+        with pytest.raises(anthropic.BadRequestError) as caught:
+            await stream_final(client, messages)
+        body = caught.value.body
+        assert isinstance(body, dict) and body["error"]["type"] == "invalid_request_error"
+        tokens = count_tokens({"messages": messages})
+        assert body["error"]["message"] == f"prompt is too long: {tokens} tokens > 5000 maximum"
+        assert fake.requests[0].status == 400 and fake.requests[0].prompt_tokens == tokens
+        # The rejected request consumed nothing: a short one gets the scripted turn.
+        message = await stream_final(client)
+        assert message.content[0].type == "text" and message.content[0].text == "ok"
+    assert fake.problems == []
+
+
+SYSTEM = [{"type": "text", "text": "You are helpful. " * 300, "cache_control": {"type": "ephemeral"}}]
+
+
+def _extend(messages: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """The conversation one tool round later, as the agent would send it next."""
+    return [
+        *messages,
+        {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_x{n}", "name": "get_notebook_state", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_x{n}", "content": BIG}]},
+    ]
+
+
+async def test_cache_accounting_reads_the_previous_prefix_and_writes_the_new_part() -> None:
+    base = _conversation(2)
+    later = _extend(base, 1)
+    edited = [{"role": "user", "content": [{"type": "text", "text": "question 0, edited"}]}, *later[1:]]
+    script = [Turn(text=t) for t in "abcde"]
+    async with FakeAnthropic(script) as fake, client_for(fake) as client:
+        one = await stream_final(client, _mark_last(base), system=SYSTEM)
+        two = await stream_final(client, _mark_last(later), system=SYSTEM)
+        three = await stream_final(client, _mark_last(later), system=SYSTEM)
+        four = await stream_final(client, _mark_last(edited), system=SYSTEM)
+        five = await stream_final(client, edited, system=SYSTEM)  # only the system prompt is marked
+    sizes = [r.prompt_tokens or 0 for r in fake.requests]
+    system_tokens = count_tokens({"system": SYSTEM})
+    # First request: everything up to the last breakpoint is written, nothing read.
+    assert (one.usage.cache_read_input_tokens, one.usage.cache_creation_input_tokens, one.usage.input_tokens) == (
+        0, sizes[0], 0)
+    # Second: the previous breakpoint lies within the look-back, so the first prompt is read.
+    assert (two.usage.cache_read_input_tokens, two.usage.cache_creation_input_tokens, two.usage.input_tokens) == (
+        sizes[0], sizes[1] - sizes[0], 0)
+    # The same request again reads everything.
+    assert (three.usage.cache_read_input_tokens, three.usage.cache_creation_input_tokens) == (sizes[1], 0)
+    # One changed byte early on: only the system prompt before it is still a hit.
+    assert (four.usage.cache_read_input_tokens, four.usage.cache_creation_input_tokens) == (
+        system_tokens, sizes[3] - system_tokens)
+    # No breakpoint on the messages: they are plain input.
+    assert (five.usage.cache_read_input_tokens, five.usage.cache_creation_input_tokens, five.usage.input_tokens) == (
+        system_tokens, 0, sizes[4] - system_tokens)
+    assert [r.usage.total for r in fake.requests if r.usage] == sizes
+    assert fake.problems == []
+
+
+async def test_usage_is_in_message_start_and_message_delta() -> None:
+    async with (
+        FakeAnthropic([Turn(text="hi")]) as fake,
+        client_for(fake) as client,
+        client.messages.stream(model=MODEL, max_tokens=10, messages=_mark_last(_conversation(1)),
+                               system=SYSTEM) as stream,
+    ):
+        events = [event async for event in stream]
+    start = next(e for e in events if e.type == "message_start")
+    delta = next(e for e in events if e.type == "message_delta")
+    size = fake.requests[0].prompt_tokens
+    assert start.message.usage.cache_creation_input_tokens == size
+    assert delta.usage.cache_creation_input_tokens == size and delta.usage.input_tokens == 0
+    assert delta.usage.cache_read_input_tokens == 0 and delta.usage.output_tokens >= 1
+
+
+def test_cache_rules_minimum_length_lifetime_and_lookback() -> None:
+    now = [1000.0]
+    cache = PromptCache(min_cacheable_tokens=1024, clock=lambda: now[0])
+    short = {"messages": _mark_last([{"role": "user", "content": [{"type": "text", "text": "hi"}]}])}
+    usage = cache.account("m", prompt_units(short))
+    assert (usage.cache_creation_input_tokens, usage.input_tokens) == (0, usage.total)  # too short to cache
+    long_body = {"messages": _mark_last(_conversation(1))}
+    units = prompt_units(long_body)
+    assert cache.account("m", units).cache_creation_input_tokens == sum(u.tokens for u in units)
+    assert cache.account("other-model", units).cache_read_input_tokens == 0  # caches are per model
+    now[0] += 299
+    assert cache.account("m", units).cache_read_input_tokens == sum(u.tokens for u in units)  # refreshed
+    now[0] += 299
+    assert cache.account("m", units).cache_read_input_tokens > 0
+    now[0] += 301
+    assert cache.account("m", units).cache_read_input_tokens == 0  # expired after five minutes unused
+    # More than 20 new blocks after the previous breakpoint: the look-back no longer finds it.
+    cache.clear()
+    cache.account("m", units)
+    many = [*_conversation(1)[:-1], *[{"role": "user" if i % 2 == 0 else "assistant",
+                                       "content": [{"type": "text", "text": f"m{i}"}] * 2} for i in range(12)]]
+    far = prompt_units({"messages": _mark_last(many)})
+    assert cache.account("m", far).cache_read_input_tokens == 0
+
+
+def test_one_hour_breakpoints_live_an_hour() -> None:
+    now = [0.0]
+    cache = PromptCache(clock=lambda: now[0])
+    messages = _conversation(1)
+    last = messages[-1]
+    messages[-1] = {**last, "content": [{**last["content"][0], "cache_control": {"type": "ephemeral", "ttl": "1h"}}]}
+    units = prompt_units({"messages": messages})
+    cache.account("m", units)
+    now[0] = 3000
+    assert cache.account("m", units).cache_read_input_tokens == sum(u.tokens for u in units)
+
+
+EDIT = {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 5000},
+                   "keep": {"type": "tool_uses", "value": 1}}]}
+
+
+async def test_context_editing_clears_old_tool_results_server_side() -> None:
+    messages = _conversation(4)
+    async with (
+        FakeAnthropic([Turn(text="ok")]) as fake,
+        client_for(fake) as client,
+        client.beta.messages.stream(
+            model=MODEL, max_tokens=10, messages=messages, context_management=EDIT,  # type: ignore[arg-type]
+            betas=["context-management-2025-06-27"],
+        ) as stream,
+    ):
+        message = await stream.get_final_message()
+    (request,) = fake.requests
+    assert request.path.startswith("/v1/messages") and "context-management-2025-06-27" in request.headers["anthropic-beta"]
+    assert request.applied_edits is not None and request.applied_edits[0]["cleared_tool_uses"] == 3
+    assert message.context_management is not None
+    (applied,) = message.context_management.applied_edits
+    assert applied.cleared_tool_uses == 3 and applied.cleared_input_tokens > 5000
+    # The prompt was counted after the edit; the client's own history is untouched.
+    assert request.prompt_tokens is not None and request.prompt_tokens < count_tokens({"messages": messages})
+    assert messages[2]["content"][0]["content"] == BIG
+    assert fake.problems == []
+
+
+def test_context_editing_rules() -> None:
+    body = {"messages": _conversation(4)}
+    edited, applied = apply_context_management({**body, "context_management": EDIT})
+    results = [b for m in edited["messages"] for b in m["content"] if b.get("type") == "tool_result"]
+    assert [r["content"] == CLEARED_PLACEHOLDER for r in results] == [True, True, True, False]
+    # Below the trigger, or when less than clear_at_least would go, nothing changes.
+    quiet = {"edits": [{**EDIT["edits"][0], "trigger": {"type": "input_tokens", "value": 10**6}}]}
+    assert apply_context_management({**body, "context_management": quiet})[1] == []
+    greedy = {"edits": [{**EDIT["edits"][0], "clear_at_least": {"type": "input_tokens", "value": 10**6}}]}
+    assert apply_context_management({**body, "context_management": greedy})[1] == []
+    # Excluded tools are kept; clear_tool_inputs empties the calls too; a tool_uses trigger counts calls.
+    kept = {"edits": [{**EDIT["edits"][0], "exclude_tools": ["get_notebook_state"]}]}
+    assert apply_context_management({**body, "context_management": kept})[1] == []
+    inputs = {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": 2},
+                         "clear_tool_inputs": True}]}
+    edited, applied = apply_context_management({**body, "context_management": inputs})
+    assert applied[0]["cleared_tool_uses"] == 1  # default keep: the 3 most recent
+    assert edited["messages"][1]["content"][0]["input"] == {}
+
+
+@pytest.mark.parametrize(
+    "config",
+    [{"edits": [{"type": "compact_20260112"}]}, {"edits": "all"},
+     {"edits": [{"type": "clear_tool_uses_20250919", "keep": {"type": "input_tokens", "value": 3}}]}],
+)
+async def test_context_editing_mistakes_are_400s(config: dict[str, Any]) -> None:
+    async with FakeAnthropic([]) as fake, client_for(fake, max_retries=0) as client:
+        with pytest.raises(anthropic.BadRequestError, match="context_management"):
+            await client.beta.messages.create(
+                model=MODEL, max_tokens=10, messages=USER, context_management=config,  # type: ignore[arg-type]
+                betas=["context-management-2025-06-27"],
+            )
+    assert len(fake.problems) == 1
+    fake.problems.clear()
+
+
+async def test_a_server_without_context_editing_refuses_it() -> None:
+    async with FakeAnthropic([Turn(text="ok")], context_management=False) as fake, client_for(fake, max_retries=0) as client:
+        with pytest.raises(anthropic.BadRequestError, match="context_management: Extra inputs are not permitted"):
+            await client.beta.messages.create(
+                model=MODEL, max_tokens=10, messages=USER, context_management=EDIT,  # type: ignore[arg-type]
+                betas=["context-management-2025-06-27"],
+            )
+        # Without the parameter the same server answers, from the script entry it did not use.
+        message = await client.messages.create(model=MODEL, max_tokens=10, messages=USER)
+        assert message.content[0].type == "text"
+    assert fake.problems == []
+
+
+async def test_context_editing_without_the_beta_header_is_a_problem() -> None:
+    async with FakeAnthropic([]) as fake, httpx.AsyncClient(base_url=fake.base_url) as http:
+        response = await http.post(
+            "/v1/messages",
+            headers={"x-api-key": fake.api_key, "anthropic-version": "2023-06-01"},
+            json={"model": MODEL, "max_tokens": 10, "messages": USER, "context_management": EDIT},
+        )
+    assert response.status_code == 400 and "anthropic-beta" in response.json()["error"]["message"]
+    assert len(fake.problems) == 1
+    fake.problems.clear()

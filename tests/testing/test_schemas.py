@@ -8,13 +8,17 @@ checks are on, and that each of our producer-profile checks bites.
 from __future__ import annotations
 
 import copy
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import jupyter_aaep
+import jupyter_aaep.testing.schemas as schemas_module
 from jupyter_aaep.aaep.check import check_events
 from jupyter_aaep.testing.schemas import (
+    SHIPPED_SCHEMA_DIR,
     SchemaValidator,
     SchemaViolation,
     find_schema_dir,
@@ -233,23 +237,41 @@ def rejection(validator: SchemaValidator, event: Any) -> SchemaViolation:
 # --------------------------------------------------------------------------- discovery
 
 
-def test_find_schema_dir_locates_shared_schemas(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_find_schema_dir_defaults_to_the_copy_shipped_in_the_package(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("AAEP_SCHEMA_DIR", raising=False)
     found = find_schema_dir()
-    assert found.parts[-3:] == ("shared", "aaep", "schemas")
+    package = Path(jupyter_aaep.__file__).resolve().parent
+    assert found == SHIPPED_SCHEMA_DIR == package / "aaep" / "schemas"
     assert (found / "envelope.schema.json").is_file()
+    assert len(list((found / "core").glob("*.schema.json"))) == 12
+    assert len(list((found / "handshake").glob("*.schema.json"))) == 5
+    # CC-BY-4.0 asks for attribution: the NOTICE travels with the files.
+    notice = (found / "NOTICE.md").read_text(encoding="utf-8")
+    assert "CC-BY-4.0" in notice and "AAEP 1.0.0" in notice
 
 
 def test_find_schema_dir_honours_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("AAEP_SCHEMA_DIR", raising=False)
-    real = find_schema_dir()
-    monkeypatch.setenv("AAEP_SCHEMA_DIR", str(real))
-    assert find_schema_dir() == real
+    copy_dir = tmp_path / "other-copy"
+    shutil.copytree(SHIPPED_SCHEMA_DIR, copy_dir)
+    monkeypatch.setenv("AAEP_SCHEMA_DIR", str(copy_dir))
+    assert find_schema_dir() == copy_dir.resolve()
+    assert SchemaValidator.from_dir().schema_dir == copy_dir.resolve()
     monkeypatch.setenv("AAEP_SCHEMA_DIR", str(tmp_path / "missing"))
-    with pytest.raises(FileNotFoundError, match="AAEP schemas not found: set AAEP_SCHEMA_DIR"):
+    with pytest.raises(FileNotFoundError, match="AAEP schemas not found: point AAEP_SCHEMA_DIR"):
         find_schema_dir()
     with pytest.raises(FileNotFoundError, match="missing"):
         SchemaValidator.from_dir()
+
+
+def test_find_schema_dir_says_so_when_the_shipped_copy_is_incomplete(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("AAEP_SCHEMA_DIR", raising=False)
+    monkeypatch.setattr(schemas_module, "SHIPPED_SCHEMA_DIR", tmp_path)
+    with pytest.raises(FileNotFoundError, match="reinstall jupyter-aaep"):
+        find_schema_dir()
 
 
 def test_from_dir_rejects_a_directory_without_schemas(tmp_path: Path) -> None:

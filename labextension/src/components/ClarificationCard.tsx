@@ -72,10 +72,11 @@ export function ClarificationCard(props: IClarificationCardProps): JSX.Element {
         {trans.__('Question: %1', str(event, 'question') ?? '')}
       </h3>
       {str(event, 'context') && <p className="jp-AAEPCard-summary">{str(event, 'context')}</p>}
-      {item.deadline !== null && (
+      {/* As on confirmation cards, the clock goes once the question is answered, resolved or expired. */}
+      {item.deadline !== null && open && (
         <p className="jp-AAEPCard-deadline">
           {trans.__('Time to answer:')}{' '}
-          <Countdown deadline={item.deadline} active={pending} trans={trans} />
+          <Countdown deadline={item.deadline} active={open} trans={trans} />
         </p>
       )}
       {open && (

@@ -28,6 +28,30 @@ export interface IConfirmationCardProps {
   onReply: (item: RequestItem, decision: 'accept' | 'reject') => void;
 }
 
+/** One cell of a multi-cell confirmation (`extra_context.cells`). */
+export interface ICellToRun {
+  /** Position of the cell in the notebook, counted from 1. */
+  number: number | null;
+  code: string;
+}
+
+/**
+ * The cells a confirmation would run, in order (`extra_context.cells` of
+ * `run_all_cells`), skipping entries without code.
+ */
+export function readCells(extra: Record<string, unknown>): ICellToRun[] {
+  if (!Array.isArray(extra.cells)) {
+    return [];
+  }
+  return extra.cells.flatMap(cell => {
+    if (!isRecord(cell) || typeof cell.code !== 'string') {
+      return [];
+    }
+    const n = cell.cell_number;
+    return [{ number: typeof n === 'number' && Number.isFinite(n) ? n : null, code: cell.code }];
+  });
+}
+
 /** Human wording of a request's final state. */
 export function outcomeText(item: IRequestItem, trans: TranslationBundle): string {
   switch (item.state) {
@@ -58,6 +82,8 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
   const titleId = useId('jp-AAEPCard-title');
   const extra = isRecord(event.extra_context) ? event.extra_context : {};
   const code = typeof extra.code === 'string' ? extra.code : undefined;
+  const cells = readCells(extra);
+  const cellsId = useId('jp-AAEPCard-cells');
   const warnings = Array.isArray(extra.risk_flags)
     ? extra.risk_flags.filter((f): f is string => typeof f === 'string' && f.length > 0)
     : [];
@@ -140,6 +166,36 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
             <code>{code}</code>
           </pre>
         </figure>
+      )}
+      {cells.length > 0 && (
+        <div className="jp-AAEPCard-cells">
+          <p id={cellsId} className="jp-AAEPCard-cellsCaption">
+            {language
+              ? trans._n(
+                  'Code to run (%2): %1 cell',
+                  'Code to run (%2): %1 cells, in this order',
+                  cells.length,
+                  language
+                )
+              : trans._n('Code to run: %1 cell', 'Code to run: %1 cells, in this order', cells.length)}
+          </p>
+          {/* Long lists scroll here; every cell is in the list, none is left out. */}
+          <ol className="jp-AAEPCard-cellList" aria-labelledby={cellsId}>
+            {cells.map((cell, index) => {
+              const number = cell.number ?? index + 1;
+              return (
+                <li key={index} className="jp-AAEPCard-code">
+                  <p className="jp-AAEPCard-cellLabel">
+                    {cell.number !== null ? trans.__('Cell %1', number) : trans.__('Cell')}
+                  </p>
+                  <pre tabIndex={0} aria-label={trans.__('Code of cell %1', number)}>
+                    <code>{cell.code}</code>
+                  </pre>
+                </li>
+              );
+            })}
+          </ol>
+        </div>
       )}
       {pending && !expired ? (
         <>

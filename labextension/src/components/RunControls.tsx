@@ -35,8 +35,8 @@ export interface IRunControlsProps {
 }
 
 /**
- * Run controls. The approval mode is a labelled select whose description explains
- * that auto-approve still asks for risky code.
+ * Run controls. The approval mode is a labelled select whose description says
+ * what auto-approve does and what it does not protect against.
  */
 export function RunControls(props: IRunControlsProps): JSX.Element {
   const { trans, status, approvalMode, disabled, supports } = props;
@@ -148,10 +148,10 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
           >
             {approvalMode === 'auto'
               ? trans.__(
-                  'Auto-approve is on for this chat: code runs without asking, except risky code (shell commands, deleting files, installing packages, network writes), which still asks.'
+                  'Auto-approve is on for this chat: code runs without asking unless a quick check flags it as risky. The check is not a sandbox: it cannot catch everything harmful.'
                 )
               : trans.__(
-                  'Auto-approve would still ask before risky code: shell commands, deleting files, installing packages, network writes.'
+                  'Auto-approve runs code without asking unless a quick check flags it as risky. The check is not a sandbox: it cannot catch everything harmful.'
                 )}
           </p>
         </>

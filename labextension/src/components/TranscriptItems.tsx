@@ -27,7 +27,10 @@ export function formatDuration(ms: number): string {
 export function UserMessage(props: { item: Of<'user'>; trans: TranslationBundle }): JSX.Element {
   const { item, trans } = props;
   return (
-    <div className={`jp-AAEPMessage jp-AAEPMessage-user${item.steering ? ' jp-mod-steering' : ''}`}>
+    <div
+      className={`jp-AAEPMessage jp-AAEPMessage-user${item.steering ? ' jp-mod-steering' : ''}`}
+      data-session-id={item.sessionId}
+    >
       <p className="jp-AAEPMessage-author">
         {item.steering ? trans.__('You (guidance)') : trans.__('You')}
         {item.unsent && ` ${trans.__('(not sent)')}`}
@@ -46,16 +49,28 @@ export function ToolStep(props: { item: Of<'tool'>; trans: TranslationBundle }):
     error: trans.__('Failed'),
     timeout: trans.__('Timed out')
   }[item.status];
+  // A mark beside the word, so the state does not rest on colour alone.
+  const icon = { running: null, success: '✓', error: '✕', timeout: '✕' }[item.status];
+  const failed = item.status === 'error' || item.status === 'timeout';
   return (
     <div className={`jp-AAEPToolStep jp-mod-${item.status}`}>
       <p className="jp-AAEPToolStep-summary">{item.summary || item.tool}</p>
       <p className="jp-AAEPToolStep-meta">
         {item.status === 'running' && <span className="jp-AAEPSpinner" aria-hidden="true" />}
+        {icon && (
+          <span className="jp-AAEPToolStep-icon" aria-hidden="true">
+            {icon}
+          </span>
+        )}
         <span className="jp-AAEPToolStep-status">{status}</span>
         {item.durationMs !== undefined && ` · ${formatDuration(item.durationMs)}`}
         {` · ${item.tool}`}
       </p>
-      {item.errorMessage && <p className="jp-AAEPToolStep-error">{item.errorMessage}</p>}
+      {item.errorMessage && (
+        <p className="jp-AAEPToolStep-error">
+          {failed ? trans.__('%1: %2', status, item.errorMessage) : item.errorMessage}
+        </p>
+      )}
     </div>
   );
 }

@@ -1,0 +1,160 @@
+"""Token usage and its estimated cost, per session and per chat.
+
+The Messages API reports four counts per request: uncached input, cache writes, cache reads
+and output. They are priced per million tokens from a table keyed by model-name prefix (the
+longest matching prefix wins), with cache writes at 1.25 times and cache reads at 0.1 times
+the input price, as Anthropic bills the five-minute cache. The figures are estimates for the
+user's orientation, not an invoice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["DEFAULT_PRICES", "Price", "PriceTable", "Usage"]
+
+
+@dataclass(frozen=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cache_write: float | None = None
+    """Defaults to 1.25 x ``input``."""
+    cache_read: float | None = None
+    """Defaults to 0.1 x ``input``."""
+
+    @property
+    def write(self) -> float:
+        return self.cache_write if self.cache_write is not None else self.input * 1.25
+
+    @property
+    def read(self) -> float:
+        return self.cache_read if self.cache_read is not None else self.input * 0.1
+
+
+DEFAULT_PRICES: Mapping[str, Price] = {
+    # Current models (list prices, USD per million tokens).
+    "claude-opus": Price(5.0, 25.0),
+    "claude-sonnet": Price(3.0, 15.0),
+    "claude-haiku": Price(1.0, 5.0),
+    # Older generations that are still served.
+    "claude-opus-4-0": Price(15.0, 75.0),
+    "claude-opus-4-1": Price(15.0, 75.0),
+    "claude-opus-4-2025": Price(15.0, 75.0),
+    "claude-3-5-haiku": Price(0.8, 4.0),
+    "claude-3-haiku": Price(0.25, 1.25),
+    "": Price(3.0, 15.0),  # anything else: priced like Sonnet, the usual default
+}
+
+
+class PriceTable:
+    """Prices by model-name prefix; ``overrides`` (e.g. from a traitlet) win over the defaults.
+
+    An override is ``{"prefix": {"input": 3, "output": 15}}`` with optional ``cache_write``
+    and ``cache_read``.
+    """
+
+    def __init__(self, overrides: Mapping[str, Mapping[str, float] | Price] | None = None) -> None:
+        self.prices: dict[str, Price] = dict(DEFAULT_PRICES)
+        for prefix, value in (overrides or {}).items():
+            self.prices[prefix] = value if isinstance(value, Price) else _price(prefix, value)
+
+    def for_model(self, model: str) -> Price:
+        best = max((p for p in self.prices if model.startswith(p)), key=len)
+        return self.prices[best]
+
+
+def _price(prefix: str, value: Mapping[str, float]) -> Price:
+    try:
+        return Price(
+            input=float(value["input"]),
+            output=float(value["output"]),
+            cache_write=None if value.get("cache_write") is None else float(value["cache_write"]),
+            cache_read=None if value.get("cache_read") is None else float(value["cache_read"]),
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(
+            f"The price of {prefix!r} needs numbers for 'input' and 'output' (USD per million tokens), "
+            f"optionally 'cache_write' and 'cache_read'; got {dict(value)!r}."
+        ) from error
+
+
+@dataclass
+class Usage:
+    """Token counts added up over requests, and what they cost."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    requests: int = 0
+    cost_usd: float = 0.0
+
+    def add(self, reported: Any, price: Price) -> Usage:
+        """Add one response's ``usage``; returns that request's own counts."""
+        one = Usage(
+            input_tokens=_count(reported, "input_tokens"),
+            output_tokens=_count(reported, "output_tokens"),
+            cache_read_tokens=_count(reported, "cache_read_input_tokens"),
+            cache_write_tokens=_count(reported, "cache_creation_input_tokens"),
+            requests=1,
+        )
+        one.cost_usd = (
+            one.input_tokens * price.input
+            + one.output_tokens * price.output
+            + one.cache_write_tokens * price.write
+            + one.cache_read_tokens * price.read
+        ) / 1_000_000
+        self.merge(one)
+        return one
+
+    def merge(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cache_read_tokens += other.cache_read_tokens
+        self.cache_write_tokens += other.cache_write_tokens
+        self.requests += other.requests
+        self.cost_usd += other.cost_usd
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Every prompt token sent, however it was served."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cache_read_input_tokens": self.cache_read_tokens,
+            "cache_creation_input_tokens": self.cache_write_tokens,
+            "estimated_cost_usd": round(self.cost_usd, 6),
+        }
+
+    def sentence(self) -> str:
+        """One sentence for people, e.g. in a session's detailed summary."""
+        if not self.requests:
+            return "No model requests were made."
+        cached = f", {self.cache_read_tokens:,} of them read from the cache" if self.cache_read_tokens else ""
+        return (
+            f"{self.requests} model request{'s' if self.requests != 1 else ''} used "
+            f"{_tokens(self.prompt_tokens, 'prompt')}{cached} and {_tokens(self.output_tokens, 'output')}, "
+            f"about {dollars(self.cost_usd)}."
+        )
+
+
+def _tokens(count: int, kind: str) -> str:
+    return f"{count:,} {kind} token{'s' if count != 1 else ''}"
+
+
+def dollars(amount: float) -> str:
+    return f"${amount:.2f}" if amount >= 0.01 or amount == 0 else f"${amount:.4f}"
+
+
+def _count(reported: Any, name: str) -> int:
+    value = reported.get(name) if isinstance(reported, Mapping) else getattr(reported, name, None)
+    return int(value) if isinstance(value, int) else 0

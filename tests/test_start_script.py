@@ -1,0 +1,78 @@
+"""``scripts/start --offline`` starts JupyterLab (also as root) and never writes into the repository."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _setup_is_current() -> bool:
+    """``scripts/start`` reinstalls when the project or the panel changed; a test must not do that."""
+    return subprocess.run([str(REPO / "scripts" / "setup"), "--check"], check=False, cwd=REPO).returncode == 0
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b"" for p in folder.rglob("*")}
+
+
+@pytest.mark.skipif(not _setup_is_current(), reason="the install is older than pyproject.toml or the panel sources: run scripts/setup")
+def test_offline_start_serves_lab_from_a_copy(tmp_path: Path) -> None:
+    workdir = tmp_path / "work"
+    notebooks_before = _snapshot(REPO / "notebooks")
+    env = {**os.environ, "AAEP_WORKDIR": str(workdir), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    env.pop("ANTHROPIC_API_KEY", None)
+    log = (tmp_path / "start.log").open("w+")
+    process = subprocess.Popen(
+        [str(REPO / "scripts" / "start"), "--offline", "--no-browser", "--ServerApp.port=0"],
+        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        url = None
+        for _ in range(600):
+            text = (tmp_path / "start.log").read_text()
+            found = re.search(r"http://127\.0\.0\.1:\d+/lab\?token=\w+", text)
+            if found:
+                url = found.group(0)
+                break
+            assert process.poll() is None, f"scripts/start exited with {process.returncode}:\n{text}"
+            time.sleep(0.1)
+        assert url, f"JupyterLab did not start:\n{text}"
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            assert answer.status == 200
+        assert f"Working in {workdir}" in text and "Offline demo model at http://127.0.0.1:" in text
+        assert (workdir / "demo.ipynb").read_bytes() == (REPO / "notebooks" / "demo.ipynb").read_bytes()
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)  # the script, the demo model and JupyterLab
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+        log.close()
+    assert _snapshot(REPO / "notebooks") == notebooks_before  # no edits, no .jupyter/ folder
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--ignored", "--", "notebooks"],
+        cwd=REPO, capture_output=True, text=True, check=False,
+    )
+    assert status.stdout == ""
+
+
+def test_a_work_folder_inside_the_repository_is_refused(tmp_path: Path) -> None:
+    if not _setup_is_current():
+        pytest.skip("the .venv is older than pyproject.toml: run scripts/setup")
+    done = subprocess.run(
+        [str(REPO / "scripts" / "start"), "--offline"],
+        env={**os.environ, "AAEP_WORKDIR": str(REPO / "notebooks")},
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 2
+    assert "is inside the repository; choose a folder outside it" in done.stderr
