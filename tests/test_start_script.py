@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -20,6 +22,25 @@ def _setup_is_current() -> bool:
     return subprocess.run([str(REPO / "scripts" / "setup"), "--check"], check=False, cwd=REPO).returncode == 0
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _answers(url: str, *, seconds: float = 60) -> int:
+    """The status of *url* once the server accepts connections (it may print before it listens)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=30) as answer:
+                return int(answer.status)
+        except urllib.error.URLError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b"" for p in folder.rglob("*")}
 
@@ -31,23 +52,24 @@ def test_offline_start_serves_lab_from_a_copy(tmp_path: Path) -> None:
     env = {**os.environ, "AAEP_WORKDIR": str(workdir), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
     env.pop("ANTHROPIC_API_KEY", None)
     log = (tmp_path / "start.log").open("w+")
+    port = _free_port()
     process = subprocess.Popen(
-        [str(REPO / "scripts" / "start"), "--offline", "--no-browser", "--ServerApp.port=0"],
+        [str(REPO / "scripts" / "start"), "--offline", "--no-browser", f"--ServerApp.port={port}",
+         "--ServerApp.port_retries=0"],
         cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     try:
         url = None
         for _ in range(600):
             text = (tmp_path / "start.log").read_text()
-            found = re.search(r"http://127\.0\.0\.1:\d+/lab\?token=\w+", text)
+            found = re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=\w+", text)
             if found:
                 url = found.group(0)
                 break
             assert process.poll() is None, f"scripts/start exited with {process.returncode}:\n{text}"
             time.sleep(0.1)
         assert url, f"JupyterLab did not start:\n{text}"
-        with urllib.request.urlopen(url, timeout=30) as answer:
-            assert answer.status == 200
+        assert _answers(url) == 200, (tmp_path / "start.log").read_text()
         assert f"Working in {workdir}" in text and "Offline demo model at http://127.0.0.1:" in text
         assert (workdir / "demo.ipynb").read_bytes() == (REPO / "notebooks" / "demo.ipynb").read_bytes()
     finally:
@@ -68,7 +90,7 @@ def test_offline_start_serves_lab_from_a_copy(tmp_path: Path) -> None:
 
 def test_a_work_folder_inside_the_repository_is_refused(tmp_path: Path) -> None:
     if not _setup_is_current():
-        pytest.skip("the .venv is older than pyproject.toml: run scripts/setup")
+        pytest.skip("the install is older than pyproject.toml or the panel sources: run scripts/setup")
     done = subprocess.run(
         [str(REPO / "scripts" / "start"), "--offline"],
         env={**os.environ, "AAEP_WORKDIR": str(REPO / "notebooks")},
