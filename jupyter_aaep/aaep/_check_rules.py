@@ -248,7 +248,11 @@ def on_state_changed(s: SessionState, event: Event) -> None:
             f"the state leaves 'calling_tool' while invocations are still open ({ids}); "
             "tool.completed must come first.",
         )
-    if frm == "awaiting_input":
+    if frm == "awaiting_input" and to != "paused":
+        resolve_confirmations(s, accepted=(to == "calling_tool"))
+    if frm == "paused" and to != "awaiting_input":
+        # A pause inside awaiting_input keeps its prompts pending (they are answered when the
+        # session goes on); leaving the pause elsewhere resolves them like leaving awaiting_input.
         resolve_confirmations(s, accepted=(to == "calling_tool"))
     if frm == "calling_tool":
         # An id-less accept authorises the tool call of this calling_tool stretch only.

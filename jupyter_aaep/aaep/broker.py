@@ -3,8 +3,9 @@
 The broker owns outstanding reply tokens. A request is opened right after its
 ``awaiting.*`` event is emitted and resolved exactly once: by the first valid reply, by its
 timeout (counted from the event's timestamp, applying the default), or by cancellation when
-the session ends. Invalid replies are ignored without telling the sender why (§6.3.4); the
-caller always answers the sender with 2xx.
+the session ends. While its session is paused a request's clock is frozen: the deadline moves
+on by the time spent paused, so a paused session keeps its question open. Invalid replies
+are ignored without telling the sender why (§6.3.4); the caller always answers the sender with 2xx.
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ class PendingRequest:
     allowed_subscriptions: frozenset[str] | None = None
     """Subscriptions entitled to answer; ``None`` lets any authenticated sender answer."""
     future: asyncio.Future[Outcome] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    paused_at_ms: int | None = None
+    """When the session was paused (the clock of this request is frozen since then)."""
+    rearm: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the deadline changes, so a waiter recomputes its timeout."""
 
     @property
     def resolved(self) -> bool:
@@ -91,6 +96,8 @@ class ReplyBroker:
 
     def __init__(self, *, entitled: Entitlement | None = None, check_sender: bool = True) -> None:
         self._pending: dict[str, PendingRequest] = {}
+        self._paused: dict[str, int] = {}
+        """Paused sessions and when they were paused (ms since the epoch)."""
         self._used: set[str] = set()
         self._entitled = entitled
         self._check_sender = check_sender
@@ -142,22 +149,56 @@ class ReplyBroker:
             kwargs["allowed_subscriptions"] = self._entitled(event, kwargs["kind"])
         request = PendingRequest(token=token, session_id=event["session_id"], deadline=deadline, **kwargs)
         self._pending[token] = request
+        if request.session_id in self._paused:
+            request.paused_at_ms = self._paused[request.session_id]
         if request.allowed_subscriptions is not None and not request.allowed_subscriptions:
             self._resolve(request, Outcome(request.default, "unsubscribed", decided_by="auto:no_subscriber"))
         return request
 
     # -- waiting -------------------------------------------------------------------------
     async def wait(self, request: PendingRequest) -> Outcome:
-        """Wait for a reply or the deadline; on timeout the request's default applies."""
-        remaining = (request.deadline.timestamp() * 1000 - utc_now_ms()) / 1000
+        """Wait for a reply or the deadline; on timeout the request's default applies.
+
+        No timeout runs while the session is paused; a resume re-arms the wait with the
+        moved deadline (an event, not a polling loop)."""
         try:
-            return await asyncio.wait_for(asyncio.shield(request.future), timeout=max(0.0, remaining))
-        except asyncio.TimeoutError:
-            self._resolve(request, Outcome(request.default, "timeout", decided_by="auto:timeout"))
+            while not request.future.done():
+                request.rearm.clear()
+                timeout = None
+                if request.paused_at_ms is None:
+                    timeout = max(0.0, (request.deadline.timestamp() * 1000 - utc_now_ms()) / 1000)
+                rearmed: asyncio.Future[Any] = asyncio.ensure_future(request.rearm.wait())
+                waiters: set[asyncio.Future[Any]] = {request.future, rearmed}
+                try:
+                    done, _ = await asyncio.wait(waiters, timeout=timeout,
+                                                 return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    rearmed.cancel()
+                if not done:
+                    self._resolve(request, Outcome(request.default, "timeout", decided_by="auto:timeout"))
             return request.future.result()
         except asyncio.CancelledError:
             self._resolve(request, Outcome(request.default, "cancelled", decided_by="system:cancelled"))
             raise
+
+    def pause_session(self, session_id: str) -> None:
+        """Freeze the clocks of the session's requests (and of any it opens while paused)."""
+        now = utc_now_ms()
+        self._paused.setdefault(session_id, now)
+        for request in self.pending(session_id):
+            if request.paused_at_ms is None:
+                request.paused_at_ms = now
+                request.rearm.set()
+
+    def resume_session(self, session_id: str) -> None:
+        """Restart the clocks: each deadline moves on by the time its request spent paused."""
+        self._paused.pop(session_id, None)
+        now = utc_now_ms()
+        for request in self.pending(session_id):
+            if request.paused_at_ms is not None:
+                request.deadline += timedelta(milliseconds=max(0, now - request.paused_at_ms))
+                request.paused_at_ms = None
+                request.rearm.set()
 
     # -- replies ---------------------------------------------------------------------------
     def submit(self, reply: Mapping[str, Any], *, session_id: str | None = None) -> bool:
@@ -209,7 +250,7 @@ class ReplyBroker:
             raise _Ignored("reply type does not match the request")
         if session_id is not None and request.session_id != session_id:
             raise _Ignored("token belongs to another session")
-        if parse_timestamp(stamp) >= request.deadline:
+        if request.paused_at_ms is None and parse_timestamp(stamp) >= request.deadline:
             raise _Ignored("reply decided after the deadline")
         if (
             self._check_sender
@@ -243,6 +284,7 @@ class ReplyBroker:
 
     def cancel_session(self, session_id: str) -> int:
         """Resolve every request of a finished session as cancelled; returns how many."""
+        self._paused.pop(session_id, None)
         requests = [r for r in self._pending.values() if r.session_id == session_id]
         for request in requests:
             self.cancel(request)

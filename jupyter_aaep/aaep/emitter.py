@@ -56,6 +56,11 @@ class Emitter:
     def history(self) -> list[Event]:
         return list(self._history)
 
+    def restore_history(self, events: Iterable[Event]) -> None:
+        """Put events published earlier (read back from storage) into the replay history."""
+        if self._keep_history:
+            self._history.extend(events)
+
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
         """Add *subscriber*; the returned function removes it again (idempotent)."""
         self._subscribers.append(subscriber)

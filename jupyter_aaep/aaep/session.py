@@ -149,6 +149,13 @@ class Session:
         self.emitter.publish(event)
         return event
 
+    def restore(self, *, state: str, next_sequence: int) -> None:
+        """Pick up a session another process started (read back from storage), so the event
+        that closes it continues its sequence numbers from its last state."""
+        self.started = True
+        self.state = state
+        self._sequence = next_sequence
+
     def change_state(self, to_state: str, summary: Summary | None = None) -> Event | None:
         """Move to *to_state* with a ``state.changed`` event; nothing if already there."""
         if to_state == self.state or self.closed:

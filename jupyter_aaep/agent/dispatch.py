@@ -44,6 +44,7 @@ from .tools import (
 )
 
 if TYPE_CHECKING:
+    from .control import RunControl
     from .loop import ChatContext
 
 log = logging.getLogger(__name__)
@@ -76,12 +77,14 @@ class ToolDispatcher:
         chat: ChatContext,
         *,
         on_handoff: Callable[[str], None],
+        control: RunControl | None = None,
     ) -> None:
         self.registry = registry
         self.broker = broker
         self.session = session
         self.chat = chat
         self.on_handoff = on_handoff
+        self.control = control
         self.completed_labels: list[str] = []
         self.calls: list[_Call] = []
 
@@ -93,6 +96,8 @@ class ToolDispatcher:
         self.calls = [_Call(use, self.registry.get(use.name)) for use in uses]
         index = 0
         while index < len(self.calls):
+            if self.control is not None:
+                await self.control.checkpoint()  # a safe point: between tools
             group = [self.calls[index]]
             if group[0].concurrent:
                 while index + len(group) < len(self.calls) and self.calls[index + len(group)].concurrent:
@@ -295,7 +300,7 @@ class ToolDispatcher:
             self.broker.resolve(request, "accept", decided_by="auto:configured_policy")
         countdown = asyncio.ensure_future(self._countdown(request, timeout)) if timeout > 60 and not automatic else None
         try:
-            outcome = await self.broker.wait(request)
+            outcome = await self._wait_for_reply(request)
         finally:
             if countdown is not None:
                 countdown.cancel()
@@ -310,10 +315,32 @@ class ToolDispatcher:
             session.change_state("thinking", Summary(normal=f"{why}: {preview.summary} It will not happen.", terse="Rejected."))
         return outcome
 
+    async def _wait_for_reply(self, request: Any) -> Outcome:
+        """Wait for the reply; a pause meanwhile takes effect at once, and a reply that came
+        during the pause acts only after the resume (the session stays paused until then)."""
+        control = self.control
+        if control is None:
+            return await self.broker.wait(request)
+        control.waiting_for_reply = True
+        try:
+            control.pause_if_requested()
+            outcome = await self.broker.wait(request)
+        finally:
+            control.waiting_for_reply = False
+        await control.until_running()
+        return outcome
+
     async def _countdown(self, request: Any, timeout: int) -> None:
-        """Progress reminders at half and a tenth of the approval time left (§6.4.2)."""
+        """Progress reminders at half and a tenth of the approval time left (§6.4.2); none
+        while paused (the deadline moves on by the paused time, so the wait is recomputed)."""
         for fraction in (0.5, 0.1):
-            await asyncio.sleep(max(0.0, (request.deadline.timestamp() - time.time()) - timeout * fraction))
+            while True:
+                if self.control is not None:
+                    await self.control.until_running()
+                wait = (request.deadline.timestamp() - time.time()) - timeout * fraction
+                if wait <= 0 or request.resolved:
+                    break
+                await asyncio.sleep(wait)
             if request.resolved or self.session.closed:
                 return
             left = _duration(int(timeout * fraction))
@@ -350,7 +377,7 @@ class ToolDispatcher:
                 ),
             )
         )
-        outcome = await self.broker.wait(self.broker.open_clarification(event))
+        outcome = await self._wait_for_reply(self.broker.open_clarification(event))
         answered = outcome.resolution == "reply"
         session.change_state(
             back_to,

@@ -106,3 +106,17 @@ def close_open_tool_uses(history: list[Message], reason: str) -> None:
     missing = [tool_result(i, reason, is_error=True) for i in wanted if i not in answered]
     if missing:
         append_user_blocks(history, missing)
+
+
+def close_stopped_request(history: list[Message], note: str, *, partial: str = "") -> None:
+    """End a stopped request with an assistant turn that says so (after the open ``tool_use``
+    blocks got their results), so the next request starts clean and is never merged into the
+    stopped one. *partial* is what the model had written of its answer when it was stopped."""
+    if not history:
+        return
+    text = f"{partial.rstrip()}\n\n{note}" if partial.strip() else note
+    block, _ = sanitize({"type": "text", "text": text})
+    if history[-1]["role"] == "assistant":
+        history[-1] = {"role": "assistant", "content": _as_blocks(history[-1]["content"]) + [block]}
+    else:
+        history.append({"role": "assistant", "content": [block]})

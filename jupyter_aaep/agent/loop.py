@@ -26,7 +26,6 @@ import anthropic
 from ..aaep.broker import ReplyBroker
 from ..aaep.coalescer import Boundary, OutputCoalescer
 from ..aaep.events import (
-    CancelledBy,
     SessionCancelled,
     SessionCompleted,
     SessionErrored,
@@ -35,6 +34,12 @@ from ..aaep.events import (
 )
 from ..aaep.redaction import mask_secrets
 from ..aaep.session import Session
+from ._loop_text import clip as _clip
+from ._loop_text import error_text as _error_text
+from ._loop_text import seconds as _seconds
+from ._loop_text import stopped_note as _stopped_note
+from ._loop_text import tool_phrase as _tool_phrase
+from ._loop_text import with_moving_breakpoint as _with_moving_breakpoint
 from .approval import ApprovalPolicy
 from .context import (
     CONTEXT_MANAGEMENT_BETA,
@@ -47,9 +52,16 @@ from .context import (
     estimate_tokens,
     parse_too_long,
 )
+from .control import RunControl
 from .dispatch import ToolDispatcher
 from .errors import ModelFailure, describe_model_error
-from .history import append_assistant, append_user_blocks, append_user_text, close_open_tool_uses
+from .history import (
+    append_assistant,
+    append_user_blocks,
+    append_user_text,
+    close_open_tool_uses,
+    close_stopped_request,
+)
 from .prompts import SYSTEM_PROMPT, chat_context
 from .tools import ToolRegistry
 from .usage import PriceTable, Usage, dollars
@@ -94,14 +106,6 @@ class ChatContext:
 
 
 @dataclass
-class RunControl:
-    """How a session is stopped from outside: set the reason, then cancel the run's task."""
-
-    cancelled_by: CancelledBy = "user"
-    reason: str = "stopped_by_user"
-
-
-@dataclass
 class SessionResult:
     status: Literal["completed", "errored", "cancelled"]
     answer: str
@@ -124,6 +128,7 @@ class _Run:
     dispatcher: ToolDispatcher | None = None
     usage: Usage = field(default_factory=Usage)
     context: ContextManager | None = None
+    control: RunControl = field(default_factory=RunControl)
 
     def close_output(self) -> None:
         if self.output is not None:
@@ -161,7 +166,7 @@ class AgentLoop:
         """Answer *user_text* in *session*, extending *history* in place."""
         chat = chat or ChatContext()
         control = control or RunControl()
-        run = _Run(session=session, chat=chat, started_ms=session.now_ms())
+        run = _Run(session=session, chat=chat, started_ms=session.now_ms(), control=control)
         cfg = self.config
         manager = ContextManager(cfg.context, chat.context, model=cfg.model, max_tokens=cfg.max_tokens)
         run.context = manager
@@ -178,8 +183,10 @@ class AgentLoop:
                 tools_available=tuple(self.registry.names()),
             )
         )
+        control.bind(session, self.broker)
         append_user_text(history, user_text)
-        dispatcher = ToolDispatcher(self.registry, self.broker, session, chat, on_handoff=self._on_handoff(run))
+        dispatcher = ToolDispatcher(self.registry, self.broker, session, chat, on_handoff=self._on_handoff(run),
+                                    control=control)
         run.dispatcher = dispatcher
         try:
             return await self._turns(run, history, dispatcher)
@@ -202,13 +209,17 @@ class AgentLoop:
 
     # -- turns ---------------------------------------------------------------------------
     async def _turns(self, run: _Run, history: list[dict[str, Any]], dispatcher: ToolDispatcher) -> SessionResult:
-        session = run.session
-        for _turn in range(self.config.max_turns):
+        session, control = run.session, run.control
+        turn = 0
+        while turn < (control.max_turns or self.config.max_turns):
             over = self._over_budget(run)
             if over is not None:
                 return self._errored(run, history, over)
+            await control.checkpoint()  # a safe point: between model turns
+            self._steer(run, history)
             session.change_state("thinking")
-            message = await self._model_turn(run, history, request_start=_turn == 0)
+            message = await self._model_turn(run, history, request_start=turn == 0)
+            turn += 1
             stop = message.stop_reason
             manager = run.context
             assert manager is not None
@@ -227,15 +238,12 @@ class AgentLoop:
                 continue
             if stop == "pause_turn":
                 continue
-            if stop == "max_tokens":
-                return self._completed(
-                    run,
-                    note=f"The answer was cut off at the length limit of {self.config.max_tokens} tokens. "
-                    "Ask me to continue if you need the rest.",
-                )
-            if stop == "refusal":
-                return self._completed(run, note="The model declined this request. Try rephrasing it.")
-            return self._completed(run)
+            if control.pause_requested:
+                await control.checkpoint()  # paused before the end: guidance sent meanwhile still counts
+            if control.queue:
+                continue  # guidance that came during the last turn: the model answers it next
+            return self._finished(run, stop)
+        limit = control.max_turns or self.config.max_turns
         return self._errored(
             run,
             history,
@@ -243,11 +251,32 @@ class AgentLoop:
                 "requires_user",
                 "TURN_LIMIT_REACHED",
                 True,
-                f"Stopped after {self.config.max_turns} model turns, the limit for one request.",
+                f"Stopped after {limit} model turns, the limit for one request.",
                 "The work so far is kept. Send a follow-up such as 'continue' to carry on, "
                 "or raise the limit with c.AAEPExtension.max_turns.",
             ),
         )
+
+    def _finished(self, run: _Run, stop: str | None) -> SessionResult:
+        if stop == "max_tokens":
+            return self._completed(
+                run,
+                note=f"The answer was cut off at the length limit of {self.config.max_tokens} tokens. "
+                "Ask me to continue if you need the rest.",
+            )
+        if stop == "refusal":
+            return self._completed(run, note="The model declined this request. Try rephrasing it.")
+        return self._completed(run)
+
+    def _steer(self, run: _Run, history: list[dict[str, Any]]) -> None:
+        """Add the guidance queued since the last request, after any tool results, as steering."""
+        taken = run.control.take_guidance()
+        if not taken:
+            return
+        blocks = [{"type": "text", "text": item.message_text()} for item in taken]
+        append_user_blocks(history, blocks)
+        if run.context is not None:
+            run.context.grew(blocks)
 
     async def _model_turn(self, run: _Run, history: list[dict[str, Any]], *, request_start: bool) -> Any:
         """One model request, with the context kept inside the window and the usage counted.
@@ -400,7 +429,9 @@ class AgentLoop:
         return SessionResult("errored", "\n\n".join(run.answers), len(run.tool_labels), event, run.usage)
 
     def _cancelled(self, run: _Run, history: list[dict[str, Any]], control: RunControl) -> None:
+        unfinished = run.output.text if run.output is not None else ""
         self._close_everything(run, history, "The user stopped the session before this tool ran.")
+        close_stopped_request(history, _stopped_note(control), partial=unfinished)
         self.broker.cancel_session(run.session.id)
         who = {"user": "You stopped the agent.", "timeout": "The agent ran out of time."}.get(
             control.cancelled_by, "The agent was stopped."
@@ -430,54 +461,5 @@ class AgentLoop:
         close_open_tool_uses(history, reason)
 
 
-def _with_moving_breakpoint(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The messages with a cache breakpoint on the last block (a copy; the history is untouched).
-
-    With the system prompt's and the tool list's breakpoints that makes three of the four
-    allowed. The service finds the previous request's breakpoint within its look-back, so each
-    request reads everything up to the previous one from the cache and writes only what is new.
-    """
-    if not history:
-        return history
-    last = history[-1]
-    content = last["content"]
-    blocks: list[dict[str, Any]]
-    if isinstance(content, str):
-        blocks = [{"type": "text", "text": content}] if content else []
-    else:
-        blocks = list(content)
-    if not blocks or blocks[-1].get("type") in ("thinking", "redacted_thinking"):
-        return history
-    blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
-    return [*history[:-1], {**last, "content": blocks}]
-
-
-def _error_text(error: anthropic.APIStatusError) -> str:
-    body = error.body
-    if isinstance(body, dict):
-        inner = body.get("error")
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return str(inner["message"])
-    return str(error)
-
-
 def _in_notebook(chat: ChatContext) -> str:
     return f" in {chat.notebook_path}" if chat.notebook_path else ""
-
-
-def _tool_phrase(labels: list[str]) -> str:
-    if not labels:
-        return ""
-    unique = list(dict.fromkeys(labels))
-    shown = ", ".join(unique[:5]) + (" and more" if len(unique) > 5 else "")
-    count = len(labels)
-    return f"Used {count} tool{'s' if count != 1 else ''}: {shown}."
-
-
-def _seconds(ms: int) -> str:
-    return f"{ms / 1000:.1f} seconds"
-
-
-def _clip(text: str, limit: int) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

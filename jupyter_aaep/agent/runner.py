@@ -21,10 +21,14 @@ import anthropic
 
 from ..aaep.broker import ReplyBroker
 from ..aaep.emitter import Emitter, Event
+from ..aaep.events import Progress, ProgressUpdated, Summary
 from ..aaep.session import Producer, Session
 from .approval import ApprovalPolicy
 from .context import ContextState
-from .loop import AgentConfig, AgentLoop, ChatContext, RunControl, SessionResult
+from .control import MAX_TURNS_LIMIT, Applies, Guidance, RunControl
+from .loop import AgentConfig, AgentLoop, ChatContext, SessionResult
+from .persistence import CONTINUE_AFTER_ERROR, CONTINUE_TEXT, ChatPersistence, Discard, now_iso
+from .store import StoredChat, decode_cursor, encode_cursor
 from .tools import ToolRegistry
 from .usage import Usage
 
@@ -32,8 +36,12 @@ log = logging.getLogger(__name__)
 
 EVENT_HISTORY_LIMIT = 5000
 
-SUPPORTS: Mapping[str, bool] = {"stop": True, "pause": False, "guidance": False, "approval_mode": True, "revert": True}
+SUPPORTS: Mapping[str, bool] = {"stop": True, "pause": True, "resume": True, "guidance": True, "approval_mode": True,
+                                 "revert": True, "continue": True}
 SNAPSHOTS_KEPT = 10
+LOADED_CHATS = 50
+"""Chats kept in memory when a store holds them all; the least recently used idle ones go first."""
+TITLE_LENGTH = 80
 """The run controls a chat accepts now (``control`` stop, pause/resume, guidance, approval mode)."""
 
 
@@ -78,6 +86,18 @@ class Chat:
     """Tokens and estimated cost of every session of this chat (for the budget and the API)."""
     context: ContextState = field(default_factory=ContextState)
     """What the chat learned about its context window and server (see ``agent/context.py``)."""
+    guidance: list[Guidance] = field(default_factory=list)
+    """Guidance the user sent while the agent worked, oldest first (listed in the chat view)."""
+    title: str = ""
+    """The chat's first request, clipped (for the list of earlier chats)."""
+    created: str = field(default_factory=now_iso)
+    updated: str = field(default_factory=now_iso)
+    file_id: str | None = None
+    """The notebook's id from jupyter_server_fileid, so the chat follows a renamed notebook."""
+    can_continue: bool = False
+    """The last session was interrupted (a server restart, a recoverable error): Continue may resume it."""
+    baseline_subscribers: int = 2
+    """Subscribers that are not a person's stream (the store's writer, the server's fan-out)."""
 
     def usage_report(self) -> dict[str, Any]:
         """The chat's token usage and estimated cost, in total and per finished session."""
@@ -90,6 +110,17 @@ class Chat:
         return self.task is not None and not self.task.done()
 
     @property
+    def working(self) -> bool:
+        """Running and not waiting for the user's reply: a new message then is guidance."""
+        if not self.running or self.session is None:
+            return False
+        return self.session.state != "awaiting_input"
+
+    @property
+    def paused(self) -> bool:
+        return self.running and self.control.paused
+
+    @property
     def status(self) -> str:
         return "running" if self.running else "idle"
 
@@ -98,11 +129,16 @@ class Chat:
             "chat_id": self.chat_id,
             "notebook_path": self.notebook_path,
             "status": self.status,
+            "paused": self.paused,
             "session_id": self.session.id if self.session else None,
             "approval_mode": self.approval.mode,
             # What clients may offer: the panel hides or disables the rest, with a reason.
             "supports": dict(SUPPORTS),
             "undoable_sessions": list(self.snapshots),
+            "title": self.title,
+            "created": self.created,
+            "updated": self.updated,
+            "can_continue": self.can_continue and not self.running,
         }
 
 
@@ -137,6 +173,7 @@ class ChatRunner:
         policy_factory: Callable[[], ApprovalPolicy] = ApprovalPolicy,
         broker: ReplyBroker | None = None,
         acknowledge_input: bool = False,
+        persistence: ChatPersistence | None = None,
     ) -> None:
         self.acknowledge_input = acknowledge_input
         self.client_factory = client_factory
@@ -147,6 +184,11 @@ class ChatRunner:
         self.policy_factory = policy_factory
         self.broker = broker or ReplyBroker()
         self._chats: dict[str, Chat] = {}
+        self.persistence = persistence
+        """Where chats are stored (``None``: memory only)."""
+        self.on_chat_loaded: Callable[[Chat], None] | None = None
+        """Called with each chat read back from the store (the server attaches its streams)."""
+        self.loaded_limit = LOADED_CHATS
 
     # -- chats -------------------------------------------------------------------------------
     def create_chat(self, notebook_path: str | None) -> Chat:
@@ -155,13 +197,111 @@ class ChatRunner:
         chat = Chat(chat_id=f"chat_{secrets.token_hex(16)}", notebook_path=notebook_path,
                     approval=self.policy_factory())
         self._chats[chat.chat_id] = chat
+        if self.persistence is not None:
+            self.persistence.created(chat)
+        self._evict()
         return chat
 
     def get(self, chat_id: str) -> Chat:
         chat = self._chats.get(chat_id)
         if chat is None:
+            chat = self._load(chat_id)
+        if chat is None:
             raise UnknownChat(f"There is no chat with id {chat_id!r}. Create one with POST /aaep/v1/chats.")
+        self._chats[chat_id] = self._chats.pop(chat_id)  # most recently used last
         return chat
+
+    def _load(self, chat_id: str) -> Chat | None:
+        """A stored chat back in memory (after a restart, or after it was evicted)."""
+        if self.persistence is None or not isinstance(chat_id, str):
+            return None
+        chat = self.persistence.load(chat_id, self._from_store, EVENT_HISTORY_LIMIT)
+        if chat is None:
+            return None
+        self._chats[chat_id] = chat
+        if self.on_chat_loaded is not None:
+            self.on_chat_loaded(chat)
+        chat.baseline_subscribers = len(chat.emitter.subscribers)
+        self._evict()
+        return chat
+
+    def _from_store(self, stored: StoredChat, emitter: Emitter) -> Chat:
+        approval = self.policy_factory()
+        if stored.approval_mode == "ask":  # 'auto' is never remembered across restarts
+            approval.set_mode("ask")
+        return Chat(chat_id=stored.chat_id, notebook_path=stored.notebook_path, emitter=emitter,
+                    history=stored.history, approval=approval, title=stored.title, created=stored.created,
+                    updated=stored.updated, file_id=stored.file_id, can_continue=stored.can_continue)
+
+    def _evict(self) -> None:
+        """Keep at most ``loaded_limit`` chats in memory: drop the least recently used ones that
+        are idle and that nobody follows (they stay in the store and come back on demand)."""
+        if self.persistence is None or not self.persistence.ok:
+            return
+        excess = len(self._chats) - self.loaded_limit
+        for chat in list(self._chats.values()):
+            if excess <= 0:
+                break
+            followers = len(chat.emitter.subscribers) - chat.baseline_subscribers
+            if chat.running or followers > 0:
+                continue
+            self.persistence.forget(chat)
+            del self._chats[chat.chat_id]
+            excess -= 1
+
+    def page(self, notebook_path: str | None = None, *, limit: int = 20,
+             before: str | None = None) -> tuple[list[Chat | StoredChat], str | None]:
+        """One page of chats, newest first, from memory and the store; and the next page's cursor.
+
+        A notebook's chats are found by its path and by its file id, so they follow a rename;
+        a stored chat is not loaded into memory for this (it is described from its row).
+        """
+        try:
+            after = decode_cursor(before) if before else None
+        except ValueError as error:
+            raise InvalidInput(str(error)) from error
+        found: dict[str, Chat | StoredChat] = {}
+        file_id = None
+        if self.persistence is not None:
+            if notebook_path:
+                file_id = self.persistence.file_id_of(notebook_path)
+            for row in self.persistence.store.list_chats(notebook_path=notebook_path, file_id=file_id,
+                                                         before=after, limit=limit + 1):
+                if notebook_path and row.notebook_path != notebook_path:  # renamed: follow it
+                    row.notebook_path = notebook_path
+                    self.persistence.store.save_chat(row)
+                found[row.chat_id] = row
+        for chat in self._chats.values():
+            if notebook_path is not None and chat.notebook_path != notebook_path:
+                if file_id is None or chat.file_id != file_id:
+                    continue
+                chat.notebook_path = notebook_path
+            if after is None or (chat.updated, chat.chat_id) < after:
+                found[chat.chat_id] = chat
+        ordered = sorted(found.values(), key=lambda c: (c.updated, c.chat_id), reverse=True)
+        page = ordered[:limit]
+        more = len(ordered) > limit
+        return page, (encode_cursor(page[-1].updated, page[-1].chat_id) if more and page else None)
+
+    @property
+    def storage_problem(self) -> str | None:
+        """Why chats are not being stored, or ``None`` when they are (or no store is used)."""
+        return self.persistence.store.failure if self.persistence is not None else None
+
+    def announce_storage_problem(self, message: str) -> None:
+        """Tell every chat in memory, once, that its messages are no longer being saved.
+
+        Streams carry AAEP events only: a running session hears it as a ``progress.updated``;
+        an idle chat shows ``saved: false`` in its description (and the server log says why).
+        """
+        for chat in self._chats.values():
+            session = chat.session
+            if session is None or session.closed:
+                continue
+            said = (f"This chat is no longer being saved ({message}). The agent keeps working; "
+                    "anything after this point is lost when the server stops.")
+            session.emit(ProgressUpdated(progress=Progress(description=said[:1000]),
+                                         summary=Summary(normal=said, terse="Chat no longer saved.")))
 
     def chats(self, notebook_path: str | None = None) -> list[Chat]:
         return [c for c in self._chats.values() if notebook_path is None or c.notebook_path == notebook_path]
@@ -189,6 +329,7 @@ class ChatRunner:
         session = Session(chat.emitter, self.producer)
         chat.session = session
         chat.control = RunControl()
+        self._starting(chat, text)
         if self.acknowledge_input:
             chat.emitter.publish({"kind": "user_input.accepted", "session_id": session.id, "chat_id": chat.chat_id})
         if previous is not None:
@@ -208,9 +349,53 @@ class ChatRunner:
             chat_id=chat.chat_id, notebook_path=chat.notebook_path, services=self.services, approval=chat.approval,
             usage=chat.usage, context=chat.context,
         )
-        result = await loop.run(session, chat.history, text, chat=context, control=chat.control)
+        try:
+            result = await loop.run(session, chat.history, text, chat=context, control=chat.control)
+        finally:
+            self._ended(chat, session)
         chat.results.append(result)
+        await self.save_notebook(chat)
         return result
+
+    async def save_notebook(self, chat: Chat) -> bool:
+        """Put the agent's edits on disk now rather than after the shared document's autosave delay."""
+        notebooks = self.services.get("notebook")
+        save = getattr(notebooks, "save", None)
+        if save is None or not chat.notebook_path:
+            return False
+        try:
+            return bool(await save(chat.notebook_path))
+        except Exception as error:  # noqa: BLE001 - the autosave still follows; the log says why
+            log.warning("could not save %s at the end of the session: %s", chat.notebook_path, error)
+            return False
+
+    def _starting(self, chat: Chat, text: str) -> None:
+        """A session is about to start: the chat gets its title, Continue no longer applies."""
+        changed = chat.can_continue or not chat.title
+        chat.can_continue = False
+        if not chat.title:
+            flat = " ".join(text.split())
+            chat.title = flat if len(flat) <= TITLE_LENGTH else flat[: TITLE_LENGTH - 1].rstrip() + "…"
+        if changed and self.persistence is not None:
+            self.persistence.changed(chat)
+
+    def _ended(self, chat: Chat, session: Session) -> None:
+        """The session closed (or its task was cut short): store the history and the outcome."""
+        terminal = session.terminal_event or {}
+        chat.can_continue = terminal.get("type") == "aaep:agent.session.errored" and terminal.get("recoverable") is True
+        if self.persistence is not None:
+            self.persistence.session_ended(chat, session, chat.usage_report() if terminal else None)
+
+    def continue_chat(self, chat_id: str) -> str:
+        """Start a session that asks the model to carry on with the interrupted request."""
+        chat = self.get(chat_id)
+        if chat.running:
+            raise ChatBusy("The agent is already working in this chat; there is nothing to continue.")
+        if not chat.can_continue or not chat.history:
+            raise ChatBusy("There is nothing to continue in this chat: its last request was not interrupted. "
+                           "Send a new message instead.")
+        restarted = any(e.get("error_code") == "SERVER_RESTARTED" for e in chat.emitter.history[-3:])
+        return self.submit(chat_id, CONTINUE_TEXT if restarted else CONTINUE_AFTER_ERROR)
 
     async def _snapshot(self, chat: Chat, session: Session) -> None:
         """Remember the notebook's cells before the session, so its changes can be undone."""
@@ -219,11 +404,17 @@ class ChatRunner:
             return
         try:
             chat.snapshots[session.id] = await notebooks.snapshot(chat.notebook_path)
-        except Exception as error:  # no undo is better than no agent; the tools report the cause
+        except Exception as error:  # noqa: BLE001 - no undo is better than no agent; the tools report the cause
             log.warning("no undo snapshot of %s before session %s: %s", chat.notebook_path, session.id, error)
             return
+        dropped = []
         while len(chat.snapshots) > SNAPSHOTS_KEPT:
-            del chat.snapshots[next(iter(chat.snapshots))]
+            oldest = next(iter(chat.snapshots))
+            del chat.snapshots[oldest]
+            dropped.append(oldest)
+        if self.persistence is not None:
+            self.persistence.snapshot_taken(chat, session.id, chat.snapshots[session.id])
+            self.persistence.snapshots_dropped(chat, dropped)
 
     async def revert(self, chat_id: str, session_id: str | None = None) -> dict[str, Any]:
         """Put the notebook's cells back as they were before a session (the latest by default).
@@ -238,8 +429,11 @@ class ChatRunner:
         if notebooks is None or not chat.notebook_path or target not in chat.snapshots:
             raise InvalidInput("There is nothing to undo: no snapshot of this notebook was taken for that request.")
         report = await notebooks.revert(chat.notebook_path, chat.snapshots[target])
-        for later in list(chat.snapshots)[list(chat.snapshots).index(target):]:
+        undone = list(chat.snapshots)[list(chat.snapshots).index(target):]
+        for later in undone:
             del chat.snapshots[later]
+        if self.persistence is not None:
+            self.persistence.snapshots_dropped(chat, undone)
         summary = undo_summary(
             chat.notebook_path, removed=report.removed, added=report.added, restored=report.restored
         )
@@ -265,6 +459,49 @@ class ChatRunner:
             log.exception("session task failed while stopping")
         return True
 
+    def pause(self, chat_id: str) -> bool:
+        """Ask the running session to pause at its next safe point; ``False`` when nothing runs."""
+        chat = self.get(chat_id)
+        return chat.running and chat.control.pause()
+
+    def resume(self, chat_id: str) -> bool:
+        """Resume a paused session (or cancel a pause not yet taken); ``False`` when not paused."""
+        chat = self.get(chat_id)
+        return chat.running and chat.control.resume()
+
+    def guide(self, chat_id: str, text: Any, *, resume: bool = False,
+              settings: Mapping[str, Any] | None = None) -> tuple[Guidance, Applies, str]:
+        """Steer the running session: returns the guidance, when it applies and the session id.
+
+        Settings apply at once (approval mode, turn cap); the text reaches the model at the
+        next turn boundary, or on resume when paused (at once with *resume*). With nothing
+        running, the guidance starts a new session like a message would.
+        """
+        chat = self.get(chat_id)
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("The guidance text must be a non-empty string.")
+        settings = dict(settings or {})
+        limit = settings.get("max_turns")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                                  or not 1 <= limit <= MAX_TURNS_LIMIT):
+            raise InvalidInput(f"settings.max_turns must be a whole number from 1 to {MAX_TURNS_LIMIT}.")
+        if "approval_mode" in settings:
+            self.set_approval_mode(chat_id, settings["approval_mode"])
+        if not chat.running:
+            session_id = self.submit(chat_id, text)
+            if isinstance(limit, int):
+                chat.control.max_turns = limit
+            item = Guidance(text=text, session_id=session_id, settings=settings, applied=True)
+            chat.guidance.append(item)
+            return item, "new_session", session_id
+        assert chat.session is not None
+        item = Guidance(text=text, session_id=chat.session.id, settings=settings)
+        chat.guidance.append(item)
+        applies = chat.control.guide(item)
+        if resume and chat.control.resume():
+            applies = "next_turn"
+        return item, applies, chat.session.id
+
     def reply(self, chat_id: str, reply: Mapping[str, Any]) -> bool:
         """Offer a confirmation/clarification reply; never raises for a bad reply."""
         chat = self.get(chat_id)
@@ -274,10 +511,13 @@ class ChatRunner:
         return self.broker.submit(reply, session_id=session_id)
 
     def set_approval_mode(self, chat_id: str, mode: Any) -> None:
+        chat = self.get(chat_id)
         try:
-            self.get(chat_id).approval.set_mode(mode)
+            chat.approval.set_mode(mode)
         except ValueError as error:
             raise InvalidInput(str(error)) from error
+        if self.persistence is not None:
+            self.persistence.changed(chat)
 
     def replay(self, chat_id: str, after_event_id: str | None = None) -> list[Event]:
         """Past messages of the chat, optionally only those after *after_event_id*."""
@@ -287,11 +527,29 @@ class ChatRunner:
         for index, event in enumerate(history):
             if event.get("event_id") == after_event_id:
                 return history[index + 1 :]
-        return history
+        stored = self.stored_events_after(chat_id, after_event_id)
+        return stored if stored is not None else history
+
+    def stored_events_after(self, chat_id: str, event_id: str) -> list[Event] | None:
+        """Events after *event_id* from the store (older than what memory keeps); ``None`` if unknown."""
+        if self.persistence is None:
+            return None
+        return self.persistence.store.events_after(chat_id, event_id)
 
     async def shutdown(self) -> None:
-        """Stop every running session (server shutdown): they end as cancelled by the system."""
+        """Stop every running session (server shutdown).
+
+        Without a durable store they end as cancelled by the system. With one, they stay open
+        in the store and the next start closes them as errored and offers Continue: their
+        cancellation below is published nowhere (subscribers see their streams closed).
+        """
         running = [c for c in self._chats.values() if c.running]
+        if self.persistence is not None and self.persistence.ok and self.persistence.store.durable:
+            for chat in running:
+                await self.save_notebook(chat)
+                self.persistence.freeze(chat)
+                if chat.session is not None:
+                    chat.session.emitter = Discard()
         await asyncio.gather(
             *(self.stop(c.chat_id, cancelled_by="system", reason="server_shutdown") for c in running),
             return_exceptions=True,

@@ -93,7 +93,7 @@ def input_schema(
     signature = inspect.signature(func)
     try:
         hints = typing.get_type_hints(func, include_extras=True)
-    except Exception:  # unresolvable forward references: fall back to raw annotations
+    except Exception:  # noqa: BLE001 - unresolvable forward references: fall back to raw annotations
         hints = {}
     properties: dict[str, Any] = {}
     required: list[str] = []

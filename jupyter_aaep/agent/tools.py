@@ -218,7 +218,7 @@ def as_result(raw: Any) -> ToolResult:
 def _context_param(func: Callable[..., Any]) -> str | None:
     try:
         hints = typing.get_type_hints(func)
-    except Exception:
+    except Exception:  # noqa: BLE001 - unresolvable forward references: use raw annotations
         hints = {}
     for name, param in inspect.signature(func).parameters.items():
         annotation = hints.get(name, param.annotation)
@@ -311,15 +311,15 @@ def aaep_tool(
     read_only
         Tools that only read may run concurrently with other read-only calls of one turn.
     """
-    options = dict(
-        name=name,
-        description=description,
-        risk_level=risk_level,
-        irreversible=irreversible,
-        require_confirmation=require_confirmation,
-        read_only=read_only,
-        label=label,
-    )
+    options = {
+        "name": name,
+        "description": description,
+        "risk_level": risk_level,
+        "irreversible": irreversible,
+        "require_confirmation": require_confirmation,
+        "read_only": read_only,
+        "label": label,
+    }
     if func is not None:
         return make_tool(func, **options)  # type: ignore[arg-type]
 

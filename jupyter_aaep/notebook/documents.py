@@ -103,6 +103,40 @@ class NotebookDocuments:
             raise CollaborationUnavailable(f"Could not open the shared document for '{path}'.")
         return LiveNotebook(path, document)
 
+    async def save(self, path: str) -> bool:
+        """Write the shared notebook at *path* to disk now, without the room's autosave delay.
+
+        The room saves on a debounce (``document_save_delay``), so an edit the agent reported
+        as done could be lost if the server stopped within that second. jupyter-collaboration
+        has no public "save now" call; this uses the room's manual-save path (what a client's
+        save request triggers). Returns False when there is no open room for the notebook or
+        that path is missing in this version (the autosave still applies).
+        """
+        try:
+            extension = self._extension()
+        except CollaborationUnavailable:
+            return False
+        manager = self._serverapp.web_app.settings.get("file_id_manager")
+        server = getattr(extension, "ywebsocket_server", None)
+        if manager is None or server is None:
+            return False
+        file_id = manager.get_id(normalize_path(path))
+        if file_id is None:
+            return False
+        room_id = f"json:notebook:{file_id}"  # how jupyter_server_ydoc names a notebook's room
+        if not server.room_exists(room_id):
+            return False
+        room = await server.get_room(room_id)
+        save_now = getattr(room, "_save_to_disc", None)
+        if not callable(save_now):
+            return False
+        task = save_now()
+        if task is None:  # the room is applying an update; its autosave follows it
+            return False
+        await task
+        return True
+
+
 
 def normalize_path(path: str) -> str:
     """A notebook path as sessions and the contents manager know it (relative, no leading /)."""

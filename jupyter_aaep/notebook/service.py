@@ -126,6 +126,10 @@ class NotebookService:
         """The live notebook (fetched fresh: never keep it across tool calls)."""
         return await self.documents.open(path)
 
+    async def save(self, path: str) -> bool:
+        """Put the notebook's current cells on disk now (see :meth:`NotebookDocuments.save`)."""
+        return await self.documents.save(path)
+
     async def list_notebooks(
         self, directory: str = "", *, limit: int = 200, depth: int = 4
     ) -> list[NotebookEntry]:

@@ -14,6 +14,7 @@ Lifecycle: ``initialize_settings`` builds the chat runner, the stream hub and th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import secrets
@@ -32,7 +33,9 @@ from ..aaep.session import Producer
 from ..agent.approval import ApprovalPolicy
 from ..agent.context import ContextSettings
 from ..agent.loop import DEFAULT_MODEL, AgentConfig
+from ..agent.persistence import ChatPersistence
 from ..agent.runner import ChatRunner
+from ..agent.store import ChatStore
 from ..agent.usage import PriceTable
 from .handlers import handler_routes
 from .model_client import WITHHELD, ClientFactory, ModelCredentials
@@ -96,9 +99,9 @@ class AAEPExtension(ExtensionApp):
     )
     db_path = Unicode(
         config=True,
-        help="Where chats, message history and the event log will be stored (SQLite). Chats are kept "
-        "in memory for now; this location is announced at start-up and used once persistence lands. "
-        "Defaults to aaep/chats.sqlite3 in the Jupyter data directory.",
+        help="Where chats, their message history, sessions, events and undo snapshots are stored "
+        "(SQLite, WAL mode), so they survive a restart. Defaults to aaep/chats.sqlite3 in the Jupyter "
+        "data directory; ':memory:' keeps them in this process only (lost at exit).",
     )
     agent_name = Unicode(
         "Jupyter notebook agent",
@@ -254,6 +257,7 @@ class AAEPExtension(ExtensionApp):
             context=ContextSettings(window=self.context_window or None, strategy=self.context_management),
             prices=PriceTable(self.model_prices), budget_usd=self.chat_budget_usd or None,
         )
+        self.store = self._open_store()
         self.clients = ClientFactory(
             credentials=ModelCredentials(withhold=not self.kernels_inherit_model_credentials)
         )
@@ -277,6 +281,10 @@ class AAEPExtension(ExtensionApp):
             acknowledge_input=self.conformance_input_ack,
         )
         self.hub.broker = broker
+        self.runner.on_chat_loaded = self.hub.attach_chat
+        if self.store is not None:
+            self.runner.persistence = ChatPersistence(self.store, file_id=self._file_id)
+            self.runner.persistence.recover(producer)
         base_url = self.server.base_url
         self.service = AAEPService(self.runner, self.hub, url_for=lambda path: url_path_join(base_url, "aaep/v1", path))
         self._secret = secrets.token_urlsafe(32)
@@ -289,12 +297,15 @@ class AAEPExtension(ExtensionApp):
         self.handlers.extend(handler_routes(self.service, keepalive=self.sse_keepalive_seconds))
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        self._loop = asyncio.get_running_loop()
         self._export_environment()  # the port is final once the server listens
 
     async def stop_extension(self) -> None:
         self._unroute_module_logs()
         await self.runner.shutdown()
         self.hub.shutdown()
+        if self.store is not None:
+            self.store.close()
         await self.clients.close()
         self.clients.credentials.restore()
         await self.toolbox.close()
@@ -305,6 +316,29 @@ class AAEPExtension(ExtensionApp):
                 os.environ[name] = value
 
     # -- helpers ---------------------------------------------------------------------------------------
+    def _open_store(self) -> ChatStore | None:
+        """The chat database; ``None`` (memory only) if it cannot even be opened."""
+        try:
+            return ChatStore(self.db_path or ":memory:", on_failure=self._store_failed)
+        except OSError as error:  # e.g. its folder cannot be created
+            self.log.warning("AAEP agent: chats cannot be stored in %s (%s); they are kept in memory only and "
+                             "lost when the server stops.", self.db_path, error)
+            return None
+
+    def _store_failed(self, message: str) -> None:
+        """From the store's writer thread: tell every open chat, on the server's loop."""
+        loop = getattr(self, "_loop", None) or getattr(getattr(self.server, "io_loop", None), "asyncio_loop", None)
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.runner.announce_storage_problem, message)
+
+    def _file_id(self, path: str) -> str | None:
+        """The notebook's stable id (jupyter_server_fileid), so a chat follows its notebook's renames."""
+        manager = self.server.web_app.settings.get("file_id_manager")
+        if manager is None:
+            return None
+        value = manager.index(path)
+        return str(value) if value is not None else None
+
     def _policy(self) -> ApprovalPolicy:
         return ApprovalPolicy(
             mode="auto" if self.approval_mode == "auto" else "ask",
@@ -360,6 +394,7 @@ class AAEPExtension(ExtensionApp):
         if base.hostname:
             port = f":{base.port}" if base.port else ""
             log.info("AAEP agent: model requests go to %s://%s%s (ANTHROPIC_BASE_URL).", base.scheme, base.hostname, port)
-        log.info("AAEP agent: chats are kept in memory for now; they will be stored in %s.", self.db_path)
+        if self.store is not None and self.store.ok:
+            log.info("AAEP agent: chats are stored in %s.", self.store.path)
         log.info("AAEP agent: %d tools available (%s); new chats start in approval mode '%s'.",
                  len(self.toolbox.tools), ", ".join(t.name for t in self.toolbox.tools), self.approval_mode)

@@ -63,12 +63,19 @@ def _fail(error: RequestError) -> web.HTTPError:
 
 
 class ChatsHandler(AAEPHandler):
-    """``GET /aaep/v1/chats[?notebook_path=]`` lists chats; ``POST`` creates one."""
+    """``GET /aaep/v1/chats[?notebook_path=&limit=&before=]`` lists chats (a page, newest first);
+    ``POST`` creates one."""
 
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self.finish(json.dumps(self.service.list_chats(self.get_argument("notebook_path", None))))
+        try:
+            page = self.service.list_chats(self.get_argument("notebook_path", None),
+                                           limit=self.get_argument("limit", None),
+                                           before=self.get_argument("before", None))
+        except RequestError as error:
+            raise _fail(error) from error
+        self.finish(json.dumps(page))
 
     @web.authenticated
     @authorized

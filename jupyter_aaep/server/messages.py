@@ -1,7 +1,7 @@
 """What clients send: JSON bodies and frames, read strictly, refused with a useful sentence.
 
 Both transports carry the same messages (a POST body or one WebSocket text frame). Each is
-a JSON object identified by ``kind`` (our own: ``user_input``, ``control``,
+a JSON object identified by ``kind`` (our own: ``user_input``, ``guidance``, ``control``,
 ``approval_mode``) or by ``type`` (AAEP messages: replies and subscription messages).
 
 :func:`parse_json` is the first gate for all of them: at most 1 MiB, UTF-8, nested at most
@@ -25,11 +25,10 @@ from ..aaep.wire import has_lone_surrogate
 MAX_MESSAGE_BYTES = 1 << 20
 """Largest body or frame accepted (1 MiB); AAEP asks for at least 64 KiB."""
 
-KINDS = ("user_input", "control", "approval_mode")
+KINDS = ("user_input", "guidance", "control", "approval_mode")
 REPLY_TYPES = ("confirmation.reply", "clarification.reply")
 SUBSCRIPTION_TYPES = ("subscription.request", "subscription.renegotiate", "subscription.close")
-CONTROL_ACTIONS = ("stop", "revert")
-LATER_ACTIONS = ("pause", "resume", "guidance")
+CONTROL_ACTIONS = ("stop", "pause", "resume", "continue", "revert")
 
 MAX_DEPTH = 32
 """Deepest nesting of lists and objects accepted; our messages need 4, extensions a few more."""

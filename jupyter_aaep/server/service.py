@@ -15,7 +15,10 @@ here, next to each other, so they read as one document:
   out on the stream(s) it applies to;
 - ``subscription.renegotiate`` → 200 with the answer (404 for an unknown subscription);
   ``subscription.close`` → 204;
-- ``control`` ``stop`` → 202; ``approval_mode`` → 200.
+- ``control`` ``stop`` → 202; ``pause``/``resume`` → 200 ``control.accepted``; ``continue`` →
+  202 with the new session (409 when nothing can be continued); ``approval_mode`` → 200;
+- ``guidance`` → 202 ``guidance.accepted`` (it steers the running session, or starts one when
+  nothing runs); a ``user_input`` while the agent works (not waiting for a reply) is guidance.
 """
 
 from __future__ import annotations
@@ -27,10 +30,18 @@ from ..aaep.broker import PendingRequest, short_token
 from ..aaep.emitter import Event
 from ..aaep.handshake import Rejected
 from ..aaep.ids import is_valid_id
-from ..agent.runner import Chat, ChatBusy, ChatError, ChatRunner, InvalidInput, UnknownChat
+from ..agent.runner import (
+    SUPPORTS,
+    Chat,
+    ChatBusy,
+    ChatError,
+    ChatRunner,
+    InvalidInput,
+    UnknownChat,
+)
+from ..agent.store import StoredChat
 from .messages import (
     CONTROL_ACTIONS,
-    LATER_ACTIONS,
     REPLY_TYPES,
     RequestError,
     Response,
@@ -47,6 +58,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _AWAITING = ("aaep:agent.awaiting.confirmation", "aaep:agent.awaiting.clarification")
+DEFAULT_PAGE = 20
+MAX_PAGE = 200
 
 
 def chat_error(error: ChatError) -> RequestError:
@@ -85,8 +98,34 @@ class AAEPService:
         self.hub.attach_chat(chat)
         return Response(201, self._describe(chat), {"Location": self.url_for(f"chats/{chat.chat_id}")})
 
-    def list_chats(self, notebook_path: str | None) -> dict[str, Any]:
-        return {"chats": [self._describe(chat) for chat in self.runner.chats(notebook_path)]}
+    def list_chats(self, notebook_path: str | None, *, limit: str | int | None = None,
+                   before: str | None = None) -> dict[str, Any]:
+        """One page of chats, newest first; ``next`` is the ``before`` cursor of the next page."""
+        try:
+            size = int(limit) if limit not in (None, "") else DEFAULT_PAGE
+        except (TypeError, ValueError):
+            size = 0
+        if not 1 <= size <= MAX_PAGE:
+            raise RequestError(400, f"limit must be a whole number from 1 to {MAX_PAGE}, e.g. ?limit=20.")
+        try:
+            chats, cursor = self.runner.page(notebook_path, limit=size, before=before or None)
+        except ChatError as error:
+            raise chat_error(error) from error
+        return {"chats": [self._describe(c) if isinstance(c, Chat) else self._describe_stored(c) for c in chats],
+                "next": cursor}
+
+    def _describe_stored(self, stored: StoredChat) -> dict[str, Any]:
+        """A chat that is only in the store (not loaded): described from its row."""
+        base = f"chats/{stored.chat_id}"
+        return {
+            "chat_id": stored.chat_id, "notebook_path": stored.notebook_path, "status": "idle",
+            "session_id": stored.last_session_id, "approval_mode": stored.approval_mode,
+            "supports": dict(SUPPORTS), "undoable_sessions": stored.snapshot_ids, "paused": False,
+            "title": stored.title, "created": stored.created, "updated": stored.updated,
+            "can_continue": stored.can_continue, "state": "idle", "saved": self.runner.storage_problem is None,
+            "urls": {"chat": self.url_for(base), "events": self.url_for(f"{base}/events"),
+                     "messages": self.url_for(f"{base}/messages"), "websocket": self.url_for(f"{base}/ws")},
+        }
 
     def chat_view(self, chat_id: str) -> dict[str, Any]:
         """Status, the AAEP events so far, the requests still waiting for an answer, and the
@@ -96,13 +135,15 @@ class AAEPService:
         open_tokens = {request.token for request in self.runner.broker.pending()}
         pending = [e for e in transcript if e.get("type") in _AWAITING and e.get("reply_token") in open_tokens]
         usage = {**chat.usage_report(), "budget_usd": self.runner.config.budget_usd}
-        return {**self._describe(chat), "transcript": transcript, "pending_requests": pending, "usage": usage}
+        return {**self._describe(chat), "transcript": transcript, "pending_requests": pending, "usage": usage,
+                "guidance": [item.to_json() for item in chat.guidance]}
 
     def _describe(self, chat: Chat) -> dict[str, Any]:
         base = f"chats/{chat.chat_id}"
         return {
             **chat.describe(),
             "state": chat.session.state if chat.session is not None else "idle",
+            "saved": self.runner.storage_problem is None,
             "urls": {
                 "chat": self.url_for(base),
                 "events": self.url_for(f"{base}/events"),
@@ -163,6 +204,9 @@ class AAEPService:
             index = next((i for i, m in enumerate(history) if m.get("event_id") == last_event_id), None)
             if index is not None:
                 return history[index + 1:], None
+            stored = self.runner.stored_events_after(chat.chat_id, last_event_id)
+            if stored is not None:  # older than what memory keeps, but in the chat's stored log
+                return stored, None
             note = {
                 "kind": "replay.unavailable",
                 "chat_id": chat.chat_id,
@@ -195,6 +239,8 @@ class AAEPService:
         try:
             if kind == "user_input":
                 return self._user_input(message, self._need_chat(chat_id, kind))
+            if kind == "guidance":
+                return self._guidance(message, self._need_chat(chat_id, kind))
             if kind == "control":
                 return await self._control(message, self._need_chat(chat_id, kind))
             if kind == "approval_mode":
@@ -217,19 +263,33 @@ class AAEPService:
     def _user_input(self, message: dict[str, Any], chat_id: str) -> Response:
         only_fields(message, {"kind", "text"}, what="user_input")
         text = text_field(message, "text", what="user_input")
+        if self.runner.get(chat_id).working:  # a message while the agent works steers it (not 409)
+            item, _, session_id = self.runner.guide(chat_id, text)
+            return Response(202, {"chat_id": chat_id, "session_id": session_id, "as_guidance": True,
+                                  "guidance_id": item.guidance_id})
         session_id = self.runner.submit(chat_id, text)
         return Response(202, {"chat_id": chat_id, "session_id": session_id})
 
+    def _guidance(self, message: dict[str, Any], chat_id: str) -> Response:
+        item, applies, session_id = self.runner.guide(
+            chat_id, message["text"], resume=bool(message.get("resume", False)), settings=message.get("settings"))
+        return Response(202, {"kind": "guidance.accepted", "chat_id": chat_id, "session_id": session_id,
+                              "guidance_id": item.guidance_id, "applies": applies})
+
     async def _control(self, message: dict[str, Any], chat_id: str) -> Response:
         action = message.get("action")
-        if action in LATER_ACTIONS:
-            raise RequestError(400, f"The {action} control is not supported yet; only stop and revert are.")
         if action not in CONTROL_ACTIONS:
             raise RequestError(400, f"Unknown control action {action!r}; use {{\"kind\": \"control\", \"action\": \"stop\"}}.")
         if action == "revert":
             only_fields(message, {"kind", "action", "session_id"}, what="control")
             return Response(200, await self.runner.revert(chat_id, message.get("session_id")))
         only_fields(message, {"kind", "action"}, what="control")
+        if action == "pause":
+            return Response(200, {"kind": "control.accepted", "action": "pause", "paused": self.runner.pause(chat_id)})
+        if action == "resume":
+            return Response(200, {"kind": "control.accepted", "action": "resume", "resumed": self.runner.resume(chat_id)})
+        if action == "continue":
+            return Response(202, {"chat_id": chat_id, "session_id": self.runner.continue_chat(chat_id)})
         stopped = await self.runner.stop(chat_id)
         return Response(202, {"chat_id": chat_id, "stopped": stopped})
 

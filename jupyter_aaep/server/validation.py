@@ -1,6 +1,6 @@
 """The shape of every message a client may send, declared once per kind and checked at the edge.
 
-Each message kind (``user_input``, ``control``, ``approval_mode``, both replies, the three
+Each message kind (``user_input``, ``guidance``, ``control``, ``approval_mode``, both replies, the three
 subscription messages) and the body of ``POST /aaep/v1/chats`` has a :data:`SPECS` entry
 that says which fields it may hold, the JSON type of each (nested lists and objects too),
 the longest string, and for our own kinds the allowed values and id patterns. A message
@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .messages import CONTROL_ACTIONS, LATER_ACTIONS, RequestError
+from .messages import CONTROL_ACTIONS, RequestError
 
 _SUB_ID = re.compile(r"sub_[A-Za-z0-9]{1,64}")
 _SESSION_ID = re.compile(r"sess_[A-Za-z0-9]{1,64}")
@@ -255,11 +255,26 @@ SPECS: dict[str, Spec] = {
         "control",
         Obj({
             "kind": Text(),
-            "action": Text(max_length=64, choices=CONTROL_ACTIONS + LATER_ACTIONS,
-                           choice_error="Unknown control action {value}; use stop or revert"),
+            "action": Text(max_length=64, choices=CONTROL_ACTIONS,
+                           choice_error="Unknown control action {value}; use one of: " + ", ".join(CONTROL_ACTIONS)),
             "session_id": Text(max_length=128, pattern=_SESSION_ID, example="sess_4f8a2e7d9c1b6a3f"),
         }, required=("action",)),
         '{"kind": "control", "action": "stop"}',
+    ),
+    "guidance": Spec(
+        "guidance",
+        Obj({
+            "kind": Text(),
+            "text": Text(max_length=100_000, non_blank=True),
+            "resume": Boolean(),
+            "settings": Obj({
+                "approval_mode": Text(max_length=64, choices=("ask", "auto"),
+                                      choice_error="settings.approval_mode says {value}, but it must be ask or auto"),
+                "max_turns": Integer(),
+            }),
+        }, required=("text",)),
+        '{"kind": "guidance", "text": "Use the cleaned table instead", "resume": false, '
+        '"settings": {"approval_mode": "ask", "max_turns": 30}}',
     ),
     "approval_mode": Spec(
         "approval_mode",

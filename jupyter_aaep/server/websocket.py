@@ -154,8 +154,10 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
         ):
             self._ending(4001, "subscription rejected")
             self.service.hub.close_stream(self.aaep_stream)  # the rejection is still sent first
-        elif kind in ("user_input", "control", "approval_mode") and response.body is not None:
-            self.write_message(dumps({"kind": "response", "to": kind, "status": response.status, **response.body}))
+        elif kind in ("user_input", "guidance", "control", "approval_mode") and response.body is not None:
+            # The frame's own kind wins over a body's (control.accepted, guidance.accepted): the
+            # body's kind is what POST answers; on the socket "to" says what is answered.
+            self.write_message(dumps({**response.body, "kind": "response", "to": kind, "status": response.status}))
 
     def on_close(self) -> None:
         if self.aaep_stream is not None:

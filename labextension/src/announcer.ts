@@ -246,8 +246,16 @@ export class Announcer implements IDisposable {
       case 'state.changed': {
         const from = str(event, 'from_state');
         const to = str(event, 'to_state');
-        const meaningful =
-          from === 'awaiting_input' || to === 'paused' || from === 'paused';
+        if (to === 'paused' || from === 'paused') {
+          // Said at every verbosity: the user asked for it and waits for it.
+          this.announce(
+            summary ?? (to === 'paused' ? trans.__('Paused.') : trans.__('Resumed.')),
+            'polite',
+            `state:${event.session_id}`
+          );
+          return;
+        }
+        const meaningful = from === 'awaiting_input' || to === 'compacting_context';
         if (summary && (verbosity === 'detailed' || (meaningful && verbosity === 'normal'))) {
           this.announce(summary, 'polite', `state:${event.session_id}`);
         }

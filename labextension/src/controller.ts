@@ -26,8 +26,13 @@ import {
   ApprovalMode,
   ChatModel,
   IProcessedEvent,
+  IUsage,
   TranscriptItem,
-  readSupports
+  dollars,
+  readGuidance,
+  readSupports,
+  readUsage,
+  totalTokens
 } from './model';
 import { IAAEPSettings } from './tokens';
 import { ChatTransport } from './transport';
@@ -56,6 +61,51 @@ interface IChatInfo {
   transcript?: unknown[];
   /** The `awaiting.*` events still waiting for an answer. */
   pending_requests?: unknown[];
+  /** The first request, clipped by the server. */
+  title?: string;
+  created?: string;
+  updated?: string;
+  paused?: boolean;
+  /** Whether an interrupted request can be continued (`control` `continue`). */
+  can_continue?: boolean;
+  /** Token usage and estimated cost (see `readUsage`). */
+  usage?: unknown;
+  /** Guidance the user sent, with its session and time. */
+  guidance?: unknown;
+}
+
+/** One of the notebook's chats, as the chat list shows it. */
+export interface IChatSummary {
+  chatId: string;
+  title: string;
+  /** Epoch ms of the last change (or creation), NaN when unknown. */
+  updated: number;
+  status: 'idle' | 'running' | 'paused';
+  canContinue: boolean;
+}
+
+/** A page of the notebook's chats, newest first. */
+export interface IChatPage {
+  chats: IChatSummary[];
+  /** Cursor of the next (older) page, or `null` at the end. */
+  next: string | null;
+}
+
+/** How many chats one page of the list asks for. */
+const CHAT_PAGE_SIZE = 20;
+
+function summarise(info: IChatInfo): IChatSummary | null {
+  if (!info.chat_id) {
+    return null;
+  }
+  const when = Date.parse(info.updated ?? info.created ?? '');
+  return {
+    chatId: info.chat_id,
+    title: typeof info.title === 'string' ? info.title : '',
+    updated: when,
+    status: info.paused ? 'paused' : info.status === 'running' ? 'running' : 'idle',
+    canContinue: info.can_continue === true
+  };
 }
 
 /**
@@ -81,6 +131,29 @@ export class ChatController {
   /** Emitted with the new model when the chat changes. */
   get modelChanged(): ISignal<this, ChatModel | null> {
     return this._modelChanged;
+  }
+
+  /** Emitted when something (a command) asks the panel to show the chat list. */
+  get chatListRequested(): ISignal<this, void> {
+    return this._chatListRequested;
+  }
+
+  /** Ask the panel to open the chat list (see {@link takeChatListRequest}). */
+  requestChatList(): void {
+    this._chatListWanted = true;
+    this._chatListRequested.emit();
+  }
+
+  /** Whether the chat list was asked for since the last call (and forget it). */
+  takeChatListRequest(): boolean {
+    const wanted = this._chatListWanted;
+    this._chatListWanted = false;
+    return wanted;
+  }
+
+  /** Say something through the panel's announcer (polite). */
+  announce(text: string): void {
+    this._announcer.announce(text);
   }
 
   /** The chat shown, or `null`. */
@@ -113,6 +186,121 @@ export class ChatController {
     if (path === this._path && !force) {
       return;
     }
+    await this._load(path, null);
+  }
+
+  /**
+   * Show another chat of the current notebook (from the chat list).
+   * Announced, so a screen reader user knows the transcript changed.
+   */
+  async switchChat(chatId: string): Promise<void> {
+    if (this._path === null || this._model?.chatId === chatId) {
+      return;
+    }
+    await this._load(this._path, chatId);
+    const model = this._model;
+    if (model && model.chatId === chatId) {
+      this._announcer.announce(
+        model.title
+          ? this._trans.__('Switched to the chat “%1”.', model.title)
+          : this._trans.__('Switched to another chat.')
+      );
+    }
+  }
+
+  /** Start a new, empty chat for the current notebook and show it. */
+  async newChat(): Promise<void> {
+    const path = this._path;
+    if (path === null) {
+      return;
+    }
+    let info: IChatInfo;
+    try {
+      info = await requestAPI<IChatInfo>(['chats'], { method: 'POST', body: { notebook_path: path } });
+    } catch (error) {
+      const text = this._trans.__('Could not start a new chat: %1', this._describe(error).message);
+      this._model?.addNotice('error', text);
+      this._announcer.announce(text, 'assertive');
+      return;
+    }
+    if (!info?.chat_id || this._path !== path) {
+      return;
+    }
+    await this._load(path, info.chat_id);
+    if (this._model?.chatId === info.chat_id) {
+      this._announcer.announce(this._trans.__('New chat started. The message box is ready.'));
+    }
+  }
+
+  /**
+   * One page of the notebook's chats, newest first (`before` is the cursor
+   * of the previous page). A server without pages answers all at once.
+   *
+   * @throws AAEPRequestError when the server cannot list them.
+   */
+  async listChats(before: string | null = null): Promise<IChatPage> {
+    const path = this._path;
+    if (path === null) {
+      return { chats: [], next: null };
+    }
+    const query: Record<string, string> = { notebook_path: path, limit: String(CHAT_PAGE_SIZE) };
+    if (before) {
+      query.before = before;
+    }
+    const answer = await requestAPI<{ chats?: IChatInfo[]; next?: unknown }>(['chats'], {}, query);
+    const chats = (answer?.chats ?? [])
+      .filter(c => !c.notebook_path || c.notebook_path === path)
+      .map(summarise)
+      .filter((c): c is IChatSummary => c !== null);
+    return { chats, next: typeof answer?.next === 'string' && answer.next ? answer.next : null };
+  }
+
+  /** Say the chat's token usage and estimated cost (on request only). */
+  async speakUsage(): Promise<void> {
+    const model = this._model;
+    if (!model) {
+      this._announcer.announce(this._trans.__('No chat is open, so there is no token usage to tell.'));
+      return;
+    }
+    await this._refreshChat(model);
+    this._announcer.announce(this.usageSentence(model.usage));
+  }
+
+  /** The usage in one sentence, for people. */
+  usageSentence(usage: IUsage | null): string {
+    const trans = this._trans;
+    if (!usage) {
+      return trans.__('The server does not report token usage for this chat.');
+    }
+    if (usage.requests === 0 && totalTokens(usage) === 0) {
+      return trans.__('This chat has used no tokens yet.');
+    }
+    const n = (v: number) => v.toLocaleString();
+    let text = trans.__(
+      'This chat used %1 tokens: %2 input, %3 read from the cache, %4 written to the cache and %5 output, in %6 model requests. Estimated cost: about %7.',
+      n(totalTokens(usage)),
+      n(usage.inputTokens),
+      n(usage.cacheReadTokens),
+      n(usage.cacheWriteTokens),
+      n(usage.outputTokens),
+      n(usage.requests),
+      dollars(usage.costUsd)
+    );
+    if (usage.budgetUsd !== null) {
+      text += ' ' + trans.__('The budget is %1.', dollars(usage.budgetUsd));
+    }
+    if (usage.compactions > 0) {
+      text += ' ' + trans._n(
+        'Earlier context was summarised once.',
+        'Earlier context was summarised %1 times.',
+        usage.compactions
+      );
+    }
+    return text;
+  }
+
+  /** Load the chat `chatId` of `path`, or (`null`) its newest one. */
+  private async _load(path: string | null, chatId: string | null): Promise<void> {
     const generation = ++this._generation;
     this._closeChat();
     this._path = path;
@@ -123,7 +311,7 @@ export class ChatController {
       return;
     }
     try {
-      const info = await this._findOrCreateChat(path);
+      const info = chatId ? await this._chatDetails(chatId) : await this._findOrCreateChat(path);
       if (generation !== this._generation) {
         return;
       }
@@ -164,9 +352,18 @@ export class ChatController {
       ? { kind: 'guidance', text: trimmed }
       : { kind: 'user_input', text: trimmed };
     this._pendingInput = steering ? null : itemId;
+    this._pendingGuidance = steering ? itemId : null;
+    const paused = model.status === 'paused';
     const ok = await this._send(message);
     if (ok && steering) {
-      this._announcer.announce(this._trans.__('Guidance sent to the agent.'));
+      this._announcer.announce(
+        paused
+          ? this._trans.__('Guidance sent; it applies when you resume.')
+          : this._trans.__('Guidance sent; it applies at the next step.')
+      );
+    } else if (!ok && steering) {
+      model.markUnsent(itemId);
+      this._pendingGuidance = null;
     }
   }
 
@@ -236,17 +433,62 @@ export class ChatController {
     if (!model || !model.isRunning) {
       return;
     }
-    if ((action === 'stop' && !model.supports.stop) || (action !== 'stop' && !model.supports.pause)) {
+    const supported = {
+      stop: model.supports.stop,
+      pause: model.supports.pause,
+      resume: model.supports.resume
+    }[action];
+    if (!supported) {
       return;
     }
     const ok = await this._send({ kind: 'control', action });
     if (ok) {
+      // What the agent did is said when its state changes (Paused…, Resumed.);
+      // this only confirms that the request left.
       const said = {
         stop: this._trans.__('Stopping the agent.'),
         pause: this._trans.__('Pausing the agent at the next safe point.'),
         resume: this._trans.__('Resuming the agent.')
       };
       this._announcer.announce(said[action]);
+    }
+  }
+
+  /** Pause a running session, or resume a paused one. */
+  async togglePause(): Promise<void> {
+    const model = this._model;
+    if (!model) {
+      return;
+    }
+    if (!model.supports.pause) {
+      this._announcer.announce(this._trans.__('This server cannot pause the agent.'));
+    } else if (!model.isRunning) {
+      this._announcer.announce(this._trans.__('Nothing is running, so there is nothing to pause.'));
+    } else {
+      await this.control(model.status === 'paused' ? 'resume' : 'pause');
+    }
+  }
+
+  /**
+   * Continue the chat's interrupted request (after a server restart or a
+   * recoverable error): the server starts a new session from the history.
+   */
+  async continueChat(): Promise<void> {
+    const model = this._model;
+    if (!model) {
+      return;
+    }
+    if (!model.canContinue) {
+      this._announcer.announce(this._trans.__('There is no interrupted request to continue in this chat.'));
+      return;
+    }
+    model.clearContinue();
+    const ok = await this._send({ kind: 'control', action: 'continue' });
+    if (ok) {
+      this._announcer.announce(this._trans.__('Continuing where the agent stopped.'));
+    } else if (this._model === model) {
+      // Refused (409 with its reason, already shown): the server says whether it still can.
+      void this._refreshChat(model);
     }
   }
 
@@ -313,6 +555,38 @@ export class ChatController {
     return { ...chat, ...(isRecord(details) ? details : {}) };
   }
 
+  private async _chatDetails(chatId: string): Promise<IChatInfo> {
+    const details = await requestAPI<IChatInfo>(['chats', chatId]);
+    if (!isRecord(details)) {
+      throw new AAEPRequestError(500, this._trans.__('The server did not describe the chat.'), false);
+    }
+    return { chat_id: chatId, ...details };
+  }
+
+  /** Take what a chat description says beside its events: title, usage, Continue, guidance. */
+  private _applyInfo(model: ChatModel, info: IChatInfo): void {
+    if (typeof info.title === 'string') {
+      model.title = info.title;
+    }
+    if (info.usage !== undefined) {
+      model.usage = readUsage(info.usage);
+    }
+    model.setCanContinue(info.can_continue);
+    model.addGuidance(readGuidance(info.guidance));
+  }
+
+  /** Read the chat again for what changes at a session's end (usage, Continue). */
+  private async _refreshChat(model: ChatModel): Promise<void> {
+    try {
+      const info = await requestAPI<IChatInfo>(['chats', model.chatId]);
+      if (this._model === model && isRecord(info)) {
+        this._applyInfo(model, info);
+      }
+    } catch {
+      // The meter keeps its last figures; the next session end tries again.
+    }
+  }
+
   private _openChat(info: IChatInfo, path: string): void {
     const model = new ChatModel(info.chat_id!, path);
     model.supports = readSupports(info.supports);
@@ -322,7 +596,8 @@ export class ChatController {
     // Replay history silently (the pending requests are part of it; the list
     // of pending ones is read too, in case the history was trimmed).
     model.ingestAll(this._historyEvents(info));
-    model.setStatus(info.status);
+    model.setStatus(info.paused ? 'paused' : info.status);
+    this._applyInfo(model, info);
     model.eventProcessed.connect(this._onEvent, this);
     this._model = model;
     this._subscriptionGranted = false;
@@ -393,11 +668,12 @@ export class ChatController {
     }
     model.supports = readSupports(info.supports);
     const missed = model.ingestAll(this._historyEvents(info));
+    this._applyInfo(model, info);
     // The socket may have delivered the end of the session while this answer
     // travelled: an older "running" must not bring the run back.
     const current = info.session_id;
     if (!(info.status === 'running' && current && model.hasEnded(current))) {
-      model.setStatus(info.status);
+      model.setStatus(info.paused ? 'paused' : info.status);
     }
     const ended = missed.filter(e => TERMINAL_EVENTS.has(coreName(e.type) ?? ''));
     const last = ended[ended.length - 1];
@@ -489,6 +765,20 @@ export class ChatController {
       if (reason) {
         model.addNotice('info', this._trans.__('The agent closed the connection: %1', reason));
       }
+    } else if (kind === 'user_input.accepted' && message.as_guidance === true) {
+      // The agent was already working: the server took the message as guidance.
+      if (this._pendingInput) {
+        model.attachGuidance(this._pendingInput, str(message, 'guidance_id'), str(message, 'session_id'));
+        this._pendingInput = null;
+        this._announcer.announce(
+          this._trans.__('The agent is already working: your message was sent as guidance; it applies at the next step.')
+        );
+      }
+    } else if (kind === 'guidance.accepted') {
+      if (this._pendingGuidance) {
+        model.attachGuidance(this._pendingGuidance, str(message, 'guidance_id'), str(message, 'session_id'));
+        this._pendingGuidance = null;
+      }
     } else if (kind === 'user_input.accepted' && str(message, 'session_id')) {
       // The answer to our own request: the POST's JSON body, or over the
       // WebSocket `{kind: "response", to: "user_input", session_id, …}`. Older
@@ -501,8 +791,8 @@ export class ChatController {
         model.approvalMode = mode;
       }
     } else if (kind === 'control.accepted') {
-      if (message.stopped === false) {
-        // Nothing was running any more (it ended while the request travelled).
+      if (message.stopped === false || message.paused === false || message.resumed === false) {
+        // Nothing was running (or paused) any more: it changed while the request travelled.
         void this._resync(model);
       }
     } else if (kind === 'notebook.reverted') {
@@ -535,6 +825,23 @@ export class ChatController {
 
   private _onEvent(model: ChatModel, processed: IProcessedEvent): void {
     this._announcer.handleEvent(processed);
+    if (!processed.replay && coreName(processed.event.type) === 'session.completed') {
+      const end = model.items.find(i => i.id === `end:${processed.event.event_id}`);
+      const failed = end?.kind === 'notice' ? end.failedSteps ?? 0 : 0;
+      if (failed > 0) {
+        this._announcer.announce(
+          this._trans._n(
+            'One step of this request failed; the transcript says which.',
+            '%1 steps of this request failed; the transcript says which.',
+            failed
+          )
+        );
+      }
+    }
+    if (!processed.replay && TERMINAL_EVENTS.has(coreName(processed.event.type) ?? '')) {
+      // The usage meter and Continue change at a session's end, not with every event.
+      void this._refreshChat(model);
+    }
     if (this._pendingInput && coreName(processed.event.type) === 'session.started') {
       // The model matched the session to our message by its text: the request
       // was accepted even if no acknowledgement arrived (or it comes later).
@@ -658,6 +965,7 @@ export class ChatController {
       this._modelChanged.emit(null);
     }
     this._pendingInput = null;
+    this._pendingGuidance = null;
   }
 
   private _announcer: Announcer;
@@ -670,11 +978,15 @@ export class ChatController {
   private _error: IPanelError | null = null;
   private _generation = 0;
   private _pendingInput: string | null = null;
+  /** The transcript item of guidance waiting for the server's answer. */
+  private _pendingGuidance: string | null = null;
   /** Whether the producer accepted our handshake on the current connection. */
   private _subscriptionGranted = false;
   private _timers = new Set<number>();
   private _changed = new Signal<this, void>(this);
   private _modelChanged = new Signal<this, ChatModel | null>(this);
+  private _chatListRequested = new Signal<this, void>(this);
+  private _chatListWanted = false;
 }
 
 /** Options of {@link ChatController}. */

@@ -29,6 +29,11 @@ namespace CommandIDs {
   export const reject = 'jupyter-aaep:reject';
   export const stop = 'jupyter-aaep:stop';
   export const undoChanges = 'jupyter-aaep:undo-changes';
+  export const togglePause = 'jupyter-aaep:toggle-pause';
+  export const continueChat = 'jupyter-aaep:continue';
+  export const showChats = 'jupyter-aaep:show-chats';
+  export const newChat = 'jupyter-aaep:new-chat';
+  export const sayUsage = 'jupyter-aaep:say-usage';
   export const setVerbosity = 'jupyter-aaep:set-verbosity';
 }
 
@@ -88,6 +93,19 @@ async function activate(
     app.shell.activateById(panel.id);
   };
   const afterRender = (fn: () => void) => requestAnimationFrame(() => requestAnimationFrame(fn));
+  /**
+   * Focus `selector` in the panel once it is rendered. Activating the panel
+   * may move the focus a moment later, so it is checked again for a while.
+   */
+  const focusWhenReady = (selector: string, tries = 20) => {
+    const target = panel.node.querySelector<HTMLElement>(selector);
+    if (target && document.activeElement !== target) {
+      target.focus();
+    }
+    if (tries > 0) {
+      window.setTimeout(() => focusWhenReady(selector, target ? Math.min(tries - 1, 4) : tries - 1), 50);
+    }
+  };
 
   app.commands.addCommand(CommandIDs.openPanel, {
     label: trans.__('Open the AI Agent Panel'),
@@ -167,6 +185,66 @@ async function activate(
     isVisible: () => controller.model?.supports.revert ?? true,
     // The focus stays where it is: the outcome is announced and shown in the panel.
     execute: () => controller.revert()
+  });
+  app.commands.addCommand(CommandIDs.togglePause, {
+    label: () =>
+      controller.model?.status === 'paused'
+        ? trans.__('Resume the AI Agent')
+        : trans.__('Pause the AI Agent'),
+    caption: trans.__(
+      'Pause the agent at its next safe point, or resume it where it stopped. Guidance can still be sent while it is paused.'
+    ),
+    isEnabled: () => (controller.model?.isRunning ?? false) && (controller.model?.supports.pause ?? false),
+    isVisible: () => controller.model?.supports.pause ?? true,
+    // The focus stays where it is; the change is announced.
+    execute: () => controller.togglePause()
+  });
+  app.commands.addCommand(CommandIDs.continueChat, {
+    label: trans.__('Continue the Interrupted Agent Request'),
+    caption: trans.__('Start a new session that picks up where the agent stopped (after a restart or an error)'),
+    isEnabled: () => controller.model?.canContinue ?? false,
+    isVisible: () => controller.model?.supports.continue ?? true,
+    execute: () => controller.continueChat()
+  });
+  app.commands.addCommand(CommandIDs.showChats, {
+    label: trans.__("Show the Notebook's Agent Chats"),
+    caption: trans.__('List the earlier chats of this notebook, to switch to one'),
+    isEnabled: () => controller.model !== null,
+    execute: () => {
+      showPanel();
+      controller.requestChatList();
+      // Focus the chat shown now in the list, or the first one, once it has loaded.
+      let tries = 0;
+      const focusList = () => {
+        const list = panel.node.querySelector('.jp-AAEPChats-list');
+        const target =
+          list?.querySelector<HTMLElement>('.jp-AAEPChats-item[aria-current="true"]') ??
+          list?.querySelector<HTMLElement>('.jp-AAEPChats-item');
+        if (target) {
+          target.focus();
+        } else if (++tries < 60) {
+          window.setTimeout(focusList, 50);
+        } else {
+          panel.node.querySelector<HTMLElement>('.jp-AAEPChats-toggle')?.focus();
+        }
+      };
+      afterRender(focusList);
+    }
+  });
+  app.commands.addCommand(CommandIDs.newChat, {
+    label: trans.__('Start a New Agent Chat'),
+    caption: trans.__('Start an empty chat for this notebook; earlier chats stay in the chat list'),
+    isEnabled: () => controller.notebookPath !== null && controller.model !== null,
+    execute: async () => {
+      showPanel();
+      await controller.newChat();
+      afterRender(() => focusWhenReady('.jp-AAEPComposer-input'));
+    }
+  });
+  app.commands.addCommand(CommandIDs.sayUsage, {
+    label: trans.__('Say the Token Usage'),
+    caption: trans.__("Announce this chat's token usage and estimated cost"),
+    execute: () => controller.speakUsage()
   });
   // Verbosity: a setting, and commands to change it quickly from the keyboard.
   let loaded: ISettingRegistry.ISettings | null = null;

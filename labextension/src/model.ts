@@ -62,8 +62,12 @@ export type TranscriptItem =
       text: string;
       sessionId?: string;
       steering?: boolean;
+      /** The server's id of this guidance (`gd_…`), once it answered. */
+      guidanceId?: string;
       /** The server refused it (nothing started). */
       unsent?: boolean;
+      /** Epoch ms of the event (or guidance) it comes from, when known. */
+      at?: number;
     }
   | {
       kind: 'answer';
@@ -104,6 +108,8 @@ export type TranscriptItem =
       text: string;
       hint?: string;
       sessionId?: string;
+      /** Tool steps of the session that failed or timed out (on a session's end). */
+      failedSteps?: number;
     };
 
 /**
@@ -117,6 +123,67 @@ export interface ISupports {
   approval_mode: boolean;
   /** Undoing the agent's changes to the notebook (`control` `revert`). */
   revert: boolean;
+  /** Resuming a paused session (`control` `resume`); follows `pause` when absent. */
+  resume: boolean;
+  /** Continuing an interrupted request (`control` `continue`). */
+  continue: boolean;
+}
+
+/** Token usage of a chat (`usage` in `GET chats/{id}`), summed over its sessions. */
+export interface IUsage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheWriteTokens: number;
+  requests: number;
+  /** Estimated cost in US dollars. */
+  costUsd: number;
+  /** The chat's budget in US dollars, or `null` without one. */
+  budgetUsd: number | null;
+  /** How often earlier context was summarised. */
+  compactions: number;
+}
+
+/** Read `usage` from a chat description, or `null` when it has none. */
+export function readUsage(value: unknown): IUsage | null {
+  if (typeof value !== 'object' || value === null) {
+    return null;
+  }
+  const raw = value as Record<string, unknown>;
+  const count = (key: string) =>
+    typeof raw[key] === 'number' && Number.isFinite(raw[key]) ? Math.max(0, raw[key] as number) : 0;
+  const budget = raw.budget_usd;
+  return {
+    inputTokens: count('input_tokens'),
+    outputTokens: count('output_tokens'),
+    cacheReadTokens: count('cache_read_input_tokens'),
+    cacheWriteTokens: count('cache_creation_input_tokens'),
+    requests: count('requests'),
+    costUsd: count('estimated_cost_usd'),
+    budgetUsd: typeof budget === 'number' && Number.isFinite(budget) ? budget : null,
+    compactions: count('context_compactions')
+  };
+}
+
+/** Every token of a usage: prompt tokens however served, and output. */
+export function totalTokens(usage: IUsage): number {
+  return usage.inputTokens + usage.outputTokens + usage.cacheReadTokens + usage.cacheWriteTokens;
+}
+
+/** A token count in few characters: 950, 12.3k, 4.5M. */
+export function compactCount(n: number): string {
+  if (n < 1000) {
+    return String(Math.round(n));
+  }
+  if (n < 1_000_000) {
+    return `${(n / 1000).toFixed(n < 100_000 ? 1 : 0)}k`;
+  }
+  return `${(n / 1_000_000).toFixed(1)}M`;
+}
+
+/** Dollars as the meter shows them: two decimals, four below a cent. */
+export function dollars(amount: number): string {
+  return amount >= 0.01 || amount === 0 ? `$${amount.toFixed(2)}` : `$${amount.toFixed(4)}`;
 }
 
 /** Assumed when the server does not say: only what every server has. */
@@ -125,7 +192,9 @@ export const DEFAULT_SUPPORTS: ISupports = {
   pause: false,
   guidance: false,
   approval_mode: true,
-  revert: false
+  revert: false,
+  resume: false,
+  continue: false
 };
 
 /** Read `supports` from a chat description, defaulting what is missing. */
@@ -141,8 +210,44 @@ export function readSupports(value: unknown): ISupports {
     pause: flag('pause'),
     guidance: flag('guidance'),
     approval_mode: flag('approval_mode'),
-    revert: flag('revert')
+    revert: flag('revert'),
+    // A server that can pause can resume, unless it says otherwise.
+    resume: typeof raw.resume === 'boolean' ? raw.resume : flag('pause'),
+    continue: flag('continue')
   };
+}
+
+/** Guidance the server recorded for this chat (`guidance` of `GET chats/{id}`). */
+export interface IGuidance {
+  guidanceId: string;
+  sessionId?: string;
+  text: string;
+  /** Epoch ms, or NaN when unknown. */
+  created: number;
+}
+
+/** Read the `guidance` list of a chat description (entries it cannot read are skipped). */
+export function readGuidance(value: unknown): IGuidance[] {
+  if (!Array.isArray(value)) {
+    return [];
+  }
+  const out: IGuidance[] = [];
+  for (const raw of value) {
+    if (typeof raw !== 'object' || raw === null) {
+      continue;
+    }
+    const entry = raw as Record<string, unknown>;
+    if (typeof entry.guidance_id !== 'string' || typeof entry.text !== 'string') {
+      continue;
+    }
+    out.push({
+      guidanceId: entry.guidance_id,
+      sessionId: typeof entry.session_id === 'string' ? entry.session_id : undefined,
+      text: entry.text,
+      created: typeof entry.created === 'string' ? Date.parse(entry.created) : NaN
+    });
+  }
+  return out;
 }
 
 /** What the server says after undoing a session's changes (`notebook.reverted`). */
@@ -192,6 +297,65 @@ export class ChatModel {
   /** Transcript entries, oldest first. */
   get items(): ReadonlyArray<TranscriptItem> {
     return this._items;
+  }
+
+  /**
+   * How often the item with this id changed in place since it was added.
+   * Views re-render an entry only when its version changes, so a streamed
+   * chunk renders one entry, not the whole transcript.
+   */
+  version(id: string): number {
+    return this._versions.get(id) ?? 0;
+  }
+
+  /** The chat's title (its first request, as the server clipped it), or ''. */
+  get title(): string {
+    return this._title;
+  }
+  set title(value: string) {
+    if (value !== this._title) {
+      this._title = value;
+      this._changed.emit();
+    }
+  }
+
+  /** The chat's token usage as last read from the server, or `null`. */
+  get usage(): IUsage | null {
+    return this._usage;
+  }
+  set usage(value: IUsage | null) {
+    this._usage = value;
+    this._changed.emit();
+  }
+
+  /**
+   * Whether Continue can be offered: the server supports it, nothing runs,
+   * and the chat's last request was interrupted (the server said
+   * `can_continue`, or a session ended with a recoverable error).
+   */
+  get canContinue(): boolean {
+    return (
+      this._supports.continue && !this.isRunning && (this._canContinue || this._recoverableEnd)
+    );
+  }
+
+  /**
+   * Set what the server says (`can_continue` in the chat description). A
+   * recoverable error seen on the stream still counts: a description read
+   * while the session winds down may not say so yet.
+   */
+  setCanContinue(value: unknown): void {
+    if (typeof value === 'boolean' && value !== this._canContinue) {
+      this._canContinue = value;
+      this._changed.emit();
+    }
+  }
+
+  /** Forget every reason to offer Continue (the user chose it, or it was refused). */
+  clearContinue(): void {
+    this._canContinue = false;
+    this._recoverableEnd = false;
+    this._changed.emit();
   }
 
   /** Run status. */
@@ -335,6 +499,7 @@ export class ChatModel {
     const item = this._items.find(i => i.id === itemId);
     if (item && item.kind === 'user' && item.sessionId === undefined) {
       item.sessionId = sessionId;
+      this._touch(item);
       this._changed.emit();
     }
   }
@@ -349,6 +514,7 @@ export class ChatModel {
     const item = this._items.find(i => i.id === itemId);
     if (item && item.kind === 'user') {
       item.unsent = true;
+      this._touch(item);
       this._changed.emit();
     }
   }
@@ -365,6 +531,7 @@ export class ChatModel {
     if (item && (item.kind === 'confirmation' || item.kind === 'clarification')) {
       item.state = state;
       item.outcome = outcome ?? item.outcome;
+      this._touch(item);
       this._changed.emit();
     }
   }
@@ -380,8 +547,71 @@ export class ChatModel {
       return false;
     }
     this._seen.add(event.event_id);
-    this._apply(event, replay);
+    const before = this._items.length;
+    const at = Date.parse(event.timestamp);
+    // Remember when new entries happened, to place guidance read from history.
+    const mark = () => {
+      for (let i = before; i < this._items.length; i++) {
+        const item = this._items[i] as { at?: number };
+        if (item.at === undefined && Number.isFinite(at)) {
+          item.at = at;
+        }
+      }
+    };
+    this._apply(event, replay, mark);
     return true;
+  }
+
+  /**
+   * Show guidance the server recorded (`guidance` of the chat description)
+   * that this view does not show yet, in time order among the entries.
+   *
+   * @returns how many entries were added.
+   */
+  addGuidance(entries: ReadonlyArray<IGuidance>): number {
+    let added = 0;
+    for (const entry of entries) {
+      const known = this._items.some(
+        i => i.kind === 'user' && i.steering && i.guidanceId === entry.guidanceId
+      );
+      if (known) {
+        continue;
+      }
+      const item: TranscriptItem = {
+        kind: 'user',
+        id: `guidance:${entry.guidanceId}`,
+        text: entry.text,
+        sessionId: entry.sessionId,
+        steering: true,
+        guidanceId: entry.guidanceId,
+        at: entry.created
+      };
+      const index = Number.isFinite(entry.created)
+        ? this._items.findIndex(i => (i as { at?: number }).at !== undefined && (i as { at?: number }).at! > entry.created)
+        : -1;
+      if (index >= 0) {
+        this._items.splice(index, 0, item);
+      } else {
+        this._items.push(item);
+      }
+      added += 1;
+    }
+    if (added > 0) {
+      this._changed.emit();
+    }
+    return added;
+  }
+
+  /** Record the server's id (and session) of guidance the user just sent. */
+  attachGuidance(itemId: string, guidanceId: string | undefined, sessionId: string | undefined): void {
+    const item = this._items.find(i => i.id === itemId);
+    if (item && item.kind === 'user') {
+      item.steering = true;
+      item.guidanceId = guidanceId ?? item.guidanceId;
+      item.sessionId = item.sessionId ?? sessionId;
+      this._touch(item);
+      this._changed.emit();
+    }
   }
 
   /**
@@ -416,13 +646,15 @@ export class ChatModel {
     Signal.clearData(this);
   }
 
-  private _apply(event: IAAEPEvent, replay: boolean): void {
+  private _apply(event: IAAEPEvent, replay: boolean, mark: () => void): void {
     const name = coreName(event.type);
     const sid = event.session_id;
     const summary = pickSummary(event, 'normal') ?? '';
     switch (name) {
       case 'session.started': {
         this._updateStatus('running');
+        this._canContinue = false;
+        this._recoverableEnd = false;
         if (!this._undoable.includes(sid)) {
           this._undoable.push(sid);
         }
@@ -441,6 +673,7 @@ export class ChatModel {
           );
           if (mine && mine.kind === 'user') {
             mine.sessionId = sid;
+            this._touch(mine);
           }
         }
         break;
@@ -463,6 +696,7 @@ export class ChatModel {
         if (item.kind === 'answer' && !item.complete) {
           item.text += typeof event.chunk === 'string' ? event.chunk : '';
           item.complete = bool(event, 'complete') === true;
+          this._touch(item);
         }
         break;
       }
@@ -501,10 +735,12 @@ export class ChatModel {
           if (summary) {
             item.summary = `${item.summary} ${summary}`.trim();
           }
+          this._touch(item);
         }
         const progress = this._items.find(i => i.id === `progress:${sid}`);
         if (progress && progress.kind === 'progress') {
           progress.done = true;
+          this._touch(progress);
         }
         break;
       }
@@ -525,6 +761,7 @@ export class ChatModel {
         const previous = index >= 0 ? this._items[index] : null;
         if (previous && previous.kind === 'progress' && !previous.done) {
           this._items[index] = item;
+          this._touch(item);
         } else {
           // A new long step: show its progress at the end of the transcript.
           if (index >= 0) {
@@ -571,11 +808,17 @@ export class ChatModel {
           | 'cancelled';
         this._resolveRequests(sid, variant === 'cancelled' ? 'cancelled' : 'resolved');
         this._finishSession(sid);
+        this._recoverableEnd = variant === 'errored' && bool(event, 'recoverable') === true;
         const hint = str(event, 'remediation_hint');
+        // The end's own summary may not say that a step failed; the notice does.
+        const failedSteps = this._items.filter(
+          i => i.kind === 'tool' && i.sessionId === sid && (i.status === 'error' || i.status === 'timeout')
+        ).length;
         this._items.push({
           kind: 'notice',
           id: `end:${event.event_id}`,
           variant,
+          failedSteps,
           // The hint gets its own line; producers often end the summary with it too.
           text: withoutHint(summary, hint) || summary,
           hint,
@@ -594,6 +837,7 @@ export class ChatModel {
       this._agentState = 'idle';
       this._updateStatus('idle');
     }
+    mark();
     this._changed.emit();
     this._eventProcessed.emit({ event, replay });
   }
@@ -601,12 +845,15 @@ export class ChatModel {
   /** Close streaming answers, running tools and progress of a session. */
   private _finishSession(sid: string): void {
     for (const item of this._items) {
-      if (item.kind === 'answer' && item.sessionId === sid) {
+      if (item.kind === 'answer' && item.sessionId === sid && !item.complete) {
         item.complete = true;
-      } else if (item.kind === 'progress' && item.sessionId === sid) {
+        this._touch(item);
+      } else if (item.kind === 'progress' && item.sessionId === sid && !item.done) {
         item.done = true;
+        this._touch(item);
       } else if (item.kind === 'tool' && item.sessionId === sid && item.status === 'running') {
         item.status = 'timeout';
+        this._touch(item);
       }
     }
   }
@@ -621,8 +868,14 @@ export class ChatModel {
       ) {
         item.state = state;
         item.outcome = outcome ?? item.outcome;
+        this._touch(item);
       }
     }
+  }
+
+  /** Note that an item changed in place, so its view renders it again. */
+  private _touch(item: TranscriptItem): void {
+    this._versions.set(item.id, (this._versions.get(item.id) ?? 0) + 1);
   }
 
   private _updateStatus(status: ChatStatus): void {
@@ -633,6 +886,12 @@ export class ChatModel {
   }
 
   private _items: TranscriptItem[] = [];
+  private _versions = new Map<string, number>();
+  private _title = '';
+  private _usage: IUsage | null = null;
+  private _canContinue = false;
+  /** The last session ended with a recoverable error. */
+  private _recoverableEnd = false;
   private _seen = new Set<string>();
   private _ended = new Set<string>();
   private _status: ChatStatus = 'idle';
@@ -661,4 +920,29 @@ export function withoutHint(summary: string, hint: string | undefined): string {
   return trimmed.endsWith(hint.trim())
     ? trimmed.slice(0, trimmed.length - hint.trim().length).trim()
     : trimmed;
+}
+
+/** Turns (a request and everything after it) shown before older ones are collapsed. */
+export const VISIBLE_TURNS = 20;
+
+/**
+ * Where the shown part of the transcript starts: the first item of the
+ * `VISIBLE_TURNS`-th newest turn (a turn starts at a request, not at
+ * guidance). Returns the index and how many turns lie before it.
+ */
+export function collapsePoint(
+  items: ReadonlyArray<TranscriptItem>,
+  visibleTurns: number = VISIBLE_TURNS
+): { start: number; hiddenTurns: number } {
+  const starts: number[] = [];
+  items.forEach((item, index) => {
+    if (item.kind === 'user' && !item.steering) {
+      starts.push(index);
+    }
+  });
+  if (starts.length <= visibleTurns) {
+    return { start: 0, hiddenTurns: 0 };
+  }
+  const first = starts.length - visibleTurns;
+  return { start: starts[first], hiddenTurns: first + (starts[0] > 0 ? 1 : 0) };
 }

@@ -968,3 +968,39 @@ def test_cli_runs_as_module(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "checked 13 events in 1 session: 0 violations"
+
+
+def test_a_pause_inside_awaiting_input_keeps_the_confirmation_pending() -> None:
+    """Pausing while a confirmation is open neither accepts nor rejects it: after the resume
+    (back to awaiting_input) the accept still authorises the irreversible call."""
+    s = Session()
+    events = [
+        *s.opening(),
+        s.state("thinking", "awaiting_input"),
+        s.confirm(),
+        s.state("awaiting_input", "paused"),
+        s.state("paused", "awaiting_input"),
+        s.state("awaiting_input", "calling_tool"),
+        *s.tool_run(),
+        *s.answer(),
+    ]
+    assert check_events(events) == []
+    checker = SequenceChecker()
+    for event in events[:5]:
+        checker.feed(event)
+    assert checker.sessions["sess_A1"].confirmations_by_call["call_1"].status == "pending"
+
+
+def test_leaving_a_pause_elsewhere_resolves_the_pending_confirmation() -> None:
+    """From paused straight to thinking the prompt is withdrawn (rejected): invoking it breaks rule 8."""
+    s = Session()
+    events = [
+        *s.opening(),
+        s.state("thinking", "awaiting_input"),
+        s.confirm(),
+        s.state("awaiting_input", "paused"),
+        s.state("paused", "thinking"),
+        s.state("thinking", "calling_tool"),
+        s.invoked(),
+    ]
+    assert first_violation(events).rule == 8

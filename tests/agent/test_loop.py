@@ -518,10 +518,12 @@ async def test_cancel_mid_tool(harness: Harness) -> None:
     # the history stays valid: both tool_use blocks got results
     harness.fake.add(Turn(text="Fine."))
     assert (await harness.ask("status?")).status == "completed"
-    last_user = harness.fake.requests[-1].body["messages"][-1]["content"]
-    results = [b for b in last_user if b.get("type") == "tool_result"]
+    messages = harness.fake.requests[-1].body["messages"]
+    results = [b for b in messages[-3]["content"] if b.get("type") == "tool_result"]
     assert len(results) == 2 and all(r["is_error"] for r in results)
-    assert last_user[-1] == {"type": "text", "text": "status?", "cache_control": {"type": "ephemeral"}}
+    # The stopped request is closed by a note; the new one is a message of its own.
+    assert messages[-2] == {"role": "assistant", "content": [{"type": "text", "text": "[Stopped by the user before finishing.]"}]}
+    assert messages[-1]["content"] == [{"type": "text", "text": "status?", "cache_control": {"type": "ephemeral"}}]
 
 
 async def test_cancel_mid_confirmation(harness: Harness, calls) -> None:
@@ -608,7 +610,7 @@ async def test_auto_approve_mode_still_asks_for_flagged_code(harness: Harness, c
     harness.fake.add(Turn(tool_uses=[ToolUse("run_code", {"code": "x = 1"})]), Turn(text="ok"))
     await harness.ask("set x")
     assert calls == [("run_code", {"code": "x = 1"})]
-    state = [e for e in harness.events.of_type("state.changed") if e["from_state"] == "awaiting_input"][0]
+    state = next(e for e in harness.events.of_type("state.changed") if e["from_state"] == "awaiting_input")
     assert "automatically" in state["summary_normal"]
 
     @aaep_tool(risk_level="medium", irreversible=True)

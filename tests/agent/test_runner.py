@@ -181,13 +181,13 @@ async def test_a_failed_snapshot_does_not_stop_the_agent(runner: ChatRunner, cap
         ((0, 0, 3), "Undid the agent's changes to a.ipynb: restored 3 cells the agent changed."),
         (
             (1, 0, 1),
-            "Undid the agent's changes to a.ipynb: removed 1 cell the agent added "
-            "and restored 1 cell the agent changed.",
+            ("Undid the agent's changes to a.ipynb: removed 1 cell the agent added "
+            "and restored 1 cell the agent changed."),
         ),
         (
             (1, 2, 1),
-            "Undid the agent's changes to a.ipynb: removed 1 cell the agent added, "
-            "put back 2 cells the agent deleted and restored 1 cell the agent changed.",
+            ("Undid the agent's changes to a.ipynb: removed 1 cell the agent added, "
+            "put back 2 cells the agent deleted and restored 1 cell the agent changed."),
         ),
         ((0, 0, 0), "Nothing to undo: a.ipynb already matches how it was."),
     ],

@@ -40,7 +40,7 @@ def test_numpy_and_google_docstrings() -> None:
 
 
 def test_json_types() -> None:
-    assert json_type(Optional[int]) == {"type": "integer"}
+    assert json_type(Optional[int]) == {"type": "integer"}  # noqa: UP045 - the old spelling must work too
     assert json_type(int | str) == {"anyOf": [{"type": "integer"}, {"type": "string"}]}
     assert json_type(Literal[1, 2]) == {"enum": [1, 2], "type": "integer"}
     assert json_type(dict[str, int]) == {"type": "object"}

@@ -172,6 +172,44 @@ class ScriptedModel:
         return hello(results)
 
 
+STEER_INTRO = (
+    "I will read the notebook first. This first look takes a while, so you have time to pause me "
+    "or to tell me what matters to you."
+)
+STEER_ANSWER = "I read the notebook. Thank you for the guidance: I kept it in mind."
+GUIDANCE_TEXT = "Please keep the answer short and use degrees Celsius."
+
+
+def steer(results: list[dict[str, Any]]) -> Turn:
+    """A first turn that stalls while it streams (the test pauses and steers), then an answer."""
+    if not results:
+        return _turn(STEER_INTRO, ToolUse("get_notebook_state", {}), stall_after_chunks=12)
+    return _turn(STEER_ANSWER)
+
+
+def steered(results: list[dict[str, Any]]) -> Turn:
+    """The model's turn after guidance arrived as the newest user text: it answers."""
+    return _turn(STEER_ANSWER)
+
+
+OVERLOADED_MESSAGE = "Overloaded"
+CONTINUED_ANSWER = "Picking up where I stopped: the notebook has three code cells and they all ran."
+
+
+class Overloaded:
+    """The service is overloaded for the first request's attempts (the SDK retries twice), so
+    the session ends with a recoverable error; whatever comes after (Continue) is answered."""
+
+    def __init__(self, failures: int = 3) -> None:
+        self.failures = failures
+
+    def __call__(self, results: list[dict[str, Any]]) -> Turn | ErrorReply:
+        if self.failures > 0:
+            self.failures -= 1
+            return ErrorReply(529, "overloaded_error", OVERLOADED_MESSAGE, retry_after=0)
+        return _turn(CONTINUED_ANSWER)
+
+
 SCENARIOS: dict[str, Scenario] = {
     "fahrenheit": convert_and_run,
     "slowly": talk_slowly,
@@ -180,5 +218,7 @@ SCENARIOS: dict[str, Scenario] = {
     "choose": choose,
     "reconnect": hold_then_finish,
     "every cell": run_everything,
+    "steer test": steer,
+    "steering": steered,
     "hello": hello,
 }

@@ -47,14 +47,14 @@ async def test_user_input_answers_the_session_id_and_the_stream_holds_aaep_event
     assert "content-encoding" not in stream.response_headers
 
 
-async def test_busy_chat_is_409_and_bad_input_400(api, new_chat, fake_model, sse) -> None:
+async def test_a_message_while_working_is_guidance_and_bad_input_400(api, new_chat, fake_model, sse) -> None:
     chat_id = await new_chat()
     fake_model.add(Turn(text="slow " * 30, stall_after_chunks=1))
     async with sse(chat_id) as stream:
         await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "talk"})
         await stream.until(lambda m: m.get("to_state") == "writing_output")
         status, body, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "more"})
-        assert status == 409 and "still working" in body["message"]
+        assert status == 202 and body["as_guidance"] is True and body["guidance_id"].startswith("gd_"), body
         for bad, fragment in [({"kind": "user_input"}, "needs 'text' as a string"),
                               ({"kind": "user_input", "text": 3}, "it is a int"),
                               ({"kind": "user_input", "text": "  "}, "non-empty"),
@@ -65,8 +65,12 @@ async def test_busy_chat_is_409_and_bad_input_400(api, new_chat, fake_model, sse
                               ({"kind": "user_input", "type": "x"}, "either a kind or a type"),
                               ({"@context": "https://aaep-protocol.org/context/v1", "type": "aaep:agent.session.started"},
                                "does not accept AAEP events"),
-                              ({"kind": "control", "action": "pause"}, "not supported yet"),
-                              ({"kind": "control", "action": "resume"}, "not supported yet"),
+                              ({"kind": "guidance"}, "needs 'text'"),
+                              ({"kind": "guidance", "text": "x", "resume": "yes"}, "'resume' as true or false"),
+                              ({"kind": "guidance", "text": "x", "settings": {"approval_mode": "never"}},
+                               "must be ask or auto"),
+                              ({"kind": "guidance", "text": "x", "settings": {"max_turns": 0}}, "from 1 to 500"),
+                              ({"kind": "guidance", "text": "x", "settings": {"speed": 2}}, "Unexpected field"),
                               ({"kind": "control", "action": "explode"}, "Unknown control action"),
                               ({"kind": "approval_mode", "mode": "always"}, "approval mode must be one of")]:
             status, body, _ = await api("chats", chat_id, "messages", method="POST", body=bad)

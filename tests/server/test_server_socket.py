@@ -12,6 +12,7 @@ from server_helpers import of_type, types
 from tornado.httpclient import HTTPClientError
 
 from jupyter_aaep.aaep.clock import SessionClock
+from jupyter_aaep.agent.store import ChatStore
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 
@@ -51,7 +52,7 @@ async def test_socket_carries_handshakes_messages_and_errors(new_chat, ws, fake_
     assert accepted["type"] == "subscription.accepted"
     aaep_schema_validator.validate(accepted)
     for garbage, status in (("not json", 400), ("[]", 400), (json.dumps({"kind": "nope"}), 400),
-                            (json.dumps({"kind": "control", "action": "pause"}), 400)):
+                            (json.dumps({"kind": "control", "action": "dance"}), 400)):
         await connection.write_message(garbage)
         error = await read_frame(connection)
         assert error["kind"] == "error" and error["status"] == status and error["message"]
@@ -231,18 +232,42 @@ async def test_cross_origin_sockets_are_refused(new_chat, login, jp_http_port, j
     same_origin.close()
 
 
-async def test_sessions_still_running_are_cancelled_at_shutdown(api, new_chat, fake_model, sse, extension) -> None:
+async def _shut_down_mid_answer(api, new_chat, fake_model, sse, extension) -> tuple[str, list[dict]]:
     chat_id = await new_chat()
     fake_model.add(Turn(text="waiting " * 10, stall_after_chunks=1))
     async with sse(chat_id) as stream:
         await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "go"})
         await stream.until(lambda m: m.get("to_state") == "writing_output")
+        session_id = extension.runner.get(chat_id).session.id
         await extension.stop_extension()
         messages = await stream.until(lambda m: m.get("type") == "subscription.close" or
                                       str(m.get("type", "")).endswith("session.cancelled"))
         assert await stream.ended()
     fake_model.release()
+    await asyncio.sleep(0)
+    return session_id, messages
+
+
+@pytest.mark.parametrize("aaep_config", [{"db_path": ":memory:"}])
+async def test_without_a_durable_store_running_sessions_are_cancelled_at_shutdown(
+    api, new_chat, fake_model, sse, extension
+) -> None:
+    _, messages = await _shut_down_mid_answer(api, new_chat, fake_model, sse, extension)
     cancelled = [m for m in messages if str(m.get("type", "")).endswith("session.cancelled")]
     assert cancelled and cancelled[0]["cancelled_by"] == "system"
-    await asyncio.sleep(0)
+
+
+@pytest.mark.open_sessions
+async def test_with_a_durable_store_running_sessions_stay_open_for_continue(
+    api, new_chat, fake_model, sse, extension
+) -> None:
+    """The next start closes them as errored and recoverable (tests/interop/test_restart.py)."""
+    session_id, messages = await _shut_down_mid_answer(api, new_chat, fake_model, sse, extension)
+    assert not [m for m in messages if str(m.get("type", "")).endswith("session.cancelled")]
+    assert messages[-1]["type"] == "subscription.close"
+    reopened = ChatStore(extension.db_path)  # what the next start reads
+    try:
+        assert session_id in [s.session_id for s in reopened.running_sessions()]
+    finally:
+        reopened.close()
 

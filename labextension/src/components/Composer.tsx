@@ -20,6 +20,8 @@ export interface IComposerProps {
   running: boolean;
   /** Whether the server takes guidance while a run is in progress. */
   acceptsGuidance: boolean;
+  /** Whether the run is paused (guidance then applies on resume). */
+  paused?: boolean;
   /** Whether the connection is down (nothing can be sent). */
   disabled: boolean;
   onSend: (text: string) => Promise<void>;
@@ -53,6 +55,15 @@ export function Composer(props: IComposerProps): JSX.Element {
   };
 
   let hint = trans.__('Enter to send, Shift+Enter for a new line.');
+  if (steering && props.paused) {
+    hint = trans.__(
+      'The agent is paused: guidance you send now applies when you resume. Enter to send, Shift+Enter for a new line.'
+    );
+  } else if (steering) {
+    hint = trans.__(
+      'The agent is working: what you send is guidance it reads at its next step. Enter to send, Shift+Enter for a new line.'
+    );
+  }
   if (disabled) {
     hint = trans.__('Not connected to the agent. You can send your message once the connection is back.');
   } else if (running && !acceptsGuidance) {
@@ -70,7 +81,7 @@ export function Composer(props: IComposerProps): JSX.Element {
       }}
     >
       <label htmlFor={inputId} className="jp-AAEPComposer-label">
-        {steering ? trans.__('Steer the agent (sent as guidance)') : trans.__('Message to the agent')}
+        {steering ? trans.__('Steer the agent') : trans.__('Message to the agent')}
       </label>
       <textarea
         id={inputId}

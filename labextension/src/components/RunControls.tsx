@@ -29,6 +29,13 @@ export interface IRunControlsProps {
   undoError: string | null;
   /** `aria-keyshortcuts` of the Undo command, if it has a key. */
   undoShortcut?: string;
+  /** `aria-keyshortcuts` of the Pause/Resume command, if it has a key. */
+  pauseShortcut?: string;
+  /** Whether an interrupted request can be continued now. */
+  canContinue?: boolean;
+  /** `aria-keyshortcuts` of the Continue command, if it has a key. */
+  continueShortcut?: string;
+  onContinue?: () => void;
   onControl: (action: 'stop' | 'pause' | 'resume') => void;
   onUndo: () => void;
   onApprovalMode: (mode: ApprovalMode) => void;
@@ -45,6 +52,8 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
   const stopHintId = useId('jp-AAEPControls-stopHint');
   const undoHintId = useId('jp-AAEPControls-undoHint');
   const undoErrorId = useId('jp-AAEPControls-undoError');
+  const pauseHintId = useId('jp-AAEPControls-pauseHint');
+  const continueHintId = useId('jp-AAEPControls-continueHint');
   const running = status !== 'idle';
   const canStop = supports.stop && running && !disabled;
   const canUndo = supports.revert && props.canUndo && !disabled;
@@ -73,26 +82,58 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
             {trans.__('Stop')}
           </button>
         )}
-        {supports.pause &&
-          (status === 'paused' ? (
-            <button
-              type="button"
-              className="jp-Button jp-mod-styled jp-AAEPPanel-resume"
-              aria-disabled={disabled}
-              onClick={() => !disabled && props.onControl('resume')}
-            >
-              {trans.__('Resume')}
-            </button>
-          ) : (
-            <button
-              type="button"
-              className="jp-Button jp-mod-styled jp-AAEPPanel-pause"
-              aria-disabled={disabled || !running}
-              onClick={() => !disabled && running && props.onControl('pause')}
-            >
-              {trans.__('Pause')}
-            </button>
-          ))}
+        {/* One button that turns from Pause into Resume: the same element, so the
+            focus stays on it when the state changes. */}
+        {supports.pause && (
+          <button
+            type="button"
+            className={`jp-Button jp-mod-styled ${
+              status === 'paused' ? 'jp-AAEPPanel-resume jp-mod-accept' : 'jp-AAEPPanel-pause'
+            }`}
+            aria-disabled={status === 'paused' ? disabled || !supports.resume : disabled || !running}
+            aria-describedby={pauseHintId}
+            aria-keyshortcuts={props.pauseShortcut}
+            onClick={() => {
+              if (status === 'paused') {
+                !disabled && supports.resume && props.onControl('resume');
+              } else if (!disabled && running) {
+                props.onControl('pause');
+              }
+            }}
+          >
+            {status === 'paused' ? trans.__('Resume') : trans.__('Pause')}
+          </button>
+        )}
+        {supports.pause && (
+          <span id={pauseHintId} className="jp-sr-only">
+            {disabled
+              ? trans.__('Not connected.')
+              : status === 'paused'
+                ? supports.resume
+                  ? trans.__('The agent is paused; Resume continues exactly where it stopped.')
+                  : trans.__('This server cannot resume a paused session; stop it instead.')
+                : running
+                  ? trans.__('Pauses the agent at its next safe point; you can still send guidance.')
+                  : trans.__('Nothing is running.')}
+          </span>
+        )}
+        {supports.continue && props.canContinue && (
+          <button
+            type="button"
+            className="jp-Button jp-mod-styled jp-mod-accept jp-AAEPPanel-continue"
+            aria-disabled={disabled}
+            aria-describedby={continueHintId}
+            aria-keyshortcuts={props.continueShortcut}
+            onClick={() => !disabled && props.onContinue?.()}
+          >
+            {trans.__('Continue')}
+          </button>
+        )}
+        {supports.continue && props.canContinue && (
+          <span id={continueHintId} className="jp-sr-only">
+            {trans.__('The last request was interrupted; Continue asks the agent to pick up where it stopped.')}
+          </span>
+        )}
         {supports.revert && (
           <button
             type="button"

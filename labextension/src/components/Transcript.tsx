@@ -7,9 +7,9 @@
  */
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { TranslationBundle } from '@jupyterlab/translation';
-import React, { useEffect, useLayoutEffect, useRef } from 'react';
+import React, { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 
-import { ChatModel, TranscriptItem } from '../model';
+import { ChatModel, TranscriptItem, collapsePoint } from '../model';
 import { ClarificationCard } from './ClarificationCard';
 import { ConfirmationCard, IRequestShortcuts } from './ConfirmationCard';
 import { Markdown } from './Markdown';
@@ -26,6 +26,29 @@ export interface ITranscriptProps {
   onAnswer: (item: TranscriptItem, response: string | boolean | number) => void;
 }
 
+/** What every entry needs beside its item; stable across renders. */
+interface IEntryContext {
+  rendermime: IRenderMimeRegistry;
+  trans: TranslationBundle;
+  shortcuts?: IRequestShortcuts;
+  /** The latest props, so callbacks can change without re-rendering entries. */
+  latest: { current: ITranscriptProps };
+}
+
+/**
+ * One transcript entry. Memoised on the item and its version: when an event
+ * arrives, only the entries it changed render again.
+ */
+const Entry = React.memo(
+  function Entry(props: { item: TranscriptItem; version: number; context: IEntryContext }): JSX.Element {
+    const { item, context } = props;
+    return (
+      <div className="jp-AAEPPanel-entry">{renderItem(item, context)}</div>
+    );
+  },
+  (a, b) => a.item === b.item && a.version === b.version && a.context === b.context
+);
+
 /** Distance from the bottom (px) under which new content keeps the view pinned. */
 const PIN_THRESHOLD = 48;
 
@@ -40,6 +63,20 @@ export function Transcript(props: ITranscriptProps): JSX.Element {
   /** Where the panel itself last scrolled to (its own scrolls keep the view pinned). */
   const placed = useRef<number | null>(null);
   const items = model.items;
+  const [showAll, setShowAll] = useState(false);
+  const latest = useRef(props);
+  latest.current = props;
+  const shortcuts = props.shortcuts;
+  const context = useMemo<IEntryContext>(
+    () => ({ rendermime, trans, shortcuts, latest }),
+    // The shortcuts object is rebuilt by the parent on every render: compare its keys.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    [rendermime, trans, shortcuts?.approve, shortcuts?.reject, shortcuts?.approveAria, shortcuts?.rejectAria]
+  );
+  // A new chat starts collapsed again.
+  useEffect(() => setShowAll(false), [model]);
+  const { start, hiddenTurns } = showAll ? { start: 0, hiddenTurns: 0 } : collapsePoint(items);
+  const shown = start > 0 ? items.slice(start) : items;
 
   useLayoutEffect(() => {
     const el = node.current;
@@ -90,10 +127,25 @@ export function Transcript(props: ITranscriptProps): JSX.Element {
           )}
         </p>
       )}
-      {items.map(item => (
-        <div key={item.id} className="jp-AAEPPanel-entry">
-          {renderItem(item, props, rendermime, trans)}
-        </div>
+      {hiddenTurns > 0 && (
+        <button
+          type="button"
+          className="jp-Button jp-mod-styled jp-AAEPPanel-showEarlier"
+          onClick={() => {
+            pinned.current = false;
+            setShowAll(true);
+            // The button goes away: keep the focus in the transcript, at its top.
+            node.current?.focus();
+            if (node.current) {
+              node.current.scrollTop = 0;
+            }
+          }}
+        >
+          {trans._n('Show 1 earlier turn', 'Show %1 earlier turns', hiddenTurns)}
+        </button>
+      )}
+      {shown.map(item => (
+        <Entry key={item.id} item={item} version={model.version(item.id)} context={context} />
       ))}
       </div>
     </div>
@@ -117,12 +169,8 @@ function pinToEnd(el: HTMLElement): number {
   return el.scrollTop;
 }
 
-function renderItem(
-  item: TranscriptItem,
-  props: ITranscriptProps,
-  rendermime: IRenderMimeRegistry,
-  trans: TranslationBundle
-): JSX.Element | null {
+function renderItem(item: TranscriptItem, context: IEntryContext): JSX.Element | null {
+  const { rendermime, trans } = context;
   switch (item.kind) {
     case 'user':
       return <UserMessage item={item} trans={trans} />;
@@ -143,10 +191,21 @@ function renderItem(
       return item.done ? null : <ProgressStep item={item} trans={trans} />;
     case 'confirmation':
       return (
-        <ConfirmationCard item={item} trans={trans} shortcuts={props.shortcuts} onReply={props.onReply} />
+        <ConfirmationCard
+          item={item}
+          trans={trans}
+          shortcuts={context.shortcuts}
+          onReply={(i, decision) => context.latest.current.onReply(i, decision)}
+        />
       );
     case 'clarification':
-      return <ClarificationCard item={item} trans={trans} onAnswer={props.onAnswer} />;
+      return (
+        <ClarificationCard
+          item={item}
+          trans={trans}
+          onAnswer={(i, response) => context.latest.current.onAnswer(i, response)}
+        />
+      );
     case 'handoff':
       return <HandoffCard item={item} trans={trans} />;
     case 'notice':

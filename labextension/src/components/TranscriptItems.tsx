@@ -32,7 +32,7 @@ export function UserMessage(props: { item: Of<'user'>; trans: TranslationBundle 
       data-session-id={item.sessionId}
     >
       <p className="jp-AAEPMessage-author">
-        {item.steering ? trans.__('You (guidance)') : trans.__('You')}
+        {item.steering ? trans.__('You (steering):') : trans.__('You')}
         {item.unsent && ` ${trans.__('(not sent)')}`}
       </p>
       <p className="jp-AAEPMessage-text">{item.text}</p>
@@ -134,9 +134,13 @@ export function HandoffCard(props: { item: Of<'handoff'>; trans: TranslationBund
 /** End of a session, an error, or a local notice. */
 export function Notice(props: { item: Of<'notice'>; trans: TranslationBundle }): JSX.Element {
   const { item, trans } = props;
+  const failed = item.variant === 'completed' ? item.failedSteps ?? 0 : 0;
   const prefix = {
     started: trans.__('Started:'),
-    completed: trans.__('Finished:'),
+    completed:
+      failed > 0
+        ? trans._n('Finished, 1 step failed:', 'Finished, %1 steps failed:', failed)
+        : trans.__('Finished:'),
     errored: trans.__('Error:'),
     cancelled: trans.__('Stopped:'),
     // The server's summary already says "Undid the agent's changes…".
@@ -146,7 +150,7 @@ export function Notice(props: { item: Of<'notice'>; trans: TranslationBundle }):
   }[item.variant];
   // Producers often start the summary with the same word ("Finished: …").
   const word = prefix.replace(/:$/, '').toLowerCase();
-  const showPrefix = !!prefix && !item.text.toLowerCase().startsWith(word);
+  const showPrefix = !!prefix && (failed > 0 || !item.text.toLowerCase().startsWith(word));
   return (
     <div className={`jp-AAEPNotice jp-mod-${item.variant}`}>
       <p>

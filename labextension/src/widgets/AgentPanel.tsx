@@ -8,14 +8,15 @@ import { CommandRegistry } from '@lumino/commands';
 import { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
 import { Panel } from '@lumino/widgets';
-import React from 'react';
+import React, { useState } from 'react';
 
+import { ChatList } from '../components/ChatList';
 import { Composer } from '../components/Composer';
 import { useSignals } from '../components/hooks';
 import { RunControls } from '../components/RunControls';
 import { Transcript } from '../components/Transcript';
 import { ChatController } from '../controller';
-import { TranscriptItem } from '../model';
+import { ChatModel, TranscriptItem, compactCount, dollars, totalTokens } from '../model';
 import { ariaShortcut, shortcutLabel } from '../shortcuts';
 
 /** The panel's icon: a speech bubble with a sound wave. */
@@ -33,6 +34,45 @@ interface IAgentViewProps {
   rendermime: IRenderMimeRegistry;
   commands: CommandRegistry;
   trans: TranslationBundle;
+}
+
+/**
+ * What the agent is doing, in a few words for the status line: the run
+ * status, refined by the agent's own state when it has a known name.
+ */
+export function stateLabel(model: ChatModel, trans: TranslationBundle): string {
+  if (model.status === 'idle') {
+    return trans.__('Idle');
+  }
+  if (model.status === 'paused') {
+    return trans.__('Paused');
+  }
+  const known: Record<string, string> = {
+    thinking: trans.__('Thinking'),
+    calling_tool: trans.__('Running a tool'),
+    writing_output: trans.__('Writing'),
+    awaiting_input: trans.__('Waiting for you'),
+    deciding: trans.__('Deciding'),
+    compacting_context: trans.__('Summarising earlier context'),
+    paused: trans.__('Paused')
+  };
+  return known[model.agentState] ?? trans.__('Working');
+}
+
+/** The compact usage meter ("12.3k tokens · ≈ $0.04"), or '' without figures. */
+export function usageMeter(model: ChatModel, trans: TranslationBundle): string {
+  const usage = model.usage;
+  if (!usage) {
+    return '';
+  }
+  return trans.__('%1 tokens · ≈ %2', compactCount(totalTokens(usage)), dollars(usage.costUsd));
+}
+
+/** Focus an element of the panel once React has rendered. */
+function focusSoon(selector: string): void {
+  requestAnimationFrame(() =>
+    requestAnimationFrame(() => document.querySelector<HTMLElement>(`.jp-AAEPPanel ${selector}`)?.focus())
+  );
 }
 
 /** Base name of a path, for display. */
@@ -57,14 +97,15 @@ function AgentView(props: IAgentViewProps): JSX.Element {
     rejectAria: ariaShortcut(commands, 'jupyter-aaep:reject')
   };
   const jumpKey = shortcutLabel(commands, 'jupyter-aaep:jump-to-confirmation');
+  const [chatsOpen, setChatsOpen] = useState(false);
+  // The "show chats" command opens the list through the controller.
+  useSignals(controller.chatListRequested);
+  if (controller.takeChatListRequest() && !chatsOpen) {
+    setChatsOpen(true);
+  }
 
-  const statusText = model
-    ? {
-        idle: trans.__('Idle'),
-        running: trans.__('Working'),
-        paused: trans.__('Paused')
-      }[model.status]
-    : '';
+  const statusText = model ? stateLabel(model, trans) : '';
+  const meter = model ? usageMeter(model, trans) : '';
   const connectionText = model
     ? {
         connecting: trans.__('connecting…'),
@@ -106,6 +147,35 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             </>
           )}
         </p>
+        {model && meter && (
+          <p
+            className="jp-AAEPPanel-usage"
+            title={trans.__('Estimated token usage and cost of this chat, updated when a request ends.')}
+          >
+            {meter}
+          </p>
+        )}
+        {model && controller.notebookPath && (
+          <ChatList
+            trans={trans}
+            currentChatId={model.chatId}
+            currentState={{ status: model.status, canContinue: model.canContinue }}
+            open={chatsOpen}
+            onOpenChange={setChatsOpen}
+            listChats={before => controller.listChats(before)}
+            onSwitch={chatId => {
+              void controller.switchChat(chatId).then(() => focusSoon('.jp-AAEPComposer-input'));
+            }}
+            onNewChat={() => {
+              setChatsOpen(false);
+              void controller.newChat().then(() => focusSoon('.jp-AAEPComposer-input'));
+            }}
+            announce={text => controller.announce(text)}
+            listShortcut={ariaShortcut(commands, 'jupyter-aaep:show-chats')}
+            newShortcut={ariaShortcut(commands, 'jupyter-aaep:new-chat')}
+            disabled={!connected}
+          />
+        )}
       </div>
       {controller.notebookPath === null && (
         <p className="jp-AAEPPanel-placeholder">
@@ -161,6 +231,14 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             undoing={model.reverting}
             undoError={model.revertError}
             undoShortcut={ariaShortcut(commands, 'jupyter-aaep:undo-changes')}
+            pauseShortcut={ariaShortcut(commands, 'jupyter-aaep:toggle-pause')}
+            canContinue={model.canContinue}
+            continueShortcut={ariaShortcut(commands, 'jupyter-aaep:continue')}
+            onContinue={() => {
+              // The button goes away: the focus moves to the message box (now the steer box).
+              void controller.continueChat();
+              focusSoon('.jp-AAEPComposer-input');
+            }}
             disabled={!connected}
             onControl={action => void controller.control(action)}
             onUndo={() => void controller.revert()}
@@ -170,6 +248,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             trans={trans}
             running={model.isRunning}
             acceptsGuidance={model.supports.guidance}
+            paused={model.status === 'paused'}
             disabled={!connected}
             onSend={text => controller.sendText(text)}
           />

@@ -1,0 +1,69 @@
+"""Small pieces of the agent loop's text and request shaping, kept apart so loop.py reads as the loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+
+from .control import STOPPED_NOTE, RunControl
+
+
+def stopped_note(control: RunControl) -> str:
+    """What the model reads at the end of a stopped request, so it does not pick it up again."""
+    if control.reason == "superseded_by_new_request":
+        return "[Stopped: the user sent a new request instead. Do not continue the stopped one.]"
+    if control.cancelled_by == "user":
+        return STOPPED_NOTE
+    if control.cancelled_by == "system":
+        return "[Stopped by the server before finishing.]"
+    return "[Stopped before finishing.]"
+
+
+def with_moving_breakpoint(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages with a cache breakpoint on the last block (a copy; the history is untouched).
+
+    With the system prompt's and the tool list's breakpoints that makes three of the four
+    allowed. The service finds the previous request's breakpoint within its look-back, so each
+    request reads everything up to the previous one from the cache and writes only what is new.
+    """
+    if not history:
+        return history
+    last = history[-1]
+    content = last["content"]
+    blocks: list[dict[str, Any]]
+    if isinstance(content, str):
+        blocks = [{"type": "text", "text": content}] if content else []
+    else:
+        blocks = list(content)
+    if not blocks or blocks[-1].get("type") in ("thinking", "redacted_thinking"):
+        return history
+    blocks[-1] = {**blocks[-1], "cache_control": {"type": "ephemeral"}}
+    return [*history[:-1], {**last, "content": blocks}]
+
+
+def error_text(error: anthropic.APIStatusError) -> str:
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error")
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+    return str(error)
+
+
+def tool_phrase(labels: list[str]) -> str:
+    if not labels:
+        return ""
+    unique = list(dict.fromkeys(labels))
+    shown = ", ".join(unique[:5]) + (" and more" if len(unique) > 5 else "")
+    count = len(labels)
+    return f"Used {count} tool{'s' if count != 1 else ''}: {shown}."
+
+
+def seconds(ms: int) -> str:
+    return f"{ms / 1000:.1f} seconds"
+
+
+def clip(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -1,0 +1,254 @@
+"""What the runner stores, when, and how a stored chat comes back (see :mod:`.store`).
+
+Kept apart from ``runner.py`` so the runner only calls a few hooks: every event a chat's
+emitter publishes is queued for the store by a subscriber, the model history is saved at
+each model turn (on the ``thinking`` state change, when it grew) and when a session ends,
+and sessions a stopped server left running are closed as ``session.errored`` at start-up.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..aaep.clock import ms_to_timestamp, utc_now_ms
+from ..aaep.emitter import Emitter, Event
+from ..aaep.events import OutputStreaming, SessionErrored, Summary, ToolCompleted
+from ..aaep.session import Producer, Session
+from .history import close_open_tool_uses
+from .store import ChatStore, StoredChat
+
+if TYPE_CHECKING:
+    from .runner import Chat
+
+log = logging.getLogger(__name__)
+
+RESTART_CODE = "SERVER_RESTARTED"
+RESTART_HINT = "Choose Continue to pick up where the agent stopped."
+CONTINUE_TEXT = ("[The Jupyter server stopped while you were working on my previous request; this is an "
+                 "automatic message.] Continue that request from where you stopped. Check the notebook's "
+                 "current state first: your last step may or may not have been applied.")
+CONTINUE_AFTER_ERROR = ("[The previous request ended with an error; this is an automatic message.] Continue that "
+                        "request from where you stopped.")
+
+
+def now_iso() -> str:
+    return ms_to_timestamp(utc_now_ms())
+
+
+class Discard(Emitter):
+    """Publishes nothing: a session cut short by a server shutdown, whose end the next start records."""
+
+    def publish(self, event: Event) -> None:
+        return None
+
+
+@dataclass
+class StoredSnapshot:
+    """An undo snapshot read back from the store (the notebook service only needs ``cells``)."""
+
+    path: str
+    cells: tuple[dict[str, Any], ...]
+    taken_at: float = 0.0
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+
+def snapshot_json(snapshot: Any) -> dict[str, Any]:
+    return {"path": getattr(snapshot, "path", ""), "cells": list(getattr(snapshot, "cells", ())),
+            "taken_at": getattr(snapshot, "taken_at", 0.0)}
+
+
+@dataclass
+class _Writer:
+    """Subscribed to one chat's emitter: queues each event and the history at turn boundaries."""
+
+    persistence: ChatPersistence
+    chat: Chat
+    saved_length: int = -1
+    active: bool = True
+
+    def deliver(self, event: Event) -> None:
+        if not self.active:
+            return
+        store = self.persistence.store
+        chat = self.chat
+        store.append_event(chat.chat_id, event)
+        kind = event.get("type")
+        if kind == "aaep:agent.session.started":
+            store.session_started(chat.chat_id, str(event["session_id"]), str(event.get("timestamp")))
+        elif kind == "aaep:agent.state.changed" and event.get("to_state") == "thinking":
+            self.save_history()
+
+    def save_history(self) -> None:
+        """At a turn boundary: the previous turn's results are in the history now."""
+        chat = self.chat
+        if len(chat.history) != self.saved_length:
+            self.saved_length = len(chat.history)
+            chat.updated = now_iso()
+            self.persistence.store.save_history(chat.chat_id, chat.history, updated=chat.updated)
+
+
+class ChatPersistence:
+    """The runner's link to a :class:`ChatStore`."""
+
+    def __init__(self, store: ChatStore, *, file_id: Callable[[str], str | None] | None = None) -> None:
+        self.store = store
+        self.file_id = file_id or (lambda _path: None)
+        self._writers: dict[str, _Writer] = {}
+
+    @property
+    def ok(self) -> bool:
+        return self.store.ok
+
+    # -- chats -------------------------------------------------------------------------------------
+    def record(self, chat: Chat) -> StoredChat:
+        return StoredChat(chat_id=chat.chat_id, notebook_path=chat.notebook_path, file_id=chat.file_id,
+                          title=chat.title, created=chat.created, updated=chat.updated,
+                          approval_mode=chat.approval.mode, can_continue=chat.can_continue)
+
+    def created(self, chat: Chat) -> None:
+        if chat.notebook_path:
+            chat.file_id = self._file_id(chat.notebook_path)
+        self.store.save_chat(self.record(chat))
+        self.watch(chat)
+
+    def file_id_of(self, path: str) -> str | None:
+        return self._file_id(path)
+
+    def _file_id(self, path: str) -> str | None:
+        try:
+            return self.file_id(path)
+        except Exception as error:  # noqa: BLE001 - no file id yet; the path alone still works
+            log.debug("no file id for %s: %s", path, error)
+            return None
+
+    def changed(self, chat: Chat) -> None:
+        """Title, approval mode or ``can_continue`` changed."""
+        chat.updated = now_iso()
+        self.store.save_chat(self.record(chat))
+
+    def watch(self, chat: Chat) -> None:
+        writer = _Writer(self, chat, saved_length=len(chat.history))
+        self._writers[chat.chat_id] = writer
+        chat.emitter.subscribe(writer)
+
+    def forget(self, chat: Chat) -> None:
+        """The chat leaves memory (evicted); its writer stops."""
+        writer = self._writers.pop(chat.chat_id, None)
+        if writer is not None:
+            writer.active = False
+
+    def session_ended(self, chat: Chat, session: Session, usage: dict[str, Any] | None) -> None:
+        """Save the history and the session's outcome once it has closed (or was cut short)."""
+        writer = self._writers.get(chat.chat_id)
+        if writer is not None and not writer.active:
+            return
+        chat.updated = now_iso()
+        self.store.save_history(chat.chat_id, chat.history, updated=chat.updated)
+        if writer is not None:
+            writer.saved_length = len(chat.history)
+        terminal = session.terminal_event
+        status = str(terminal["type"]).rsplit(".", 1)[-1] if terminal else "errored"
+        self.store.session_ended(session.id, status, chat.updated, terminal, usage)
+        self.store.save_chat(self.record(chat))
+
+    def snapshot_taken(self, chat: Chat, session_id: str, snapshot: Any) -> None:
+        self.store.save_snapshot(chat.chat_id, session_id, snapshot_json(snapshot))
+
+    def snapshots_dropped(self, chat: Chat, session_ids: list[str]) -> None:
+        self.store.drop_snapshots(chat.chat_id, session_ids)
+
+    def freeze(self, chat: Chat) -> None:
+        """Server shutdown with a session running: store the history as it is and stop writing,
+        so the session stays open in the store and the next start closes it as errored."""
+        writer = self._writers.get(chat.chat_id)
+        if writer is not None:
+            writer.save_history()
+            writer.active = False
+
+    # -- loading -----------------------------------------------------------------------------------
+    def load(self, chat_id: str, make: Callable[[StoredChat, Emitter], Chat], history_limit: int) -> Chat | None:
+        """The stored chat with its history, recent events (for replay) and undo snapshots."""
+        stored = self.store.load_chat(chat_id)
+        if stored is None:
+            return None
+        emitter = Emitter(history_limit=history_limit)
+        emitter.restore_history(self.store.events(chat_id, last=history_limit))
+        chat = make(stored, emitter)
+        chat.snapshots.update({sid: StoredSnapshot(body.get("path", ""), tuple(body.get("cells", ())),
+                                                   float(body.get("taken_at", 0.0)))
+                               for sid, body in self.store.snapshots(chat_id).items()})
+        self.watch(chat)
+        return chat
+
+    # -- recovery ----------------------------------------------------------------------------------
+    def recover(self, producer: Producer) -> list[str]:
+        """Close every session a stopped server left running, as ``session.errored``
+        (transient, recoverable), in its chat's stored event log; returns their ids."""
+        closed = []
+        for stored in self.store.running_sessions():
+            last = self.store.last_session_event(stored.session_id)
+            if last is None:  # nothing of it was published: there is nothing to close
+                self.store.session_ended(stored.session_id, "errored", now_iso(), None, None)
+                continue
+            session = Session(Emitter(), producer, session_id=stored.session_id)
+            session.restore(state=self.store.session_states(stored.session_id),
+                            next_sequence=int(last.get("sequence_number", -1)) + 1)
+            closing = _close_open_work(session, self.store.session_events(stored.session_id))
+            message = "The Jupyter server stopped while the agent was working on this request."
+            event = session.emit(SessionErrored(
+                error_category="transient", error_code=RESTART_CODE, recoverable=True, remediation_hint=RESTART_HINT,
+                summary=Summary(normal=f"{message} {RESTART_HINT}", terse="Interrupted by a server restart.",
+                                detailed=f"{message} The work done until then is kept. {RESTART_HINT}"),
+            ))
+            for done in [*closing, event]:
+                self.store.append_event(stored.chat_id, done)
+            self.store.session_ended(stored.session_id, "errored", now_iso(), event, None)
+            chat = self.store.load_chat(stored.chat_id)
+            if chat is not None:
+                close_open_tool_uses(chat.history, "The server stopped before this tool's result was recorded.")
+                chat.can_continue = True
+                chat.updated = now_iso()
+                self.store.save_chat(chat)
+                self.store.save_history(chat.chat_id, chat.history, updated=chat.updated)
+            closed.append(stored.session_id)
+            log.warning("AAEP: session %s of chat %s was running when the server stopped; it is closed as "
+                        "errored and can be continued.", stored.session_id, stored.chat_id)
+        self.store.flush()
+        return closed
+
+
+def _close_open_work(session: Session, events: list[Event]) -> list[Event]:
+    """Finish what the stopped session left open (an output, tool calls), so its stream stays
+    well-formed: every output completed and every invocation answered before the end."""
+    outputs: dict[str, tuple[int, bool]] = {}
+    tools: dict[str, str] = {}
+    for event in events:
+        kind = str(event.get("type", "")).removeprefix("aaep:agent.")
+        if kind == "output.streaming":
+            end = int(event.get("position", 0)) + len(str(event.get("chunk", "")))
+            outputs[str(event.get("output_id") or "")] = (end, bool(event.get("complete")))
+        elif kind == "tool.invoked" and event.get("tool_call_id"):
+            tools[str(event["tool_call_id"])] = str(event.get("tool"))
+        elif kind == "tool.completed":
+            tools.pop(str(event.get("tool_call_id")), None)
+    closing: list[Event] = []
+    for output_id, (end, complete) in outputs.items():
+        if not complete:
+            closing.append(session.emit(OutputStreaming(chunk="", position=end, complete=True,
+                                                        output_id=output_id or None)))
+    if tools:
+        changed = session.change_state("calling_tool")
+        if changed is not None:
+            closing.append(changed)
+    for call_id, tool in tools.items():
+        closing.append(session.emit(ToolCompleted(
+            tool=tool, status="error", tool_call_id=call_id, duration_ms=0,
+            error_message="The server stopped while this tool ran; whether it finished is unknown.",
+            summary=Summary(normal=f"{tool} was interrupted by a server restart.", terse="Interrupted."),
+        )))
+    return closing

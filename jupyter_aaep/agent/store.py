@@ -1,0 +1,409 @@
+"""Chats, their model history, sessions, events and undo snapshots in SQLite.
+
+Why this shape:
+
+- one writer thread owns the writing connection and drains a queue, committing whatever
+  piled up in one transaction, so the event loop only ever appends to a queue (no disk I/O,
+  no lock held across an ``await``) and a burst of events costs one commit;
+- reads (listing chats, loading one on demand, recovery at start-up) use a second connection
+  on the caller's thread: WAL lets them run beside the writer;
+- a failing disk (read-only file, disk full) never stops the agent: the first failure is
+  logged once and reported through ``on_failure``, later writes are dropped, and what was
+  already stored stays as it was (every batch is one transaction, rolled back on error).
+
+Standard library only: no Jupyter, tornado or anthropic imports.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS chats (
+    chat_id TEXT PRIMARY KEY,
+    notebook_path TEXT,
+    file_id TEXT,
+    title TEXT NOT NULL DEFAULT '',
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL,
+    approval_mode TEXT NOT NULL DEFAULT 'ask',
+    history TEXT NOT NULL DEFAULT '[]',
+    can_continue INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS chats_by_update ON chats (updated DESC, chat_id DESC);
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    chat_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    started TEXT,
+    ended TEXT,
+    terminal TEXT,
+    usage TEXT
+);
+CREATE INDEX IF NOT EXISTS sessions_by_chat ON sessions (chat_id);
+CREATE TABLE IF NOT EXISTS events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    chat_id TEXT NOT NULL,
+    event_id TEXT,
+    session_id TEXT,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_chat ON events (chat_id, seq);
+CREATE INDEX IF NOT EXISTS events_by_id ON events (event_id);
+CREATE TABLE IF NOT EXISTS snapshots (
+    chat_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (chat_id, session_id)
+);
+"""
+
+Connect = Callable[[str], sqlite3.Connection]
+Write = Callable[[sqlite3.Connection], object]
+
+
+@dataclass
+class StoredChat:
+    """One chat as stored: enough to describe it without loading its events."""
+
+    chat_id: str
+    notebook_path: str | None
+    file_id: str | None
+    title: str
+    created: str
+    updated: str
+    approval_mode: str
+    can_continue: bool
+    history: list[dict[str, Any]] = field(default_factory=list)
+    last_session_id: str | None = None
+    snapshot_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StoredSession:
+    session_id: str
+    chat_id: str
+    status: str
+    started: str | None
+    ended: str | None
+
+
+def encode_cursor(updated: str, chat_id: str) -> str:
+    """An opaque ``before`` cursor for the chat list (newest first)."""
+    return base64.urlsafe_b64encode(json.dumps([updated, chat_id]).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[str, str]:
+    """The (updated, chat_id) a cursor stands for; ``ValueError`` for anything else."""
+    try:
+        updated, chat_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        return str(updated), str(chat_id)
+    except Exception as error:
+        raise ValueError("The 'before' cursor is not one this server handed out; use the 'next' value "
+                         "of the previous page.") from error
+
+
+def _default_connect(path: str) -> sqlite3.Connection:
+    return sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=5.0)
+
+
+class ChatStore:
+    """Durable storage of chats; see the module docstring for the threading model.
+
+    Parameters
+    ----------
+    path
+        The database file (its folder is created), or ``":memory:"`` (kept in this process only).
+    on_failure
+        Called once, from the writer thread, with a sentence saying why storing stopped.
+    connect
+        Opens a connection (tests pass one that fails, to play a full or read-only disk).
+    """
+
+    def __init__(self, path: str, *, on_failure: Callable[[str], None] | None = None,
+                 connect: Connect = _default_connect) -> None:
+        self.path = path
+        self.durable = path != ":memory:"
+        """Whether what is stored outlives this process (a file, not ``:memory:``)."""
+        self.on_failure = on_failure
+        self.failure: str | None = None
+        self._connect = connect
+        self._queue: queue.Queue[Write | threading.Event | None] = queue.Queue()
+        self._read_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        memory = path == ":memory:"
+        if memory:  # one connection for both, taking turns (an in-memory database is per connection)
+            self._write_lock = self._read_lock
+        elif os.path.dirname(path):
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        self._writer: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        try:
+            self._writer = self._connect(self.path)
+            if not memory:
+                self._writer.execute("PRAGMA journal_mode=WAL")
+                self._writer.execute("PRAGMA synchronous=NORMAL")
+            self._writer.executescript(_SCHEMA)
+            self._writer.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.Error as error:
+            self._fail(f"The chat database {path} cannot be written ({error})")
+        try:
+            self._reader = self._writer if memory and self._writer is not None else self._connect(self.path)
+            self._reader.execute("SELECT 1 FROM chats LIMIT 1")
+        except sqlite3.Error as error:
+            self._reader = None
+            self._fail(f"The chat database {path} cannot be read ({error})")
+        self._thread = threading.Thread(target=self._drain, name="aaep-chat-store", daemon=True)
+        self._thread.start()
+
+    # -- failure -------------------------------------------------------------------------------
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    def _fail(self, reason: str) -> None:
+        if self.failure is not None:
+            return
+        self.failure = (f"{reason}. Chats keep working in memory, but new messages and events are not "
+                        "saved and will be lost when the server stops; free disk space or fix the "
+                        "file's permissions, then restart Jupyter.")
+        log.warning("AAEP chat store: %s", self.failure)
+        if self.on_failure is not None:
+            try:
+                self.on_failure(self.failure)
+            except Exception:  # pragma: no cover - announcing must not kill the writer
+                log.exception("announcing the chat store failure failed")
+
+    # -- the writer ------------------------------------------------------------------------------
+    def _submit(self, write: Write) -> None:
+        if self.failure is None:
+            self._queue.put(write)
+
+    def _drain(self) -> None:
+        while True:
+            first = self._queue.get()
+            batch = [first]
+            while True:  # everything that piled up goes in the same transaction
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            stop = None in batch
+            self._commit([w for w in batch if w is not None and not isinstance(w, threading.Event)])
+            for item in batch:  # flush() waits for these: set only once the batch is committed
+                if isinstance(item, threading.Event):
+                    item.set()
+            if stop:
+                return
+
+    def _commit(self, writes: list[Write]) -> None:
+        conn = self._writer
+        if not writes or conn is None or self.failure is not None:
+            return
+        with self._write_lock:
+            self._transaction(conn, writes)
+
+    def _transaction(self, conn: sqlite3.Connection, writes: list[Write]) -> None:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for write in writes:
+                write(conn)
+            conn.execute("COMMIT")
+        except sqlite3.Error as error:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            self._fail(f"Saving to the chat database {self.path} failed ({error})")
+        except Exception:  # a bug in one write must not lose the batch's other writes silently
+            log.exception("AAEP chat store: a write failed")
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until everything queued so far is written (or dropped); False on timeout."""
+        if self.failure is not None or not self._thread.is_alive():
+            return True
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout)
+
+    def close(self) -> None:
+        """Write what is queued, then close both connections."""
+        self._queue.put(None)
+        self._thread.join(30)
+        for conn in {id(c): c for c in (self._writer, self._reader)}.values():
+            if conn is not None:
+                try:
+                    conn.close()
+                except sqlite3.Error:  # pragma: no cover
+                    pass
+        self._writer = self._reader = None
+
+    # -- writes (never block: they are queued) -----------------------------------------------------
+    def save_chat(self, chat: StoredChat) -> None:
+        row = (chat.chat_id, chat.notebook_path, chat.file_id, chat.title, chat.created, chat.updated,
+               chat.approval_mode, int(chat.can_continue))
+        self._submit(lambda c: c.execute(
+            "INSERT INTO chats (chat_id, notebook_path, file_id, title, created, updated, approval_mode, can_continue)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(chat_id) DO UPDATE SET notebook_path=excluded.notebook_path,"
+            " file_id=excluded.file_id, title=excluded.title, updated=excluded.updated,"
+            " approval_mode=excluded.approval_mode, can_continue=excluded.can_continue", row))
+
+    def save_history(self, chat_id: str, history: list[dict[str, Any]], *, updated: str) -> None:
+        """Store the model history; serialised now, since the loop goes on changing the list."""
+        text = json.dumps(history, ensure_ascii=False)
+        self._submit(lambda c: c.execute("UPDATE chats SET history=?, updated=? WHERE chat_id=?",
+                                         (text, updated, chat_id)))
+
+    def append_event(self, chat_id: str, event: dict[str, Any]) -> None:
+        """Queue one published event; it is serialised on the writer thread (events are not
+        changed after publishing)."""
+        def write(c: sqlite3.Connection) -> None:
+            c.execute("INSERT INTO events (chat_id, event_id, session_id, body) VALUES (?, ?, ?, ?)",
+                      (chat_id, event.get("event_id"), event.get("session_id"), json.dumps(event, ensure_ascii=False)))
+        self._submit(write)
+
+    def session_started(self, chat_id: str, session_id: str, started: str) -> None:
+        self._submit(lambda c: c.execute(
+            "INSERT OR IGNORE INTO sessions (session_id, chat_id, status, started) VALUES (?, ?, 'running', ?)",
+            (session_id, chat_id, started)))
+
+    def session_ended(self, session_id: str, status: str, ended: str, terminal: dict[str, Any] | None,
+                      usage: dict[str, Any] | None) -> None:
+        terminal_text = json.dumps(terminal) if terminal is not None else None
+        usage_text = json.dumps(usage) if usage is not None else None
+        self._submit(lambda c: c.execute(
+            "UPDATE sessions SET status=?, ended=?, terminal=COALESCE(?, terminal), usage=COALESCE(?, usage)"
+            " WHERE session_id=?", (status, ended, terminal_text, usage_text, session_id)))
+
+    def save_snapshot(self, chat_id: str, session_id: str, snapshot: dict[str, Any]) -> None:
+        text = json.dumps(snapshot, ensure_ascii=False)
+        self._submit(lambda c: c.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?)",
+                                         (chat_id, session_id, text)))
+
+    def drop_snapshots(self, chat_id: str, session_ids: Iterable[str]) -> None:
+        ids = [(chat_id, s) for s in session_ids]
+        if ids:
+            self._submit(lambda c: c.executemany("DELETE FROM snapshots WHERE chat_id=? AND session_id=?", ids))
+
+    # -- reads (synchronous, on the caller's thread) -------------------------------------------------
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self._reader is None:
+            return []
+        with self._read_lock:
+            try:
+                return list(self._reader.execute(sql, params))
+            except sqlite3.Error as error:
+                log.warning("AAEP chat store: reading failed (%s); stored chats are not shown", error)
+                return []
+
+    _CHAT_COLUMNS = "chat_id, notebook_path, file_id, title, created, updated, approval_mode, can_continue"
+
+    def _chat(self, row: tuple[Any, ...]) -> StoredChat:
+        return StoredChat(chat_id=row[0], notebook_path=row[1], file_id=row[2], title=row[3], created=row[4],
+                          updated=row[5], approval_mode=row[6], can_continue=bool(row[7]))
+
+    def list_chats(self, *, notebook_path: str | None = None, file_id: str | None = None,
+                   before: tuple[str, str] | None = None, limit: int = 20) -> list[StoredChat]:
+        """Chats newest first (by last update); with *file_id*, chats of that file under any path."""
+        where: list[str] = []
+        params: list[Any] = []
+        if notebook_path is not None:
+            if file_id is not None:
+                where.append("(file_id = ? OR notebook_path = ?)")
+                params += [file_id, notebook_path]
+            else:
+                where.append("notebook_path = ?")
+                params.append(notebook_path)
+        if before is not None:
+            where.append("(updated < ? OR (updated = ? AND chat_id < ?))")
+            params += [before[0], before[0], before[1]]
+        sql = f"SELECT {self._CHAT_COLUMNS} FROM chats"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY updated DESC, chat_id DESC LIMIT ?"
+        chats = [self._chat(row) for row in self._read(sql, (*params, limit))]
+        for chat in chats:
+            chat.snapshot_ids = self.snapshot_ids(chat.chat_id)
+            last = self._read("SELECT session_id FROM sessions WHERE chat_id=? ORDER BY started DESC LIMIT 1",
+                              (chat.chat_id,))
+            chat.last_session_id = last[0][0] if last else None
+        return chats
+
+    def load_chat(self, chat_id: str) -> StoredChat | None:
+        rows = self._read(f"SELECT {self._CHAT_COLUMNS}, history FROM chats WHERE chat_id=?", (chat_id,))
+        if not rows:
+            return None
+        chat = self._chat(rows[0])
+        chat.history = json.loads(rows[0][8])
+        chat.snapshot_ids = self.snapshot_ids(chat_id)
+        return chat
+
+    def snapshot_ids(self, chat_id: str) -> list[str]:
+        return [r[0] for r in self._read("SELECT session_id FROM snapshots WHERE chat_id=? ORDER BY rowid", (chat_id,))]
+
+    def snapshots(self, chat_id: str) -> dict[str, dict[str, Any]]:
+        rows = self._read("SELECT session_id, body FROM snapshots WHERE chat_id=? ORDER BY rowid", (chat_id,))
+        return {session_id: json.loads(body) for session_id, body in rows}
+
+    def events(self, chat_id: str, *, last: int | None = None) -> list[dict[str, Any]]:
+        """The chat's events in publishing order (only the *last* ones when given)."""
+        if last is None:
+            rows = self._read("SELECT body FROM events WHERE chat_id=? ORDER BY seq", (chat_id,))
+        else:
+            rows = self._read("SELECT body FROM (SELECT seq, body FROM events WHERE chat_id=? ORDER BY seq DESC"
+                              " LIMIT ?) ORDER BY seq", (chat_id, last))
+        return [json.loads(r[0]) for r in rows]
+
+    def events_after(self, chat_id: str, event_id: str) -> list[dict[str, Any]] | None:
+        """Events after *event_id* in its chat; ``None`` when that event is not stored there."""
+        found = self._read("SELECT seq FROM events WHERE chat_id=? AND event_id=?", (chat_id, event_id))
+        if not found:
+            return None
+        rows = self._read("SELECT body FROM events WHERE chat_id=? AND seq>? ORDER BY seq", (chat_id, found[0][0]))
+        return [json.loads(r[0]) for r in rows]
+
+    def running_sessions(self) -> list[StoredSession]:
+        """Sessions that never ended: the server stopped while they ran."""
+        rows = self._read("SELECT session_id, chat_id, status, started, ended FROM sessions WHERE status='running'")
+        return [StoredSession(*row) for row in rows]
+
+    def session_events(self, session_id: str) -> list[dict[str, Any]]:
+        rows = self._read("SELECT body FROM events WHERE session_id=? ORDER BY seq", (session_id,))
+        return [json.loads(r[0]) for r in rows]
+
+    def last_session_event(self, session_id: str) -> dict[str, Any] | None:
+        rows = self._read("SELECT body FROM events WHERE session_id=? ORDER BY seq DESC LIMIT 1", (session_id,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def session_states(self, session_id: str) -> str:
+        """The state a session was last in (from its last ``state.changed``), ``idle`` if none."""
+        for (body,) in self._read("SELECT body FROM events WHERE session_id=? ORDER BY seq DESC", (session_id,)):
+            event = json.loads(body)
+            if event.get("type") == "aaep:agent.state.changed":
+                return str(event.get("to_state"))
+        return "idle"
+
+    def session_usage(self, chat_id: str) -> list[dict[str, Any]]:
+        rows = self._read("SELECT usage FROM sessions WHERE chat_id=? AND usage IS NOT NULL ORDER BY started", (chat_id,))
+        return [json.loads(r[0]) for r in rows]
+
+
+__all__ = ["ChatStore", "StoredChat", "StoredSession", "decode_cursor", "encode_cursor"]

@@ -1,0 +1,355 @@
+"""Chats stored in SQLite: what is saved, how a chat comes back, recovery and a failing disk."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+
+from jupyter_aaep import aaep_tool
+from jupyter_aaep.aaep.check import SequenceChecker
+from jupyter_aaep.agent.conversation_tools import conversation_tools
+from jupyter_aaep.agent.loop import AgentConfig
+from jupyter_aaep.agent.persistence import RESTART_HINT, ChatPersistence
+from jupyter_aaep.agent.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat
+from jupyter_aaep.agent.store import ChatStore, StoredChat, decode_cursor, encode_cursor
+from jupyter_aaep.agent.tools import ToolRegistry
+from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
+
+GATE = asyncio.Event()
+
+
+@aaep_tool(risk_level="low")
+async def slow_step(name: str) -> str:
+    """Wait until the test lets it finish.
+
+    Parameters
+    ----------
+    name : str
+        What the step is called.
+    """
+    await GATE.wait()
+    return f"{name} done"
+
+
+class Rig:
+    """Runners over one database file, as successive server processes would have."""
+
+    def __init__(self, fake: FakeAnthropic, path: Path) -> None:
+        self.fake = fake
+        self.path = path
+        self.clients: list[anthropic.AsyncAnthropic] = []
+        self.stores: list[ChatStore] = []
+
+    def runner(self, *, store: ChatStore | None = None, recover: bool = True) -> ChatRunner:
+        for earlier in self.stores:  # what the previous "process" queued is on disk, as after its stop
+            assert earlier.flush()
+        store = store or ChatStore(str(self.path))
+        self.stores.append(store)
+
+        def client() -> anthropic.AsyncAnthropic:
+            self.clients.append(anthropic.AsyncAnthropic(base_url=self.fake.base_url, api_key=self.fake.api_key,
+                                                         max_retries=0))
+            return self.clients[-1]
+
+        runner = ChatRunner(client_factory=client, config=AgentConfig(model="claude-test"),
+                            registry_factory=lambda chat: ToolRegistry([*conversation_tools(), slow_step]),
+                            persistence=ChatPersistence(store))
+        if recover:
+            runner.persistence.recover(runner.producer)  # type: ignore[union-attr]
+        return runner
+
+    async def close(self) -> None:
+        for client in self.clients:
+            await client.close()
+        for store in self.stores:
+            store.close()
+
+
+@pytest.fixture
+async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
+    GATE.clear()
+    async with FakeAnthropic() as fake:
+        rig = Rig(fake, tmp_path / "aaep" / "chats.sqlite3")
+        yield rig
+        await rig.close()
+        assert fake.problems == []
+
+
+def stored_rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(path) as conn:
+        return list(conn.execute(sql))
+
+
+async def test_a_chat_comes_back_after_a_restart_with_history_events_and_title(rig: Rig) -> None:
+    first = rig.runner()
+    chat = first.create_chat("analysis.ipynb")
+    rig.fake.add(Turn(text="Hi there."), Turn(text="Still here."))
+    first.submit(chat.chat_id, "  hello   world  ")
+    await chat.task  # type: ignore[misc]
+    first.submit(chat.chat_id, "again")
+    await chat.task  # type: ignore[misc]
+    await first.shutdown()
+    assert first.persistence is not None and first.persistence.store.flush()
+    events = chat.emitter.history
+
+    second = rig.runner()
+    assert second.chats() == [], "nothing is loaded until asked for"
+    again = second.get(chat.chat_id)
+    assert again.history == chat.history and len(again.history) == 4
+    assert again.title == "hello world" and again.created == chat.created
+    assert again.emitter.history == events, "every event, in order, for replay"
+    middle = events[3]["event_id"]
+    assert second.replay(chat.chat_id, middle) == events[4:]
+    again.emitter._history.clear()  # older than what memory keeps: the stored log answers
+    assert second.replay(chat.chat_id, middle) == events[4:]
+    again.emitter.restore_history(events)
+    assert [s for (s,) in stored_rows(rig.path, "SELECT status FROM sessions")] == ["completed", "completed"]
+    usage = json.loads(stored_rows(rig.path, "SELECT usage FROM sessions LIMIT 1")[0][0])
+    assert usage["output_tokens"] > 0
+    assert stored_rows(rig.path, "PRAGMA journal_mode")[0][0] == "wal"
+
+    # A follow-up in the reloaded chat has the earlier exchange in its context.
+    rig.fake.add(Turn(text="Yes."))
+    second.submit(chat.chat_id, "do you remember?")
+    await again.task  # type: ignore[misc]
+    assert [m["role"] for m in rig.fake.requests[-1].body["messages"]] == ["user", "assistant"] * 2 + ["user"]
+    await second.shutdown()
+
+
+async def test_chats_are_listed_newest_first_in_pages_and_follow_a_renamed_notebook(rig: Rig) -> None:
+    runner = rig.runner()
+    made = [runner.create_chat("a.ipynb") for _ in range(5)]
+    for index, chat in enumerate(made):
+        chat.updated = f"2026-01-0{index + 1}T00:00:00.000Z"
+        runner.persistence.store.save_chat(runner.persistence.record(chat))  # type: ignore[union-attr]
+    runner.create_chat("b.ipynb")
+    assert runner.persistence is not None and runner.persistence.store.flush()
+    fresh = rig.runner()
+    page, cursor = fresh.page("a.ipynb", limit=2)
+    assert [c.chat_id for c in page] == [made[4].chat_id, made[3].chat_id]
+    assert all(isinstance(c, StoredChat) for c in page), "listing loads nothing"
+    page2, cursor2 = fresh.page("a.ipynb", limit=2, before=cursor)
+    page3, cursor3 = fresh.page("a.ipynb", limit=2, before=cursor2)
+    assert [c.chat_id for c in page2 + page3] == [made[2].chat_id, made[1].chat_id, made[0].chat_id]
+    assert cursor3 is None
+    assert len(fresh.page(None, limit=20)[0]) == 6
+    with pytest.raises(InvalidInput, match="cursor"):
+        fresh.page(None, before="nonsense")
+    assert decode_cursor(encode_cursor("x", "chat_1")) == ("x", "chat_1")
+
+    # The notebook is renamed: its chats are found under the new path through its file id.
+    ids = {"a.ipynb": "file-1", "renamed.ipynb": "file-1"}
+    store = rig.stores[-1]
+    store.save_chat(StoredChat(chat_id="chat_f", notebook_path="a.ipynb", file_id="file-1", title="t",
+                               created="2026-02-01T00:00:00.000Z", updated="2026-02-01T00:00:00.000Z",
+                               approval_mode="ask", can_continue=False))
+    store.flush()
+    fresh.persistence = ChatPersistence(store, file_id=ids.get)
+    found, _ = fresh.page("renamed.ipynb")
+    assert [c.chat_id for c in found] == ["chat_f"] and found[0].notebook_path == "renamed.ipynb"
+
+
+async def test_idle_chats_are_evicted_from_memory_and_loaded_again_on_demand(rig: Rig) -> None:
+    runner = rig.runner()
+    runner.loaded_limit = 2
+    chats = [runner.create_chat(None) for _ in range(3)]
+    assert [c.chat_id for c in runner.chats()] == [chats[1].chat_id, chats[2].chat_id]
+    assert runner.persistence is not None and runner.persistence.store.flush()
+    back = runner.get(chats[0].chat_id)
+    assert back is not chats[0] and back.chat_id == chats[0].chat_id
+    assert chats[1].chat_id not in {c.chat_id for c in runner.chats()}
+    with pytest.raises(UnknownChat):
+        runner.get("chat_unknown")
+
+
+@pytest.mark.open_sessions
+async def test_a_session_cut_by_a_restart_is_closed_as_errored_and_can_be_continued(rig: Rig,
+                                                                                    aaep_event_audit: SequenceChecker) -> None:
+    first = rig.runner()
+    chat = first.create_chat("analysis.ipynb")
+    rig.fake.add(Turn(tool_uses=[ToolUse("slow_step", {"name": "load"})]))
+    session_id = first.submit(chat.chat_id, "load the data")
+    while not any(e.get("type") == "aaep:agent.tool.invoked" for e in chat.emitter.history):
+        await asyncio.sleep(0.01)
+    seen = [e["event_id"] for e in chat.emitter.history]
+    await first.shutdown()  # the server stops mid-tool
+    assert not any(e.get("type") == "aaep:agent.session.cancelled" for e in chat.emitter.history)
+
+    second = rig.runner()  # start-up recovery
+    again = second.get(chat.chat_id)
+    last = again.emitter.history[-1]
+    assert last["type"] == "aaep:agent.session.errored" and last["session_id"] == session_id
+    assert (last["error_code"], last["error_category"], last["recoverable"], last["remediation_hint"]) == (
+        "SERVER_RESTARTED", "transient", True, RESTART_HINT)
+    history = again.emitter.history
+    assert [e["event_id"] for e in history[:len(seen)]] == seen, "nothing lost or duplicated"
+    closing = history[len(seen):]
+    assert [e["type"].removeprefix("aaep:agent.") for e in closing] == ["tool.completed", "session.errored"]
+    assert closing[0]["status"] == "error" and "server stopped" in closing[0]["error_message"]
+    assert second.replay(chat.chat_id, seen[-1]) == closing
+    assert again.describe()["can_continue"] is True
+    assert rig.stores[-1].running_sessions() == []
+    third = rig.runner()  # a second restart closes nothing twice
+    assert third.get(chat.chat_id).emitter.history[-1]["event_id"] == last["event_id"]
+
+    rig.fake.add(Turn(text="Carried on."))
+    new_session = second.continue_chat(chat.chat_id)
+    assert new_session != session_id
+    await again.task  # type: ignore[misc]
+    sent = rig.fake.requests[-1].body["messages"]
+    assert sent[0]["content"][0]["text"] == "load the data"
+    assert sent[1]["content"][0]["type"] == "tool_use" and sent[2]["content"][0]["type"] == "tool_result"
+    assert "Continue that request" in rig.fake.requests[-1].last_user_text
+    assert again.describe()["can_continue"] is False
+    with pytest.raises(ChatBusy, match="nothing to continue"):
+        second.continue_chat(chat.chat_id)
+    await second.shutdown()
+
+
+async def test_a_failing_disk_keeps_the_agent_working_and_loses_nothing_stored(rig: Rig, caplog: Any) -> None:
+    announced: list[str] = []
+    store = ChatStore(str(rig.path), on_failure=announced.append)
+    runner = rig.runner(store=store)
+    chat = runner.create_chat(None)
+    rig.fake.add(Turn(text="First."), Turn(text="Second."))
+    runner.submit(chat.chat_id, "one")
+    await chat.task  # type: ignore[misc]
+    assert store.flush()
+    before = stored_rows(rig.path, "SELECT count(*) FROM events")[0][0]
+    notices: list[dict[str, Any]] = []
+    chat.emitter.subscribe(type("Notes", (), {"deliver": lambda self, e: notices.append(e)})())
+
+    class FullDisk:
+        """The writing connection of a disk that just filled up."""
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            if sql in ("BEGIN IMMEDIATE", "ROLLBACK"):
+                return None
+            raise sqlite3.OperationalError("database or disk is full")
+
+        def close(self) -> None:
+            pass
+
+    store._writer = FullDisk()  # type: ignore[assignment]
+    store.on_failure = lambda message: (announced.append(message), runner.announce_storage_problem(message))
+    with caplog.at_level(logging.WARNING, logger="jupyter_aaep.agent.store"):
+        runner.submit(chat.chat_id, "two")
+        await chat.task  # type: ignore[misc]
+        store.flush()
+    assert chat.results[-1].answer == "Second.", "the agent keeps working in memory"
+    assert len(announced) == 1 and "disk is full" in announced[0] and "in memory" in announced[0]
+    assert len([r for r in caplog.records if "chat store" in r.getMessage()]) == 1, "one warning, not one per write"
+    assert runner.storage_problem == announced[0]
+    heard = [n for n in notices if "no longer being saved" in str(n.get("summary_normal"))]
+    assert len(heard) == 1 and heard[0]["type"] == "aaep:agent.progress.updated", notices
+    assert stored_rows(rig.path, "SELECT count(*) FROM events")[0][0] == before, "what was stored stays"
+    await runner.shutdown()
+
+
+async def test_a_read_only_database_is_read_and_reported(rig: Rig) -> None:
+    seed = ChatStore(str(rig.path))
+    seed.save_chat(StoredChat(chat_id="chat_ro", notebook_path=None, file_id=None, title="kept",
+                              created="2026-01-01T00:00:00.000Z", updated="2026-01-01T00:00:00.000Z",
+                              approval_mode="ask", can_continue=False))
+    seed.close()
+    announced: list[str] = []
+    uri = f"file:{rig.path}?mode=ro"
+    store = ChatStore(str(rig.path), on_failure=announced.append,
+                      connect=lambda _p: sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None))
+    rig.stores.append(store)
+    assert not store.ok and len(announced) == 1 and "cannot be written" in announced[0]
+    assert store.load_chat("chat_ro").title == "kept"  # type: ignore[union-attr]
+    store.save_chat(StoredChat(chat_id="chat_new", notebook_path=None, file_id=None, title="lost",
+                               created="x", updated="x", approval_mode="ask", can_continue=False))
+    assert store.flush() and store.load_chat("chat_new") is None and len(announced) == 1
+
+
+async def test_an_in_memory_store_and_the_runner_without_one() -> None:
+    store = ChatStore(":memory:")
+    store.save_chat(StoredChat(chat_id="chat_m", notebook_path="n.ipynb", file_id=None, title="m",
+                               created="2026-01-01T00:00:00.000Z", updated="2026-01-01T00:00:00.000Z",
+                               approval_mode="ask", can_continue=False))
+    store.append_event("chat_m", {"kind": "note", "event_id": None})
+    assert store.flush()
+    assert [c.chat_id for c in store.list_chats(notebook_path="n.ipynb")] == ["chat_m"]
+    assert store.events("chat_m") == [{"kind": "note", "event_id": None}]
+    assert store.events_after("chat_m", "evt_missing") is None
+    store.close()
+    plain = ChatRunner(client_factory=lambda: None, registry_factory=lambda chat: ToolRegistry([]))  # type: ignore[arg-type,return-value]
+    chat = plain.create_chat(None)
+    assert plain.storage_problem is None and plain.stored_events_after(chat.chat_id, "evt_x") is None
+    assert plain.page()[0] == [chat]
+
+
+class Notebooks:
+    """The notebook service's undo side, in memory: cells per path."""
+
+    def __init__(self) -> None:
+        self.cells: dict[str, list[dict[str, Any]]] = {"nb.ipynb": [{"id": "a", "source": "1"}]}
+
+    async def snapshot(self, path: str) -> Any:
+        from jupyter_aaep.agent.persistence import StoredSnapshot
+        return StoredSnapshot(path, tuple(dict(c) for c in self.cells[path]), 1.0)
+
+    async def revert(self, path: str, snapshot: Any) -> Any:
+        self.cells[path] = [dict(c) for c in snapshot.cells]
+        return type("Report", (), {"removed": 1, "added": 0, "restored": 0})()
+
+    async def save(self, path: str) -> bool:
+        return True
+
+
+async def test_undo_snapshots_survive_a_restart(rig: Rig) -> None:
+    notebooks = Notebooks()
+    first = rig.runner()
+    first.services = {"notebook": notebooks}
+    chat = first.create_chat("nb.ipynb")
+    rig.fake.add(Turn(text="Done."))
+    session_id = first.submit(chat.chat_id, "change it")
+    await chat.task  # type: ignore[misc]
+    notebooks.cells["nb.ipynb"].append({"id": "b", "source": "2"})
+    second = rig.runner()
+    second.services = {"notebook": notebooks}
+    again = second.get(chat.chat_id)
+    assert list(again.snapshots) == [session_id] and len(again.snapshots[session_id]) == 1
+    assert second.page("nb.ipynb")[0][0].describe()["undoable_sessions"] == [session_id]  # type: ignore[union-attr]
+    await second.revert(chat.chat_id)
+    assert notebooks.cells["nb.ipynb"] == [{"id": "a", "source": "1"}]
+    third = rig.runner()
+    assert third.get(chat.chat_id).snapshots == {}, "an undone snapshot is gone from the store too"
+
+
+@pytest.mark.open_sessions
+async def test_recovery_closes_an_open_output_and_skips_a_session_that_never_spoke(rig: Rig) -> None:
+    from jupyter_aaep.aaep import Emitter, Producer, Session, SessionStarted, Summary
+    from jupyter_aaep.aaep.events import OutputStreaming
+
+    store = ChatStore(str(rig.path))
+    rig.stores.append(store)
+    store.save_chat(StoredChat(chat_id="chat_o", notebook_path=None, file_id=None, title="o",
+                               created="2026-01-01T00:00:00.000Z", updated="2026-01-01T00:00:00.000Z",
+                               approval_mode="ask", can_continue=False))
+    emitter = Emitter()
+    session = Session(emitter, Producer(model="m"))
+    emitter.subscribe(type("ToStore", (), {"deliver": lambda self, e: store.append_event("chat_o", e)})())
+    session.emit(SessionStarted(summary=Summary("Started.")))
+    store.session_started("chat_o", session.id, "2026-01-01T00:00:00.000Z")
+    session.change_state("thinking")
+    session.change_state("writing_output")
+    session.emit(OutputStreaming(chunk="Half an answer", position=0, complete=False))
+    store.session_started("chat_o", "sess_" + "0" * 32, "2026-01-01T00:00:00.000Z")  # no event ever published
+    runner = rig.runner()
+    loaded = runner.get("chat_o")
+    tail = loaded.emitter.history[-2:]
+    assert [e["type"].removeprefix("aaep:agent.") for e in tail] == ["output.streaming", "session.errored"]
+    assert tail[0]["complete"] is True and tail[0]["position"] == len("Half an answer")
+    assert rig.stores[-1].running_sessions() == []
+    assert ChatPersistence(store, file_id=lambda path: 1 / 0).file_id_of("x.ipynb") is None  # type: ignore[arg-type,return-value]
