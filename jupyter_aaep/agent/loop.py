@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -92,6 +92,9 @@ class AgentConfig:
     """Estimated cost at which a chat stops asking the model; ``None`` for no budget."""
 
 
+UNSAVED_NOTE = "The notebook's latest changes are not on disk yet; Jupyter saves them within seconds."
+
+
 @dataclass
 class ChatContext:
     """What the loop knows about the chat a session runs in."""
@@ -103,6 +106,9 @@ class ChatContext:
     usage: Usage = field(default_factory=Usage)
     """The chat's token usage so far, added to by every session (for the budget)."""
     context: ContextState = field(default_factory=ContextState)
+    save_changes: Callable[[], Awaitable[bool]] | None = None
+    """Puts the agent's edits on disk; awaited before the session says it is done (``False``:
+    not saved yet, and the user is told)."""
 
 
 @dataclass
@@ -128,6 +134,8 @@ class _Run:
     dispatcher: ToolDispatcher | None = None
     usage: Usage = field(default_factory=Usage)
     context: ContextManager | None = None
+    unsaved: bool = False
+    """The notebook could not be saved before the end (it is, moments later, by autosave)."""
     control: RunControl = field(default_factory=RunControl)
 
     def close_output(self) -> None:
@@ -234,6 +242,7 @@ class AgentLoop:
                 manager.grew(results)
                 append_user_blocks(history, results)
                 if run.handoff_reason is not None:
+                    await self._save(run)
                     return self._completed(run, note=f"Handed control back to you: {run.handoff_reason}")
                 continue
             if stop == "pause_turn":
@@ -242,6 +251,7 @@ class AgentLoop:
                 await control.checkpoint()  # paused before the end: guidance sent meanwhile still counts
             if control.queue:
                 continue  # guidance that came during the last turn: the model answers it next
+            await self._save(run)
             return self._finished(run, stop)
         limit = control.max_turns or self.config.max_turns
         return self._errored(
@@ -391,11 +401,21 @@ class AgentLoop:
         return record
 
     # -- endings -------------------------------------------------------------------------
+    async def _save(self, run: _Run) -> None:
+        """Put the agent's edits on disk before the session says it is done (a stop of the
+        server right after "Done" must not lose them); say so when that did not work."""
+        save = run.chat.save_changes
+        if save is None or not run.tool_labels:
+            return
+        if not await save():
+            run.unsaved = True
+
     def _completed(self, run: _Run, *, note: str | None = None) -> SessionResult:
         run.close_output()
         answer = "\n\n".join(run.answers)
         used = _tool_phrase(run.tool_labels)
-        normal = " ".join(part for part in ("Done.", note, used) if part)
+        unsaved = UNSAVED_NOTE if run.unsaved else None
+        normal = " ".join(part for part in ("Done.", note, used, unsaved) if part)
         event = run.session.emit(
             SessionCompleted(
                 summary=Summary(

@@ -347,22 +347,24 @@ class ChatRunner:
         loop = AgentLoop(client, self.registry_factory(chat), broker=self.broker, config=self.config)
         context = ChatContext(
             chat_id=chat.chat_id, notebook_path=chat.notebook_path, services=self.services, approval=chat.approval,
-            usage=chat.usage, context=chat.context,
+            usage=chat.usage, context=chat.context, save_changes=lambda: self.save_notebook(chat),
         )
         try:
             result = await loop.run(session, chat.history, text, chat=context, control=chat.control)
         finally:
             self._ended(chat, session)
         chat.results.append(result)
-        await self.save_notebook(chat)
+        if result.status != "completed":  # a completed session saved before it said "Done"
+            await self.save_notebook(chat)
         return result
 
     async def save_notebook(self, chat: Chat) -> bool:
-        """Put the agent's edits on disk now rather than after the shared document's autosave delay."""
+        """Put the agent's edits on disk now rather than after the shared document's autosave
+        delay; False when they may not be there yet."""
         notebooks = self.services.get("notebook")
         save = getattr(notebooks, "save", None)
         if save is None or not chat.notebook_path:
-            return False
+            return True  # no notebook service or no notebook: nothing the agent could have edited
         try:
             return bool(await save(chat.notebook_path))
         except Exception as error:  # noqa: BLE001 - the autosave still follows; the log says why

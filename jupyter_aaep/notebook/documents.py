@@ -109,23 +109,25 @@ class NotebookDocuments:
         The room saves on a debounce (``document_save_delay``), so an edit the agent reported
         as done could be lost if the server stopped within that second. jupyter-collaboration
         has no public "save now" call; this uses the room's manual-save path (what a client's
-        save request triggers). Returns False when there is no open room for the notebook or
-        that path is missing in this version (the autosave still applies).
+        save request triggers). Returns True when the notebook is on disk as the agent left it
+        (saved now, or no shared document holds unsaved edits: no collaboration, no room), and
+        False when edits may still be waiting for the autosave (the room is busy or this
+        version has no manual-save path).
         """
         try:
             extension = self._extension()
         except CollaborationUnavailable:
-            return False
+            return True  # the agent edits only through shared documents: nothing can be pending
         manager = self._serverapp.web_app.settings.get("file_id_manager")
         server = getattr(extension, "ywebsocket_server", None)
         if manager is None or server is None:
-            return False
+            return True
         file_id = manager.get_id(normalize_path(path))
         if file_id is None:
-            return False
+            return True
         room_id = f"json:notebook:{file_id}"  # how jupyter_server_ydoc names a notebook's room
         if not server.room_exists(room_id):
-            return False
+            return True
         room = await server.get_room(room_id)
         save_now = getattr(room, "_save_to_disc", None)
         if not callable(save_now):
