@@ -6,7 +6,7 @@ from typing import Any
 
 import anthropic
 
-from .control import STOPPED_NOTE, RunControl
+from .control import ERRORED_NOTE, STOPPED_NOTE, RunControl
 
 
 def stopped_note(control: RunControl) -> str:
@@ -18,6 +18,14 @@ def stopped_note(control: RunControl) -> str:
     if control.cancelled_by == "system":
         return "[Stopped by the server before finishing.]"
     return "[Stopped before finishing.]"
+
+
+def errored_note(message: str) -> str:
+    """What the model reads at the end of a request that ended with an error (one short reason)."""
+    reason = clip(" ".join(message.split()), 200) or "unknown error."
+    if not reason.endswith((".", "!", "?", "…")):
+        reason += "."
+    return ERRORED_NOTE.format(reason=reason)
 
 
 def with_moving_breakpoint(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -58,6 +66,33 @@ def tool_phrase(labels: list[str]) -> str:
     shown = ", ".join(unique[:5]) + (" and more" if len(unique) > 5 else "")
     count = len(labels)
     return f"Used {count} tool{'s' if count != 1 else ''}: {shown}."
+
+
+def done_phrase(failed: list[str]) -> str:
+    """The opening of a completed session's summary; says how many steps failed, if any."""
+    if not failed:
+        return "Done."
+    unique = list(dict.fromkeys(failed))
+    shown = ", ".join(unique[:5]) + (" and more" if len(unique) > 5 else "")
+    count = len(failed)
+    return f"Done, but {count} step{'s' if count != 1 else ''} failed: {shown}."
+
+
+def done_terse(failed: list[str]) -> str:
+    """The terse summary when steps failed (empty when none did)."""
+    count = len(failed)
+    return f"Done, {count} step{'s' if count != 1 else ''} failed." if count else ""
+
+
+def was_declined(content: Any, tool_name: str) -> bool:
+    """A result of the dispatcher for a call that never ran because of its approval (declined,
+    unanswered, withdrawn, or its code kept changing): the user's choice, not a failed step.
+    These phrases mirror ``dispatch._declined_text``; tests/agent/test_loop.py checks both."""
+    if not isinstance(content, str):
+        return False
+    declined = ("The user declined:", "Not run: ", f"The user did not answer in time, so {tool_name} was not run",
+                f"{tool_name} was not run:")
+    return content.startswith(declined)
 
 
 def seconds(ms: int) -> str:

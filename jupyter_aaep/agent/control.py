@@ -22,6 +22,7 @@ from ..aaep.session import Session
 
 STEERING_PREFIX = "[Steering from the user while you work]"
 STOPPED_NOTE = "[Stopped by the user before finishing.]"
+ERRORED_NOTE = "[This request ended with an error before it was finished: {reason} Do not pick it up again unless the user asks.]"
 PAUSED = Summary(
     normal="Paused. Nothing more will happen until you resume; you can still send guidance.",
     terse="Paused.",

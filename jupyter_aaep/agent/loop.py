@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -32,13 +33,18 @@ from ..aaep.events import (
     SessionStarted,
     Summary,
 )
+from ..aaep.ids import safe_tool_name
 from ..aaep.redaction import mask_secrets
 from ..aaep.session import Session
 from ._loop_text import clip as _clip
+from ._loop_text import done_phrase as _done_phrase
+from ._loop_text import done_terse as _done_terse
 from ._loop_text import error_text as _error_text
+from ._loop_text import errored_note as _errored_note
 from ._loop_text import seconds as _seconds
 from ._loop_text import stopped_note as _stopped_note
 from ._loop_text import tool_phrase as _tool_phrase
+from ._loop_text import was_declined as _was_declined
 from ._loop_text import with_moving_breakpoint as _with_moving_breakpoint
 from .approval import ApprovalPolicy
 from .context import (
@@ -64,7 +70,7 @@ from .history import (
 )
 from .prompts import SYSTEM_PROMPT, chat_context
 from .tools import ToolRegistry
-from .usage import PriceTable, Usage, dollars
+from .usage import ModelRequest, PriceTable, Usage, dollars
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +136,8 @@ class _Run:
     output: OutputCoalescer | None = None
     answers: list[str] = field(default_factory=list)
     tool_labels: list[str] = field(default_factory=list)
+    failed_labels: list[str] = field(default_factory=list)
+    """Steps that ran (or could not start) and failed; told in the summary so "Done" stays honest."""
     handoff_reason: str | None = None
     dispatcher: ToolDispatcher | None = None
     usage: Usage = field(default_factory=Usage)
@@ -236,6 +244,7 @@ class AgentLoop:
                 uses = [b for b in message.content if getattr(b, "type", None) == "tool_use"]
                 results = await dispatcher.run_all(uses)
                 run.tool_labels.extend(dispatcher.completed_labels)
+                run.failed_labels.extend(_failed_labels(dispatcher))
                 dispatcher.completed_labels.clear()
                 if manager.enabled:
                     results = dedupe_results(history, results)
@@ -305,9 +314,15 @@ class AgentLoop:
             estimate = manager.estimate(fixed, history)
             edit = manager.server_edit(estimate)
             params = self._request(run.chat, history)
+            started = time.monotonic()
             try:
                 message = await self._stream_turn(run, params, edit)
-            except anthropic.BadRequestError as error:
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                self._record_request(run, started, error=error)
+                if not isinstance(error, anthropic.BadRequestError):
+                    raise
                 text = _error_text(error)
                 if edit is not None and "context_management" in text:
                     log.info("the model server does not offer context editing; clearing on this side")
@@ -323,6 +338,8 @@ class AgentLoop:
                 manager.accepted()
             one = run.usage.add(message.usage, self.config.prices.for_model(self.config.model))
             run.chat.usage.merge(one)
+            self._record_request(run, started, usage=one, stop=message.stop_reason,
+                                 tools=sum(getattr(b, "type", None) == "tool_use" for b in message.content))
             manager.observe(
                 history,
                 sent_estimate=estimate,
@@ -330,6 +347,20 @@ class AgentLoop:
                 edits=getattr(message, "context_management", None),
             )
             return message
+
+    def _record_request(self, run: _Run, started: float, *, usage: Usage | None = None, stop: str | None = None,
+                        tools: int = 0, error: Exception | None = None) -> None:
+        """Report one model request as a step (for the store's per-step records)."""
+        failure = describe_model_error(error, model=self.config.model).message if error is not None else None
+        run.chat.usage.request_finished(ModelRequest(
+            session_id=run.session.id,
+            model=self.config.model,
+            status="error" if error is not None else "success",
+            latency_ms=int((time.monotonic() - started) * 1000),
+            usage=usage,
+            text=_request_text(stop, tools) if error is None else "The model request failed.",
+            error=failure,
+        ))
 
     def _announce(self, run: _Run, report: ContextReport) -> None:
         """Tell the user, in one sentence, that earlier context was cleared or summarised."""
@@ -415,12 +446,14 @@ class AgentLoop:
         answer = "\n\n".join(run.answers)
         used = _tool_phrase(run.tool_labels)
         unsaved = UNSAVED_NOTE if run.unsaved else None
-        normal = " ".join(part for part in ("Done.", note, used, unsaved) if part)
+        done = _done_phrase(run.failed_labels)
+        normal = " ".join(part for part in (done, note, used, unsaved) if part)
+        terse = _done_terse(run.failed_labels) or ("Done." if note is None else "Done, with a note.")
         event = run.session.emit(
             SessionCompleted(
                 summary=Summary(
                     normal=normal,
-                    terse="Done." if note is None else "Done, with a note.",
+                    terse=terse,
                     detailed=f"{normal} Took {_seconds(run.session.elapsed_ms(run.started_ms))}. "
                     f"{run.usage.sentence()}",
                 ),
@@ -432,7 +465,10 @@ class AgentLoop:
         return SessionResult("completed", answer, len(run.tool_labels), event, run.usage)
 
     def _errored(self, run: _Run, history: list[dict[str, Any]], failure: ModelFailure) -> SessionResult:
+        unfinished = run.output.text if run.output is not None else ""
         self._close_everything(run, history, "The session ended with an error before this tool ran.")
+        # Like a stop: the request is closed with a note, so the next one is not merged into it.
+        close_stopped_request(history, _errored_note(failure.message), partial=unfinished)
         detailed = f"{failure.message} {failure.hint}"
         if failure.request_id:
             detailed += f" Request id: {failure.request_id}."
@@ -479,6 +515,27 @@ class AgentLoop:
             append_user_blocks(history, run.dispatcher.finished_results())
             run.dispatcher.calls = []
         close_open_tool_uses(history, reason)
+
+
+def _request_text(stop: str | None, tools: int) -> str:
+    if stop == "tool_use":
+        return f"The model asked for {tools} tool{'s' if tools != 1 else ''}."
+    if stop == "end_turn":
+        return "The model answered."
+    return f"The model stopped: {stop or 'no reason given'}."
+
+
+def _failed_labels(dispatcher: ToolDispatcher) -> list[str]:
+    """Labels of this turn's calls that failed: an error result that is not a step the user
+    declined (a declined or unanswered approval is the user's choice, not a failure)."""
+    failed: list[str] = []
+    for call in dispatcher.calls:
+        result = call.result
+        name = call.spec.name if call.spec is not None else ""
+        if result is None or not result.get("is_error") or _was_declined(result.get("content"), name):
+            continue
+        failed.append(call.spec.human_label() if call.spec is not None else safe_tool_name(call.use.name))
+    return failed
 
 
 def _in_notebook(chat: ChatContext) -> str:

@@ -4,6 +4,8 @@ Kept apart from ``runner.py`` so the runner only calls a few hooks: every event 
 emitter publishes is queued for the store by a subscriber, the model history is saved at
 each model turn (on the ``thinking`` state change, when it grew) and when a session ends,
 and sessions a stopped server left running are closed as ``session.errored`` at start-up.
+Per-step records come from the same places: a tool's from its ``tool.completed`` event, a
+model request's from the chat's usage (which the loop tells of every request).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from ..aaep.emitter import Emitter, Event
 from ..aaep.events import OutputStreaming, SessionErrored, Summary, ToolCompleted
 from ..aaep.session import Producer, Session
 from .history import close_open_tool_uses
-from .store import ChatStore, StoredChat
+from .store import ChatStore, StepRecord, StoredChat
+from .usage import ModelRequest
 
 if TYPE_CHECKING:
     from .runner import Chat
@@ -82,6 +85,21 @@ class _Writer:
             store.session_started(chat.chat_id, str(event["session_id"]), str(event.get("timestamp")))
         elif kind == "aaep:agent.state.changed" and event.get("to_state") == "thinking":
             self.save_history()
+        elif kind == "aaep:agent.tool.completed":
+            store.add_step(chat.chat_id, tool_step(event))
+
+    def model_request(self, record: ModelRequest) -> None:
+        """One model request finished: queue its step record (tokens only when it succeeded)."""
+        if not self.active:
+            return
+        usage = record.usage
+        self.persistence.store.add_step(self.chat.chat_id, StepRecord(
+            session_id=record.session_id, kind="model_request", status=record.status, name=record.model,
+            text=record.text, latency_ms=record.latency_ms, error=record.error,
+            input_tokens=usage.input_tokens if usage else None, output_tokens=usage.output_tokens if usage else None,
+            cache_read_tokens=usage.cache_read_tokens if usage else None,
+            cache_write_tokens=usage.cache_write_tokens if usage else None, created=now_iso(),
+        ))
 
     def save_history(self) -> None:
         """At a turn boundary: the previous turn's results are in the history now."""
@@ -135,6 +153,7 @@ class ChatPersistence:
         writer = _Writer(self, chat, saved_length=len(chat.history))
         self._writers[chat.chat_id] = writer
         chat.emitter.subscribe(writer)
+        chat.usage.on_request = writer.model_request
 
     def forget(self, chat: Chat) -> None:
         """The chat leaves memory (evicted); its writer stops."""
@@ -207,6 +226,8 @@ class ChatPersistence:
             ))
             for done in [*closing, event]:
                 self.store.append_event(stored.chat_id, done)
+                if done.get("type") == "aaep:agent.tool.completed":
+                    self.store.add_step(stored.chat_id, tool_step(done))
             self.store.session_ended(stored.session_id, "errored", now_iso(), event, None)
             chat = self.store.load_chat(stored.chat_id)
             if chat is not None:
@@ -220,6 +241,18 @@ class ChatPersistence:
                         "errored and can be continued.", stored.session_id, stored.chat_id)
         self.store.flush()
         return closed
+
+
+def tool_step(event: Event) -> StepRecord:
+    """The step record of one ``tool.completed`` event."""
+    duration = event.get("duration_ms")
+    return StepRecord(
+        session_id=str(event.get("session_id")), kind="tool", status=str(event.get("status")),
+        name=str(event.get("tool") or ""), text=str(event.get("summary_normal") or ""),
+        latency_ms=duration if isinstance(duration, int) else None,
+        error=str(event["error_message"]) if event.get("error_message") else None,
+        created=str(event.get("timestamp")) if event.get("timestamp") else None,
+    )
 
 
 def _close_open_work(session: Session, events: list[Event]) -> list[Event]:

@@ -29,7 +29,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -64,6 +64,23 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_by_chat ON events (chat_id, seq);
 CREATE INDEX IF NOT EXISTS events_by_id ON events (event_id);
+CREATE TABLE IF NOT EXISTS steps (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    chat_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    status TEXT NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    text TEXT NOT NULL DEFAULT '',
+    latency_ms INTEGER,
+    error TEXT,
+    input_tokens INTEGER,
+    output_tokens INTEGER,
+    cache_read_tokens INTEGER,
+    cache_write_tokens INTEGER,
+    created TEXT
+);
+CREATE INDEX IF NOT EXISTS steps_by_session ON steps (session_id, seq);
 CREATE TABLE IF NOT EXISTS snapshots (
     chat_id TEXT NOT NULL,
     session_id TEXT NOT NULL,
@@ -100,6 +117,34 @@ class StoredSession:
     status: str
     started: str | None
     ended: str | None
+
+
+@dataclass
+class StepRecord:
+    """One step of a session: a model request or a tool call (the ``steps`` table)."""
+
+    session_id: str
+    kind: str
+    """``"model_request"`` or ``"tool"``."""
+    status: str
+    """``"success"`` or ``"error"`` (a tool's status as its ``tool.completed`` said)."""
+    name: str
+    """The tool's name, or the model's."""
+    text: str = ""
+    latency_ms: int | None = None
+    error: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    created: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+_STEP_COLUMNS = ("session_id, kind, status, name, text, latency_ms, error, input_tokens, output_tokens, "
+                 "cache_read_tokens, cache_write_tokens, created")
 
 
 def encode_cursor(updated: str, chat_id: str) -> str:
@@ -293,6 +338,12 @@ class ChatStore:
             "UPDATE sessions SET status=?, ended=?, terminal=COALESCE(?, terminal), usage=COALESCE(?, usage)"
             " WHERE session_id=?", (status, ended, terminal_text, usage_text, session_id)))
 
+    def add_step(self, chat_id: str, step: StepRecord) -> None:
+        row = (chat_id, step.session_id, step.kind, step.status, step.name, step.text, step.latency_ms, step.error,
+               step.input_tokens, step.output_tokens, step.cache_read_tokens, step.cache_write_tokens, step.created)
+        self._submit(lambda c: c.execute(
+            f"INSERT INTO steps (chat_id, {_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row))
+
     def save_snapshot(self, chat_id: str, session_id: str, snapshot: dict[str, Any]) -> None:
         text = json.dumps(snapshot, ensure_ascii=False)
         self._submit(lambda c: c.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?)",
@@ -401,9 +452,14 @@ class ChatStore:
                 return str(event.get("to_state"))
         return "idle"
 
+    def steps(self, session_id: str) -> list[StepRecord]:
+        """A session's steps in the order they finished."""
+        rows = self._read(f"SELECT {_STEP_COLUMNS} FROM steps WHERE session_id=? ORDER BY seq", (session_id,))
+        return [StepRecord(*row) for row in rows]
+
     def session_usage(self, chat_id: str) -> list[dict[str, Any]]:
         rows = self._read("SELECT usage FROM sessions WHERE chat_id=? AND usage IS NOT NULL ORDER BY started", (chat_id,))
         return [json.loads(r[0]) for r in rows]
 
 
-__all__ = ["ChatStore", "StoredChat", "StoredSession", "decode_cursor", "encode_cursor"]
+__all__ = ["ChatStore", "StepRecord", "StoredChat", "StoredSession", "decode_cursor", "encode_cursor"]

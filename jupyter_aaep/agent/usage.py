@@ -9,11 +9,14 @@ user's orientation, not an invoice.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEFAULT_PRICES", "Price", "PriceTable", "Usage"]
+__all__ = ["DEFAULT_PRICES", "ModelRequest", "Price", "PriceTable", "Usage"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,18 @@ class Usage:
     cache_write_tokens: int = 0
     requests: int = 0
     cost_usd: float = 0.0
+    on_request: Callable[[ModelRequest], None] | None = field(default=None, repr=False, compare=False)
+    """Told of every model request the loop makes for this chat (the store's per-step records
+    hook in here: the chat's usage is the one object the loop and the store both hold)."""
+
+    def request_finished(self, record: ModelRequest) -> None:
+        """Pass one request's outcome on; a failing listener never breaks the loop."""
+        if self.on_request is None:
+            return
+        try:
+            self.on_request(record)
+        except Exception:  # recording a step must not end a session
+            log.exception("recording a model request failed")
 
     def add(self, reported: Any, price: Price) -> Usage:
         """Add one response's ``usage``; returns that request's own counts."""
@@ -145,6 +160,22 @@ class Usage:
             f"{_tokens(self.prompt_tokens, 'prompt')}{cached} and {_tokens(self.output_tokens, 'output')}, "
             f"about {dollars(self.cost_usd)}."
         )
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One model request as a step: who made it, how it went, how long it took, its tokens."""
+
+    session_id: str
+    model: str
+    status: str
+    """``"success"`` or ``"error"``."""
+    latency_ms: int
+    usage: Usage | None = None
+    """That request's own counts (``None`` when it failed)."""
+    text: str = ""
+    """A short description, e.g. "The model asked for 2 tools."."""
+    error: str | None = None
 
 
 def _tokens(count: int, kind: str) -> str:

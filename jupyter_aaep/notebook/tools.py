@@ -18,6 +18,7 @@ from ._edit_tools import (
     list_notebooks,
     move_cell,
 )
+from ._file_tools import list_files, read_file
 from ._run_tools import interrupt_kernel, restart_kernel, run_all_cells, run_cell
 
 __all__ = [
@@ -27,9 +28,11 @@ __all__ = [
     "edit_cell",
     "get_notebook_state",
     "interrupt_kernel",
+    "list_files",
     "list_notebooks",
     "move_cell",
     "notebook_tools",
+    "read_file",
     "restart_kernel",
     "run_all_cells",
     "run_cell",
@@ -41,6 +44,8 @@ def notebook_tools() -> list[ToolSpec]:
     return [
         get_notebook_state,
         list_notebooks,
+        list_files,
+        read_file,
         create_cell,
         edit_cell,
         delete_cell,

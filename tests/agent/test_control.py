@@ -355,6 +355,27 @@ def test_the_note_says_who_stopped_the_request() -> None:
     assert stopped_note(RunControl(cancelled_by="timeout", reason="x")) == "[Stopped before finishing.]"
 
 
+def test_the_note_of_an_errored_request_and_the_done_phrases() -> None:
+    from jupyter_aaep.agent._loop_text import done_phrase, done_terse, errored_note, was_declined
+
+    assert errored_note("The model service is overloaded right now.") == (
+        "[This request ended with an error before it was finished: The model service is overloaded right now. "
+        "Do not pick it up again unless the user asks.]")
+    assert "finished: Broken\n text." not in errored_note("Broken\n text")
+    assert "finished: Broken text. Do not" in errored_note("Broken\n text")
+    assert "finished: unknown error. Do not" in errored_note("  ")
+    assert len(errored_note("x" * 5000)) < 320
+    assert done_phrase([]) == "Done." and done_terse([]) == ""
+    assert done_phrase(["run a cell"]) == "Done, but 1 step failed: run a cell."
+    assert done_phrase(["run a cell", "run a cell", "read"]) == "Done, but 3 steps failed: run a cell, read."
+    assert done_phrase([f"t{i}" for i in range(7)]).endswith("t4 and more.")
+    assert done_terse(["a"]) == "Done, 1 step failed." and done_terse(["a", "b"]) == "Done, 2 steps failed."
+    assert was_declined("The user declined: run_code was not run.", "run_code")
+    assert was_declined("run_code was not run: the approval request was withdrawn.", "run_code")
+    assert not was_declined("Cell 3 failed: the file was not run.", "run_code")
+    assert not was_declined([{"type": "text", "text": "The user declined:"}], "run_code")
+
+
 async def test_a_request_opened_while_paused_starts_frozen(harness: Harness) -> None:
     from jupyter_aaep.aaep.clock import SessionClock
 

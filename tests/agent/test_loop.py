@@ -120,7 +120,8 @@ async def test_chain_of_three_tool_turns(harness: Harness, calls) -> None:
     assert all(e["tool_call_id"].startswith("call_") and "toolu" not in e["tool_call_id"] for e in invoked)
     completed = harness.events.of_type("session.completed")[0]
     assert completed["tool_invocations_count"] == 3
-    assert "Used 3 tools" in completed["summary_normal"]
+    assert completed["summary_normal"].startswith("Done. Used 3 tools: look something up.")
+    assert completed["summary_terse"] == "Done."
 
 
 async def test_parallel_read_only_calls_run_concurrently(harness: Harness) -> None:
@@ -190,6 +191,9 @@ async def test_confirmation_rejected_never_invokes(harness: Harness, calls) -> N
     assert declined["is_error"] is True and "declined" in declined["content"]
     after = harness.events.of_type("state.changed")
     assert ("awaiting_input", "thinking") in [(e["from_state"], e["to_state"]) for e in after]
+    # Declining is the user's choice, not a failed step.
+    done = harness.events.of_type("session.completed")[0]
+    assert done["summary_normal"] == "Done." and done["summary_terse"] == "Done."
 
 
 async def test_confirmation_timeout_applies_the_default(harness: Harness, calls) -> None:
@@ -208,6 +212,8 @@ async def test_confirmation_timeout_applies_the_default(harness: Harness, calls)
     results = harness.last_tool_results()
     assert results[0]["is_error"] is True and "did not answer in time" in results[0]["content"]
     assert results[1]["content"] == "noted"
+    done = harness.events.of_type("session.completed")[0]["summary_normal"]
+    assert done == "Done. Used 1 tool: add a note.", "a step not run by the default is not a failure"
 
 
 async def test_invalid_replies_are_ignored(harness: Harness, calls) -> None:
@@ -291,6 +297,8 @@ async def test_unknown_tool_and_bad_input(harness: Harness, calls) -> None:
     statuses = [e["status"] for e in harness.events.of_type("tool.completed")]
     assert statuses == ["error", "error"]
     assert calls == []
+    done = harness.events.of_type("session.completed")[0]["summary_normal"]
+    assert done.startswith("Done, but 2 steps failed: ") and "look something up" in done
 
 
 async def test_tool_that_raises(harness: Harness) -> None:
@@ -326,6 +334,7 @@ async def test_tool_that_raises(harness: Harness) -> None:
     completed = harness.events.of_type("tool.completed")
     assert [c["status"] for c in completed] == ["error", "error"]
     assert completed[0]["error_message"].startswith("The cell id abc")
+    assert harness.events.of_type("session.completed")[0]["summary_terse"] == "Done, 2 steps failed."
 
 
 async def test_a_tool_that_ran_and_failed_is_a_failed_step(harness: Harness) -> None:
@@ -364,6 +373,10 @@ async def test_a_tool_that_ran_and_failed_is_a_failed_step(harness: Harness) -> 
     assert completed[0]["summary_normal"] == "Cell 3 failed with NameError after 0.1 seconds."
     assert completed[0]["summary_terse"] == "Failed."
     assert completed[1]["error_message"] == "It broke."
+    done = harness.events.of_type("session.completed")[0]
+    assert done["summary_normal"] == "Done, but 2 steps failed: run it."
+    assert done["summary_terse"] == "Done, 2 steps failed."
+    assert "Used" not in done["summary_normal"] and "step" in done["summary_detailed"]
 
 
 async def test_turn_cap_ends_with_a_clear_message(harness: Harness, calls) -> None:
@@ -433,6 +446,51 @@ async def test_model_errors_map_to_session_errored(harness: Harness, reply, code
     assert errored["remediation_hint"] and errored["urgency"] == "critical"
     if code == "MODEL_RATE_LIMITED":
         assert "30 seconds" in errored["remediation_hint"]
+
+
+def _alternates(messages: list[dict]) -> bool:
+    """Roles alternate user/assistant, starting with the user, and every tool_use has its result."""
+    roles = [m["role"] for m in messages]
+    if roles[::2] != ["user"] * len(roles[::2]) or roles[1::2] != ["assistant"] * len(roles[1::2]):
+        return False
+    for index, message in enumerate(messages):
+        uses = [b["id"] for b in message["content"] if message["role"] == "assistant" and b.get("type") == "tool_use"]
+        if uses:
+            answered = {b.get("tool_use_id") for b in messages[index + 1]["content"] if b.get("type") == "tool_result"}
+            if set(uses) - answered:
+                return False
+    return True
+
+
+async def test_an_errored_request_is_closed_with_a_note(harness: Harness) -> None:
+    """After a 529 the failed request is closed, so the next one is a request of its own."""
+    harness.client = harness.client.with_options(max_retries=0)
+    harness.fake.add(ErrorReply(529, "overloaded_error", "Overloaded", retry_after=0), Turn(text="Hello."))
+    assert (await harness.ask("first request")).status == "errored"
+    assert (await harness.ask("second request")).status == "completed"
+
+    messages = harness.fake.requests[-1].body["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert messages[0]["content"] == [{"type": "text", "text": "first request"}]
+    note = messages[1]["content"][0]["text"]
+    assert note.startswith("[This request ended with an error before it was finished:")
+    assert "overloaded" in note.lower() and note.endswith("unless the user asks.]")
+    assert messages[2]["content"] == [{"type": "text", "text": "second request", "cache_control": {"type": "ephemeral"}}]
+    assert _alternates(messages)
+
+
+async def test_a_turn_limit_closes_the_request_after_its_tool_results(harness: Harness, calls) -> None:
+    harness.config.max_turns = 1
+    harness.fake.add(Turn(text="Looking.", tool_uses=[ToolUse("lookup", {"key": "1"})]), Turn(text="Hi."))
+    assert (await harness.ask("loop")).status == "errored"
+    assert (await harness.ask("next")).status == "completed"
+
+    messages = harness.fake.requests[-1].body["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user"]
+    assert [b["type"] for b in messages[2]["content"]] == ["tool_result"]
+    assert "limit for one request" in messages[3]["content"][0]["text"]
+    assert messages[-1]["content"][0]["text"] == "next"
+    assert _alternates(messages)
 
 
 async def test_invalid_api_key(harness: Harness) -> None:

@@ -21,7 +21,7 @@ from jupyter_aaep.agent.persistence import RESTART_HINT, ChatPersistence
 from jupyter_aaep.agent.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat
 from jupyter_aaep.agent.store import ChatStore, StoredChat, decode_cursor, encode_cursor
 from jupyter_aaep.agent.tools import ToolRegistry
-from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
+from jupyter_aaep.testing.fake_anthropic import ErrorReply, FakeAnthropic, ToolUse, Turn
 
 GATE = asyncio.Event()
 
@@ -124,6 +124,48 @@ async def test_a_chat_comes_back_after_a_restart_with_history_events_and_title(r
     await second.shutdown()
 
 
+async def test_every_model_request_and_tool_call_is_a_step_record(rig: Rig) -> None:
+    """One tool call and two model requests: three rows, with their fields, after a reopen."""
+    GATE.set()
+    first = rig.runner()
+    chat = first.create_chat("analysis.ipynb")
+    rig.fake.add(Turn(text="Loading.", tool_uses=[ToolUse("slow_step", {"name": "load"})]), Turn(text="Loaded."))
+    session_id = first.submit(chat.chat_id, "load the data")
+    await chat.task  # type: ignore[misc]
+    await first.shutdown()
+
+    second = rig.runner()  # the same file, opened again
+    steps = second.persistence.store.steps(session_id)  # type: ignore[union-attr]
+    assert [(s.kind, s.status, s.name) for s in steps] == [
+        ("model_request", "success", "claude-test"), ("tool", "success", "slow_step"),
+        ("model_request", "success", "claude-test")]
+    asked, tool, answered = steps
+    assert asked.text == "The model asked for 1 tool." and answered.text == "The model answered."
+    sent = [r.usage for r in rig.fake.requests]
+    for step, reported in zip((asked, answered), sent, strict=True):
+        assert reported is not None
+        assert step.input_tokens == reported.input_tokens and step.output_tokens is not None and step.output_tokens > 0
+        assert step.cache_read_tokens == reported.cache_read_input_tokens
+        assert step.cache_write_tokens == reported.cache_creation_input_tokens
+        assert step.latency_ms is not None and step.latency_ms >= 0 and step.error is None and step.created
+    assert tool.text == "Finished: slow step.", tool.text
+    assert tool.latency_ms is not None and tool.input_tokens is None and tool.error is None
+    assert sum(s.output_tokens or 0 for s in steps) == chat.usage.output_tokens
+    assert stored_rows(rig.path, "SELECT COUNT(*) FROM steps")[0][0] == 3
+
+    # A request that fails is a step too, with the reason and no tokens.
+    again = second.get(chat.chat_id)
+    rig.fake.add(ErrorReply(529, "overloaded_error", "Overloaded", retry_after=0))
+    failed_session = second.submit(chat.chat_id, "once more")
+    await again.task  # type: ignore[misc]
+    await second.shutdown()
+    assert second.persistence is not None and second.persistence.store.flush()
+    [failed] = second.persistence.store.steps(failed_session)
+    assert (failed.kind, failed.status, failed.input_tokens) == ("model_request", "error", None)
+    assert failed.error and "overloaded" in failed.error.lower()
+    assert failed.to_json()["status"] == "error" and "input_tokens" not in failed.to_json()
+
+
 async def test_chats_are_listed_newest_first_in_pages_and_follow_a_renamed_notebook(rig: Rig) -> None:
     runner = rig.runner()
     made = [runner.create_chat("a.ipynb") for _ in range(5)]
@@ -197,6 +239,9 @@ async def test_a_session_cut_by_a_restart_is_closed_as_errored_and_can_be_contin
     assert second.replay(chat.chat_id, seen[-1]) == closing
     assert again.describe()["can_continue"] is True
     assert rig.stores[-1].running_sessions() == []
+    assert rig.stores[-1].flush()
+    [step] = [s for s in rig.stores[-1].steps(session_id) if s.kind == "tool"]
+    assert (step.name, step.status) == ("slow_step", "error") and "server stopped" in (step.error or "")
     third = rig.runner()  # a second restart closes nothing twice
     assert third.get(chat.chat_id).emitter.history[-1]["event_id"] == last["event_id"]
 

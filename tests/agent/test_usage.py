@@ -58,3 +58,23 @@ def test_sentences_for_people() -> None:
     one.add({"input_tokens": 10, "output_tokens": 1}, Price(1, 1))
     assert one.sentence() == "1 model request used 10 prompt tokens and 1 output token, about $0.0000."
     assert dollars(0) == "$0.00" and dollars(1.234) == "$1.23" and dollars(0.00123) == "$0.0012"
+
+
+def test_a_request_listener_is_told_and_a_failing_one_never_breaks_the_loop(caplog: pytest.LogCaptureFixture) -> None:
+    from jupyter_aaep.agent.usage import ModelRequest
+
+    usage = Usage()
+    record = ModelRequest(session_id="ses_1", model="claude-test", status="success", latency_ms=12, usage=Usage(requests=1))
+    usage.request_finished(record)  # nobody listens: nothing happens
+    told: list[ModelRequest] = []
+    usage.on_request = told.append
+    usage.request_finished(record)
+    assert told == [record]
+
+    def broken(_record: ModelRequest) -> None:
+        raise RuntimeError("disk gone")
+
+    usage.on_request = broken
+    usage.request_finished(record)
+    assert "recording a model request failed" in caplog.text
+    assert usage == Usage(), "the listener is not part of the counts"
