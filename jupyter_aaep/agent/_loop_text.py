@@ -59,23 +59,23 @@ def error_text(error: anthropic.APIStatusError) -> str:
     return str(error)
 
 
-def tool_phrase(labels: list[str]) -> str:
-    if not labels:
-        return ""
+def _counted(labels: list[str], noun: str) -> str:
+    """``"2 tools: read the notebook, run a cell"``: the count and up to five distinct labels."""
     unique = list(dict.fromkeys(labels))
     shown = ", ".join(unique[:5]) + (" and more" if len(unique) > 5 else "")
-    count = len(labels)
-    return f"Used {count} tool{'s' if count != 1 else ''}: {shown}."
+    return f"{len(labels)} {noun}{'s' if len(labels) != 1 else ''}: {shown}"
+
+
+def tool_phrase(labels: list[str]) -> str:
+    return f"Used {_counted(labels, 'tool')}." if labels else ""
 
 
 def done_phrase(failed: list[str]) -> str:
     """The opening of a completed session's summary; says how many steps failed, if any."""
     if not failed:
         return "Done."
-    unique = list(dict.fromkeys(failed))
-    shown = ", ".join(unique[:5]) + (" and more" if len(unique) > 5 else "")
-    count = len(failed)
-    return f"Done, but {count} step{'s' if count != 1 else ''} failed: {shown}."
+    steps, _, shown = _counted(failed, "step").partition(": ")
+    return f"Done, but {steps} failed: {shown}."
 
 
 def done_terse(failed: list[str]) -> str:
