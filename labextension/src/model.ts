@@ -810,10 +810,14 @@ export class ChatModel {
         this._finishSession(sid);
         this._recoverableEnd = variant === 'errored' && bool(event, 'recoverable') === true;
         const hint = str(event, 'remediation_hint');
-        // The end's own summary may not say that a step failed; the notice does.
-        const failedSteps = this._items.filter(
-          i => i.kind === 'tool' && i.sessionId === sid && (i.status === 'error' || i.status === 'timeout')
-        ).length;
+        // The end's own summary may not say that a step failed; then the notice does
+        // (a producer that says it, like ours, is not repeated).
+        const saidFailed = /\bsteps? failed\b/i.test(summary ?? '');
+        const failedSteps = saidFailed
+          ? 0
+          : this._items.filter(
+              i => i.kind === 'tool' && i.sessionId === sid && (i.status === 'error' || i.status === 'timeout')
+            ).length;
         this._items.push({
           kind: 'notice',
           id: `end:${event.event_id}`,
