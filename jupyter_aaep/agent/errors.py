@@ -94,6 +94,14 @@ def describe_model_error(error: BaseException, *, model: str) -> ModelFailure:
             "Start a new chat if the conversation has become too long; otherwise report this as a bug.",
             request_id,
         )
+    if isinstance(error, anthropic.APIStatusError) and _error_type(error) in _MID_STREAM:
+        # An ``event: error`` inside a stream that was answered 200: the type says what it was.
+        code, message = _MID_STREAM[_error_type(error)]
+        return ModelFailure(
+            "transient", code, True, message,
+            "Send your request again in a minute; what the agent did before it stopped is kept.",
+            request_id,
+        )
     if isinstance(error, anthropic.APIStatusError):
         status = getattr(error, "status_code", "unknown")
         return ModelFailure(
@@ -139,6 +147,19 @@ def _api_message(error: BaseException) -> str:
         if isinstance(inner, dict) and isinstance(inner.get("message"), str):
             return mask_secrets(inner["message"])[:300]
     return ""
+
+
+_MID_STREAM = {
+    "overloaded_error": ("MODEL_OVERLOADED", "The model service became overloaded in the middle of the answer."),
+    "api_error": ("MODEL_SERVICE_ERROR", "The model service had an internal error in the middle of the answer."),
+    "rate_limit_error": ("MODEL_RATE_LIMITED", "The model service started rate limiting in the middle of the answer."),
+}
+
+
+def _error_type(error: BaseException) -> str:
+    body = getattr(error, "body", None)
+    inner = body.get("error") if isinstance(body, dict) else None
+    return str(inner.get("type")) if isinstance(inner, dict) else ""
 
 
 def _retry_after(error: BaseException) -> str | None:

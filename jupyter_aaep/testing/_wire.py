@@ -87,6 +87,12 @@ class Turn:
         fake count the request's prompt and serve its prompt cache (``_prompt``).
     output_tokens : int or None
         Reported ``usage.output_tokens``; ``None`` estimates about four characters a token.
+    error_after_chunks : int or None
+        Fail the stream after this many text deltas (or all of them, if fewer) the way the
+        service does when it is overloaded mid-answer: an ``event: error`` on a stream that
+        was answered 200, then the end of the stream. Ignored when not streaming.
+    stream_error : tuple of (str, str)
+        The error's type and message for ``error_after_chunks``.
     """
 
     text: str = ""
@@ -98,6 +104,8 @@ class Turn:
     stall_after_chunks: int | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    error_after_chunks: int | None = None
+    stream_error: tuple[str, str] = ("overloaded_error", "Overloaded")
 
     def __post_init__(self) -> None:
         # Fail where the script is written, not inside the server thread.
@@ -105,6 +113,8 @@ class Turn:
             raise ValueError("text_chunk_size must be at least 1")
         if self.stall_after_chunks is not None and self.stall_after_chunks < 0:
             raise ValueError("stall_after_chunks must be None or >= 0")
+        if self.error_after_chunks is not None and self.error_after_chunks < 0:
+            raise ValueError("error_after_chunks must be None or >= 0")
         if self.delay < 0 or self.chunk_delay < 0:
             raise ValueError("delay and chunk_delay must be >= 0")
 
@@ -282,7 +292,24 @@ def build_reply(
         "usage": usage,
         **({"context_management": context_management} if context_management is not None else {}),
     }
+    if turn.error_after_chunks is not None:
+        events = _cut_with_error(events, turn.error_after_chunks, turn.stream_error)
     return Rendered(message=final, events=events, stall_index=stall_index)
+
+
+def _cut_with_error(
+    events: list[tuple[str, dict[str, Any]]], after: int, error: tuple[str, str]
+) -> list[tuple[str, dict[str, Any]]]:
+    """*events* up to the *after*-th text delta, then the service's mid-stream ``error`` event."""
+    cut, seen = len(events), 0
+    for i, (name, data) in enumerate(events):
+        if seen == after or name == "message_delta":
+            cut = i if name != "ping" else i + 1
+            break
+        if name == "content_block_delta" and data["delta"].get("type") == "text_delta":
+            seen += 1
+    error_type, message = error
+    return [*events[:cut], ("error", {"type": "error", "error": {"type": error_type, "message": message}})]
 
 
 def _block_start(index: int, block: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -695,3 +695,23 @@ async def test_auto_approve_mode_still_asks_for_flagged_code(harness: Harness, c
     await task
     with pytest.raises(ValueError):
         harness.policy.set_mode("yolo")
+
+
+async def test_an_overload_in_the_middle_of_an_answer(harness: Harness) -> None:
+    """The service can fail a stream it already answered 200 (``event: error``, 529 overloaded)."""
+    harness.fake.add(
+        Turn(text="The first sentence arrives. The second never ends", text_chunk_size=6, error_after_chunks=5),
+        Turn(text="Hello again."),
+    )
+    result = await harness.ask("explain")
+    assert result.status == "errored"
+    errored = harness.events.of_type("session.errored")[0]
+    assert (errored["error_code"], errored["error_category"], errored["recoverable"]) == (
+        "MODEL_OVERLOADED", "transient", True)
+    chunks = harness.events.of_type("output.streaming")
+    assert chunks and chunks[-1]["complete"] is True  # the cut answer is closed, not left open
+    # The history keeps what arrived, closed with a note; the next request is its own.
+    assert (await harness.ask("again")).status == "completed"
+    messages = harness.fake.requests[-1].body["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"] and _alternates(messages)
+    assert "ended with an error" in messages[1]["content"][-1]["text"]
