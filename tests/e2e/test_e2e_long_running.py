@@ -83,9 +83,9 @@ def test_pause_steer_resume_and_the_usage_meter(ui: PanelPage, fake_model) -> No
 
     # The usage meter is filled at the end of the session; asked for, it is spoken.
     meter = panel.locator(".jp-AAEPPanel-usage")
-    expect(meter).to_have_text(re.compile(r"^[\d.]+[kM]? tokens · ≈ \$\d+\.\d+$"))
+    # The chat is read again after the end event arrives, so the figures may come a moment later.
+    expect(meter).to_have_text(re.compile(r"^(?!0 tokens)[\d.]+[kM]? tokens · ≈ \$\d+\.\d+$"))
     meter_text = meter.inner_text()
-    assert not meter_text.startswith("0 tokens"), meter_text
     assert meter.get_attribute("aria-live") is None
     ui.page.keyboard.press("Alt+u")
     ui.wait_announced("This chat used")
