@@ -15,7 +15,15 @@ from __future__ import annotations
 import json
 import time
 
-from jupyter_aaep.aaep import Emitter, ListSubscriber, Producer, Session, SessionCompleted, SessionStarted, Summary
+from jupyter_aaep.aaep import (
+    Emitter,
+    ListSubscriber,
+    Producer,
+    Session,
+    SessionCompleted,
+    SessionStarted,
+    Summary,
+)
 from jupyter_aaep.aaep.coalescer import OutputCoalescer
 
 SENTENCE = "The mean temperature rose by 1.2 degrees over the week, while humidity stayed near 42 percent. "

@@ -44,8 +44,8 @@ from jupyter_aaep.aaep import Emitter, Producer, ReplyBroker, Session
 from jupyter_aaep.agent.context import SUMMARY_HEADER, ContextSettings, ContextState
 from jupyter_aaep.agent.loop import AgentConfig, AgentLoop, ChatContext
 from jupyter_aaep.agent.tools import ToolRegistry
-from jupyter_aaep.notebook.tools import notebook_tools
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse, Turn
+from jupyter_aaep.tools.notebook import notebook_tools
 
 sys.path.insert(0, str(Path(__file__).parent))
 from notebook_state_size import _LocalService, make_notebook

@@ -26,7 +26,7 @@ from jupyter_ydoc import YNotebook
 
 from jupyter_aaep.agent.tools import ToolContext
 from jupyter_aaep.notebook.documents import LiveNotebook
-from jupyter_aaep.notebook.tools import get_notebook_state
+from jupyter_aaep.tools.notebook import get_notebook_state
 
 BUDGET = 32_000
 

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from jupyter_server.services.contents.filemanager import AsyncFileContentsManager
 
 from jupyter_aaep.agent.tools import ToolContext
-from jupyter_aaep.notebook._file_tools import read_file
+from jupyter_aaep.tools._file_tools import read_file
 
 SIZE = 50 * 1024 * 1024
 ROUNDS = 5

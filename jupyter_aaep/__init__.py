@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .agent.tools import ActionPreview, ToolContext, ToolError, ToolResult, aaep_tool
 
 __version__ = "0.1.0"
 
 __all__ = ["ActionPreview", "ToolContext", "ToolError", "ToolResult", "__version__", "aaep_tool"]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext jupyter_aaep`` (automatic in kernels, see ``jupyter_aaep.kernel.autoload``):
+    registers ``%aaep`` / ``%%aaep`` and picks up ``@aaep_tool`` functions defined in cells.
+    Imported here lazily, so ``import jupyter_aaep`` stays light and works without IPython."""
+    from .kernel.magic import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext jupyter_aaep``: ``@aaep_tool`` in cells stops registering kernel tools."""
+    from .kernel.magic import unload
+
+    unload(ipython)
 
 
 def _jupyter_server_extension_points() -> list[dict[str, object]]:

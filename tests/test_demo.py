@@ -9,6 +9,6 @@ from jupyter_aaep.demo import main
 def test_offline_demo_runs_a_full_session(flag: str, expected: str, capsys) -> None:
     assert main([flag]) == 0
     out = capsys.readouterr().out
-    assert "!! Approval needed: Save a report titled Weekly climate" in out
+    assert "!! Approval needed, medium risk: Save a report titled Weekly climate" in out
     assert expected in out
     assert out.strip().splitlines()[-1].startswith("-- Done.")

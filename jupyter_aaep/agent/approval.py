@@ -1,11 +1,20 @@
 """When a tool call must wait for the user, and for how long.
 
-Modes are per chat: ``"ask"`` (the default) asks before every call that needs approval;
-``"auto"`` approves those calls on the user's behalf — still through a confirmation event, so
-listeners hear what was approved and the protocol's "confirm before irreversible" rule holds —
-except calls a risk scan flagged, which always wait for a person. Auto mode is never persisted.
-The scan (:mod:`.code_risk`) is static: auto mode runs whatever it does not flag, so it is a
-convenience for trusted work, not a sandbox.
+Modes are per chat, named by what they ask before:
+
+- ``"ask"`` (the default), *Ask before running code*: calls that run code (irreversible
+  tools) and tools that require approval wait for the user; creating, editing, moving and
+  deleting cells do not (Undo reverts them).
+- ``"ask_all"``, *Ask before every change*: every call that is not read-only waits too, and
+  an edit's confirmation shows what changes, line by line.
+- ``"auto"``, *Auto*: the calls that need approval are approved on the user's behalf — still
+  through a confirmation event, so listeners hear what was approved and the protocol's
+  "confirm before irreversible" rule holds — except calls a risk scan flagged, which always
+  wait for a person. The scan (:mod:`.code_risk`) is static: auto mode runs whatever it does
+  not flag, so it is a convenience for trusted work, not a sandbox.
+
+A chat's mode is stored with it; ``ask`` and ``ask_all`` come back after a restart, ``auto``
+never does (the chat then starts in the server's default mode).
 """
 
 from __future__ import annotations
@@ -13,11 +22,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..aaep.events import RiskLevel
+from ..aaep.events import Decision, RiskLevel, default_decision_for
 from .tools import ActionPreview, ToolSpec
 
-ApprovalMode = Literal["ask", "auto"]
-APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "auto")
+ApprovalMode = Literal["ask", "ask_all", "auto"]
+APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "ask_all", "auto")
+REMEMBERED_MODES: tuple[ApprovalMode, ...] = ("ask", "ask_all")
+"""Modes a stored chat gets back after a restart; auto must be chosen again each time."""
+MODE_LABELS: dict[ApprovalMode, str] = {
+    "ask": "Ask before running code",
+    "ask_all": "Ask before every change",
+    "auto": "Auto",
+}
+"""What people see for each wire value (the panel's select uses the same words)."""
+
+
+def mode_choices() -> str:
+    """The modes for an error message: ``ask (Ask before running code), ...``."""
+    return ", ".join(f"{mode} ({MODE_LABELS[mode]})" for mode in APPROVAL_MODES)
 
 
 @dataclass
@@ -27,7 +49,8 @@ class ApprovalPolicy:
     Parameters
     ----------
     mode
-        ``"ask"`` every time, or ``"auto"``-approve unflagged calls in this chat.
+        ``"ask"`` before running code, ``"ask_all"`` before every change, or ``"auto"``-approve
+        unflagged calls in this chat.
     timeouts
         Seconds a confirmation waits, by risk level, before its default decision applies.
         The spec suggests 180–600 s for high risk, 60–180 s for medium and 30–90 s for low.
@@ -40,8 +63,11 @@ class ApprovalPolicy:
     clarification_timeout: int = 300
 
     def needs_confirmation(self, tool: ToolSpec, preview: ActionPreview) -> bool:
-        """Irreversible tools always confirm (AAEP §4.4); flagged code always confirms."""
+        """Irreversible tools always confirm (AAEP §4.4); flagged code always confirms; in
+        ``ask_all`` every tool that changes something confirms."""
         if tool.irreversible:
+            return True
+        if self.mode == "ask_all" and not tool.read_only:
             return True
         if preview.requires_confirmation is not None:
             return preview.requires_confirmation or bool(preview.risk_flags)
@@ -51,10 +77,22 @@ class ApprovalPolicy:
         """Whether the chat's mode answers this confirmation without a person."""
         return self.mode == "auto" and not preview.risk_flags
 
+    def default_decision(self, tool: ToolSpec, risk_level: RiskLevel) -> Decision:
+        """What an unanswered confirmation decides: the AAEP safety rule, and always *reject*
+        in ``ask_all`` (the user chose to review every change; silence must not apply one)."""
+        if self.mode == "ask_all":
+            return "reject"
+        return default_decision_for(irreversible=tool.irreversible, risk_level=risk_level)
+
     def timeout_for(self, risk_level: RiskLevel) -> int:
         return max(1, int(self.timeouts.get(risk_level, 180)))
 
     def set_mode(self, mode: str) -> None:
         if mode not in APPROVAL_MODES:
-            raise ValueError(f"approval mode must be one of {', '.join(APPROVAL_MODES)}, not {mode!r}")
+            raise ValueError(f"approval mode must be one of {mode_choices()}, not {mode!r}")
         self.mode = mode
+
+    def restore(self, stored_mode: str) -> None:
+        """Take a stored chat's mode back, unless it is one that is never remembered (auto)."""
+        if stored_mode in REMEMBERED_MODES:
+            self.mode = stored_mode

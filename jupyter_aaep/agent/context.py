@@ -53,6 +53,7 @@ from ._history_edits import (
     dedupe_results,
     tool_names,
 )
+from ._images import limit_images, strip_image_data
 
 __all__ = [
     "CONTEXT_MANAGEMENT_BETA",
@@ -78,9 +79,15 @@ _TOO_LONG = re.compile(r"prompt is too long: (\d+) tokens > (\d+) maximum")
 
 
 def estimate_tokens(value: object) -> int:
-    """About four characters a token over the compact JSON of *value*."""
-    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return max(1, math.ceil(len(text) / 4))
+    """About four characters a token over the compact JSON of *value*; an image counts what the
+    API bills for its size (``_images``), not its base64."""
+    if isinstance(value, str):
+        return max(1, math.ceil(len(value) / 4))
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    if '"type":"image"' not in text:
+        return max(1, math.ceil(len(text) / 4))
+    bare, images = strip_image_data(value)
+    return max(1, math.ceil(len(json.dumps(bare, separators=(",", ":"), ensure_ascii=False)) / 4) + images)
 
 
 def parse_too_long(message: str) -> tuple[int, int] | None:
@@ -105,6 +112,8 @@ class ContextSettings:
     """Share of the usable window compaction brings the prompt down to."""
     keep_tool_results: int = 3
     """Most recent tool results never cleared by a batch."""
+    max_images: int = 4
+    """Images (figures from cell outputs) sent with one request; older ones become a note."""
 
     def window_for(self, model: str) -> int:
         if self.window:
@@ -237,6 +246,7 @@ class ContextManager:
         clear in a batch, since only the new message follows the cleared blocks.
         """
         report, self.pending = self.pending, ContextReport()
+        limit_images(history, self.settings.max_images)  # even with "off": the API caps images too
         if not self.enabled:
             return report
         expected = self.expected_growth if request_start else 0

@@ -84,8 +84,11 @@ class RunControl:
         return self.paused_from is not None
 
     def bind(self, session: Session, broker: ReplyBroker) -> None:
+        """Attach the started session; guidance queued before it started gets its receipt now."""
         self.session = session
         self.broker = broker
+        for guidance in self.queue:
+            self._receipt(guidance, "next_turn")
 
     # -- pause / resume ----------------------------------------------------------------------
     def pause(self) -> bool:
@@ -129,8 +132,13 @@ class RunControl:
             self._enter_pause()
 
     async def checkpoint(self) -> None:
-        """A safe point: pause here when asked, and return once resumed."""
+        """A safe point: pause here when asked, and return once resumed.
+
+        It always yields to the event loop once, so what the last step published (a
+        ``tool.completed``) reaches the streams before the next model request's CPU work.
+        """
         self.pause_if_requested()
+        await asyncio.sleep(0)
         await self._running.wait()
 
     async def until_running(self) -> None:
@@ -145,19 +153,26 @@ class RunControl:
         if isinstance(limit, int):
             self.max_turns = limit
         applies: Applies = "on_resume" if self.paused else "next_turn"
-        session = self.session
-        if session is not None and not session.closed:
-            shown = mask_secrets(guidance.text)
-            clipped = shown if len(shown) <= 120 else shown[:119].rstrip() + "…"
-            when = "It applies when you resume." if applies == "on_resume" else "It applies at the next step."
-            session.emit(
-                ProgressUpdated(
-                    progress=Progress(description=f"Guidance received: {clipped}"[:1000]),
-                    summary=Summary(normal=f"Guidance received: {clipped}. {when}", terse="Guidance received.",
-                                    detailed=f"Guidance received: {shown[:2000]}. {when}"),
-                )
-            )
+        # Before the session has started (it waits for the one it supersedes to close), the
+        # receipt goes out when it starts (bind), so the user always hears one.
+        self._receipt(guidance, applies)
         return applies
+
+    def _receipt(self, guidance: Guidance, applies: Applies) -> None:
+        """Say that *guidance* arrived and when it applies (only on a started, open session)."""
+        session = self.session
+        if session is None or session.closed:
+            return
+        shown = mask_secrets(guidance.text)
+        clipped = shown if len(shown) <= 120 else shown[:119].rstrip() + "…"
+        when = "It applies when you resume." if applies == "on_resume" else "It applies at the next step."
+        session.emit(
+            ProgressUpdated(
+                progress=Progress(description=f"Guidance received: {clipped}"[:1000]),
+                summary=Summary(normal=f"Guidance received: {clipped}. {when}", terse="Guidance received.",
+                                detailed=f"Guidance received: {shown[:2000]}. {when}"),
+            )
+        )
 
     def take_guidance(self) -> list[Guidance]:
         """Everything queued, marked applied (the loop adds it to the next request)."""

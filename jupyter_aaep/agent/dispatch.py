@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,25 +28,24 @@ from ..aaep.events import (
     Summary,
     ToolCompleted,
     ToolInvoked,
-    default_decision_for,
 )
 from ..aaep.ids import new_call_id, new_reply_token, safe_tool_name
 from ..aaep.redaction import mask_for_model, mask_secrets, redact_arguments
 from ..aaep.session import Session
+from ..errors import ToolError
 from .history import tool_result as _tool_result
 from .tools import (
     ActionPreview,
     StaleApproval,
     ToolContext,
-    ToolError,
     ToolRegistry,
     ToolResult,
     ToolSpec,
 )
 
 if TYPE_CHECKING:
+    from .chat_context import ChatContext
     from .control import RunControl
-    from .loop import ChatContext
 
 log = logging.getLogger(__name__)
 
@@ -216,20 +216,28 @@ class ToolDispatcher:
         if self.session.state != "calling_tool":
             self.session.change_state("calling_tool")
         label = spec.human_label()
+        # The error text is written for the model (ids, tool names); listeners get it in
+        # their words (docs/NARRATION.md).
+        told = _for_listeners(error, spec) if error else None
         if status == "success":
             heard = (result.summary if result and result.summary else f"Finished: {label}.")
         elif result is not None and result.summary:
             heard = mask_secrets(result.summary)
         else:
-            heard = f"{label.capitalize()} failed: {mask_secrets(error or 'no details')}"
+            heard = f"{label.capitalize()} failed: {mask_secrets(told or 'no details')}"
         self.session.emit(
             ToolCompleted(
                 tool=spec.name,
                 status=status,  # type: ignore[arg-type]
                 tool_call_id=call.call_id,
                 duration_ms=min(int((time.monotonic() - started) * 1000), 86_400_000),
-                error_message=mask_secrets(error)[:4000] if error else None,
-                summary=Summary(normal=heard, terse="Done." if status == "success" else "Failed."),
+                error_message=mask_secrets(told)[:4000] if told else None,
+                summary=Summary(
+                    normal=heard,
+                    terse=mask_secrets(result.terse) if result is not None and result.terse else (
+                        "Done." if status == "success" else "Failed."),
+                    detailed=mask_secrets(result.detail) if result is not None and result.detail else None,
+                ),
             )
         )
         if status == "success":
@@ -265,14 +273,37 @@ class ToolDispatcher:
         session, policy = self.session, self.policy
         risk = _risk(spec, preview)
         timeout = policy.timeout_for(risk)
-        default = default_decision_for(irreversible=spec.irreversible, risk_level=risk)
+        default = policy.default_decision(spec, risk)
         action = preview.action or preview.summary
         consequence = preview.consequence or _default_consequence(spec)
-        session.change_state("awaiting_input", Summary(normal=f"Waiting for your approval: {preview.summary}", terse="Approval needed."))
+        # Decided before the request goes out, so it is announced as what it is: approved by
+        # the chat's setting, never as a question the user must answer in time.
+        automatic = policy.auto_approves(preview)
+        session.change_state(
+            "awaiting_input",
+            Summary(normal="Approving automatically." if automatic else f"Waiting for your approval: {preview.summary}",
+                    terse="Approving." if automatic else "Approval needed."),
+        )
         extra: dict[str, Any] = {"tool_call_id": call.call_id, "tool": spec.name, **preview.extra_context}
         if preview.risk_flags:
             extra["risk_flags"] = list(preview.risk_flags)
+        if automatic:
+            extra["auto_approved"] = True
         flags = f" Warning: {'; '.join(preview.risk_flags)}." if preview.risk_flags else ""
+        if automatic:
+            summary = Summary(
+                normal=f"Approved automatically by this chat's setting: {action}",
+                terse=f"Approved automatically: {preview.terse or preview.summary}",
+                detailed=f"Approved automatically by this chat's setting, {risk} risk: {action} {consequence}{flags}",
+            )
+        else:
+            summary = Summary(
+                normal=f"Approval needed, {risk} risk: {action} {consequence}{flags} "
+                f"If you do not answer within {_duration(timeout)}, it will be {_past(default)}.",
+                terse=f"Approve? {preview.terse or preview.summary}",
+                detailed=f"Approval needed, {risk} risk: {action} {consequence}{flags} "
+                f"If nobody answers within {_duration(timeout)}, the default is to {default} it.",
+            )
         event = session.emit(
             AwaitingConfirmation(
                 action=action,
@@ -285,17 +316,10 @@ class ToolDispatcher:
                 reversibility="irreversible" if spec.irreversible else "reversible",
                 allowed_replies=("accept", "reject"),
                 extra_context=extra,
-                summary=Summary(
-                    normal=f"Approval needed: {action} {consequence}{flags} "
-                    f"Approve or reject within {_duration(timeout)}; otherwise it will be {_past(default)}.",
-                    terse=f"Approve? {preview.terse or preview.summary}",
-                    detailed=f"Approval needed, {risk} risk: {action} {consequence}{flags} "
-                    f"If nobody answers within {_duration(timeout)}, the default is to {default} it.",
-                ),
+                summary=summary,
             )
         )
         request = self.broker.open_confirmation(event)
-        automatic = policy.auto_approves(preview)
         if automatic:
             self.broker.resolve(request, "accept", decided_by="auto:configured_policy")
         countdown = asyncio.ensure_future(self._countdown(request, timeout)) if timeout > 60 and not automatic else None
@@ -306,7 +330,7 @@ class ToolDispatcher:
                 countdown.cancel()
         if outcome.accepted:
             # Short: the tool.invoked that follows says what runs.
-            how = "Approved automatically by this chat's setting." if automatic else (
+            how = "Approved automatically." if automatic else (
                 "Approved." if outcome.resolution == "reply" else "No answer in time; going ahead, as the default allows."
             )
             session.change_state("calling_tool", Summary(normal=how, terse="Approved.", detailed=f"{how} {preview.summary}"))
@@ -462,11 +486,24 @@ def _default_consequence(spec: ToolSpec) -> str:
 
 
 def _declined_text(outcome: Outcome, spec: ToolSpec) -> str:
+    if outcome.resolution == "reply" and not spec.irreversible:
+        # A change under review ("ask before every change"): nothing was touched.
+        return (f"The user declined: they rejected this change, so {spec.name} was not applied and nothing "
+                "was changed. Do not make the same change another way; ask what they would prefer.")
     if outcome.resolution == "reply":
         return f"The user declined: {spec.name} was not run. Do not try to achieve the same effect another way; ask what they prefer."
     if outcome.resolution == "timeout":
         return f"The user did not answer in time, so {spec.name} was not run (the default for this action is to reject)."
     return f"{spec.name} was not run: the approval request was withdrawn."
+
+
+_CELL_ID = re.compile(r"\s*\((?:cell )?id [^)\s]+\)")
+
+
+def _for_listeners(text: str, spec: ToolSpec) -> str:
+    """A tool's error in the user's words: no cell ids, the tool by what it does."""
+    told = _CELL_ID.sub("", text)
+    return re.sub(rf"\b{re.escape(spec.name)}\b", spec.human_label(), told) if "_" in spec.name else told
 
 
 def _duration(seconds: int) -> str:

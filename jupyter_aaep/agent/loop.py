@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -46,13 +45,12 @@ from ._loop_text import stopped_note as _stopped_note
 from ._loop_text import tool_phrase as _tool_phrase
 from ._loop_text import was_declined as _was_declined
 from ._loop_text import with_moving_breakpoint as _with_moving_breakpoint
-from .approval import ApprovalPolicy
+from .chat_context import ChatContext
 from .context import (
     CONTEXT_MANAGEMENT_BETA,
     ContextManager,
     ContextReport,
     ContextSettings,
-    ContextState,
     ContextTooLarge,
     dedupe_results,
     estimate_tokens,
@@ -96,25 +94,12 @@ class AgentConfig:
     prices: PriceTable = field(default_factory=PriceTable)
     budget_usd: float | None = None
     """Estimated cost at which a chat stops asking the model; ``None`` for no budget."""
+    announce_model: str | None = None
+    """The model's name, said when the session starts ("Using Claude Sonnet 4.5."): set for
+    the first session after the user chose a model."""
 
 
 UNSAVED_NOTE = "The notebook's latest changes are not on disk yet; Jupyter saves them within seconds."
-
-
-@dataclass
-class ChatContext:
-    """What the loop knows about the chat a session runs in."""
-
-    chat_id: str | None = None
-    notebook_path: str | None = None
-    services: Mapping[str, Any] = field(default_factory=dict)
-    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
-    usage: Usage = field(default_factory=Usage)
-    """The chat's token usage so far, added to by every session (for the budget)."""
-    context: ContextState = field(default_factory=ContextState)
-    save_changes: Callable[[], Awaitable[bool]] | None = None
-    """Puts the agent's edits on disk; awaited before the session says it is done (``False``:
-    not saved yet, and the user is told)."""
 
 
 @dataclass
@@ -178,8 +163,12 @@ class AgentLoop:
         *,
         chat: ChatContext | None = None,
         control: RunControl | None = None,
+        attachment: str | None = None,
     ) -> SessionResult:
-        """Answer *user_text* in *session*, extending *history* in place."""
+        """Answer *user_text* in *session*, extending *history* in place.
+
+        *attachment* follows the text in the model's user message but not in the events.
+        """
         chat = chat or ChatContext()
         control = control or RunControl()
         run = _Run(session=session, chat=chat, started_ms=session.now_ms(), control=control)
@@ -189,10 +178,10 @@ class AgentLoop:
         session.emit(
             SessionStarted(
                 summary=Summary(
-                    normal="Started working on your request.",
-                    terse="Started.",
+                    normal="Started working on your request." + _using(cfg.announce_model),
+                    terse="Started." + _using(cfg.announce_model),
                     detailed=f"Started working on your request{_in_notebook(chat)}, "
-                    f"with {len(self.registry)} tools available.",
+                    f"with {len(self.registry)} tools available.{_using(cfg.announce_model)}",
                 ),
                 request_text=mask_secrets(user_text)[:4000],
                 requested_by="user",
@@ -200,7 +189,7 @@ class AgentLoop:
             )
         )
         control.bind(session, self.broker)
-        append_user_text(history, user_text)
+        append_user_text(history, user_text if not attachment else f"{user_text}\n\n{attachment}")
         dispatcher = ToolDispatcher(self.registry, self.broker, session, chat, on_handoff=self._on_handoff(run),
                                     control=control)
         run.dispatcher = dispatcher
@@ -447,14 +436,16 @@ class AgentLoop:
         used = _tool_phrase(run.tool_labels)
         unsaved = UNSAVED_NOTE if run.unsaved else None
         done = _done_phrase(run.failed_labels)
-        normal = " ".join(part for part in (done, note, used, unsaved) if part)
+        # Each step was heard as it happened: the normal ending does not list them again.
+        normal = " ".join(part for part in (done, note, unsaved) if part)
+        detailed = " ".join(part for part in (done, note, used, unsaved) if part)
         terse = _done_terse(run.failed_labels) or ("Done." if note is None else "Done, with a note.")
         event = run.session.emit(
             SessionCompleted(
                 summary=Summary(
                     normal=normal,
                     terse=terse,
-                    detailed=f"{normal} Took {_seconds(run.session.elapsed_ms(run.started_ms))}. "
+                    detailed=f"{detailed} Took {_seconds(run.session.elapsed_ms(run.started_ms))}. "
                     f"{run.usage.sentence()}",
                 ),
                 duration_ms=min(run.session.elapsed_ms(run.started_ms), 86_400_000),
@@ -492,6 +483,9 @@ class AgentLoop:
         who = {"user": "You stopped the agent.", "timeout": "The agent ran out of time."}.get(
             control.cancelled_by, "The agent was stopped."
         )
+        after = "Nothing else will run."
+        if control.reason == "superseded_by_new_request":  # a new message while it waited for you
+            who, after = "Your new message replaced this request.", "What it was waiting for did not run."
         partial = "\n\n".join(run.answers)
         run.session.emit(
             SessionCancelled(
@@ -499,9 +493,9 @@ class AgentLoop:
                 cancellation_reason=control.reason,
                 partial_result=_clip(partial, 1000) or None,
                 summary=Summary(
-                    normal=f"{who} Nothing else will run. Changes made so far are kept.",
-                    terse="Stopped.",
-                    detailed=f"{who} Nothing else will run. Changes made so far are kept; "
+                    normal=f"{who} {after} Changes made so far are kept.",
+                    terse="Replaced." if control.reason == "superseded_by_new_request" else "Stopped.",
+                    detailed=f"{who} {after} Changes made so far are kept; "
                     f"{_tool_phrase(run.tool_labels) or 'no tools had finished.'} {run.usage.sentence()}",
                 ),
             )
@@ -536,6 +530,10 @@ def _failed_labels(dispatcher: ToolDispatcher) -> list[str]:
             continue
         failed.append(call.spec.human_label() if call.spec is not None else safe_tool_name(call.use.name))
     return failed
+
+
+def _using(model: str | None) -> str:
+    return f" Using {model}." if model else ""
 
 
 def _in_notebook(chat: ChatContext) -> str:

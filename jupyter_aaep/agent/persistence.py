@@ -126,7 +126,8 @@ class ChatPersistence:
     def record(self, chat: Chat) -> StoredChat:
         return StoredChat(chat_id=chat.chat_id, notebook_path=chat.notebook_path, file_id=chat.file_id,
                           title=chat.title, created=chat.created, updated=chat.updated,
-                          approval_mode=chat.approval.mode, can_continue=chat.can_continue)
+                          approval_mode=chat.approval.mode, can_continue=chat.can_continue,
+                          model=chat.model, model_label=chat.model_label)
 
     def created(self, chat: Chat) -> None:
         if chat.notebook_path:

@@ -10,12 +10,15 @@ some users hear it through a screen reader, so:
 
 - Keep answers short and well structured. Lead with the result. Use plain Markdown; avoid \
 wide tables and decorative symbols.
-- Describe plots and tables in words when you mention them (what they show, not how they look).
+- Describe plots and tables in words when you mention them (what they show, not how they look). You see the figures a cell run shows; view_figure shows you one already in the notebook.
 - Address cells by their id in tool calls. Read the notebook before changing it if you have \
 not seen it yet in this conversation.
 - Look before you act: see which data files exist and what is in them with list_files and \
-read_file, and read the notebook's state, before writing code (these need no approval). Then \
-work in small steps you can check: read each output, and fix an error before going on.
+read_file, which variables the kernel already holds with list_variables and inspect_variable, \
+and read the notebook's state, before writing code (these need no approval). Then work in \
+small steps you can check: read each output, and fix an error before going on.
+- Tools the user defined in the notebook with @aaep_tool run their own functions in the \
+notebook's kernel; prefer them when they do what is asked.
 - Running code needs the user's approval. Explain briefly what a cell will do before you \
 run it. If the user declines, do not try to achieve the same effect another way; ask what \
 they would prefer.
@@ -30,3 +33,24 @@ def chat_context(notebook_path: str | None) -> str:
     if notebook_path:
         return f"The user's current notebook is {notebook_path!r}."
     return "No notebook is attached to this chat."
+
+
+def describe_figure_request(cell_id: str, output_index: int | None = None) -> str:
+    """What the model is asked when the user picks "Describe this figure" (the user sees only
+    their short request; this follows it in the model's message)."""
+    which = f", output {output_index}" if output_index is not None else ""
+    return (
+        "<describe_figure>\n"
+        f"Describe the figure shown by the cell with id {cell_id}{which} for a screen-reader user who "
+        "cannot see it. First call view_figure for that cell; read the code that drew it, and if the "
+        "numbers matter, the data it used (read-only tools only: do not run, create or change any cell).\n"
+        "Then answer in plain sentences, no tables, no Markdown headings, at most about 150 words:\n"
+        "1. What kind of chart it is and what it shows, in one sentence.\n"
+        "2. The axes: what each measures, units, and the range shown.\n"
+        "3. The main trend or pattern.\n"
+        "4. The extremes: the highest and lowest points, with their values.\n"
+        "5. Outliers or anything surprising, or say there are none.\n"
+        "Say where a value is read off the picture (approximate) and where it comes from the data. "
+        "Write only the description (it may be stored as the figure's alt text), with no preamble.\n"
+        "</describe_figure>"
+    )

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anthropic
@@ -23,10 +23,12 @@ from ..aaep.broker import ReplyBroker
 from ..aaep.emitter import Emitter, Event
 from ..aaep.events import Progress, ProgressUpdated, Summary
 from ..aaep.session import Producer, Session
+from ..errors import ChatBusy, InvalidInput, UnknownChat, UnknownSession
 from .approval import ApprovalPolicy
+from .chat_context import ChatContext
 from .context import ContextState
 from .control import MAX_TURNS_LIMIT, Applies, Guidance, RunControl
-from .loop import AgentConfig, AgentLoop, ChatContext, SessionResult
+from .loop import AgentConfig, AgentLoop, SessionResult
 from .persistence import CONTINUE_AFTER_ERROR, CONTINUE_TEXT, ChatPersistence, Discard, now_iso
 from .store import StoredChat, decode_cursor, encode_cursor
 from .tools import ToolRegistry
@@ -43,28 +45,6 @@ LOADED_CHATS = 50
 """Chats kept in memory when a store holds them all; the least recently used idle ones go first."""
 TITLE_LENGTH = 80
 """The run controls a chat accepts now (``control`` stop, pause/resume, guidance, approval mode)."""
-
-
-class ChatError(Exception):
-    """Base of the runner's errors; messages are plain sentences for the person who asked.
-
-    ChatError
-    ├── UnknownChat   (no chat with that id: 404)
-    ├── ChatBusy      (a session is already running: 409)
-    └── InvalidInput  (the request itself is wrong: 400)
-    """
-
-
-class UnknownChat(ChatError):
-    pass
-
-
-class ChatBusy(ChatError):
-    pass
-
-
-class InvalidInput(ChatError):
-    pass
 
 
 @dataclass
@@ -95,6 +75,11 @@ class Chat:
     file_id: str | None = None
     """The notebook's id from jupyter_server_fileid, so the chat follows a renamed notebook."""
     can_continue: bool = False
+    model: str | None = None
+    """The model the user chose for this chat (``None``: the server's default)."""
+    model_label: str | None = None
+    model_changed: bool = False
+    """The user chose a model since the last session: the next one says "Using Claude …"."""
     """The last session was interrupted (a server restart, a recoverable error): Continue may resume it."""
     baseline_subscribers: int = 2
     """Subscribers that are not a person's stream (the store's writer, the server's fan-out)."""
@@ -112,9 +97,15 @@ class Chat:
     @property
     def working(self) -> bool:
         """Running and not waiting for the user's reply: a new message then is guidance."""
+        return self.running and self.session is not None and not self.waiting_for_user
+
+    @property
+    def waiting_for_user(self) -> bool:
+        """The session waits for a reply (a confirmation or a question), paused there or not:
+        a new message then replaces the waiting request."""
         if not self.running or self.session is None:
             return False
-        return self.session.state != "awaiting_input"
+        return self.session.state == "awaiting_input" or self.control.paused_from == "awaiting_input"
 
     @property
     def paused(self) -> bool:
@@ -139,6 +130,7 @@ class Chat:
             "created": self.created,
             "updated": self.updated,
             "can_continue": self.can_continue and not self.running,
+            "model": self.model,
         }
 
 
@@ -191,11 +183,18 @@ class ChatRunner:
         self.loaded_limit = LOADED_CHATS
 
     # -- chats -------------------------------------------------------------------------------
-    def create_chat(self, notebook_path: str | None) -> Chat:
+    def create_chat(self, notebook_path: str | None, *, approval_mode: str | None = None) -> Chat:
+        """A new chat, in the server's default approval mode unless *approval_mode* names one."""
         if notebook_path is not None and not isinstance(notebook_path, str):
             raise InvalidInput("notebook_path must be a string.")
+        approval = self.policy_factory()
+        if approval_mode is not None:
+            try:
+                approval.set_mode(approval_mode)
+            except ValueError as error:
+                raise InvalidInput(str(error)) from error
         chat = Chat(chat_id=f"chat_{secrets.token_hex(16)}", notebook_path=notebook_path,
-                    approval=self.policy_factory())
+                    approval=approval)
         self._chats[chat.chat_id] = chat
         if self.persistence is not None:
             self.persistence.created(chat)
@@ -227,11 +226,11 @@ class ChatRunner:
 
     def _from_store(self, stored: StoredChat, emitter: Emitter) -> Chat:
         approval = self.policy_factory()
-        if stored.approval_mode == "ask":  # 'auto' is never remembered across restarts
-            approval.set_mode("ask")
+        approval.restore(stored.approval_mode)  # 'auto' is never remembered across restarts
         return Chat(chat_id=stored.chat_id, notebook_path=stored.notebook_path, emitter=emitter,
                     history=stored.history, approval=approval, title=stored.title, created=stored.created,
-                    updated=stored.updated, file_id=stored.file_id, can_continue=stored.can_continue)
+                    updated=stored.updated, file_id=stored.file_id, can_continue=stored.can_continue,
+                    model=stored.model, model_label=stored.model_label)
 
     def _evict(self) -> None:
         """Keep at most ``loaded_limit`` chats in memory: drop the least recently used ones that
@@ -307,11 +306,15 @@ class ChatRunner:
         return [c for c in self._chats.values() if notebook_path is None or c.notebook_path == notebook_path]
 
     # -- sessions ------------------------------------------------------------------------------
-    def submit(self, chat_id: str, text: Any) -> str:
+    def submit(self, chat_id: str, text: Any, *, attachment: str | None = None) -> str:
         """Start a session for *text*; returns its session id at once.
 
+        *attachment* (e.g. descriptions of kernel variables the request names) goes to the
+        model after the text, in the same user message; people see only *text*.
+
         A new message while the running session waits for the user (a confirmation or a
-        question) answers it the way a person means it: never mind, do this instead. The
+        question, paused there or not) answers it the way a person means it: never mind, do
+        this instead. The
         waiting session is cancelled (its request withdrawn, nothing runs) and the new one
         starts after it has closed. With ``acknowledge_input`` the acknowledgement of the new
         session goes out first (before the old session's ``session.cancelled``).
@@ -321,12 +324,13 @@ class ChatRunner:
             raise InvalidInput("The message text must be a non-empty string.")
         previous: asyncio.Task[SessionResult] | None = None
         if chat.running:
-            if chat.session is None or chat.session.state != "awaiting_input":
+            if not chat.waiting_for_user:
                 raise ChatBusy("The agent is still working on the previous request. Stop it or wait until it finishes.")
             previous = chat.task
             chat.control.cancelled_by = "user"
             chat.control.reason = "superseded_by_new_request"
-        session = Session(chat.emitter, self.producer)
+        producer = replace(self.producer, model=chat.model) if chat.model else self.producer
+        session = Session(chat.emitter, producer)
         chat.session = session
         chat.control = RunControl()
         self._starting(chat, text)
@@ -334,23 +338,25 @@ class ChatRunner:
             chat.emitter.publish({"kind": "user_input.accepted", "session_id": session.id, "chat_id": chat.chat_id})
         if previous is not None:
             previous.cancel()
-        chat.task = asyncio.ensure_future(self._run(chat, session, text, after=previous))
+        chat.task = asyncio.ensure_future(self._run(chat, session, text, after=previous, attachment=attachment))
         return session.id
 
     async def _run(
-        self, chat: Chat, session: Session, text: str, *, after: asyncio.Task[SessionResult] | None = None
+        self, chat: Chat, session: Session, text: str, *, after: asyncio.Task[SessionResult] | None = None,
+        attachment: str | None = None,
     ) -> SessionResult:
         if after is not None:
             await asyncio.wait([after])  # the superseded session closes (and fixes the history) first
         await self._snapshot(chat, session)
         client = self.client_factory()
-        loop = AgentLoop(client, self.registry_factory(chat), broker=self.broker, config=self.config)
+        loop = AgentLoop(client, self.registry_factory(chat), broker=self.broker, config=self._config_for(chat))
         context = ChatContext(
             chat_id=chat.chat_id, notebook_path=chat.notebook_path, services=self.services, approval=chat.approval,
             usage=chat.usage, context=chat.context, save_changes=lambda: self.save_notebook(chat),
         )
         try:
-            result = await loop.run(session, chat.history, text, chat=context, control=chat.control)
+            result = await loop.run(session, chat.history, text, chat=context, control=chat.control,
+                                    attachment=attachment)
         finally:
             self._ended(chat, session)
         chat.results.append(result)
@@ -504,6 +510,19 @@ class ChatRunner:
             applies = "next_turn"
         return item, applies, chat.session.id
 
+    def steps(self, chat_id: str, session_id: str) -> list[dict[str, Any]]:
+        """The recorded steps of one of the chat's sessions (model requests and tool calls, in order).
+
+        Steps are written by the store's writer as they finish, so a session still running
+        lists the steps done so far.
+        """
+        chat = self.get(chat_id)
+        store = self.persistence.store if self.persistence is not None else None
+        if store is None or not store.has_session(chat.chat_id, session_id):
+            raise UnknownSession(f"This chat has no session {session_id!r}; the chat's sessions are the "
+                                 "session_id values of its events (GET /aaep/v1/chats/{chat_id}).")
+        return [step.to_json() for step in store.steps(session_id)]
+
     def reply(self, chat_id: str, reply: Mapping[str, Any]) -> bool:
         """Offer a confirmation/clarification reply; never raises for a bad reply."""
         chat = self.get(chat_id)
@@ -511,6 +530,24 @@ class ChatRunner:
         if session_id is None:
             return False
         return self.broker.submit(reply, session_id=session_id)
+
+    def _config_for(self, chat: Chat) -> AgentConfig:
+        """The chat's model, announced with the first session that uses it."""
+        model = chat.model or self.config.model
+        announce = (chat.model_label or model) if chat.model_changed else None
+        chat.model_changed = False
+        if model == self.config.model and announce is None:
+            return self.config
+        return replace(self.config, model=model, announce_model=announce)
+
+    def set_model(self, chat_id: str, model: str | None, label: str | None = None) -> None:
+        """Use *model* from the next session of this chat on (``None``: the server's default)."""
+        chat = self.get(chat_id)
+        chat.model = None if model == self.config.model else model
+        chat.model_label = label
+        chat.model_changed = True
+        if self.persistence is not None:
+            self.persistence.changed(chat)
 
     def set_approval_mode(self, chat_id: str, mode: Any) -> None:
         chat = self.get(chat_id)

@@ -29,7 +29,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -42,7 +42,9 @@ CREATE TABLE IF NOT EXISTS chats (
     updated TEXT NOT NULL,
     approval_mode TEXT NOT NULL DEFAULT 'ask',
     history TEXT NOT NULL DEFAULT '[]',
-    can_continue INTEGER NOT NULL DEFAULT 0
+    can_continue INTEGER NOT NULL DEFAULT 0,
+    model TEXT,
+    model_label TEXT
 );
 CREATE INDEX IF NOT EXISTS chats_by_update ON chats (updated DESC, chat_id DESC);
 CREATE TABLE IF NOT EXISTS sessions (
@@ -105,6 +107,9 @@ class StoredChat:
     updated: str
     approval_mode: str
     can_continue: bool
+    model: str | None = None
+    """The model the user chose for this chat (``None``: the server's default), with its label."""
+    model_label: str | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     last_session_id: str | None = None
     snapshot_ids: list[str] = field(default_factory=list)
@@ -203,6 +208,7 @@ class ChatStore:
                 self._writer.execute("PRAGMA journal_mode=WAL")
                 self._writer.execute("PRAGMA synchronous=NORMAL")
             self._writer.executescript(_SCHEMA)
+            self._upgrade(self._writer)
             self._writer.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
         except sqlite3.Error as error:
             self._fail(f"The chat database {path} cannot be written ({error})")
@@ -302,14 +308,23 @@ class ChatStore:
         self._writer = self._reader = None
 
     # -- writes (never block: they are queued) -----------------------------------------------------
+    @staticmethod
+    def _upgrade(conn: sqlite3.Connection) -> None:
+        """Add what later versions store to a database an earlier version made (version 3: the model)."""
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(chats)")}
+        for column in ("model", "model_label"):
+            if column not in columns:
+                conn.execute(f"ALTER TABLE chats ADD COLUMN {column} TEXT")
+
     def save_chat(self, chat: StoredChat) -> None:
         row = (chat.chat_id, chat.notebook_path, chat.file_id, chat.title, chat.created, chat.updated,
-               chat.approval_mode, int(chat.can_continue))
+               chat.approval_mode, int(chat.can_continue), chat.model, chat.model_label)
         self._submit(lambda c: c.execute(
-            "INSERT INTO chats (chat_id, notebook_path, file_id, title, created, updated, approval_mode, can_continue)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(chat_id) DO UPDATE SET notebook_path=excluded.notebook_path,"
-            " file_id=excluded.file_id, title=excluded.title, updated=excluded.updated,"
-            " approval_mode=excluded.approval_mode, can_continue=excluded.can_continue", row))
+            "INSERT INTO chats (chat_id, notebook_path, file_id, title, created, updated, approval_mode, can_continue,"
+            " model, model_label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(chat_id) DO UPDATE SET"
+            " notebook_path=excluded.notebook_path, file_id=excluded.file_id, title=excluded.title,"
+            " updated=excluded.updated, approval_mode=excluded.approval_mode, can_continue=excluded.can_continue,"
+            " model=excluded.model, model_label=excluded.model_label", row))
 
     def save_history(self, chat_id: str, history: list[dict[str, Any]], *, updated: str) -> None:
         """Store the model history; serialised now, since the loop goes on changing the list."""
@@ -365,11 +380,13 @@ class ChatStore:
                 log.warning("AAEP chat store: reading failed (%s); stored chats are not shown", error)
                 return []
 
-    _CHAT_COLUMNS = "chat_id, notebook_path, file_id, title, created, updated, approval_mode, can_continue"
+    _CHAT_COLUMNS = ("chat_id, notebook_path, file_id, title, created, updated, approval_mode, can_continue, model, "
+                     "model_label")
 
     def _chat(self, row: tuple[Any, ...]) -> StoredChat:
         return StoredChat(chat_id=row[0], notebook_path=row[1], file_id=row[2], title=row[3], created=row[4],
-                          updated=row[5], approval_mode=row[6], can_continue=bool(row[7]))
+                          updated=row[5], approval_mode=row[6], can_continue=bool(row[7]), model=row[8],
+                          model_label=row[9])
 
     def list_chats(self, *, notebook_path: str | None = None, file_id: str | None = None,
                    before: tuple[str, str] | None = None, limit: int = 20) -> list[StoredChat]:
@@ -403,7 +420,7 @@ class ChatStore:
         if not rows:
             return None
         chat = self._chat(rows[0])
-        chat.history = json.loads(rows[0][8])
+        chat.history = json.loads(rows[0][10])
         chat.snapshot_ids = self.snapshot_ids(chat_id)
         return chat
 
@@ -456,6 +473,10 @@ class ChatStore:
         """A session's steps in the order they finished."""
         rows = self._read(f"SELECT {_STEP_COLUMNS} FROM steps WHERE session_id=? ORDER BY seq", (session_id,))
         return [StepRecord(*row) for row in rows]
+
+    def has_session(self, chat_id: str, session_id: str) -> bool:
+        """Whether the session was one of this chat's (started, whether or not it ended)."""
+        return bool(self._read("SELECT 1 FROM sessions WHERE chat_id=? AND session_id=?", (chat_id, session_id)))
 
     def session_usage(self, chat_id: str) -> list[dict[str, Any]]:
         rows = self._read("SELECT usage FROM sessions WHERE chat_id=? AND usage IS NOT NULL ORDER BY started", (chat_id,))

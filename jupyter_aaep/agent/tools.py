@@ -20,16 +20,10 @@ from typing import Any, overload
 from ..aaep.events import RiskLevel, default_decision_for
 from ..aaep.ids import TOOL_NAME
 from ..aaep.redaction import redact_arguments
+from ..errors import ToolError
 from .schema_from_signature import check_arguments, input_schema, parse_docstring
 
 log = logging.getLogger(__name__)
-
-
-class ToolError(Exception):
-    """An expected tool failure; its message goes to the model as an ``is_error`` result.
-
-    Write the message for the model and the user alike: what failed and what to do.
-    """
 
 
 class StaleApproval(ToolError):
@@ -48,6 +42,10 @@ class ToolResult:
     """The tool ran but failed (e.g. the cell raised): ``tool.completed`` says "error"."""
     error_message: str | None = None
     """With ``is_error``: the short reason listeners get, e.g. "NameError: name 'df' is not defined"."""
+    terse: str | None = None
+    """The terse result, when there is one worth hearing at terse verbosity (a cell's output)."""
+    detail: str | None = None
+    """The detailed result, e.g. a cell's whole output (bounded): what "Hear the last output" says."""
 
 
 @dataclass
@@ -227,6 +225,20 @@ def _context_param(func: Callable[..., Any]) -> str | None:
     return None
 
 
+TOOL_DEFINED_HOOKS: list[Callable[[ToolSpec], None]] = []
+"""Called with every tool :func:`make_tool` builds, so a host can pick up tools as they are
+defined: the kernel extension registers ``@aaep_tool`` functions of a notebook this way. A hook
+that raises is logged and skipped; the tool is still returned."""
+
+
+def _tool_defined(spec: ToolSpec) -> None:
+    for hook in TOOL_DEFINED_HOOKS:
+        try:
+            hook(spec)
+        except Exception:  # a host's hook must not break defining a tool
+            log.exception("A TOOL_DEFINED_HOOKS hook failed for tool %s", spec.name)
+
+
 def make_tool(
     func: Callable[..., Any],
     *,
@@ -252,7 +264,7 @@ def make_tool(
     context_param = _context_param(func)
     if require_confirmation is None:
         require_confirmation = irreversible or risk_level == "high"
-    return ToolSpec(
+    spec = ToolSpec(
         name=tool_name,
         description=text,
         input_schema=input_schema(func, skip={context_param} if context_param else set(), param_docs=param_docs),
@@ -265,6 +277,8 @@ def make_tool(
         context_param=context_param,
         label=label,
     )
+    _tool_defined(spec)
+    return spec
 
 
 @overload

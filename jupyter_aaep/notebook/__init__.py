@@ -1,7 +1,8 @@
-"""The live notebook: shared documents, the notebook's own kernel, and the notebook tools.
+"""The live notebook as a service: shared documents, the notebook's own kernel, undo snapshots.
 
 Build one :class:`NotebookService` per Jupyter server and hand it to tools as
-``ctx.services["notebook"]``; :func:`notebook_tools` lists the tools.
+``ctx.services["notebook"]``. This package knows nothing of the agent: the tools that use it
+live in :mod:`jupyter_aaep.tools` (:func:`jupyter_aaep.tools.notebook.notebook_tools`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from .service import (
     cells_fingerprint,
     source_fingerprint,
 )
-from .tools import notebook_tools
 
 __all__ = [
     "CellNotFound",
@@ -52,6 +52,5 @@ __all__ = [
     "NotebookSnapshot",
     "RestoreReport",
     "cells_fingerprint",
-    "notebook_tools",
     "source_fingerprint",
 ]

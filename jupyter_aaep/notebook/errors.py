@@ -1,23 +1,24 @@
 """What can go wrong with a live notebook, as messages the model and the user can act on.
 
-All are :class:`~jupyter_aaep.agent.tools.ToolError`, so the agent loop returns them to the
-model as ``is_error`` results instead of crashing the session::
+All are :class:`~jupyter_aaep.errors.ToolError` (see :mod:`jupyter_aaep.errors`), so the agent
+loop returns them to the model as ``is_error`` results instead of crashing the session::
 
-    ToolError
-    └── NotebookError
-        ├── CollaborationUnavailable   jupyter-collaboration missing or disabled
-        ├── NotebookNotFound           no such notebook
-        ├── CellNotFound               no cell with that id
-        └── KernelError
-            ├── KernelSpecMissing      the notebook asks for a kernel that is not installed
-            ├── KernelBusy             the kernel ran other code for the whole time limit
-            ├── KernelDied             the kernel died or was restarted during a run
-            └── ExecutionTimeout       the run exceeded its time limit; the kernel was interrupted
+    AAEPError
+    └── ToolError
+        └── NotebookError
+            ├── CollaborationUnavailable   jupyter-collaboration missing or disabled
+            ├── NotebookNotFound           no such notebook
+            ├── CellNotFound               no cell with that id
+            └── KernelError
+                ├── KernelSpecMissing      the notebook asks for a kernel that is not installed
+                ├── KernelBusy             the kernel ran other code for the whole time limit
+                ├── KernelDied             the kernel died or was restarted during a run
+                └── ExecutionTimeout       the run exceeded its time limit; the kernel was interrupted
 """
 
 from __future__ import annotations
 
-from ..agent.tools import ToolError
+from ..errors import NotebookError
 
 __all__ = [
     "CellNotFound",
@@ -30,10 +31,6 @@ __all__ = [
     "NotebookError",
     "NotebookNotFound",
 ]
-
-
-class NotebookError(ToolError):
-    """Root of the live-notebook failures."""
 
 
 class CollaborationUnavailable(NotebookError):

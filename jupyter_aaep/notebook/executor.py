@@ -204,10 +204,16 @@ class KernelExecutor:
         """Wait while the kernel runs someone else's code (a cell the user started).
 
         Our request is only sent once the kernel is free, so the time limit and Stop can never
-        interrupt the user's own cell, and a Stop while waiting leaves nothing queued. The
-        probe is a ``kernel_info`` request: the kernel answers it only between executions. (The
-        server's ``execution_state`` is not reliable enough: it can stay "busy" after a crash.)
+        interrupt the user's own cell, and a Stop while waiting leaves nothing queued. When the
+        server last saw the kernel go idle, it is free and we go at once (a probe would cost a
+        round trip on every run: the run_cell benchmark). Otherwise the probe is a
+        ``kernel_info`` request: the kernel answers it only between executions. (The server's
+        ``execution_state`` can stay "busy" after a crash, so "busy" alone is never trusted.)
+        A cell the browser sends in the same instant can still go first; our time limit only
+        starts when the kernel starts our request, so it never counts that cell.
         """
+        if self._state(line.kernel_id) == "idle":
+            return
         probe = client.kernel_info()
         started = last = time.monotonic()
         while True:
@@ -336,7 +342,96 @@ class KernelExecutor:
                 return dict(msg.get("content", {}))
         return None
 
+    # -- silent evaluation (our own introspection, never the user's history) ----------------------
+    async def evaluate(
+        self,
+        kernel_id: str,
+        expressions: dict[str, str],
+        *,
+        timeout: float,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, dict[str, Any]]:
+        """Evaluate *expressions* in the kernel and return its ``user_expressions`` answer.
+
+        The request is an empty ``silent`` execute (nothing in the user's history, no execution
+        count, no outputs) queued like :meth:`execute`: after the agent's earlier runs and after
+        a cell the user is running, with ``on_progress(elapsed, True)`` at once and then every
+        ``progress_interval`` while it waits. Past *timeout* (counted from when the kernel
+        starts it) the kernel is interrupted and :class:`ExecutionTimeout` raised.
+        """
+        line = self._lines.setdefault(kernel_id, _Line(kernel_id))
+        if on_progress is not None and (line.lock.locked() or self._busy(kernel_id)):
+            on_progress(0.0, True)
+        async with line.lock:
+            client = await self._ready_client(line)
+            await self._wait_for_turn(line, client, timeout, on_progress)
+            msg_id = client.execute(
+                "", silent=True, store_history=False, user_expressions=expressions, allow_stdin=False,
+                stop_on_error=False,
+            )
+            try:
+                reply = await self._silent_reply(line, client, msg_id, timeout, on_progress)
+            except _Timeout:
+                try:
+                    await self._kernels.interrupt_kernel(kernel_id)
+                    await self._silent_reply(line, client, msg_id, self.interrupt_grace, None)
+                except (_Timeout, _Dead):
+                    line.ready = False
+                except Exception as error:  # noqa: BLE001 - report the time limit, not this
+                    log.warning("Could not interrupt kernel %s: %s", kernel_id, error)
+                raise ExecutionTimeout(
+                    f"The kernel did not answer within the time limit of {timeout:g} seconds, so it "
+                    "was interrupted (KeyboardInterrupt); its variables are kept."
+                ) from None
+            except _Dead as dead:
+                self._drop_client(line)
+                raise KernelDied(_death_message(dead.how)) from None
+            except asyncio.CancelledError:
+                await asyncio.shield(self._kernels.interrupt_kernel(kernel_id))
+                raise
+            return dict(reply.get("user_expressions") or {})
+
+    def _busy(self, kernel_id: str) -> bool:
+        return self._state(kernel_id) == "busy"
+
+    def _state(self, kernel_id: str) -> str:
+        """The server's view of the kernel's execution state ("" when unknown or gone)."""
+        try:
+            return str(getattr(self._kernels.get_kernel(kernel_id), "execution_state", "") or "")
+        except KeyError:
+            return ""
+
+    async def _silent_reply(
+        self, line: _Line, client: Any, msg_id: str, timeout: float, on_progress: ProgressCallback | None
+    ) -> dict[str, Any]:
+        """The ``execute_reply`` content of *msg_id*; ``_Timeout`` after *timeout* seconds."""
+        started = last = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if now - started > timeout:
+                raise _Timeout
+            if on_progress is not None and now - last >= self.progress_interval:
+                last = now
+                on_progress(now - started, False)
+            try:
+                msg = await client.get_shell_msg(timeout=min(self.poll_seconds, max(0.01, started + timeout - now)))
+            except Empty:
+                await self._check_alive(line)
+                continue
+            if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                return dict(msg.get("content", {}))
+
     # -- kernel health ---------------------------------------------------------------------------
+    def process_token(self, kernel_id: str) -> tuple[int, Any] | None:
+        """What identifies the kernel's current process; ``None`` when the kernel is gone.
+
+        It changes whenever the process is replaced (restart, auto-restart), so state that
+        lives in the kernel (kernel tools) can be dropped when it no longer matches.
+        """
+        if kernel_id not in self._kernels:
+            return None
+        return self._token(self._kernels.get_kernel(kernel_id))
+
     @staticmethod
     def _token(km: Any) -> tuple[int, Any]:
         """Changes whenever the kernel process is replaced (restart, auto-restart)."""

@@ -109,8 +109,9 @@ class NotebookService:
         progress_interval: float = 5.0,
         state_budget: int = 32_000,
         run_output_budget: int = 8_000,
-        max_image_chars: int = 150_000,
+        max_image_chars: int = 300_000,
         max_images: int = 2,
+        image_max_edge: int = 1024,
     ) -> None:
         self.serverapp = serverapp
         self.documents = NotebookDocuments(serverapp)
@@ -120,6 +121,7 @@ class NotebookService:
         self.run_output_budget = run_output_budget
         self.max_image_chars = max_image_chars
         self.max_images = max_images
+        self.image_max_edge = image_max_edge
 
     # -- documents -------------------------------------------------------------------------------
     async def open(self, path: str) -> LiveNotebook:

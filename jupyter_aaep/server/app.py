@@ -30,7 +30,7 @@ from traitlets import Bool, Dict, Enum, Float, Integer, List, TraitError, Unicod
 from .. import __version__
 from ..aaep.broker import ReplyBroker
 from ..aaep.session import Producer
-from ..agent.approval import ApprovalPolicy
+from ..agent.approval import APPROVAL_MODES, ApprovalPolicy
 from ..agent.context import ContextSettings
 from ..agent.loop import DEFAULT_MODEL, AgentConfig
 from ..agent.persistence import ChatPersistence
@@ -39,6 +39,7 @@ from ..agent.store import ChatStore
 from ..agent.usage import PriceTable
 from .handlers import handler_routes
 from .model_client import WITHHELD, ClientFactory, ModelCredentials
+from .models import ModelCatalog
 from .service import AAEPService
 from .streams import StreamHub
 from .toolbox import Toolbox
@@ -73,15 +74,18 @@ class AAEPExtension(ExtensionApp):
         "Reaching it ends the session with an error that says so; the user can then say 'continue'.",
     )
     approval_mode = Enum(
-        ["ask", "auto"],
+        list(APPROVAL_MODES),
         default_value="ask",
         config=True,
-        help="Approval mode of new chats: 'ask' asks the user before every action that needs approval; "
-        "'auto' approves them on the user's behalf, except code a static risk scan flags (shell, file "
-        "writes and deletes, installs, network writes, environment and credential reads, exec/eval, "
-        "dynamic imports, code that does not parse), which always asks. 'auto' is not a sandbox: code "
-        "the scan does not flag runs without asking. Users can switch a chat's mode at any time; "
-        "'auto' is never remembered across restarts.",
+        help="Approval mode of new chats. 'ask' (Ask before running code): the user approves running "
+        "code (a cell, all cells, a kernel restart) and any tool marked risky; creating, editing, "
+        "moving and deleting cells do not ask (Undo reverts them). 'ask_all' (Ask before every "
+        "change): those changes and clearing outputs ask too, and an edit's request shows the cell's "
+        "changes line by line. 'auto' (Auto): approved on the user's behalf, except code a static "
+        "risk scan flags (shell, file writes and deletes, installs, network writes, environment and "
+        "credential reads, exec/eval, dynamic imports, code that does not parse), which always asks. "
+        "'auto' is not a sandbox: code the scan does not flag runs without asking. Users can switch "
+        "a chat's mode at any time; a chat keeps 'ask' or 'ask_all' across restarts, never 'auto'.",
     )
     confirmation_timeouts = Dict(
         default_value=dict(DEFAULT_TIMEOUTS),
@@ -170,6 +174,26 @@ class AAEPExtension(ExtensionApp):
         "the agent runs, can then read it.",
     )
 
+    kernel_replies = Bool(
+        True,
+        config=True,
+        help="When true (the default), approvals and answers may come from the %aaep widget in the "
+        "notebook (through the kernel endpoints). Code running in a kernel can send them too; the "
+        "server refuses them while the agent's own code runs there, and code that reaches for these "
+        "endpoints is always asked about. Set to false to accept answers only from the side panel "
+        "and other authenticated clients; the widget then says so.",
+    )
+    kernel_autoload = Bool(
+        True,
+        config=True,
+        help="When true (the default), the server makes every new IPython kernel of its Python "
+        "environment load the %aaep magic and @aaep_tool support without %load_ext, by adding "
+        "'jupyter_aaep' to InteractiveShellApp.extensions in {sys.prefix}/etc/ipython/"
+        "ipython_kernel_config.json at start (merged: the file's other settings are kept). When "
+        "false, the server takes that entry out again at start; notebooks then use %load_ext "
+        "jupyter_aaep. See python -m jupyter_aaep.kernel.autoload for doing it by hand.",
+    )
+
     context_window = Integer(
         0,
         config=True,
@@ -194,6 +218,26 @@ class AAEPExtension(ExtensionApp):
         "'cache_write' defaults to 1.25 x input and 'cache_read' to 0.1 x input. Models not listed "
         "keep the built-in prices of the current Claude models.",
     )
+    models = List(
+        Unicode(),
+        config=True,
+        help="Models offered in the panel's model picker when the model endpoint has no Models API "
+        "(GET /v1/models); where it has one, its list is shown instead. The configured 'model' is always "
+        "offered and is the default. Each chat keeps its choice for its next requests.",
+    )
+    model_images_per_request = Integer(
+        4,
+        config=True,
+        help="Most images (figures from cell outputs) sent to the model with one request, so it "
+        "can read plots. Older images in the conversation are replaced by a short note (the agent "
+        "can look again). 0 sends none: the model then only reads each figure's size.",
+    )
+    model_image_max_edge = Integer(
+        1024,
+        config=True,
+        help="Longest side, in pixels, of a figure sent to the model; larger figures are "
+        "downscaled first (and re-encoded as PNG or JPEG) to keep requests small. At least 64.",
+    )
     chat_budget_usd = Float(
         0.0,
         config=True,
@@ -201,7 +245,13 @@ class AAEPExtension(ExtensionApp):
         "that says so (the work so far is kept). 0 (the default) means no budget.",
     )
 
-    @validate("context_window", "chat_budget_usd")
+    @validate("model_image_max_edge")
+    def _image_edge(self, proposal: Any) -> int:
+        if proposal["value"] < 64:
+            raise TraitError(f"model_image_max_edge must be at least 64 pixels, not {proposal['value']}.")
+        return int(proposal["value"])
+
+    @validate("context_window", "chat_budget_usd", "model_images_per_request")
     def _not_negative(self, proposal: Any) -> Any:
         if proposal["value"] < 0:
             raise TraitError(f"{proposal['trait'].name} must be 0 (none) or more, not {proposal['value']}.")
@@ -254,7 +304,8 @@ class AAEPExtension(ExtensionApp):
         producer = Producer(agent_version=__version__, agent_name=self.agent_name, model=self.model)
         config = AgentConfig(
             model=self.model, max_tokens=self.max_tokens, max_turns=self.max_turns,
-            context=ContextSettings(window=self.context_window or None, strategy=self.context_management),
+            context=ContextSettings(window=self.context_window or None, strategy=self.context_management,
+                                    max_images=self.model_images_per_request),
             prices=PriceTable(self.model_prices), budget_usd=self.chat_budget_usd or None,
         )
         self.store = self._open_store()
@@ -263,6 +314,10 @@ class AAEPExtension(ExtensionApp):
         )
         self.toolbox = Toolbox(log=self.log)
         self.toolbox.load(self.server, self.extra_tools)
+        notebooks = self.toolbox.services.get("notebook")
+        if notebooks is not None:
+            notebooks.image_max_edge = self.model_image_max_edge
+            notebooks.max_images = min(notebooks.max_images, self.model_images_per_request)
         self.hub = StreamHub(
             producer=producer,
             chat_lookup=lambda chat_id: self.runner.get(chat_id),
@@ -286,10 +341,12 @@ class AAEPExtension(ExtensionApp):
             self.runner.persistence = ChatPersistence(self.store, file_id=self._file_id)
             self.runner.persistence.recover(producer)
         base_url = self.server.base_url
-        self.service = AAEPService(self.runner, self.hub, url_for=lambda path: url_path_join(base_url, "aaep/v1", path))
+        self.service = AAEPService(self.runner, self.hub, url_for=lambda path: url_path_join(base_url, "aaep/v1", path),
+                                   models=ModelCatalog(self.clients, default=self.model, configured=self.models))
         self._secret = secrets.token_urlsafe(32)
         self._previous_env = {name: os.environ.get(name) for name in EXPORTED}
         self._export_environment()
+        self._configure_kernel_autoload()
         self._log_configuration()
         self._route_module_logs()
 
@@ -341,7 +398,7 @@ class AAEPExtension(ExtensionApp):
 
     def _policy(self) -> ApprovalPolicy:
         return ApprovalPolicy(
-            mode="auto" if self.approval_mode == "auto" else "ask",
+            mode=self.approval_mode,
             timeouts=dict(self.confirmation_timeouts),
             clarification_timeout=self.clarification_timeout,
         )
@@ -352,6 +409,19 @@ class AAEPExtension(ExtensionApp):
         os.environ["AAEP_SERVER_URL"] = url
         os.environ["AAEP_KERNEL_SECRET"] = self._secret
         self.hub.manifest_uri = url_path_join(url, "aaep/v1/manifest")
+
+    def _configure_kernel_autoload(self) -> None:
+        """Kernels of this environment load %aaep by themselves (or no longer do); never fatal."""
+        from ..kernel import autoload
+
+        try:
+            changed = autoload.enable() if self.kernel_autoload else autoload.disable()
+        except autoload.AutoloadError as error:
+            self.log.warning("AAEP agent: %s New kernels need %%load_ext jupyter_aaep for %%aaep.", error)
+            return
+        if changed:
+            self.log.info("AAEP agent: new kernels of this environment %s %%aaep by themselves (%s).",
+                          "load" if self.kernel_autoload else "no longer load", autoload.config_path())
 
     def _route_module_logs(self) -> None:
         """Messages of the ``jupyter_aaep.*`` loggers (why a reply was ignored, a stream that fell

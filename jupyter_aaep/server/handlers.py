@@ -16,50 +16,16 @@ import json
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
-from jupyter_server.base.handlers import APIHandler
-from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
 from ..aaep.manifest import build_manifest
-from .messages import MAX_MESSAGE_BYTES, RequestError, Response, parse_json
+from ..errors import AAEPError
+from .base import AAEPHandler
+from .http_errors import http_error
+from .request_context import kernel_variables
 from .service import AAEPService
 
-AUTH_RESOURCE = "kernels"
-
 _ANY_CHAT = r"(?P<chat_id>[^/]+)"
-
-
-class AAEPHandler(ExtensionHandlerMixin, APIHandler):
-    """Base of every AAEP endpoint: one auth resource, JSON errors, the service injected."""
-
-    auth_resource = AUTH_RESOURCE
-
-    def initialize(self, name: str, service: AAEPService, **kwargs: Any) -> None:
-        super().initialize(name, **kwargs)
-        self.service = service
-
-    def body_json(self) -> dict[str, Any]:
-        """The request body as a JSON object, or a 4xx saying what is wrong with it."""
-        length = self.request.headers.get("Content-Length")
-        if length is not None and length.isdigit() and int(length) > MAX_MESSAGE_BYTES:
-            raise web.HTTPError(413, f"The body is {length} bytes; the limit is {MAX_MESSAGE_BYTES} bytes (1 MiB).")
-        try:
-            return parse_json(self.request.body)
-        except RequestError as error:
-            raise web.HTTPError(error.status, error.message) from error
-
-    def respond(self, response: Response) -> None:
-        self.set_status(response.status)
-        for name, value in response.headers.items():
-            self.set_header(name, value)
-        if response.status == 204:
-            self.finish()
-        else:
-            self.finish(json.dumps(response.body or {}))
-
-
-def _fail(error: RequestError) -> web.HTTPError:
-    return web.HTTPError(error.status, error.message)
 
 
 class ChatsHandler(AAEPHandler):
@@ -73,8 +39,8 @@ class ChatsHandler(AAEPHandler):
             page = self.service.list_chats(self.get_argument("notebook_path", None),
                                            limit=self.get_argument("limit", None),
                                            before=self.get_argument("before", None))
-        except RequestError as error:
-            raise _fail(error) from error
+        except AAEPError as error:
+            raise http_error(error) from error
         self.finish(json.dumps(page))
 
     @web.authenticated
@@ -82,8 +48,8 @@ class ChatsHandler(AAEPHandler):
     async def post(self) -> None:
         try:
             response = self.service.create_chat(self.body_json() if self.request.body.strip() else {})
-        except RequestError as error:
-            raise _fail(error) from error
+        except AAEPError as error:
+            raise http_error(error) from error
         self.respond(response)
 
 
@@ -95,9 +61,22 @@ class ChatHandler(AAEPHandler):
     async def get(self, chat_id: str) -> None:
         try:
             view = self.service.chat_view(chat_id)
-        except RequestError as error:
-            raise _fail(error) from error
+        except AAEPError as error:
+            raise http_error(error) from error
         self.finish(json.dumps(view))
+
+
+class StepsHandler(AAEPHandler):
+    """``GET /aaep/v1/chats/{chat_id}/sessions/{session_id}/steps``: what each step of a session did and cost."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, chat_id: str, session_id: str) -> None:
+        try:
+            steps = self.service.session_steps(chat_id, session_id)
+        except AAEPError as error:
+            raise http_error(error) from error
+        self.finish(json.dumps(steps))
 
 
 class MessagesHandler(AAEPHandler):
@@ -109,8 +88,8 @@ class MessagesHandler(AAEPHandler):
     async def post(self, chat_id: str | None = None) -> None:
         try:
             response = await self.service.handle(self.body_json(), chat_id=chat_id)
-        except RequestError as error:
-            raise _fail(error) from error
+        except AAEPError as error:
+            raise http_error(error) from error
         self.respond(response)
 
 
@@ -122,8 +101,8 @@ class SubscriptionsHandler(AAEPHandler):
     async def post(self) -> None:
         try:
             response = self.service.subscribe(self.body_json(), self.get_argument("chat_id", None))
-        except RequestError as error:
-            raise _fail(error) from error
+        except AAEPError as error:
+            raise http_error(error) from error
         self.respond(response)
 
 
@@ -150,8 +129,33 @@ class ManifestHandler(AAEPHandler):
         self.finish(json.dumps(manifest))
 
 
+class VariablesHandler(AAEPHandler):
+    """``GET /aaep/v1/chats/{chat_id}/variables``: the notebook kernel's variables (name, type,
+    a one-line summary) for the panel's ``@`` picker; read-only, like the list_variables tool."""
+
+    @web.authenticated
+    @authorized("execute")  # type: ignore[untyped-decorator]
+    async def get(self, chat_id: str) -> None:
+        try:
+            chat = self.service.runner.get(chat_id)
+        except AAEPError as error:
+            raise http_error(error) from error
+        self.finish(json.dumps(await kernel_variables(self.service.runner, chat)))
+
+
+class ModelsHandler(AAEPHandler):
+    """``GET /aaep/v1/models``: the models a chat can use (the Models API's list where the
+    endpoint offers it, else the configured one) and the default, for the panel's picker."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.finish(json.dumps(await self.service.models.describe()))
+
+
 def handler_routes(service: AAEPService, *, keepalive: float) -> list[tuple[str, type, dict[str, Any]]]:
     """Every AAEP route (relative to ``base_url``), each handler given the service."""
+    from .kernel_handlers import kernel_routes
     from .sse import EventStreamHandler
     from .websocket import ChatSocketHandler
 
@@ -159,13 +163,17 @@ def handler_routes(service: AAEPService, *, keepalive: float) -> list[tuple[str,
     streaming = {**common, "keepalive": keepalive}
     return [
         (r"aaep/v1/manifest", ManifestHandler, common),
+        (r"aaep/v1/models", ModelsHandler, common),
         (r"aaep/v1/chats", ChatsHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/events", EventStreamHandler, streaming),
         (rf"aaep/v1/chats/{_ANY_CHAT}/messages", MessagesHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/ws", ChatSocketHandler, common),
+        (rf"aaep/v1/chats/{_ANY_CHAT}/variables", VariablesHandler, common),
+        (rf"aaep/v1/chats/{_ANY_CHAT}/sessions/(?P<session_id>[^/]+)/steps", StepsHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}", ChatHandler, common),
         (r"aaep/v1/events", EventStreamHandler, streaming),
         (r"aaep/v1/replies", MessagesHandler, common),
         (r"aaep/v1/messages", MessagesHandler, common),
         (r"aaep/v1/subscriptions", SubscriptionsHandler, common),
+        *kernel_routes(service, keepalive=keepalive),  # the kernels' own endpoints (secret, not login)
     ]

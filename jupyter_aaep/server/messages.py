@@ -21,11 +21,12 @@ from itertools import accumulate
 from typing import Any
 
 from ..aaep.wire import has_lone_surrogate
+from ..errors import RequestError
 
 MAX_MESSAGE_BYTES = 1 << 20
 """Largest body or frame accepted (1 MiB); AAEP asks for at least 64 KiB."""
 
-KINDS = ("user_input", "guidance", "control", "approval_mode")
+KINDS = ("user_input", "guidance", "control", "approval_mode", "model", "figure_alt_text")
 REPLY_TYPES = ("confirmation.reply", "clarification.reply")
 SUBSCRIPTION_TYPES = ("subscription.request", "subscription.renegotiate", "subscription.close")
 CONTROL_ACTIONS = ("stop", "pause", "resume", "continue", "revert")
@@ -36,15 +37,6 @@ MAX_DEPTH = 32
 EXAMPLE = '{"kind": "user_input", "text": "Plot column A"}'
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-
-
-class RequestError(Exception):
-    """A client mistake: the HTTP status and a sentence saying what is wrong and what to do."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 @dataclass

@@ -22,8 +22,8 @@ from .app import AAEPExtension
 __all__ = ["config_text", "help_text", "main", "own_options"]
 
 _HOW_TO_SET = (
-    "Set them on the command line (jupyter lab --AAEPExtension.approval_mode=auto) or in "
-    "jupyter_server_config.py (c.AAEPExtension.approval_mode = 'auto'). The API key is not an "
+    "Set them on the command line (jupyter lab --AAEPExtension.approval_mode=ask_all) or in "
+    "jupyter_server_config.py (c.AAEPExtension.approval_mode = 'ask_all'). The API key is not an "
     "option: the Anthropic SDK reads ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL) from the "
     "server's environment."
 )

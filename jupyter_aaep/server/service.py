@@ -30,16 +30,9 @@ from ..aaep.broker import PendingRequest, short_token
 from ..aaep.emitter import Event
 from ..aaep.handshake import Rejected
 from ..aaep.ids import is_valid_id
-from ..agent.runner import (
-    SUPPORTS,
-    Chat,
-    ChatBusy,
-    ChatError,
-    ChatRunner,
-    InvalidInput,
-    UnknownChat,
-)
+from ..agent.runner import SUPPORTS, Chat, ChatRunner
 from ..agent.store import StoredChat
+from ..errors import InvalidInput
 from .messages import (
     CONTROL_ACTIONS,
     REPLY_TYPES,
@@ -49,6 +42,8 @@ from .messages import (
     only_fields,
     text_field,
 )
+from .models import ModelCatalog
+from .request_context import request_attachment, save_alt_text
 from .streams import Stream, StreamHub, Transport
 from .validation import check_last_event_id, check_subscription_id, validate
 
@@ -62,12 +57,6 @@ DEFAULT_PAGE = 20
 MAX_PAGE = 200
 
 
-def chat_error(error: ChatError) -> RequestError:
-    """The runner's errors as HTTP statuses (the messages are already sentences for people)."""
-    status = 404 if isinstance(error, UnknownChat) else 409 if isinstance(error, ChatBusy) else 400
-    return RequestError(status, str(error))
-
-
 class AAEPService:
     """Parameters
     ----------
@@ -79,10 +68,12 @@ class AAEPService:
         Turns a path under ``aaep/v1/`` into a URL path under the server's ``base_url``.
     """
 
-    def __init__(self, runner: ChatRunner, hub: StreamHub, *, url_for: Callable[[str], str]) -> None:
+    def __init__(self, runner: ChatRunner, hub: StreamHub, *, url_for: Callable[[str], str],
+                 models: ModelCatalog | None = None) -> None:
         self.runner = runner
         self.hub = hub
         self.url_for = url_for
+        self.models = models or ModelCatalog(runner.client_factory, default=runner.config.model)
 
     # -- chats ------------------------------------------------------------------------------------
     def create_chat(self, body: dict[str, Any]) -> Response:
@@ -91,10 +82,7 @@ class AAEPService:
         if path is not None and (not isinstance(path, str) or not path.strip()):
             raise RequestError(400, "notebook_path must be the notebook's path relative to the server root, "
                                     "e.g. \"analysis.ipynb\".")
-        try:
-            chat = self.runner.create_chat(path)
-        except ChatError as error:
-            raise chat_error(error) from error
+        chat = self.runner.create_chat(path, approval_mode=body.get("approval_mode"))
         self.hub.attach_chat(chat)
         return Response(201, self._describe(chat), {"Location": self.url_for(f"chats/{chat.chat_id}")})
 
@@ -107,22 +95,22 @@ class AAEPService:
             size = 0
         if not 1 <= size <= MAX_PAGE:
             raise RequestError(400, f"limit must be a whole number from 1 to {MAX_PAGE}, e.g. ?limit=20.")
-        try:
-            chats, cursor = self.runner.page(notebook_path, limit=size, before=before or None)
-        except ChatError as error:
-            raise chat_error(error) from error
+        chats, cursor = self.runner.page(notebook_path, limit=size, before=before or None)
         return {"chats": [self._describe(c) if isinstance(c, Chat) else self._describe_stored(c) for c in chats],
                 "next": cursor}
 
     def _describe_stored(self, stored: StoredChat) -> dict[str, Any]:
         """A chat that is only in the store (not loaded): described from its row."""
         base = f"chats/{stored.chat_id}"
+        mode = self.runner.policy_factory()  # the mode it loads with: auto is never remembered
+        mode.restore(stored.approval_mode)
         return {
             "chat_id": stored.chat_id, "notebook_path": stored.notebook_path, "status": "idle",
-            "session_id": stored.last_session_id, "approval_mode": stored.approval_mode,
+            "session_id": stored.last_session_id, "approval_mode": mode.mode,
             "supports": dict(SUPPORTS), "undoable_sessions": stored.snapshot_ids, "paused": False,
             "title": stored.title, "created": stored.created, "updated": stored.updated,
             "can_continue": stored.can_continue, "state": "idle", "saved": self.runner.storage_problem is None,
+            "model": stored.model,
             "urls": {"chat": self.url_for(base), "events": self.url_for(f"{base}/events"),
                      "messages": self.url_for(f"{base}/messages"), "websocket": self.url_for(f"{base}/ws")},
         }
@@ -138,10 +126,17 @@ class AAEPService:
         return {**self._describe(chat), "transcript": transcript, "pending_requests": pending, "usage": usage,
                 "guidance": [item.to_json() for item in chat.guidance]}
 
+    def session_steps(self, chat_id: str, session_id: str) -> dict[str, Any]:
+        """One session's step records: status, text, tool, latency, error and token usage of each."""
+        return {"chat_id": chat_id, "session_id": session_id, "steps": self.runner.steps(chat_id, session_id)}
+
     def _describe(self, chat: Chat) -> dict[str, Any]:
         base = f"chats/{chat.chat_id}"
+        model = chat.model or self.runner.config.model
         return {
             **chat.describe(),
+            "model": model,
+            "model_label": chat.model_label or self.models.label(model),
             "state": chat.session.state if chat.session is not None else "idle",
             "saved": self.runner.storage_problem is None,
             "urls": {
@@ -153,10 +148,7 @@ class AAEPService:
         }
 
     def _chat(self, chat_id: str) -> Chat:
-        try:
-            return self.runner.get(chat_id)
-        except UnknownChat as error:
-            raise chat_error(error) from error
+        return self.runner.get(chat_id)
 
     # -- streams -------------------------------------------------------------------------------------
     def open_stream(
@@ -236,17 +228,19 @@ class AAEPService:
         if origin is not None:
             origin.touch()
         self.hub.touch_subscription(message.get("subscription_id"))
-        try:
-            if kind == "user_input":
-                return self._user_input(message, self._need_chat(chat_id, kind))
-            if kind == "guidance":
-                return self._guidance(message, self._need_chat(chat_id, kind))
-            if kind == "control":
-                return await self._control(message, self._need_chat(chat_id, kind))
-            if kind == "approval_mode":
-                return self._approval_mode(message, self._need_chat(chat_id, kind))
-        except ChatError as error:
-            raise chat_error(error) from error
+        if kind == "user_input":
+            return await self._user_input(message, self._need_chat(chat_id, kind))
+        if kind == "model":
+            return await self._model(message, self._need_chat(chat_id, kind))
+        if kind == "figure_alt_text":
+            chat = self._chat(self._need_chat(chat_id, kind))
+            return Response(200, await save_alt_text(self.runner, chat, message))
+        if kind == "guidance":
+            return self._guidance(message, self._need_chat(chat_id, kind))
+        if kind == "control":
+            return await self._control(message, self._need_chat(chat_id, kind))
+        if kind == "approval_mode":
+            return self._approval_mode(message, self._need_chat(chat_id, kind))
         if kind in ("confirmation.reply", "clarification.reply"):
             return self._reply(message, chat_id)
         if kind == "subscription.request":
@@ -260,15 +254,28 @@ class AAEPService:
             raise RequestError(400, f"Send {kind} to a chat: POST /aaep/v1/chats/{{chat_id}}/messages.")
         return chat_id
 
-    def _user_input(self, message: dict[str, Any], chat_id: str) -> Response:
-        only_fields(message, {"kind", "text"}, what="user_input")
+    async def _user_input(self, message: dict[str, Any], chat_id: str) -> Response:
+        only_fields(message, {"kind", "text", "context", "describe_figure"}, what="user_input")
         text = text_field(message, "text", what="user_input")
-        if self.runner.get(chat_id).working:  # a message while the agent works steers it (not 409)
-            item, _, session_id = self.runner.guide(chat_id, text)
+        chat = self.runner.get(chat_id)
+        attachment = await request_attachment(self.runner, chat, message)  # cells picked with @, a figure
+        if chat.working:  # a message while the agent works steers it (not 409)
+            item, _, session_id = self.runner.guide(chat_id, f"{text}\n\n{attachment}" if attachment else text)
             return Response(202, {"chat_id": chat_id, "session_id": session_id, "as_guidance": True,
                                   "guidance_id": item.guidance_id})
-        session_id = self.runner.submit(chat_id, text)
+        session_id = self.runner.submit(chat_id, text, attachment=attachment)
         return Response(202, {"chat_id": chat_id, "session_id": session_id})
+
+    async def _model(self, message: dict[str, Any], chat_id: str) -> Response:
+        """Choose the chat's model for its next session, from the models on offer."""
+        only_fields(message, {"kind", "model"}, what="model")
+        try:
+            choice = await self.models.check(message["model"])
+        except ValueError as error:
+            raise RequestError(400, f"{error}. Pick one from GET /aaep/v1/models.") from error
+        self.runner.set_model(chat_id, choice.model_id, choice.label)
+        return Response(200, {"chat_id": chat_id, "model": choice.model_id, "label": choice.label,
+                              "message": f"The next request uses {choice.label}."})
 
     def _guidance(self, message: dict[str, Any], chat_id: str) -> Response:
         item, applies, session_id = self.runner.guide(
@@ -298,7 +305,7 @@ class AAEPService:
         try:
             self.runner.set_approval_mode(chat_id, message.get("mode"))
         except InvalidInput as error:
-            raise RequestError(400, f"{error}. Send {{\"kind\": \"approval_mode\", \"mode\": \"ask\"}} or \"auto\".") from error
+            raise RequestError(400, f"{error}. Send {{\"kind\": \"approval_mode\", \"mode\": \"ask\"}}, \"ask_all\" or \"auto\".") from error
         return Response(200, {"chat_id": chat_id, "approval_mode": message["mode"]})
 
     def _reply(self, message: dict[str, Any], chat_id: str | None) -> Response:
@@ -382,4 +389,4 @@ class AAEPService:
         return Response(204)
 
 
-__all__ = ["AAEPService", "RequestError", "Response", "chat_error"]
+__all__ = ["AAEPService", "RequestError", "Response"]

@@ -70,7 +70,7 @@ class Toolbox:
     def _load_notebook(self, serverapp: ServerApp) -> None:
         try:
             from ..notebook.service import NotebookService
-            from ..notebook.tools import notebook_tools
+            from ..tools.notebook import notebook_tools
 
             tools = notebook_tools()
             service = NotebookService(serverapp)
@@ -83,6 +83,17 @@ class Toolbox:
             return
         self.services["notebook"] = service
         self._add(tools, source="notebook tools")
+        self._load_kernel_tools(service)
+
+    def _load_kernel_tools(self, notebooks: Any) -> None:
+        """The read-only kernel tools, and the registry of tools notebooks' kernels define."""
+        from ..tools.kernel_inspection import kernel_inspection_tools
+        from ..tools.kernel_tools import KernelToolRegistry
+
+        self._add(kernel_inspection_tools(), source="kernel inspection tools")
+        self.services["kernel_tools"] = KernelToolRegistry(
+            notebooks.executor.process_token, reserved=lambda: [tool.name for tool in self.tools]
+        )
 
     def _add(self, tools: Iterable[ToolSpec], *, source: str) -> None:
         names = {tool.name for tool in self.tools}
@@ -95,8 +106,12 @@ class Toolbox:
             self.tools.append(tool)
 
     def registry_for(self, chat: Chat) -> ToolRegistry:
-        """A fresh registry per session (the runner's ``registry_factory``)."""
-        return ToolRegistry(self.tools)
+        """A fresh registry per session (the runner's ``registry_factory``); with the notebook's
+        kernel tools looked up at every turn, when the notebook layer is there."""
+        kernel_tools = self.services.get("kernel_tools")
+        if kernel_tools is None:
+            return ToolRegistry(self.tools)
+        return kernel_tools.registry(self.tools, lambda: chat.notebook_path)  # type: ignore[no-any-return]
 
     async def close(self) -> None:
         service = self.services.get("notebook")

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..agent.approval import APPROVAL_MODES, mode_choices
 from .messages import CONTROL_ACTIONS, RequestError
 
 _SUB_ID = re.compile(r"sub_[A-Za-z0-9]{1,64}")
@@ -203,6 +204,25 @@ class Obj(Shape):
                 shape.check(item, _join(path, name), what)
 
 
+@dataclass(frozen=True)
+class Tagged(Shape):
+    """An object whose ``type`` field says which shape the rest must have."""
+
+    kinds: Mapping[str, Obj]
+
+    def describe(self) -> str:
+        return "an object whose type is " + ", ".join(self.kinds)
+
+    def check(self, value: Any, path: str, what: str) -> None:
+        if not isinstance(value, dict):
+            raise _Wrong(path, f"{what} needs {path!r} as {self.describe()}; it is {shown(value)}")
+        shape = self.kinds.get(str(value.get("type")))
+        if shape is None:
+            raise _Wrong(_join(path, "type"), f"{what} needs {_join(path, 'type')!r} as one of "
+                                              f"{', '.join(self.kinds)}; it is {shown(value.get('type'))}")
+        shape.check(value, path, what)
+
+
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
@@ -243,14 +263,44 @@ _REPLY_COMMON: dict[str, Shape] = {
     "correlation_id": Text(max_length=256),
 }
 _SUBSCRIPTION_ID = Text(max_length=256)
+_CELL_ID = Text(max_length=128, pattern=re.compile(r"[A-Za-z0-9_-]{1,128}"), example="a1b2c3d4")
+_VARIABLE = Text(max_length=128, pattern=re.compile(r"[^\W\d]\w{0,127}"), example="df")
+_MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}")
 _ID_EXAMPLE = "sub_8a4f2c9d1e7b5f3a"
 
 SPECS: dict[str, Spec] = {
-    "new chat": Spec("A new chat", Obj({"notebook_path": Text(non_blank=True, no_nul=True)}),
-                     '{"notebook_path": "analysis.ipynb"}'),
-    "user_input": Spec("user_input", Obj({"kind": Text(), "text": Text(max_length=100_000, non_blank=True)},
-                                         required=("text",)),
-                       '{"kind": "user_input", "text": "Plot column A"}'),
+    "new chat": Spec("A new chat", Obj({
+        "notebook_path": Text(non_blank=True, no_nul=True),
+        "approval_mode": Text(max_length=64, choices=APPROVAL_MODES,
+                              choice_error="approval_mode says {value}, but the approval mode must be one of: "
+                              + mode_choices()),
+    }), '{"notebook_path": "analysis.ipynb", "approval_mode": "ask_all"}'),
+    "user_input": Spec("user_input", Obj({
+        "kind": Text(),
+        "text": Text(max_length=100_000, non_blank=True),
+        # What the user picked with @ in the composer (server/request_context.py resolves it).
+        "context": ListOf(Tagged({
+            "cell": Obj({"type": Text(), "cell_id": _CELL_ID}, required=("cell_id",)),
+            "file": Obj({"type": Text(), "path": Text(max_length=1024, non_blank=True, no_nul=True)},
+                        required=("path",)),
+            "variable": Obj({"type": Text(), "name": _VARIABLE}, required=("name",)),
+        }), max_items=10),
+        "describe_figure": Obj({"cell_id": _CELL_ID, "output_index": Integer()}, required=("cell_id",)),
+    }, required=("text",)),
+                       '{"kind": "user_input", "text": "Plot column A", '
+                       '"context": [{"type": "cell", "cell_id": "a1b2"}, {"type": "variable", "name": "df"}]}'),
+    "model": Spec(
+        "model",
+        Obj({"kind": Text(), "model": Text(max_length=128, pattern=_MODEL_ID, example="claude-sonnet-4-5")},
+            required=("model",)),
+        '{"kind": "model", "model": "claude-sonnet-4-5"}',
+    ),
+    "figure_alt_text": Spec(
+        "figure_alt_text",
+        Obj({"kind": Text(), "cell_id": _CELL_ID, "output_index": Integer(),
+             "alt_text": Text(max_length=4000, non_blank=True, no_nul=True)}, required=("cell_id", "alt_text")),
+        '{"kind": "figure_alt_text", "cell_id": "a1b2", "alt_text": "A line chart of temperature by day…"}',
+    ),
     "control": Spec(
         "control",
         Obj({
@@ -268,8 +318,9 @@ SPECS: dict[str, Spec] = {
             "text": Text(max_length=100_000, non_blank=True),
             "resume": Boolean(),
             "settings": Obj({
-                "approval_mode": Text(max_length=64, choices=("ask", "auto"),
-                                      choice_error="settings.approval_mode says {value}, but it must be ask or auto"),
+                "approval_mode": Text(max_length=64, choices=APPROVAL_MODES,
+                                      choice_error="settings.approval_mode says {value}, but it must be one of: "
+                                      + mode_choices()),
                 "max_turns": Integer(),
             }),
         }, required=("text",)),
@@ -278,8 +329,9 @@ SPECS: dict[str, Spec] = {
     ),
     "approval_mode": Spec(
         "approval_mode",
-        Obj({"kind": Text(), "mode": Text(max_length=64, choices=("ask", "auto"),
-                                          choice_error="approval_mode says {value}, but the approval mode must be one of: ask, auto")},
+        Obj({"kind": Text(), "mode": Text(max_length=64, choices=APPROVAL_MODES,
+                                          choice_error="approval_mode says {value}, but the approval mode must be one of: "
+                                          + mode_choices())},
             required=("mode",)),
         '{"kind": "approval_mode", "mode": "ask"}',
     ),

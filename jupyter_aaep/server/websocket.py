@@ -34,8 +34,10 @@ from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..aaep.wire import dumps
-from .handlers import AUTH_RESOURCE
-from .messages import MAX_MESSAGE_BYTES, RequestError, classify, parse_json
+from ..errors import AAEPError
+from .base import AUTH_RESOURCE
+from .http_errors import http_error, http_status
+from .messages import MAX_MESSAGE_BYTES, classify, parse_json
 from .service import AAEPService
 from .streams import Stream, client_key
 
@@ -75,8 +77,8 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
             raise web.HTTPError(403, f"User is not authorized to execute on resource: {AUTH_RESOURCE}.")
         try:
             self.service.chat_view(chat_id)
-        except RequestError as error:
-            raise web.HTTPError(error.status, error.message) from error
+        except AAEPError as error:
+            raise http_error(error) from error
         self.chat_id = chat_id
         await super().get(*args, **kwargs)
 
@@ -143,8 +145,8 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
             body = parse_json(message)
             kind = classify(body)
             response = await self.service.handle(body, chat_id=self.chat_id, origin=self.aaep_stream)
-        except RequestError as error:
-            self._error(error.status, error.message)
+        except AAEPError as error:
+            self._error(http_status(error), error.message)
             return
         if kind == "subscription.request" and response.status == 400 and response.body is not None:
             # malformed: the current subscription goes on, as after any other bad frame

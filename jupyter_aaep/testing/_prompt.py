@@ -8,7 +8,9 @@ Token count
     a message (a string ``content`` counts as one text block). A unit costs
     ``ceil(len(json) / 4)`` tokens, ``json`` being the block serialized compactly with sorted
     keys and without its ``cache_control``; the prompt is the sum over tools, then system, then
-    messages. About four characters a token, as for English text and code.
+    messages. About four characters a token, as for English text and code. An image counts
+    what the service bills for it: scaled to fit 1568 pixels on its long side and about 1.15
+    megapixels, ``ceil(width × height / 750)`` tokens (its base64 is not counted as text).
 
 Prompt cache
     The prefix order is tools → system → messages. A unit with ``cache_control`` is a
@@ -42,6 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._validation import decode_image
+
 __all__ = [
     "CLEARED_PLACEHOLDER",
     "CONTEXT_MANAGEMENT_BETA",
@@ -50,6 +54,7 @@ __all__ = [
     "PromptUsage",
     "apply_context_management",
     "count_tokens",
+    "image_tokens",
     "prompt_units",
 ]
 
@@ -79,12 +84,47 @@ class Unit:
     """Seconds the cache keeps this prefix, when the unit is a breakpoint; else ``None``."""
 
 
+def image_tokens(data: str) -> int:
+    """What the service bills for one base64 image: scaled to fit 1568 pixels and about 1.15
+    megapixels, then ``width × height / 750`` tokens."""
+    found = decode_image(data)
+    if isinstance(found, str):
+        return 0  # validation refused the request already
+    _, width, height = found
+    scale = min(1.0, 1568 / max(width, height), math.sqrt(1_150_000 / (width * height)))
+    return max(1, math.ceil(width * scale * height * scale / 750))
+
+
+def _without_images(value: Any) -> tuple[Any, int]:
+    """*value* with image data left out, and the tokens of the images."""
+    if isinstance(value, list):
+        items = [_without_images(item) for item in value]
+        return [item for item, _ in items], sum(tokens for _, tokens in items)
+    if not isinstance(value, dict):
+        return value, 0
+    source = value.get("source")
+    if value.get("type") == "image" and isinstance(source, dict) and isinstance(source.get("data"), str):
+        return {**value, "source": {**source, "data": ""}}, image_tokens(source["data"])
+    total, out = 0, {}
+    for key, item in value.items():
+        out[key], tokens = _without_images(item)
+        total += tokens
+    return out, total
+
+
+def _block_tokens(block: object, text: str) -> int:
+    if '"type":"image"' not in text:
+        return _tokens(text)
+    bare, images = _without_images(block)
+    return _tokens(_canonical(bare)) + images
+
+
 def _unit(block: object) -> Unit:
     text = _canonical(block)
     ttl = None
     if isinstance(block, dict) and isinstance(block.get("cache_control"), dict):
         ttl = _TTL_SECONDS.get(str(block["cache_control"].get("ttl", "5m")), 300.0)
-    return Unit(text, _tokens(text), ttl)
+    return Unit(text, _block_tokens(block, text), ttl)
 
 
 def prompt_units(body: dict[str, Any]) -> list[Unit]:

@@ -9,11 +9,41 @@ extra parameters are accepted.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import io
 import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["validate_request"]
+__all__ = ["IMAGE_MEDIA_TYPES", "decode_image", "validate_request"]
+
+IMAGE_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+"""Longest base64 image the service takes (5 MB)."""
+MAX_IMAGE_PIXELS = 8000
+MAX_IMAGES = 100
+MANY_IMAGES, MANY_IMAGES_PIXELS = 20, 2000
+"""Past 20 images in one request, each may be at most 2000 pixels on a side."""
+_PILLOW_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
+
+
+def decode_image(data: str) -> tuple[str, int, int] | str:
+    """``(media type, width, height)`` of base64 image data, or a sentence saying what is wrong."""
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return "The image data is not valid base64"
+    try:
+        from PIL import Image, UnidentifiedImageError
+
+        with Image.open(io.BytesIO(raw)) as image:
+            kind, (width, height) = _PILLOW_TYPES.get(str(image.format)), image.size
+    except (UnidentifiedImageError, OSError, ValueError):
+        return "Could not process image: the data is not a JPEG, PNG, GIF or WebP image"
+    if kind is None:
+        return "Could not process image: the data is not a JPEG, PNG, GIF or WebP image"
+    return kind, int(width), int(height)
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _TOOL_USE_ID = re.compile(r"^toolu_[A-Za-z0-9_-]+$")
@@ -44,6 +74,7 @@ def validate_request(body: object, headers: Mapping[str, str]) -> list[str]:
     tool_names = _check_tools(body.get("tools"), problems, cache)
     _check_tool_choice(body.get("tool_choice"), tool_names, problems)
     _check_messages(body.get("messages"), problems, cache)
+    _check_image_count(cache.images, problems)
     if cache.count > _MAX_CACHE_BREAKPOINTS:
         problems.append(
             f"A maximum of {_MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
@@ -53,10 +84,12 @@ def validate_request(body: object, headers: Mapping[str, str]) -> list[str]:
 
 
 class _CacheCount:
-    """Counts ``cache_control`` breakpoints across system, tools and messages."""
+    """Counts ``cache_control`` breakpoints across system, tools and messages (and, for the
+    per-request image limits, the images seen: their path and pixel size)."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.images: list[tuple[str, int, int]] = []
 
     def see(self, owner: dict[str, Any], path: str, problems: list[str]) -> None:
         control = owner.get("cache_control")
@@ -199,6 +232,10 @@ def _content_blocks(
             _check_tool_use(block, bpath, role, problems)
         elif kind == "tool_result":
             _check_tool_result(block, bpath, role, problems, cache)
+        elif kind == "image":
+            if role != "user":
+                problems.append(f"{bpath}: image blocks may only appear in user messages")
+            _check_image(block, bpath, problems, cache)
         blocks.append((bpath, block))
     last = content[-1] if content else None
     if prefill and isinstance(last, dict) and last.get("type") == "text":
@@ -242,6 +279,55 @@ def _check_tool_result(
         cache.see(inner, ipath, problems)
         if inner["type"] == "text":
             _check_text(inner, ipath, problems)
+        elif inner["type"] == "image":
+            _check_image(inner, ipath, problems, cache)
+        elif inner["type"] not in ("document", "search_result"):
+            problems.append(f"{ipath}.type: tool_result content blocks must be text, image, document or "
+                            f"search_result, got {inner['type']!r}")
+
+
+def _check_image(block: dict[str, Any], path: str, problems: list[str], cache: _CacheCount) -> None:
+    """An image block as the service checks it: source kind, media type, base64, bytes, pixels."""
+    source = block.get("source")
+    where = f"{path}.image.source"
+    if not isinstance(source, dict) or source.get("type") not in ("base64", "url", "file"):
+        problems.append(f"{where}: must be an object with type 'base64', 'url' or 'file'")
+        return
+    if source["type"] != "base64":
+        return  # nothing to fetch here: the fake never reaches outside addresses
+    media_type, data = source.get("media_type"), source.get("data")
+    if media_type not in IMAGE_MEDIA_TYPES:
+        problems.append(f"{where}.base64.media_type: Input should be 'image/jpeg', 'image/png', "
+                        f"'image/gif' or 'image/webp', got {media_type!r}")
+        return
+    if not isinstance(data, str) or not data:
+        problems.append(f"{where}.base64.data: must be a non-empty base64 string")
+        return
+    if len(data) > MAX_IMAGE_BYTES:
+        problems.append(f"{where}.base64: image exceeds 5 MB maximum: {len(data)} bytes > {MAX_IMAGE_BYTES} bytes")
+        return
+    found = decode_image(data)
+    if isinstance(found, str):
+        problems.append(f"{where}.base64: {found}")
+        return
+    actual, width, height = found
+    if actual != media_type:
+        problems.append(f"{where}.base64: Image does not match the provided media type {media_type}")
+        return
+    if max(width, height) > MAX_IMAGE_PIXELS:
+        problems.append(f"{where}.base64: image dimensions exceed max allowed size: {MAX_IMAGE_PIXELS} pixels")
+        return
+    cache.images.append((where, width, height))
+
+
+def _check_image_count(images: list[tuple[str, int, int]], problems: list[str]) -> None:
+    if len(images) > MAX_IMAGES:
+        problems.append(f"Too many images: {len(images)} in the request; the maximum is {MAX_IMAGES}")
+    elif len(images) > MANY_IMAGES:
+        for where, width, height in images:
+            if max(width, height) > MANY_IMAGES_PIXELS:
+                problems.append(f"{where}.base64: image dimensions exceed max allowed size for many-image "
+                                f"requests: {MANY_IMAGES_PIXELS} pixels")
 
 
 def _check_tool_pairing(turns: list[_Turn], problems: list[str]) -> None:

@@ -11,14 +11,13 @@ unknown tool, or an API error. The producer itself knows nothing of the suite.
 
 Run it as its own process (what ``scripts/conformance`` does)::
 
-    python -m jupyter_aaep.testing.conformance_model --port 0
+    python -m jupyter_aaep.testing.serve_model --responder conformance --port 0
 
 prints the base URL to point ``ANTHROPIC_BASE_URL`` at, then serves until interrupted.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -122,14 +121,3 @@ def respond(request: RecordedRequest) -> Reply:
     text = content if isinstance(content, str) else " ".join(
         str(b.get("text", "")) for b in content or [] if isinstance(b, dict))
     return Turn(text=rule.after(text, bool(result.get("is_error"))))
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Serve this model as its own process (see :mod:`jupyter_aaep.testing.serve_model`)."""
-    from .serve_model import main as serve
-
-    return serve(["--responder", "conformance", *(argv if argv is not None else sys.argv[1:])])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

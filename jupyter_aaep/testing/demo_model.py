@@ -12,7 +12,9 @@ nobody mistakes it for the real thing.
 
 from __future__ import annotations
 
+import ast
 import difflib
+import json
 import re
 from typing import Any
 
@@ -31,6 +33,8 @@ CAN_DO = (
     "I can: *explain this notebook*, *plot the data* (or a column you name), "
     "*load the data and show the first rows*, *summarise the dataframe*, *fix the error*, "
     "and in the demo notebook *convert the temperatures to Fahrenheit* or *summarise the readings*. "
+    "It calls your own kernel functions (@aaep_tool) when you write the call, as in "
+    "*compare {sales_2024} with quarterly_sales(\"north\")*. "
     "Start JupyterLab with ANTHROPIC_API_KEY set (scripts/start) to talk to Claude."
 )
 HELP = f"{WHAT_I_AM} {CAN_DO}"
@@ -440,6 +444,87 @@ def fix(view: NotebookView) -> Turn:
     return _turn(f"Cell {failed.number} failed with {error}. {hint} {WHAT_I_AM}")
 
 
+# -- kernel tools (@aaep_tool functions of the notebook's kernel) ----------------------------------
+
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\(([^()]*)\)")
+_CONTEXT = re.compile(r"^--- (\w+) ---\n(.+)$", re.MULTILINE)
+
+
+def kernel_tool_call(text: str, tools: list[Any]) -> ToolUse | None:
+    """A call of one of the offered tools written in the request, such as
+    ``quarterly_sales("north")``: its literal arguments, mapped onto the tool's parameters."""
+    offered = {t["name"]: t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
+    for match in _CALL.finditer(text):
+        tool = offered.get(match.group(1))
+        if tool is None:
+            continue
+        try:
+            call = ast.parse(f"f({match.group(2)})", mode="eval").body
+            assert isinstance(call, ast.Call)
+            positional = [ast.literal_eval(a) for a in call.args]
+            named = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+        except (SyntaxError, ValueError, AssertionError):
+            continue
+        names = list((tool.get("input_schema") or {}).get("properties") or {})
+        return ToolUse(tool["name"], {**dict(zip(names, positional)), **named})
+    return None
+
+
+def _numbers(value: Any) -> dict[str, float] | None:
+    if isinstance(value, dict) and value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
+        return {str(k): float(v) for k, v in value.items()}
+    return None
+
+
+def _context_numbers(description: str) -> dict[str, float] | None:
+    """The values of a ``{name}`` description such as "dict with 4 items: {'Q1': 410, …}"."""
+    literal = description.partition(": ")[2].strip()
+    if "…" in literal:
+        return None  # only a few items were described
+    try:
+        return _numbers(ast.literal_eval(literal))
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _amount(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.2f}"
+
+
+def kernel_tool_answer(call: ToolUse, result: dict[str, Any], request: str) -> str:
+    """What the function returned, compared with a ``{name}`` the request described, if it can."""
+    text = result_text(result)
+    if result.get("is_error"):
+        first = next((line for line in text.splitlines() if line.strip()), "no details")
+        if "declined" in text or "not run" in text:
+            return f"Understood, I did not call {call.name}."
+        return f"{call.name} failed: {first} Have a look at the function in its cell. {WHAT_I_AM}"
+    try:
+        values = _numbers(json.loads(text))
+    except ValueError:
+        values = None
+    shown = ", ".join(f"{k}={v!r}" for k, v in call.input.items())
+    if values is None:
+        return f"{call.name}({shown}) returned: {text[:300]}\n\n{WHAT_I_AM}"
+    best = max(values, key=lambda k: values[k])
+    lines = [(f"{call.name}({shown}) returned {len(values)} values, {_amount(sum(values.values()))} in total; "
+              f"the highest is {best} with {_amount(values[best])}.")]
+    for name, description in _CONTEXT.findall(request):
+        before = _context_numbers(description)
+        shared = [k for k in values if before is not None and k in before]
+        if not shared or before is None:
+            lines.append(f"You also gave me {name}: {description[:200]}")
+            continue
+        growth = {k: values[k] - before[k] for k in shared}
+        most = max(growth, key=lambda k: growth[k])
+        rows = "\n".join(f"| {k} | {_amount(before[k])} | {_amount(values[k])} | {growth[k]:+,.0f} |" for k in shared)
+        lines.append(f"Compared with {name}, **{most} grew the most**: from {_amount(before[most])} to "
+                     f"{_amount(values[most])} ({growth[most]:+,.0f}).\n\n| Item | {name} | {call.name} | Change |\n"
+                     f"|---|---|---|---|\n{rows}")
+    lines.append("(I am the offline demo model: I compare numbers by a fixed recipe; Claude can do far more.)")
+    return "\n\n".join(lines)
+
+
 # -- the model --------------------------------------------------------------------------------------
 
 
@@ -493,9 +578,45 @@ def _outputs_of(text: str) -> list[str]:
     return [line for line in lines if line and line not in ("none", "Outputs:", "No output.")]
 
 
+_FIGURE_CELL = re.compile(r"shown by the cell with id ([\w-]+)")
+_LABELS = re.compile(r"(?:set_)?(title|xlabel|ylabel)\(\s*['\"]([^'\"]+)['\"]")
+
+
+def describe_figure(text: str, steps: list[dict[str, Any]]) -> Turn | None:
+    """"Describe this figure": look at it with view_figure, then describe what the code says
+    (labels, title, size). The demo model cannot see the image, and says so."""
+    wanted = _FIGURE_CELL.search(text)
+    if wanted is None:
+        return None
+    if not steps:
+        return _turn("Let me look at the figure.", ToolUse("view_figure", {"cell_id": wanted.group(1)}))
+    seen = result_text(steps[-1])
+    if steps[-1].get("is_error"):
+        return _turn(f"I could not look at the figure: {seen.splitlines()[0] if seen else 'no details'}")
+    size = re.search(r"image/\w+ (\d+)×(\d+)", seen)
+    labels = {m.group(1): m.group(2) for m in _LABELS.finditer(seen)}
+    parts = ["A chart drawn by the code of this cell"]
+    if size:
+        parts[0] += f", {size.group(1)} by {size.group(2)} pixels"
+    if "title" in labels:
+        parts.append(f"titled '{labels['title']}'")
+    axes = [f"the {a[0]} axis shows {labels[a]}" for a in ("xlabel", "ylabel") if a in labels]
+    said = ", ".join(parts) + (". " + "; ".join(axes).capitalize() + "." if axes else ".")
+    return _turn(f"{said} (I am the offline demo model: I cannot see images, so the trend and the extremes "
+                 "are not described; Claude reads the figure itself.)")
+
+
 def demo_model(request: Any) -> Turn:
     """Answer one Messages API request (``request.body`` is the request JSON)."""
     text, steps, used = request_and_steps(request.body.get("messages", []))
+    figure = describe_figure(text, steps)
+    if figure is not None:
+        return figure
+    call = kernel_tool_call(text, request.body.get("tools") or [])
+    if call is not None and not steps:
+        return _turn(f"I will call your kernel function {call.name}.", call)
+    if call is not None and len(steps) == 1 and call.name in used:
+        return _turn(kernel_tool_answer(call, steps[0], text))
     if not steps:
         return _turn("Let me read the notebook first.", ToolUse("get_notebook_state", {}))
     state_text = result_text(steps[0])

@@ -5,7 +5,7 @@ Tests, the offline demo and benchmarks point the real ``anthropic`` SDK at it
 SSE parsing, retries and error mapping run exactly as against the service (DESIGN §10).
 
 The server runs on its own daemon threads (``_http``), so it works with any event loop
-in the test, or none. Each ``POST /v1/messages`` is
+in the test, or none. ``GET /v1/models`` (the Models API) lists ``models``. Each ``POST /v1/messages`` is
 
 1. recorded in ``requests``;
 2. answered 401 ``authentication_error`` unless it carries ``api_key`` (as ``x-api-key``
@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from ._http import Aborted, Handler, Server
 from ._prompt import (
@@ -102,6 +102,27 @@ class RecordedRequest:
     applied_edits: list[dict[str, Any]] | None = None
 
     @property
+    def images(self) -> list[dict[str, Any]]:
+        """Every image block the model received in this request, in order (in user messages
+        and inside tool results)."""
+        found: list[dict[str, Any]] = []
+
+        def walk(value: Any) -> None:
+            if isinstance(value, list):
+                for item in value:
+                    walk(item)
+            elif isinstance(value, dict):
+                if value.get("type") == "image":
+                    found.append(value)
+                elif isinstance(value.get("content"), list):
+                    walk(value["content"])
+
+        for message in self.body.get("messages") or []:
+            if isinstance(message, dict) and message.get("role") == "user":
+                walk(message.get("content"))
+        return found
+
+    @property
     def last_user_text(self) -> str:
         """Text of the final user message (its text blocks), for keyword responders."""
         for message in reversed(self.body.get("messages") or []):
@@ -121,6 +142,12 @@ class RecordedRequest:
 
 
 Responder = Callable[[RecordedRequest], "Turn | ErrorReply"]
+
+DEFAULT_MODELS: list[str | tuple[str, str]] = [
+    ("claude-opus-4-5", "Claude Opus 4.5"),
+    ("claude-sonnet-4-5", "Claude Sonnet 4.5"),
+    ("claude-haiku-4-5", "Claude Haiku 4.5"),
+]
 
 
 class FakeAnthropic:
@@ -151,6 +178,9 @@ class FakeAnthropic:
         Shortest prefix the prompt cache stores.
     clock : callable
         Seconds, for the cache lifetime (``time.monotonic`` by default; tests pass their own).
+    models : list of str or (id, display name), or None
+        What ``GET /v1/models`` lists, newest first; ``None`` answers it 404, as a compatible
+        server without the Models API does.
 
     Attributes
     ----------
@@ -178,6 +208,7 @@ class FakeAnthropic:
         context_management: bool = True,
         min_cacheable_tokens: int = 1024,
         clock: Callable[[], float] = time.monotonic,
+        models: list[str | tuple[str, str]] | None = DEFAULT_MODELS,
     ) -> None:
         if script is not None and responder is not None:
             raise ValueError("pass either a script or a responder, not both")
@@ -186,6 +217,8 @@ class FakeAnthropic:
         self.context_window = context_window
         self.context_management = context_management
         self.cache = PromptCache(min_cacheable_tokens=min_cacheable_tokens, clock=clock)
+        self.models = None if models is None else list(models)
+        self.model_list_requests = 0
         self.requests: list[RecordedRequest] = []
         self.problems: list[str] = []
         self._script: deque[Turn | ErrorReply] = deque(script or [])
@@ -306,6 +339,9 @@ class FakeAnthropic:
         headers = handler.lower_headers
         raw = handler.read_body()
         route = urlsplit(handler.path).path
+        if handler.command == "GET" and (route == "/v1/models" or route.startswith("/v1/models/")):
+            self._models(handler, route, headers)
+            return
         if handler.command != "POST" or route != "/v1/messages":
             self._problem(f"unexpected request {handler.command} {handler.path}")
             self._send_error(handler, ErrorReply(404, "not_found_error", f"Not found: {route}"))
@@ -364,6 +400,43 @@ class FakeAnthropic:
             handler.close_connection = True
 
     # -- helpers ---------------------------------------------------------------------
+
+    def _models(self, handler: Handler, route: str, headers: dict[str, str]) -> None:
+        """``GET /v1/models[/{id}]`` (the Models API): the fake's ``models``, newest first,
+        paged by ``limit``/``after_id`` as the service does; 404 when the fake plays a
+        compatible server without it (``models=None``)."""
+        with self._cond:
+            self.model_list_requests += 1
+        if _presented_key(headers) != self.api_key:
+            self._send_error(handler, ErrorReply(401, "authentication_error", "invalid x-api-key"))
+            return
+        if self.models is None:
+            self._send_error(handler, ErrorReply(404, "not_found_error", f"Not found: {route}"))
+            return
+        listed = [_model_info(i, m) for i, m in enumerate(self.models)]
+        if route != "/v1/models":
+            wanted = route.removeprefix("/v1/models/")
+            found = next((m for m in listed if m["id"] == wanted), None)
+            if found is None:
+                self._send_error(handler, ErrorReply(404, "not_found_error", f"model: {wanted}"))
+            else:
+                handler.send_json(200, found, {})
+            return
+        query = parse_qs(urlsplit(handler.path).query)
+        try:
+            limit = min(1000, max(1, int(query.get("limit", ["20"])[0])))
+        except ValueError:
+            self._send_error(handler, ErrorReply(400, "invalid_request_error", "limit: must be an integer"))
+            return
+        after = query.get("after_id", [None])[0]
+        start = next((i + 1 for i, m in enumerate(listed) if m["id"] == after), 0) if after else 0
+        page = listed[start:start + limit]
+        handler.send_json(200, {
+            "data": page,
+            "has_more": start + limit < len(listed),
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None,
+        }, {})
 
     def _account(self, record: RecordedRequest, headers: dict[str, str], number: int) -> ErrorReply | None:
         """Step 4: context editing, the context window and the prompt cache."""
@@ -457,6 +530,13 @@ class FakeAnthropic:
             if handler.peer_closed():
                 record.disconnected = True
                 raise Aborted
+
+
+def _model_info(index: int, model: str | tuple[str, str]) -> dict[str, Any]:
+    """One ``ModelInfo`` object; creation dates step back a day per place in the list."""
+    model_id, name = model if isinstance(model, tuple) else (model, model)
+    day = 28 - min(index, 27)
+    return {"type": "model", "id": model_id, "display_name": name, "created_at": f"2025-09-{day:02d}T00:00:00Z"}
 
 
 def _presented_key(headers: dict[str, str]) -> str | None:

@@ -29,6 +29,8 @@ import {
   IUsage,
   TranscriptItem,
   dollars,
+  isApprovalMode,
+  lastRunOutput,
   readGuidance,
   readSupports,
   readUsage,
@@ -216,7 +218,7 @@ export class ChatController {
     }
     let info: IChatInfo;
     try {
-      info = await requestAPI<IChatInfo>(['chats'], { method: 'POST', body: { notebook_path: path } });
+      info = await requestAPI<IChatInfo>(['chats'], { method: 'POST', body: this._newChatBody(path) });
     } catch (error) {
       const text = this._trans.__('Could not start a new chat: %1', this._describe(error).message);
       this._model?.addNotice('error', text);
@@ -253,6 +255,69 @@ export class ChatController {
       .map(summarise)
       .filter((c): c is IChatSummary => c !== null);
     return { chats, next: typeof answer?.next === 'string' && answer.next ? answer.next : null };
+  }
+
+  /**
+   * Where the user is, for the moment the panel opens: "Agent panel for
+   * demo.ipynb. 4 messages. Type your request." (plus a request waiting).
+   *
+   * @param requestKey The key that jumps to a pending request, if bound.
+   */
+  whereYouAre(requestKey: string | null): string {
+    const trans = this._trans;
+    const path = this._path;
+    if (path === null) {
+      return trans.__('Agent panel. Open a notebook to chat with the agent about it.');
+    }
+    const name = path.split('/').pop() || path;
+    const model = this._model;
+    if (!model) {
+      return this._error
+        ? trans.__('Agent panel for %1. %2', name, this._error.message)
+        : trans.__('Agent panel for %1. Loading the chat.', name);
+    }
+    const messages = model.items.filter(i => i.kind === 'user' || i.kind === 'answer').length;
+    const parts = [
+      trans.__('Agent panel for %1.', name),
+      messages === 0
+        ? trans.__('No messages yet.')
+        : trans._n('%1 message.', '%1 messages.', messages)
+    ];
+    const pending = model.pending.length;
+    if (pending > 0) {
+      parts.push(
+        requestKey
+          ? trans._n(
+              'A request waits for your answer: press %2.',
+              '%1 requests wait for your answer: press %2.',
+              pending,
+              requestKey
+            )
+          : trans._n('A request waits for your answer.', '%1 requests wait for your answer.', pending)
+      );
+    }
+    parts.push(
+      model.isRunning && model.supports.guidance
+        ? trans.__('The agent is working; type guidance for it.')
+        : model.isRunning
+          ? trans.__('The agent is working.')
+          : trans.__('Type your request.')
+    );
+    return parts.join(' ');
+  }
+
+  /**
+   * Say the whole output of the last cell the agent ran in this chat (as the
+   * server told it, bounded), or that there is none.
+   */
+  speakLastOutput(): void {
+    const output = this._model ? lastRunOutput(this._model.items) : null;
+    this._announcer.announce(
+      output
+        ? // The output may end anywhere: its end is said, so it is never heard as cut.
+          `${output}\n${this._trans.__('End of output.')}`
+        : this._trans.__('The agent has not run a cell in this chat yet, so there is no output to hear.')
+    );
   }
 
   /** Say the chat's token usage and estimated cost (on request only). */
@@ -334,7 +399,7 @@ export class ChatController {
    * Send what the user typed: a new request, or guidance while running (only
    * when the server accepts guidance; the composer says so otherwise).
    */
-  async sendText(text: string): Promise<void> {
+  async sendText(text: string, context?: JSONRecord[]): Promise<void> {
     const model = this._model;
     const trimmed = text.trim();
     if (!model || !this._transport || !trimmed) {
@@ -348,9 +413,11 @@ export class ChatController {
       return;
     }
     const itemId = model.addUserMessage(trimmed, steering);
-    const message: JSONRecord = steering
-      ? { kind: 'guidance', text: trimmed }
-      : { kind: 'user_input', text: trimmed };
+    // Context picked with @ goes on user_input (the server makes it guidance while the agent works).
+    const message: JSONRecord =
+      steering && !context?.length
+        ? { kind: 'guidance', text: trimmed }
+        : { kind: 'user_input', text: trimmed, ...(context?.length ? { context } : {}) };
     this._pendingInput = steering ? null : itemId;
     this._pendingGuidance = steering ? itemId : null;
     const paused = model.status === 'paused';
@@ -431,6 +498,13 @@ export class ChatController {
   async control(action: 'stop' | 'pause' | 'resume'): Promise<void> {
     const model = this._model;
     if (!model || !model.isRunning) {
+      this._announcer.announce(
+        action === 'resume'
+          ? this._trans.__('Nothing is paused, so there is nothing to resume.')
+          : action === 'pause'
+            ? this._trans.__('Nothing is running, so there is nothing to pause.')
+            : this._trans.__('Nothing is running, so there is nothing to stop.')
+      );
       return;
     }
     const supported = {
@@ -439,18 +513,15 @@ export class ChatController {
       resume: model.supports.resume
     }[action];
     if (!supported) {
+      this._announcer.announce(this._trans.__('This server cannot %1 the agent.', action));
       return;
     }
     const ok = await this._send({ kind: 'control', action });
-    if (ok) {
-      // What the agent did is said when its state changes (Paused…, Resumed.);
-      // this only confirms that the request left.
-      const said = {
-        stop: this._trans.__('Stopping the agent.'),
-        pause: this._trans.__('Pausing the agent at the next safe point.'),
-        resume: this._trans.__('Resuming the agent.')
-      };
-      this._announcer.announce(said[action]);
+    if (ok && action === 'pause') {
+      // What the agent did is said when its state changes ("Paused…",
+      // "Resumed.", "You stopped the agent."), right away for a stop or a
+      // resume; a pause waits for a safe point, so it is confirmed now.
+      this._announcer.announce(this._trans.__('Pausing the agent at the next safe point.'));
     }
   }
 
@@ -502,6 +573,18 @@ export class ChatController {
     const model = this._model;
     const transport = this._transport;
     if (!model || !transport || !model.canRevert) {
+      const trans = this._trans;
+      this._announcer.announce(
+        !model
+          ? trans.__('No chat is open, so there are no agent changes to undo.')
+          : model.isRunning
+            ? trans.__('The agent is working; stop it or wait for it to finish before undoing its changes.')
+            : model.reverting
+              ? trans.__('The agent is already undoing its changes.')
+              : !model.supports.revert
+                ? trans.__('This server cannot undo the agent\'s changes.')
+                : trans.__('There are no agent changes to undo in this chat.')
+      );
       return;
     }
     model.revertError = null;
@@ -545,7 +628,7 @@ export class ChatController {
     if (!chat) {
       chat = await requestAPI<IChatInfo>(['chats'], {
         method: 'POST',
-        body: { notebook_path: path }
+        body: this._newChatBody(path)
       });
     }
     if (!chat?.chat_id) {
@@ -553,6 +636,11 @@ export class ChatController {
     }
     const details = await requestAPI<IChatInfo>(['chats', chat.chat_id]);
     return { ...chat, ...(isRecord(details) ? details : {}) };
+  }
+
+  /** A new chat starts in the approval mode of the settings. */
+  private _newChatBody(path: string): Record<string, string> {
+    return { notebook_path: path, approval_mode: this._settings().approvalMode };
   }
 
   private async _chatDetails(chatId: string): Promise<IChatInfo> {
@@ -590,7 +678,7 @@ export class ChatController {
   private _openChat(info: IChatInfo, path: string): void {
     const model = new ChatModel(info.chat_id!, path);
     model.supports = readSupports(info.supports);
-    if (info.approval_mode === 'auto' || info.approval_mode === 'ask') {
+    if (isApprovalMode(info.approval_mode)) {
       model.approvalMode = info.approval_mode;
     }
     // Replay history silently (the pending requests are part of it; the list
@@ -617,10 +705,8 @@ export class ChatController {
     transport.reconnected.connect(() => void this._resync(model), this);
     this._transport = transport;
     transport.connect();
-    const desired = this._settings().approvalMode;
-    if (desired !== model.approvalMode) {
-      void this.setApprovalMode(desired);
-    }
+    // A chat keeps its own approval mode: the settings' one when it was created
+    // (`_newChatBody`), or what the user chose for it since.
     this._modelChanged.emit(model);
     const pending = model.pending.length;
     if (pending > 0) {
@@ -787,7 +873,7 @@ export class ChatController {
       this._acceptInput(model, str(message, 'session_id')!);
     } else if (kind === 'approval_mode.accepted') {
       const mode = str(message, 'approval_mode') ?? str(message, 'mode');
-      if (mode === 'ask' || mode === 'auto') {
+      if (isApprovalMode(mode)) {
         model.approvalMode = mode;
       }
     } else if (kind === 'control.accepted') {

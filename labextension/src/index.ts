@@ -13,6 +13,10 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { Announcer } from './announcer';
+import { DESCRIBE_FIGURE, SAVE_FIGURE_ALT, registerFigureCommands } from './figureCommands';
+import { FigureDescriber } from './figures';
+import { ModelChooser } from './modelChoice';
+import { NotebookMentions } from './mentions';
 import { ChatController } from './controller';
 import { Verbosity } from './aaep';
 import { readSettings } from './settings';
@@ -34,6 +38,7 @@ namespace CommandIDs {
   export const showChats = 'jupyter-aaep:show-chats';
   export const newChat = 'jupyter-aaep:new-chat';
   export const sayUsage = 'jupyter-aaep:say-usage';
+  export const hearLastOutput = 'jupyter-aaep:hear-last-output';
   export const setVerbosity = 'jupyter-aaep:set-verbosity';
 }
 
@@ -66,8 +71,19 @@ async function activate(
   document.body.appendChild(announcer.node);
 
   const controller = new ChatController({ announcer, trans, settings: () => settings });
+  const describer = new FigureDescriber({ controller, announcer, trans });
+  const chooser = new ModelChooser({ controller, announcer, trans });
   const panel = new AgentPanel({
     controller,
+    describer,
+    chooser,
+    mentions: new NotebookMentions({
+      tracker,
+      contents: app.serviceManager.contents,
+      controller,
+      trans,
+      announcer
+    }),
     rendermime,
     commands: app.commands,
     translator: translator ?? nullTranslator
@@ -97,25 +113,55 @@ async function activate(
    * Focus `selector` in the panel once it is rendered. Activating the panel
    * may move the focus a moment later, so it is checked again for a while.
    */
-  const focusWhenReady = (selector: string, tries = 20) => {
+  const focusWhenReady = (selector: string, tries = 20, placed = false) => {
     const target = panel.node.querySelector<HTMLElement>(selector);
-    if (target && document.activeElement !== target) {
+    const active = document.activeElement;
+    // Once placed, the focus is only put back if activation took it to nowhere
+    // (the page or the panel itself), never if the user moved on (a palette).
+    const lost =
+      !active ||
+      active === document.body ||
+      (panel.node.contains(active) && !['TEXTAREA', 'BUTTON', 'SELECT', 'INPUT'].includes(active.tagName));
+    if (target && active !== target && (!placed || lost)) {
       target.focus();
     }
+    const done = placed || (!!target && document.activeElement === target);
     if (tries > 0) {
-      window.setTimeout(() => focusWhenReady(selector, target ? Math.min(tries - 1, 4) : tries - 1), 50);
+      window.setTimeout(
+        () => focusWhenReady(selector, done ? Math.min(tries - 1, 4) : tries - 1, done),
+        50
+      );
     }
   };
 
+  /** Resolve once the chat of the followed notebook is loaded (or failed), within a few seconds. */
+  const chatSettled = async (): Promise<void> => {
+    for (let i = 0; i < 100 && (controller.loading || (controller.notebookPath !== null && !controller.model && !controller.error)); i++) {
+      await new Promise(resolve => window.setTimeout(resolve, 50));
+    }
+  };
+  const requestKey = () => shortcutLabel(app.commands, CommandIDs.jumpToConfirmation);
   app.commands.addCommand(CommandIDs.openPanel, {
     label: trans.__('Open the AI Agent Panel'),
-    caption: trans.__('Show the AI agent side panel'),
-    execute: showPanel
+    caption: trans.__('Show the AI agent side panel, put the focus in its message box and say where you are'),
+    execute: async () => {
+      showPanel();
+      follow();
+      // Opening the panel takes you there: the focus goes to the message box
+      // and you hear which notebook's chat it is and what is in it.
+      afterRender(() => focusWhenReady('.jp-AAEPComposer-input'));
+      await chatSettled();
+      announcer.announce(controller.whereYouAre(requestKey()));
+    }
   });
   app.commands.addCommand(CommandIDs.focusInput, {
     label: trans.__('Focus the AI Agent Message Box'),
     execute: () => {
       showPanel();
+      if (controller.notebookPath === null) {
+        announcer.announce(trans.__('Open a notebook first: the agent chats about the active notebook.'));
+        return;
+      }
       afterRender(() =>
         panel.node.querySelector<HTMLTextAreaElement>('.jp-AAEPComposer-input')?.focus()
       );
@@ -124,11 +170,11 @@ async function activate(
   app.commands.addCommand(CommandIDs.jumpToConfirmation, {
     label: trans.__('Go to the Pending Agent Request'),
     caption: trans.__('Move focus to the oldest approval or question waiting for you'),
-    isEnabled: () => (controller.model?.pending.length ?? 0) > 0,
+    // Always enabled: with nothing pending it says so instead of doing nothing.
     execute: () => {
       const first = controller.model?.pending[0];
       if (!first) {
-        announcer.announce(trans.__('Nothing is waiting for your answer.'));
+        announcer.announce(trans.__('Nothing is waiting for you.'));
         return;
       }
       showPanel();
@@ -150,29 +196,31 @@ async function activate(
   };
   app.commands.addCommand(CommandIDs.approve, {
     label: trans.__('Approve the Pending Agent Action'),
-    isEnabled: () => pendingConfirmation() !== null,
     execute: () => {
       const item = pendingConfirmation();
-      if (item) {
-        keepFocusInCard(item.id);
-        return controller.reply(item, 'accept');
+      if (!item) {
+        announcer.announce(trans.__('Nothing is waiting for your approval.'));
+        return;
       }
+      keepFocusInCard(item.id);
+      return controller.reply(item, 'accept');
     }
   });
   app.commands.addCommand(CommandIDs.reject, {
     label: trans.__('Reject the Pending Agent Action'),
-    isEnabled: () => pendingConfirmation() !== null,
     execute: () => {
       const item = pendingConfirmation();
-      if (item) {
-        keepFocusInCard(item.id);
-        return controller.reply(item, 'reject');
+      if (!item) {
+        announcer.announce(trans.__('Nothing is waiting for your approval, so there is nothing to reject.'));
+        return;
       }
+      keepFocusInCard(item.id);
+      return controller.reply(item, 'reject');
     }
   });
   app.commands.addCommand(CommandIDs.stop, {
     label: trans.__('Stop the AI Agent'),
-    isEnabled: () => (controller.model?.isRunning ?? false) && (controller.model?.supports.stop ?? false),
+    // Says "Nothing is running…" when there is nothing to stop.
     execute: () => controller.control('stop')
   });
   app.commands.addCommand(CommandIDs.undoChanges, {
@@ -180,8 +228,6 @@ async function activate(
     caption: trans.__(
       "Put the notebook's cells back as they were before the agent's latest request"
     ),
-    isEnabled: () =>
-      (controller.model?.canRevert ?? false) && controller.model?.connection === 'open',
     isVisible: () => controller.model?.supports.revert ?? true,
     // The focus stays where it is: the outcome is announced and shown in the panel.
     execute: () => controller.revert()
@@ -194,7 +240,6 @@ async function activate(
     caption: trans.__(
       'Pause the agent at its next safe point, or resume it where it stopped. Guidance can still be sent while it is paused.'
     ),
-    isEnabled: () => (controller.model?.isRunning ?? false) && (controller.model?.supports.pause ?? false),
     isVisible: () => controller.model?.supports.pause ?? true,
     // The focus stays where it is; the change is announced.
     execute: () => controller.togglePause()
@@ -202,16 +247,18 @@ async function activate(
   app.commands.addCommand(CommandIDs.continueChat, {
     label: trans.__('Continue the Interrupted Agent Request'),
     caption: trans.__('Start a new session that picks up where the agent stopped (after a restart or an error)'),
-    isEnabled: () => controller.model?.canContinue ?? false,
     isVisible: () => controller.model?.supports.continue ?? true,
     execute: () => controller.continueChat()
   });
   app.commands.addCommand(CommandIDs.showChats, {
     label: trans.__("Show the Notebook's Agent Chats"),
     caption: trans.__('List the earlier chats of this notebook, to switch to one'),
-    isEnabled: () => controller.model !== null,
     execute: () => {
       showPanel();
+      if (controller.model === null) {
+        announcer.announce(trans.__('Open a notebook first: each notebook has its own chats.'));
+        return;
+      }
       controller.requestChatList();
       // Focus the chat shown now in the list, or the first one, once it has loaded.
       let tries = 0;
@@ -234,17 +281,42 @@ async function activate(
   app.commands.addCommand(CommandIDs.newChat, {
     label: trans.__('Start a New Agent Chat'),
     caption: trans.__('Start an empty chat for this notebook; earlier chats stay in the chat list'),
-    isEnabled: () => controller.notebookPath !== null && controller.model !== null,
     execute: async () => {
       showPanel();
+      if (controller.notebookPath === null || controller.model === null) {
+        announcer.announce(
+          controller.notebookPath === null
+            ? trans.__('Open a notebook first: each notebook has its own chats.')
+            : trans.__('The chat is still loading; try again in a moment.')
+        );
+        return;
+      }
       await controller.newChat();
       afterRender(() => focusWhenReady('.jp-AAEPComposer-input'));
     }
+  });
+  app.commands.addCommand(CommandIDs.hearLastOutput, {
+    label: trans.__('Hear the Last Output'),
+    caption: trans.__('Say the whole output of the last cell the agent ran in this chat'),
+    execute: () => controller.speakLastOutput()
   });
   app.commands.addCommand(CommandIDs.sayUsage, {
     label: trans.__('Say the Token Usage'),
     caption: trans.__("Announce this chat's token usage and estimated cost"),
     execute: () => controller.speakUsage()
+  });
+  registerFigureCommands({
+    app,
+    tracker,
+    describer,
+    announcer,
+    trans,
+    showPanel: async () => {
+      showPanel();
+      follow();
+      await chatSettled();
+    },
+    focusInPanel: selector => afterRender(() => focusWhenReady(selector))
   });
   // Verbosity: a setting, and commands to change it quickly from the keyboard.
   let loaded: ISettingRegistry.ISettings | null = null;
@@ -303,6 +375,8 @@ async function activate(
       }
     }
   }
+  palette?.addItem({ command: DESCRIBE_FIGURE, category: trans.__('AI Agent') });
+  palette?.addItem({ command: SAVE_FIGURE_ALT, category: trans.__('AI Agent') });
   // Keep enabled states in step with the chat.
   controller.changed.connect(() => app.commands.notifyCommandChanged());
   controller.modelChanged.connect((_, model) => {

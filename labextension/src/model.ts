@@ -23,13 +23,26 @@ import {
   pickSummary,
   str
 } from './aaep';
+import { endsSentence } from './speech';
 import { ConnectionState } from './transport';
 
 /** Run status of a chat. */
 export type ChatStatus = 'idle' | 'running' | 'paused';
 
-/** Approval mode of a chat. */
-export type ApprovalMode = 'ask' | 'auto';
+/**
+ * Approval mode of a chat (the server's wire values): `ask` asks before
+ * running code, `ask_all` before every change, `auto` approves unflagged
+ * calls itself.
+ */
+export type ApprovalMode = 'ask' | 'ask_all' | 'auto';
+
+/** The approval modes, strictest first (the order of the panel's select). */
+export const APPROVAL_MODES: readonly ApprovalMode[] = ['ask_all', 'ask', 'auto'];
+
+/** Whether `value` is an approval mode this panel knows. */
+export function isApprovalMode(value: unknown): value is ApprovalMode {
+  return (APPROVAL_MODES as readonly unknown[]).includes(value);
+}
 
 /** How a confirmation or clarification ended (or `pending`). */
 export type RequestState =
@@ -76,6 +89,8 @@ export type TranscriptItem =
       text: string;
       complete: boolean;
       contentType: string;
+      /** A Stop (or an error) ended it in the middle of a sentence. */
+      cutOff?: boolean;
     }
   | {
       kind: 'tool';
@@ -83,7 +98,10 @@ export type TranscriptItem =
       sessionId: string;
       callId?: string;
       tool: string;
+      /** One sentence: what it does while running, its result once finished. */
       summary: string;
+      /** The detailed result (a cell's whole output, bounded), when the producer sent one. */
+      detail?: string;
       status: 'running' | 'success' | 'error' | 'timeout';
       durationMs?: number;
       errorMessage?: string;
@@ -570,11 +588,24 @@ export class ChatModel {
    */
   addGuidance(entries: ReadonlyArray<IGuidance>): number {
     let added = 0;
+    let adopted = false;
     for (const entry of entries) {
       const known = this._items.some(
         i => i.kind === 'user' && i.steering && i.guidanceId === entry.guidanceId
       );
       if (known) {
+        continue;
+      }
+      // Guidance this view just sent, read back before the server's answer gave it its id:
+      // the same message, not a second one.
+      const sent = this._items.find(
+        i => i.kind === 'user' && i.steering && i.guidanceId === undefined && i.text === entry.text
+      );
+      if (sent && sent.kind === 'user') {
+        sent.guidanceId = entry.guidanceId;
+        sent.sessionId = sent.sessionId ?? entry.sessionId;
+        this._touch(sent);
+        adopted = true;
         continue;
       }
       const item: TranscriptItem = {
@@ -596,7 +627,7 @@ export class ChatModel {
       }
       added += 1;
     }
-    if (added > 0) {
+    if (added > 0 || adopted) {
       this._changed.emit();
     }
     return added;
@@ -732,9 +763,12 @@ export class ChatModel {
             status === 'error' || status === 'timeout' ? status : 'success';
           item.durationMs = num(event, 'duration_ms');
           item.errorMessage = str(event, 'error_message');
+          // The result tells the step ("Created cell 4"); its start is not repeated.
           if (summary) {
-            item.summary = `${item.summary} ${summary}`.trim();
+            item.summary = summary;
           }
+          const detail = str(event, 'summary_detailed');
+          item.detail = detail && detail !== summary ? detail : undefined;
           this._touch(item);
         }
         const progress = this._items.find(i => i.id === `progress:${sid}`);
@@ -773,12 +807,16 @@ export class ChatModel {
       }
       case 'awaiting.confirmation':
       case 'awaiting.clarification': {
+        const extra = event.extra_context;
+        // Approved by the chat's setting: shown as such, never as waiting for the user.
+        const automatic =
+          typeof extra === 'object' && extra !== null && (extra as Record<string, unknown>).auto_approved === true;
         this._items.push({
           kind: name === 'awaiting.confirmation' ? 'confirmation' : 'clarification',
           id: `request:${event.event_id}`,
           event,
-          deadline: deadlineOf(event),
-          state: 'pending'
+          deadline: automatic ? null : deadlineOf(event),
+          state: automatic ? 'resolved' : 'pending'
         });
         break;
       }
@@ -807,7 +845,7 @@ export class ChatModel {
           | 'errored'
           | 'cancelled';
         this._resolveRequests(sid, variant === 'cancelled' ? 'cancelled' : 'resolved');
-        this._finishSession(sid);
+        this._finishSession(sid, variant !== 'completed');
         this._recoverableEnd = variant === 'errored' && bool(event, 'recoverable') === true;
         const hint = str(event, 'remediation_hint');
         // The end's own summary may not say that a step failed; then the notice does
@@ -846,8 +884,19 @@ export class ChatModel {
     this._eventProcessed.emit({ event, replay });
   }
 
-  /** Close streaming answers, running tools and progress of a session. */
-  private _finishSession(sid: string): void {
+  /**
+   * Close streaming answers, running tools and progress of a session. When it
+   * was stopped or failed, its last answer is marked as cut off if it ends in
+   * the middle of a sentence.
+   */
+  private _finishSession(sid: string, interrupted = false): void {
+    if (interrupted) {
+      const last = [...this._items].reverse().find(i => i.kind === 'answer' && i.sessionId === sid);
+      if (last && last.kind === 'answer' && last.text.trim() && !endsSentence(last.text)) {
+        last.cutOff = true;
+        this._touch(last);
+      }
+    }
     for (const item of this._items) {
       if (item.kind === 'answer' && item.sessionId === sid && !item.complete) {
         item.complete = true;
@@ -950,3 +999,22 @@ export function collapsePoint(
   const first = starts.length - visibleTurns;
   return { start: starts[first], hiddenTurns: first + (starts[0] > 0 ? 1 : 0) };
 }
+
+/**
+ * The detailed result of the newest cell run in the transcript (the agent's
+ * `run_cell` or `run_all_cells` steps), for "Hear the last output": its
+ * detailed summary when the producer sent one, else its one-sentence result;
+ * `null` when the agent ran no cell in this chat.
+ */
+export function lastRunOutput(items: ReadonlyArray<TranscriptItem>): string | null {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i];
+    if (item.kind === 'tool' && RUN_TOOLS.has(item.tool) && item.status !== 'running') {
+      return item.detail ?? item.summary;
+    }
+  }
+  return null;
+}
+
+/** The tools whose results are cell outputs. */
+const RUN_TOOLS: ReadonlySet<string> = new Set(['run_cell', 'run_all_cells']);

@@ -4,6 +4,7 @@
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 
 import { Verbosity } from './aaep';
+import { isApprovalMode } from './model';
 import { DEFAULT_SETTINGS, IAAEPSettings } from './tokens';
 
 /**
@@ -29,7 +30,7 @@ export function readSettings(
       typeof rate === 'number' && Number.isFinite(rate) && rate > 0
         ? Math.min(20, Math.max(0.1, rate))
         : DEFAULT_SETTINGS.maxAnnouncementsPerSecond,
-    approvalMode: mode === 'auto' ? 'auto' : 'ask',
+    approvalMode: isApprovalMode(mode) ? mode : DEFAULT_SETTINGS.approvalMode,
     panelArea: area === 'left' ? 'left' : 'right',
     debugAnnouncements: forceDebug || composite.debugAnnouncements === true
   };

@@ -109,6 +109,34 @@ export class SentenceBuffer {
   private _codeLines = 0;
 }
 
+/**
+ * Whether spoken text ends a sentence (so it is not a half sentence cut off
+ * by a Stop): a stop, question or exclamation mark, an ellipsis or a colon,
+ * possibly followed by closing quotes or brackets.
+ */
+export function endsSentence(text: string): boolean {
+  return /[.!?…:。！？]["'”’)\]]*\s*$/.test(text);
+}
+
+/**
+ * Whether a summary already says a failure's reason, so it is not said (or
+ * shown) twice: the reason itself, or the reason without a short leading
+ * label ("Cell 4: NameError: …" is said by "Cell 4 failed: NameError: …").
+ */
+export function saysReason(summary: string, reason: string): boolean {
+  const core = reason.trim().replace(/\.$/, '');
+  const unlabelled = core.replace(/^[^:]{1,20}:\s*/, '');
+  return summary.includes(core) || (unlabelled.length >= 8 && summary.includes(unlabelled));
+}
+
+/**
+ * Mark text as cut off (it ended mid-sentence because the run stopped), so
+ * it is never heard as if complete.
+ */
+export function markCutOff(text: string, label: string): string {
+  return `${text.replace(/[\s,;–—-]+$/, '')}… (${label})`;
+}
+
 function countLines(code: string): number {
   const trimmed = code.replace(/^\n+|\n+$/g, '');
   return trimmed ? trimmed.split('\n').length : 0;

@@ -1,1 +1,3 @@
 import './base.css';
+import './diff.css';
+import './figures.css';

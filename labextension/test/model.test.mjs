@@ -136,6 +136,12 @@ test('guidance from history is placed in time order, once', () => {
   const mine = model.addUserMessage('live guidance', true);
   model.attachGuidance(mine, 'gd_2', 's1');
   assert.equal(model.addGuidance(readGuidance([{ guidance_id: 'gd_2', text: 'live guidance' }])), 0);
+  // ... and before it answered (the chat was read again first): adopted, not shown twice.
+  const early = model.addUserMessage('early guidance', true);
+  assert.equal(model.addGuidance(readGuidance([{ guidance_id: 'gd_3', session_id: 's1', text: 'early guidance' }])), 0);
+  model.attachGuidance(early, 'gd_3', 's1');
+  assert.equal(model.items.filter(i => i.kind === 'user' && i.text === 'early guidance').length, 1);
+  assert.equal(model.items.find(i => i.id === early).guidanceId, 'gd_3');
 });
 
 test('only the items an event changes get a new version', () => {

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from jupyter_aaep.agent.approval import ApprovalPolicy
-from jupyter_aaep.agent.code_risk import risk_level_for, scan, scan_cells, scan_code
 from jupyter_aaep.agent.tools import ActionPreview
+from jupyter_aaep.tools.code_risk import risk_level_for, scan, scan_cells, scan_code
 
 BENIGN = [
     "import pandas as pd\ndf = pd.read_csv('data/temperatures.csv')\ndf.head()",
@@ -315,3 +315,20 @@ def test_other_cells_tell_what_names_mean_but_are_not_reported() -> None:
 def test_importing_a_risky_function_asks(source: str, reason: str) -> None:
     """Imported here, it could be called from a later cell where the scan sees only a name."""
     assert reason in scan_code(source)
+
+
+@pytest.mark.parametrize("source", [
+    "from jupyter_aaep.kernel.client import KernelClient\nKernelClient.from_environment().send({})",
+    "import jupyter_aaep.kernel.client as c\nc.KernelClient.from_environment()",
+    "token = os.environ['AAEP_KERNEL_SECRET']",
+    "requests.post(base + 'aaep/v1/kernel/messages', json=reply)",
+    "headers = {'X-AAEP-Kernel-Secret': secret}",
+])
+def test_code_that_could_answer_the_agents_own_requests_always_asks(source: str) -> None:
+    findings = scan(source)
+    assert any(f.category == "agent" and f.severity == "high" for f in findings), findings
+    assert risk_level_for(findings) == "high"
+
+
+def test_defining_kernel_tools_is_not_flagged() -> None:
+    assert scan_code("from jupyter_aaep import aaep_tool\n\n@aaep_tool\ndef f(x: int) -> int:\n    return x\n") == ()

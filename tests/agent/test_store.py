@@ -398,3 +398,31 @@ async def test_recovery_closes_an_open_output_and_skips_a_session_that_never_spo
     assert tail[0]["complete"] is True and tail[0]["position"] == len("Half an answer")
     assert rig.stores[-1].running_sessions() == []
     assert ChatPersistence(store, file_id=lambda path: 1 / 0).file_id_of("x.ipynb") is None  # type: ignore[arg-type,return-value]
+
+
+async def test_a_chats_model_choice_survives_a_restart_and_old_databases_are_upgraded(rig: Rig) -> None:
+    # A database written by the previous schema (version 2: no model columns) opens and upgrades.
+    rig.path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(rig.path) as conn:
+        conn.execute("CREATE TABLE chats (chat_id TEXT PRIMARY KEY, notebook_path TEXT, file_id TEXT, "
+                     "title TEXT NOT NULL DEFAULT '', created TEXT NOT NULL, updated TEXT NOT NULL, "
+                     "approval_mode TEXT NOT NULL DEFAULT 'ask', history TEXT NOT NULL DEFAULT '[]', "
+                     "can_continue INTEGER NOT NULL DEFAULT 0)")
+        conn.execute("INSERT INTO chats (chat_id, created, updated) VALUES ('chat_old', 'a', 'a')")
+    first = rig.runner()
+    assert first.get("chat_old").model is None, "an old chat uses the server's default"
+    chat = first.create_chat("models.ipynb")
+    first.set_model(chat.chat_id, "claude-other", "Claude Other")
+    await first.shutdown()
+
+    second = rig.runner()
+    again = second.get(chat.chat_id)
+    assert (again.model, again.model_label) == ("claude-other", "Claude Other")
+    rig.fake.add(Turn(text="Hi."))
+    second.submit(chat.chat_id, "hello")
+    await again.task  # type: ignore[misc]
+    assert rig.fake.requests[-1].body["model"] == "claude-other"
+    # Back to the default: nothing stored.
+    second.set_model(chat.chat_id, "claude-test")
+    await second.shutdown()
+    assert rig.runner().get(chat.chat_id).model is None

@@ -13,7 +13,9 @@ if TYPE_CHECKING:
     from tests.agent.conftest import Harness
 
 KEY = "sk-ant-api03-" + "Qx9" * 12
-IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo" + "A1b2" * 20}}
+# A real 1×1 PNG: the fake Messages API checks image data as the service does.
+PNG_1X1 = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_1X1}}
 
 
 @aaep_tool(read_only=True, label="show the settings")

@@ -153,11 +153,15 @@ class PanelPage:
         self.open_notebook()
 
     def open_panel(self) -> Locator:
-        """Open the panel with its shortcut and wait until its chat is connected."""
+        """Open the panel with its shortcut and wait until its chat is connected and the
+        panel said where you are (so that announcement never lands in a test's recording)."""
+        said = "() => (window.__aaepAnnouncements || []).filter(a => a.text.startsWith('Agent panel')).length"
+        before = self.page.evaluate(said)
         self.page.keyboard.press("Control+Shift+Y")
         panel = self.page.locator(PANEL)
         panel.locator(COMPOSER).wait_for()
         panel.locator(".jp-AAEPPanel-connection.jp-mod-open").wait_for()
+        self.page.wait_for_function(f"n => ({said})() > n", arg=before)
         return panel
 
     @property

@@ -135,33 +135,36 @@ def test_live_regions_during_a_scripted_session(ui: PanelPage, lab: LabServer) -
 
     polite = [e for e in log if e["politeness"] == "polite"]
     assertive = [e for e in log if e["politeness"] == "assertive"]
-    said = " ".join(e["text"] for e in polite)
 
-    # What is said: the start, each tool step, the approval request (assertive), the end.
+    # What is said (docs/NARRATION.md): the start, each step's result in one sentence (a quick
+    # step's start is not said), the approval request (assertive, after the steps that led to
+    # it), the cell's output, the end.
+    everything = " ".join(e["text"] for e in log)
     assert polite[0]["text"].startswith("Started working on your request."), polite[0]
-    invoked = [e["summary_normal"] for e in events if e["type"] == "aaep:agent.tool.invoked"]
-    assert len(invoked) == 2, invoked
-    for summary in invoked:
-        assert summary in said, (summary, said)
-    assert len(assertive) == 1 and assertive[0]["text"].startswith(
-        "Approval needed: Run code cell 4"
-    ), assertive
+    results = [e["summary_normal"] for e in events if e["type"] == "aaep:agent.tool.completed"]
+    assert len(results) == 2, results
+    for summary in results:
+        assert everything.count(summary) == 1, (summary, everything)
+    assert "Starting:" not in everything
+    assert len(assertive) == 1 and "Approval needed, medium risk: Run cell 4" in assertive[0]["text"], assertive
+    assert everything.index(results[0]) < everything.index("Approval needed"), "the step before the question"
     assert "Press Ctrl+Shift+A to go to it." in assertive[0]["text"]
-    assert said.count("Approved") == 1, "the outcome of the approval is said once"
+    assert everything.count("Approved") == 1, "the outcome of the approval is said once"
     completed = next(e for e in events if e["type"] == "aaep:agent.session.completed")
     assert completed["summary_normal"] in polite[-1]["text"], (
         completed["summary_normal"],
         polite[-1],
     )
 
-    # The answer: every sentence said once, whole (never a partial word), in order.
+    # The answer: every sentence said once, whole (never a partial word), in order; what was
+    # still queued when the request came is said first in the alert, never dropped.
     script = [*sentences(INTRO), *sentences(RUN_TEXT), *sentences(FINAL_ANSWER)]
     for sentence in script:
-        holders = [e["text"] for e in polite if sentence in e["text"]]
+        holders = [e["text"] for e in log if sentence in e["text"]]
         assert len(holders) == 1, (
-            f"{sentence!r} was said {len(holders)} times whole: {[e['text'] for e in polite]}"
+            f"{sentence!r} was said {len(holders)} times whole: {[e['text'] for e in log]}"
         )
-    positions = [said.index(sentence) for sentence in script]
+    positions = [everything.index(sentence) for sentence in script]
     assert positions == sorted(positions), "said out of order"
     assert all(re.search(r"[.!?…]$", e["text"]) for e in polite), [e["text"] for e in polite]
 

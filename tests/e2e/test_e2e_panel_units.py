@@ -2,7 +2,9 @@
 
 They test the chat model without a browser or server: usage figures, guidance placed from
 history, Continue, per-item versions (one streamed chunk re-renders one entry) and the
-collapsing of old turns. They run on the compiled ``labextension/lib``.
+collapsing of old turns; and the announcer against docs/NARRATION.md (order of speech, one
+sentence per step, nothing twice, cut-off text, each verbosity) with a minimal fake DOM and
+mock timers. They run on the compiled ``labextension/lib``.
 """
 
 from __future__ import annotations

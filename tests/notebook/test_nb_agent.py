@@ -18,8 +18,9 @@ from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.agent.approval import ApprovalPolicy
 from jupyter_aaep.agent.loop import AgentConfig, AgentLoop, ChatContext, RunControl
 from jupyter_aaep.agent.tools import ToolRegistry
-from jupyter_aaep.notebook import NotebookService, notebook_tools
+from jupyter_aaep.notebook import NotebookService
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
+from jupyter_aaep.tools.notebook import notebook_tools
 
 
 @pytest.fixture

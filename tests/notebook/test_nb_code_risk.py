@@ -1,4 +1,4 @@
-"""The risk scan that makes dangerous cells always ask (jupyter_aaep/agent/code_risk.py)."""
+"""The risk scan that makes dangerous cells always ask (jupyter_aaep/tools/code_risk.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from nb_helpers import on_server_loop
 
 from jupyter_aaep.agent.approval import ApprovalPolicy
-from jupyter_aaep.agent.code_risk import risk_level_for, scan, scan_code
-from jupyter_aaep.notebook.tools import notebook_tools
+from jupyter_aaep.tools.code_risk import risk_level_for, scan, scan_code
+from jupyter_aaep.tools.notebook import notebook_tools
 
 
 @pytest.mark.parametrize(

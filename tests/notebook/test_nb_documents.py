@@ -21,7 +21,7 @@ from jupyter_aaep.notebook import (
     source_fingerprint,
 )
 from jupyter_aaep.notebook.documents import LiveNotebook
-from jupyter_aaep.notebook.tools import (
+from jupyter_aaep.tools.notebook import (
     create_cell,
     delete_cell,
     edit_cell,
@@ -218,7 +218,7 @@ import sys
 from types import SimpleNamespace
 from jupyter_aaep.agent.tools import ToolContext
 from jupyter_aaep.notebook import CollaborationUnavailable, NotebookService
-from jupyter_aaep.notebook.tools import get_notebook_state
+from jupyter_aaep.tools.notebook import get_notebook_state
 service = NotebookService(SimpleNamespace(web_app=SimpleNamespace(settings={})))
 ctx = ToolContext(tool_call_id="t", notebook_path="a.ipynb", services={"notebook": service})
 try:

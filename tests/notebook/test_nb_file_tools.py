@@ -22,9 +22,9 @@ from jupyter_aaep.agent.approval import ApprovalPolicy
 from jupyter_aaep.agent.loop import AgentConfig, AgentLoop, ChatContext, RunControl
 from jupyter_aaep.agent.prompts import SYSTEM_PROMPT
 from jupyter_aaep.agent.tools import ToolError, ToolRegistry
-from jupyter_aaep.notebook import notebook_tools
-from jupyter_aaep.notebook._file_tools import human_size, list_files, read_file
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
+from jupyter_aaep.tools._file_tools import human_size, list_files, read_file
+from jupyter_aaep.tools.notebook import notebook_tools
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from nb_helpers import cell_by_id, on_server_loop, wait_for
 
 from jupyter_aaep.agent.tools import ToolError
 from jupyter_aaep.notebook import CellNotFound, NotebookNotFound
-from jupyter_aaep.notebook.tools import (
+from jupyter_aaep.tools.notebook import (
     clear_outputs,
     create_cell,
     delete_cell,
@@ -40,7 +40,7 @@ async def test_edits_appear_live_in_the_browser(notebook_file, make_ctx, browser
         assert ids(doc) == ["intro", "load", "show"]
 
         created = await create_cell(ctx, source="y = x + 1", after_cell_id="load")
-        assert created.summary == "Created a code cell after cell 2."
+        assert created.summary == "Created code cell 3, after cell 2."
         await wait_for(lambda: len(doc.ycells) == 4, what="the new cell")
         new_id = ids(doc)[2]
         assert new_id not in ("intro", "load", "show")

@@ -132,7 +132,7 @@ async def test_get_notebook_state_of_a_100_cell_notebook_on_the_server(
 ) -> None:
     import nbformat
 
-    from jupyter_aaep.notebook.tools import get_notebook_state
+    from jupyter_aaep.tools.notebook import get_notebook_state
 
     bench = load_benchmark()
     nb = bench.make_notebook(100)

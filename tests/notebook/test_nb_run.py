@@ -22,7 +22,7 @@ from jupyter_aaep.notebook import (
     KernelSpecMissing,
     source_fingerprint,
 )
-from jupyter_aaep.notebook.tools import (
+from jupyter_aaep.tools.notebook import (
     create_cell,
     interrupt_kernel,
     restart_kernel,
@@ -104,10 +104,9 @@ async def test_outputs_stream_into_the_browser_while_the_cell_runs(
         )
         cell = cell_by_id(doc, "slow")
         assert stream_text(cell) == final and cell["execution_count"] == 1
-        assert (
-            result.summary == "Cell 1 ran in 1.5 seconds and printed 5 lines."
-            or "printed 5 lines" in result.summary
-        )
+        # Listeners hear the first line of what it printed and how much more there is.
+        assert result.summary.startswith("Cell 1 ran") and ": line 0. Plus 4 more lines." in result.summary
+        assert result.detail is not None and "line 4" in result.detail
         assert "Cell 1 (id slow) ran in" in result.content and "line 4" in result.content
         assert any("still running after" in p for p in progress)
 
@@ -131,7 +130,9 @@ async def test_outputs_stream_into_the_browser_while_the_cell_runs(
         assert isinstance(mixed.content, list) and mixed.content[1]["type"] == "image"
         text = mixed.content[0]["text"]
         assert "[image/png 3×2" in text and "42" in text
-        assert mixed.summary.startswith("Cell 2 ran in") and "showed 1 image" in mixed.summary
+        # Said: the first line a person sees in the output area, how much more, the image.
+        assert mixed.summary.startswith("Cell 2 ran: 'second'") and "It showed 1 image." in mixed.summary
+        assert mixed.detail is not None and "progress 100%" in mixed.detail and "42" in mixed.detail
 
         await run_cell(ctx, cell_id="clearing")
         await wait_for(
@@ -141,7 +142,7 @@ async def test_outputs_stream_into_the_browser_while_the_cell_runs(
         assert [o.get("text") for o in cell_by_id(doc, "clearing")["outputs"]] == ["b\n"]
 
         boom = await run_cell(ctx, cell_id="boom")
-        assert boom.summary.startswith("Cell 4 failed with ZeroDivisionError")
+        assert boom.summary == "Cell 4 failed: ZeroDivisionError: division by zero."
         # A cell that raised is a failed step; the model still reads the traceback.
         assert boom.is_error and boom.error_message == "ZeroDivisionError: division by zero"
         assert "raised ZeroDivisionError" in boom.content and "division by zero" in boom.content
@@ -165,7 +166,7 @@ async def test_closed_notebook_is_edited_run_and_autosaved(
     await create_cell(ctx, source="print('never')")
 
     all_result = await run_all_cells(ctx)
-    assert "failed with ValueError" in all_result.summary and "Ran 3 cells" in all_result.summary
+    assert all_result.summary == "Ran 3 cells, stopped at the error. Cell 3 failed: ValueError: stop here."
     assert all_result.is_error and all_result.error_message == "Cell 3: ValueError: stop here"
     assert "Stopped at cell 3" in all_result.content and "stop here" in all_result.content
 
@@ -195,7 +196,7 @@ async def test_closed_notebook_is_edited_run_and_autosaved(
     loud_id = loud.content.split("(id ")[1].split(")")[0]
     result = await run_cell(ctx, cell_id=loud_id)
     assert len(result.content) <= 8_500 and "characters cut" in result.content
-    assert "row 19999" in result.content and "printed 20000 lines" in result.summary
+    assert "row 19999" in result.content and "Plus 19999 more lines." in result.summary
 
 
 @on_server_loop
@@ -344,7 +345,7 @@ async def test_kernel_death_is_reported_and_the_next_run_works(
 
 def test_the_failure_line_is_one_plain_line() -> None:
     """What tool.completed's error_message says for a cell that raised."""
-    from jupyter_aaep.notebook._run_tools import _error_line
+    from jupyter_aaep.tools._run_tools import _error_line
 
     assert _error_line([{"output_type": "stream", "text": "hi"}]) is None
     colored = {"output_type": "error", "ename": "NameError", "evalue": "name \x1b[31m'df'\x1b[0m is not defined"}

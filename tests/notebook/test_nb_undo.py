@@ -13,8 +13,8 @@ from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.runner import ChatBusy, ChatRunner, InvalidInput
 from jupyter_aaep.agent.tools import ToolRegistry
-from jupyter_aaep.notebook import notebook_tools
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
+from jupyter_aaep.tools.notebook import notebook_tools
 
 
 @on_server_loop

@@ -42,7 +42,7 @@ async def test_deep_nesting_is_400_on_every_post_endpoint(api, new_chat) -> None
         ({"kind": "control", "action": "revert", "session_id": ["x"]},
          "control needs 'session_id' as a string like sess_"),
         ({"kind": "control", "action": ["stop"]}, "control needs 'action' as one of stop, pause, resume, continue, revert"),
-        ({"kind": "approval_mode", "mode": {"ask": True}}, "approval_mode needs 'mode' as one of ask, auto; it is a dict"),
+        ({"kind": "approval_mode", "mode": {"ask": True}}, "approval_mode needs 'mode' as one of ask, ask_all, auto; it is a dict"),
         ({"kind": "user_input", "text": ["hello"]}, "user_input needs 'text' as a string"),
         ({"kind": "user_input", "text": "x" * 100_001}, "at most 100000 characters; it has 100001"),
         ({"kind": "control", "action": "revert", "session_id": "../etc"}, "a string like sess_"),

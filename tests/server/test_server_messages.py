@@ -68,7 +68,7 @@ async def test_a_message_while_working_is_guidance_and_bad_input_400(api, new_ch
                               ({"kind": "guidance"}, "needs 'text'"),
                               ({"kind": "guidance", "text": "x", "resume": "yes"}, "'resume' as true or false"),
                               ({"kind": "guidance", "text": "x", "settings": {"approval_mode": "never"}},
-                               "must be ask or auto"),
+                               "it must be one of: ask (Ask before running code), ask_all"),
                               ({"kind": "guidance", "text": "x", "settings": {"max_turns": 0}}, "from 1 to 500"),
                               ({"kind": "guidance", "text": "x", "settings": {"speed": 2}}, "Unexpected field"),
                               ({"kind": "control", "action": "explode"}, "Unknown control action"),

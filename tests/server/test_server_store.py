@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from server_helpers import wait_until
 
-from jupyter_aaep.testing.fake_anthropic import Turn
+from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 
 async def test_chats_are_paged_newest_first_with_title_and_times(api, extension, fake_model) -> None:
@@ -76,3 +76,30 @@ async def test_a_failing_store_is_announced_once_and_the_agent_goes_on(api, exte
         assert view["saved"] is False
     finally:
         store._writer = real
+
+
+async def test_a_sessions_steps_are_listed_with_latency_and_tokens(api, extension, fake_model) -> None:
+    _, chat, _ = await api("chats", method="POST", body={})
+    chat_id = chat["chat_id"]
+    fake_model.add(Turn(tool_uses=[ToolUse("fetch_data", {"source": "sample"})]), Turn(text="Fetched."))
+    await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "fetch it"})
+    live = extension.runner.get(chat_id)
+    await wait_until(lambda: not live.running, what="the session to end")
+    session_id = live.results[-1].terminal_event["session_id"]
+    assert extension.store.flush()
+    status, body, _ = await api("chats", chat_id, "sessions", session_id, "steps")
+    assert status == 200 and body["session_id"] == session_id
+    kinds = [(s["kind"], s["status"], s["name"]) for s in body["steps"]]
+    assert kinds == [("model_request", "success", "claude-test"), ("tool", "success", "fetch_data"),
+                     ("model_request", "success", "claude-test")], kinds
+    tool = body["steps"][1]
+    assert isinstance(tool["latency_ms"], int) and tool["latency_ms"] >= 0
+    for step in body["steps"][::2]:  # prompt tokens, however the cache served them, and output
+        assert step["input_tokens"] + step["cache_read_tokens"] + step["cache_write_tokens"] > 0, step
+        assert step["output_tokens"] > 0 and step["latency_ms"] >= 0, step
+    # Another chat's session, or one that never was, is a 404 with a sentence.
+    _, other, _ = await api("chats", method="POST", body={})
+    status, error, _ = await api("chats", other["chat_id"], "sessions", session_id, "steps")
+    assert status == 404 and "no session" in error["message"]
+    status, _, _ = await api("chats", "nope", "sessions", session_id, "steps")
+    assert status == 404

@@ -23,9 +23,10 @@ from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig, AgentLoop, ChatContext
 from jupyter_aaep.agent.tools import ToolRegistry
-from jupyter_aaep.testing.conformance_model import main, respond
+from jupyter_aaep.testing.conformance_model import respond
 from jupyter_aaep.testing.conformance_tools import CONFORMANCE_TOOLS
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic
+from jupyter_aaep.testing.serve_model import main
 
 SCANNED = ("args_summary", "summary_normal", "summary_terse", "summary_detailed", "consequence", "action")
 SECRET_MARKERS = ("password", "api_key", "secret_key", "private_key", "bearer ", "authorization:", "x-api-key",
@@ -151,8 +152,8 @@ async def test_weather_asks_where_the_user_is(run: Run) -> None:
 
 def test_cli_serves_until_terminated() -> None:
     with pytest.raises(SystemExit):
-        main(["--port", "8080"])
-    process = subprocess.Popen([sys.executable, "-m", "jupyter_aaep.testing.conformance_model", "--port", "0"],
+        main(["--responder", "conformance", "--port", "8080"])
+    process = subprocess.Popen([sys.executable, "-m", "jupyter_aaep.testing.serve_model", "--responder", "conformance", "--port", "0"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = process.stdout.readline().strip()  # type: ignore[union-attr]

@@ -374,3 +374,22 @@ def test_a_run_result_is_told_without_its_notes() -> None:
     )
     text = demo_model(convo("anything", STATE, ran)).text
     assert "It shows: Mean: 4" in text and "kernel was started" not in text
+
+
+def test_the_demo_model_describes_a_figure_from_its_code_and_says_it_cannot_see() -> None:
+    from jupyter_aaep.testing.demo_model import describe_figure
+
+    asked = "Describe the figure in cell 2.\n\n<describe_figure>\nDescribe the figure shown by the cell with id plot, output 1"
+    assert describe_figure("Plot the temperatures", []) is None
+    look = describe_figure(asked, [])
+    assert look is not None and [(t.name, t.input) for t in look.tool_uses] == [("view_figure", {"cell_id": "plot"})]
+    seen = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": (
+        "Cell 2 (id plot) shows 1 figure (outputs 1).\nOutput 1: image/png 640×400, 12 KB\nCode:\n"
+        "ax.plot(days, temps)\nax.set_xlabel('day')\nplt.ylabel(\"degrees\")\nplt.title('The week')")}]}
+    said = describe_figure(asked, [seen])
+    assert said is not None and said.text.startswith(
+        "A chart drawn by the code of this cell, 640 by 400 pixels, titled 'The week'. "
+        "The x axis shows day; the y axis shows degrees.")
+    assert "cannot see images" in said.text
+    failed = describe_figure(asked, [{**seen, "is_error": True, "content": "Cell 2 shows no figure."}])
+    assert failed is not None and failed.text == "I could not look at the figure: Cell 2 shows no figure."

@@ -68,9 +68,9 @@ export function ClarificationCard(props: IClarificationCardProps): JSX.Element {
       className={`jp-AAEPCard jp-AAEPCard-clarification${pending ? ' jp-mod-pending' : ''}`}
       data-request-id={item.id}
     >
-      <h3 id={titleId} className="jp-AAEPCard-title">
+      <h4 id={titleId} className="jp-AAEPCard-title">
         {trans.__('Question: %1', str(event, 'question') ?? '')}
-      </h3>
+      </h4>
       {str(event, 'context') && <p className="jp-AAEPCard-summary">{str(event, 'context')}</p>}
       {/* As on confirmation cards, the clock goes once the question is answered, resolved or expired. */}
       {item.deadline !== null && open && (

@@ -9,9 +9,12 @@
  * event arrives.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import React, { useState } from 'react';
+import React, { useRef, useState } from 'react';
 
+import { JSONRecord } from '../aaep';
+import { IMentionSource } from '../mentions';
 import { useId } from './hooks';
+import { useMentions } from './MentionPicker';
 
 /** Props of {@link Composer}. */
 export interface IComposerProps {
@@ -24,7 +27,10 @@ export interface IComposerProps {
   paused?: boolean;
   /** Whether the connection is down (nothing can be sent). */
   disabled: boolean;
-  onSend: (text: string) => Promise<void>;
+  /** `context` items picked with `@` travel with the request. */
+  onSend: (text: string, context?: JSONRecord[]) => Promise<void>;
+  /** What `@` offers (no `@` list without it). */
+  mentions?: IMentionSource;
 }
 
 /**
@@ -36,9 +42,19 @@ export function Composer(props: IComposerProps): JSX.Element {
   const [busy, setBusy] = useState(false);
   const inputId = useId('jp-AAEPComposer-input');
   const hintId = useId('jp-AAEPComposer-hint');
+  const labelId = useId('jp-AAEPComposer-label');
   const steering = running && acceptsGuidance;
   const blocked = disabled || (running && !acceptsGuidance);
   const canSend = !blocked && !busy && text.trim().length > 0;
+  const inputRef = useRef<HTMLTextAreaElement>(null);
+  const mentions = useMentions({
+    source: props.mentions,
+    trans,
+    text,
+    setText,
+    input: inputRef,
+    announce: said => props.mentions?.announce(said)
+  });
 
   const send = async () => {
     const value = text.trim();
@@ -47,8 +63,10 @@ export function Composer(props: IComposerProps): JSX.Element {
     }
     setBusy(true);
     try {
-      await props.onSend(value);
+      const context = mentions.items();
+      await props.onSend(value, context.length ? context : undefined);
       setText('');
+      mentions.clear();
     } finally {
       setBusy(false);
     }
@@ -75,12 +93,13 @@ export function Composer(props: IComposerProps): JSX.Element {
   return (
     <form
       className={`jp-AAEPComposer${steering ? ' jp-mod-steering' : ''}${blocked ? ' jp-mod-blocked' : ''}`}
+      aria-labelledby={labelId}
       onSubmit={e => {
         e.preventDefault();
         void send();
       }}
     >
-      <label htmlFor={inputId} className="jp-AAEPComposer-label">
+      <label id={labelId} htmlFor={inputId} className="jp-AAEPComposer-label">
         {steering ? trans.__('Steer the agent') : trans.__('Message to the agent')}
       </label>
       <textarea
@@ -91,23 +110,34 @@ export function Composer(props: IComposerProps): JSX.Element {
         readOnly={blocked}
         aria-disabled={blocked}
         aria-describedby={hintId}
-        onChange={e => setText(e.target.value)}
+        ref={inputRef}
+        {...mentions.inputProps}
+        onChange={e => {
+          setText(e.target.value);
+          mentions.changed(e.target.value, e.target.selectionStart ?? e.target.value.length);
+        }}
         onKeyDown={e => {
+          if (mentions.keyDown(e)) {
+            return;
+          }
           if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
             e.preventDefault();
             void send();
           }
         }}
       />
+      {mentions.view}
       <div className="jp-AAEPComposer-row">
-        <p id={hintId} className="jp-AAEPComposer-hint">
+        {/* Heard once, as the message box's description (not again in browse
+            mode, and not on the button unless it says why nothing can be sent). */}
+        <div id={hintId} className="jp-AAEPComposer-hint" aria-hidden="true">
           {hint}
-        </p>
+        </div>
         <button
           type="submit"
           className="jp-Button jp-mod-styled jp-mod-accept"
           aria-disabled={!canSend}
-          aria-describedby={hintId}
+          aria-describedby={blocked ? hintId : undefined}
         >
           {steering ? trans.__('Send guidance') : trans.__('Send')}
         </button>

@@ -8,6 +8,7 @@ import React, { useRef } from 'react';
 import { isRecord, str } from '../aaep';
 import { IRequestItem } from '../model';
 import { Countdown } from './Countdown';
+import { DiffView, diffDescriptionIds, readChange } from './DiffView';
 import { useId, useNow } from './hooks';
 
 type RequestItem = IRequestItem;
@@ -83,7 +84,18 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
   const extra = isRecord(event.extra_context) ? event.extra_context : {};
   const code = typeof extra.code === 'string' ? extra.code : undefined;
   const cells = readCells(extra);
+  const change = readChange(extra);
+  const diffId = useId('jp-AAEPCard-diff');
   const cellsId = useId('jp-AAEPCard-cells');
+  const cellListId = useId('jp-AAEPCard-cellList');
+  const riskLabelId = useId('jp-AAEPCard-riskLabel');
+  const riskId = useId('jp-AAEPCard-risk');
+  const consequenceLabelId = useId('jp-AAEPCard-consequenceLabel');
+  const consequenceId = useId('jp-AAEPCard-consequence');
+  const codeCaptionId = useId('jp-AAEPCard-codeCaption');
+  const codeId = useId('jp-AAEPCard-code');
+  const automatic = extra.auto_approved === true;
+  const codeLines = code !== undefined ? Math.max(1, code.replace(/\n+$/, '').split('\n').length) : 0;
   const warnings = Array.isArray(extra.risk_flags)
     ? extra.risk_flags.filter((f): f is string => typeof f === 'string' && f.length > 0)
     : [];
@@ -114,23 +126,38 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
       ref={card}
       role="group"
       aria-labelledby={titleId}
+      // Focused (Ctrl+Shift+A), the card reads what a decision needs: the
+      // action (its name), then the risk, the consequence and the code with its
+      // length. Approve and Reject are the next two Tab stops.
+      aria-describedby={[
+        riskLabelId,
+        riskId,
+        consequenceLabelId,
+        consequenceId,
+        ...(code !== undefined ? [codeCaptionId, codeId] : []),
+        ...(change ? diffDescriptionIds(diffId, change) : []),
+        // Each cell by itself: the list's own name would replace its content.
+        ...(cells.length > 0 ? [cellsId, ...cells.map((_, i) => `${cellListId}-${i}`)] : [])
+      ].join(' ')}
       tabIndex={-1}
       className={`jp-AAEPCard jp-AAEPCard-confirmation jp-AAEPCard-risk-${risk}${
         pending ? ' jp-mod-pending' : ''
       }`}
       data-request-id={item.id}
     >
-      <h3 id={titleId} className="jp-AAEPCard-title">
-        {trans.__('Approval needed: %1', str(event, 'action') ?? trans.__('an action'))}
-      </h3>
+      <h4 id={titleId} className="jp-AAEPCard-title">
+        {automatic
+          ? trans.__('Approved automatically: %1', str(event, 'action') ?? trans.__('an action'))
+          : trans.__('Approval needed: %1', str(event, 'action') ?? trans.__('an action'))}
+      </h4>
       <dl className="jp-AAEPCard-facts">
-        <dt>{trans.__('Consequence')}</dt>
-        <dd>{str(event, 'consequence') ?? trans.__('Not described')}</dd>
-        <dt>{trans.__('Risk')}</dt>
-        <dd>
+        <dt id={riskLabelId}>{trans.__('Risk')}</dt>
+        <dd id={riskId}>
           <span className="jp-AAEPCard-riskBadge">{riskText}</span>
           {irreversible ? ` ${trans.__('(cannot be undone)')}` : ''}
         </dd>
+        <dt id={consequenceLabelId}>{trans.__('Consequence')}</dt>
+        <dd id={consequenceId}>{str(event, 'consequence') ?? trans.__('Not described')}</dd>
         {warnings.length > 0 && (
           <>
             <dt>{trans.__('Warnings')}</dt>
@@ -155,14 +182,17 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
           </>
         )}
       </dl>
+      {change && <DiffView change={change} trans={trans} idPrefix={diffId} />}
       {code !== undefined && (
         <figure className="jp-AAEPCard-code">
-          <figcaption>
+          <figcaption id={codeCaptionId}>
             {language
-              ? trans.__('Code to run (%1)', language)
-              : trans.__('Code to run')}
+              ? trans._n('Code to run, %1 line (%2):', 'Code to run, %1 lines (%2):', codeLines, language)
+              : trans._n('Code to run, %1 line:', 'Code to run, %1 lines:', codeLines)}
           </figcaption>
-          <pre tabIndex={0} aria-label={trans.__('Code to run')}>
+          {/* Not a Tab stop of its own (Approve comes next) and not scrolled:
+              read in browse mode, one line of code per line. */}
+          <pre id={codeId}>
             <code>{code}</code>
           </pre>
         </figure>
@@ -179,16 +209,16 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
                 )
               : trans._n('Code to run: %1 cell', 'Code to run: %1 cells, in this order', cells.length)}
           </p>
-          {/* Long lists scroll here; every cell is in the list, none is left out. */}
-          <ol className="jp-AAEPCard-cellList" aria-labelledby={cellsId}>
+          {/* Every cell is in the list, in full, none is left out. */}
+          <ol id={cellListId} className="jp-AAEPCard-cellList" aria-labelledby={cellsId}>
             {cells.map((cell, index) => {
               const number = cell.number ?? index + 1;
               return (
-                <li key={index} className="jp-AAEPCard-code">
+                <li key={index} id={`${cellListId}-${index}`} className="jp-AAEPCard-code">
                   <p className="jp-AAEPCard-cellLabel">
                     {cell.number !== null ? trans.__('Cell %1', number) : trans.__('Cell')}
                   </p>
-                  <pre tabIndex={0} aria-label={trans.__('Code of cell %1', number)}>
+                  <pre>
                     <code>{cell.code}</code>
                   </pre>
                 </li>
@@ -217,13 +247,15 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
               {trans.__('Reject')}
             </button>
           </div>
-          {keys && <p className="jp-AAEPCard-keys">{keys}</p>}
+          {keys && <div className="jp-AAEPCard-keys">{keys}</div>}
         </>
       ) : (
         <p className="jp-AAEPCard-outcome">
-          {expired
-            ? trans.__('Expired without an answer.')
-            : outcomeText(item, trans)}
+          {automatic
+            ? trans.__("Approved automatically by this chat's setting.")
+            : expired
+              ? trans.__('Expired without an answer.')
+              : outcomeText(item, trans)}
         </p>
       )}
     </div>

@@ -8,7 +8,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import React from 'react';
 
-import { ApprovalMode, ChatStatus, ISupports } from '../model';
+import { APPROVAL_MODES, ApprovalMode, ChatStatus, ISupports, isApprovalMode } from '../model';
 import { useId } from './hooks';
 
 /** Props of {@link RunControls}. */
@@ -41,9 +41,45 @@ export interface IRunControlsProps {
   onApprovalMode: (mode: ApprovalMode) => void;
 }
 
+/** What the approval mode select shows for `mode`. */
+export function approvalModeLabel(mode: ApprovalMode, trans: TranslationBundle): string {
+  switch (mode) {
+    case 'ask_all':
+      return trans.__('Ask before every change');
+    case 'auto':
+      return trans.__('Auto');
+    default:
+      return trans.__('Ask before running code');
+  }
+}
+
+/**
+ * What `mode` does, in a few sentences: the select's description. Every mode
+ * also says what auto does not protect against, so the choice is informed.
+ */
+export function approvalModeDescription(mode: ApprovalMode, trans: TranslationBundle): string {
+  const caveat = trans.__(
+    'Auto runs code without asking unless a quick check flags it as risky. The check is not a sandbox: it cannot catch everything harmful.'
+  );
+  switch (mode) {
+    case 'ask_all':
+      return `${trans.__(
+        'The agent asks before every change: creating, editing, moving or deleting a cell, clearing outputs, and running code. An edit shows what changes, line by line.'
+      )} ${caveat}`;
+    case 'auto':
+      return trans.__(
+        'Auto is on for this chat: code runs without asking unless a quick check flags it as risky. The check is not a sandbox: it cannot catch everything harmful.'
+      );
+    default:
+      return `${trans.__(
+        'The agent asks before running code. It creates, edits, moves and deletes cells without asking; Undo agent changes puts them back.'
+      )} ${caveat}`;
+  }
+}
+
 /**
  * Run controls. The approval mode is a labelled select whose description says
- * what auto-approve does and what it does not protect against.
+ * what the chosen mode does, and what auto does not protect against.
  */
 export function RunControls(props: IRunControlsProps): JSX.Element {
   const { trans, status, approvalMode, disabled, supports } = props;
@@ -171,29 +207,32 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
             <label htmlFor={selectId}>{trans.__('Approval mode')}</label>
             <select
               id={selectId}
+              className="jp-AAEPPanel-approvalMode"
               value={approvalMode}
               disabled={disabled}
               aria-describedby={warningId}
-              onChange={e => props.onApprovalMode(e.target.value === 'auto' ? 'auto' : 'ask')}
+              onChange={e => {
+                const mode = e.target.value;
+                if (isApprovalMode(mode)) {
+                  props.onApprovalMode(mode);
+                }
+              }}
             >
-              <option value="ask">{trans.__('Ask every time')}</option>
-              <option value="auto">{trans.__('Auto-approve in this chat')}</option>
+              {APPROVAL_MODES.map(mode => (
+                <option key={mode} value={mode}>
+                  {approvalModeLabel(mode, trans)}
+                </option>
+              ))}
             </select>
           </div>
-          {/* Always the select's description; shown only while auto-approve is on. */}
+          {/* Always the select's description; shown only while auto is on. */}
           <p
             id={warningId}
             className={
               approvalMode === 'auto' ? 'jp-AAEPPanel-approvalWarning jp-mod-active' : 'jp-sr-only'
             }
           >
-            {approvalMode === 'auto'
-              ? trans.__(
-                  'Auto-approve is on for this chat: code runs without asking unless a quick check flags it as risky. The check is not a sandbox: it cannot catch everything harmful.'
-                )
-              : trans.__(
-                  'Auto-approve runs code without asking unless a quick check flags it as risky. The check is not a sandbox: it cannot catch everything harmful.'
-                )}
+            {approvalModeDescription(approvalMode, trans)}
           </p>
         </>
       )}

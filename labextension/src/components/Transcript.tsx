@@ -177,11 +177,14 @@ function renderItem(item: TranscriptItem, context: IEntryContext): JSX.Element |
     case 'answer':
       return (
         <div className={`jp-AAEPMessage jp-AAEPMessage-agent${item.complete ? '' : ' jp-mod-streaming'}`}>
-          <p className="jp-AAEPMessage-author">
+          <div className="jp-AAEPMessage-author">
             {trans.__('Agent')}
             {!item.complete && <span className="jp-AAEPMessage-typing"> {trans.__('(writing…)')}</span>}
-          </p>
+          </div>
           <Markdown rendermime={rendermime} source={item.text} mimeType={item.contentType} />
+          {item.cutOff && (
+            <div className="jp-AAEPMessage-cutOff">{trans.__('(cut off: the agent was stopped here)')}</div>
+          )}
         </div>
       );
     case 'tool':

@@ -7,6 +7,7 @@ import React from 'react';
 
 import { isRecord, str } from '../aaep';
 import { TranscriptItem } from '../model';
+import { saysReason } from '../speech';
 
 type Of<K extends TranscriptItem['kind']> = Extract<TranscriptItem, { kind: K }>;
 
@@ -23,54 +24,73 @@ export function formatDuration(ms: number): string {
   return `${m} min ${s} s`;
 }
 
-/** A message the user sent (a request or guidance). */
+/**
+ * A message the user sent. A request starts a turn: it is a heading (level 3),
+ * so a screen reader user jumps from turn to turn with the heading key.
+ * Guidance sent while the agent works belongs to the turn: not a heading.
+ */
 export function UserMessage(props: { item: Of<'user'>; trans: TranslationBundle }): JSX.Element {
   const { item, trans } = props;
+  const author = (
+    <span className="jp-AAEPMessage-author">
+      {item.steering ? trans.__('You (steering):') : trans.__('You')}
+      {item.unsent && ` ${trans.__('(not sent)')}`}
+    </span>
+  );
   return (
     <div
       className={`jp-AAEPMessage jp-AAEPMessage-user${item.steering ? ' jp-mod-steering' : ''}`}
       data-session-id={item.sessionId}
     >
-      <p className="jp-AAEPMessage-author">
-        {item.steering ? trans.__('You (steering):') : trans.__('You')}
-        {item.unsent && ` ${trans.__('(not sent)')}`}
-      </p>
-      <p className="jp-AAEPMessage-text">{item.text}</p>
+      {item.steering ? (
+        <div className="jp-AAEPMessage-turn">
+          {author} <span className="jp-AAEPMessage-text">{item.text}</span>
+        </div>
+      ) : (
+        <h3 className="jp-AAEPMessage-turn">
+          {author} <span className="jp-AAEPMessage-text">{item.text}</span>
+        </h3>
+      )}
     </div>
   );
 }
 
-/** One tool call: summary, status and duration. */
+/**
+ * One tool step, read as one line: what it did (or does), and whether it
+ * failed. No tool names, no durations (the duration is in the tooltip).
+ */
 export function ToolStep(props: { item: Of<'tool'>; trans: TranslationBundle }): JSX.Element {
   const { item, trans } = props;
-  const status = {
-    running: trans.__('Running'),
-    success: trans.__('Done'),
-    error: trans.__('Failed'),
-    timeout: trans.__('Timed out')
-  }[item.status];
-  // A mark beside the word, so the state does not rest on colour alone.
-  const icon = { running: null, success: '✓', error: '✕', timeout: '✕' }[item.status];
   const failed = item.status === 'error' || item.status === 'timeout';
+  // A word for the state where the summary does not say it; a mark beside
+  // it so the state does not rest on colour alone.
+  const status = {
+    running: trans.__('Running:'),
+    success: '',
+    error: trans.__('Failed:'),
+    timeout: trans.__('Timed out:')
+  }[item.status];
+  const icon = { running: null, success: '✓', error: '✕', timeout: '✕' }[item.status];
+  const summary = item.summary || trans.__('A step of the agent.');
+  // The reason is shown unless the summary already says it.
+  const reason =
+    failed && item.errorMessage && !saysReason(summary, item.errorMessage)
+      ? item.errorMessage
+      : '';
   return (
-    <div className={`jp-AAEPToolStep jp-mod-${item.status}`}>
-      <p className="jp-AAEPToolStep-summary">{item.summary || item.tool}</p>
-      <p className="jp-AAEPToolStep-meta">
-        {item.status === 'running' && <span className="jp-AAEPSpinner" aria-hidden="true" />}
-        {icon && (
-          <span className="jp-AAEPToolStep-icon" aria-hidden="true">
-            {icon}
-          </span>
-        )}
-        <span className="jp-AAEPToolStep-status">{status}</span>
-        {item.durationMs !== undefined && ` · ${formatDuration(item.durationMs)}`}
-        {` · ${item.tool}`}
-      </p>
-      {item.errorMessage && (
-        <p className="jp-AAEPToolStep-error">
-          {failed ? trans.__('%1: %2', status, item.errorMessage) : item.errorMessage}
-        </p>
+    <div
+      className={`jp-AAEPToolStep jp-mod-${item.status}`}
+      title={item.durationMs !== undefined ? trans.__('Took %1', formatDuration(item.durationMs)) : undefined}
+    >
+      {item.status === 'running' && <span className="jp-AAEPSpinner" aria-hidden="true" />}
+      {icon && (
+        <span className="jp-AAEPToolStep-icon" aria-hidden="true">
+          {icon}
+        </span>
       )}
+      {status && <span className="jp-AAEPToolStep-status">{status} </span>}
+      <span className="jp-AAEPToolStep-summary">{summary}</span>
+      {reason && <span className="jp-AAEPToolStep-error"> {reason}</span>}
     </div>
   );
 }
@@ -85,7 +105,7 @@ export function ProgressStep(props: { item: Of<'progress'>; trans: TranslationBu
       : trans.__('Progress'));
   return (
     <div className={`jp-AAEPProgress${item.done ? ' jp-mod-done' : ''}`}>
-      <p className="jp-AAEPProgress-label">{label}</p>
+      <div className="jp-AAEPProgress-label">{label}</div>
       {item.percent !== undefined && (
         <progress
           className="jp-AAEPProgress-bar"
@@ -110,7 +130,7 @@ export function HandoffCard(props: { item: Of<'handoff'>; trans: TranslationBund
   );
   return (
     <div className="jp-AAEPCard jp-AAEPCard-handoff" role="group" aria-label={trans.__('Handoff')}>
-      <h3 className="jp-AAEPCard-title">{trans.__('The agent needs you')}</h3>
+      <h4 className="jp-AAEPCard-title">{trans.__('The agent needs you')}</h4>
       <p>{str(event, 'summary_normal') ?? str(event, 'reason')}</p>
       {str(event, 'summary_normal') && str(event, 'reason') && (
         <p>
@@ -137,10 +157,9 @@ export function Notice(props: { item: Of<'notice'>; trans: TranslationBundle }):
   const failed = item.variant === 'completed' ? item.failedSteps ?? 0 : 0;
   const prefix = {
     started: trans.__('Started:'),
+    // "Done." says it already: no "Finished: Done.".
     completed:
-      failed > 0
-        ? trans._n('Finished, 1 step failed:', 'Finished, %1 steps failed:', failed)
-        : trans.__('Finished:'),
+      failed > 0 ? trans._n('Finished, 1 step failed:', 'Finished, %1 steps failed:', failed) : '',
     errored: trans.__('Error:'),
     cancelled: trans.__('Stopped:'),
     // The server's summary already says "Undid the agent's changes…".
@@ -153,13 +172,15 @@ export function Notice(props: { item: Of<'notice'>; trans: TranslationBundle }):
   const showPrefix = !!prefix && (failed > 0 || !item.text.toLowerCase().startsWith(word));
   return (
     <div className={`jp-AAEPNotice jp-mod-${item.variant}`}>
-      <p>
-        {showPrefix && <strong>{prefix}</strong>} {item.text}
-      </p>
+      <div>
+        {showPrefix && <strong>{prefix}</strong>}
+        {showPrefix && ' '}
+        {item.text}
+      </div>
       {item.hint && (
-        <p className="jp-AAEPNotice-hint">
+        <div className="jp-AAEPNotice-hint">
           <strong>{trans.__('What you can do:')}</strong> {item.hint}
-        </p>
+        </div>
       )}
     </div>
   );

@@ -11,11 +11,16 @@ import { Panel } from '@lumino/widgets';
 import React, { useState } from 'react';
 
 import { ChatList } from '../components/ChatList';
+import { FigureDescription } from '../components/FigureDescription';
+import { ModelPicker } from '../components/ModelPicker';
 import { Composer } from '../components/Composer';
 import { useSignals } from '../components/hooks';
 import { RunControls } from '../components/RunControls';
 import { Transcript } from '../components/Transcript';
 import { ChatController } from '../controller';
+import { FigureDescriber } from '../figures';
+import { IMentionSource } from '../mentions';
+import { ModelChooser } from '../modelChoice';
 import { ChatModel, TranscriptItem, compactCount, dollars, totalTokens } from '../model';
 import { ariaShortcut, shortcutLabel } from '../shortcuts';
 
@@ -31,6 +36,9 @@ export const agentIcon = new LabIcon({
 /** Props of {@link AgentView}. */
 interface IAgentViewProps {
   controller: ChatController;
+  describer?: FigureDescriber;
+  chooser?: ModelChooser;
+  mentions?: IMentionSource;
   rendermime: IRenderMimeRegistry;
   commands: CommandRegistry;
   trans: TranslationBundle;
@@ -134,26 +142,40 @@ function AgentView(props: IAgentViewProps): JSX.Element {
     <div className="jp-AAEPPanel-body">
       <div className="jp-AAEPPanel-header">
         <h2 className="jp-AAEPPanel-title">{trans.__('AI agent')}</h2>
-        <p className="jp-AAEPPanel-status">
-          {controller.notebookPath
-            ? trans.__('Notebook: %1', baseName(controller.notebookPath))
-            : trans.__('No notebook selected')}
-          {model && (
-            <>
-              {' · '}
-              <span className={`jp-AAEPPanel-runState jp-mod-${model.status}`}>{statusText}</span>
-              {' · '}
-              <span className={`jp-AAEPPanel-connection jp-mod-${model.connection}`}>{connectionText}</span>
-            </>
-          )}
-        </p>
+        <div className="jp-AAEPPanel-status">
+          {/* Read as one phrase; the styled pieces below are for the eye. */}
+          <span className="jp-sr-only">
+            {[
+              controller.notebookPath
+                ? trans.__('Notebook %1', baseName(controller.notebookPath))
+                : trans.__('No notebook selected'),
+              model ? statusText.toLowerCase() : '',
+              connectionText
+            ]
+              .filter(Boolean)
+              .join(', ')}
+          </span>
+          <span aria-hidden="true">
+            {controller.notebookPath
+              ? trans.__('Notebook: %1', baseName(controller.notebookPath))
+              : trans.__('No notebook selected')}
+            {model && (
+              <>
+                {' · '}
+                <span className={`jp-AAEPPanel-runState jp-mod-${model.status}`}>{statusText}</span>
+                {' · '}
+                <span className={`jp-AAEPPanel-connection jp-mod-${model.connection}`}>{connectionText}</span>
+              </>
+            )}
+          </span>
+        </div>
         {model && meter && (
-          <p
+          <div
             className="jp-AAEPPanel-usage"
             title={trans.__('Estimated token usage and cost of this chat, updated when a request ends.')}
           >
             {meter}
-          </p>
+          </div>
         )}
         {model && controller.notebookPath && (
           <ChatList
@@ -244,13 +266,23 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             onUndo={() => void controller.revert()}
             onApprovalMode={mode => void controller.setApprovalMode(mode)}
           />
+          {props.chooser && <ModelPicker chooser={props.chooser} trans={trans} disabled={!connected} />}
+          {props.describer && (
+            <FigureDescription
+              describer={props.describer}
+              trans={trans}
+              disabled={!connected || model.isRunning}
+              onDescribe={() => void commands.execute('jupyter-aaep:describe-figure')}
+            />
+          )}
           <Composer
             trans={trans}
             running={model.isRunning}
             acceptsGuidance={model.supports.guidance}
             paused={model.status === 'paused'}
             disabled={!connected}
-            onSend={text => controller.sendText(text)}
+            mentions={props.mentions}
+            onSend={(text, context) => controller.sendText(text, context)}
           />
         </>
       )}
@@ -279,6 +311,9 @@ export class AgentPanel extends SidePanel {
     const view = ReactWidget.create(
       <AgentView
         controller={options.controller}
+        describer={options.describer}
+        chooser={options.chooser}
+        mentions={options.mentions}
         rendermime={options.rendermime}
         commands={options.commands}
         trans={trans}
@@ -315,6 +350,12 @@ export class AgentPanel extends SidePanel {
 export namespace AgentPanel {
   export interface IOptions {
     controller: ChatController;
+    /** "Describe this figure" and its alt text (optional: tests build the panel without). */
+    describer?: FigureDescriber;
+    /** The model picker's data. */
+    chooser?: ModelChooser;
+    /** What `@` in the message box offers. */
+    mentions?: IMentionSource;
     rendermime: IRenderMimeRegistry;
     /** The application's commands (their key bindings are shown). */
     commands: CommandRegistry;

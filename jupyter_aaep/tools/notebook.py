@@ -2,8 +2,8 @@
 
 Every tool addresses cells by ``id`` (ids never shift when cells move; positions do), re-opens
 the live document on each call, and returns compact text to the model and one short sentence
-(``summary``) for listeners, who hear cells by their position: "Created a code cell after
-cell 2". ``run_cell`` and ``run_all_cells`` bind their approval to the exact source shown.
+(``summary``) for listeners, who hear cells by their position: "Created code cell 3, after
+cell 2" (docs/NARRATION.md has the rules). ``run_cell`` and ``run_all_cells`` bind their approval to the exact source shown.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from ._edit_tools import (
     list_notebooks,
     move_cell,
 )
+from ._figure_tools import view_figure
 from ._file_tools import list_files, read_file
 from ._run_tools import interrupt_kernel, restart_kernel, run_all_cells, run_cell
 
@@ -36,6 +37,7 @@ __all__ = [
     "restart_kernel",
     "run_all_cells",
     "run_cell",
+    "view_figure",
 ]
 
 
@@ -46,6 +48,7 @@ def notebook_tools() -> list[ToolSpec]:
         list_notebooks,
         list_files,
         read_file,
+        view_figure,
         create_cell,
         edit_cell,
         delete_cell,

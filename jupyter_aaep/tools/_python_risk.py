@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from ..aaep.redaction import is_secret_name
 from ._risk_rules import (
+    AGENT_SERVER,
     AMBIGUOUS,
     AS_VALUE,
     DANGEROUS_DUNDERS,
@@ -383,6 +384,9 @@ class PythonScan(ast.NodeVisitor):
         self.generic_visit(node)
 
     def check_text(self, text: str) -> None:
+        agent = AGENT_SERVER.search(text)
+        if agent:
+            self.add("agent", agent.group(1))
         match = SECRET_PATHS.search(text)
         if match:
             self.add("credentials", match.group(1))

@@ -32,6 +32,7 @@ Category = Literal[
     "environment",
     "magic",
     "unparsed",
+    "agent",
 ]
 Add = Callable[[Category, str], None]
 """Reports one finding: its category and a short detail ("rm -rf", "pip install torch")."""

@@ -25,7 +25,8 @@ from typing import Any
 from jupyter_server.utils import ensure_async
 from tornado import web
 
-from ..agent.tools import ToolContext, ToolError, ToolResult, aaep_tool
+from ..agent.tools import ToolContext, ToolResult, aaep_tool
+from ..errors import ToolError
 from ._tool_common import plural, service_of
 
 __all__ = ["list_files", "read_file"]

@@ -55,6 +55,9 @@ MODULE_RULES: dict[str, tuple[Category, frozenset[str]]] = {
     "posix": ("system", frozenset()),
     "nt": ("system", frozenset()),
     "_posixsubprocess": ("shell", frozenset()),
+    # Code in the kernel that uses our kernel client could approve the agent's own requests.
+    "jupyter_aaep": ("agent", frozenset({"aaep_tool", "ToolResult", "ToolError", "ActionPreview", "ToolContext",
+                                          "__version__"})),
 }
 EXACT: dict[str, Category] = {
     **dict.fromkeys(("eval", "exec", "compile", "execfile", "pickle.loads", "_pickle.loads", "marshal.loads",
@@ -114,4 +117,6 @@ ENV_LOOKUPS = {"os.getenv", "os.getenvb", "os.environ.get", "os.environ.pop", "o
 ENV_WHOLE = {"copy", "items", "values", "keys", "__iter__", "__repr__", "__str__"}
 IPYTHON = "get_ipython()"
 MODE = re.compile(r"^[rwxabtU+]{1,4}$")
+AGENT_SERVER = re.compile(r"(AAEP_KERNEL_SECRET|aaep/v1/kernel|X-AAEP-Kernel)", re.IGNORECASE)
+"""Text that only code reaching for the agent's kernel endpoints needs (the secret, the URL, the headers)."""
 # fmt: on

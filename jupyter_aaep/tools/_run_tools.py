@@ -10,21 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..agent.code_risk import risk_level_for, scan, scan_cells
-from ..agent.tools import (
-    ActionPreview,
-    StaleApproval,
-    ToolContext,
-    ToolError,
-    ToolResult,
-    aaep_tool,
-)
-from ._run_text import image_blocks, run_summary, run_text, seconds
+from ..agent.tools import ActionPreview, StaleApproval, ToolContext, ToolResult, aaep_tool
+from ..errors import ToolError
+from ..notebook.documents import LiveNotebook
+from ..notebook.errors import ExecutionTimeout, KernelBusy, KernelDied
+from ..notebook.render import render_outputs, strip_ansi, truncate
+from ..notebook.service import NotebookService, cells_fingerprint, source_fingerprint
+from ._run_text import heard_run, image_blocks, kernel_language, run_text, seconds
 from ._tool_common import MISSING, chat_path, plural, service_of
-from .documents import LiveNotebook
-from .errors import ExecutionTimeout, KernelBusy, KernelDied
-from .render import render_outputs, strip_ansi, truncate
-from .service import NotebookService, cells_fingerprint, source_fingerprint
+from .code_risk import risk_level_for, scan, scan_cells
 
 __all__ = ["interrupt_kernel", "restart_kernel", "run_all_cells", "run_cell"]
 
@@ -98,17 +92,23 @@ async def run_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float = 120)
         ctx, service, path, cell_id, source, number, min(max(timeout_seconds, 1), 24 * 3600)
     )
     text = run_text(run, budget=service.run_output_budget)
-    images = image_blocks(
-        run.result.outputs, max_images=service.max_images, max_chars=service.max_image_chars
+    images, notes = image_blocks(
+        run.result.outputs, max_images=service.max_images, max_chars=service.max_image_chars,
+        max_edge=service.image_max_edge,
     )
+    if notes:
+        text = "\n".join([text, *notes])
     content: Any = [{"type": "text", "text": text}, *images] if images else text
     # A cell that raised is a failed step (the model still reads the traceback in *content*).
     failure = _error_line(run.result.outputs)
     if failure is None and run.result.status == "error":
         failure = f"Cell {number} ended with an error status and no error output."
+    heard = heard_run(run)
     return ToolResult(
         content=content,
-        summary=run_summary(run),
+        summary=heard.normal,
+        terse=heard.terse,
+        detail=heard.detailed,
         is_error=failure is not None,
         error_message=failure,
     )
@@ -128,17 +128,20 @@ async def _preview_run_cell(
             summary="Running a cell.",
             terse="Run a cell.",
             fingerprint=MISSING,
-            action=f"Run the cell with id {cell_id}.",
+            action="Run a cell that is no longer in the notebook.",
         )
     # The other cells' imports tell what names in this one mean (``import subprocess as sp``).
     others = [str(c.get("source", "")) for c in nb.cells() if c.get("cell_type") == "code" and c.get("id") != cell_id]
     findings = scan(source, context=others)
-    kernel_name = kernel.display_name if kernel else "a new"
+    # In the user's words: the cell's number, its length and the kernel's language (never an
+    # id or a kernel spec name like "Python 3 (ipykernel)").
+    lines = len(source.splitlines()) or 1
+    kernel_name = f"the {kernel_language(kernel.display_name)} kernel" if kernel else "a new kernel"
     return ActionPreview(
         summary=f"Running cell {number}.",
         terse=f"Run cell {number}.",
-        action=f"Run code cell {number} (id {cell_id}) in the {kernel_name} kernel.",
-        consequence="The code runs in your kernel and can change variables, files or anything the code touches. Undo can put the cells back, but not what the code did.",
+        action=f"Run cell {number}, {plural(lines, 'line')} of code, in {kernel_name}.",
+        consequence="It can change variables and files; Undo cannot reverse what code did.",
         extra_context={"cell_id": cell_id, "cell_number": number, "code": source},
         fingerprint=source_fingerprint(source),
         risk_level=risk_level_for(findings) if findings else None,
@@ -202,9 +205,12 @@ async def run_all_cells(
             detail = run_text(last, budget=service.run_output_budget // 2)
             listing = truncate("\n".join(lines), service.run_output_budget // 2, keep_tail=0.7)
             failure = _error_line(last.result.outputs) or "an error"
+            heard = heard_run(last)
             return ToolResult(
                 content="\n".join([listing, f"Stopped at cell {number}.", detail]),
-                summary=f"Ran {plural(step, 'cell')}; cell {number} failed with {_first_error(last.result.outputs)}.",
+                summary=f"Ran {plural(step, 'cell')}, stopped at the error. {heard.normal}",
+                terse=heard.terse,
+                detail=heard.detailed,
                 is_error=True,
                 error_message=f"Cell {number}: {failure}",
             )
@@ -214,9 +220,12 @@ async def run_all_cells(
         )
     listing = truncate("\n".join(lines), service.run_output_budget // 2, keep_tail=0.7)
     outputs = render_outputs(last.result.outputs, service.run_output_budget // 2) or "none"
+    heard = heard_run(last)
     return ToolResult(
         content=f"{listing}\nLast cell's outputs:\n{outputs}",
-        summary=f"Ran {plural(len(cells), 'cell')} without errors.",
+        summary=f"Ran {plural(len(cells), 'cell')} without errors. {heard.normal}",
+        terse=f"Ran {plural(len(cells), 'cell')}. {heard.terse}",
+        detail=f"Ran {plural(len(cells), 'cell')} without errors. {heard.detailed}",
     )
 
 
@@ -228,12 +237,6 @@ def _error_line(outputs: list[dict[str, Any]]) -> str | None:
     name = str(error.get("ename") or "Error")
     lines = strip_ansi(str(error.get("evalue") or "")).strip().splitlines()
     return truncate(f"{name}: {lines[0]}" if lines else name, 300)
-
-
-def _first_error(outputs: list[dict[str, Any]]) -> str:
-    return next(
-        (str(o.get("ename")) for o in outputs if o.get("output_type") == "error"), "an error"
-    )
 
 
 @run_all_cells.preview
@@ -253,7 +256,7 @@ async def _preview_run_all(
         summary=f"Running {plural(len(cells), 'code cell')}, {span}.",
         terse=f"Run {plural(len(cells), 'cell')}.",
         action=f"Run {plural(len(cells), 'code cell')} in order ({span}), stopping at the first error.",
-        consequence="The code runs in your kernel and can change variables, files or anything it touches. Undo can put the cells back, but not what the code did.",
+        consequence="It can change variables and files; Undo cannot reverse what code did.",
         # Shown with the confirmation; very long notebooks are cut with a visible marker.
         extra_context={
             "cells": [

@@ -38,6 +38,7 @@ Severity = Literal["medium", "high"]
 _MESSAGES: dict[Category, tuple[str, Severity]] = {
     "delete": ("deletes files or folders", "high"),
     "credentials": ("reads credentials or secrets", "high"),
+    "agent": ("talks to the agent's own server, so it could answer the agent's approvals by itself", "high"),
     "privilege": ("uses administrator rights", "high"),
     "network": ("sends data over the network", "medium"),
     "install": ("installs packages", "medium"),

@@ -1,19 +1,31 @@
 """Tools that read and edit the live notebook: state, listing, create, edit, delete, move, clear.
 
-Edits are reversible (the session's undo snapshot restores them), so they run without asking;
-each one is a single transaction on the shared document and is seen live by collaborators.
+Edits are reversible (the session's undo snapshot restores them), so in the default approval
+mode they run without asking; in "ask before every change" each waits for the user, whose
+confirmation shows the change line by line (:mod:`._change_preview`) and is bound to what was
+shown. Each edit is a single transaction on the shared document, seen live by collaborators.
 """
 
 from __future__ import annotations
 
 import difflib
-from typing import Literal
+from typing import Any, Literal
 
 from ..aaep.redaction import MASK, restore_masked
-from ..agent.tools import ActionPreview, ToolContext, ToolError, ToolResult, aaep_tool
+from ..agent.tools import ActionPreview, StaleApproval, ToolContext, ToolResult, aaep_tool
+from ..errors import ToolError
+from ..notebook.documents import LiveNotebook
+from ..notebook.render import CellView, render_cells
+from ._change_preview import (
+    cell_fingerprint,
+    cell_label,
+    change_context,
+    outputs_fingerprint,
+    placement_fingerprint,
+    where,
+)
 from ._run_text import describe_kernel
 from ._tool_common import chat_path, plural, service_of, target_index
-from .render import CellView, render_cells
 
 __all__ = [
     "clear_outputs",
@@ -128,12 +140,13 @@ async def create_cell(
     _refuse_mask(source)
     nb = await service_of(ctx).open(chat_path(ctx))
     index = target_index(nb, after_cell_id, before_cell_id, position)
+    _check_approved(ctx, placement_fingerprint(nb, index), "The cells around where the new cell goes changed")
     cell = nb.insert_cell(index, cell_type=cell_type, source=source)
     number = nb.index_of(cell["id"]) + 1
     where = f"after cell {number - 1}" if number > 1 else "at the top"
     return ToolResult(
         content=f"Created {cell_type} cell {number} (id {cell['id']}), {where}. The notebook now has {plural(len(nb), 'cell')}.",
-        summary=f"Created a {cell_type} cell {where}.",
+        summary=f"Created {cell_type} cell {number}, {where}.",
     )
 
 
@@ -158,6 +171,7 @@ async def edit_cell(
     nb = await service_of(ctx).open(chat_path(ctx))
     number = nb.index_of(cell_id) + 1
     old = nb.cell(cell_id)
+    _check_approved(ctx, cell_fingerprint(old), f"Cell {number} changed")
     source = _with_secrets_restored(source, str(old.get("source", "")), number)
     if cell_type is not None and cell_type != old.get("cell_type"):
         nb.change_type(cell_id, cell_type, source)
@@ -199,19 +213,60 @@ def _refuse_mask(source: str) -> None:
 async def _preview_edit(
     ctx: ToolContext, cell_id: str, source: str, cell_type: str | None = None
 ) -> ActionPreview:
-    try:
-        nb = await service_of(ctx).open(chat_path(ctx))
-        number, old = nb.index_of(cell_id) + 1, str(nb.cell(cell_id).get("source", ""))
-    except ToolError:
-        return ActionPreview(summary="Editing a cell.", terse="Edit a cell.")
-    diff = "".join(
-        difflib.unified_diff(old.splitlines(True), source.splitlines(True), "before", "after")
+    nb = await service_of(ctx).open(chat_path(ctx))
+    number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
+    old = str(cell.get("source", ""))
+    new = _with_secrets_restored(source, old, number)
+    kind = str(cell.get("cell_type", "code"))
+    becomes = cell_type if cell_type is not None and cell_type != kind else None
+    change = change_context(
+        "edit", cell_number=number, cell_type=kind, old=old, new=new, new_cell_type=becomes
     )
+    summary = change["diff"]["summary"]
+    turned = f" It becomes a {_type_word(becomes)} cell." if becomes else ""
     return ActionPreview(
         summary=f"Editing cell {number}.",
         terse=f"Edit cell {number}.",
-        action=f"Replace the source of cell {number} (id {cell_id}).",
-        extra_context={"cell_id": cell_id, "cell_number": number, "diff": diff[:4000]},
+        detail=f"Editing cell {number}{_named(cell)}: {summary}.{turned}",
+        action=f"Edit {_type_word(kind)} cell {number}{_named(cell)}: "
+        f"{summary.lower() if summary.startswith('No') else summary}.{turned}",
+        consequence="The cell's text changes; the cell is not run. Undo agent changes puts it back.",
+        extra_context={
+            "cell_id": cell_id,
+            "change": change,
+            "diff": "".join(
+                difflib.unified_diff(old.splitlines(True), new.splitlines(True), "before", "after")
+            )[:4000],
+        },
+        fingerprint=cell_fingerprint(cell),
+    )
+
+
+@create_cell.preview
+async def _preview_create(
+    ctx: ToolContext,
+    source: str,
+    cell_type: str = "code",
+    after_cell_id: str | None = None,
+    before_cell_id: str | None = None,
+    position: int | None = None,
+) -> ActionPreview:
+    _refuse_mask(source)
+    nb = await service_of(ctx).open(chat_path(ctx))
+    index = target_index(nb, after_cell_id, before_cell_id, position)
+    place = where(nb, index)
+    lines = plural(len(source.splitlines()), "line")
+    return ActionPreview(
+        summary=f"Creating a {_type_word(cell_type)} cell {place}.",
+        terse=f"New cell {place}.",
+        action=f"Create a {_type_word(cell_type)} cell {place}, with {lines}.",
+        consequence="A new cell appears in the notebook; it is not run. Undo agent changes removes it.",
+        extra_context={
+            "change": change_context(
+                "create", cell_number=index + 1, cell_type=cell_type, new=source, place=place
+            ),
+        },
+        fingerprint=placement_fingerprint(nb, index),
     )
 
 
@@ -225,6 +280,7 @@ async def delete_cell(ctx: ToolContext, cell_id: str) -> ToolResult:
         The id of the cell to delete.
     """
     nb = await service_of(ctx).open(chat_path(ctx))
+    _check_approved(ctx, cell_fingerprint(nb.cell(cell_id)), f"Cell {nb.index_of(cell_id) + 1} changed")
     index, old = nb.delete_cell(cell_id)
     return ToolResult(
         content=f"Deleted cell {index + 1} (id {cell_id}, {old.get('cell_type')}). {plural(len(nb), 'cell')} remain; later cells moved up by one.",
@@ -234,21 +290,25 @@ async def delete_cell(ctx: ToolContext, cell_id: str) -> ToolResult:
 
 @delete_cell.preview
 async def _preview_delete(ctx: ToolContext, cell_id: str) -> ActionPreview:
-    try:
-        nb = await service_of(ctx).open(chat_path(ctx))
-        number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
-    except ToolError:
-        return ActionPreview(summary="Deleting a cell.", terse="Delete a cell.")
+    nb = await service_of(ctx).open(chat_path(ctx))
+    number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
+    source, kind = str(cell.get("source", "")), str(cell.get("cell_type", "code"))
+    outputs = len(cell.get("outputs") or [])
+    with_outputs = f" and its {plural(outputs, 'output')}" if outputs else ""
     return ActionPreview(
         summary=f"Deleting cell {number}.",
         terse=f"Delete cell {number}.",
-        action=f"Delete {cell.get('cell_type')} cell {number} (id {cell_id}) and its outputs.",
-        consequence="The cell disappears from the notebook; undoing the session brings it back.",
+        action=f"Delete {_type_word(kind)} cell {number}{_named(cell)}: "
+        f"{plural(len(source.splitlines()), 'line')}{with_outputs}.",
+        consequence="The cell disappears from the notebook; Undo agent changes brings it back.",
         extra_context={
             "cell_id": cell_id,
-            "cell_number": number,
-            "source": str(cell.get("source", ""))[:4000],
+            "source": source[:4000],
+            "change": change_context(
+                "delete", cell_number=number, cell_type=kind, old=source, outputs=outputs
+            ),
         },
+        fingerprint=cell_fingerprint(cell),
     )
 
 
@@ -280,6 +340,9 @@ async def move_cell(
     target = target_index(nb, after_cell_id, before_cell_id, position)
     if target > old and position is None:
         target -= 1  # the anchor shifts up once the cell is taken out
+    _check_approved(
+        ctx, _move_fingerprint(nb, cell_id, old, target), "The cells around where it goes changed"
+    )
     nb.move_cell(cell_id, target)
     new = nb.index_of(cell_id)
     return ToolResult(
@@ -298,9 +361,121 @@ async def clear_outputs(ctx: ToolContext, cell_ids: list[str] | None = None) -> 
         Ids of the cells to clear; leave out to clear every code cell.
     """
     nb = await service_of(ctx).open(chat_path(ctx))
+    _check_approved(
+        ctx, outputs_fingerprint(_clear_targets(nb, cell_ids)), "The cells' outputs changed"
+    )
     cleared = nb.clear_outputs(cell_ids)
     which = "all code cells" if cell_ids is None else plural(len(cleared), "cell")
     return ToolResult(
         content=f"Cleared the outputs of {which} ({len(cleared)}).",
         summary=f"Cleared the outputs of {which}.",
     )
+
+
+@move_cell.preview
+async def _preview_move(
+    ctx: ToolContext,
+    cell_id: str,
+    after_cell_id: str | None = None,
+    before_cell_id: str | None = None,
+    position: int | None = None,
+) -> ActionPreview:
+    if after_cell_id is None and before_cell_id is None and position is None:
+        raise ToolError("Say where to move the cell: after_cell_id, before_cell_id or position.")
+    nb = await service_of(ctx).open(chat_path(ctx))
+    old, cell = nb.index_of(cell_id), nb.cell(cell_id)
+    target = target_index(nb, after_cell_id, before_cell_id, position)
+    if target > old and position is None:
+        target -= 1
+    target = max(0, min(target, len(nb) - 1))
+    place = where(nb, target, moving=cell_id)
+    return ActionPreview(
+        summary=f"Moving cell {old + 1}.",
+        terse=f"Move cell {old + 1}.",
+        action=f"Move cell {old + 1}{_named(cell)} to position {target + 1}, {place}.",
+        consequence="The cell and its outputs change place; nothing runs. Undo agent changes moves it back.",
+        extra_context={
+            "cell_id": cell_id,
+            "change": {
+                "kind": "move",
+                "cell_number": old + 1,
+                "cell_type": cell.get("cell_type"),
+                "from_position": old + 1,
+                "to_position": target + 1,
+                "where": place,
+                "label": cell_label(cell),
+            },
+        },
+        fingerprint=_move_fingerprint(nb, cell_id, old, target),
+    )
+
+
+@clear_outputs.preview
+async def _preview_clear(ctx: ToolContext, cell_ids: list[str] | None = None) -> ActionPreview:
+    nb = await service_of(ctx).open(chat_path(ctx))
+    targets = _clear_targets(nb, cell_ids)
+    numbers = [nb.index_of(str(c["id"])) + 1 for c in targets]
+    with_outputs = [n for n, c in zip(numbers, targets) if c.get("outputs")]
+    outputs = sum(len(c.get("outputs") or []) for c in targets)
+    which = "every code cell" if cell_ids is None else _cell_list(numbers)
+    return ActionPreview(
+        summary=f"Clearing the outputs of {which}.",
+        terse="Clear outputs.",
+        action=f"Clear the outputs of {which}: {plural(outputs, 'output')} in "
+        f"{plural(len(with_outputs), 'cell')}.",
+        consequence="The outputs disappear until the cells run again; Undo agent changes puts them back.",
+        extra_context={
+            "change": {
+                "kind": "clear_outputs",
+                "cell_numbers": numbers[:200],
+                "cells_with_outputs": with_outputs[:200],
+                "outputs": outputs,
+            },
+        },
+        fingerprint=outputs_fingerprint(targets),
+    )
+
+
+# -- approvals bound to what was shown ----------------------------------------------------------
+
+
+def _check_approved(ctx: ToolContext, fingerprint: str, what_changed: str) -> None:
+    """Refuse an approved change when the notebook moved on since the user saw it."""
+    if ctx.approved_fingerprint is not None and ctx.approved_fingerprint != fingerprint:
+        raise StaleApproval(
+            f"{what_changed} while you were asked, so nothing was changed. Asking again with the "
+            "notebook as it is now."
+        )
+
+
+def _move_fingerprint(nb: LiveNotebook, cell_id: str, old: int, target: int) -> str:
+    return placement_fingerprint(nb, target, moving=cell_id) + f":{old}"
+
+
+def _clear_targets(nb: LiveNotebook, cell_ids: list[str] | None) -> list[dict[str, Any]]:
+    if cell_ids is not None:
+        for cell_id in cell_ids:
+            nb.index_of(cell_id)
+    wanted = set(cell_ids) if cell_ids is not None else None
+    return [
+        c for c in nb.cells()
+        if c.get("cell_type") == "code" and (wanted is None or c.get("id") in wanted)
+    ]
+
+
+def _cell_list(numbers: list[int]) -> str:
+    if not numbers:
+        return "no cells"
+    if len(numbers) == 1:
+        return f"cell {numbers[0]}"
+    shown = ", ".join(str(n) for n in numbers[:10]) + (" …" if len(numbers) > 10 else "")
+    return f"cells {shown}"
+
+
+def _named(cell: dict[str, Any]) -> str:
+    """A Markdown cell's first words name it (" 'Load the data'"); code is called by its number."""
+    return f" {cell_label(cell)}" if cell.get("cell_type") == "markdown" else ""
+
+
+def _type_word(cell_type: str | None) -> str:
+    return "Markdown" if cell_type == "markdown" else "code" if cell_type == "code" else str(cell_type)

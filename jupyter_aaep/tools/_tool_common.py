@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from ..agent.tools import ToolContext, ToolError
-from .documents import LiveNotebook
-from .service import NotebookService, source_fingerprint
+from ..agent.tools import ToolContext
+from ..errors import ToolError
+from ..notebook.documents import LiveNotebook
+from ..notebook.service import NotebookService, source_fingerprint
 
 __all__ = ["MISSING", "chat_path", "plural", "service_of", "target_index"]
 

@@ -1,0 +1,34 @@
+"""What the agent loop and the tool dispatcher know about the chat a session runs in.
+
+Its own module so the dispatcher can name it without importing the loop that uses the
+dispatcher.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .approval import ApprovalPolicy
+from .context import ContextState
+from .usage import Usage
+
+
+@dataclass
+class ChatContext:
+    """What the loop knows about the chat a session runs in."""
+
+    chat_id: str | None = None
+    notebook_path: str | None = None
+    services: Mapping[str, Any] = field(default_factory=dict)
+    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    usage: Usage = field(default_factory=Usage)
+    """The chat's token usage so far, added to by every session (for the budget)."""
+    context: ContextState = field(default_factory=ContextState)
+    save_changes: Callable[[], Awaitable[bool]] | None = None
+    """Puts the agent's edits on disk; awaited before the session says it is done (``False``:
+    not saved yet, and the user is told)."""
+
+
+__all__ = ["ChatContext"]

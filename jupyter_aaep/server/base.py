@@ -1,0 +1,51 @@
+"""The base of every AAEP HTTP handler: one auth resource, JSON bodies and errors, the service.
+
+Kept apart from the routes so the streaming handlers (:mod:`.sse`, :mod:`.websocket`) and the
+REST handlers (:mod:`.handlers`) build on it without importing each other.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from tornado import web
+
+from ..errors import AAEPError
+from .http_errors import http_error
+from .messages import MAX_MESSAGE_BYTES, Response, parse_json
+from .service import AAEPService
+
+AUTH_RESOURCE = "kernels"
+"""Authorised like the kernel API: see :mod:`.handlers` for why."""
+
+
+class AAEPHandler(ExtensionHandlerMixin, APIHandler):
+    """Base of every AAEP endpoint: one auth resource, JSON errors, the service injected."""
+
+    auth_resource = AUTH_RESOURCE
+
+    def initialize(self, name: str, service: AAEPService, **kwargs: Any) -> None:
+        super().initialize(name, **kwargs)
+        self.service = service
+
+    def body_json(self) -> dict[str, Any]:
+        """The request body as a JSON object, or a 4xx saying what is wrong with it."""
+        length = self.request.headers.get("Content-Length")
+        if length is not None and length.isdigit() and int(length) > MAX_MESSAGE_BYTES:
+            raise web.HTTPError(413, f"The body is {length} bytes; the limit is {MAX_MESSAGE_BYTES} bytes (1 MiB).")
+        try:
+            return parse_json(self.request.body)
+        except AAEPError as error:
+            raise http_error(error) from error
+
+    def respond(self, response: Response) -> None:
+        self.set_status(response.status)
+        for name, value in response.headers.items():
+            self.set_header(name, value)
+        if response.status == 204:
+            self.finish()
+        else:
+            self.finish(json.dumps(response.body or {}))

@@ -1,0 +1,383 @@
+"""``aaep/v1/kernel/...``: the endpoints a notebook's own kernel calls (the ``%aaep`` magic,
+``@aaep_tool`` registration, the widget view).
+
+They do not use Jupyter's login: kernels have no Jupyter token. Every request instead carries
+
+- ``X-AAEP-Kernel-Secret``: the per-server secret exported to the kernels this server starts,
+  compared in constant time. It opens these endpoints only; every other AAEP endpoint keeps
+  Jupyter's authentication, and a Jupyter token does not open these.
+- ``X-AAEP-Kernel-Id`` and ``X-AAEP-Kernel-Signature``: an HMAC-SHA256, keyed with that kernel's
+  connection key, of ``METHOD \\n PATH?QUERY \\n BODY``. Every kernel knows the secret, only that
+  kernel knows its key: so a kernel can act on its own notebook's chat only.
+
+Failures are 403 (no or wrong secret, unknown kernel, bad signature) and 409 (the kernel is not
+a notebook's kernel), each with a sentence in ``{"message": ...}``. No XSRF cookie is checked:
+the custom headers are the cross-site defence (a browser page cannot send them to this origin
+without a CORS grant, and it cannot know the secret).
+
+Streams and messages go through :class:`AAEPService` exactly as the chat endpoints do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jupyter_server.auth.decorator import allow_unauthenticated
+from tornado import web
+
+from ..errors import AAEPError, RequestError
+from .base import AAEPHandler
+from .http_errors import http_error
+from .messages import REPLY_TYPES, Response, classify
+from .sse import EventStreamHandler
+
+if TYPE_CHECKING:
+    from ..agent.runner import Chat
+    from .service import AAEPService
+
+SECRET_HEADER = "X-AAEP-Kernel-Secret"
+KERNEL_HEADER = "X-AAEP-Kernel-Id"
+SIGNATURE_HEADER = "X-AAEP-Kernel-Signature"
+MAX_CONTEXT_ITEMS = 20
+MAX_CONTEXT_CHARS = 8_000
+"""Characters of one ``{name}`` description given to the model."""
+_AWAITING = ("aaep:agent.awaiting.confirmation", "aaep:agent.awaiting.clarification")
+_NOT_A_NOTEBOOK = ("This kernel is not attached to a notebook; open the notebook in JupyterLab (or start the "
+                   "kernel from a notebook) and run the cell again.")
+
+
+def kernel_signature(key: bytes, method: str, path: str, body: bytes) -> str:
+    """The hex HMAC-SHA256 a kernel sends: *path* is the request path with its query, as sent."""
+    return hmac.new(key, f"{method.upper()}\n{path}\n".encode() + body, hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True)
+class KernelCaller:
+    """A verified caller: the kernel, and the notebook whose session runs it."""
+
+    kernel_id: str
+    notebook_path: str
+
+
+class KernelGateway:
+    """What the kernel endpoints do, apart from HTTP: identify the kernel, find its chat, act.
+
+    The extension (its secret, kernel manager and model credentials) is bound on the first
+    request, so the routes can be built before the server runs.
+    """
+
+    def __init__(self, service: AAEPService) -> None:
+        self.service = service
+        self.extension: Any = None
+
+    @property
+    def runner(self) -> Any:
+        return self.service.runner
+
+    @property
+    def kernel_tools(self) -> Any:
+        tools = self.runner.services.get("kernel_tools")
+        if tools is None:
+            raise RequestError(409, "Kernel tools are not available: the server's notebook layer did not load "
+                                    "(is jupyter-collaboration installed and enabled?). See the server log.")
+        return tools
+
+    # -- who is calling -----------------------------------------------------------------------------
+    async def caller(self, method: str, path: str, headers: Any, body: bytes) -> KernelCaller:
+        """The verified kernel and its notebook; RequestError 403 / 409 otherwise."""
+        secret = str(getattr(self.extension, "_secret", "") or "")
+        sent = headers.get(SECRET_HEADER) or ""
+        if not secret or not hmac.compare_digest(sent.encode(), secret.encode()):
+            raise RequestError(403, f"This endpoint is for the server's own kernels: the {SECRET_HEADER} header is "
+                                    "missing or wrong. Use %aaep or jupyter_aaep.kernel.client in a kernel started "
+                                    "by this Jupyter server.")
+        kernel_id = headers.get(KERNEL_HEADER) or ""
+        kernels = self.extension.serverapp.kernel_manager
+        if not kernel_id or kernel_id not in kernels:
+            raise RequestError(403, f"The {KERNEL_HEADER} header does not name a kernel of this server.")
+        key = kernels.get_kernel(kernel_id).session.key
+        expected = kernel_signature(bytes(key or b""), method, path, body)
+        given = headers.get(SIGNATURE_HEADER) or ""
+        if not key or not hmac.compare_digest(given.encode(), expected.encode()):
+            raise RequestError(403, f"The {SIGNATURE_HEADER} header is missing or wrong: sign the request with the "
+                                    "kernel's own connection key (a kernel may only act on its own notebook).")
+        sessions = self.extension.serverapp.session_manager
+        try:
+            session = await sessions.get_session(kernel_id=kernel_id)
+        except web.HTTPError:
+            session = None
+        path_ = (session or {}).get("path")
+        if not path_:
+            raise RequestError(409, _NOT_A_NOTEBOOK)
+        return KernelCaller(kernel_id, str(path_))
+
+    # -- the notebook's chat -------------------------------------------------------------------------
+    def chat(self, caller: KernelCaller, *, create: bool) -> Chat | None:
+        """The notebook's newest chat (as the panel opens it); a new one when it has none and *create*."""
+        chats, _ = self.runner.page(caller.notebook_path, limit=1)
+        if chats:
+            return self.runner.get(chats[0].chat_id)  # type: ignore[no-any-return]
+        if not create:
+            return None
+        created = self.service.create_chat({"notebook_path": caller.notebook_path})
+        return self.runner.get(created.body["chat_id"])  # type: ignore[no-any-return,index]
+
+    def status(self, caller: KernelCaller) -> dict[str, Any]:
+        chat = self.chat(caller, create=False)
+        credentials = getattr(getattr(self.extension, "clients", None), "credentials", None)
+        configured = bool(credentials is not None and credentials.configured())
+        pending: list[dict[str, Any]] = []
+        state = "idle"
+        if chat is not None:
+            open_tokens = {r.token for r in self.runner.broker.pending()}
+            pending = [e for e in chat.emitter.history
+                       if e.get("type") in _AWAITING and e.get("reply_token") in open_tokens]
+            if chat.paused:
+                state = "paused"
+            elif chat.running and chat.session is not None and chat.session.state == "awaiting_input":
+                state = "awaiting"
+            elif chat.running:
+                state = "running"
+        tools = self.runner.services.get("kernel_tools")
+        return {
+            "notebook_path": caller.notebook_path,
+            "kernel_id": caller.kernel_id,
+            "chat_id": chat.chat_id if chat is not None else None,
+            "status": state,
+            "model_configured": configured,
+            "model_problem": None if configured else (
+                "The Jupyter server has no Anthropic API key: export ANTHROPIC_API_KEY before starting Jupyter "
+                "(or start it with scripts/start --offline for the offline demo model)."),
+            "tools": [t.name for t in tools.of_kernel(caller.kernel_id)] if tools is not None else [],
+            "pending": pending,
+        }
+
+    def tools(self, caller: KernelCaller) -> dict[str, Any]:
+        return {"tools": [describe_tool(t) for t in self.kernel_tools.of_kernel(caller.kernel_id)]}
+
+    def put_tool(self, caller: KernelCaller, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        tool = self.kernel_tools.put(caller.kernel_id, caller.notebook_path, name, body)
+        return {"name": tool.name, "registered": True, "tool": describe_tool(tool)}
+
+    def delete_tool(self, caller: KernelCaller, name: str) -> dict[str, Any]:
+        if not self.kernel_tools.remove(caller.kernel_id, name):
+            raise RequestError(404, f"This kernel has no tool named {name!r}; %aaep tools lists them.")
+        return {"name": name, "removed": True}
+
+    def request(self, caller: KernelCaller, body: dict[str, Any]) -> Response:
+        """Start a session (or steer the running one) like the panel's ``user_input``."""
+        unknown = set(body) - {"text", "context"}
+        if unknown:
+            raise RequestError(400, f"Unknown field(s) {sorted(unknown)}; send {{\"text\": ..., \"context\": [...]}}.")
+        text = body.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise RequestError(400, "text must be the request, a non-empty string (e.g. %aaep plot {df}).")
+        attachment = context_block(body.get("context") or [])
+        chat = self.chat(caller, create=True)
+        assert chat is not None
+        if chat.working:  # as the panel: a message while the agent works steers it
+            steer = f"{text}\n\n{attachment}" if attachment else text
+            item, _, session_id = self.runner.guide(chat.chat_id, steer)
+            return Response(202, {"chat_id": chat.chat_id, "input_id": item.guidance_id, "session_id": session_id,
+                                  "status": "guidance"})
+        session_id = self.runner.submit(chat.chat_id, text, attachment=attachment or None)
+        return Response(202, {"chat_id": chat.chat_id, "input_id": session_id, "session_id": session_id,
+                              "status": "started"})
+
+    def subscribe(self, caller: KernelCaller, body: dict[str, Any]) -> Response:
+        """The Level 3 handshake for the kernel's chat; Location is the kernel's own event stream."""
+        chat = self.chat(caller, create=True)
+        assert chat is not None
+        response = self.service.subscribe(body, chat.chat_id)
+        subscription = (response.body or {}).get("subscription_id")
+        if response.status == 201 and subscription:
+            location = self.service.url_for("kernel/events") + f"?subscription_id={subscription}"
+            response = Response(201, response.body, {**response.headers, "Location": location})
+        return response
+
+    async def message(self, caller: KernelCaller, body: dict[str, Any]) -> Response:
+        if classify(body) in REPLY_TYPES and not getattr(self.extension, "kernel_replies", True):
+            raise RequestError(403, "Answers from the notebook are turned off on this server "
+                                    "(c.AAEPExtension.kernel_replies = False). Answer in the side panel.")
+        if classify(body) in REPLY_TYPES and self._agent_code_running(caller.kernel_id):
+            # Widget clicks arrive while the agent waits, never while its own code runs; a reply
+            # sent from the kernel then is that code answering the agent's request itself.
+            raise RequestError(409, "An answer cannot come from the notebook's kernel while the agent's own code "
+                                    "runs in it. Answer in the side panel, or wait for the code to finish.")
+        chat = self.chat(caller, create=True)
+        assert chat is not None
+        return await self.service.handle(body, chat_id=chat.chat_id)
+
+    def _agent_code_running(self, kernel_id: str) -> bool:
+        notebook = self.runner.services.get("notebook")
+        executor = getattr(notebook, "executor", None)
+        return bool(executor is not None and executor.is_running_code(kernel_id))
+
+
+def describe_tool(tool: Any) -> dict[str, Any]:
+    """A kernel tool as the kernel endpoints list it."""
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema,
+            "risk_level": tool.risk_level, "irreversible": tool.irreversible,
+            "require_confirmation": tool.require_confirmation, "read_only": tool.read_only, "label": tool.label}
+
+
+def context_block(items: Any) -> str:
+    """The ``{name}`` descriptions for the model, in a delimited block ("" when there are none)."""
+    if not isinstance(items, list) or len(items) > MAX_CONTEXT_ITEMS:
+        raise RequestError(400, f"context must be a list of at most {MAX_CONTEXT_ITEMS} "
+                                "{\"name\": ..., \"description\": ...} objects.")
+    parts = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str) \
+                or not isinstance(item.get("description"), str):
+            raise RequestError(400, "Each context item must be {\"name\": str, \"description\": str}.")
+        description = item["description"]
+        if len(description) > MAX_CONTEXT_CHARS:
+            description = description[:MAX_CONTEXT_CHARS] + " [… cut]"
+        parts.append(f"--- {item['name'][:100]} ---\n{description}")
+    if not parts:
+        return ""
+    return ("<kernel_variables>\nThe request names these variables of the notebook's kernel; the kernel "
+            "described them (bounded, a few values only):\n" + "\n".join(parts) + "\n</kernel_variables>")
+
+
+# -- handlers ------------------------------------------------------------------------------------
+class KernelHandler(AAEPHandler):
+    """Base of the kernel endpoints: the secret and signature instead of Jupyter's login."""
+
+    def initialize(self, name: str, service: AAEPService, gateway: KernelGateway | None = None,
+                   **kwargs: Any) -> None:
+        super().initialize(name, service, **kwargs)
+        assert gateway is not None
+        self.gateway = gateway
+
+    def check_xsrf_cookie(self) -> None:
+        """No XSRF cookie: the signed custom headers are the cross-site defence (see the module)."""
+
+    async def caller(self) -> KernelCaller:
+        if self.gateway.extension is None:
+            self.gateway.extension = self.extensionapp
+        try:
+            return await self.gateway.caller(self.request.method or "GET", self.request.uri or "/",
+                                             self.request.headers, self.request.body or b"")
+        except AAEPError as error:
+            raise http_error(error) from error
+
+    def body_or_empty(self) -> dict[str, Any]:
+        return self.body_json() if (self.request.body or b"").strip() else {}
+
+    def answer(self, body: dict[str, Any], status: int = 200) -> None:
+        self.set_status(status)
+        self.finish(json.dumps(body))
+
+
+class KernelStatusHandler(KernelHandler):
+    """``GET aaep/v1/kernel/status``: the notebook, its chat's state, the model, tools and open requests."""
+
+    @allow_unauthenticated
+    async def get(self) -> None:
+        caller = await self.caller()
+        self.answer(self.gateway.status(caller))
+
+
+class KernelToolsHandler(KernelHandler):
+    """``GET aaep/v1/kernel/tools``: this kernel's tools."""
+
+    @allow_unauthenticated
+    async def get(self) -> None:
+        caller = await self.caller()
+        try:
+            self.answer(self.gateway.tools(caller))
+        except AAEPError as error:
+            raise http_error(error) from error
+
+
+class KernelToolHandler(KernelHandler):
+    """``PUT``/``DELETE aaep/v1/kernel/tools/{name}``: register (replace) or remove one tool."""
+
+    @allow_unauthenticated
+    async def put(self, name: str) -> None:
+        caller = await self.caller()
+        try:
+            self.answer(self.gateway.put_tool(caller, name, self.body_json()))
+        except AAEPError as error:
+            raise http_error(error) from error
+
+    @allow_unauthenticated
+    async def delete(self, name: str) -> None:
+        caller = await self.caller()
+        try:
+            self.answer(self.gateway.delete_tool(caller, name))
+        except AAEPError as error:
+            raise http_error(error) from error
+
+
+class KernelRequestsHandler(KernelHandler):
+    """``POST aaep/v1/kernel/requests``: ``%aaep`` starts a session in the notebook's chat."""
+
+    @allow_unauthenticated
+    async def post(self) -> None:
+        caller = await self.caller()
+        try:
+            self.respond(self.gateway.request(caller, self.body_json()))
+        except AAEPError as error:
+            raise http_error(error) from error
+
+
+class KernelSubscriptionsHandler(KernelHandler):
+    """``POST aaep/v1/kernel/subscriptions``: the Level 3 handshake for the kernel's chat."""
+
+    @allow_unauthenticated
+    async def post(self) -> None:
+        caller = await self.caller()
+        try:
+            self.respond(self.gateway.subscribe(caller, self.body_json()))
+        except AAEPError as error:
+            raise http_error(error) from error
+
+
+class KernelMessagesHandler(KernelHandler):
+    """``POST aaep/v1/kernel/messages``: replies, control and guidance for the kernel's chat."""
+
+    @allow_unauthenticated
+    async def post(self) -> None:
+        caller = await self.caller()
+        try:
+            self.respond(await self.gateway.message(caller, self.body_json()))
+        except AAEPError as error:
+            raise http_error(error) from error
+
+
+class KernelEventsHandler(KernelHandler, EventStreamHandler):  # type: ignore[misc]  # both initialize(**kwargs)
+    """``GET aaep/v1/kernel/events``: SSE of the kernel's notebook chat (the chat stream's framing)."""
+
+    @allow_unauthenticated
+    async def get(self) -> None:
+        caller = await self.caller()
+        try:
+            chat = self.gateway.chat(caller, create=True)
+        except AAEPError as error:
+            raise http_error(error) from error
+        assert chat is not None
+        await self.serve(chat.chat_id, client=f"kernel:{caller.kernel_id}")
+
+
+def kernel_routes(service: AAEPService, *, keepalive: float) -> list[tuple[str, type, dict[str, Any]]]:
+    """The ``aaep/v1/kernel/...`` routes (relative to ``base_url``), sharing one gateway."""
+    common: dict[str, Any] = {"service": service, "gateway": KernelGateway(service)}
+    return [
+        (r"aaep/v1/kernel/status", KernelStatusHandler, common),
+        (r"aaep/v1/kernel/tools", KernelToolsHandler, common),
+        (r"aaep/v1/kernel/tools/(?P<name>[^/]+)", KernelToolHandler, common),
+        (r"aaep/v1/kernel/requests", KernelRequestsHandler, common),
+        (r"aaep/v1/kernel/subscriptions", KernelSubscriptionsHandler, common),
+        (r"aaep/v1/kernel/messages", KernelMessagesHandler, common),
+        (r"aaep/v1/kernel/events", KernelEventsHandler, {**common, "keepalive": keepalive}),
+    ]
+
+
+__all__ = ["KernelGateway", "kernel_routes", "kernel_signature"]

@@ -1,0 +1,180 @@
+"""How a cell run is told: compact text for the model, one short sentence for listeners.
+
+The model gets the cell's number and id, how long it took, its execution count and its
+outputs within a budget (errors as the exception plus the last frames); small plots can go
+along as image blocks so the model can look at them. Listeners hear the outcome the way a
+person would tell it (docs/NARRATION.md): "Cell 3 ran: 2.0" (the first line of what it
+printed or returned), "Cell 3 failed: NameError: name 'df' is not defined"; the detailed
+summary carries the whole text output, bounded, for "Hear the last output". Secrets are
+masked in everything a listener gets; ids and kernel spec names are never said.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..aaep.redaction import mask_secrets
+from ..notebook._figures import ImageBudget, figure_blocks
+from ..notebook._sessions import KernelInfo
+from ..notebook.render import render_error, render_outputs, strip_ansi, truncate
+from ..notebook.service import CellRun
+
+__all__ = [
+    "HeardRun",
+    "describe_kernel",
+    "heard_run",
+    "image_blocks",
+    "kernel_language",
+    "run_text",
+    "seconds",
+]
+
+FIRST_LINE_CHARS = 200
+"""How much of a run's first output line the normal summary says."""
+DETAIL_CHARS = 4000
+"""How much of a run's text output the detailed summary (and "Hear the last output") carries."""
+
+
+
+def seconds(value: float) -> str:
+    """ "0.4 seconds", "12 seconds", "2 minutes 5 seconds" — for people."""
+    if value < 10:
+        return f"{value:.1f} seconds"
+    if value < 120:
+        return f"{value:.0f} seconds"
+    minutes, rest = divmod(int(value), 60)
+    return f"{minutes} minutes {rest} seconds"
+
+
+def describe_kernel(info: KernelInfo | None, requested: str | None = None) -> str:
+    if info is None:
+        wanted = f" ({requested})" if requested else ""
+        return f"no kernel running; one{wanted} starts on the first run"
+    return f"{info.display_name} [{info.name}], {info.execution_state}"
+
+
+def _error(outputs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    return next((o for o in outputs if o.get("output_type") == "error"), None)
+
+
+def kernel_language(display_name: str) -> str:
+    """The language people know a kernel by: "Python 3 (ipykernel)" → "Python", "R" → "R"."""
+    name = re.sub(r"\s*[\(\[].*?[\)\]]", "", display_name).strip()
+    name = re.sub(r"(\s+v?\d[\w.]*)+$", "", name).strip()
+    return name or display_name
+
+
+def _output_text(outputs: Sequence[dict[str, Any]]) -> str:
+    """The text a person would read in the output area: printed text and text results."""
+    parts: list[str] = []
+    for output in outputs:
+        kind = output.get("output_type")
+        if kind == "stream":
+            parts.append(str(output.get("text", "")))
+        elif kind in ("execute_result", "display_data"):
+            value = (output.get("data") or {}).get("text/plain")
+            if value is not None and not any(m.startswith("image/") for m in output.get("data") or {}):
+                parts.append(("".join(value) if isinstance(value, list) else str(value)) + "\n")
+    return strip_ansi("".join(parts)).strip("\n")
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+@dataclass(frozen=True)
+class HeardRun:
+    """What listeners hear about one run, at each verbosity."""
+
+    normal: str
+    terse: str
+    detailed: str
+
+
+def heard_run(run: CellRun) -> HeardRun:
+    """The outcome of a run in the user's words: status, then the first line of output or the
+    error line; the detailed text has the whole text output (bounded)."""
+    result, n = run.result, run.number
+    took = seconds(result.elapsed) if result.elapsed >= 1 else "less than a second"
+    after = f" after {took}" if result.elapsed >= 1 else ""
+    error = _error(result.outputs)
+    text = mask_secrets(_output_text(result.outputs))
+    lines = _lines(text)
+    images = sum(1 for o in result.outputs for m in (o.get("data") or {}) if m.startswith("image/"))
+    shown = f" It showed {images} image{'s' if images != 1 else ''}." if images else ""
+    if error is not None:
+        value = _lines(strip_ansi(str(error.get("evalue") or "")))
+        line = mask_secrets(f"{error.get('ename') or 'Error'}: {value[0]}" if value else str(error.get("ename") or "an error"))
+        line = truncate(line, FIRST_LINE_CHARS)
+        printed = f" Before that it printed:\n{truncate(text, DETAIL_CHARS)}" if text else ""
+        return HeardRun(
+            normal=f"Cell {n} failed: {_sentence(line)}",
+            terse=f"Cell {n} failed: {_sentence(truncate(line, 80))}",
+            detailed=f"Cell {n} failed{after}: {_sentence(line)}{printed}",
+        )
+    if not lines:
+        what = f"showed {_images(images)}" if images else "had no output"
+        return HeardRun(
+            normal=f"Cell {n} ran and {what}.",
+            terse=f"Cell {n}: {'no output' if not images else _images(images)}.",
+            detailed=f"Cell {n} ran in {took} and {what}.",
+        )
+    first = truncate(lines[0], FIRST_LINE_CHARS)
+    more = len(lines) - 1
+    rest = f" Plus {more} more line{'s' if more != 1 else ''}." if more else ""
+    slow = f" after {took}" if run.result.elapsed >= 10 else ""
+    return HeardRun(
+        normal=f"Cell {n} ran{slow}: {_sentence(first)}{rest}{shown}",
+        terse=f"Cell {n}: {_sentence(truncate(lines[0], 80))}",
+        detailed=f"Cell {n} ran in {took}. Output:\n{truncate(text, DETAIL_CHARS)}{shown}",
+    )
+
+
+def _images(count: int) -> str:
+    return f"{count} image{'s' if count != 1 else ''}"
+
+
+def _sentence(text: str) -> str:
+    """End a spoken line with a full stop (a pause before what follows), unless it ends one."""
+    return text if text.endswith((".", "!", "?", "…")) else f"{text}."
+
+
+def run_text(run: CellRun, *, budget: int) -> str:
+    """What the model reads after a run."""
+    result = run.result
+    count = f" as [{result.execution_count}]" if result.execution_count is not None else ""
+    error = _error(result.outputs)
+    if error is not None:
+        head = f"Cell {run.number} (id {run.cell_id}) raised {error.get('ename', 'an error')} after {result.elapsed:.1f} s{count}."
+    else:
+        head = f"Cell {run.number} (id {run.cell_id}) ran in {result.elapsed:.1f} s{count}: {result.status}."
+    notes = []
+    if run.kernel.started_now:
+        notes.append(f"A new {run.kernel.display_name} kernel was started for this notebook first.")
+    if run.cell_deleted:
+        notes.append("The cell was deleted while it ran; its outputs exist only in this message.")
+    body_budget = max(500, budget - len(head) - sum(len(n) for n in notes) - 40)
+    if not result.outputs:
+        body = "No output."
+    else:
+        others = [o for o in result.outputs if o is not error]
+        body = ""
+        if error is not None:
+            body = "Error:\n" + render_error(error, min(3000, body_budget // 2), frames=4)
+            body_budget -= len(body)
+        if others:
+            rendered = render_outputs(others, max(300, body_budget))
+            body = f"Outputs:\n{rendered}" + (f"\n{body}" if body else "")
+    return "\n".join([head, *notes, body])
+
+
+def image_blocks(
+    outputs: Sequence[dict[str, Any]], *, max_images: int, max_chars: int, max_edge: int = 1024
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Plots as Anthropic image blocks (downscaled to the budget), so the model can see what it
+    drew; and a sentence for each figure that was not sent."""
+    found = figure_blocks(outputs, ImageBudget(max_images=max_images, max_edge=max_edge, max_chars=max_chars))
+    return found.blocks, found.notes

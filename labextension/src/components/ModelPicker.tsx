@@ -1,0 +1,59 @@
+/**
+ * The model picker of the panel's settings: the models the server can use,
+ * the chat's current one selected. A change applies from the next request
+ * (said at once, and again when that session starts).
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+import React from 'react';
+
+import { ModelChooser } from '../modelChoice';
+import { useId, useSignals } from './hooks';
+
+export interface IModelPickerProps {
+  chooser: ModelChooser;
+  trans: TranslationBundle;
+  disabled: boolean;
+}
+
+export function ModelPicker(props: IModelPickerProps): JSX.Element | null {
+  const { chooser, trans, disabled } = props;
+  useSignals(chooser.changed);
+  const selectId = useId('jp-AAEPModel-select');
+  const hintId = useId('jp-AAEPModel-hint');
+  const current = chooser.current;
+  const options = [...chooser.models];
+  if (current && !options.some(m => m.id === current)) {
+    options.unshift({ id: current, label: chooser.label(current) });
+  }
+  if (options.length === 0) {
+    return null;
+  }
+  const hint =
+    chooser.source === 'api'
+      ? trans.__('Applies from your next request. The list comes from the model service.')
+      : trans.__('Applies from your next request. The list is the one configured on the server.');
+  return (
+    <div className="jp-AAEPPanel-approval jp-AAEPModel">
+      <label htmlFor={selectId}>{trans.__('Model')}</label>
+      <select
+        id={selectId}
+        className="jp-AAEPModel-select"
+        value={current ?? ''}
+        disabled={disabled}
+        aria-describedby={hintId}
+        onChange={e => void chooser.choose(e.target.value)}
+      >
+        {options.map(option => (
+          <option key={option.id} value={option.id}>
+            {option.id === chooser.defaultModel
+              ? trans.__('%1 (default)', option.label)
+              : option.label}
+          </option>
+        ))}
+      </select>
+      <span id={hintId} className="jp-sr-only">
+        {hint}
+      </span>
+    </div>
+  );
+}

@@ -1,0 +1,316 @@
+// Unit tests of the announcer against the narration rules (docs/NARRATION.md):
+// order of speech, one sentence per step, nothing twice, cut-off text marked,
+// auto-approved steps told as such, and what each verbosity says.
+// A minimal fake DOM and Node's mock timers stand in for the browser.
+// Run: node --import ./test/loader.mjs --test test/ (after `jlpm build:lib`).
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, mock, test } from 'node:test';
+
+// -- a minimal DOM: what the announcer touches ----------------------------------
+class FakeElement {
+  constructor(tag) {
+    this.tagName = tag;
+    this.children = [];
+    this.dataset = {};
+    this.attributes = {};
+    this.className = '';
+    this._text = '';
+  }
+  setAttribute(name, value) {
+    this.attributes[name] = String(value);
+  }
+  appendChild(child) {
+    this.children.push(child);
+    return child;
+  }
+  replaceChildren(...nodes) {
+    this.children = nodes;
+  }
+  remove() {}
+  set textContent(value) {
+    this._text = value;
+  }
+  get textContent() {
+    return this._text + this.children.map(c => c.textContent).join('');
+  }
+}
+globalThis.window = globalThis;
+globalThis.document = { createElement: tag => new FakeElement(tag) };
+
+const { Announcer, START_GRACE_MS } = await import('../lib/announcer.js');
+
+const fill = (text, args) => text.replace(/%(\d)/g, (_, i) => String(args[Number(i) - 1]));
+const trans = {
+  __: (text, ...args) => fill(text, args),
+  _n: (one, many, n, ...args) => fill(n === 1 ? one : many, [n, ...args])
+};
+
+let n = 0;
+function event(type, fields = {}, session = 's1') {
+  n += 1;
+  return {
+    '@context': 'https://aaep-protocol.org/context/v1',
+    event_id: `evt_${String(n).padStart(8, '0')}`,
+    type: `aaep:agent.${type}`,
+    timestamp: '2026-11-23T09:00:00.000Z',
+    session_id: session,
+    sequence_number: n,
+    ...fields
+  };
+}
+
+/** What was written, in order: `polite: …` / `ALERT: …`. */
+function spoken() {
+  return (globalThis.__aaepAnnouncements ?? []).map(
+    a => `${a.politeness === 'assertive' ? 'ALERT' : 'polite'}: ${a.text}`
+  );
+}
+
+function make(verbosity = 'normal', maxPerSecond = 1) {
+  const announcer = new Announcer(trans, { verbosity, maxPerSecond, debugLog: true });
+  announcer.setRequestShortcut('Ctrl+Shift+A');
+  const feed = e => announcer.handleEvent({ event: e, replay: false });
+  return { announcer, feed };
+}
+
+beforeEach(() => {
+  globalThis.__aaepAnnouncements = [];
+  mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 });
+});
+afterEach(() => mock.timers.reset());
+
+// A short session: a cell is created, a run needs approval, the cell prints, an answer.
+const created = () => [
+  event('tool.invoked', { tool: 'create_cell', tool_call_id: 'call_1', summary_normal: 'Starting: create a cell.', summary_terse: 'Create a cell.' }),
+  event('tool.completed', {
+    tool: 'create_cell', tool_call_id: 'call_1', status: 'success', duration_ms: 3,
+    summary_normal: 'Created code cell 4, after cell 3.', summary_terse: 'Done.'
+  })
+];
+const confirmation = (extra = {}) =>
+  event('awaiting.confirmation', {
+    action: 'Run cell 4, 3 lines of code, in the Python kernel.',
+    consequence: 'The code runs in your kernel.',
+    risk_level: 'medium',
+    reply_token: 'rt_1',
+    extra_context: { code: 'x = 1\ny = 2\nprint(x / y)', ...extra },
+    summary_normal: extra.auto_approved
+      ? "Approved automatically by this chat's setting: Run cell 4, 3 lines of code, in the Python kernel."
+      : 'Approval needed, medium risk: Run cell 4, 3 lines of code, in the Python kernel. The code runs in your kernel. If you do not answer within 90 seconds, it will be rejected.',
+    summary_terse: 'Approve? Run cell 4.'
+  });
+const ran = () => [
+  event('tool.invoked', { tool: 'run_cell', tool_call_id: 'call_2', summary_normal: 'Running cell 4.', summary_terse: 'Run cell 4.' }),
+  event('tool.completed', {
+    tool: 'run_cell', tool_call_id: 'call_2', status: 'success',
+    summary_normal: 'Cell 4 ran: 0.5.', summary_terse: 'Cell 4: 0.5.',
+    summary_detailed: 'Cell 4 ran in 0.1 seconds. Output:\n0.5'
+  })
+];
+
+test('polite speech still queued when an alert comes is said first, in the alert', () => {
+  const { feed } = make('normal', 1);
+  feed(event('session.started', { summary_normal: 'Started working on your request.' }));
+  mock.timers.tick(0); // the first polite write goes at once
+  created().forEach(feed);
+  feed(event('output.streaming', { output_id: 'out_1', chunk: 'The cell is in place. Now I will run it. ', complete: false }));
+  feed(confirmation());
+  mock.timers.tick(5000);
+  const said = spoken();
+  assert.equal(said[0], 'polite: Started working on your request.');
+  assert.equal(said.length, 2, said.join('\n'));
+  const alert = said[1];
+  assert.ok(alert.startsWith('ALERT: Created code cell 4, after cell 3. The cell is in place. Now I will run it. Approval needed'), alert);
+  assert.ok(alert.endsWith('Press Ctrl+Shift+A to go to it.'), alert);
+  assert.ok(!/Risk: medium/.test(alert), 'the risk is said once (the summary has it)');
+});
+
+test('a quick step is told by its result alone; a slow one by its start, then its result', () => {
+  const { feed } = make('normal', 10);
+  created().forEach(feed);
+  mock.timers.tick(START_GRACE_MS + 100);
+  assert.deepEqual(spoken(), ['polite: Created code cell 4, after cell 3.']);
+
+  globalThis.__aaepAnnouncements = [];
+  const [start, end] = ran();
+  feed(start);
+  mock.timers.tick(START_GRACE_MS - 100);
+  assert.deepEqual(spoken(), [], 'the start waits a moment');
+  mock.timers.tick(200);
+  assert.deepEqual(spoken(), ['polite: Running cell 4.']);
+  feed(end);
+  mock.timers.tick(1000);
+  assert.deepEqual(spoken(), ['polite: Running cell 4.', 'polite: Cell 4 ran: 0.5.']);
+});
+
+test('later speech waits behind a held start, so the order of events is kept', () => {
+  const { feed } = make('normal', 10);
+  const [start] = ran();
+  feed(start);
+  feed(event('progress.updated', { progress: { percent: 50 }, summary_normal: 'Cell 4 still running after 12 seconds.' }));
+  mock.timers.tick(START_GRACE_MS + 200);
+  assert.deepEqual(spoken(), ['polite: Running cell 4. Cell 4 still running after 12 seconds.']);
+});
+
+test('the same words are never said twice in a row by events; a command always answers', () => {
+  const { announcer, feed } = make('normal', 1);
+  // The model's last sentence is "Done." and so is the end of the session.
+  feed(event('output.streaming', { output_id: 'o', chunk: 'All converted. Done.', complete: true }));
+  mock.timers.tick(10);
+  feed(event('session.completed', { summary_normal: 'Done.' }));
+  feed(event('state.changed', { from_state: 'thinking', to_state: 'paused', summary_normal: 'Paused.' }, 's2'));
+  feed(event('state.changed', { from_state: 'paused', to_state: 'paused', summary_normal: 'Paused' }, 's3'));
+  mock.timers.tick(3000);
+  assert.deepEqual(spoken(), ['polite: All converted. Done.', 'polite: Paused.']);
+  // Asked twice, answered twice: a command's answer is never swallowed.
+  announcer.announce('Nothing is waiting for you.');
+  mock.timers.tick(1500);
+  announcer.announce('Nothing is waiting for you.');
+  mock.timers.tick(1500);
+  assert.deepEqual(spoken().slice(2), ['polite: Nothing is waiting for you.', 'polite: Nothing is waiting for you.']);
+});
+
+test('text a Stop cut in the middle of a sentence is marked as cut off', () => {
+  const { feed } = make('normal', 1);
+  feed(event('output.streaming', { output_id: 'o', chunk: 'One whole sentence. And a half', complete: false }));
+  feed(event('output.streaming', { output_id: 'o', chunk: ' sentence that', complete: true }));
+  feed(event('session.cancelled', { cancelled_by: 'user', summary_normal: 'You stopped the agent. Nothing else will run.' }));
+  mock.timers.tick(5000);
+  const all = spoken().join(' ');
+  assert.match(all, /One whole sentence\. And a half sentence that… \(cut off\)/);
+  assert.ok(all.indexOf('(cut off)') < all.indexOf('You stopped the agent.'), all);
+
+  // A finished answer is not marked.
+  globalThis.__aaepAnnouncements = [];
+  feed(event('output.streaming', { output_id: 'p', chunk: 'All done here.', complete: true }, 's2'));
+  feed(event('session.cancelled', { summary_normal: 'Stopped.' }, 's2'));
+  mock.timers.tick(5000);
+  assert.ok(!spoken().join(' ').includes('cut off'), spoken());
+});
+
+test('an answer already said when the Stop comes gets a sentence saying it was cut', () => {
+  const { feed } = make('normal', 10);
+  feed(event('output.streaming', { output_id: 'o', chunk: 'Half of a thought', complete: true }));
+  mock.timers.tick(500);
+  feed(event('session.cancelled', { summary_normal: 'You stopped the agent.' }));
+  mock.timers.tick(500);
+  assert.deepEqual(spoken(), [
+    'polite: Half of a thought.',
+    'polite: The answer was cut off there. You stopped the agent.'
+  ]);
+});
+
+test('an automatically approved step is told as such, politely, once', () => {
+  const { feed } = make('normal', 1);
+  feed(confirmation({ auto_approved: true }));
+  feed(event('state.changed', { from_state: 'awaiting_input', to_state: 'calling_tool', summary_normal: 'Approved automatically.' }));
+  mock.timers.tick(3000);
+  const said = spoken();
+  assert.deepEqual(said, [
+    "polite: Approved automatically by this chat's setting: Run cell 4, 3 lines of code, in the Python kernel."
+  ]);
+  assert.ok(!said.some(s => /Approval needed|rejected/.test(s)));
+});
+
+// What each verbosity says for the same session.
+function session(verbosity) {
+  const { feed } = make(verbosity, 100);
+  feed(event('session.started', { summary_normal: 'Started working on your request.', summary_terse: 'Started.' }));
+  mock.timers.tick(100);
+  created().forEach(feed);
+  mock.timers.tick(100);
+  feed(confirmation());
+  feed(event('state.changed', { from_state: 'awaiting_input', to_state: 'calling_tool', summary_normal: 'Approved.', summary_terse: 'Approved.' }));
+  mock.timers.tick(100);
+  ran().forEach(feed);
+  feed(event('output.streaming', { output_id: 'a', chunk: 'Half of 1 is 0.5.', complete: true }));
+  feed(event('session.completed', {
+    summary_normal: 'Done.', summary_terse: 'Done.',
+    summary_detailed: 'Done. Used 2 tools: create a cell, run a cell. Took 3.1 seconds.',
+    output_summary: 'Half of 1 is 0.5.'
+  }));
+  mock.timers.tick(START_GRACE_MS * 3);
+  return spoken();
+}
+
+test('terse: the start, the request, the cell result, the answer and the end', () => {
+  const said = session('terse');
+  assert.deepEqual(said, [
+    'polite: Started.',
+    'ALERT: Approve? Run cell 4. Risk: medium. Press Ctrl+Shift+A to go to it.',
+    'polite: Cell 4: 0.5. Half of 1 is 0.5. Done.'
+  ]);
+});
+
+test('normal: one sentence per step, no starts of quick steps, the answer once', () => {
+  const said = session('normal');
+  assert.deepEqual(said, [
+    'polite: Started working on your request.',
+    'polite: Created code cell 4, after cell 3.',
+    'ALERT: Approval needed, medium risk: Run cell 4, 3 lines of code, in the Python kernel. The code runs in your kernel. If you do not answer within 90 seconds, it will be rejected. Press Ctrl+Shift+A to go to it.',
+    'polite: Approved.',
+    'polite: Cell 4 ran: 0.5. Half of 1 is 0.5. Done.'
+  ]);
+});
+
+test('detailed: starts of steps too, detailed results when short, the answer never twice', () => {
+  const said = session('detailed');
+  assert.deepEqual(said, [
+    'polite: Started working on your request.',
+    'polite: Starting: create a cell. Created code cell 4, after cell 3.',
+    'ALERT: Approval needed, medium risk: Run cell 4, 3 lines of code, in the Python kernel. The code runs in your kernel. If you do not answer within 90 seconds, it will be rejected. Press Ctrl+Shift+A to go to it.',
+    'polite: Approved.',
+    'polite: Running cell 4. Cell 4 ran in 0.1 seconds. Output: 0.5. Half of 1 is 0.5. Done. Used 2 tools: create a cell, run a cell. Took 3.1 seconds.'
+  ]);
+  assert.equal(said.join(' ').split('Half of 1 is 0.5.').length, 2, 'the answer is said once');
+});
+
+test('a failed step is said with its reason at every verbosity', () => {
+  for (const verbosity of ['terse', 'normal', 'detailed']) {
+    globalThis.__aaepAnnouncements = [];
+    const { feed } = make(verbosity, 100);
+    feed(event('tool.invoked', { tool: 'run_cell', tool_call_id: 'call_9', summary_normal: 'Running cell 5.' }));
+    feed(event('tool.completed', {
+      tool: 'run_cell', tool_call_id: 'call_9', status: 'error',
+      error_message: "NameError: name 'df' is not defined",
+      summary_normal: "Cell 5 failed: NameError: name 'df' is not defined.", summary_terse: 'Cell 5 failed: NameError.'
+    }));
+    mock.timers.tick(START_GRACE_MS * 2);
+    const all = spoken().join(' ');
+    assert.match(all, /Cell 5 failed: NameError/, `${verbosity}: ${all}`);
+    assert.equal(all.split("name 'df' is not defined").length - 1, 1, `${verbosity}: the reason once: ${all}`);
+  }
+});
+
+test('a failure reason the summary already says is not said again', () => {
+  const { feed } = make('normal', 100);
+  feed(event('tool.invoked', { tool: 'run_all_cells', tool_call_id: 'call_7', summary_normal: 'Running 3 cells.' }));
+  feed(event('tool.completed', {
+    tool: 'run_all_cells', tool_call_id: 'call_7', status: 'error',
+    error_message: "Cell 4: NameError: name 'df' is not defined",
+    summary_normal: "Ran 3 cells, stopped at the error. Cell 4 failed: NameError: name 'df' is not defined."
+  }));
+  feed(event('tool.invoked', { tool: 'read_file', tool_call_id: 'call_8', summary_normal: 'Reading a file.' }));
+  feed(event('tool.completed', {
+    tool: 'read_file', tool_call_id: 'call_8', status: 'error',
+    error_message: 'There is no file data.csv in the Jupyter root.',
+    summary_normal: 'Read a file failed.'
+  }));
+  mock.timers.tick(START_GRACE_MS * 2);
+  assert.deepEqual(spoken(), [
+    "polite: Ran 3 cells, stopped at the error. Cell 4 failed: NameError: name 'df' is not defined. " +
+      'Read a file failed. There is no file data.csv in the Jupyter root.'
+  ]);
+});
+
+test('polite speech is rate limited and merged, never dropped', () => {
+  const { announcer } = make('normal', 1);
+  announcer.announce('One.');
+  mock.timers.tick(0);
+  announcer.announce('Two.');
+  announcer.announce('Three.');
+  mock.timers.tick(500);
+  assert.deepEqual(spoken(), ['polite: One.']);
+  mock.timers.tick(600);
+  assert.deepEqual(spoken(), ['polite: One.', 'polite: Two. Three.']);
+});
