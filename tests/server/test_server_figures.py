@@ -14,6 +14,7 @@ from typing import Any
 import anthropic
 import nbformat
 import pytest
+from kernel_helpers import _private_cwd, jp_server_config  # noqa: F401  (the same live-notebook server)
 from PIL import Image
 from server_helpers import of_type, wait_until
 
@@ -22,27 +23,6 @@ from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 
 DESCRIPTION = ("A line chart of temperature in degrees by day, days 1 to 4. It falls from 3 to 1, peaks at 4 "
                "on day 3 and drops back to 1. Highest: 4 on day 3; lowest: 1 on days 2 and 4. No outliers.")
-
-
-@pytest.fixture(autouse=True)
-def _private_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)  # collaboration rooms write .jupyter_ystore.db here
-
-
-@pytest.fixture
-def jp_server_config(fake_model: FakeAnthropic, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_model.base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", fake_model.api_key)
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    return {
-        "ServerApp": {"jpserver_extensions": {"jupyter_aaep": True, "jupyter_server_ydoc": True,
-                                              "jupyter_server_fileid": True}},
-        "SQLiteYStore": {"db_path": str(jp_root_dir / ".rtc_test.db")},
-        "BaseFileIdManager": {"root_dir": str(jp_root_dir), "db_path": str(jp_root_dir / ".fid_test.db"),
-                              "db_journal_mode": "OFF"},
-        "YDocExtension": {"document_save_delay": 0.2, "document_cleanup_delay": 60},
-        "AAEPExtension": {"model": "claude-test", "sse_keepalive_seconds": 0.5, "db_path": ":memory:"},
-    }
 
 
 def png(width: int = 640, height: int = 400) -> str:
