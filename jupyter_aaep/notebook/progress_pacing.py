@@ -102,7 +102,9 @@ def heard(beat: Beat, verbosity: str) -> bool:
 
 def duration_words(seconds: float, *, short: bool = True) -> str:
     """ "40 s", "2 min 10 s", "1 h 5 min" (``short=False``: "2 minutes 10 seconds")."""
-    total = max(0, int(round(seconds)))
+    if seconds < 0.5:
+        return "less than a second"
+    total = int(round(seconds))
     hours, rest = divmod(total, 3600)
     minutes, secs = divmod(rest, 60)
     if short:
@@ -116,7 +118,7 @@ def duration_words(seconds: float, *, short: bool = True) -> str:
     parts = [f"{value} {name}" for name, value in units if value]
     if hours:
         parts = parts[:2] if minutes else parts[:1]  # "1 h 5 min": seconds no longer matter
-    return " ".join(parts) or ("0 s" if short else "0 seconds")
+    return " ".join(parts)
 
 
 def _left(eta: float, *, short: bool) -> str:
