@@ -128,6 +128,10 @@ class KernelExecutor:
     def _kernels(self) -> Any:
         return self._serverapp.kernel_manager
 
+    def own_sessions(self) -> set[str]:
+        """Session ids of our clients: requests from them are the agent's, not a person's."""
+        return {line.client.session.session for line in self._lines.values() if line.client is not None}
+
     def is_running_code(self, kernel_id: str) -> bool:
         line = self._lines.get(kernel_id)
         return bool(line and line.lock.locked())

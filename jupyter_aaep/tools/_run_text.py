@@ -178,3 +178,38 @@ def image_blocks(
     drew; and a sentence for each figure that was not sent."""
     found = figure_blocks(outputs, ImageBudget(max_images=max_images, max_edge=max_edge, max_chars=max_chars))
     return found.blocks, found.notes
+
+
+def end_sentence(
+    number: int | None, elapsed: float, outputs: Sequence[dict[str, Any]], *, last_line: str = ""
+) -> tuple[str, bool]:
+    """The one sentence that ends a long run, and whether it failed.
+
+    "Cell 7 finished after 3 min 12 s: accuracy 0.91." (its result, else the last line it
+    printed: after a long run the last line is the one that matters), "Cell 7 failed after
+    40 s: ValueError: …", "Cell 7 was interrupted after 2 min.". *number* ``None``: a cell
+    no longer in the notebook ("A cell").
+    """
+    from ..notebook.progress import parse_progress_text
+    from ..notebook.progress_pacing import duration_words
+
+    who = f"Cell {number}" if number else "A cell"
+    took = duration_words(elapsed)
+    error = _error(outputs)
+    if error is not None:
+        name = str(error.get("ename") or "Error")
+        if name == "KeyboardInterrupt":
+            return f"{who} was interrupted after {took}.", False
+        value = _lines(strip_ansi(str(error.get("evalue") or "")))
+        line = mask_secrets(f"{name}: {value[0]}" if value else name)
+        return f"{who} failed after {took}: {_sentence(truncate(line, FIRST_LINE_CHARS))}", True
+    result = next((o for o in outputs if o.get("output_type") == "execute_result"), None)
+    said = ""
+    if result is not None:
+        said = next(iter(_lines(_output_text([result]))), "")
+    if not said:
+        printed = [line for line in _lines(mask_secrets(_output_text(outputs)).replace("\r", "\n"))
+                   if parse_progress_text(line) is None or "%|" not in line]
+        said = printed[-1] if printed else mask_secrets(last_line)
+    tail = f": {_sentence(truncate(said, FIRST_LINE_CHARS))}" if said else "."
+    return f"{who} finished after {took}{tail}", False
