@@ -46,7 +46,7 @@ from ..notebook.progress_pacing import Beat, ProgressPacer, duration_words, prog
 from ..notebook.running import RunningCell
 from ..tools._run_text import end_sentence
 
-__all__ = ["LongRunNews"]
+__all__ = ["LongRunNews", "how_far_along"]
 
 log = logging.getLogger(__name__)
 
@@ -354,3 +354,10 @@ def _death(message: str) -> str:
     if "shut down" in message:
         return "the kernel was shut down."
     return "the kernel died, so its variables are lost."
+
+
+def how_far_along(running: list[dict[str, Any]]) -> dict[str, Any]:
+    """The answer to *How far along?*: the running cells and one sentence for all of them."""
+    if not running:
+        return {"running": [], "sentence": "No cell is running in this notebook."}
+    return {"running": running, "sentence": " ".join(str(run["sentence"]) for run in running)}

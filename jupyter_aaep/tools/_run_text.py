@@ -18,6 +18,7 @@ from typing import Any
 
 from ..aaep.redaction import mask_secrets
 from ..notebook._figures import ImageBudget, figure_blocks
+from ..notebook.progress import parse_progress_text
 from ..notebook._sessions import KernelInfo
 from ..notebook.render import render_error, render_outputs, strip_ansi, truncate
 from ..notebook.service import CellRun
@@ -32,6 +33,7 @@ __all__ = [
     "seconds",
 ]
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 FIRST_LINE_CHARS = 200
 """How much of a run's first output line the normal summary says."""
 DETAIL_CHARS = 4000
@@ -75,6 +77,8 @@ def _output_text(outputs: Sequence[dict[str, Any]]) -> str:
         if kind == "stream":
             parts.append(str(output.get("text", "")))
         elif kind in ("execute_result", "display_data"):
+            if WIDGET_VIEW in (output.get("data") or {}):
+                continue  # a widget's text/plain is a stale snapshot (a progress bar at 0 %)
             value = (output.get("data") or {}).get("text/plain")
             if value is not None and not any(m.startswith("image/") for m in output.get("data") or {}):
                 parts.append(("".join(value) if isinstance(value, list) else str(value)) + "\n")
@@ -122,13 +126,15 @@ def heard_run(run: CellRun) -> HeardRun:
             terse=f"Cell {n}: {'no output' if not images else _images(images)}.",
             detailed=f"Cell {n} ran in {took} and {what}.",
         )
-    first = truncate(lines[0], FIRST_LINE_CHARS)
+    # A loop's progress lines ("step 1/30", a tqdm bar) say nothing about the outcome: skip them.
+    telling = [line for line in lines if parse_progress_text(line) is None] or lines
+    first = truncate(telling[0], FIRST_LINE_CHARS)
     more = len(lines) - 1
     rest = f" Plus {more} more line{'s' if more != 1 else ''}." if more else ""
     slow = f" after {took}" if run.result.elapsed >= 10 else ""
     return HeardRun(
         normal=f"Cell {n} ran{slow}: {_sentence(first)}{rest}{shown}",
-        terse=f"Cell {n}: {_sentence(truncate(lines[0], 80))}",
+        terse=f"Cell {n}: {_sentence(truncate(telling[0], 80))}",
         detailed=f"Cell {n} ran in {took}. Output:\n{truncate(text, DETAIL_CHARS)}{shown}",
     )
 
@@ -190,7 +196,6 @@ def end_sentence(
     40 s: ValueError: …", "Cell 7 was interrupted after 2 min.". *number* ``None``: a cell
     no longer in the notebook ("A cell").
     """
-    from ..notebook.progress import parse_progress_text
     from ..notebook.progress_pacing import duration_words
 
     who = f"Cell {number}" if number else "A cell"
