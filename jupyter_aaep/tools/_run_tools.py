@@ -8,7 +8,6 @@ the person saw (the preview's ``fingerprint``); if the cell changed since, the c
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -121,9 +120,9 @@ async def run_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float | None
             summary=f"Cell {number} is empty.",
         )
     window = service.run_cell_wait_seconds
-    started = time.monotonic()
     running = await _start(ctx, service, path, cell_id, source, number, _limit(timeout_seconds), window)
-    run = await wait_on(ctx, running, window - (time.monotonic() - started))
+    # The window counts from when the kernel started the code (not the kernel's own start-up).
+    run = await wait_on(ctx, running, window - running.elapsed())
     return still_running(running) if run is None else finished_result(service, run)
 
 
@@ -203,15 +202,16 @@ async def run_all_cells(
         raise StaleApproval("The cells changed after the run was approved; nothing ran. Ask again.")
     lines: list[str] = []
     last: CellRun | None = None
-    deadline = time.monotonic() + service.run_cell_wait_seconds
+    budget = service.run_cell_wait_seconds
+    """Seconds of running the cells may use before the answer is "still running"."""
     for step, (number, cell_id, source) in enumerate(cells, 1):
         ctx.report_progress(
             f"Running cell {number} ({step} of {len(cells)}).", step=step, total_steps=len(cells)
         )
         try:
-            window = max(1.0, deadline - time.monotonic())
-            running = await _start(ctx, service, path, cell_id, source, number, _limit(timeout_seconds), window)
-            last = await wait_on(ctx, running, deadline - time.monotonic())
+            running = await _start(ctx, service, path, cell_id, source, number, _limit(timeout_seconds),
+                                   service.run_cell_wait_seconds)
+            last = await wait_on(ctx, running, budget - running.elapsed())
         except ToolError as error:
             lines.append(f"cell {number} (id {cell_id}): stopped: {error}")
             raise type(error)("\n".join(["Ran until a cell failed:", *lines])) from None
@@ -228,6 +228,7 @@ async def run_all_cells(
                 summary=f"Ran {plural(step - 1, 'cell')}; {running.status_sentence()[0].lower()}{running.status_sentence()[1:]}",
                 terse=waiting.terse,
             )
+        budget = max(0.0, budget - last.result.elapsed)
         status = "error" if last.result.status == "error" else "ok"
         lines.append(
             f"cell {number} (id {cell_id}) [{last.result.execution_count}] {status}, {last.result.elapsed:.1f} s"

@@ -135,7 +135,7 @@ async def test_interrupt_kernel_stops_a_cell_left_running(notebook_file, make_ct
 def chat_news(service: Any, jp_serverapp: Any, jp_asyncio_loop: asyncio.AbstractEventLoop) -> Any:
     runner = ChatRunner(client_factory=lambda: None, registry_factory=lambda chat: ToolRegistry(),  # type: ignore[arg-type,return-value]
                         services={"notebook": service})
-    news = LongRunNews(runner, service, Producer(), person_runs_after=1.0, announce_seconds=1.0, min_gap=0.5)
+    news = LongRunNews(runner, service, Producer(model="claude-test"), person_runs_after=1.0, announce_seconds=1.0, min_gap=0.5)
     runner.services = {"notebook": service, "long_runs": news}
     yield runner, news
     jp_asyncio_loop.run_until_complete(news.close())
@@ -166,7 +166,7 @@ async def test_a_cell_left_running_is_announced_once_when_it_ends(
     await asyncio.sleep(1)
     ends = heard.of_type("session.completed") + heard.of_type("session.errored")
     assert len(ends) == 1 and ends[0]["summary_normal"].startswith("Cell 1 finished after ")
-    assert ends[0]["summary_normal"].endswith(": all steps done.")
+    assert ends[0]["summary_normal"].endswith(": 'all steps done'.")  # its result, not a progress line
     started = heard.of_type("session.started")
     assert len(started) == 1 and started[0]["requested_by"] == "agent:jupyter-aaep"
     percents = [e["progress"]["percent"] for e in heard.of_type("progress.updated") if "percent" in e["progress"]]
