@@ -11,7 +11,15 @@ import math
 from typing import Any
 
 from ._markdown import escape, markdown_to_html
-from ._view_state import AnswerItem, NoticeItem, ProgressBar, RequestItem, StepItem, ViewState, action_phrase
+from ._view_state import (
+    AnswerItem,
+    NoticeItem,
+    ProgressBar,
+    RequestItem,
+    StepItem,
+    ViewState,
+    action_phrase,
+)
 
 __all__ = [
     "answer_html",

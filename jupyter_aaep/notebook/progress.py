@@ -34,7 +34,7 @@ _TQDM = re.compile(
 )
 _KERAS_ETA = re.compile(r"ETA:\s*(?P<eta>(?:\d+:)?\d+(?::\d+)?)(?P<unit>s|ms|us)?\b")
 _OF = re.compile(
-    rf"(?:^|[\s\[(:=-])(?P<word>[A-Za-z][\w ]{{0,40}}?)?\s*(?P<n>\d+)\s*(?:/|\bof\b)\s*(?P<total>\d+)(?![\d/.])"
+    r"(?:^|[\s\[(:=-])(?P<word>[A-Za-z][\w ]{0,40}?)?\s*(?P<n>\d+)\s*(?:/|\bof\b)\s*(?P<total>\d+)(?![\d/.])"
 )
 _PERCENT = re.compile(r"(?:^|[\s:(=\[-])(?P<pct>\d{1,3}(?:\.\d+)?)\s?%")
 _WIDGETS = {"IntProgressModel", "FloatProgressModel"}

@@ -104,7 +104,7 @@ def duration_words(seconds: float, *, short: bool = True) -> str:
     """ "40 s", "2 min 10 s", "1 h 5 min" (``short=False``: "2 minutes 10 seconds")."""
     if seconds < 0.5:
         return "less than a second"
-    total = int(round(seconds))
+    total = round(seconds)
     hours, rest = divmod(total, 3600)
     minutes, secs = divmod(rest, 60)
     if short:

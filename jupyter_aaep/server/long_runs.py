@@ -42,7 +42,13 @@ from ..errors import AAEPError
 from ..notebook.errors import ExecutionTimeout, KernelDied
 from ..notebook.kernel_watch import KernelWatch, PersonRun
 from ..notebook.progress import ProgressReading
-from ..notebook.progress_pacing import Beat, ProgressPacer, duration_words, progress_phrase, value_text
+from ..notebook.progress_pacing import (
+    Beat,
+    ProgressPacer,
+    duration_words,
+    progress_phrase,
+    value_text,
+)
 from ..notebook.running import RunningCell
 from ..tools._run_text import end_sentence
 

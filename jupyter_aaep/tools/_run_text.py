@@ -18,8 +18,8 @@ from typing import Any
 
 from ..aaep.redaction import mask_secrets
 from ..notebook._figures import ImageBudget, figure_blocks
-from ..notebook.progress import parse_progress_text
 from ..notebook._sessions import KernelInfo
+from ..notebook.progress import parse_progress_text
 from ..notebook.render import render_error, render_outputs, strip_ansi, truncate
 from ..notebook.service import CellRun
 

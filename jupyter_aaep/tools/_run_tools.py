@@ -14,8 +14,8 @@ from typing import Any
 from ..agent.tools import ActionPreview, StaleApproval, ToolContext, ToolResult, aaep_tool
 from ..errors import ToolError
 from ..notebook.documents import LiveNotebook, normalize_path
-from ..notebook.progress_pacing import duration_words
 from ..notebook.errors import ExecutionTimeout, KernelBusy, KernelDied
+from ..notebook.progress_pacing import duration_words
 from ..notebook.render import render_outputs, strip_ansi, truncate
 from ..notebook.running import RunningCell
 from ..notebook.service import CellRun, NotebookService, cells_fingerprint, source_fingerprint

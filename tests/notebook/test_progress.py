@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from jupyter_aaep.notebook.progress import ProgressReading, ProgressTracker, parse_progress_text
@@ -129,7 +131,7 @@ def linear(seconds: float):
 def test_a_two_minute_cell_is_heard_at_a_bearable_rate(reading_at) -> None:
     beats = simulate(120, reading_at)
     times = [t for t, _ in beats]
-    assert all(b - a >= 15 for a, b in zip(times, times[1:]))  # never two within 15 s
+    assert all(b - a >= 15 for a, b in itertools.pairwise(times))  # never two within 15 s
     assert all(t >= 15 for t in times)  # nothing in the first 15 s: a short cell says only its end
     normal = [b for _, b in beats if heard(b, "normal")]
     detailed = [b for _, b in beats if heard(b, "detailed")]
