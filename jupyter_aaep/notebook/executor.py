@@ -396,7 +396,14 @@ class KernelExecutor:
         line = self._lines.setdefault(kernel_id, _Line(kernel_id))
         if on_progress is not None and (line.lock.locked() or self._busy(kernel_id)):
             on_progress(0.0, True)
-        async with line.lock:
+        try:  # behind a long cell the agent left running: give up after *timeout*, never hang
+            await asyncio.wait_for(line.lock.acquire(), timeout)
+        except TimeoutError:
+            raise KernelBusy(
+                f"The kernel is still running a cell the agent started (waited {timeout:g} seconds), "
+                "so it cannot answer now. Wait for that cell with wait_for_cell, or interrupt it."
+            ) from None
+        try:
             client = await self._ready_client(line)
             await self._wait_for_turn(line, client, timeout, on_progress)
             msg_id = client.execute(
@@ -424,6 +431,8 @@ class KernelExecutor:
                 await asyncio.shield(self._kernels.interrupt_kernel(kernel_id))
                 raise
             return dict(reply.get("user_expressions") or {})
+        finally:
+            line.lock.release()
 
     def _busy(self, kernel_id: str) -> bool:
         return self._state(kernel_id) == "busy"
