@@ -52,7 +52,12 @@ from ..notebook.progress_pacing import (
 from ..notebook.running import RunningCell
 from ..tools._run_text import end_sentence
 
-__all__ = ["LongRunNews", "how_far_along"]
+__all__ = ["AGENT_RUN", "PERSON_RUN", "LongRunNews", "how_far_along"]
+
+AGENT_RUN = "kernel:agent-run"
+"""``requested_by`` of a session that tells a cell the agent started and left running."""
+PERSON_RUN = "kernel:person-run"
+"""``requested_by`` of a session that tells a long cell a person ran (a panel setting may hide these)."""
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +111,7 @@ class LongRunNews:
         """Tell *run*'s progress and end in *chat_id* whenever no tool call waits for it."""
         if run in self._followed or run.done:
             return
-        story = _Story(chat_id, requested_by="agent:jupyter-aaep", number=run.number)
+        story = _Story(chat_id, requested_by=AGENT_RUN, number=run.number)
         self._followed[run] = story
         self._spawn(self._follow(run, story))
 
@@ -217,7 +222,7 @@ class LongRunNews:
 
     def _person_started(self, watched: _Watched, run: PersonRun) -> None:
         chat = self._chat_for(watched.path)
-        story = _Story(chat.chat_id if chat else "", requested_by="user")
+        story = _Story(chat.chat_id if chat else "", requested_by=PERSON_RUN)
         pacer = ProgressPacer(run.started_at, announce_seconds=self.announce_seconds, min_gap=self.min_gap)
         watched.runs[id(run)] = (run, pacer, story)
         if story.chat_id:

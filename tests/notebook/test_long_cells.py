@@ -168,7 +168,7 @@ async def test_a_cell_left_running_is_announced_once_when_it_ends(
     assert len(ends) == 1 and ends[0]["summary_normal"].startswith("Cell 1 finished after ")
     assert ends[0]["summary_normal"].endswith(": 'all steps done'.")  # its result, not a progress line
     started = heard.of_type("session.started")
-    assert len(started) == 1 and started[0]["requested_by"] == "agent:jupyter-aaep"
+    assert len(started) == 1 and started[0]["requested_by"] == "kernel:agent-run"
     percents = [e["progress"]["percent"] for e in heard.of_type("progress.updated") if "percent" in e["progress"]]
     assert percents == sorted(percents)
     assert news.still_running_note(chat_id) is None
@@ -236,4 +236,4 @@ async def test_a_long_cell_the_person_runs_is_announced(
     assert len(failed) == 1 and failed[0]["summary_normal"].startswith("Cell 3 failed after ")
     assert failed[0]["summary_normal"].endswith("ValueError: bad shape.") and failed[0]["urgency"] == "critical"
     assert all("quick" not in e.get("summary_normal", "") for e in heard.events)
-    assert all(e["requested_by"] == "user" for e in heard.of_type("session.started"))
+    assert all(e["requested_by"] == "kernel:person-run" for e in heard.of_type("session.started"))
