@@ -326,6 +326,15 @@ async def wait_for_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float =
     number = nb.index_of(cell_id) + 1 if cell_id in {str(c.get("id")) for c in nb.cells()} else None
     if running is None:
         where = f"Cell {number}" if number else "That cell"
+        news: Any = ctx.services.get("long_runs")
+        theirs = [r for r in (news.running(nb.path) if news is not None else [])
+                  if r.get("started_by") == "person" and number and r.get("cell_number") == number]
+        if theirs:
+            return ToolResult(
+                content=f"{theirs[0]['sentence']} The person started it in the notebook, so you cannot wait "
+                "for it here; the user hears when it ends. Call get_notebook_state later for its outputs.",
+                summary=str(theirs[0]["sentence"]),
+            )
         return ToolResult(
             content=f"{where} (id {cell_id}) is not running and was not started by you; nothing to wait for. "
             "Read its outputs with get_notebook_state.",

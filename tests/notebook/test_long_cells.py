@@ -206,7 +206,7 @@ async def test_a_long_cell_the_person_runs_is_announced(
     path = notebook_file("person.ipynb", [{"id": "setup", "source": "x = 1"}, {"id": "train", "source": code},
                                           {"id": "boom", "source": "import time\ntime.sleep(1.5)\nraise ValueError('bad shape')"}])
     await run_cell(make_ctx(path), cell_id="setup")  # starts the kernel (an agent run: never told here)
-    _, heard, _ = chat_ctx(runner, path)
+    ctx, heard, _ = chat_ctx(runner, path)
     news.start()
     kernel = await quick_windows.kernel(path)
     km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
@@ -223,6 +223,8 @@ async def test_a_long_cell_the_person_runs_is_announced(
         answer = how_far_along(news.running(path))
         assert answer["running"] and answer["running"][0]["started_by"] == "person"
         assert answer["sentence"].startswith("Cell 2 is still running (")
+        told = await wait_for_cell(ctx, cell_id="train", timeout_seconds=1)  # the agent cannot wait on it
+        assert told.content.startswith("Cell 2 is still running (") and "The person started it" in told.content
         await wait_for(lambda: bool(heard.of_type("session.completed")), what="the end", timeout=15)
         person.execute("import time\ntime.sleep(1.5)\nraise ValueError('bad shape')")
         await wait_for(lambda: bool(heard.of_type("session.errored")), what="the failure", timeout=15)
