@@ -232,6 +232,13 @@ class ForwardHandler(_Base):
                 pass
 
 
+class HealthHandler(web.RequestHandler):
+    """The service's root: the hub checks it answers."""
+
+    def get(self) -> None:
+        self.finish({"service": "jupyter-aaep model gateway", "messages": "POST v1/messages with your hub token"})
+
+
 class UsageHandler(_Base):
     """``usage`` (all users, admins only) and ``usage/<user>`` (that user or an admin)."""
 
@@ -274,6 +281,7 @@ def make_app(gateway: Gateway, prefix: str = "/") -> web.Application:
     prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
     args = {"gateway": gateway}
     return web.Application([
+        (prefix, HealthHandler),
         (prefix + r"v1/(.*)", ForwardHandler, args),
         (prefix + r"usage/?", UsageHandler, args),
         (prefix + r"usage/([^/]+)", UsageHandler, args),

@@ -395,8 +395,8 @@ class AAEPExtension(ExtensionApp):
         if getattr(self, "_restore_sigint", None) is not None:
             self._restore_sigint()
         running = sum(1 for chat in self.runner.chats() if chat.running)
-        self.log.info("AAEP agent: shutting down; %d running session(s) closed, to be continued after a restart.",
-                      running)
+        self.log.info("AAEP agent: shutting down the server at %s; %d running session(s) closed, to be "
+                      "continued after a restart.", self.server.base_url, running)
         self._unroute_module_logs()
         await self.runner.shutdown()
         self.hub.shutdown()
