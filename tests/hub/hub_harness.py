@@ -150,11 +150,12 @@ def kill_processes_of(uid: int) -> None:
             pass
 
 
-def run_as(user: User, python: Path | None, code: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def run_as(user: User, python: Path | None, code: str, timeout: float = 30,
+           stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run Python *code* as *user* (their uid and groups), the way any of their processes would,
     with the users' Python (:func:`shared_environment`)."""
     assert python is not None
-    return subprocess.run(["runuser", "-u", user.name, "--", str(python), "-I", "-c", code],
+    return subprocess.run(["runuser", "-u", user.name, "--", str(python), "-I", "-c", code], input=stdin,
                           capture_output=True, text=True, timeout=timeout, cwd="/")
 
 

@@ -212,7 +212,7 @@ def test_no_user_process_can_read_the_organisation_key(hub: Hub, alice: User, bo
     key = hub.org_key
     scan = (
         "import os, sys\n"
-        f"key = {key!r}.encode()\n"
+        "key = sys.stdin.read().strip().encode()  # not on our own command line\n"
         "found, unreadable = [], 0\n"
         "for pid in filter(str.isdigit, os.listdir('/proc')):\n"
         "    for part in ('environ', 'cmdline'):\n"
@@ -227,7 +227,7 @@ def test_no_user_process_can_read_the_organisation_key(hub: Hub, alice: User, bo
     )
     for user in (alice, bob):
         assert pids_of(user.uid), f"{user.name} has processes (server, kernels)"
-        probe = run_as(user, hub.python, scan)
+        probe = run_as(user, hub.python, scan, stdin=key)
         assert probe.returncode == 0, probe.stderr
         found, unreadable = probe.stdout.rsplit(" ", 1)
         assert found == "[]", f"{user.name} can read the key in {found}"
