@@ -61,9 +61,13 @@ def client(url: str, key: str) -> anthropic.AsyncAnthropic:
 
 
 async def test_a_user_streams_through_the_gateway_and_is_counted_then_refused_over_budget(setup: dict[str, Any]) -> None:
-    sdk = client(setup["url"], "tok-ada")
+    async with client(setup["url"], "tok-ada") as sdk:
+        await _spend_and_get_refused(sdk, setup)
+
+
+async def _spend_and_get_refused(sdk: anthropic.AsyncAnthropic, setup: dict[str, Any]) -> None:
     for _ in range(2):
-        async with sdk.messages.stream(model="claude-sonnet-4-5", max_tokens=50,
+        async with sdk.messages.stream(model="claude-sonnet-5-5", max_tokens=50,
                                        messages=[{"role": "user", "content": "hi"}]) as stream:
             text = "".join([chunk async for chunk in stream.text_stream])
         assert text == "Hello there, Ada."
@@ -74,10 +78,10 @@ async def test_a_user_streams_through_the_gateway_and_is_counted_then_refused_ov
     assert json.loads(setup["path"].read_text())["users"]["ada"]["tokens"] == 240
     assert setup["path"].stat().st_mode & 0o777 == 0o600
     # 240 < 250: one more goes through (and past the limit), then the sentence.
-    await sdk.messages.create(model="claude-sonnet-4-5", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
+    await sdk.messages.create(model="claude-sonnet-5-5", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
     with pytest.raises(anthropic.PermissionDeniedError) as caught:
-        await sdk.messages.create(model="claude-sonnet-4-5", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
-    failure = describe_model_error(caught.value, model="claude-sonnet-4-5")
+        await sdk.messages.create(model="claude-sonnet-5-5", max_tokens=50, messages=[{"role": "user", "content": "hi"}])
+    failure = describe_model_error(caught.value, model="claude-sonnet-5-5")
     assert failure.code == "MODEL_BUDGET_EXCEEDED" and not failure.recoverable
     assert failure.message == ("You have reached your model budget on this JupyterHub: you used 360 of your 250 tokens. "
                                "Ask your JupyterHub administrator to raise it; your notebooks and chats are kept.")
@@ -85,13 +89,12 @@ async def test_a_user_streams_through_the_gateway_and_is_counted_then_refused_ov
 
 
 async def test_strangers_and_services_are_refused_in_the_apis_own_shape(setup: dict[str, Any]) -> None:
-    with pytest.raises(anthropic.AuthenticationError) as caught:
-        await client(setup["url"], "sk-org").messages.create(
-            model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
-    assert "JupyterHub API token" in str(caught.value)
-    with pytest.raises(anthropic.PermissionDeniedError):
-        await client(setup["url"], "tok-svc").messages.create(
-            model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+    async with client(setup["url"], "sk-org") as stranger, client(setup["url"], "tok-svc") as service:
+        with pytest.raises(anthropic.AuthenticationError) as caught:
+            await stranger.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+        assert "JupyterHub API token" in str(caught.value)
+        with pytest.raises(anthropic.PermissionDeniedError):
+            await service.messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
     assert setup["fake"].requests == []
 
 

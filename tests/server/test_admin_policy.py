@@ -40,7 +40,7 @@ async def test_locked_settings_are_in_the_chat_state_and_changing_them_is_refuse
     assert status == 403 and body["message"].startswith("The administrator of this server allows only these models: "
                                                         "claude-test, claude-haiku-4-5.")
     status, models, _ = await api("models")
-    assert models["source"] == "policy" and [m["model_id"] for m in models["models"]] == ["claude-test", "claude-haiku-4-5"]
+    assert models["source"] == "policy" and [m["id"] for m in models["models"]] == ["claude-test", "claude-haiku-4-5"]
     status, body, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "model", "model": "claude-haiku-4-5"})
     assert status == 200
     status, state, _ = await api("chats", chat_id)
