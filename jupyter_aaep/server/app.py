@@ -472,8 +472,8 @@ class AAEPExtension(ExtensionApp):
         except autoload.AutoloadError as error:
             if self.kernel_autoload:  # e.g. a shared environment this user cannot write to
                 add_extension_to_ipython_kernels(self.server.kernel_manager)
-                self.log.info("AAEP agent: %s IPython kernels this server starts load %%aaep through their "
-                              "command line instead (%s).", error, KERNEL_ARGUMENT)
+                self.log.warning("AAEP agent: %s IPython kernels this server starts load %%aaep through their "
+                                 "command line instead (%s).", error, KERNEL_ARGUMENT)
             else:
                 self.log.warning("AAEP agent: %s", error)
             return
