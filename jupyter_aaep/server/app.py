@@ -38,9 +38,9 @@ from ..agent.runner import ChatRunner
 from ..agent.store import ChatStore
 from ..agent.usage import PriceTable
 from .handlers import handler_routes
-from .model_client import WITHHELD, ClientFactory, ModelCredentials
 from .kernel_launch import ARGUMENT as KERNEL_ARGUMENT
 from .kernel_launch import add_extension_to_ipython_kernels
+from .model_client import WITHHELD, ClientFactory, ModelCredentials
 from .models import ModelCatalog
 from .policy import AdminPolicy
 from .service import AAEPService

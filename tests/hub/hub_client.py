@@ -41,7 +41,7 @@ class SSEReader:
         self.token = token
         self.status = 0
 
-    async def __aenter__(self) -> SSEReader:
+    async def __aenter__(self) -> SSEReader:  # noqa: PYI034
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(60.0))
         self._context = self._client.stream("GET", self.url, headers={"Authorization": f"token {self.token}",
                                                                       "Accept": "text/event-stream"})

@@ -125,7 +125,7 @@ def create_user() -> User:
 
 def remove_user(user: User) -> None:
     kill_processes_of(user.uid)
-    subprocess.run(["userdel", "--remove", user.name], capture_output=True)
+    subprocess.run(["userdel", "--remove", user.name], capture_output=True, check=False)
 
 
 def pids_of(uid: int) -> list[int]:
@@ -155,7 +155,7 @@ def run_as(user: User, python: Path | None, code: str, timeout: float = 30,
     """Run Python *code* as *user* (their uid and groups), the way any of their processes would,
     with the users' Python (:func:`shared_environment`)."""
     assert python is not None
-    return subprocess.run(["runuser", "-u", user.name, "--", str(python), "-I", "-c", code], input=stdin,
+    return subprocess.run(["runuser", "-u", user.name, "--", str(python), "-I", "-c", code], input=stdin, check=False,
                           capture_output=True, text=True, timeout=timeout, cwd="/")
 
 
@@ -289,8 +289,7 @@ c.JupyterHub.load_roles = [{{
             for answer in pool.map(spawn, self.users):
                 assert answer.status_code in (201, 202), f"{answer.text}\n{self.log()[-6000:]}"
         for user in self.users:
-            self._wait(lambda u=user: self.server_model(u) is not None and self.server_model(u)["ready"], 90,
-                       f"{user.name}'s server")
+            self.wait_ready(user)
             model = self.server_model(user)
             assert model is not None
             user.server_url = f"{self.url}/user/{user.name}/"
@@ -298,6 +297,9 @@ c.JupyterHub.load_roles = [{{
             answer = self.api("POST", f"users/{user.name}/tokens", json={"note": "hub tests", "expires_in": 3600})
             assert answer.status_code == 201, answer.text
             user.token = answer.json()["token"]
+
+    def wait_ready(self, user: User) -> None:
+        self._wait(lambda: (self.server_model(user) or {}).get("ready"), 90, f"{user.name}'s server")
 
     def server_model(self, user: User) -> dict[str, Any] | None:
         answer = self.api("GET", f"users/{user.name}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import stat
 import time
 from pathlib import Path
@@ -191,21 +190,23 @@ def test_gateway_overhead_per_request(hub: Hub, bob: User, model: object) -> Non
 
 async def test_a_user_over_budget_hears_why_from_the_agent(hub: Hub, alice: User) -> None:
     admin = {"Authorization": f"token {hub.service_token}"}
-    used = httpx.get(f"{hub.gateway_url}/usage/{alice.name}", headers=admin).json()["users"][alice.name]["tokens"]
-    limit = httpx.put(f"{hub.gateway_url}/usage/{alice.name}", json={"limit_tokens": used}, headers=admin)
-    assert limit.status_code == 200 and limit.json()["users"][alice.name]["effective_limit_tokens"] == used
-    chat_id = await new_chat(alice)
-    async with SSEReader(f"{alice.server_url}aaep/v1/chats/{chat_id}/events", alice.token) as stream:
-        await api(alice, "POST", f"aaep/v1/chats/{chat_id}/messages", {"kind": "user_input", "text": "ping"})
-        seen = await stream.until(lambda m: is_type("session.errored")(m) or is_type("session.completed")(m))
-    errored = seen[-1]
-    assert errored["type"].endswith("session.errored"), errored
-    assert errored["error_code"] == "MODEL_BUDGET_EXCEEDED"
-    text = json.dumps(errored)
-    assert "You have reached your model budget on this JupyterHub" in text and "administrator" in text
-    after = httpx.get(f"{hub.gateway_url}/usage/{alice.name}", headers=admin).json()["users"][alice.name]
-    assert after["refused"] >= 1 and after["tokens"] == used
-    httpx.put(f"{hub.gateway_url}/usage/{alice.name}", json={"limit_tokens": None}, headers=admin)
+    usage = f"{hub.gateway_url}/usage/{alice.name}"
+    async with httpx.AsyncClient(headers=admin, timeout=30) as gateway:
+        used = (await gateway.get(usage)).json()["users"][alice.name]["tokens"]
+        limit = await gateway.put(usage, json={"limit_tokens": used})
+        assert limit.status_code == 200 and limit.json()["users"][alice.name]["effective_limit_tokens"] == used
+        chat_id = await new_chat(alice)
+        async with SSEReader(f"{alice.server_url}aaep/v1/chats/{chat_id}/events", alice.token) as stream:
+            await api(alice, "POST", f"aaep/v1/chats/{chat_id}/messages", {"kind": "user_input", "text": "ping"})
+            seen = await stream.until(lambda m: is_type("session.errored")(m) or is_type("session.completed")(m))
+        errored = seen[-1]
+        assert errored["type"].endswith("session.errored"), errored
+        assert errored["error_code"] == "MODEL_BUDGET_EXCEEDED"
+        text = json.dumps(errored)
+        assert "You have reached your model budget on this JupyterHub" in text and "administrator" in text
+        after = (await gateway.get(usage)).json()["users"][alice.name]
+        assert after["refused"] >= 1 and after["tokens"] == used
+        await gateway.put(usage, json={"limit_tokens": None})
 
 
 def test_no_user_process_can_read_the_organisation_key(hub: Hub, alice: User, bob: User) -> None:
@@ -270,5 +271,9 @@ async def test_stop_my_server_is_quick_and_runs_our_shutdown(hub: Hub, bob: User
     assert elapsed < 15
     log = hub.log()
     assert f"AAEP agent: shutting down the server at /user/{bob.name}/; 1 running session(s) closed" in log
-    # Its chat comes back after a restart, closed as recoverable: the store kept it.
-    assert _store(bob).exists() and os.path.getsize(_store(bob)) > 0
+    # Started again, the chat is there and the interrupted request can be continued.
+    assert (await asyncio.to_thread(hub.api, "POST", f"users/{bob.name}/server")).status_code in (201, 202)
+    await asyncio.to_thread(hub.wait_ready, bob)
+    chats = (await api(bob, "GET", "aaep/v1/chats")).json()["chats"]
+    again = next(chat for chat in chats if chat["chat_id"] == chat_id)
+    assert again["can_continue"] is True, again

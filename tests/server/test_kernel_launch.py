@@ -6,7 +6,11 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from jupyter_aaep.server.kernel_launch import ARGUMENT, add_extension_to_ipython_kernels, is_ipython_kernel
+from jupyter_aaep.server.kernel_launch import (
+    ARGUMENT,
+    add_extension_to_ipython_kernels,
+    is_ipython_kernel,
+)
 
 SPECS = {"python3": ["/env/bin/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
          "ir": ["R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"]}
