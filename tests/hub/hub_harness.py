@@ -315,11 +315,14 @@ c.JupyterHub.load_roles = [{{
     def stop(self) -> None:
         if self.process is None:
             return
-        for user in self.users:
+        def stop_server(user: User) -> None:
             try:
                 self.api("DELETE", f"users/{user.name}/server")
             except httpx.HTTPError:
                 pass
+
+        with ThreadPoolExecutor(len(self.users)) as pool:
+            list(pool.map(stop_server, self.users))
         self.process.send_signal(signal.SIGTERM)
         try:
             self.process.wait(20)
