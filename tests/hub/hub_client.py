@@ -82,6 +82,20 @@ async def websocket(user: User, path: str, *, subprotocols: list[str] | None = N
     return await websocket_connect(request, subprotocols=subprotocols)
 
 
+async def close(connection: WebSocketClientConnection) -> None:
+    """Close and wait until the socket is really closed (else it is left for the garbage collector)."""
+    connection.close()
+    try:
+        async with asyncio.timeout(10):
+            while await connection.read_message() is not None:
+                pass
+    except TimeoutError:
+        pass
+    stream = getattr(connection, "stream", None)
+    if stream is not None and not stream.closed():
+        stream.close()
+
+
 async def frames_until(connection: WebSocketClientConnection, predicate: Callable[[dict[str, Any]], bool],
                        timeout: float = 60) -> list[dict[str, Any]]:
     seen: list[dict[str, Any]] = []
@@ -136,5 +150,5 @@ async def run_in_kernel(user: User, kernel_id: str, code: str, timeout: float = 
     try:
         await asyncio.wait_for(read(), timeout)
     finally:
-        connection.close()
+        await close(connection)
     return "".join(text), errors

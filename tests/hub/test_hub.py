@@ -18,6 +18,7 @@ import pytest
 from hub_client import (
     SSEReader,
     api,
+    close,
     confirmation_reply,
     frames_until,
     is_type,
@@ -69,7 +70,7 @@ async def test_each_user_runs_a_session_with_an_approval_over_the_websocket(bob:
         await connection.write_message(json.dumps(confirmation_reply(seen[-1])))
         after = await frames_until(connection, is_type("session.completed"))
     finally:
-        connection.close()
+        await close(connection)
     assert any(is_type("tool.invoked")(m) for m in after)
 
 
