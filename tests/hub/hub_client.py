@@ -85,11 +85,13 @@ async def websocket(user: User, path: str, *, subprotocols: list[str] | None = N
 async def close(connection: WebSocketClientConnection) -> None:
     """Close and wait until the socket is really closed (else it is left for the garbage collector)."""
     connection.close()
+    async def drain() -> None:
+        while await connection.read_message() is not None:
+            pass
+
     try:
-        async with asyncio.timeout(10):
-            while await connection.read_message() is not None:
-                pass
-    except TimeoutError:
+        await asyncio.wait_for(drain(), 10)
+    except asyncio.TimeoutError:
         pass
     stream = getattr(connection, "stream", None)
     if stream is not None and not stream.closed():
