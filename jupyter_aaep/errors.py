@@ -11,7 +11,8 @@ for; the server turns any of them into an HTTP status in one place
     │   ├── UnknownChat
     │   ├── UnknownSession
     │   ├── ChatBusy
-    │   └── InvalidInput
+    │   ├── InvalidInput
+    │   └── SettingLocked   an administrator fixed that setting for everyone
     └── ToolError      a tool failed; the message goes to the model as an error result
         └── NotebookError   the live notebook, its documents or its kernel failed
 
@@ -58,6 +59,10 @@ class InvalidInput(ChatError):
     """The request itself is wrong (an empty text, an unknown mode)."""
 
 
+class SettingLocked(ChatError):
+    """The server's administrator locked the setting the user tried to change (admin policy)."""
+
+
 class ToolError(AAEPError):
     """An expected tool failure; its message goes to the model as an ``is_error`` result.
 
@@ -76,6 +81,7 @@ __all__ = [
     "InvalidInput",
     "NotebookError",
     "RequestError",
+    "SettingLocked",
     "ToolError",
     "UnknownChat",
     "UnknownSession",

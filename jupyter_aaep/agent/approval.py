@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..aaep.events import Decision, RiskLevel, default_decision_for
+from ..errors import SettingLocked
 from .tools import ActionPreview, ToolSpec
 
 ApprovalMode = Literal["ask", "ask_all", "auto"]
@@ -59,6 +60,8 @@ class ApprovalPolicy:
     """
 
     mode: ApprovalMode = "ask"
+    allowed: tuple[ApprovalMode, ...] = APPROVAL_MODES
+    """The modes the server's administrator lets users choose (admin policy); all by default."""
     timeouts: dict[str, int] = field(default_factory=lambda: {"low": 90, "medium": 180, "high": 300})
     clarification_timeout: int = 300
 
@@ -90,9 +93,20 @@ class ApprovalPolicy:
     def set_mode(self, mode: str) -> None:
         if mode not in APPROVAL_MODES:
             raise ValueError(f"approval mode must be one of {mode_choices()}, not {mode!r}")
+        if mode not in self.allowed:
+            raise SettingLocked(locked_mode_sentence(mode, self.allowed))
         self.mode = mode
 
     def restore(self, stored_mode: str) -> None:
-        """Take a stored chat's mode back, unless it is one that is never remembered (auto)."""
-        if stored_mode in REMEMBERED_MODES:
+        """Take a stored chat's mode back, unless it is one that is never remembered (auto)
+        or one the administrator no longer allows."""
+        if stored_mode in REMEMBERED_MODES and stored_mode in self.allowed:
             self.mode = stored_mode
+
+
+def locked_mode_sentence(mode: str, allowed: tuple[ApprovalMode, ...]) -> str:
+    """What a user hears when they pick a mode the administrator turned off."""
+    choices = " or ".join(f"'{MODE_LABELS[m]}'" for m in allowed)
+    label = MODE_LABELS.get(mode, mode)  # type: ignore[call-overload]
+    return (f"The approval mode '{label}' is turned off by the administrator of this server; "
+            f"choose {choices}. The chat keeps its current mode.")

@@ -45,6 +45,13 @@ def describe_model_error(error: BaseException, *, model: str) -> ModelFailure:
             "Set a valid key in the ANTHROPIC_API_KEY environment variable of the Jupyter server and restart it.",
             request_id,
         )
+    if isinstance(error, anthropic.PermissionDeniedError) and _over_budget(error) and detail:
+        # A model gateway (jupyter_aaep.hub.gateway) refusing a user over their spending limit.
+        return ModelFailure(
+            "requires_user", "MODEL_BUDGET_EXCEEDED", False, detail,
+            "Ask your JupyterHub administrator to raise your model budget.",
+            request_id,
+        )
     if isinstance(error, anthropic.PermissionDeniedError):
         return ModelFailure(
             "requires_user", "MODEL_PERMISSION_DENIED", False,
@@ -138,6 +145,11 @@ def _is_transport_error(error: BaseException) -> bool:
         if cls.__name__ in ("TransportError", "StreamError") and cls.__module__.split(".")[0].startswith("httpx"):
             return True
     return False
+
+
+def _over_budget(error: BaseException) -> bool:
+    response = getattr(error, "response", None)
+    return response is not None and response.headers.get("x-aaep-budget") == "exceeded"
 
 
 def _api_message(error: BaseException) -> str:

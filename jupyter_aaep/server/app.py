@@ -39,9 +39,13 @@ from ..agent.store import ChatStore
 from ..agent.usage import PriceTable
 from .handlers import handler_routes
 from .long_runs import LongRunNews
+from .kernel_launch import ARGUMENT as KERNEL_ARGUMENT
+from .kernel_launch import add_extension_to_ipython_kernels
 from .model_client import WITHHELD, ClientFactory, ModelCredentials
 from .models import ModelCatalog
+from .policy import AdminPolicy
 from .service import AAEPService
+from .signals import stop_on_sigint_without_tty
 from .streams import StreamHub
 from .toolbox import Toolbox
 
@@ -287,6 +291,32 @@ class AAEPExtension(ExtensionApp):
             raise TraitError("announce_person_runs_after_seconds must be 0 (off) or more.")
         return float(proposal["value"])
 
+    # -- admin policy (server/policy.py): settings an administrator fixes for every user -----------
+    allowed_approval_modes = List(
+        Enum(list(APPROVAL_MODES)),
+        default_value=list(APPROVAL_MODES),
+        config=True,
+        help="The approval modes users may choose for a chat, e.g. ['ask', 'ask_all'] to turn 'auto' off "
+        "for everyone. Chats start in approval_mode, which must be one of them (else the first one is "
+        "used); a chat stored in a mode no longer allowed comes back in it. A user who picks another "
+        "mode is told the administrator turned it off. The chat state reports the lock (policy.locked).",
+    )
+    allowed_mcp_stdio_commands = List(
+        Unicode(),
+        default_value=None,
+        allow_none=True,
+        config=True,
+        help="The commands tool servers (MCP, over stdio) may be started with, by executable name or "
+        "absolute path. None (the default) allows any command a user configures; [] allows none. "
+        "Reported in the chat state (policy.mcp_stdio_commands); the MCP client enforces it.",
+    )
+    lock_models = Bool(
+        False,
+        config=True,
+        help="When true, chats may use only 'model' and the models in 'models'; the model endpoint's "
+        "own list (GET /v1/models) is not offered, and a user who picks another model is told so.",
+    )
+
     @validate("model_image_max_edge")
     def _image_edge(self, proposal: Any) -> int:
         if proposal["value"] < 64:
@@ -350,6 +380,7 @@ class AAEPExtension(ExtensionApp):
                                     max_images=self.model_images_per_request),
             prices=PriceTable(self.model_prices), budget_usd=self.chat_budget_usd or None,
         )
+        self.admin_policy = self._admin_policy()
         self.store = self._open_store()
         self.clients = ClientFactory(
             credentials=ModelCredentials(withhold=not self.kernels_inherit_model_credentials)
@@ -393,7 +424,9 @@ class AAEPExtension(ExtensionApp):
             self.runner.persistence.recover(producer)
         base_url = self.server.base_url
         self.service = AAEPService(self.runner, self.hub, url_for=lambda path: url_path_join(base_url, "aaep/v1", path),
-                                   models=ModelCatalog(self.clients, default=self.model, configured=self.models))
+                                   models=ModelCatalog(self.clients, default=self.model, configured=self.models,
+                                                       locked=self.lock_models),
+                                   policy=self.admin_policy)
         self._secret = secrets.token_urlsafe(32)
         self._previous_env = {name: os.environ.get(name) for name in EXPORTED}
         self._export_environment()
@@ -409,8 +442,14 @@ class AAEPExtension(ExtensionApp):
         self._export_environment()  # the port is final once the server listens
         if self.long_runs is not None:
             self.long_runs.start()
+        self._restore_sigint = stop_on_sigint_without_tty(serverapp)  # JupyterHub stops with SIGINT
 
     async def stop_extension(self) -> None:
+        if getattr(self, "_restore_sigint", None) is not None:
+            self._restore_sigint()
+        running = sum(1 for chat in self.runner.chats() if chat.running)
+        self.log.info("AAEP agent: shutting down the server at %s; %d running session(s) closed, to be "
+                      "continued after a restart.", self.server.base_url, running)
         self._unroute_module_logs()
         if self.long_runs is not None:
             await self.long_runs.close()
@@ -451,9 +490,23 @@ class AAEPExtension(ExtensionApp):
         value = manager.index(path)
         return str(value) if value is not None else None
 
+    def _admin_policy(self) -> AdminPolicy:
+        allowed = tuple(m for m in APPROVAL_MODES if m in self.allowed_approval_modes) or ("ask",)
+        if self.approval_mode not in allowed:
+            self.log.warning("AAEP agent: approval_mode '%s' is not in allowed_approval_modes; new chats start in "
+                             "'%s'.", self.approval_mode, allowed[0])
+            self.approval_mode = allowed[0]
+        return AdminPolicy(
+            approval_modes=allowed, kernel_replies=self.kernel_replies,
+            mcp_stdio_commands=None if self.allowed_mcp_stdio_commands is None else tuple(self.allowed_mcp_stdio_commands),
+            models=tuple(dict.fromkeys([self.model, *self.models])) if self.lock_models else None,
+            budget_usd=self.chat_budget_usd or None,
+        )
+
     def _policy(self) -> ApprovalPolicy:
         return ApprovalPolicy(
             mode=self.approval_mode,
+            allowed=self.admin_policy.approval_modes,
             timeouts=dict(self.confirmation_timeouts),
             clarification_timeout=self.clarification_timeout,
         )
@@ -472,7 +525,12 @@ class AAEPExtension(ExtensionApp):
         try:
             changed = autoload.enable() if self.kernel_autoload else autoload.disable()
         except autoload.AutoloadError as error:
-            self.log.warning("AAEP agent: %s New kernels need %%load_ext jupyter_aaep for %%aaep.", error)
+            if self.kernel_autoload:  # e.g. a shared environment this user cannot write to
+                add_extension_to_ipython_kernels(self.server.kernel_manager)
+                self.log.warning("AAEP agent: %s IPython kernels this server starts load %%aaep through their "
+                                 "command line instead (%s).", error, KERNEL_ARGUMENT)
+            else:
+                self.log.warning("AAEP agent: %s", error)
             return
         if changed:
             self.log.info("AAEP agent: new kernels of this environment %s %%aaep by themselves (%s).",

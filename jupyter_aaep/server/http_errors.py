@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from tornado import web
 
-from ..errors import AAEPError, ChatBusy, RequestError, UnknownChat, UnknownSession
+from ..errors import AAEPError, ChatBusy, RequestError, SettingLocked, UnknownChat, UnknownSession
 
 _STATUS_BY_CLASS: tuple[tuple[type[AAEPError], int], ...] = (
     (UnknownChat, 404),
     (UnknownSession, 404),
     (ChatBusy, 409),
+    (SettingLocked, 403),
 )
 """Checked in order, the first match wins; any other error is the client's request (400)."""
 

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import SettingLocked
+
 __all__ = ["ModelCatalog", "ModelChoice", "model_label"]
 
 log = logging.getLogger(__name__)
@@ -66,8 +68,10 @@ class ModelCatalog:
     """
 
     def __init__(self, client_factory: Callable[[], Any], *, default: str, configured: Sequence[str] = (),
-                 ttl: float = 600.0, timeout: float = 5.0) -> None:
+                 ttl: float = 600.0, timeout: float = 5.0, locked: bool = False) -> None:
         self.client_factory = client_factory
+        self.locked = locked
+        """The administrator fixed the list (``c.AAEPExtension.lock_models``): only ``configured``."""
         self.default = default
         self.configured = list(dict.fromkeys([default, *configured]))
         self.ttl = ttl
@@ -85,6 +89,10 @@ class ModelCatalog:
         """The models on offer (the API's list, newest first, with the default first)."""
         async with self._lock:
             if self._listed is not None and time.monotonic() - self._when < self.ttl:
+                return self._listed
+            if self.locked:
+                self.source, self.note, self._listed = "policy", None, self._fallback()
+                self._when = time.monotonic()
                 return self._listed
             try:
                 found = await asyncio.wait_for(self._from_api(), self.timeout)
@@ -129,6 +137,9 @@ class ModelCatalog:
             if choice.model_id == model_id:
                 return choice
         names = ", ".join(m.model_id for m in listed[:12])
+        if self.locked:
+            raise SettingLocked(f"The administrator of this server allows only these models: {names}. "
+                                f"{model_id!r} is not one of them; the chat keeps its current model.")
         raise ValueError(f"{model_id!r} is not one of the models this server can use ({names})")
 
 

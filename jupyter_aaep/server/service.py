@@ -43,6 +43,7 @@ from .messages import (
     text_field,
 )
 from .models import ModelCatalog
+from .policy import AdminPolicy
 from .request_context import request_attachment, save_alt_text
 from .streams import Stream, StreamHub, Transport
 from .validation import check_last_event_id, check_subscription_id, validate
@@ -69,8 +70,9 @@ class AAEPService:
     """
 
     def __init__(self, runner: ChatRunner, hub: StreamHub, *, url_for: Callable[[str], str],
-                 models: ModelCatalog | None = None) -> None:
+                 models: ModelCatalog | None = None, policy: AdminPolicy | None = None) -> None:
         self.runner = runner
+        self.policy = policy or AdminPolicy()
         self.hub = hub
         self.url_for = url_for
         self.models = models or ModelCatalog(runner.client_factory, default=runner.config.model)
@@ -110,7 +112,7 @@ class AAEPService:
             "supports": dict(SUPPORTS), "undoable_sessions": stored.snapshot_ids, "paused": False,
             "title": stored.title, "created": stored.created, "updated": stored.updated,
             "can_continue": stored.can_continue, "state": "idle", "saved": self.runner.storage_problem is None,
-            "model": stored.model,
+            "model": stored.model, "policy": self.policy.describe(),
             "urls": {"chat": self.url_for(base), "events": self.url_for(f"{base}/events"),
                      "messages": self.url_for(f"{base}/messages"), "websocket": self.url_for(f"{base}/ws")},
         }
@@ -137,6 +139,7 @@ class AAEPService:
             **chat.describe(),
             "model": model,
             "model_label": chat.model_label or self.models.label(model),
+            "policy": self.policy.describe(),
             "state": chat.session.state if chat.session is not None else "idle",
             "saved": self.runner.storage_problem is None,
             "urls": {

@@ -122,7 +122,9 @@ def test_the_server_sets_it_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyP
     if not enabled:
         autoload.enable(path)
     monkeypatch.setattr(autoload, "config_path", lambda prefix=None: path)
-    fake = SimpleNamespace(kernel_autoload=enabled, log=logging.getLogger("test-autoload"))
+    kernels = SimpleNamespace(start_kernel=None)
+    fake = SimpleNamespace(kernel_autoload=enabled, log=logging.getLogger("test-autoload"),
+                           server=SimpleNamespace(kernel_manager=kernels))
     with caplog.at_level(logging.INFO, "test-autoload"):
         AAEPExtension._configure_kernel_autoload(fake)  # type: ignore[arg-type]
     assert autoload.is_enabled(path) is enabled
@@ -131,4 +133,8 @@ def test_the_server_sets_it_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyP
     path.write_text("{broken")
     with caplog.at_level(logging.WARNING, "test-autoload"):
         AAEPExtension._configure_kernel_autoload(fake)  # type: ignore[arg-type]
-    assert "is not valid JSON" in caplog.text and "%load_ext jupyter_aaep" in caplog.text
+    assert "is not valid JSON" in caplog.text
+    if enabled:  # the server's own kernels still get %aaep, through their command line
+        assert "through their command line instead" in caplog.text and kernels.start_kernel is not None
+    else:
+        assert "%load_ext jupyter_aaep" in caplog.text and kernels.start_kernel is None

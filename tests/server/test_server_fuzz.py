@@ -18,6 +18,7 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from conftest import read_frame
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -182,6 +183,13 @@ def draw_all(strategy: Any, count: int = EXAMPLES_PER_FAMILY) -> list[Any]:
 
     collect()
     return drawn
+
+
+@pytest.fixture
+def jp_base_url() -> str:
+    """The base URL a JupyterHub user's server has, for a user named "a@b" (the hub escapes the
+    name in the URL): a ``/user/<name>/`` prefix and pytest-jupyter's escaped ``/a%40b/`` in one."""
+    return "/user/a%40b/"
 
 
 async def test_fuzzed_input_never_gets_a_5xx_and_the_server_keeps_serving(

@@ -1,0 +1,49 @@
+"""Stop cleanly on SIGINT when the server has no terminal (how JupyterHub stops it).
+
+JupyterHub's ``LocalProcessSpawner`` stops a user's server with SIGINT. Jupyter Server installs
+its SIGINT handler only when stdin is a TTY (``ServerApp.init_signal``), so under a spawner
+Python's default handler raises ``KeyboardInterrupt`` in the loop: no cleanup runs, our
+``stop_extension`` is skipped (sessions stay open, kernels keep running), and the process then
+waits about 60 s on a non-daemon worker thread until the hub kills it. Handling SIGINT like
+SIGTERM there (the server's own ``_signal_stop``) runs the full shutdown and ends in seconds
+(DESIGN §14). On a terminal Jupyter's own "Shutdown this Jupyter server (y/[n])?" stays.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["stop_on_sigint_without_tty"]
+
+
+def _on_tty() -> bool:
+    try:
+        return bool(sys.stdin and sys.stdin.isatty())
+    except (ValueError, OSError):  # stdin closed or detached
+        return False
+
+
+def stop_on_sigint_without_tty(serverapp: Any) -> Callable[[], None] | None:
+    """Route SIGINT to the server's own stop when nobody could answer Jupyter's prompt.
+
+    Only from the main thread, only without a TTY and only when SIGINT still has Python's
+    default handler (someone else's handler is left alone). Returns a function that puts the
+    previous handler back (called from ``stop_extension``), or ``None`` when nothing changed.
+    """
+    stop = getattr(serverapp, "_signal_stop", None)
+    if stop is None or _on_tty() or threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        return None
+    signal.signal(signal.SIGINT, stop)
+
+    def restore() -> None:
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) == stop:
+            signal.signal(signal.SIGINT, previous)
+
+    return restore
