@@ -48,21 +48,16 @@ class Discard(Emitter):
         return None
 
 
-@dataclass
-class StoredSnapshot:
-    """An undo snapshot read back from the store (the notebook service only needs ``cells``)."""
-
-    path: str
-    cells: tuple[dict[str, Any], ...]
-    taken_at: float = 0.0
-
-    def __len__(self) -> int:
-        return len(self.cells)
+def snapshot_json(record: Any) -> dict[str, Any]:
+    """A session's edit record as stored (the notebook service gives records a ``to_json``)."""
+    to_json = getattr(record, "to_json", None)
+    return dict(to_json()) if callable(to_json) else dict(record)
 
 
-def snapshot_json(snapshot: Any) -> dict[str, Any]:
-    return {"path": getattr(snapshot, "path", ""), "cells": list(getattr(snapshot, "cells", ())),
-            "taken_at": getattr(snapshot, "taken_at", 0.0)}
+def undoable(body: dict[str, Any]) -> bool:
+    """A stored record that undo can use: this version's per-operation record, not empty
+    (whole-notebook snapshots of earlier versions are not used: they would undo people's work)."""
+    return body.get("kind") == "operations" and bool(body.get("operations"))
 
 
 @dataclass
@@ -176,8 +171,9 @@ class ChatPersistence:
         self.store.session_ended(session.id, status, chat.updated, terminal, usage)
         self.store.save_chat(self.record(chat))
 
-    def snapshot_taken(self, chat: Chat, session_id: str, snapshot: Any) -> None:
-        self.store.save_snapshot(chat.chat_id, session_id, snapshot_json(snapshot))
+    def snapshot_taken(self, chat: Chat, session_id: str, record: Any) -> None:
+        """The session changed the notebook: store its edit record (replacing the previous one)."""
+        self.store.save_snapshot(chat.chat_id, session_id, snapshot_json(record))
 
     def snapshots_dropped(self, chat: Chat, session_ids: list[str]) -> None:
         self.store.drop_snapshots(chat.chat_id, session_ids)
@@ -192,16 +188,14 @@ class ChatPersistence:
 
     # -- loading -----------------------------------------------------------------------------------
     def load(self, chat_id: str, make: Callable[[StoredChat, Emitter], Chat], history_limit: int) -> Chat | None:
-        """The stored chat with its history, recent events (for replay) and undo snapshots."""
+        """The stored chat with its history, recent events (for replay) and edit records (for undo)."""
         stored = self.store.load_chat(chat_id)
         if stored is None:
             return None
         emitter = Emitter(history_limit=history_limit)
         emitter.restore_history(self.store.events(chat_id, last=history_limit))
         chat = make(stored, emitter)
-        chat.snapshots.update({sid: StoredSnapshot(body.get("path", ""), tuple(body.get("cells", ())),
-                                                   float(body.get("taken_at", 0.0)))
-                               for sid, body in self.store.snapshots(chat_id).items()})
+        chat.snapshots.update({sid: body for sid, body in self.store.snapshots(chat_id).items() if undoable(body)})
         self.watch(chat)
         return chat
 

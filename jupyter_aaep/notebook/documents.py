@@ -17,7 +17,7 @@ the server loop (nothing can interleave), and a fork would copy the whole docume
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,7 +26,8 @@ from uuid import uuid4
 from jupyter_server.utils import ensure_async
 from tornado import web
 
-from .errors import CellNotFound, CollaborationUnavailable, NotebookNotFound
+from ._text_edits import apply_text
+from .errors import CellBusy, CellNotFound, CollaborationUnavailable, NotebookNotFound
 
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
@@ -232,11 +233,20 @@ class LiveNotebook:
         return cell
 
     def set_source(self, cell_id: str, source: str) -> dict[str, Any]:
-        """Replace the source of *cell_id* with granular text edits; returns the old cell."""
+        """Change the source of *cell_id* by its differing spans only; returns the old cell.
+
+        Only the spans that differ are inserted or deleted in the shared text, so what a
+        collaborator types elsewhere in the cell, and their cursor, survive.
+        """
         index = self.index_of(cell_id)
-        old = plain_cell(self._doc.ycells[index])
+        ycell = self._doc.ycells[index]
+        old = plain_cell(ycell)
         with self.transaction():
-            self._doc.set_cell(index, source=source)
+            ysource = ycell.get("source")
+            if hasattr(ysource, "insert") and not isinstance(ysource, str):
+                apply_text(ysource, source)
+            else:  # a cell created without a shared text (never by JupyterLab): set it whole
+                self._doc.set_cell(index, source=source)
         return old
 
     def change_type(self, cell_id: str, cell_type: CellType, source: str) -> dict[str, Any]:
@@ -258,21 +268,59 @@ class LiveNotebook:
             del self._doc.ycells[index]
         return index, old
 
-    def move_cell(self, cell_id: str, index: int) -> int:
+    def insert_existing(self, index: int, cell: dict[str, Any]) -> None:
+        """Put back a cell (its id, source, outputs and metadata) at 0-based *index*."""
+        with self.transaction():
+            self._doc.ycells.insert(max(0, min(index, len(self))), self._doc.create_ycell(_for_ycell(cell)))
+
+    def restore_outputs(self, cell_id: str, outputs: Sequence[dict[str, Any]], execution_count: Any) -> None:
+        """Give *cell_id* back the outputs it had (after they were cleared)."""
+        index = self.index_of(cell_id)
+        with self.transaction():
+            ycell = self._doc.ycells[index]
+            # jupyter_ydoc's own converter (stream text as shared text, as JupyterLab expects).
+            youtputs = self._doc._create_youtputs(list(outputs))
+            if isinstance(ycell.get("outputs"), Array):
+                ycell["outputs"].clear()
+                ycell["outputs"].extend(youtputs)
+            else:
+                ycell["outputs"] = Array(youtputs)
+            ycell["execution_count"] = execution_count
+
+    def move_cell(self, cell_id: str, index: int, *, keep_alive: Collection[str] = ()) -> int:
         """Move *cell_id* so it ends at 0-based *index*; returns where it was.
 
-        Done as delete + re-create in one transaction (what jupyter_ydoc itself does, because
-        older Yjs clients do not understand array moves).
+        Shared arrays have no move that JupyterLab's Yjs understands, so a move re-creates
+        cells. By default the moved cell is re-created; when it is in *keep_alive* (someone is
+        typing in it) the cells it passes are re-created instead, so the shared text their
+        editor is bound to survives. Raises :class:`CellBusy` when both are being edited.
         """
         old_index = self.index_of(cell_id)
         target = max(0, min(index, len(self) - 1))
         if target == old_index:
             return old_index
-        cell = plain_cell(self._doc.ycells[old_index])
+        ycells = self._doc.ycells
+        passed = range(old_index + 1, target + 1) if target > old_index else range(target, old_index)
+        passed_ids = {str(ycells[k].get("id")) for k in passed}
+        if cell_id not in keep_alive:
+            cell = plain_cell(ycells[old_index])
+            with self.transaction():
+                del ycells[old_index]
+                ycells.insert(target, self._doc.create_ycell(_for_ycell(cell)))
+            return old_index
+        if passed_ids & set(keep_alive):
+            raise CellBusy("Someone is typing in this cell and in a cell it would pass.")
+        moving = [plain_cell(ycells[k]) for k in passed]
         with self.transaction():
-            del self._doc.ycells[old_index]
-            self._doc.ycells.insert(target, self._doc.create_ycell(cell))
+            del ycells[passed.start : passed.stop]
+            at = old_index if target > old_index else target + 1
+            for offset, cell in enumerate(moving):
+                ycells.insert(at + offset, self._doc.create_ycell(_for_ycell(cell)))
         return old_index
+
+    def sources(self) -> dict[str, str]:
+        """Each cell's source by id (cheap: no outputs), to notice typing between two looks."""
+        return {str(ycell.get("id", "")): str(ycell.get("source", "")) for ycell in self._doc.ycells}
 
     def clear_outputs(self, cell_ids: Sequence[str] | None = None) -> list[str]:
         """Clear outputs and execution counts; returns the ids of the code cells cleared."""
