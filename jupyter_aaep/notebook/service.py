@@ -290,7 +290,7 @@ class NotebookService:
             return
         self._listening = True
 
-    async def _on_collaboration_event(self, _logger: Any, _schema_id: str, data: dict[str, Any]) -> None:
+    async def _on_collaboration_event(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
         if data.get("action") == "overwrite" and data.get("path"):
             path = normalize_path(str(data["path"]))
             self._reloads[path] = self._reloads.get(path, 0) + 1

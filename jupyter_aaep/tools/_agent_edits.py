@@ -20,7 +20,7 @@ from ..notebook.documents import LiveNotebook
 from ..notebook.edit_record import CellOperation
 from ._tool_common import service_of
 
-__all__ = ["busy_cells", "matches", "merge_onto_current", "plain_source", "record", "reload_note", "stale_refusal"]
+__all__ = ["busy_cells", "matches", "merge_onto_current", "plain_source", "record", "reload_note", "remember", "stale_refusal"]
 
 TYPING_LOOK = 0.3
 """Seconds between two looks at the cells a move would re-create: a change means someone types."""
@@ -28,11 +28,23 @@ TYPING_WAIT = 3.0
 """How long a move waits for a typist to pause before it is skipped."""
 
 
+def _session_record(ctx: ToolContext, path: str) -> Any:
+    """The running session's edit record (``None`` outside a session, or for a stand-in service)."""
+    record_for = getattr(service_of(ctx), "record_for", None)
+    return record_for(ctx.chat_id, path) if record_for is not None else None
+
+
 def record(ctx: ToolContext, path: str, operation: CellOperation) -> None:
     """Add *operation* to the running session's record (nothing outside a session)."""
-    edits = service_of(ctx).record_for(ctx.chat_id, path)
+    edits = _session_record(ctx, path)
     if edits is not None:
         edits.add(operation)
+
+
+def remember(ctx: ToolContext, source: str) -> str:
+    """The version tag of *source*, remembered as read by the model (for merging its next edit)."""
+    keep = getattr(service_of(ctx), "remember_read", None)
+    return str(keep(source)) if keep is not None else version_tag(source)
 
 
 def stale_refusal(ctx: ToolContext, number: int, doing: str) -> ToolError:
@@ -76,7 +88,7 @@ async def reload_note(ctx: ToolContext, path: str) -> str:
     """A sentence for the model (and an event for people) when another program's write to the
     file replaced the notebook since the agent last looked, naming the agent's edits it lost."""
     service = service_of(ctx)
-    edits = service.record_for(ctx.chat_id, path)
+    edits = _session_record(ctx, path)
     if edits is None:
         return ""
     lost = await service.lost_edits(edits)

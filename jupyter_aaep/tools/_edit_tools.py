@@ -35,6 +35,7 @@ from ._agent_edits import (
     plain_source,
     record,
     reload_note,
+    remember,
     stale_refusal,
 )
 from ._run_text import describe_kernel
@@ -104,7 +105,7 @@ async def get_notebook_state(
         views, title=title, budget=service.state_budget, include_outputs=include_outputs
     )
     for view in views:
-        service.remember_read(view.source)
+        remember(ctx, view.source)
     state = kernel.execution_state if kernel else "not started"
     return ToolResult(
         content=note + text, summary=f"Read the notebook: {plural(total, 'cell')}, kernel {state}."
@@ -163,7 +164,7 @@ async def create_cell(
     number = nb.index_of(cell["id"]) + 1
     record(ctx, nb.path, CellOperation("create", cell["id"], after={"source": source, "cell_type": cell_type},
                                        index=number - 1))
-    version = service_of(ctx).remember_read(source)
+    version = remember(ctx, source)
     where = f"after cell {number - 1}" if number > 1 else "at the top"
     return ToolResult(
         content=f"{note}Created {cell_type} cell {number} (id {cell['id']}, version {version}), {where}. "
@@ -220,7 +221,7 @@ async def edit_cell(
         nb.set_source(cell_id, source)
     record(ctx, nb.path, CellOperation("edit", cell_id, before={"source": current, "cell_type": old.get("cell_type")},
                                        after={"source": source, "cell_type": kind}, index=number - 1))
-    tag = service.remember_read(source)
+    tag = remember(ctx, source)
     lines = len(source.splitlines())
     stale = (
         " Its outputs are from the previous version until it runs again."
