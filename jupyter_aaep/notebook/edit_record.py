@@ -11,11 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from .documents import LiveNotebook
 
-__all__ = ["CellOperation", "EditRecord", "UndoReport", "undo_records"]
+__all__ = ["CellOperation", "EditRecord", "UndoReport", "missing_from_file", "undo_records"]
 
 OperationKind = Literal["create", "edit", "delete", "move", "clear"]
 
@@ -191,6 +192,21 @@ def _undo_one(nb: LiveNotebook, op: CellOperation, report: UndoReport) -> str | 
         nb.restore_outputs(op.cell_id, op.before.get("outputs") or [], op.before.get("execution_count"))
         report.restored += 1
     return None
+
+
+def missing_from_file(root_dir: str, body: dict[str, Any]) -> list[str] | None:
+    """The stored record *body*'s edits that the notebook file under *root_dir* lacks; ``None``
+    when the file cannot be read (then nobody can say the work is kept)."""
+    record = EditRecord.from_json(body)
+    if record is None or not record.path:
+        return None
+    try:
+        import nbformat
+
+        notebook = nbformat.read(str(Path(root_dir) / record.path), as_version=4)
+    except Exception:  # noqa: BLE001 - missing, unreadable or half-written: not checked
+        return None
+    return record.missing_from([dict(cell) for cell in notebook.cells])
 
 
 def _text(source: Any) -> str:
