@@ -52,8 +52,9 @@ def _hunks(base: list[str], other: list[str]) -> list[tuple[int, int, list[str]]
 def merge_three_way(base: str, ours: str, theirs: str) -> str | None:
     """*ours* (a change of *base*) applied onto *theirs* (another change of *base*), line by line.
 
-    ``None`` when the two changes touch the same lines (or insert at the same place with
-    different text): then nobody can tell which should win.
+    ``None`` when the two changes touch the same lines (or insert different text at the same
+    place): then nobody can tell which should win. A line added right before or after lines
+    the other side changed is kept, in that order.
     """
     if ours == base:
         return theirs
@@ -66,8 +67,14 @@ def merge_three_way(base: str, ours: str, theirs: str) -> str | None:
         for b1, b2, text_b in other:
             if (a1, a2, text_a) == (b1, b2, text_b):
                 continue  # both made the same change
-            inserting = a1 == a2 or b1 == b2
-            if (a1 <= b2 and b1 <= a2) if inserting else (a1 < b2 and b1 < a2):
+            if a1 == a2 and b1 == b2:
+                clash = a1 == b1  # two different insertions at one place: which goes first?
+            elif a1 == a2 or b1 == b2:  # an insertion inside the other's changed lines (its edges are fine)
+                point, start, end = (a1, b1, b2) if a1 == a2 else (b1, a1, a2)
+                clash = start < point < end
+            else:
+                clash = a1 < b2 and b1 < a2
+            if clash:
                 return None
     edits = sorted([(a1, a2, text_a) for a1, a2, text_a in mine]
                    + [hunk for hunk in other if hunk not in mine], key=lambda h: (h[0], h[1]))
