@@ -110,6 +110,13 @@ class EditRecord:
                     missing.append(f"the new cell {_quote(left)}")
             elif left.get("source") is not None and _text(cell.get("source")) != left["source"]:
                 missing.append(f"the edit of the cell that now begins {_quote(cell)}")
+        ids = [str(c.get("id")) for c in cells]
+        moves = {op.cell_id: op for op in self.operations if op.kind == "move"}
+        for cell_id, op in moves.items():
+            if cell_id in ids and self.left_behind().get(cell_id) is not None:
+                at = ids.index(cell_id)
+                if (ids[at - 1] if at else None) != op.after.get("prev"):
+                    missing.append(f"the move of the cell that begins {_quote(by_id[cell_id])}")
         return missing
 
 

@@ -105,7 +105,11 @@ def sources(doc: Any) -> list[tuple[str, str]]:
 
 
 def on_disk(root: Path, path: str) -> list[tuple[str, str]]:
-    cells = json.loads((root / path).read_text())["cells"]
+    """The cells in the file (none while it is being written)."""
+    try:
+        cells = json.loads((root / path).read_text())["cells"]
+    except ValueError:
+        return []
     return [(c["id"], "".join(c["source"]) if isinstance(c["source"], list) else c["source"]) for c in cells]
 
 

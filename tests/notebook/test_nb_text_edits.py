@@ -91,3 +91,11 @@ def test_the_record_names_what_a_file_lacks() -> None:
         "the deletion of the cell that began 'gone = 1'"]
     assert stored.missing_from([{"id": "a", "source": "a = 2"}, {"id": "new", "source": "made = 1"}]) == []
     assert EditRecord.from_json({"path": "n.ipynb", "cells": []}) is None, "old whole-notebook snapshots"
+
+
+def test_the_record_names_a_move_the_file_lacks() -> None:
+    record = EditRecord("n.ipynb", "s1")
+    record.add(CellOperation("move", "c", before={"source": "c = 3"}, after={"prev": None}, index=2, prev="b"))
+    assert record.missing_from([{"id": "a", "source": "a"}, {"id": "b", "source": "b"},
+                                {"id": "c", "source": "c = 3"}]) == ["the move of the cell that begins 'c = 3'"]
+    assert record.missing_from([{"id": "c", "source": "c = 3"}, {"id": "a", "source": "a"}]) == []
