@@ -18,9 +18,10 @@ from ..errors import ToolError
 from ..notebook._text_edits import merge_three_way, version_tag
 from ..notebook.documents import LiveNotebook
 from ..notebook.edit_record import CellOperation
+from ..notebook.errors import CellBusy
 from ._tool_common import service_of
 
-__all__ = ["busy_cells", "matches", "merge_onto_current", "plain_source", "record", "reload_note", "remember", "stale_refusal"]
+__all__ = ["busy_cells", "matches", "merge_onto_current", "move_around_typists", "plain_source", "record", "reload_note", "remember", "stale_refusal"]
 
 TYPING_LOOK = 0.3
 """Seconds between two looks at the cells a move would re-create: a change means someone types."""
@@ -110,6 +111,34 @@ async def busy_cells(nb: LiveNotebook, ctx: ToolContext, cell_ids: set[str]) -> 
     await asyncio.sleep(TYPING_LOOK)
     again = (await service_of(ctx).open(nb.path)).sources()
     return {cell_id for cell_id, text in first.items() if again.get(cell_id, text) != text}
+
+
+async def move_around_typists(ctx: ToolContext, nb: LiveNotebook, cell_id: str, target: int) -> LiveNotebook:
+    """Move *cell_id* to *target* without re-creating a cell someone is typing in.
+
+    Waits a few seconds for a typist to pause when both the cell and the cells it passes are
+    being edited; then skips the move and says so.
+    """
+    deadline = asyncio.get_running_loop().time() + TYPING_WAIT
+    while True:
+        old = nb.index_of(cell_id)
+        low, high = sorted((old, max(0, min(target, len(nb) - 1))))
+        involved = set(nb.cell_ids()[low : high + 1])
+        busy = await busy_cells(nb, ctx, involved)
+        nb = await service_of(ctx).open(nb.path)
+        try:
+            nb.move_cell(cell_id, target, keep_alive=busy)
+            if cell_id in busy:
+                ctx.report_progress(f"Someone is typing in cell {old + 1}; the agent moved it without interrupting them.")
+            return nb
+        except CellBusy:
+            if asyncio.get_running_loop().time() > deadline:
+                ctx.report_progress(f"Someone is typing in cell {old + 1} and the cells around it, so the agent "
+                                    "did not move it.")
+                raise ToolError(
+                    f"Cell {old + 1} was not moved: someone is typing in it and in the cells it would pass. "
+                    "Try again later, or leave the order to them."
+                ) from None
 
 
 def plain_source(cell: dict[str, Any]) -> str:

@@ -8,7 +8,6 @@ shown. Each edit is a single transaction on the shared document, seen live by co
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 from typing import Any, Literal
 
@@ -17,8 +16,17 @@ from ..agent.tools import ActionPreview, StaleApproval, ToolContext, ToolResult,
 from ..errors import ToolError
 from ..notebook.documents import LiveNotebook
 from ..notebook.edit_record import CellOperation
-from ..notebook.errors import CellBusy
 from ..notebook.render import CellView, render_cells
+from ._agent_edits import (
+    matches,
+    merge_onto_current,
+    move_around_typists,
+    plain_source,
+    record,
+    reload_note,
+    remember,
+    stale_refusal,
+)
 from ._change_preview import (
     cell_fingerprint,
     cell_label,
@@ -26,17 +34,6 @@ from ._change_preview import (
     outputs_fingerprint,
     placement_fingerprint,
     where,
-)
-from ._agent_edits import (
-    TYPING_WAIT,
-    busy_cells,
-    matches,
-    merge_onto_current,
-    plain_source,
-    record,
-    reload_note,
-    remember,
-    stale_refusal,
 )
 from ._run_text import describe_kernel
 from ._tool_common import chat_path, plural, service_of, target_index
@@ -167,8 +164,8 @@ async def create_cell(
     version = remember(ctx, source)
     where = f"after cell {number - 1}" if number > 1 else "at the top"
     return ToolResult(
-        content=f"{note}Created {cell_type} cell {number} (id {cell['id']}, version {version}), {where}. "
-        f"The notebook now has {plural(len(nb), 'cell')}.",
+        content=f"{note}Created {cell_type} cell {number} (id {cell['id']}), {where}. "
+        f"The notebook now has {plural(len(nb), 'cell')}. The new cell's version is {version}.",
         summary=f"Created {cell_type} cell {number}, {where}.",
     )
 
@@ -235,7 +232,7 @@ async def edit_cell(
             summary=f"Edited cell {number}, keeping the change someone made meanwhile.",
         )
     return ToolResult(
-        content=f"{note}Cell {number} (id {cell_id}) now has {plural(lines, 'line')} (version {tag}).{stale}",
+        content=f"{note}Cell {number} (id {cell_id}) now has {plural(lines, 'line')}; its version is {tag}.{stale}",
         summary=f"Edited cell {number}.",
     )
 
@@ -410,7 +407,7 @@ async def move_cell(
     )
     ids = nb.cell_ids()
     prev = ids[old - 1] if old else None
-    nb = await _move_around_typists(ctx, nb, cell_id, target)
+    nb = await move_around_typists(ctx, nb, cell_id, target)
     ids = nb.cell_ids()
     new = ids.index(cell_id)
     if new != old:
@@ -421,34 +418,6 @@ async def move_cell(
         content=f"{note}Moved cell {old + 1} (id {cell_id}) to position {new + 1}.",
         summary=f"Moved cell {old + 1} to position {new + 1}.",
     )
-
-
-async def _move_around_typists(ctx: ToolContext, nb: LiveNotebook, cell_id: str, target: int) -> LiveNotebook:
-    """Move *cell_id* to *target* without re-creating a cell someone is typing in.
-
-    Waits a few seconds for a typist to pause when both the cell and the cells it passes are
-    being edited; then skips the move and says so.
-    """
-    deadline = asyncio.get_running_loop().time() + TYPING_WAIT
-    while True:
-        old = nb.index_of(cell_id)
-        low, high = sorted((old, max(0, min(target, len(nb) - 1))))
-        involved = set(nb.cell_ids()[low : high + 1])
-        busy = await busy_cells(nb, ctx, involved)
-        nb = await service_of(ctx).open(nb.path)
-        try:
-            nb.move_cell(cell_id, target, keep_alive=busy)
-            if cell_id in busy:
-                ctx.report_progress(f"Someone is typing in cell {old + 1}; the agent moved it without interrupting them.")
-            return nb
-        except CellBusy:
-            if asyncio.get_running_loop().time() > deadline:
-                ctx.report_progress(f"Someone is typing in cell {old + 1} and the cells around it, so the agent "
-                                    "did not move it.")
-                raise ToolError(
-                    f"Cell {old + 1} was not moved: someone is typing in it and in the cells it would pass. "
-                    "Try again later, or leave the order to them."
-                ) from None
 
 
 @aaep_tool(risk_level="low", label="clear outputs")
