@@ -62,7 +62,7 @@ def merge_onto_current(ctx: ToolContext, *, number: int, version: str, new: str,
     """The model's change (from the version it read to *new*) applied onto *current*.
 
     Raises a :class:`ToolError` the model can act on when the text it read is unknown or the
-    two changes touch the same lines; the people in the room hear either way.
+    two changes touch the same lines (people hear that; a merge is heard in the edit's summary).
     """
     base = service_of(ctx).read_source(version)
     merged = merge_three_way(base, new, current) if base is not None else None
@@ -75,9 +75,7 @@ def merge_onto_current(ctx: ToolContext, *, number: int, version: str, new: str,
             f"Cell {number} changed since you read it and {reason}, so nothing was changed. Read it "
             "again (get_notebook_state with its cell_id) and make your edit on the current text."
         )
-    ctx.report_progress(f"Cell {number} changed while the agent was working on it; the agent's edit was "
-                        "merged with the other change, which stays.")
-    return merged
+    return merged  # heard through the edit's own summary ("…, keeping the change someone made meanwhile.")
 
 
 def matches(version: str | None, source: str) -> bool:
