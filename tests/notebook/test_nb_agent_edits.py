@@ -29,7 +29,7 @@ from jupyter_aaep.agent.runner import ChatRunner, InvalidInput
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.notebook._text_edits import version_tag
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
-from jupyter_aaep.tools.notebook import clear_outputs, delete_cell, move_cell, notebook_tools
+from jupyter_aaep.tools.notebook import clear_outputs, delete_cell, edit_cell, move_cell, notebook_tools
 
 pytestmark = pytest.mark.slow
 
@@ -357,3 +357,32 @@ async def test_undo_of_moves_and_cleared_outputs_and_stale_deletes(notebook_file
     report = await service.undo(path, [record])
     assert report.kept == ["Kept cell 2: it was moved after the agent moved it."]
     assert (await service.open(path)).cell_ids() == ["a", "c", "b"]
+
+
+@on_server_loop
+async def test_typing_in_a_cell_the_agent_edits_loses_no_keystroke(
+        notebook_file, make_ctx, service, browser) -> None:
+    before = "total = 0\nnote = '"
+    path = notebook_file("typing.ipynb", [code("t", before)])
+    typed = "typed while the agent edits the first line"
+    ctx = make_ctx(path)
+    service.remember_read(before)  # what the model read
+    async with browser(path) as doc:
+        ytext = doc.ycells[0]["source"]
+
+        async def type_slowly() -> None:
+            for char in typed:
+                ytext.insert(len(str(ytext).encode()), char)
+                await asyncio.sleep(0.02)
+
+        typing = asyncio.ensure_future(type_slowly())
+        await asyncio.sleep(0.3)
+        result = await edit_cell(ctx, cell_id="t", source="total = 100\nnote = '", version=version_tag(before))
+        await typing
+        expected = "total = 100\nnote = '" + typed
+        live = await service.open(path)
+        await wait_for(lambda: live.cell("t")["source"] == expected and str(ytext) == expected,
+                       what="the edit and every keystroke on both sides")
+    lost = len(typed) - (len(live.cell("t")["source"]) - len("total = 100\nnote = '"))
+    print(f"keystrokes lost while the agent edited the cell: {lost} of {len(typed)}")
+    assert lost == 0 and result.summary == "Edited cell 1, keeping the change someone made meanwhile."
