@@ -216,8 +216,9 @@ async def edit_cell(
         kind = cell_type
     else:
         nb.set_source(cell_id, source)
-    record(ctx, nb.path, CellOperation("edit", cell_id, before={"source": current, "cell_type": old.get("cell_type")},
-                                       after={"source": source, "cell_type": kind}, index=number - 1))
+    if source != current or kind != old.get("cell_type"):  # an edit that changed nothing has nothing to undo
+        record(ctx, nb.path, CellOperation("edit", cell_id, before={"source": current, "cell_type": old.get("cell_type")},
+                                           after={"source": source, "cell_type": kind}, index=number - 1))
     tag = remember(ctx, source)
     lines = len(source.splitlines())
     stale = (

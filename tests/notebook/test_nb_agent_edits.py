@@ -29,7 +29,13 @@ from jupyter_aaep.agent.runner import ChatRunner, InvalidInput
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.notebook._text_edits import version_tag
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
-from jupyter_aaep.tools.notebook import clear_outputs, delete_cell, edit_cell, move_cell, notebook_tools
+from jupyter_aaep.tools.notebook import (
+    clear_outputs,
+    delete_cell,
+    edit_cell,
+    move_cell,
+    notebook_tools,
+)
 
 pytestmark = pytest.mark.slow
 
