@@ -32,12 +32,12 @@ from .errors import CellBusy, CellNotFound, CollaborationUnavailable, NotebookNo
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
     from jupyter_ydoc import YNotebook
-    from pycrdt import Array, Map
+    from pycrdt import Array, Assoc, Map, StickyIndex, Text
 else:
     try:
-        from pycrdt import Array, Map
+        from pycrdt import Array, Assoc, Map, StickyIndex, Text
     except ImportError:  # without jupyter-collaboration every call stops at a clear ToolError first
-        Array = Map = None
+        Array = Assoc = Map = StickyIndex = Text = None
 
 __all__ = ["LiveNotebook", "NotebookDocuments", "RestoreReport", "normalize_path", "plain_cell"]
 
@@ -104,6 +104,40 @@ class NotebookDocuments:
             raise CollaborationUnavailable(f"Could not open the shared document for '{path}'.")
         return LiveNotebook(path, document)
 
+    async def cursors(self, path: str) -> list[dict[str, Any]]:
+        """The text cursors other clients show in the room of *path* (JupyterLab publishes each
+        editor's ``cursors`` in the room's awareness, as Yjs relative positions); ``[]`` when
+        there is no room or no way to read it."""
+        room = await self._room(path)
+        awareness = getattr(room, "awareness", None)
+        states = getattr(awareness, "states", None)
+        if not isinstance(states, dict):
+            return []
+        own = getattr(awareness, "client_id", None)
+        found = []
+        for client, state in states.items():
+            if client == own or not isinstance(state, dict):
+                continue
+            for cursor in state.get("cursors") or []:
+                if isinstance(cursor, dict):
+                    found.extend(p for p in (cursor.get("anchor"), cursor.get("head")) if isinstance(p, dict))
+        return found
+
+    async def _room(self, path: str) -> Any:
+        """The notebook's open collaboration room, or ``None``."""
+        try:
+            extension = self._extension()
+        except CollaborationUnavailable:
+            return None
+        manager = self._serverapp.web_app.settings.get("file_id_manager")
+        server = getattr(extension, "ywebsocket_server", None)
+        if manager is None or server is None:
+            return None
+        file_id = manager.get_id(normalize_path(path))
+        if file_id is None or not server.room_exists(f"json:notebook:{file_id}"):
+            return None
+        return await server.get_room(f"json:notebook:{file_id}")
+
     async def save(self, path: str) -> bool:
         """Write the shared notebook at *path* to disk now, without the room's autosave delay.
 
@@ -115,21 +149,9 @@ class NotebookDocuments:
         False when edits may still be waiting for the autosave (the room is busy or this
         version has no manual-save path).
         """
-        try:
-            extension = self._extension()
-        except CollaborationUnavailable:
-            return True  # the agent edits only through shared documents: nothing can be pending
-        manager = self._serverapp.web_app.settings.get("file_id_manager")
-        server = getattr(extension, "ywebsocket_server", None)
-        if manager is None or server is None:
-            return True
-        file_id = manager.get_id(normalize_path(path))
-        if file_id is None:
-            return True
-        room_id = f"json:notebook:{file_id}"  # how jupyter_server_ydoc names a notebook's room
-        if not server.room_exists(room_id):
-            return True
-        room = await server.get_room(room_id)
+        room = await self._room(path)
+        if room is None:
+            return True  # no collaboration or no room: no shared document holds unsaved edits
         save_now = getattr(room, "_save_to_disc", None)
         if not callable(save_now):
             return False
@@ -318,6 +340,21 @@ class LiveNotebook:
                 ycells.insert(at + offset, self._doc.create_ycell(_for_ycell(cell)))
         return old_index
 
+    def cells_with_cursors(self, positions: Sequence[dict[str, Any]], among: Collection[str]) -> set[str]:
+        """Which of the cells *among* hold one of *positions* (Yjs relative positions, as in
+        the room's awareness): someone's editor is in them even if they are not typing."""
+        wanted = {_position_key(p) for p in positions} - {None}
+        if not wanted:
+            return set()
+        found = set()
+        for ycell in self._doc.ycells:
+            cell_id = str(ycell.get("id", ""))
+            if cell_id not in among or not isinstance(ycell.get("source"), Text):
+                continue
+            if wanted & _text_positions(ycell["source"]):
+                found.add(cell_id)
+        return found
+
     def sources(self) -> dict[str, str]:
         """Each cell's source by id (cheap: no outputs), to notice typing between two looks."""
         return {str(ycell.get("id", "")): str(ycell.get("source", "")) for ycell in self._doc.ycells}
@@ -391,6 +428,28 @@ class LiveNotebook:
         ymeta = self._ymeta()
         if int(ymeta.get("nbformat", 4) or 4) == 4 and int(ymeta.get("nbformat_minor", 5) or 0) < 5:
             ymeta["nbformat_minor"] = 5
+
+
+def _position_key(position: dict[str, Any]) -> tuple[str, int, int] | None:
+    """A relative position as ``("item"|"type", client, clock)``."""
+    for kind in ("item", "type"):
+        ident = position.get(kind)
+        if isinstance(ident, dict) and isinstance(ident.get("client"), int) and isinstance(ident.get("clock"), int):
+            return kind, ident["client"], ident["clock"]
+    return None
+
+
+def _text_positions(ytext: Any) -> set[tuple[str, int, int] | None]:
+    """Every relative position inside a shared text: its characters' ids and its own id."""
+    keys: set[tuple[str, int, int] | None] = set()
+    try:
+        keys.add(_position_key(StickyIndex.new(ytext, 0, Assoc.BEFORE).to_json()))
+        for index in range(len(ytext)):
+            keys.add(_position_key(StickyIndex.new(ytext, index, Assoc.AFTER).to_json()))
+    except BaseException as error:  # noqa: BLE001 - pycrdt panics on some positions; use what was found
+        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            raise
+    return keys
 
 
 def plain_cell(ycell: Any) -> dict[str, Any]:

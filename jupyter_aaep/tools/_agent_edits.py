@@ -104,11 +104,18 @@ async def reload_note(ctx: ToolContext, path: str) -> str:
 
 
 async def busy_cells(nb: LiveNotebook, ctx: ToolContext, cell_ids: set[str]) -> set[str]:
-    """Which of *cell_ids* someone is typing in: their text changes between two looks."""
+    """Which of *cell_ids* someone is in: their editor's cursor is there (the room's awareness),
+    or their text changes between two looks (a client that publishes no cursor)."""
+    service = service_of(ctx)
     first = {k: v for k, v in nb.sources().items() if k in cell_ids}
     await asyncio.sleep(TYPING_LOOK)
-    again = (await service_of(ctx).open(nb.path)).sources()
-    return {cell_id for cell_id, text in first.items() if again.get(cell_id, text) != text}
+    nb = await service.open(nb.path)
+    typing = {cell_id for cell_id, text in first.items() if nb.sources().get(cell_id, text) != text}
+    try:
+        cursors = await service.documents.cursors(nb.path)
+    except Exception:  # noqa: BLE001 - no awareness: typing alone decides
+        cursors = []
+    return typing | nb.cells_with_cursors(cursors, cell_ids)
 
 
 async def move_around_typists(ctx: ToolContext, nb: LiveNotebook, cell_id: str, target: int) -> LiveNotebook:

@@ -15,12 +15,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
-from nb_helpers import cell_by_id, on_server_loop, wait_for, write_notebook
+from jupyter_ydoc import YNotebook
+from nb_helpers import TornadoChannel, cell_by_id, on_server_loop, wait_for, write_notebook
+from pycrdt import Assoc, Awareness, Provider, StickyIndex, create_awareness_message
+from tornado.httpclient import HTTPRequest
+from tornado.websocket import websocket_connect
 
 from jupyter_aaep.aaep import ListSubscriber
 from jupyter_aaep.agent.conversation_tools import conversation_tools
@@ -392,3 +398,56 @@ async def test_typing_in_a_cell_the_agent_edits_loses_no_keystroke(
     lost = len(typed) - (len(live.cell("t")["source"]) - len("total = 100\nnote = '"))
     print(f"keystrokes lost while the agent edited the cell: {lost} of {len(typed)}")
     assert lost == 0 and result.summary == "Edited cell 1, keeping the change someone made meanwhile."
+
+
+@pytest.fixture
+def collaborator(jp_fetch, jp_http_port, jp_base_url, jp_auth_header) -> Any:
+    """A room client that also publishes its editor's cursor in the awareness, as JupyterLab does."""
+
+    @asynccontextmanager
+    async def connect(path: str) -> AsyncIterator[tuple[YNotebook, Callable[[int, int], Awaitable[None]]]]:
+        response = await jp_fetch("api", "collaboration", "session", path, method="PUT",
+                                  body=json.dumps({"format": "json", "type": "notebook"}))
+        session = json.loads(response.body.decode())
+        room = f"json:notebook:{session['fileId']}"
+        url = (f"ws://127.0.0.1:{jp_http_port}{jp_base_url}api/collaboration/room/{room}"
+               f"?sessionId={session['sessionId']}")
+        websocket = await websocket_connect(HTTPRequest(url, headers=dict(jp_auth_header)))
+        doc = YNotebook()
+        awareness = Awareness(doc.ydoc)
+
+        async def put_cursor(cell_index: int, offset: int) -> None:
+            """Place the cursor in a cell (a Yjs relative position, as JupyterLab's editor does)."""
+            position = StickyIndex.new(doc.ycells[cell_index]["source"], offset, Assoc.AFTER).to_json()
+            awareness.set_local_state({"user": {"name": "Ada"}, "cursors": [{"anchor": position, "head": position}]})
+            update = awareness.encode_awareness_update([awareness.client_id])
+            await websocket.write_message(create_awareness_message(update), binary=True)
+
+        try:
+            async with Provider(doc.ydoc, TornadoChannel(websocket, room)) as provider:
+                await asyncio.wait_for(provider.synced.wait(), 10)
+                await wait_for(lambda: len(doc.ycells) > 0, what="the notebook to sync")
+                yield doc, put_cursor
+        finally:
+            websocket.close()
+
+    return connect
+
+
+@on_server_loop
+async def test_a_cell_someone_has_their_cursor_in_stays_alive_when_moved(
+        notebook_file, make_ctx, service, collaborator) -> None:
+    """Not typing, only there: the room's awareness shows their cursor, so the cell is kept."""
+    path = notebook_file("cursor.ipynb", [code("a", "a = 1"), code("b", "b = 2"), code("here", "here = 3")])
+    async with collaborator(path) as (doc, put_cursor):
+        ytext = doc.ycells[2]["source"]
+        await put_cursor(2, 4)
+        live = await service.open(path)
+        await wait_for(lambda: service.documents.cursors(path), what="the cursor in the room's awareness")
+        assert live.cells_with_cursors(await service.documents.cursors(path), {"a", "b", "here"}) == {"here"}
+        await move_cell(make_ctx(path), cell_id="here", position=1)
+        await wait_for(lambda: [c for c, _ in sources(doc)] == ["here", "a", "b"], what="the move in the copy")
+        ytext.insert(len("here"), "_still")  # the person types after the move, in the text their editor holds
+        await wait_for(lambda: (live.cell("here")["source"] if "here" in live.cell_ids() else "") == "here_still = 3",
+                       what="their typing on the server")
+        assert doc.ycells[0]["source"] is ytext or str(doc.ycells[0]["source"]) == "here_still = 3"
