@@ -446,7 +446,7 @@ def _text_positions(ytext: Any) -> set[tuple[str, int, int] | None]:
         keys.add(_position_key(StickyIndex.new(ytext, 0, Assoc.BEFORE).to_json()))
         for index in range(len(ytext)):
             keys.add(_position_key(StickyIndex.new(ytext, index, Assoc.AFTER).to_json()))
-    except BaseException as error:  # noqa: BLE001 - pycrdt panics on some positions; use what was found
+    except BaseException as error:
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             raise
     return keys
