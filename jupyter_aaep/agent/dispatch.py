@@ -410,13 +410,17 @@ class ToolDispatcher:
         )
         return outcome.value
 
-    def _progress(self, description: str, *, percent: float | None, step: int | None, total_steps: int | None) -> None:
+    def _progress(self, description: str, *, percent: float | None, step: int | None, total_steps: int | None,
+                  eta_seconds: float | None = None, announce: bool | None = None, summary: str | None = None) -> None:
         if self.session.closed:
             return
+        said = mask_secrets(summary or description)
         self.session.emit(
             ProgressUpdated(
                 progress=Progress(percent=percent, step=step, total_steps=total_steps, description=mask_secrets(description)[:1000]),
-                summary=Summary(normal=mask_secrets(description)),
+                summary=Summary(normal=said),
+                eta_ms=None if eta_seconds is None else min(int(eta_seconds * 1000), 86_400_000),
+                urgency=None if announce is None else ("normal" if announce else "background"),
             )
         )
 

@@ -441,10 +441,13 @@ class AgentLoop:
         used = _tool_phrase(run.tool_labels)
         unsaved = run.lost or (UNSAVED_NOTE if run.unsaved else None)
         done = _done_phrase(run.failed_labels)
+        running = run.chat.still_running() if run.chat.still_running is not None else None
         # Each step was heard as it happened: the normal ending does not list them again.
-        normal = " ".join(part for part in (done, note, unsaved) if part)
-        detailed = " ".join(part for part in (done, note, used, unsaved) if part)
+        normal = " ".join(part for part in (done, note, unsaved, running) if part)
+        detailed = " ".join(part for part in (done, note, used, unsaved, running) if part)
         terse = _done_terse(run.failed_labels) or ("Done." if note is None and run.lost is None else "Done, with a note.")
+        if running:
+            terse = f"{terse} {running}"
         event = run.session.emit(
             SessionCompleted(
                 summary=Summary(

@@ -359,6 +359,7 @@ class ChatRunner:
             chat_id=chat.chat_id, notebook_path=chat.notebook_path, services=self.services, approval=chat.approval,
             usage=chat.usage, context=chat.context, save_changes=lambda: self.save_notebook(chat),
             check_changes=lambda: self._lost_changes(record),
+            still_running=self._still_running(chat),
         )
         try:
             result = await loop.run(session, chat.history, text, chat=context, control=chat.control,
@@ -370,6 +371,14 @@ class ChatRunner:
         if result.status != "completed":  # a completed session saved before it said "Done"
             await self.save_notebook(chat)
         return result
+
+    def _still_running(self, chat: Chat) -> Callable[[], str | None] | None:
+        """What the chat's follower of long cell runs says at the end of a session, if any."""
+        follower = self.services.get("long_runs")
+        note = getattr(follower, "still_running_note", None)
+        if note is None:
+            return None
+        return lambda: note(chat.chat_id)
 
     async def save_notebook(self, chat: Chat) -> bool:
         """Put the agent's edits on disk now rather than after the shared document's autosave

@@ -106,10 +106,26 @@ class ToolContext:
         percent: float | None = None,
         step: int | None = None,
         total_steps: int | None = None,
+        eta_seconds: float | None = None,
+        announce: bool | None = None,
+        summary: str | None = None,
     ) -> None:
-        """Emit ``progress.updated`` for a long-running step (rate-limited by subscribers)."""
-        if self._progress is not None:
-            self._progress(description, percent=percent, step=step, total_steps=total_steps)
+        """Emit ``progress.updated`` for a long-running step (rate-limited by subscribers).
+
+        *announce* ``True`` makes it a normal-urgency event (worth saying at normal verbosity),
+        ``False`` a background one (for progress bars and detailed listeners); *summary* is
+        what is said when it differs from the *description* (the bar's value text).
+        """
+        if self._progress is None:
+            return
+        extra: dict[str, Any] = {}
+        if eta_seconds is not None:
+            extra["eta_seconds"] = eta_seconds
+        if announce is not None:
+            extra["announce"] = announce
+        if summary is not None:
+            extra["summary"] = summary
+        self._progress(description, percent=percent, step=step, total_steps=total_steps, **extra)
 
     async def request_handoff(self, reason: str, *, needs: str | None = None) -> None:
         if self._handoff is None:

@@ -11,7 +11,15 @@ import math
 from typing import Any
 
 from ._markdown import escape, markdown_to_html
-from ._view_state import AnswerItem, NoticeItem, RequestItem, StepItem, ViewState, action_phrase
+from ._view_state import (
+    AnswerItem,
+    NoticeItem,
+    ProgressBar,
+    RequestItem,
+    StepItem,
+    ViewState,
+    action_phrase,
+)
 
 __all__ = [
     "answer_html",
@@ -58,6 +66,10 @@ STYLE = (
     ".jp-AAEPView .jupyter-button{width:auto;max-width:100%;}"
     ".jp-AAEPView table{border-collapse:collapse;margin:0.3em 0;}"
     ".jp-AAEPView th,.jp-AAEPView td{border:1px solid var(--jp-border-color1);padding:2px 8px;text-align:left;}"
+    ".jp-AAEPView-progress{display:flex;align-items:center;gap:8px;margin:0.2em 0;}"
+    ".jp-AAEPView-progressTrack{flex:0 0 12em;height:0.8em;border:1px solid var(--jp-border-color1);"
+    "background:var(--jp-layout-color2);}"
+    ".jp-AAEPView-progressFill{height:100%;background:var(--jp-brand-color1);}"
     "</style>"
 )
 """Spacing and the card's edge, from JupyterLab's theme variables (light, dark, high contrast)."""
@@ -65,10 +77,28 @@ STYLE = (
 
 def header_html(state: ViewState) -> str:
     request = state.request_text if len(state.request_text) <= 300 else state.request_text[:299] + "…"
-    status = state.status + (f" {state.progress}" if state.progress else "")
+    status = state.status + (f" {state.progress}" if state.progress and state.bar is None else "")
     return (
         STYLE + f'<p class="jp-AAEPView-request"><strong>You asked the agent:</strong> {escape(request)}</p>'
-        f'<p class="jp-AAEPView-status">{escape(status)}</p>'
+        f'<p class="jp-AAEPView-status">{escape(status)}</p>' + progress_html(state.bar)
+    )
+
+
+def progress_html(bar: ProgressBar | None) -> str:
+    """A real progress bar: ``role="progressbar"`` with its value and a spoken value text; without
+    a percentage it is indeterminate (no ``aria-valuenow``), and the text says how long it ran."""
+    if bar is None:
+        return ""
+    values = 'aria-valuemin="0" aria-valuemax="100"'
+    width = 0.0
+    if bar.percent is not None:
+        values += f' aria-valuenow="{bar.percent:.0f}"'
+        width = bar.percent
+    return (
+        f'<div class="jp-AAEPView-progress"><div class="jp-AAEPView-progressTrack" role="progressbar" '
+        f'aria-label="Progress" {values} aria-valuetext="{escape(bar.value_text)}">'
+        f'<div class="jp-AAEPView-progressFill" style="width:{width:.1f}%"></div></div>'
+        f'<span class="jp-AAEPView-progressText" aria-hidden="true">{escape(bar.value_text)}</span></div>'
     )
 
 

@@ -227,6 +227,34 @@ def clarification_reply(item: RequestItem, answer: str, *, subscription_id: str,
     }
 
 
+@dataclass(frozen=True)
+class ProgressBar:
+    """How far the running step is, as a progress bar shows it (from ``progress.updated``)."""
+
+    percent: float | None
+    """0–100, or ``None`` when nothing countable is known (an indeterminate bar)."""
+    value_text: str
+    """What a screen reader says for the bar (``aria-valuetext``): "40 of 100, about 3 minutes left"."""
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any], said: str) -> ProgressBar | None:
+        progress = event.get("progress")
+        if not isinstance(progress, dict):
+            return None
+        raw = progress.get("percent")
+        percent = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
+        step, total = progress.get("step"), progress.get("total_steps")
+        if percent is None and isinstance(step, int) and isinstance(total, int) and total > 0:
+            percent = 100.0 * min(step, total) / total
+        description = progress.get("description")
+        text = description if isinstance(description, str) and description else said
+        if percent is None and not text:
+            return None
+        if not text:
+            text = f"{percent:.0f} percent"
+        return cls(None if percent is None else max(0.0, min(100.0, percent)), text)
+
+
 @dataclass
 class ViewState:
     """The view's state: which session it follows, its status line and its timeline."""
@@ -238,6 +266,8 @@ class ViewState:
     ended: str | None = None
     """``completed``, ``errored`` or ``cancelled`` once the session ended."""
     progress: str | None = None
+    bar: ProgressBar | None = None
+    """The running step's progress bar (cleared when the step or the session ends)."""
     items: OrderedDict[str, Item] = field(default_factory=OrderedDict)
     version: int = 0
     """Goes up whenever something shown changed (the widget layer renders on change)."""
@@ -315,12 +345,14 @@ class ViewState:
             key = f"step:{call}" if isinstance(call, str) else self._key("step")
             self.items[key] = StepItem(key, tool=str(event.get("tool", "tool")), summary=said or "A step started.")
             self.progress = None
+            self.bar = None
         elif name == "tool.completed":
             self._tool_completed(event, said)
         elif name == "progress.updated":
             progress = event.get("progress")
             description = progress.get("description") if isinstance(progress, dict) else None
             self.progress = description if isinstance(description, str) and description else (said or None)
+            self.bar = ProgressBar.from_event(event, said) or self.bar
         elif name in ("awaiting.confirmation", "awaiting.clarification"):
             kind: Literal["confirmation", "clarification"] = (
                 "confirmation" if name == "awaiting.confirmation" else "clarification"
@@ -360,6 +392,7 @@ class ViewState:
         duration = event.get("duration_ms")
         step.duration_ms = duration if isinstance(duration, int) and not isinstance(duration, bool) else None
         self.progress = None
+        self.bar = None
 
     def _ended(self, name: str, event: dict[str, Any], said: str) -> None:
         variant = name.removeprefix("session.")
@@ -378,6 +411,7 @@ class ViewState:
         self.items[key] = NoticeItem(key, variant, text, hint)  # type: ignore[arg-type]
         self.status = {"completed": "Done.", "errored": "Failed.", "cancelled": "Stopped."}[variant]
         self.progress = None
+        self.bar = None
 
     def _resolve_requests(self, state: RequestState, outcome: str | None = None, *, at: float | None = None) -> None:
         """Close the open requests; *outcome* is the producer's sentence about how (*at* its time)."""

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from jupyter_client.session import Session
 
 from .errors import ExecutionTimeout, KernelBusy, KernelDied, KernelError
+from .progress import ProgressTracker
 
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
@@ -95,6 +96,8 @@ class _Run:
     last_progress: float = 0.0
     ended_by: Literal["restarted", "shut down"] | None = None
     """Set when the kernel announced its shutdown or restart (``shutdown_reply`` on IOPub)."""
+    tracker: ProgressTracker | None = None
+    started: asyncio.Event | None = None
 
     def elapsed(self, now: float) -> float:
         return now - (self.running_since or self.submitted)
@@ -125,6 +128,10 @@ class KernelExecutor:
     def _kernels(self) -> Any:
         return self._serverapp.kernel_manager
 
+    def own_sessions(self) -> set[str]:
+        """Session ids of our clients: requests from them are the agent's, not a person's."""
+        return {line.client.session.session for line in self._lines.values() if line.client is not None}
+
     def is_running_code(self, kernel_id: str) -> bool:
         line = self._lines.get(kernel_id)
         return bool(line and line.lock.locked())
@@ -136,23 +143,44 @@ class KernelExecutor:
         code: str,
         sink: RunSink,
         *,
-        timeout: float,
+        timeout: float | None,
+        turn_timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        tracker: ProgressTracker | None = None,
+        started: asyncio.Event | None = None,
     ) -> ExecutionResult:
         """Run *code* after the kernel's earlier agent runs; outputs go to *sink* as they arrive.
 
-        Raises :class:`ExecutionTimeout` (the kernel was interrupted), :class:`KernelDied`, or
-        ``CancelledError`` after interrupting the kernel when the calling task is cancelled.
+        *timeout* limits how long the code may run (``None``: no limit, nothing interrupts
+        it); *turn_timeout* how long to wait for the kernel first, behind the agent's earlier
+        run or a cell the person started (default: *timeout*). IOPub messages of the run also
+        go to *tracker*; *started* is set when the kernel starts the code.
+
+        Raises :class:`KernelBusy` (nothing ran), :class:`ExecutionTimeout` (the kernel was
+        interrupted), :class:`KernelDied`, or ``CancelledError`` after interrupting the kernel
+        when the calling task is cancelled.
         """
         line = self._lines.setdefault(kernel_id, _Line(kernel_id))
-        async with line.lock:
+        turn = turn_timeout if turn_timeout is not None else timeout
+        waited = time.monotonic()
+        try:
+            await asyncio.wait_for(line.lock.acquire(), turn)
+        except TimeoutError:
+            raise KernelBusy(
+                f"The kernel has been busy with another cell the agent started for over {turn:g} "
+                "seconds, so nothing was run. Wait for that cell with wait_for_cell, or interrupt it."
+            ) from None
+        try:
             client = await self._ready_client(line)
-            await self._wait_for_turn(line, client, timeout, on_progress)
+            left = None if turn is None else max(1.0, turn - (time.monotonic() - waited))
+            await self._wait_for_turn(line, client, left, on_progress)
             await sink.begin()
             run = _Run(
                 client.execute(code, store_history=True, allow_stdin=False, stop_on_error=True),
                 time.monotonic(),
                 timeout,
+                tracker=tracker,
+                started=started,
             )
             run.last_progress = run.submitted
             try:
@@ -162,7 +190,7 @@ class KernelExecutor:
                 stopped = run.idle
                 await sink.finish(run.execution_count)
                 raise ExecutionTimeout(
-                    f"The code did not finish within the time limit of {timeout:g} seconds, so the "
+                    f"The code did not finish within the time limit of {timeout or 0:g} seconds, so the "
                     "kernel was interrupted"
                     + (
                         " (KeyboardInterrupt). The kernel is still running and keeps its variables."
@@ -197,9 +225,11 @@ class KernelExecutor:
                 outputs=sink.outputs(),
                 elapsed=run.elapsed(time.monotonic()),
             )
+        finally:
+            line.lock.release()
 
     async def _wait_for_turn(
-        self, line: _Line, client: Any, timeout: float, on_progress: ProgressCallback | None
+        self, line: _Line, client: Any, timeout: float | None, on_progress: ProgressCallback | None
     ) -> None:
         """Wait while the kernel runs someone else's code (a cell the user started).
 
@@ -224,7 +254,7 @@ class KernelExecutor:
             if msg is not None and msg.get("parent_header", {}).get("msg_id") == probe:
                 return
             now = time.monotonic()
-            if now - started > timeout:
+            if timeout is not None and now - started > timeout:
                 raise KernelBusy(
                     f"The kernel has been busy running other code for over {timeout:g} seconds "
                     "(probably a cell started in JupyterLab), so nothing was run. Wait for it to "
@@ -277,6 +307,8 @@ class KernelExecutor:
                     run.running_since = now
                     if run.limit is not None:
                         run.deadline = now + run.limit
+                    if run.started is not None:
+                        run.started.set()
                 run.idle = state == "idle"
             elif msg_type == "execute_input":
                 run.execution_count = content.get("execution_count")
@@ -286,6 +318,8 @@ class KernelExecutor:
                     await sink.handle(msg_type, content)
                 await self._update_elsewhere(line, sink, content)
             else:
+                if run.tracker is not None:
+                    run.tracker.feed(msg_type, content, now)
                 await sink.handle(msg_type, content)
         if run.ended_by is not None:  # the run "finished" only because the kernel went away
             raise _Dead(run.ended_by)
@@ -362,7 +396,14 @@ class KernelExecutor:
         line = self._lines.setdefault(kernel_id, _Line(kernel_id))
         if on_progress is not None and (line.lock.locked() or self._busy(kernel_id)):
             on_progress(0.0, True)
-        async with line.lock:
+        try:  # behind a long cell the agent left running: give up after *timeout*, never hang
+            await asyncio.wait_for(line.lock.acquire(), timeout)
+        except TimeoutError:
+            raise KernelBusy(
+                f"The kernel is still running a cell the agent started (waited {timeout:g} seconds), "
+                "so it cannot answer now. Wait for that cell with wait_for_cell, or interrupt it."
+            ) from None
+        try:
             client = await self._ready_client(line)
             await self._wait_for_turn(line, client, timeout, on_progress)
             msg_id = client.execute(
@@ -390,6 +431,8 @@ class KernelExecutor:
                 await asyncio.shield(self._kernels.interrupt_kernel(kernel_id))
                 raise
             return dict(reply.get("user_expressions") or {})
+        finally:
+            line.lock.release()
 
     def _busy(self, kernel_id: str) -> bool:
         return self._state(kernel_id) == "busy"

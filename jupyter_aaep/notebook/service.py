@@ -7,9 +7,11 @@ budgets for what goes back to the model. It holds no document between calls.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +27,8 @@ from .documents import LiveNotebook, NotebookDocuments, normalize_path
 from .edit_record import EditRecord, UndoReport, undo_records
 from .errors import NotebookError
 from .executor import ExecutionResult, KernelExecutor, ProgressCallback
+from .progress import ProgressTracker
+from .running import RunningCell, RunningCells
 
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
@@ -92,6 +96,11 @@ class NotebookService:
         Seconds between progress reports while a cell runs.
     state_budget, run_output_budget
         Characters of text returned to the model by ``get_notebook_state`` and ``run_cell``.
+    run_cell_wait_seconds
+        How long ``run_cell`` waits for a cell before answering "still running" (the cell
+        goes on; ``wait_for_cell`` waits more).
+    progress_announce_seconds, progress_min_gap
+        Pacing of a run's progress events (see :mod:`.progress_pacing`).
     """
 
     def __init__(
@@ -104,6 +113,9 @@ class NotebookService:
         max_image_chars: int = 300_000,
         max_images: int = 2,
         image_max_edge: int = 1024,
+        run_cell_wait_seconds: float = 30.0,
+        progress_announce_seconds: float = 60.0,
+        progress_min_gap: float = 15.0,
     ) -> None:
         self.serverapp = serverapp
         self.documents = NotebookDocuments(serverapp)
@@ -118,6 +130,8 @@ class NotebookService:
         self._records: dict[str, EditRecord] = {}
         self._reloads: dict[str, int] = {}
         self._listening = False
+        self.run_cell_wait_seconds = run_cell_wait_seconds
+        self.runs = RunningCells(announce_seconds=progress_announce_seconds, min_gap=progress_min_gap)
 
     # -- documents -------------------------------------------------------------------------------
     async def open(self, path: str) -> LiveNotebook:
@@ -212,15 +226,64 @@ class NotebookService:
         timeout: float,
         on_progress: ProgressCallback | None = None,
     ) -> CellRun:
-        """Run *source* (the approved text of *cell_id*) in the notebook's kernel, live."""
+        """Run *source* (the approved text of *cell_id*) in the notebook's kernel, live,
+        and wait for the end (*timeout* limits both the wait for the kernel and the run)."""
+        run = await self.start_cell(
+            path, cell_id, source=source, limit=timeout, turn_timeout=timeout, on_progress=on_progress
+        )
+        return await run.task
+
+    async def start_cell(
+        self,
+        path: str,
+        cell_id: str,
+        *,
+        source: str,
+        limit: float | None,
+        turn_timeout: float | None,
+        on_progress: ProgressCallback | None = None,
+    ) -> RunningCell:
+        """Start running *source* (the approved text of *cell_id*); returns once the kernel
+        started it, or once the run ended before that (``KernelBusy`` and the like are then
+        raised by awaiting ``run.task``). The run goes on without anyone waiting for it.
+
+        *limit* interrupts the code after that many seconds (``None``: never);
+        *turn_timeout* gives up (nothing runs) if the kernel stays busy that long with another
+        cell. Cancelling the caller while it waits here cancels the run (interrupting it).
+        """
         notebook = await self.open(path)
         number = notebook.index_of(cell_id) + 1
         kernel = await self.ensure_kernel(path, notebook)
         writer = LiveCellWriter(self.documents, notebook.path, cell_id)
-        result = await self.executor.execute(
-            kernel.kernel_id, source, writer, timeout=timeout, on_progress=on_progress
+        tracker = ProgressTracker()
+        started = asyncio.Event()
+
+        async def execute() -> CellRun:
+            result = await self.executor.execute(
+                kernel.kernel_id, source, writer, timeout=limit, turn_timeout=turn_timeout,
+                on_progress=on_progress, tracker=tracker, started=started,
+            )
+            return CellRun(cell_id, number, source, kernel, result, cell_deleted=writer.cell_missing)
+
+        task = asyncio.ensure_future(execute())
+        run = RunningCell(
+            path=notebook.path, cell_id=cell_id, number=number, kernel=kernel, task=task,
+            tracker=tracker, submitted=time.monotonic(), started=started, outputs=writer.outputs,
+            limit=limit,
         )
-        return CellRun(cell_id, number, source, kernel, result, cell_deleted=writer.cell_missing)
+        self.runs.add(run)
+        waiter = asyncio.ensure_future(started.wait())
+        try:
+            await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise
+        finally:
+            waiter.cancel()
+        if started.is_set() and run.started_at is None:
+            run.started_at = time.monotonic()
+        return run
 
     # -- what the agent read and did -------------------------------------------------------------
     def remember_read(self, source: str) -> str:
@@ -297,4 +360,5 @@ class NotebookService:
 
     async def close(self) -> None:
         """Release kernel clients; call from the server extension's ``stop_extension``."""
+        await self.runs.close()
         await self.executor.close()

@@ -39,6 +39,7 @@ from ..agent.store import ChatStore
 from ..agent.usage import PriceTable
 from ..notebook.edit_record import missing_from_file
 from .handlers import handler_routes
+from .long_runs import LongRunNews
 from .model_client import WITHHELD, ClientFactory, ModelCredentials
 from .models import ModelCatalog
 from .service import AAEPService
@@ -245,6 +246,47 @@ class AAEPExtension(ExtensionApp):
         help="Estimated cost in USD at which a chat stops asking the model, with an announcement "
         "that says so (the work so far is kept). 0 (the default) means no budget.",
     )
+    run_cell_wait_seconds = Float(
+        30.0,
+        config=True,
+        help="Seconds run_cell and run_all_cells wait for a cell before answering the agent that it is "
+        "still running (with its progress and last output). The cell keeps running: nothing "
+        "interrupts it unless the model or the person set a time limit; the agent can wait more "
+        "with wait_for_cell. At least 1.",
+    )
+    progress_announce_seconds = Float(
+        60.0,
+        config=True,
+        help="For a running cell that reports no percentage (it prints nothing countable): seconds "
+        "between progress announcements at normal verbosity. Cells that report a percentage are "
+        "announced at 25, 50 and 75 %. Never less than 15: no two progress events of a run are "
+        "closer than 15 seconds.",
+    )
+    announce_person_runs_after_seconds = Float(
+        10.0,
+        config=True,
+        help="A cell the person runs themselves that takes longer than this many seconds is "
+        "announced in the notebook's chat when it ends (\"Cell 7 finished after 3 min 12 s: ...\"), "
+        "with its progress while it runs. 0 turns this off.",
+    )
+
+    @validate("run_cell_wait_seconds")
+    def _run_wait(self, proposal: Any) -> float:
+        if proposal["value"] < 1:
+            raise TraitError("run_cell_wait_seconds must be at least 1.")
+        return float(proposal["value"])
+
+    @validate("progress_announce_seconds")
+    def _announce_every(self, proposal: Any) -> float:
+        if proposal["value"] < 15:
+            raise TraitError("progress_announce_seconds must be at least 15.")
+        return float(proposal["value"])
+
+    @validate("announce_person_runs_after_seconds")
+    def _person_runs(self, proposal: Any) -> float:
+        if proposal["value"] < 0:
+            raise TraitError("announce_person_runs_after_seconds must be 0 (off) or more.")
+        return float(proposal["value"])
 
     @validate("model_image_max_edge")
     def _image_edge(self, proposal: Any) -> int:
@@ -319,6 +361,8 @@ class AAEPExtension(ExtensionApp):
         if notebooks is not None:
             notebooks.image_max_edge = self.model_image_max_edge
             notebooks.max_images = min(notebooks.max_images, self.model_images_per_request)
+            notebooks.run_cell_wait_seconds = self.run_cell_wait_seconds
+            notebooks.runs.announce_seconds = self.progress_announce_seconds
         self.hub = StreamHub(
             producer=producer,
             chat_lookup=lambda chat_id: self.runner.get(chat_id),
@@ -337,6 +381,13 @@ class AAEPExtension(ExtensionApp):
             acknowledge_input=self.conformance_input_ack,
         )
         self.hub.broker = broker
+        self.long_runs: LongRunNews | None = None
+        if notebooks is not None:
+            self.long_runs = LongRunNews(
+                self.runner, notebooks, producer, person_runs_after=self.announce_person_runs_after_seconds,
+                announce_seconds=self.progress_announce_seconds,
+            )
+            self.toolbox.services["long_runs"] = self.long_runs
         self.runner.on_chat_loaded = self.hub.attach_chat
         if self.store is not None:
             self.runner.persistence = ChatPersistence(self.store, file_id=self._file_id)
@@ -357,9 +408,13 @@ class AAEPExtension(ExtensionApp):
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         self._loop = asyncio.get_running_loop()
         self._export_environment()  # the port is final once the server listens
+        if self.long_runs is not None:
+            self.long_runs.start()
 
     async def stop_extension(self) -> None:
         self._unroute_module_logs()
+        if self.long_runs is not None:
+            await self.long_runs.close()
         await self.runner.shutdown()
         self.hub.shutdown()
         if self.store is not None:

@@ -22,6 +22,7 @@ from ..aaep.manifest import build_manifest
 from ..errors import AAEPError
 from .base import AAEPHandler
 from .http_errors import http_error
+from .long_runs import how_far_along
 from .request_context import kernel_variables
 from .service import AAEPService
 
@@ -143,6 +144,22 @@ class VariablesHandler(AAEPHandler):
         self.finish(json.dumps(await kernel_variables(self.service.runner, chat)))
 
 
+class ProgressHandler(AAEPHandler):
+    """``GET /aaep/v1/chats/{chat_id}/progress``: *How far along?* for the chat's notebook: every
+    running cell (the agent's or the person's) with percent, counts, time left, the progress
+    bar's ``value_text``, and one ``sentence`` that answers the question."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, chat_id: str) -> None:
+        try:
+            chat = self.service.runner.get(chat_id)
+        except AAEPError as error:
+            raise http_error(error) from error
+        news = self.service.runner.services.get("long_runs")
+        self.finish(json.dumps(how_far_along(news.running(chat.notebook_path) if news and chat.notebook_path else [])))
+
+
 class ModelsHandler(AAEPHandler):
     """``GET /aaep/v1/models``: the models a chat can use (the Models API's list where the
     endpoint offers it, else the configured one) and the default, for the panel's picker."""
@@ -169,6 +186,7 @@ def handler_routes(service: AAEPService, *, keepalive: float) -> list[tuple[str,
         (rf"aaep/v1/chats/{_ANY_CHAT}/messages", MessagesHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/ws", ChatSocketHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/variables", VariablesHandler, common),
+        (rf"aaep/v1/chats/{_ANY_CHAT}/progress", ProgressHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/sessions/(?P<session_id>[^/]+)/steps", StepsHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}", ChatHandler, common),
         (r"aaep/v1/events", EventStreamHandler, streaming),

@@ -19,6 +19,7 @@ from typing import Any
 from ..aaep.redaction import mask_secrets
 from ..notebook._figures import ImageBudget, figure_blocks
 from ..notebook._sessions import KernelInfo
+from ..notebook.progress import parse_progress_text
 from ..notebook.render import render_error, render_outputs, strip_ansi, truncate
 from ..notebook.service import CellRun
 
@@ -32,6 +33,7 @@ __all__ = [
     "seconds",
 ]
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 FIRST_LINE_CHARS = 200
 """How much of a run's first output line the normal summary says."""
 DETAIL_CHARS = 4000
@@ -75,6 +77,8 @@ def _output_text(outputs: Sequence[dict[str, Any]]) -> str:
         if kind == "stream":
             parts.append(str(output.get("text", "")))
         elif kind in ("execute_result", "display_data"):
+            if WIDGET_VIEW in (output.get("data") or {}):
+                continue  # a widget's text/plain is a stale snapshot (a progress bar at 0 %)
             value = (output.get("data") or {}).get("text/plain")
             if value is not None and not any(m.startswith("image/") for m in output.get("data") or {}):
                 parts.append(("".join(value) if isinstance(value, list) else str(value)) + "\n")
@@ -122,13 +126,15 @@ def heard_run(run: CellRun) -> HeardRun:
             terse=f"Cell {n}: {'no output' if not images else _images(images)}.",
             detailed=f"Cell {n} ran in {took} and {what}.",
         )
-    first = truncate(lines[0], FIRST_LINE_CHARS)
+    # A loop's progress lines ("step 1/30", a tqdm bar) say nothing about the outcome: skip them.
+    telling = [line for line in lines if parse_progress_text(line) is None] or lines
+    first = truncate(telling[0], FIRST_LINE_CHARS)
     more = len(lines) - 1
     rest = f" Plus {more} more line{'s' if more != 1 else ''}." if more else ""
     slow = f" after {took}" if run.result.elapsed >= 10 else ""
     return HeardRun(
         normal=f"Cell {n} ran{slow}: {_sentence(first)}{rest}{shown}",
-        terse=f"Cell {n}: {_sentence(truncate(lines[0], 80))}",
+        terse=f"Cell {n}: {_sentence(truncate(telling[0], 80))}",
         detailed=f"Cell {n} ran in {took}. Output:\n{truncate(text, DETAIL_CHARS)}{shown}",
     )
 
@@ -178,3 +184,37 @@ def image_blocks(
     drew; and a sentence for each figure that was not sent."""
     found = figure_blocks(outputs, ImageBudget(max_images=max_images, max_edge=max_edge, max_chars=max_chars))
     return found.blocks, found.notes
+
+
+def end_sentence(
+    number: int | None, elapsed: float, outputs: Sequence[dict[str, Any]], *, last_line: str = ""
+) -> tuple[str, bool]:
+    """The one sentence that ends a long run, and whether it failed.
+
+    "Cell 7 finished after 3 min 12 s: accuracy 0.91." (its result, else the last line it
+    printed: after a long run the last line is the one that matters), "Cell 7 failed after
+    40 s: ValueError: …", "Cell 7 was interrupted after 2 min.". *number* ``None``: a cell
+    no longer in the notebook ("A cell").
+    """
+    from ..notebook.progress_pacing import duration_words
+
+    who = f"Cell {number}" if number else "A cell"
+    took = duration_words(elapsed)
+    error = _error(outputs)
+    if error is not None:
+        name = str(error.get("ename") or "Error")
+        if name == "KeyboardInterrupt":
+            return f"{who} was interrupted after {took}.", False
+        value = _lines(strip_ansi(str(error.get("evalue") or "")))
+        line = mask_secrets(f"{name}: {value[0]}" if value else name)
+        return f"{who} failed after {took}: {_sentence(truncate(line, FIRST_LINE_CHARS))}", True
+    result = next((o for o in outputs if o.get("output_type") == "execute_result"), None)
+    said = ""
+    if result is not None:
+        said = next(iter(_lines(_output_text([result]))), "")
+    if not said:
+        printed = [line for line in _lines(mask_secrets(_output_text(outputs)).replace("\r", "\n"))
+                   if parse_progress_text(line) is None or "%|" not in line]
+        said = printed[-1] if printed else mask_secrets(last_line)
+    tail = f": {_sentence(truncate(said, FIRST_LINE_CHARS))}" if said else "."
+    return f"{who} finished after {took}{tail}", False

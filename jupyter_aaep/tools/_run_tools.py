@@ -7,67 +7,98 @@ the person saw (the preview's ``fingerprint``); if the cell changed since, the c
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from ..agent.tools import ActionPreview, StaleApproval, ToolContext, ToolResult, aaep_tool
 from ..errors import ToolError
-from ..notebook.documents import LiveNotebook
+from ..notebook.documents import LiveNotebook, normalize_path
 from ..notebook.errors import ExecutionTimeout, KernelBusy, KernelDied
+from ..notebook.progress_pacing import duration_words
 from ..notebook.render import render_outputs, strip_ansi, truncate
-from ..notebook.service import NotebookService, cells_fingerprint, source_fingerprint
-from ._run_text import heard_run, image_blocks, kernel_language, run_text, seconds
+from ..notebook.running import RunningCell
+from ..notebook.service import CellRun, NotebookService, cells_fingerprint, source_fingerprint
+from ._cell_wait import still_running, wait_on
+from ._run_text import heard_run, image_blocks, kernel_language, run_text
 from ._tool_common import MISSING, chat_path, plural, service_of
 from .code_risk import risk_level_for, scan, scan_cells
 
-__all__ = ["interrupt_kernel", "restart_kernel", "run_all_cells", "run_cell"]
+__all__ = ["interrupt_kernel", "restart_kernel", "run_all_cells", "run_cell", "wait_for_cell"]
 
 # -- running ------------------------------------------------------------------------------------
 
 
-def _progress(ctx: ToolContext, label: str) -> Callable[[float, bool], None]:
+def _waiting(ctx: ToolContext, label: str) -> Callable[[float, bool], None]:
+    """Said while the run waits for the kernel (busy with a cell someone else started)."""
+
     def report(elapsed: float, waiting: bool) -> None:
         if waiting:
             ctx.report_progress(f"{label} is waiting: the kernel is busy with another cell.")
-        else:
-            ctx.report_progress(f"{label} still running after {seconds(elapsed)}.")
 
     return report
 
 
-async def _run_one(
-    ctx: ToolContext,
-    service: NotebookService,
-    path: str,
-    cell_id: str,
-    source: str,
-    number: int,
-    timeout: float,
-) -> Any:
+def _limit(timeout_seconds: float | None) -> float | None:
+    return None if timeout_seconds is None or timeout_seconds <= 0 else min(max(timeout_seconds, 1), 24 * 3600)
+
+
+async def _start(
+    ctx: ToolContext, service: NotebookService, path: str, cell_id: str, source: str, number: int,
+    limit: float | None, window: float,
+) -> RunningCell:
+    """Start the run; gives up (nothing runs) if the kernel stays busy beyond the window."""
+    turn = max(1.0, min(window, limit) if limit is not None else window)
     try:
-        return await service.run_cell(
-            path,
-            cell_id,
-            source=source,
-            timeout=timeout,
-            on_progress=_progress(ctx, f"Cell {number}"),
+        run = await service.start_cell(
+            path, cell_id, source=source, limit=limit, turn_timeout=turn,
+            on_progress=_waiting(ctx, f"Cell {number}"),
         )
     except (ExecutionTimeout, KernelBusy, KernelDied) as error:
         raise type(error)(f"Cell {number} (id {cell_id}): {error}") from None
+    return run
+
+
+def finished_result(service: NotebookService, run: CellRun) -> ToolResult:
+    """The model's text (with small plots) and the listeners' sentence for a run that ended."""
+    text = run_text(run, budget=service.run_output_budget)
+    images, notes = image_blocks(
+        run.result.outputs, max_images=service.max_images, max_chars=service.max_image_chars,
+        max_edge=service.image_max_edge,
+    )
+    if notes:
+        text = "\n".join([text, *notes])
+    content: Any = [{"type": "text", "text": text}, *images] if images else text
+    # A cell that raised is a failed step (the model still reads the traceback in *content*).
+    failure = _error_line(run.result.outputs)
+    if failure is None and run.result.status == "error":
+        failure = f"Cell {run.number} ended with an error status and no error output."
+    heard = heard_run(run)
+    return ToolResult(
+        content=content,
+        summary=heard.normal,
+        terse=heard.terse,
+        detail=heard.detailed,
+        is_error=failure is not None,
+        error_message=failure,
+    )
 
 
 @aaep_tool(risk_level="medium", irreversible=True, label="run a cell")
-async def run_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float = 120) -> ToolResult:
+async def run_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float | None = None) -> ToolResult:
     """Run a code cell in the notebook's kernel and return its outputs (they also appear in the notebook).
 
     The user usually approves the exact code first. Variables persist in the kernel, as when the user runs the cell.
+    A cell that takes long is not stopped: after a while you get "still running" with its progress and last output,
+    and it goes on; call wait_for_cell to wait for its end, interrupt_kernel to stop it.
 
     Parameters
     ----------
     cell_id : str
         The id of the code cell to run.
-    timeout_seconds : float
-        Stop (interrupt the kernel) if the cell runs longer than this many seconds.
+    timeout_seconds : float, optional
+        Interrupt the cell if it runs longer than this many seconds. Leave it out for no limit
+        (training and other long work); only set it when the user asks for a limit.
     """
     service, path = service_of(ctx), chat_path(ctx)
     nb = await service.open(path)
@@ -88,35 +119,16 @@ async def run_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float = 120)
             content=f"Cell {number} (id {cell_id}) is empty; nothing ran.",
             summary=f"Cell {number} is empty.",
         )
-    run = await _run_one(
-        ctx, service, path, cell_id, source, number, min(max(timeout_seconds, 1), 24 * 3600)
-    )
-    text = run_text(run, budget=service.run_output_budget)
-    images, notes = image_blocks(
-        run.result.outputs, max_images=service.max_images, max_chars=service.max_image_chars,
-        max_edge=service.image_max_edge,
-    )
-    if notes:
-        text = "\n".join([text, *notes])
-    content: Any = [{"type": "text", "text": text}, *images] if images else text
-    # A cell that raised is a failed step (the model still reads the traceback in *content*).
-    failure = _error_line(run.result.outputs)
-    if failure is None and run.result.status == "error":
-        failure = f"Cell {number} ended with an error status and no error output."
-    heard = heard_run(run)
-    return ToolResult(
-        content=content,
-        summary=heard.normal,
-        terse=heard.terse,
-        detail=heard.detailed,
-        is_error=failure is not None,
-        error_message=failure,
-    )
+    window = service.run_cell_wait_seconds
+    running = await _start(ctx, service, path, cell_id, source, number, _limit(timeout_seconds), window)
+    # The window counts from when the kernel started the code (not the kernel's own start-up).
+    run = await wait_on(ctx, running, window - running.elapsed())
+    return still_running(running) if run is None else finished_result(service, run)
 
 
 @run_cell.preview
 async def _preview_run_cell(
-    ctx: ToolContext, cell_id: str, timeout_seconds: float = 120
+    ctx: ToolContext, cell_id: str, timeout_seconds: float | None = None
 ) -> ActionPreview:
     try:
         service = service_of(ctx)
@@ -166,9 +178,12 @@ async def run_all_cells(
     ctx: ToolContext,
     from_cell_id: str | None = None,
     to_cell_id: str | None = None,
-    timeout_seconds: float = 120,
+    timeout_seconds: float | None = None,
 ) -> ToolResult:
     """Run the notebook's code cells in order, top to bottom, stopping at the first error.
+
+    A long cell is not stopped: after a while you get "still running" for it, and the cells
+    after it have not run yet; wait for it with wait_for_cell, then run the rest from the next cell.
 
     Parameters
     ----------
@@ -176,8 +191,8 @@ async def run_all_cells(
         Start at this cell instead of the first one.
     to_cell_id : str, optional
         Stop after this cell instead of the last one.
-    timeout_seconds : float
-        The time limit for each cell; a cell over it is interrupted and the run stops.
+    timeout_seconds : float, optional
+        A time limit for each cell (a cell over it is interrupted and the run stops). Leave it out for no limit.
     """
     service, path = service_of(ctx), chat_path(ctx)
     cells = _code_cells(await service.open(path), from_cell_id, to_cell_id)
@@ -185,18 +200,35 @@ async def run_all_cells(
         [(c, s) for _, c, s in cells]
     ):
         raise StaleApproval("The cells changed after the run was approved; nothing ran. Ask again.")
-    lines, last = [], None
+    lines: list[str] = []
+    last: CellRun | None = None
+    budget = service.run_cell_wait_seconds
+    """Seconds of running the cells may use before the answer is "still running"."""
     for step, (number, cell_id, source) in enumerate(cells, 1):
         ctx.report_progress(
             f"Running cell {number} ({step} of {len(cells)}).", step=step, total_steps=len(cells)
         )
         try:
-            last = await _run_one(
-                ctx, service, path, cell_id, source, number, min(max(timeout_seconds, 1), 24 * 3600)
-            )
+            running = await _start(ctx, service, path, cell_id, source, number, _limit(timeout_seconds),
+                                   service.run_cell_wait_seconds)
+            last = await wait_on(ctx, running, budget - running.elapsed())
         except ToolError as error:
             lines.append(f"cell {number} (id {cell_id}): stopped: {error}")
             raise type(error)("\n".join(["Ran until a cell failed:", *lines])) from None
+        if last is None:
+            rest = [n for n, _, _ in cells[step:]]
+            waiting = still_running(running)
+            after = (f" Cells {rest[0]} to {rest[-1]} have not run yet" if len(rest) > 1
+                     else f" Cell {rest[0]} has not run yet" if rest else "")
+            next_id = cells[step][1] if step < len(cells) else None
+            listing = truncate("\n".join(lines), service.run_output_budget // 2, keep_tail=0.7)
+            resume = (f": when it ends, call run_all_cells with from_cell_id={next_id!r}." if next_id else ".")
+            return ToolResult(
+                content="\n".join(part for part in [listing, str(waiting.content) + after + resume] if part),
+                summary=f"Ran {plural(step - 1, 'cell')}; {running.status_sentence()[0].lower()}{running.status_sentence()[1:]}",
+                terse=waiting.terse,
+            )
+        budget = max(0.0, budget - last.result.elapsed)
         status = "error" if last.result.status == "error" else "ok"
         lines.append(
             f"cell {number} (id {cell_id}) [{last.result.execution_count}] {status}, {last.result.elapsed:.1f} s"
@@ -244,7 +276,7 @@ async def _preview_run_all(
     ctx: ToolContext,
     from_cell_id: str | None = None,
     to_cell_id: str | None = None,
-    timeout_seconds: float = 120,
+    timeout_seconds: float | None = None,
 ) -> ActionPreview:
     try:
         cells = _code_cells(await service_of(ctx).open(chat_path(ctx)), from_cell_id, to_cell_id)
@@ -274,20 +306,73 @@ async def _preview_run_all(
     )
 
 
+@aaep_tool(risk_level="low", label="wait for a cell")
+async def wait_for_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float = 60) -> ToolResult:
+    """Wait for a cell you started that is still running; returns its outputs when it ends.
+
+    Use after run_cell or run_all_cells answered "still running". If the cell is still running
+    after timeout_seconds you get its progress and last output again, and it keeps running.
+
+    Parameters
+    ----------
+    cell_id : str
+        The id of the running cell.
+    timeout_seconds : float
+        How long to wait at most (up to an hour); waiting never stops the cell.
+    """
+    service, path = service_of(ctx), chat_path(ctx)
+    nb = await service.open(path)
+    running = service.runs.get(nb.path, cell_id)
+    number = nb.index_of(cell_id) + 1 if cell_id in {str(c.get("id")) for c in nb.cells()} else None
+    if running is None:
+        where = f"Cell {number}" if number else "That cell"
+        news: Any = ctx.services.get("long_runs")
+        theirs = [r for r in (news.running(nb.path) if news is not None else [])
+                  if r.get("started_by") == "person" and number and r.get("cell_number") == number]
+        if theirs:
+            return ToolResult(
+                content=f"{theirs[0]['sentence']} The person started it in the notebook, so you cannot wait "
+                "for it here; the user hears when it ends. Call get_notebook_state later for its outputs.",
+                summary=str(theirs[0]["sentence"]),
+            )
+        return ToolResult(
+            content=f"{where} (id {cell_id}) is not running and was not started by you; nothing to wait for. "
+            "Read its outputs with get_notebook_state.",
+            summary=f"{where} is not running.",
+        )
+    if running.done and running.reported:
+        outcome = running.task.result() if running.task.exception() is None else None
+        if outcome is None:
+            return ToolResult(content=f"Cell {running.number} already ended; its failure was reported before.",
+                              summary=f"Cell {running.number} already ended.")
+        return finished_result(service, outcome)
+    run = await wait_on(ctx, running, min(max(timeout_seconds, 0), 3600))
+    return still_running(running) if run is None else finished_result(service, run)
+
+
 # -- kernel control ------------------------------------------------------------------------------
 
 
 @aaep_tool(risk_level="medium", label="interrupt the kernel")
 async def interrupt_kernel(ctx: ToolContext) -> ToolResult:
     """Interrupt the notebook's kernel (like the stop button): the running code gets KeyboardInterrupt; variables are kept."""
-    info = await service_of(ctx).interrupt(chat_path(ctx))
+    service = service_of(ctx)
+    nb_path = normalize_path(chat_path(ctx))
+    # The agent's own long cells nobody waits for: say which one stopped (the waiting call says it otherwise).
+    running = [run for run in service.runs.running(nb_path) if run.listener is None]
+    info = await service.interrupt(chat_path(ctx))
     if info is None:
         return ToolResult(
             content="The notebook has no running kernel.", summary="No kernel to interrupt."
         )
-    return ToolResult(
-        content=f"Interrupted the {info.display_name} kernel.", summary="Interrupted the kernel."
-    )
+    stopped = []
+    for run in running:  # the agent's own long cells: say which one stopped, once
+        await asyncio.wait({run.task}, timeout=5)
+        if run.task.done():
+            run.reported = True
+            stopped.append(f"Cell {run.number} stopped after {duration_words(run.elapsed())}.")
+    said = " ".join(["Interrupted the kernel.", *stopped])
+    return ToolResult(content=f"Interrupted the {info.display_name} kernel. {' '.join(stopped)}".strip(), summary=said)
 
 
 @aaep_tool(risk_level="high", irreversible=True, label="restart the kernel")

@@ -20,7 +20,7 @@ from ._edit_tools import (
 )
 from ._figure_tools import view_figure
 from ._file_tools import list_files, read_file
-from ._run_tools import interrupt_kernel, restart_kernel, run_all_cells, run_cell
+from ._run_tools import interrupt_kernel, restart_kernel, run_all_cells, run_cell, wait_for_cell
 
 __all__ = [
     "clear_outputs",
@@ -38,6 +38,7 @@ __all__ = [
     "run_all_cells",
     "run_cell",
     "view_figure",
+    "wait_for_cell",
 ]
 
 
@@ -55,6 +56,7 @@ def notebook_tools() -> list[ToolSpec]:
         move_cell,
         run_cell,
         run_all_cells,
+        wait_for_cell,
         clear_outputs,
         interrupt_kernel,
         restart_kernel,

@@ -54,7 +54,7 @@ def jp_server_config(jp_root_dir: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def service(jp_serverapp: Any, jp_asyncio_loop: asyncio.AbstractEventLoop) -> Any:
-    svc = NotebookService(jp_serverapp, progress_interval=0.5)
+    svc = NotebookService(jp_serverapp, progress_interval=0.5, progress_min_gap=0.5)
     yield svc
     jp_asyncio_loop.run_until_complete(svc.close())
 

@@ -14,8 +14,15 @@ from jupyter_ydoc import YNotebook
 
 
 class Progress(list[str]):
-    def __call__(self, description: str, **_: Any) -> None:
-        self.append(description)
+    """Records what listeners hear of each progress report (the summary, else the description)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, description: str, **options: Any) -> None:
+        self.calls.append({"description": description, **options})
+        self.append(options.get("summary") or description)
 
 
 def write_notebook(

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 import logging
+import re
 from typing import Any
 
 import pytest

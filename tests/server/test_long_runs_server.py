@@ -1,0 +1,76 @@
+"""Long cells through the real server: the agent's session ends while its cell runs, its last
+words say so, the end is told once in the chat, and *How far along?* answers meanwhile.
+
+A real Jupyter server with jupyter-aaep and collaboration, a real kernel, the real agent loop
+and SDK against the scripted fake model. The wait window is shortened to 1 second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from kernel_helpers import *
+from kernel_helpers import new_name, of, wait_idle
+from server_helpers import wait_until
+from traitlets import TraitError
+
+from jupyter_aaep.aaep.clock import SessionClock
+from jupyter_aaep.aaep.ids import new_subscription_id
+from jupyter_aaep.server.app import AAEPExtension
+from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
+
+pytestmark = pytest.mark.slow
+
+LONG = "import time\nfor i in range(1, 41):\n    print(f'epoch {i}/40', flush=True)\n    time.sleep(0.1)\nprint('accuracy 0.91')"
+
+
+async def test_the_agent_ends_its_turn_while_its_cell_runs(kernels, api, extension, fake_model, sse) -> None:
+    extension.toolbox.services["notebook"].run_cell_wait_seconds = 1.0
+    path = new_name()
+    await kernels.notebook(path, [LONG])
+    status, body, _ = await api("chats", method="POST", body={"notebook_path": path})
+    chat_id = body["chat_id"]
+    fake_model.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]),
+                   Turn(text="Training runs; I will not wait for it."))
+    async with sse(chat_id) as panel:
+        status, _, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "Train it."})
+        assert status == 202
+        confirmation = (await panel.until(lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30))[-1]
+        reply = {"type": "confirmation.reply", "reply_token": confirmation["reply_token"],
+                 "subscription_id": new_subscription_id(), "timestamp": SessionClock().now(), "decision": "accept"}
+        await api("chats", chat_id, "messages", method="POST", body=reply)
+        events = await wait_idle(extension, chat_id)
+        # The model read "still running" (nothing was interrupted) …
+        result = json.dumps(fake_model.requests[1].body["messages"][-1]["content"])
+        assert "Cell 1 is still running (" in result and "wait_for_cell" in result
+        # … and the session's last words say the cell still runs.
+        completed = of(events, "session.completed")[-1]
+        assert completed["summary_normal"].endswith("Cell 1 is still running; you will hear when it ends.")
+        # How far along? while it runs.
+        status, answer, _ = await api("chats", chat_id, "progress")
+        assert status == 200 and answer["sentence"].startswith("Cell 1 is still running (")
+        assert answer["running"][0]["cell_id"] == "c1" and answer["running"][0]["started_by"] == "agent"
+        # Its end: one sentence, once, in a session of its own in the chat.
+        chat = extension.runner.get(chat_id)
+        await wait_until(lambda: len(of(chat.emitter.history, "session.completed")) >= 2, timeout=20,
+                         what="the cell's end")
+        await asyncio.sleep(1)
+    ends = of(chat.emitter.history, "session.completed") + of(chat.emitter.history, "session.errored")
+    told = [e for e in ends if e["session_id"] != completed["session_id"]]
+    assert len(told) == 1 and told[0]["summary_normal"].startswith("Cell 1 finished after ")
+    assert told[0]["summary_normal"].endswith(": accuracy 0.91.")
+    status, answer, _ = await api("chats", chat_id, "progress")
+    assert answer == {"running": [], "sentence": "No cell is running in this notebook."}
+
+
+def test_the_long_run_options_are_checked() -> None:
+    extension = AAEPExtension()
+    assert extension.run_cell_wait_seconds == 30 and extension.progress_announce_seconds == 60
+    assert extension.announce_person_runs_after_seconds == 10
+    for name, bad in (("run_cell_wait_seconds", 0.5), ("progress_announce_seconds", 5),
+                      ("announce_person_runs_after_seconds", -1)):
+        with pytest.raises(TraitError, match=name):
+            setattr(extension, name, bad)
+    extension.announce_person_runs_after_seconds = 0  # off
