@@ -29,6 +29,9 @@ class ChatContext:
     save_changes: Callable[[], Awaitable[bool]] | None = None
     """Puts the agent's edits on disk; awaited before the session says it is done (``False``:
     not saved yet, and the user is told)."""
+    check_changes: Callable[[], Awaitable[str | None]] | None = None
+    """Says which of the session's edits are gone (another program rewrote the file), or
+    ``None``; awaited before the session ends, so it never ends with a plain "Done"."""
     still_running: Callable[[], str | None] | None = None
     """A sentence about the agent's cells that are still running when the session ends ("Cell
     4 is still running; you will hear when it ends."), or ``None``: part of its last words."""

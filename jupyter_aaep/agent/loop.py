@@ -129,6 +129,8 @@ class _Run:
     context: ContextManager | None = None
     unsaved: bool = False
     """The notebook could not be saved before the end (it is, moments later, by autosave)."""
+    lost: str | None = None
+    """The agent's edits another program's write to the file took away (said at the end)."""
     control: RunControl = field(default_factory=RunControl)
 
     def close_output(self) -> None:
@@ -429,18 +431,21 @@ class AgentLoop:
             return
         if not await save():
             run.unsaved = True
+        check = run.chat.check_changes
+        if check is not None:
+            run.lost = await check()
 
     def _completed(self, run: _Run, *, note: str | None = None) -> SessionResult:
         run.close_output()
         answer = "\n\n".join(run.answers)
         used = _tool_phrase(run.tool_labels)
-        unsaved = UNSAVED_NOTE if run.unsaved else None
+        unsaved = run.lost or (UNSAVED_NOTE if run.unsaved else None)
         done = _done_phrase(run.failed_labels)
         running = run.chat.still_running() if run.chat.still_running is not None else None
         # Each step was heard as it happened: the normal ending does not list them again.
         normal = " ".join(part for part in (done, note, unsaved, running) if part)
         detailed = " ".join(part for part in (done, note, used, unsaved, running) if part)
-        terse = _done_terse(run.failed_labels) or ("Done." if note is None else "Done, with a note.")
+        terse = _done_terse(run.failed_labels) or ("Done." if note is None and run.lost is None else "Done, with a note.")
         if running:
             terse = f"{terse} {running}"
         event = run.session.emit(

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+EditCheck = Callable[[str, dict[str, Any]], "list[str] | None"]
+"""``(notebook path, stored edit record) -> the edits the file lacks`` (``None``: not checked)."""
+
 RESTART_CODE = "SERVER_RESTARTED"
 RESTART_HINT = "Choose Continue to pick up where the agent stopped."
 CONTINUE_TEXT = ("[The Jupyter server stopped while you were working on my previous request; this is an "
@@ -48,21 +51,16 @@ class Discard(Emitter):
         return None
 
 
-@dataclass
-class StoredSnapshot:
-    """An undo snapshot read back from the store (the notebook service only needs ``cells``)."""
-
-    path: str
-    cells: tuple[dict[str, Any], ...]
-    taken_at: float = 0.0
-
-    def __len__(self) -> int:
-        return len(self.cells)
+def snapshot_json(record: Any) -> dict[str, Any]:
+    """A session's edit record as stored (the notebook service gives records a ``to_json``)."""
+    to_json = getattr(record, "to_json", None)
+    return dict(to_json()) if callable(to_json) else dict(record)
 
 
-def snapshot_json(snapshot: Any) -> dict[str, Any]:
-    return {"path": getattr(snapshot, "path", ""), "cells": list(getattr(snapshot, "cells", ())),
-            "taken_at": getattr(snapshot, "taken_at", 0.0)}
+def undoable(body: dict[str, Any]) -> bool:
+    """A stored record that undo can use: this version's per-operation record, not empty
+    (whole-notebook snapshots of earlier versions are not used: they would undo people's work)."""
+    return body.get("kind") == "operations" and bool(body.get("operations"))
 
 
 @dataclass
@@ -176,8 +174,9 @@ class ChatPersistence:
         self.store.session_ended(session.id, status, chat.updated, terminal, usage)
         self.store.save_chat(self.record(chat))
 
-    def snapshot_taken(self, chat: Chat, session_id: str, snapshot: Any) -> None:
-        self.store.save_snapshot(chat.chat_id, session_id, snapshot_json(snapshot))
+    def snapshot_taken(self, chat: Chat, session_id: str, record: Any) -> None:
+        """The session changed the notebook: store its edit record (replacing the previous one)."""
+        self.store.save_snapshot(chat.chat_id, session_id, snapshot_json(record))
 
     def snapshots_dropped(self, chat: Chat, session_ids: list[str]) -> None:
         self.store.drop_snapshots(chat.chat_id, session_ids)
@@ -192,23 +191,26 @@ class ChatPersistence:
 
     # -- loading -----------------------------------------------------------------------------------
     def load(self, chat_id: str, make: Callable[[StoredChat, Emitter], Chat], history_limit: int) -> Chat | None:
-        """The stored chat with its history, recent events (for replay) and undo snapshots."""
+        """The stored chat with its history, recent events (for replay) and edit records (for undo)."""
         stored = self.store.load_chat(chat_id)
         if stored is None:
             return None
         emitter = Emitter(history_limit=history_limit)
         emitter.restore_history(self.store.events(chat_id, last=history_limit))
         chat = make(stored, emitter)
-        chat.snapshots.update({sid: StoredSnapshot(body.get("path", ""), tuple(body.get("cells", ())),
-                                                   float(body.get("taken_at", 0.0)))
-                               for sid, body in self.store.snapshots(chat_id).items()})
+        chat.snapshots.update({sid: body for sid, body in self.store.snapshots(chat_id).items() if undoable(body)})
         self.watch(chat)
         return chat
 
     # -- recovery ----------------------------------------------------------------------------------
-    def recover(self, producer: Producer) -> list[str]:
+    def recover(self, producer: Producer, *, check_edits: EditCheck | None = None) -> list[str]:
         """Close every session a stopped server left running, as ``session.errored``
-        (transient, recoverable), in its chat's stored event log; returns their ids."""
+        (transient, recoverable), in its chat's stored event log; returns their ids.
+
+        *check_edits* compares a session's stored edit record with the notebook's file and
+        names the edits the file lacks (``None``: it could not look); the closing event says
+        what was found, never that the work is kept without having checked it.
+        """
         closed = []
         for stored in self.store.running_sessions():
             last = self.store.last_session_event(stored.session_id)
@@ -220,10 +222,11 @@ class ChatPersistence:
                             next_sequence=int(last.get("sequence_number", -1)) + 1)
             closing = _close_open_work(session, self.store.session_events(stored.session_id))
             message = "The Jupyter server stopped while the agent was working on this request."
+            found = self._edits_on_disk(stored.chat_id, stored.session_id, check_edits)
             event = session.emit(SessionErrored(
                 error_category="transient", error_code=RESTART_CODE, recoverable=True, remediation_hint=RESTART_HINT,
-                summary=Summary(normal=f"{message} {RESTART_HINT}", terse="Interrupted by a server restart.",
-                                detailed=f"{message} The work done until then is kept. {RESTART_HINT}"),
+                summary=Summary(normal=f"{message} {found} {RESTART_HINT}", terse="Interrupted by a server restart.",
+                                detailed=f"{message} {found} {RESTART_HINT}"),
             ))
             for done in [*closing, event]:
                 self.store.append_event(stored.chat_id, done)
@@ -242,6 +245,26 @@ class ChatPersistence:
                         "errored and can be continued.", stored.session_id, stored.chat_id)
         self.store.flush()
         return closed
+
+
+    def _edits_on_disk(self, chat_id: str, session_id: str, check_edits: EditCheck | None) -> str:
+        """One sentence on whether the interrupted session's notebook edits reached the file."""
+        body = self.store.snapshots(chat_id).get(session_id)
+        if body is None or not undoable(body):
+            return "The agent had not changed the notebook in this request."
+        missing = None
+        if check_edits is not None:
+            try:
+                missing = check_edits(str(body.get("path") or ""), body)
+            except Exception as error:  # noqa: BLE001 - said as "could not be checked"
+                log.warning("could not compare session %s's edits with the notebook file: %s", session_id, error)
+        if missing is None:
+            return ("Whether the agent's last changes reached the notebook's file could not be checked; "
+                    "look at the notebook before continuing.")
+        if not missing:
+            return "The agent's changes until then are in the notebook's file."
+        shown = "; ".join(missing[:5]) + (f"; and {len(missing) - 5} more" if len(missing) > 5 else "")
+        return f"These changes by the agent may be missing from the notebook's file: {shown}."
 
 
 def tool_step(event: Event) -> StepRecord:

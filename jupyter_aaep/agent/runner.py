@@ -41,6 +41,8 @@ EVENT_HISTORY_LIMIT = 5000
 SUPPORTS: Mapping[str, bool] = {"stop": True, "pause": True, "resume": True, "guidance": True, "approval_mode": True,
                                  "revert": True, "continue": True}
 SNAPSHOTS_KEPT = 10
+EDIT_SAVE_DELAY = 0.15
+"""Seconds after an agent edit before the notebook is saved (edits in a burst are saved once)."""
 LOADED_CHATS = 50
 """Chats kept in memory when a store holds them all; the least recently used idle ones go first."""
 TITLE_LENGTH = 80
@@ -61,7 +63,10 @@ class Chat:
     control: RunControl = field(default_factory=RunControl)
     results: list[SessionResult] = field(default_factory=list)
     snapshots: dict[str, Any] = field(default_factory=dict)
-    """Notebook cells before each recent session (session id → snapshot), for undo."""
+    """What each recent session changed in the notebook (session id → its edit record, or the
+    record's stored JSON), for undo; sessions that changed nothing are not here."""
+    pending_save: asyncio.Future[Any] | None = None
+    """The save that follows the agent's latest edit (debounced by ``EDIT_SAVE_DELAY``)."""
     usage: Usage = field(default_factory=Usage)
     """Tokens and estimated cost of every session of this chat (for the budget and the API)."""
     context: ContextState = field(default_factory=ContextState)
@@ -347,18 +352,20 @@ class ChatRunner:
     ) -> SessionResult:
         if after is not None:
             await asyncio.wait([after])  # the superseded session closes (and fixes the history) first
-        await self._snapshot(chat, session)
+        record = self._begin_record(chat, session)
         client = self.client_factory()
         loop = AgentLoop(client, self.registry_factory(chat), broker=self.broker, config=self._config_for(chat))
         context = ChatContext(
             chat_id=chat.chat_id, notebook_path=chat.notebook_path, services=self.services, approval=chat.approval,
             usage=chat.usage, context=chat.context, save_changes=lambda: self.save_notebook(chat),
+            check_changes=lambda: self._lost_changes(record),
             still_running=self._still_running(chat),
         )
         try:
             result = await loop.run(session, chat.history, text, chat=context, control=chat.control,
                                     attachment=attachment)
         finally:
+            self._end_record(chat)
             self._ended(chat, session)
         chat.results.append(result)
         if result.status != "completed":  # a completed session saved before it said "Done"
@@ -414,48 +421,82 @@ class ChatRunner:
         restarted = any(e.get("error_code") == "SERVER_RESTARTED" for e in chat.emitter.history[-3:])
         return self.submit(chat_id, CONTINUE_TEXT if restarted else CONTINUE_AFTER_ERROR)
 
-    async def _snapshot(self, chat: Chat, session: Session) -> None:
-        """Remember the notebook's cells before the session, so its changes can be undone."""
-        notebooks = self.services.get("notebook")
-        if notebooks is None or not chat.notebook_path:
-            return
-        try:
-            chat.snapshots[session.id] = await notebooks.snapshot(chat.notebook_path)
-        except Exception as error:  # noqa: BLE001 - no undo is better than no agent; the tools report the cause
-            log.warning("no undo snapshot of %s before session %s: %s", chat.notebook_path, session.id, error)
-            return
+    def _begin_record(self, chat: Chat, session: Session) -> Any:
+        """Record what the session changes in the notebook (for undo, saving and recovery)."""
+        begin = getattr(self.services.get("notebook"), "begin_record", None)
+        if begin is None or not chat.notebook_path:
+            return None
+        return begin(chat.chat_id, session.id, chat.notebook_path, lambda record: self._recorded(chat, record))
+
+    def _end_record(self, chat: Chat) -> None:
+        end = getattr(self.services.get("notebook"), "end_record", None)
+        if end is not None:
+            end(chat.chat_id)
+
+    def _recorded(self, chat: Chat, record: Any) -> None:
+        """The agent changed the notebook: store the session's record and save the notebook soon."""
+        chat.snapshots.pop(record.session_id, None)
+        chat.snapshots[record.session_id] = record
         dropped = []
         while len(chat.snapshots) > SNAPSHOTS_KEPT:
             oldest = next(iter(chat.snapshots))
             del chat.snapshots[oldest]
             dropped.append(oldest)
         if self.persistence is not None:
-            self.persistence.snapshot_taken(chat, session.id, chat.snapshots[session.id])
-            self.persistence.snapshots_dropped(chat, dropped)
+            self.persistence.snapshot_taken(chat, record.session_id, record)
+            if dropped:
+                self.persistence.snapshots_dropped(chat, dropped)
+        if chat.pending_save is None or chat.pending_save.done():
+            chat.pending_save = asyncio.ensure_future(self._save_soon(chat))
+
+    async def _save_soon(self, chat: Chat) -> None:
+        await asyncio.sleep(EDIT_SAVE_DELAY)
+        chat.pending_save = None  # an edit made while this save runs schedules the next one
+        await self.save_notebook(chat)
+
+    async def _lost_changes(self, record: Any) -> str | None:
+        """At the session's end: the agent's edits another program's write took away, said once."""
+        lost_edits = getattr(self.services.get("notebook"), "lost_edits", None)
+        if record is None or lost_edits is None:
+            return None
+        try:
+            await lost_edits(record)
+        except Exception as error:  # noqa: BLE001 - the notebook may be gone; the tools said so
+            log.debug("could not check the notebook for lost edits: %s", error)
+        lost = list(getattr(record, "lost", []))
+        if not lost:
+            return None
+        return ("Another program rewrote the notebook's file during this request, and these changes by the agent "
+                f"are gone: {'; '.join(lost)}.")
 
     async def revert(self, chat_id: str, session_id: str | None = None) -> dict[str, Any]:
-        """Put the notebook's cells back as they were before a session (the latest by default).
+        """Take back what a session (the latest by default) and the later ones changed.
 
-        Later sessions' changes go too, since they built on it; outputs come back as they were.
+        Only the agent's own operations are reverted, and only where a cell still holds what
+        the agent left; cells someone changed since are kept and named in the summary.
         """
         chat = self.get(chat_id)
         if chat.running:
             raise ChatBusy("The agent is still working. Stop it before undoing its changes.")
         notebooks = self.services.get("notebook")
-        target = session_id or next(reversed(chat.snapshots), None)
-        if notebooks is None or not chat.notebook_path or target not in chat.snapshots:
-            raise InvalidInput("There is nothing to undo: no snapshot of this notebook was taken for that request.")
-        report = await notebooks.revert(chat.notebook_path, chat.snapshots[target])
+        if notebooks is None or not chat.notebook_path or not chat.snapshots:
+            raise InvalidInput("There is nothing to undo: the agent has not changed this notebook in this chat "
+                               "since its changes were last undone.")
+        target = session_id or next(reversed(chat.snapshots))
+        if target not in chat.snapshots:
+            raise InvalidInput("There is nothing to undo for that request: it changed nothing in the notebook, "
+                               "or its changes were already undone.")
         undone = list(chat.snapshots)[list(chat.snapshots).index(target):]
+        report = await notebooks.undo(chat.notebook_path, [chat.snapshots[sid] for sid in undone])
         for later in undone:
             del chat.snapshots[later]
         if self.persistence is not None:
             self.persistence.snapshots_dropped(chat, undone)
-        summary = undo_summary(
-            chat.notebook_path, removed=report.removed, added=report.added, restored=report.restored
-        )
+        summary = undo_summary(chat.notebook_path, removed=report.removed, added=report.added,
+                               restored=report.restored, kept=report.kept)
         notice = {"kind": "notebook.reverted", "chat_id": chat.chat_id, "session_id": target, "summary": summary,
-                  "removed": report.removed, "added": report.added, "restored": report.restored}
+                  "removed": report.removed, "added": report.added, "restored": report.restored,
+                  "kept": list(report.kept)}
         chat.emitter.publish(notice)
         return notice
 
@@ -608,11 +649,11 @@ def _cells(count: int) -> str:
     return f"{count} cell" if count == 1 else f"{count} cells"
 
 
-def undo_summary(path: str, *, removed: int, added: int, restored: int) -> str:
-    """One sentence saying what an undo did, naming only what happened.
+def undo_summary(path: str, *, removed: int, added: int, restored: int, kept: list[str] | None = None) -> str:
+    """What an undo did, naming only what happened, and each cell it kept.
 
     *removed* cells were added by the agent, *added* ones are cells it had deleted (put back),
-    *restored* ones it had changed or moved.
+    *restored* ones it had changed, moved or cleared; *kept* says, per cell, why it was left.
     """
     parts = [
         text
@@ -623,7 +664,10 @@ def undo_summary(path: str, *, removed: int, added: int, restored: int) -> str:
         )
         if count
     ]
+    notes = " ".join(kept or [])
     if not parts:
-        return f"Nothing to undo: {path} already matches how it was."
+        if notes:
+            return f"Nothing was undone in {path}: {notes[0].lower()}{notes[1:]}"
+        return f"Nothing to undo: {path} already holds none of the agent's changes."
     said = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
-    return f"Undid the agent's changes to {path}: {said}."
+    return f"Undid the agent's changes to {path}: {said}." + (f" {notes}" if notes else "")

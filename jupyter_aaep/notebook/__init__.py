@@ -1,4 +1,4 @@
-"""The live notebook as a service: shared documents, the notebook's own kernel, undo snapshots.
+"""The live notebook as a service: shared documents, the notebook's own kernel, and what the agent changed (for undo).
 
 Build one :class:`NotebookService` per Jupyter server and hand it to tools as
 ``ctx.services["notebook"]``. This package knows nothing of the agent: the tools that use it
@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from ._sessions import KernelInfo, NotebookKernels
 from .documents import LiveNotebook, NotebookDocuments, RestoreReport
+from .edit_record import CellOperation, EditRecord, UndoReport
 from .errors import (
+    CellBusy,
     CellNotFound,
     CollaborationUnavailable,
     ExecutionTimeout,
@@ -25,15 +27,17 @@ from .service import (
     CellRun,
     NotebookEntry,
     NotebookService,
-    NotebookSnapshot,
     cells_fingerprint,
     source_fingerprint,
 )
 
 __all__ = [
+    "CellBusy",
     "CellNotFound",
+    "CellOperation",
     "CellRun",
     "CollaborationUnavailable",
+    "EditRecord",
     "ExecutionResult",
     "ExecutionTimeout",
     "KernelBusy",
@@ -49,8 +53,8 @@ __all__ = [
     "NotebookKernels",
     "NotebookNotFound",
     "NotebookService",
-    "NotebookSnapshot",
     "RestoreReport",
+    "UndoReport",
     "cells_fingerprint",
     "source_fingerprint",
 ]

@@ -17,7 +17,7 @@ the server loop (nothing can interleave), and a fork would copy the whole docume
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,17 +26,18 @@ from uuid import uuid4
 from jupyter_server.utils import ensure_async
 from tornado import web
 
-from .errors import CellNotFound, CollaborationUnavailable, NotebookNotFound
+from ._text_edits import apply_text
+from .errors import CellBusy, CellNotFound, CollaborationUnavailable, NotebookNotFound
 
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
     from jupyter_ydoc import YNotebook
-    from pycrdt import Array, Map
+    from pycrdt import Array, Assoc, Map, StickyIndex, Text
 else:
     try:
-        from pycrdt import Array, Map
+        from pycrdt import Array, Assoc, Map, StickyIndex, Text
     except ImportError:  # without jupyter-collaboration every call stops at a clear ToolError first
-        Array = Map = None
+        Array = Assoc = Map = StickyIndex = Text = None
 
 __all__ = ["LiveNotebook", "NotebookDocuments", "RestoreReport", "normalize_path", "plain_cell"]
 
@@ -103,6 +104,40 @@ class NotebookDocuments:
             raise CollaborationUnavailable(f"Could not open the shared document for '{path}'.")
         return LiveNotebook(path, document)
 
+    async def cursors(self, path: str) -> list[dict[str, Any]]:
+        """The text cursors other clients show in the room of *path* (JupyterLab publishes each
+        editor's ``cursors`` in the room's awareness, as Yjs relative positions); ``[]`` when
+        there is no room or no way to read it."""
+        room = await self._room(path)
+        awareness = getattr(room, "awareness", None)
+        states = getattr(awareness, "states", None)
+        if not isinstance(states, dict):
+            return []
+        own = getattr(awareness, "client_id", None)
+        found = []
+        for client, state in states.items():
+            if client == own or not isinstance(state, dict):
+                continue
+            for cursor in state.get("cursors") or []:
+                if isinstance(cursor, dict):
+                    found.extend(p for p in (cursor.get("anchor"), cursor.get("head")) if isinstance(p, dict))
+        return found
+
+    async def _room(self, path: str) -> Any:
+        """The notebook's open collaboration room, or ``None``."""
+        try:
+            extension = self._extension()
+        except CollaborationUnavailable:
+            return None
+        manager = self._serverapp.web_app.settings.get("file_id_manager")
+        server = getattr(extension, "ywebsocket_server", None)
+        if manager is None or server is None:
+            return None
+        file_id = manager.get_id(normalize_path(path))
+        if file_id is None or not server.room_exists(f"json:notebook:{file_id}"):
+            return None
+        return await server.get_room(f"json:notebook:{file_id}")
+
     async def save(self, path: str) -> bool:
         """Write the shared notebook at *path* to disk now, without the room's autosave delay.
 
@@ -114,21 +149,9 @@ class NotebookDocuments:
         False when edits may still be waiting for the autosave (the room is busy or this
         version has no manual-save path).
         """
-        try:
-            extension = self._extension()
-        except CollaborationUnavailable:
-            return True  # the agent edits only through shared documents: nothing can be pending
-        manager = self._serverapp.web_app.settings.get("file_id_manager")
-        server = getattr(extension, "ywebsocket_server", None)
-        if manager is None or server is None:
-            return True
-        file_id = manager.get_id(normalize_path(path))
-        if file_id is None:
-            return True
-        room_id = f"json:notebook:{file_id}"  # how jupyter_server_ydoc names a notebook's room
-        if not server.room_exists(room_id):
-            return True
-        room = await server.get_room(room_id)
+        room = await self._room(path)
+        if room is None:
+            return True  # no collaboration or no room: no shared document holds unsaved edits
         save_now = getattr(room, "_save_to_disc", None)
         if not callable(save_now):
             return False
@@ -232,11 +255,20 @@ class LiveNotebook:
         return cell
 
     def set_source(self, cell_id: str, source: str) -> dict[str, Any]:
-        """Replace the source of *cell_id* with granular text edits; returns the old cell."""
+        """Change the source of *cell_id* by its differing spans only; returns the old cell.
+
+        Only the spans that differ are inserted or deleted in the shared text, so what a
+        collaborator types elsewhere in the cell, and their cursor, survive.
+        """
         index = self.index_of(cell_id)
-        old = plain_cell(self._doc.ycells[index])
+        ycell = self._doc.ycells[index]
+        old = plain_cell(ycell)
         with self.transaction():
-            self._doc.set_cell(index, source=source)
+            ysource = ycell.get("source")
+            if hasattr(ysource, "insert") and not isinstance(ysource, str):
+                apply_text(ysource, source)
+            else:  # a cell created without a shared text (never by JupyterLab): set it whole
+                self._doc.set_cell(index, source=source)
         return old
 
     def change_type(self, cell_id: str, cell_type: CellType, source: str) -> dict[str, Any]:
@@ -258,21 +290,74 @@ class LiveNotebook:
             del self._doc.ycells[index]
         return index, old
 
-    def move_cell(self, cell_id: str, index: int) -> int:
+    def insert_existing(self, index: int, cell: dict[str, Any]) -> None:
+        """Put back a cell (its id, source, outputs and metadata) at 0-based *index*."""
+        with self.transaction():
+            self._doc.ycells.insert(max(0, min(index, len(self))), self._doc.create_ycell(_for_ycell(cell)))
+
+    def restore_outputs(self, cell_id: str, outputs: Sequence[dict[str, Any]], execution_count: Any) -> None:
+        """Give *cell_id* back the outputs it had (after they were cleared)."""
+        index = self.index_of(cell_id)
+        with self.transaction():
+            ycell = self._doc.ycells[index]
+            # jupyter_ydoc's own converter (stream text as shared text, as JupyterLab expects).
+            youtputs = self._doc._create_youtputs(list(outputs))
+            if isinstance(ycell.get("outputs"), Array):
+                ycell["outputs"].clear()
+                ycell["outputs"].extend(youtputs)
+            else:
+                ycell["outputs"] = Array(youtputs)
+            ycell["execution_count"] = execution_count
+
+    def move_cell(self, cell_id: str, index: int, *, keep_alive: Collection[str] = ()) -> int:
         """Move *cell_id* so it ends at 0-based *index*; returns where it was.
 
-        Done as delete + re-create in one transaction (what jupyter_ydoc itself does, because
-        older Yjs clients do not understand array moves).
+        Shared arrays have no move that JupyterLab's Yjs understands, so a move re-creates
+        cells. By default the moved cell is re-created; when it is in *keep_alive* (someone is
+        typing in it) the cells it passes are re-created instead, so the shared text their
+        editor is bound to survives. Raises :class:`CellBusy` when both are being edited.
         """
         old_index = self.index_of(cell_id)
         target = max(0, min(index, len(self) - 1))
         if target == old_index:
             return old_index
-        cell = plain_cell(self._doc.ycells[old_index])
+        ycells = self._doc.ycells
+        passed = range(old_index + 1, target + 1) if target > old_index else range(target, old_index)
+        passed_ids = {str(ycells[k].get("id")) for k in passed}
+        if cell_id not in keep_alive:
+            cell = plain_cell(ycells[old_index])
+            with self.transaction():
+                del ycells[old_index]
+                ycells.insert(target, self._doc.create_ycell(_for_ycell(cell)))
+            return old_index
+        if passed_ids & set(keep_alive):
+            raise CellBusy("Someone is typing in this cell and in a cell it would pass.")
+        moving = [plain_cell(ycells[k]) for k in passed]
         with self.transaction():
-            del self._doc.ycells[old_index]
-            self._doc.ycells.insert(target, self._doc.create_ycell(cell))
+            del ycells[passed.start : passed.stop]
+            at = old_index if target > old_index else target + 1
+            for offset, cell in enumerate(moving):
+                ycells.insert(at + offset, self._doc.create_ycell(_for_ycell(cell)))
         return old_index
+
+    def cells_with_cursors(self, positions: Sequence[dict[str, Any]], among: Collection[str]) -> set[str]:
+        """Which of the cells *among* hold one of *positions* (Yjs relative positions, as in
+        the room's awareness): someone's editor is in them even if they are not typing."""
+        wanted = {_position_key(p) for p in positions} - {None}
+        if not wanted:
+            return set()
+        found = set()
+        for ycell in self._doc.ycells:
+            cell_id = str(ycell.get("id", ""))
+            if cell_id not in among or not isinstance(ycell.get("source"), Text):
+                continue
+            if wanted & _text_positions(ycell["source"]):
+                found.add(cell_id)
+        return found
+
+    def sources(self) -> dict[str, str]:
+        """Each cell's source by id (cheap: no outputs), to notice typing between two looks."""
+        return {str(ycell.get("id", "")): str(ycell.get("source", "")) for ycell in self._doc.ycells}
 
     def clear_outputs(self, cell_ids: Sequence[str] | None = None) -> list[str]:
         """Clear outputs and execution counts; returns the ids of the code cells cleared."""
@@ -343,6 +428,28 @@ class LiveNotebook:
         ymeta = self._ymeta()
         if int(ymeta.get("nbformat", 4) or 4) == 4 and int(ymeta.get("nbformat_minor", 5) or 0) < 5:
             ymeta["nbformat_minor"] = 5
+
+
+def _position_key(position: dict[str, Any]) -> tuple[str, int, int] | None:
+    """A relative position as ``("item"|"type", client, clock)``."""
+    for kind in ("item", "type"):
+        ident = position.get(kind)
+        if isinstance(ident, dict) and isinstance(ident.get("client"), int) and isinstance(ident.get("clock"), int):
+            return kind, ident["client"], ident["clock"]
+    return None
+
+
+def _text_positions(ytext: Any) -> set[tuple[str, int, int] | None]:
+    """Every relative position inside a shared text: its characters' ids and its own id."""
+    keys: set[tuple[str, int, int] | None] = set()
+    try:
+        keys.add(_position_key(StickyIndex.new(ytext, 0, Assoc.BEFORE).to_json()))
+        for index in range(len(ytext)):
+            keys.add(_position_key(StickyIndex.new(ytext, index, Assoc.AFTER).to_json()))
+    except BaseException as error:
+        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            raise
+    return keys
 
 
 def plain_cell(ycell: Any) -> dict[str, Any]:

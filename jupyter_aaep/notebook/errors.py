@@ -9,6 +9,7 @@ loop returns them to the model as ``is_error`` results instead of crashing the s
             ├── CollaborationUnavailable   jupyter-collaboration missing or disabled
             ├── NotebookNotFound           no such notebook
             ├── CellNotFound               no cell with that id
+            ├── CellBusy                   someone is typing where a change would go
             └── KernelError
                 ├── KernelSpecMissing      the notebook asks for a kernel that is not installed
                 ├── KernelBusy             the kernel ran other code for the whole time limit
@@ -21,6 +22,7 @@ from __future__ import annotations
 from ..errors import NotebookError
 
 __all__ = [
+    "CellBusy",
     "CellNotFound",
     "CollaborationUnavailable",
     "ExecutionTimeout",
@@ -47,6 +49,10 @@ class NotebookNotFound(NotebookError):
 
 class CellNotFound(NotebookError):
     """No cell has the given id (it may have been deleted by the user)."""
+
+
+class CellBusy(NotebookError):
+    """A person is typing in the cells a change would re-create, so it was not made."""
 
 
 class KernelError(NotebookError):

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
 
+from ._text_edits import version_tag
+
 __all__ = [
     "CellView",
     "describe_image",
@@ -235,6 +237,8 @@ class CellView:
     outputs: tuple[dict[str, Any], ...] = ()
     execution_count: int | None = None
     running: bool = False
+    version: str = ""
+    """A short tag of the source; the model passes it back so its edit is bound to what it read."""
 
     @classmethod
     def from_cell(cls, number: int, cell: dict[str, Any]) -> CellView:
@@ -247,10 +251,11 @@ class CellView:
             outputs=tuple(cell.get("outputs") or ()),
             execution_count=int(count) if isinstance(count, (int, float)) else None,
             running=cell.get("execution_state") == "running",
+            version=version_tag(_join(cell.get("source", ""))),
         )
 
     def header(self) -> str:
-        parts = [f"## cell {self.number} · id {self.id} · {self.cell_type}"]
+        parts = [f"## cell {self.number} · id {self.id} · version {self.version} · {self.cell_type}"]
         if self.cell_type == "code":
             if self.running:
                 parts.append("running")

@@ -8,12 +8,12 @@ budgets for what goes back to the model. It holds no document between calls.
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 import hashlib
 import logging
 import time
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,9 @@ from tornado import web
 
 from ._cell_writer import LiveCellWriter
 from ._sessions import KernelInfo, NotebookKernels
-from .documents import LiveNotebook, NotebookDocuments, RestoreReport, normalize_path
+from ._text_edits import version_tag
+from .documents import LiveNotebook, NotebookDocuments, normalize_path
+from .edit_record import EditRecord, UndoReport, undo_records
 from .errors import NotebookError
 from .executor import ExecutionResult, KernelExecutor, ProgressCallback
 from .progress import ProgressTracker
@@ -35,12 +37,16 @@ __all__ = [
     "CellRun",
     "NotebookEntry",
     "NotebookService",
-    "NotebookSnapshot",
     "cells_fingerprint",
     "source_fingerprint",
 ]
 
 log = logging.getLogger(__name__)
+
+READ_SOURCES_KEPT = 4000
+"""Cell sources remembered by version tag (what the model read), for merging its later edits."""
+COLLABORATION_EVENTS = "https://schema.jupyter.org/jupyter_collaboration/session/v1"
+"""The event schema on which jupyter-collaboration's rooms say they reloaded a file ("overwrite")."""
 
 
 def source_fingerprint(source: str) -> str:
@@ -55,19 +61,6 @@ def cells_fingerprint(cells: Sequence[tuple[str, str]]) -> str:
         digest.update(f"{len(cell_id)}:{cell_id}{len(source)}:".encode())
         digest.update(source.encode("utf-8"))
     return digest.hexdigest()
-
-
-@dataclass(frozen=True)
-class NotebookSnapshot:
-    """The cells of a notebook at one moment, to undo what a session did."""
-
-    path: str
-    cells: tuple[dict[str, Any], ...]
-    taken_at: float
-    """Seconds since the epoch."""
-
-    def __len__(self) -> int:
-        return len(self.cells)
 
 
 @dataclass(frozen=True)
@@ -93,7 +86,7 @@ class CellRun:
 
 
 class NotebookService:
-    """Live notebook access for the agent: documents, kernels, runs and undo snapshots.
+    """Live notebook access for the agent: documents, kernels, runs, and what the agent read and changed.
 
     Parameters
     ----------
@@ -133,6 +126,10 @@ class NotebookService:
         self.max_image_chars = max_image_chars
         self.max_images = max_images
         self.image_max_edge = image_max_edge
+        self._read_sources: OrderedDict[str, str] = OrderedDict()
+        self._records: dict[str, EditRecord] = {}
+        self._reloads: dict[str, int] = {}
+        self._listening = False
         self.run_cell_wait_seconds = run_cell_wait_seconds
         self.runs = RunningCells(announce_seconds=progress_announce_seconds, min_gap=progress_min_gap)
 
@@ -288,20 +285,78 @@ class NotebookService:
             run.started_at = time.monotonic()
         return run
 
-    # -- undo ------------------------------------------------------------------------------------
-    async def snapshot(self, path: str) -> NotebookSnapshot:
-        """The notebook's cells now; take one before each agent session."""
-        notebook = await self.open(path)
-        cells = tuple(copy.deepcopy(c) for c in notebook.cells())
-        return NotebookSnapshot(notebook.path, cells, time.time())
+    # -- what the agent read and did -------------------------------------------------------------
+    def remember_read(self, source: str) -> str:
+        """The version tag of *source*, kept so a later edit can be merged onto a changed cell."""
+        tag = version_tag(source)
+        self._read_sources[tag] = source
+        self._read_sources.move_to_end(tag)
+        while len(self._read_sources) > READ_SOURCES_KEPT:
+            self._read_sources.popitem(last=False)
+        return tag
 
-    async def revert(self, path: str, snapshot: NotebookSnapshot) -> RestoreReport:
-        """Put the cells back as in *snapshot*, through the shared document in one transaction.
+    def read_source(self, tag: str) -> str | None:
+        """The source the model read under version *tag*, if this server still knows it."""
+        return self._read_sources.get(tag.strip().lower())
 
-        Only the notebook is restored: what code did in the kernel or on disk stays done.
-        """
+    def begin_record(
+        self, chat_id: str, session_id: str, path: str, on_change: Callable[[EditRecord], None] | None = None
+    ) -> EditRecord:
+        """Start recording what the session *session_id* of *chat_id* does to *path*."""
+        self._listen_for_reloads()
+        record = EditRecord(normalize_path(path), session_id, on_change=on_change,
+                            reloads_seen=self.reloads(path))
+        self._records[chat_id] = record
+        return record
+
+    def end_record(self, chat_id: str) -> EditRecord | None:
+        return self._records.pop(chat_id, None)
+
+    def record_for(self, chat_id: str | None, path: str) -> EditRecord | None:
+        """The running session's record, when it is about *path* (edits elsewhere are not undone)."""
+        record = self._records.get(chat_id or "")
+        return record if record is not None and record.path == normalize_path(path) else None
+
+    async def undo(self, path: str, records: Sequence[EditRecord | dict[str, Any]]) -> UndoReport:
+        """Revert only what *records* (live, or as stored) did, where the cells still hold what
+        the agent left. Only the notebook is put back: what code did in the kernel stays done."""
         notebook = await self.open(path)
-        return notebook.restore_cells(snapshot.cells)
+        live = [r if isinstance(r, EditRecord) else EditRecord.from_json(r) for r in records]
+        return undo_records(notebook, [r for r in live if r is not None])
+
+    def reloads(self, path: str) -> int:
+        """How many times the room of *path* replaced its content with the file on disk."""
+        return self._reloads.get(normalize_path(path), 0)
+
+    async def lost_edits(self, record: EditRecord) -> list[str] | None:
+        """After the room reloaded the file from disk: the agent's edits that are gone (``None``
+        when no reload happened since the last look)."""
+        seen = self.reloads(record.path)
+        if seen <= record.reloads_seen:
+            return None
+        record.reloads_seen = seen
+        notebook = await self.open(record.path)
+        lost = record.missing_from(notebook.cells())
+        record.lost.extend(item for item in lost if item not in record.lost)
+        return lost
+
+    def _listen_for_reloads(self) -> None:
+        if self._listening:
+            return
+        logger = getattr(self.serverapp, "event_logger", None)
+        if logger is None:
+            return
+        try:
+            logger.add_listener(schema_id=COLLABORATION_EVENTS, listener=self._on_collaboration_event)
+        except Exception as error:  # noqa: BLE001 - no reload notices, the rest works
+            log.debug("cannot follow the rooms' reloads: %s", error)
+            return
+        self._listening = True
+
+    async def _on_collaboration_event(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        if data.get("action") == "overwrite" and data.get("path"):
+            path = normalize_path(str(data["path"]))
+            self._reloads[path] = self._reloads.get(path, 0) + 1
 
     async def close(self) -> None:
         """Release kernel clients; call from the server extension's ``stop_extension``."""

@@ -37,6 +37,7 @@ from ..agent.persistence import ChatPersistence
 from ..agent.runner import ChatRunner
 from ..agent.store import ChatStore
 from ..agent.usage import PriceTable
+from ..notebook.edit_record import missing_from_file
 from .handlers import handler_routes
 from .long_runs import LongRunNews
 from .kernel_launch import ARGUMENT as KERNEL_ARGUMENT
@@ -421,7 +422,7 @@ class AAEPExtension(ExtensionApp):
         self.runner.on_chat_loaded = self.hub.attach_chat
         if self.store is not None:
             self.runner.persistence = ChatPersistence(self.store, file_id=self._file_id)
-            self.runner.persistence.recover(producer)
+            self.runner.persistence.recover(producer, check_edits=self._edits_missing_on_disk)
         base_url = self.server.base_url
         self.service = AAEPService(self.runner, self.hub, url_for=lambda path: url_path_join(base_url, "aaep/v1", path),
                                    models=ModelCatalog(self.clients, default=self.model, configured=self.models,
@@ -481,6 +482,10 @@ class AAEPExtension(ExtensionApp):
         loop = getattr(self, "_loop", None) or getattr(getattr(self.server, "io_loop", None), "asyncio_loop", None)
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self.runner.announce_storage_problem, message)
+
+    def _edits_missing_on_disk(self, path: str, record: dict[str, Any]) -> list[str] | None:
+        """At recovery: the interrupted session's edits that the notebook file lacks."""
+        return missing_from_file(self.serverapp.root_dir, record)
 
     def _file_id(self, path: str) -> str | None:
         """The notebook's stable id (jupyter_server_fileid), so a chat follows its notebook's renames."""

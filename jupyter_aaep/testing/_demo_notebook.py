@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 __all__ = ["CellInfo", "CodeFacts", "NotebookView", "code_facts", "parse_state"]
 
 _TITLE = re.compile(r"^# (?P<path>.+?): (?P<total>\d+) cells? \((?P<code>\d+) code, \d+ other\); kernel: (?P<kernel>.*)$")
-_HEADER = re.compile(r"^## cell (?P<number>\d+) · id (?P<id>\S+) · (?P<type>\w+)(?P<status>.*)$")
+_HEADER = re.compile(r"^## cell (?P<number>\d+) · id (?P<id>\S+)(?: · version (?P<version>\w+))? · (?P<type>\w+)(?P<status>.*)$")
 _OUTPUTS = "→ outputs:"
 _CUT_NOTE = "(Some sources or outputs were cut to fit"
 _READERS = frozenset(

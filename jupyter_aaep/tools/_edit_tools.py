@@ -1,7 +1,7 @@
 """Tools that read and edit the live notebook: state, listing, create, edit, delete, move, clear.
 
-Edits are reversible (the session's undo snapshot restores them), so in the default approval
-mode they run without asking; in "ask before every change" each waits for the user, whose
+Edits are reversible (each is recorded, and Undo reverts the agent's own changes where nobody
+changed the cell since), so in the default approval mode they run without asking; in "ask before every change" each waits for the user, whose
 confirmation shows the change line by line (:mod:`._change_preview`) and is bound to what was
 shown. Each edit is a single transaction on the shared document, seen live by collaborators.
 """
@@ -15,7 +15,18 @@ from ..aaep.redaction import MASK, restore_masked
 from ..agent.tools import ActionPreview, StaleApproval, ToolContext, ToolResult, aaep_tool
 from ..errors import ToolError
 from ..notebook.documents import LiveNotebook
+from ..notebook.edit_record import CellOperation
 from ..notebook.render import CellView, render_cells
+from ._agent_edits import (
+    matches,
+    merge_onto_current,
+    move_around_typists,
+    plain_source,
+    record,
+    reload_note,
+    remember,
+    stale_refusal,
+)
 from ._change_preview import (
     cell_fingerprint,
     cell_label,
@@ -52,7 +63,8 @@ async def get_notebook_state(
     """Read the notebook: every cell's number, id, type and source, its outputs, and the kernel state.
 
     Call this before changing a notebook you have not read in this conversation, and again after
-    the user may have edited it. Long sources and outputs are cut with a marker; read specific
+    the user may have edited it. Each cell shows a version: pass it to edit_cell, delete_cell and
+    move_cell so a change someone made since you read the cell is never overwritten. Long sources and outputs are cut with a marker; read specific
     cells with cell_ids to see them in full. Images are described, not shown.
 
     Parameters
@@ -69,6 +81,7 @@ async def get_notebook_state(
         Another notebook to read (relative to the Jupyter root); defaults to this chat's notebook.
     """
     service = service_of(ctx)
+    note = await reload_note(ctx, chat_path(ctx)) if notebook_path is None else ""
     nb = await service.open(chat_path(ctx, notebook_path))
     views = [CellView.from_cell(i + 1, c) for i, c in enumerate(nb.cells())]
     total, code = len(views), sum(v.cell_type == "code" for v in views)
@@ -88,9 +101,11 @@ async def get_notebook_state(
     text = render_cells(
         views, title=title, budget=service.state_budget, include_outputs=include_outputs
     )
+    for view in views:
+        remember(ctx, view.source)
     state = kernel.execution_state if kernel else "not started"
     return ToolResult(
-        content=text, summary=f"Read the notebook: {plural(total, 'cell')}, kernel {state}."
+        content=note + text, summary=f"Read the notebook: {plural(total, 'cell')}, kernel {state}."
     )
 
 
@@ -141,11 +156,16 @@ async def create_cell(
     nb = await service_of(ctx).open(chat_path(ctx))
     index = target_index(nb, after_cell_id, before_cell_id, position)
     _check_approved(ctx, placement_fingerprint(nb, index), "The cells around where the new cell goes changed")
+    note = await reload_note(ctx, nb.path)
     cell = nb.insert_cell(index, cell_type=cell_type, source=source)
     number = nb.index_of(cell["id"]) + 1
+    record(ctx, nb.path, CellOperation("create", cell["id"], after={"source": source, "cell_type": cell_type},
+                                       index=number - 1))
+    version = remember(ctx, source)
     where = f"after cell {number - 1}" if number > 1 else "at the top"
     return ToolResult(
-        content=f"Created {cell_type} cell {number} (id {cell['id']}), {where}. The notebook now has {plural(len(nb), 'cell')}.",
+        content=f"{note}Created {cell_type} cell {number} (id {cell['id']}), {where}. "
+        f"The notebook now has {plural(len(nb), 'cell')}. The new cell's version is {version}.",
         summary=f"Created {cell_type} cell {number}, {where}.",
     )
 
@@ -156,8 +176,13 @@ async def edit_cell(
     cell_id: str,
     source: str,
     cell_type: Literal["code", "markdown"] | None = None,
+    version: str | None = None,
 ) -> ToolResult:
     """Replace a cell's whole source (and optionally change it between code and markdown). The cell is not run.
+
+    Pass the version get_notebook_state showed for the cell: if someone changed the cell since,
+    your change is merged with theirs when the two touch different lines, and refused otherwise
+    (then read the cell again).
 
     Parameters
     ----------
@@ -167,24 +192,48 @@ async def edit_cell(
         The complete new text of the cell (not a diff).
     cell_type : {'code', 'markdown'}
         "code" or "markdown" to change the cell's type; leave out to keep it.
+    version : str, optional
+        The cell's version as you read it (from get_notebook_state or the result of your last edit).
     """
-    nb = await service_of(ctx).open(chat_path(ctx))
+    service = service_of(ctx)
+    nb = await service.open(chat_path(ctx))
+    note = await reload_note(ctx, nb.path)
     number = nb.index_of(cell_id) + 1
     old = nb.cell(cell_id)
     _check_approved(ctx, cell_fingerprint(old), f"Cell {number} changed")
-    source = _with_secrets_restored(source, str(old.get("source", "")), number)
+    current = plain_source(old)
+    merged = False
+    if not matches(version, current):
+        read = service.read_source(version or "")
+        source = _with_secrets_restored(source, read if read is not None else current, number)
+        source = merge_onto_current(ctx, number=number, version=version or "", new=source, current=current)
+        merged = source != current
+    else:
+        source = _with_secrets_restored(source, current, number)
+    kind = str(old.get("cell_type", "code"))
     if cell_type is not None and cell_type != old.get("cell_type"):
         nb.change_type(cell_id, cell_type, source)
+        kind = cell_type
     else:
         nb.set_source(cell_id, source)
+    if source != current or kind != old.get("cell_type"):  # an edit that changed nothing has nothing to undo
+        record(ctx, nb.path, CellOperation("edit", cell_id, before={"source": current, "cell_type": old.get("cell_type")},
+                                           after={"source": source, "cell_type": kind}, index=number - 1))
+    tag = remember(ctx, source)
     lines = len(source.splitlines())
     stale = (
         " Its outputs are from the previous version until it runs again."
         if old.get("outputs")
         else ""
     )
+    if merged:
+        return ToolResult(
+            content=f"{note}Cell {number} (id {cell_id}) had changed since you read it; your change was merged "
+            f"with the other one. It now reads (version {tag}):\n{source}{stale}",
+            summary=f"Edited cell {number}, keeping the change someone made meanwhile.",
+        )
     return ToolResult(
-        content=f"Cell {number} (id {cell_id}) now has {plural(lines, 'line')}.{stale}",
+        content=f"{note}Cell {number} (id {cell_id}) now has {plural(lines, 'line')}; its version is {tag}.{stale}",
         summary=f"Edited cell {number}.",
     )
 
@@ -211,7 +260,7 @@ def _refuse_mask(source: str) -> None:
 
 @edit_cell.preview
 async def _preview_edit(
-    ctx: ToolContext, cell_id: str, source: str, cell_type: str | None = None
+    ctx: ToolContext, cell_id: str, source: str, cell_type: str | None = None, version: str | None = None
 ) -> ActionPreview:
     nb = await service_of(ctx).open(chat_path(ctx))
     number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
@@ -271,25 +320,33 @@ async def _preview_create(
 
 
 @aaep_tool(risk_level="medium", label="delete a cell")
-async def delete_cell(ctx: ToolContext, cell_id: str) -> ToolResult:
-    """Delete a cell and its outputs. The user can undo the whole session from the panel.
+async def delete_cell(ctx: ToolContext, cell_id: str, version: str | None = None) -> ToolResult:
+    """Delete a cell and its outputs. The user can undo the agent's changes from the panel.
 
     Parameters
     ----------
     cell_id : str
         The id of the cell to delete.
+    version : str, optional
+        The cell's version as you read it; a cell someone changed since is not deleted.
     """
     nb = await service_of(ctx).open(chat_path(ctx))
-    _check_approved(ctx, cell_fingerprint(nb.cell(cell_id)), f"Cell {nb.index_of(cell_id) + 1} changed")
+    note = await reload_note(ctx, nb.path)
+    number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
+    _check_approved(ctx, cell_fingerprint(cell), f"Cell {number} changed")
+    if not matches(version, plain_source(cell)):
+        raise stale_refusal(ctx, number, "delete")
+    prev = nb.cell_ids()[number - 2] if number > 1 else None
     index, old = nb.delete_cell(cell_id)
+    record(ctx, nb.path, CellOperation("delete", cell_id, before=old, index=index, prev=prev))
     return ToolResult(
-        content=f"Deleted cell {index + 1} (id {cell_id}, {old.get('cell_type')}). {plural(len(nb), 'cell')} remain; later cells moved up by one.",
+        content=f"{note}Deleted cell {index + 1} (id {cell_id}, {old.get('cell_type')}). {plural(len(nb), 'cell')} remain; later cells moved up by one.",
         summary=f"Deleted cell {index + 1}.",
     )
 
 
 @delete_cell.preview
-async def _preview_delete(ctx: ToolContext, cell_id: str) -> ActionPreview:
+async def _preview_delete(ctx: ToolContext, cell_id: str, version: str | None = None) -> ActionPreview:
     nb = await service_of(ctx).open(chat_path(ctx))
     number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
     source, kind = str(cell.get("source", "")), str(cell.get("cell_type", "code"))
@@ -319,6 +376,7 @@ async def move_cell(
     after_cell_id: str | None = None,
     before_cell_id: str | None = None,
     position: int | None = None,
+    version: str | None = None,
 ) -> ToolResult:
     """Move a cell (with its outputs) to another place. Give exactly one of after_cell_id, before_cell_id or position.
 
@@ -332,21 +390,33 @@ async def move_cell(
         Move it right before this cell.
     position : int, optional
         The 1-based number the cell should end up with.
+    version : str, optional
+        The cell's version as you read it; a cell someone changed since is not moved.
     """
     if after_cell_id is None and before_cell_id is None and position is None:
         raise ToolError("Say where to move the cell: after_cell_id, before_cell_id or position.")
     nb = await service_of(ctx).open(chat_path(ctx))
+    note = await reload_note(ctx, nb.path)
     old = nb.index_of(cell_id)
+    if not matches(version, plain_source(nb.cell(cell_id))):
+        raise stale_refusal(ctx, old + 1, "move")
     target = target_index(nb, after_cell_id, before_cell_id, position)
     if target > old and position is None:
         target -= 1  # the anchor shifts up once the cell is taken out
     _check_approved(
         ctx, _move_fingerprint(nb, cell_id, old, target), "The cells around where it goes changed"
     )
-    nb.move_cell(cell_id, target)
-    new = nb.index_of(cell_id)
+    ids = nb.cell_ids()
+    prev = ids[old - 1] if old else None
+    nb = await move_around_typists(ctx, nb, cell_id, target)
+    ids = nb.cell_ids()
+    new = ids.index(cell_id)
+    if new != old:
+        above = ids[new - 1] if new else None
+        record(ctx, nb.path, CellOperation("move", cell_id, before={"source": plain_source(nb.cell(cell_id))},
+                                           after={"prev": above}, index=old, prev=prev))
     return ToolResult(
-        content=f"Moved cell {old + 1} (id {cell_id}) to position {new + 1}.",
+        content=f"{note}Moved cell {old + 1} (id {cell_id}) to position {new + 1}.",
         summary=f"Moved cell {old + 1} to position {new + 1}.",
     )
 
@@ -364,7 +434,12 @@ async def clear_outputs(ctx: ToolContext, cell_ids: list[str] | None = None) -> 
     _check_approved(
         ctx, outputs_fingerprint(_clear_targets(nb, cell_ids)), "The cells' outputs changed"
     )
+    before = {str(c["id"]): c for c in _clear_targets(nb, cell_ids) if c.get("outputs") or c.get("execution_count")}
     cleared = nb.clear_outputs(cell_ids)
+    for cell_id, cell in before.items():
+        record(ctx, nb.path, CellOperation("clear", cell_id, before={
+            "source": plain_source(cell), "outputs": cell.get("outputs") or [],
+            "execution_count": cell.get("execution_count")}))
     which = "all code cells" if cell_ids is None else plural(len(cleared), "cell")
     return ToolResult(
         content=f"Cleared the outputs of {which} ({len(cleared)}).",
@@ -379,6 +454,7 @@ async def _preview_move(
     after_cell_id: str | None = None,
     before_cell_id: str | None = None,
     position: int | None = None,
+    version: str | None = None,
 ) -> ActionPreview:
     if after_cell_id is None and before_cell_id is None and position is None:
         raise ToolError("Say where to move the cell: after_cell_id, before_cell_id or position.")

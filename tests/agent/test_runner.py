@@ -154,20 +154,21 @@ async def test_shutdown_cancels_running_sessions_as_system(runner: ChatRunner) -
     runner.fake.release()  # type: ignore[attr-defined]
 
 
-class _BrokenNotebooks:
-    async def snapshot(self, path: str) -> None:
-        raise RuntimeError("collaboration is disabled")
+class _NoRecords:
+    """A notebook service of another kind: it saves, but records nothing."""
+
+    async def save(self, path: str) -> bool:
+        return True
 
 
-async def test_a_failed_snapshot_does_not_stop_the_agent(runner: ChatRunner, caplog) -> None:
-    runner.services = {"notebook": _BrokenNotebooks()}
+async def test_without_edit_records_there_is_nothing_to_undo(runner: ChatRunner) -> None:
+    runner.services = {"notebook": _NoRecords()}
     chat = runner.create_chat("a.ipynb")
     runner.fake.add(Turn(text="Fine."))  # type: ignore[attr-defined]
     runner.submit(chat.chat_id, "hi")
     await chat.task
     assert chat.results[-1].status == "completed"
-    assert chat.snapshots == {}
-    assert "no undo snapshot of a.ipynb" in caplog.text
+    assert chat.snapshots == {} and chat.describe()["undoable_sessions"] == []
     with pytest.raises(InvalidInput, match="nothing to undo"):
         await runner.revert(chat.chat_id)
 
@@ -189,7 +190,7 @@ async def test_a_failed_snapshot_does_not_stop_the_agent(runner: ChatRunner, cap
             ("Undid the agent's changes to a.ipynb: removed 1 cell the agent added, "
             "put back 2 cells the agent deleted and restored 1 cell the agent changed."),
         ),
-        ((0, 0, 0), "Nothing to undo: a.ipynb already matches how it was."),
+        ((0, 0, 0), "Nothing to undo: a.ipynb already holds none of the agent's changes."),
     ],
 )
 def test_undo_summary_says_only_what_happened(counts: tuple[int, int, int], said: str) -> None:

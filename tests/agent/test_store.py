@@ -335,41 +335,54 @@ async def test_an_in_memory_store_and_the_runner_without_one() -> None:
 
 
 class Notebooks:
-    """The notebook service's undo side, in memory: cells per path."""
+    """The notebook service's record-and-undo side, in memory: cells per path."""
 
     def __init__(self) -> None:
         self.cells: dict[str, list[dict[str, Any]]] = {"nb.ipynb": [{"id": "a", "source": "1"}]}
+        self.records: list[Any] = []
 
-    async def snapshot(self, path: str) -> Any:
-        from jupyter_aaep.agent.persistence import StoredSnapshot
-        return StoredSnapshot(path, tuple(dict(c) for c in self.cells[path]), 1.0)
+    def begin_record(self, chat_id: str, session_id: str, path: str, on_change: Any) -> Any:
+        from jupyter_aaep.notebook.edit_record import EditRecord
+        self.records.append(EditRecord(path, session_id, on_change=on_change))
+        return self.records[-1]
 
-    async def revert(self, path: str, snapshot: Any) -> Any:
-        self.cells[path] = [dict(c) for c in snapshot.cells]
-        return type("Report", (), {"removed": 1, "added": 0, "restored": 0})()
+    def end_record(self, chat_id: str) -> None:
+        return None
+
+    async def undo(self, path: str, records: list[Any]) -> Any:
+        from jupyter_aaep.notebook.edit_record import EditRecord
+        created = {op.cell_id for r in records for op in EditRecord.from_json(r).operations  # type: ignore[union-attr]
+                   if op.kind == "create"}
+        self.cells[path] = [c for c in self.cells[path] if c["id"] not in created]
+        return type("Report", (), {"removed": len(created), "added": 0, "restored": 0, "kept": []})()
 
     async def save(self, path: str) -> bool:
         return True
 
 
-async def test_undo_snapshots_survive_a_restart(rig: Rig) -> None:
+async def test_edit_records_survive_a_restart(rig: Rig) -> None:
+    from jupyter_aaep.notebook.edit_record import CellOperation
     notebooks = Notebooks()
     first = rig.runner()
     first.services = {"notebook": notebooks}
     chat = first.create_chat("nb.ipynb")
-    rig.fake.add(Turn(text="Done."))
+    rig.fake.add(Turn(text="Done."), Turn(text="Done."))
+    first.submit(chat.chat_id, "read it")
+    await chat.task  # type: ignore[misc]
+    assert chat.snapshots == {}, "a session that changed nothing has nothing to undo"
     session_id = first.submit(chat.chat_id, "change it")
     await chat.task  # type: ignore[misc]
     notebooks.cells["nb.ipynb"].append({"id": "b", "source": "2"})
+    notebooks.records[-1].add(CellOperation("create", "b", after={"source": "2", "cell_type": "code"}))
     second = rig.runner()
     second.services = {"notebook": notebooks}
     again = second.get(chat.chat_id)
-    assert list(again.snapshots) == [session_id] and len(again.snapshots[session_id]) == 1
+    assert list(again.snapshots) == [session_id] and again.snapshots[session_id]["operations"][0]["cell_id"] == "b"
     assert second.page("nb.ipynb")[0][0].describe()["undoable_sessions"] == [session_id]  # type: ignore[union-attr]
     await second.revert(chat.chat_id)
     assert notebooks.cells["nb.ipynb"] == [{"id": "a", "source": "1"}]
     third = rig.runner()
-    assert third.get(chat.chat_id).snapshots == {}, "an undone snapshot is gone from the store too"
+    assert third.get(chat.chat_id).snapshots == {}, "an undone record is gone from the store too"
 
 
 @pytest.mark.open_sessions

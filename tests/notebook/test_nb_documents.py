@@ -190,11 +190,10 @@ def test_package_exports() -> None:
 
 
 @on_server_loop
-async def test_revert_restores_the_snapshot_live(notebook_file, make_ctx, service, browser) -> None:
+async def test_undo_reverts_the_recorded_operations_live(notebook_file, make_ctx, service, browser) -> None:
     path = notebook_file("undo.ipynb", [code("a", "1"), code("b", "2")])
     ctx = make_ctx(path)
-    snapshot = await service.snapshot(path)
-    assert len(snapshot) == 2
+    record = service.begin_record("chat-1", "sess-1", path)
     async with browser(path) as doc:
         await create_cell(ctx, source="3")
         await edit_cell(ctx, cell_id="a", source="one")
@@ -202,9 +201,10 @@ async def test_revert_restores_the_snapshot_live(notebook_file, make_ctx, servic
         await wait_for(
             lambda: len(doc.ycells) == 2 and cell_by_id(doc, "b") is None, what="the agent's edits"
         )
-        report = await service.revert(path, snapshot)
-        assert report.removed == 1 and report.added == 1
-        await wait_for(lambda: [c.get("id") for c in doc.ycells] == ["a", "b"], what="the revert")
+        assert [op.kind for op in record.operations] == ["create", "edit", "delete"]
+        report = await service.undo(path, [record])
+        assert (report.removed, report.added, report.restored, report.kept) == (1, 1, 1, [])
+        await wait_for(lambda: [c.get("id") for c in doc.ycells] == ["a", "b"], what="the undo")
         assert cell_by_id(doc, "a")["source"] == "1" and cell_by_id(doc, "b")["source"] == "2"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 import pytest
@@ -114,7 +115,8 @@ async def test_notebook_state_and_listing(notebook_file, make_ctx) -> None:
 
     state = await get_notebook_state(ctx)
     text = state.content
-    assert "cell 1 · id intro · markdown" in text and "cell 3 · id show · code" in text
+    assert "cell 1 · id intro · version " in text and "cell 3 · id show · version " in text
+    assert re.search(r"cell 3 · id show · version [0-9a-f]{6} · code", text)
     assert "# Analysis" in text and "[stdout]\n42" in text
     assert "no kernel running" in text
     assert state.summary == "Read the notebook: 3 cells, kernel not started."
@@ -128,7 +130,7 @@ async def test_notebook_state_and_listing(notebook_file, make_ctx) -> None:
     ranged = await get_notebook_state(ctx, start=2, end=3)
     assert "id intro" not in ranged.content and "id show" in ranged.content
     other = await get_notebook_state(ctx, notebook_path="other/deeper/second.ipynb")
-    assert "id a · code" in other.content
+    assert "id a · version 6b86b2 · code" in other.content
 
     listing = await list_notebooks(ctx)
     assert "state.ipynb" in listing.content and "other/deeper/second.ipynb" in listing.content
