@@ -18,8 +18,8 @@ import anthropic
 from .aaep import Emitter, Producer, ReplyBroker, Session
 from .aaep.clock import SessionClock
 from .aaep.ids import new_subscription_id
-from .agent.conversation_tools import conversation_tools
 from .agent.chat_context import ChatContext
+from .agent.conversation_tools import conversation_tools
 from .agent.loop import AgentConfig, AgentLoop
 from .agent.tools import ActionPreview, ToolRegistry, aaep_tool
 from .testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
