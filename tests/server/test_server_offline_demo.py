@@ -46,6 +46,7 @@ async def test_usage_counts_tokens_and_offers_no_cost(api, new_chat, sse) -> Non
         await stream.until(of_type("session.completed"), timeout=20)
     _, view, _ = await api("chats", chat_id)
     usage = view["usage"]
-    assert usage["requests"] >= 1 and usage["input_tokens"] > 0 and usage["output_tokens"] > 0
+    prompt = usage["input_tokens"] + usage["cache_read_input_tokens"] + usage["cache_creation_input_tokens"]
+    assert usage["requests"] >= 1 and prompt > 0 and usage["output_tokens"] > 0, usage
     assert usage["estimated_cost_usd"] is None
     assert all(s["estimated_cost_usd"] is None for s in usage["sessions"])
