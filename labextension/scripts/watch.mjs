@@ -3,6 +3,13 @@
 // ../jupyter_aaep/labextension) side by side; a reload of the browser tab then gets the new
 // panel. Ctrl+C stops both. Run `jlpm build` once before (it also copies install.json).
 import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// The bundle is about to become a development one: a wheel built later must rebuild it.
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+rmSync(join(root, 'jupyter_aaep', 'labextension', 'PRODUCTION_BUNDLE.txt'), { force: true });
 
 const children = [
   spawn('tsc', ['-w', '--sourceMap', '--preserveWatchOutput'], { stdio: 'inherit', shell: true }),
