@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .agent.tools import ActionPreview, ToolContext, ToolError, ToolResult, aaep_tool
-
-__version__ = "0.1.0"
+from ._version import __version__
+from .agent.tools import ActionPreview, ToolContext, ToolResult, aaep_tool
+from .errors import ToolError
 
 __all__ = ["ActionPreview", "ToolContext", "ToolError", "ToolResult", "__version__", "aaep_tool"]
 

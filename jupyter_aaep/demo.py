@@ -18,12 +18,13 @@ import anthropic
 from .aaep import Emitter, Producer, ReplyBroker, Session
 from .aaep.clock import SessionClock
 from .aaep.ids import new_subscription_id
+from .agent.chat_context import ChatContext
 from .agent.conversation_tools import conversation_tools
-from .agent.loop import AgentConfig, AgentLoop, ChatContext
+from .agent.loop import AgentConfig, AgentLoop
 from .agent.tools import ActionPreview, ToolRegistry, aaep_tool
 from .testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 
-DATA = {"temperature": [21.5, 22.1, 23.4, 22.8], "humidity": [40, 42, 45, 41]}
+DATA: dict[str, list[float]] = {"temperature": [21.5, 22.1, 23.4, 22.8], "humidity": [40, 42, 45, 41]}
 
 
 @aaep_tool(read_only=True, label="read the dataset")

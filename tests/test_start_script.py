@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _setup_is_current() -> bool:
     """``scripts/start`` reinstalls when the project or the panel changed; a test must not do that."""
-    return subprocess.run([str(REPO / "scripts" / "setup"), "--check"], check=False, cwd=REPO).returncode == 0
+    return subprocess.run([str(REPO / "scripts" / "setup"), "--check", "--product"], check=False, cwd=REPO).returncode == 0
 
 
 def _free_port() -> int:

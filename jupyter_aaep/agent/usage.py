@@ -4,7 +4,8 @@ The Messages API reports four counts per request: uncached input, cache writes, 
 and output. They are priced per million tokens from a table keyed by model-name prefix (the
 longest matching prefix wins), with cache writes at 1.25 times and cache reads at 0.1 times
 the input price, as Anthropic bills the five-minute cache. The figures are estimates for the
-user's orientation, not an invoice.
+user's orientation, not an invoice. A model priced ``None`` (the offline demo model) costs
+nothing and says so: its tokens are counted, and no cost is offered at all.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Price:
         return self.cache_read if self.cache_read is not None else self.input * 0.1
 
 
-DEFAULT_PRICES: Mapping[str, Price] = {
+DEFAULT_PRICES: Mapping[str, Price | None] = {
     # Current models (list prices, USD per million tokens).
     "claude-opus": Price(5.0, 25.0),
     "claude-sonnet": Price(3.0, 15.0),
@@ -51,6 +52,8 @@ DEFAULT_PRICES: Mapping[str, Price] = {
     "claude-3-5-haiku": Price(0.8, 4.0),
     "claude-3-haiku": Price(0.25, 1.25),
     "": Price(3.0, 15.0),  # anything else: priced like Sonnet, the usual default
+    # The offline demo model (jupyter_aaep.testing.demo_model.MODEL_ID) runs on this computer.
+    "aaep-offline-demo": None,
 }
 
 
@@ -58,15 +61,15 @@ class PriceTable:
     """Prices by model-name prefix; ``overrides`` (e.g. from a traitlet) win over the defaults.
 
     An override is ``{"prefix": {"input": 3, "output": 15}}`` with optional ``cache_write``
-    and ``cache_read``.
+    and ``cache_read``, or ``None`` for a model without a price (no cost is estimated).
     """
 
-    def __init__(self, overrides: Mapping[str, Mapping[str, float] | Price] | None = None) -> None:
-        self.prices: dict[str, Price] = dict(DEFAULT_PRICES)
+    def __init__(self, overrides: Mapping[str, Mapping[str, float] | Price | None] | None = None) -> None:
+        self.prices: dict[str, Price | None] = dict(DEFAULT_PRICES)
         for prefix, value in (overrides or {}).items():
-            self.prices[prefix] = value if isinstance(value, Price) else _price(prefix, value)
+            self.prices[prefix] = value if value is None or isinstance(value, Price) else _price(prefix, value)
 
-    def for_model(self, model: str) -> Price:
+    def for_model(self, model: str) -> Price | None:
         best = max((p for p in self.prices if model.startswith(p)), key=len)
         return self.prices[best]
 
@@ -96,6 +99,8 @@ class Usage:
     cache_write_tokens: int = 0
     requests: int = 0
     cost_usd: float = 0.0
+    unpriced_requests: int = 0
+    """Requests to a model without a price: once every request is one, no cost is offered."""
     on_request: Callable[[ModelRequest], None] | None = field(default=None, repr=False, compare=False)
     """Told of every model request the loop makes for this chat (the store's per-step records
     hook in here: the chat's usage is the one object the loop and the store both hold)."""
@@ -109,8 +114,9 @@ class Usage:
         except Exception:  # recording a step must not end a session
             log.exception("recording a model request failed")
 
-    def add(self, reported: Any, price: Price) -> Usage:
-        """Add one response's ``usage``; returns that request's own counts."""
+    def add(self, reported: Any, price: Price | None) -> Usage:
+        """Add one response's ``usage``; returns that request's own counts (``price`` is
+        ``None`` for a model that has none)."""
         one = Usage(
             input_tokens=_count(reported, "input_tokens"),
             output_tokens=_count(reported, "output_tokens"),
@@ -118,6 +124,10 @@ class Usage:
             cache_write_tokens=_count(reported, "cache_creation_input_tokens"),
             requests=1,
         )
+        if price is None:
+            one.unpriced_requests = 1
+            self.merge(one)
+            return one
         one.cost_usd = (
             one.input_tokens * price.input
             + one.output_tokens * price.output
@@ -134,6 +144,13 @@ class Usage:
         self.cache_write_tokens += other.cache_write_tokens
         self.requests += other.requests
         self.cost_usd += other.cost_usd
+        self.unpriced_requests += other.unpriced_requests
+
+    @property
+    def priced(self) -> bool:
+        """Whether a cost can be estimated: some request was to a model with a price (or none
+        was made yet)."""
+        return self.requests == 0 or self.unpriced_requests < self.requests
 
     @property
     def prompt_tokens(self) -> int:
@@ -147,7 +164,8 @@ class Usage:
             "output_tokens": self.output_tokens,
             "cache_read_input_tokens": self.cache_read_tokens,
             "cache_creation_input_tokens": self.cache_write_tokens,
-            "estimated_cost_usd": round(self.cost_usd, 6),
+            # null for a model without a price (the offline demo model): tokens, no cost.
+            "estimated_cost_usd": round(self.cost_usd, 6) if self.priced else None,
         }
 
     def sentence(self) -> str:
@@ -155,10 +173,10 @@ class Usage:
         if not self.requests:
             return "No model requests were made."
         cached = f", {self.cache_read_tokens:,} of them read from the cache" if self.cache_read_tokens else ""
+        cost = f", about {dollars(self.cost_usd)}" if self.priced else ""
         return (
             f"{self.requests} model request{'s' if self.requests != 1 else ''} used "
-            f"{_tokens(self.prompt_tokens, 'prompt')}{cached} and {_tokens(self.output_tokens, 'output')}, "
-            f"about {dollars(self.cost_usd)}."
+            f"{_tokens(self.prompt_tokens, 'prompt')}{cached} and {_tokens(self.output_tokens, 'output')}{cost}."
         )
 
 

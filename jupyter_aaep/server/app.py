@@ -18,7 +18,7 @@ import asyncio
 import logging
 import os
 import secrets
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from jupyter_core.paths import jupyter_data_dir
@@ -31,7 +31,7 @@ from .. import __version__
 from ..aaep.broker import ReplyBroker
 from ..aaep.session import Producer
 from ..agent.approval import APPROVAL_MODES, ApprovalPolicy
-from ..agent.context import ContextSettings
+from ..agent.context import ContextSettings, Strategy
 from ..agent.loop import DEFAULT_MODEL, AgentConfig
 from ..agent.persistence import ChatPersistence
 from ..agent.runner import ChatRunner
@@ -221,8 +221,9 @@ class AAEPExtension(ExtensionApp):
         config=True,
         help="Prices for the cost estimate, in USD per million tokens, by model-name prefix (the "
         "longest matching prefix wins), e.g. {'claude-sonnet': {'input': 3, 'output': 15}}. "
-        "'cache_write' defaults to 1.25 x input and 'cache_read' to 0.1 x input. Models not listed "
-        "keep the built-in prices of the current Claude models.",
+        "'cache_write' defaults to 1.25 x input and 'cache_read' to 0.1 x input. None instead of a price "
+        "means the model costs nothing (tokens are counted, no cost is offered), as for the offline demo "
+        "model. Models not listed keep the built-in prices of the current Claude models.",
     )
     models = List(
         Unicode(),
@@ -377,7 +378,7 @@ class AAEPExtension(ExtensionApp):
         producer = Producer(agent_version=__version__, agent_name=self.agent_name, model=self.model)
         config = AgentConfig(
             model=self.model, max_tokens=self.max_tokens, max_turns=self.max_turns,
-            context=ContextSettings(window=self.context_window or None, strategy=self.context_management,
+            context=ContextSettings(window=self.context_window or None, strategy=cast(Strategy, self.context_management),
                                     max_images=self.model_images_per_request),
             prices=PriceTable(self.model_prices), budget_usd=self.chat_budget_usd or None,
         )

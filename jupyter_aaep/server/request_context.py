@@ -20,8 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..agent.prompts import describe_figure_request
-from ..agent.tools import ToolError
-from ..errors import RequestError
+from ..errors import RequestError, ToolError
 
 if TYPE_CHECKING:
     from ..agent.runner import Chat, ChatRunner

@@ -32,11 +32,10 @@ from ..aaep.handshake import Rejected
 from ..aaep.ids import is_valid_id
 from ..agent.runner import SUPPORTS, Chat, ChatRunner
 from ..agent.store import StoredChat
-from ..errors import InvalidInput
+from ..errors import InvalidInput, RequestError
 from .messages import (
     CONTROL_ACTIONS,
     REPLY_TYPES,
-    RequestError,
     Response,
     classify,
     only_fields,

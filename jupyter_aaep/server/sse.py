@@ -44,7 +44,7 @@ def sse_frame(message: Event) -> str:
     """One message as an SSE frame (JSON escapes line breaks, so ``data:`` is one line)."""
     data = dumps(message)
     ident = message.get("event_id")
-    if "@context" in message and is_valid_id("evt", ident) and "\n" not in ident:
+    if "@context" in message and isinstance(ident, str) and is_valid_id("evt", ident) and "\n" not in ident:
         return f"event: aaep.event\nid: {ident}\ndata: {data}\n\n"
     return f"data: {data}\n\n"
 

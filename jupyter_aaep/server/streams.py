@@ -233,8 +233,8 @@ class StreamHub:
         if chat.session is None:
             return
         for kind in ("confirmation", "clarification"):
-            if stream.subscription.terms.can_answer(kind):  # type: ignore[arg-type]
-                self.broker.entitle(chat.session.id, stream.subscription.id, kind)  # type: ignore[arg-type]
+            if stream.subscription.terms.can_answer(kind):
+                self.broker.entitle(chat.session.id, stream.subscription.id, kind)
 
     def _subscribe(self, stream: Stream, chat: Chat | None) -> None:
         if chat is None:

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agent.approval import APPROVAL_MODES, mode_choices
-from .messages import CONTROL_ACTIONS, RequestError
+from ..errors import RequestError
+from .messages import CONTROL_ACTIONS
 
 _SUB_ID = re.compile(r"sub_[A-Za-z0-9]{1,64}")
 _SESSION_ID = re.compile(r"sess_[A-Za-z0-9]{1,64}")

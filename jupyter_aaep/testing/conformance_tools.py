@@ -14,7 +14,8 @@ defaults and events the suite sees come from the ordinary approval path:
 
 from __future__ import annotations
 
-from ..agent.tools import ActionPreview, ToolError, ToolResult, aaep_tool
+from ..agent.tools import ActionPreview, ToolResult, aaep_tool
+from ..errors import ToolError
 
 _BOOKINGS: list[tuple[str, str]] = []
 _OUTBOX: list[tuple[str, str]] = []

@@ -21,7 +21,12 @@ from typing import Any
 from ._demo_notebook import CellInfo, NotebookView, parse_state
 from ._wire import ToolUse, Turn
 
-__all__ = ["HELP", "demo_model", "request_and_steps", "result_text"]
+__all__ = ["HELP", "MODEL_ID", "MODEL_LABEL", "demo_model", "request_and_steps", "result_text"]
+
+MODEL_ID = "aaep-offline-demo"
+"""The name the offline demo model goes by (``c.AAEPExtension.model``): the model picker shows
+it instead of Claude's names, and it has no price (``agent.usage.DEFAULT_PRICES``)."""
+MODEL_LABEL = "Offline demo model"
 
 _PACE = 0.015  # seconds between streamed events: slow enough to see and hear the stream
 
@@ -35,7 +40,7 @@ CAN_DO = (
     "and in the demo notebook *convert the temperatures to Fahrenheit* or *summarise the readings*. "
     "It calls your own kernel functions (@aaep_tool) when you write the call, as in "
     "*compare {sales_2024} with quarterly_sales(\"north\")*. "
-    "Start JupyterLab with ANTHROPIC_API_KEY set (scripts/start) to talk to Claude."
+    "Start JupyterLab with ANTHROPIC_API_KEY set to talk to Claude."
 )
 HELP = f"{WHAT_I_AM} {CAN_DO}"
 

@@ -13,7 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .fake_anthropic import FakeAnthropic
+from .demo_model import MODEL_ID, MODEL_LABEL
+from .fake_anthropic import DEFAULT_MODELS, FakeAnthropic
 
 DEFAULT_API_KEY = "sk-ant-fake-key"
 
@@ -37,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    fake = FakeAnthropic(responder=responders[args.responder], api_key=args.api_key).start()
+    # The demo model's Models API lists only itself, so the panel's picker says what it is.
+    models: list[str | tuple[str, str]] = [(MODEL_ID, MODEL_LABEL)] if args.responder == "demo" else DEFAULT_MODELS
+    fake = FakeAnthropic(responder=responders[args.responder], api_key=args.api_key, models=models).start()
     print(fake.base_url, flush=True)
     try:
         stop.wait()

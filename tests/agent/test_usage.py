@@ -78,3 +78,18 @@ def test_a_request_listener_is_told_and_a_failing_one_never_breaks_the_loop(capl
     usage.request_finished(record)
     assert "recording a model request failed" in caplog.text
     assert usage == Usage(), "the listener is not part of the counts"
+
+
+def test_the_offline_demo_model_has_tokens_and_no_price() -> None:
+    from jupyter_aaep.testing.demo_model import MODEL_ID
+
+    table = PriceTable()
+    assert table.for_model(MODEL_ID) is None
+    total = Usage()
+    total.add({"input_tokens": 1200, "output_tokens": 80}, table.for_model(MODEL_ID))
+    assert not total.priced
+    assert total.to_json()["estimated_cost_usd"] is None
+    assert total.to_json()["input_tokens"] == 1200
+    assert total.sentence() == "1 model request used 1,200 prompt tokens and 80 output tokens."
+    assert Usage().to_json()["estimated_cost_usd"] == 0.0  # nothing asked yet: nothing spent
+    assert PriceTable({"local-llm": None}).for_model("local-llm-7b") is None  # an option can say so too
