@@ -127,7 +127,7 @@ class Ledger:
 
     def _price(self, model: str) -> Price:
         try:
-            return self.prices.for_model(model)
+            return self.prices.for_model(model) or Price(0.0, 0.0, 0.0, 0.0)
         except ValueError:  # no prefix matches: count tokens, estimate no cost
             return Price(0.0, 0.0, 0.0, 0.0)
 

@@ -114,7 +114,7 @@ class NotebookDocuments:
         if not isinstance(states, dict):
             return []
         own = getattr(awareness, "client_id", None)
-        found = []
+        found: list[dict[str, Any]] = []
         for client, state in states.items():
             if client == own or not isinstance(state, dict):
                 continue

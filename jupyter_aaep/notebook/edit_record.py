@@ -178,7 +178,8 @@ def _undo_one(nb: LiveNotebook, op: CellOperation, report: UndoReport) -> str | 
         else:
             before_type = op.before.get("cell_type") or cell_type
             if before_type != cell_type:
-                nb.change_type(op.cell_id, before_type, str(op.before.get("source", "")))
+                nb.change_type(op.cell_id, before_type,  # type: ignore[arg-type]  # a cell type read from the record
+                               str(op.before.get("source", "")))
             else:
                 nb.set_source(op.cell_id, str(op.before.get("source", "")))
             report.restored += 1
@@ -210,7 +211,7 @@ def missing_from_file(root_dir: str, body: dict[str, Any]) -> list[str] | None:
     try:
         import nbformat
 
-        notebook = nbformat.read(str(Path(root_dir) / record.path), as_version=4)
+        notebook = nbformat.read(str(Path(root_dir) / record.path), as_version=4)  # type: ignore[no-untyped-call]
     except Exception:  # noqa: BLE001 - missing, unreadable or half-written: not checked
         return None
     return record.missing_from([dict(cell) for cell in notebook.cells])

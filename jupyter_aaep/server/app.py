@@ -447,8 +447,9 @@ class AAEPExtension(ExtensionApp):
         self._restore_sigint = stop_on_sigint_without_tty(serverapp)  # JupyterHub stops with SIGINT
 
     async def stop_extension(self) -> None:
-        if getattr(self, "_restore_sigint", None) is not None:
-            self._restore_sigint()
+        restore_sigint = getattr(self, "_restore_sigint", None)
+        if restore_sigint is not None:
+            restore_sigint()
         running = sum(1 for chat in self.runner.chats() if chat.running)
         self.log.info("AAEP agent: shutting down the server at %s; %d running session(s) closed, to be "
                       "continued after a restart.", self.server.base_url, running)
@@ -486,7 +487,7 @@ class AAEPExtension(ExtensionApp):
 
     def _edits_missing_on_disk(self, path: str, record: dict[str, Any]) -> list[str] | None:
         """At recovery: the interrupted session's edits that the notebook file lacks."""
-        return missing_from_file(self.serverapp.root_dir, record)
+        return missing_from_file(self.serverapp.root_dir if self.serverapp else "", record)
 
     def _file_id(self, path: str) -> str | None:
         """The notebook's stable id (jupyter_server_fileid), so a chat follows its notebook's renames."""

@@ -211,10 +211,16 @@ class LongRunNews:
                 self._watches[kernel_id].path = path
                 continue
             holder: list[_Watched] = []
+
+            def on_start(run: PersonRun, h: list[_Watched] = holder) -> None:
+                self._person_started(h[0], run)
+
+            def on_end(run: PersonRun, h: list[_Watched] = holder) -> None:
+                self._person_ended(h[0], run)
+
             watch = KernelWatch(
                 kernels.get_kernel(kernel_id), own_sessions=self.notebooks.executor.own_sessions,
-                on_start=lambda run, h=holder: self._person_started(h[0], run),
-                on_end=lambda run, h=holder: self._person_ended(h[0], run),
+                on_start=on_start, on_end=on_end,
             )
             holder.append(_Watched(watch, path))
             self._watches[kernel_id] = holder[0]
