@@ -4,8 +4,10 @@ The event log (every AAEP event, for replay and reconnects) and the step records
 grows with use; chats, their message history and session outcomes are small and are kept.
 Two limits, either or both:
 
-- ``keep_days``: sessions that ended longer ago lose their events, steps and undo snapshot;
-- ``keep_mb_per_chat``: a chat's events beyond that many megabytes go, oldest session first.
+- ``keep_days``: sessions that ended longer ago go: their events, steps, undo snapshot and row;
+- ``keep_mb_per_chat``: a chat's events beyond that many megabytes go, oldest session first,
+  with their steps and undo snapshot; the session's row keeps its status and times (about
+  100 bytes) until the time limit takes it.
 
 Pruning removes whole sessions (never half of one, so a stored session still reads as a
 well-formed stream) and runs on the store's writer thread in small transactions of at most
@@ -48,9 +50,7 @@ def _expired_sessions(conn: sqlite3.Connection, days: float, limit: int) -> list
     cutoff = (datetime.now(timezone.utc) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     return [(r[0], r[1]) for r in conn.execute(
         "SELECT session_id, chat_id FROM sessions WHERE status != 'running' AND ended IS NOT NULL AND ended < ?"
-        " AND (EXISTS (SELECT 1 FROM events e WHERE e.session_id = sessions.session_id)"
-        " OR EXISTS (SELECT 1 FROM snapshots s WHERE s.session_id = sessions.session_id)) LIMIT ?",
-        (cutoff, limit))]
+        " LIMIT ?", (cutoff, limit))]
 
 
 def _oversized_sessions(conn: sqlite3.Connection, chat_id: str, keep: int, limit: int) -> list[tuple[str, str]]:
@@ -93,8 +93,10 @@ def prune_step(conn: sqlite3.Connection, policy: RetentionPolicy, chats: set[str
     limit); a chat is removed from it once it is within the limit.
     """
     victims: list[tuple[str, str]] = []
+    expired = False
     if policy.keep_days > 0:
         victims = _expired_sessions(conn, policy.keep_days, 50)
+        expired = bool(victims)
     if not victims and policy.keep_mb_per_chat > 0:
         for chat_id in sorted(chats):
             victims = _oversized_sessions(conn, chat_id, policy.chat_bytes, 50)
@@ -112,13 +114,21 @@ def prune_step(conn: sqlite3.Connection, policy: RetentionPolicy, chats: set[str
         deleted += conn.execute("DELETE FROM steps WHERE session_id=?", (session_id,)).rowcount
         deleted += conn.execute("DELETE FROM snapshots WHERE chat_id=? AND session_id=?",
                                 (chat_id, session_id)).rowcount
+        if expired:  # past the time limit: the request's row goes too
+            deleted += conn.execute("DELETE FROM sessions WHERE session_id=?", (session_id,)).rowcount
+        else:  # its outcome stays (status and times), without the copy of its last event and its usage
+            conn.execute("UPDATE sessions SET terminal=NULL, usage=NULL WHERE session_id=?", (session_id,))
     return deleted
 
 
-def release_space(conn: sqlite3.Connection, pages: int = 256) -> None:
-    """Give a few free pages back to the disk (only where ``auto_vacuum`` is incremental)."""
-    if conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2:
-        conn.execute(f"PRAGMA incremental_vacuum({int(pages)})").fetchall()
+def release_space(conn: sqlite3.Connection, *, slack: int = 256, most: int = 2048) -> None:
+    """Give free pages back to the disk beyond *slack* kept for reuse, at most *most* per call
+    (only where ``auto_vacuum`` is incremental; elsewhere later writes reuse them)."""
+    if conn.execute("PRAGMA auto_vacuum").fetchone()[0] != 2:
+        return
+    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    if free > slack:
+        conn.executescript(f"PRAGMA incremental_vacuum({int(min(free - slack, most))});")  # execute() frees 1 page
 
 
 __all__ = ["RetentionPolicy", "prune_step", "release_space"]

@@ -219,7 +219,7 @@ class StoreWriter:
             return
         self._last_prune = now
         deadline = now + PRUNE_BUDGET_SECONDS
-        freed = deleted = 0
+        deleted = 0
         while self.inbox.empty() and time.monotonic() < deadline:
             with self._lock:
                 try:
@@ -233,17 +233,15 @@ class StoreWriter:
                         pass
                     log.info("AAEP chat store: pruning old events waits (%s).", error)
                     return
-            freed += deleted
             if not deleted:
                 break
         if deleted:  # cut short by a write or the time budget: go on at the next quiet moment
             self._last_prune = 0.0
-        if freed:
-            with self._lock:
-                try:
-                    release_space(self.conn)
-                except sqlite3.Error:  # pragma: no cover - space comes back at the next pass
-                    pass
+        with self._lock:
+            try:
+                release_space(self.conn)
+            except sqlite3.Error as error:  # pragma: no cover - space comes back at the next pass
+                log.info("AAEP chat store: giving free space back to the disk waits (%s).", error)
 
     # -- the thread ------------------------------------------------------------------------------
     def _main(self) -> None:
