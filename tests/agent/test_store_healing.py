@@ -30,7 +30,6 @@ from jupyter_aaep.agent.store import ChatStore, StoredChat
 from jupyter_aaep.agent.store_health import StoreHealth, recovered_words
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
-
 from tests.agent.store_faults import ForeignLock, SmallDisk, immutable, skip_reason
 
 GATE = asyncio.Event()

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 from server_helpers import of_type, wait_until
 
-from tests.agent.store_faults import ForeignLock
-
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
+from tests.agent.store_faults import ForeignLock
 
 
 async def test_chats_are_paged_newest_first_with_title_and_times(api, extension, fake_model) -> None:
