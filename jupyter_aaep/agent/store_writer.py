@@ -15,8 +15,9 @@ Why this shape:
   ``queue_limit`` of those wait, and beyond that the oldest are given up and counted;
 - the store's health changes (saving → not saving with a cause → saving) are reported to
   ``on_health`` from this thread, once per change;
-- with nothing to write and the database healthy, the thread prunes by the retention
-  policy in small transactions, stopping as soon as a write arrives.
+- the thread prunes by the retention policy in small transactions between batches of
+  writes: one transaction per turn while writes keep coming (so pruning keeps pace with a
+  busy chat), more while nothing waits, never longer than a fraction of a second.
 
 Standard library only.
 """
@@ -97,6 +98,7 @@ class StoreWriter:
         self._waiters: list[threading.Event] = []
         self._dirty: set[str] = set()
         self._last_prune = 0.0
+        self._prune_more = False
         self._backoff = 0.0
         self._next_try = 0.0
         self._serial = 0
@@ -213,14 +215,19 @@ class StoreWriter:
 
     # -- pruning ---------------------------------------------------------------------------------
     def _prune(self) -> None:
+        """One pruning pass when it is due (or unfinished): at least one small transaction, more
+        while nothing waits to be written, within a short time budget."""
         policy = self.retention
         now = time.monotonic()
-        if not policy.active or self.conn is None or now - self._last_prune < policy.interval_seconds:
+        if not policy.active or self.conn is None:
+            return
+        if not self._prune_more and now - self._last_prune < policy.interval_seconds:
             return
         self._last_prune = now
         deadline = now + PRUNE_BUDGET_SECONDS
-        deleted = 0
-        while self.inbox.empty() and time.monotonic() < deadline:
+        deleted = steps = 0
+        while steps == 0 or (self.inbox.empty() and time.monotonic() < deadline):
+            steps += 1
             with self._lock:
                 try:
                     self.conn.execute("BEGIN IMMEDIATE")
@@ -235,8 +242,7 @@ class StoreWriter:
                     return
             if not deleted:
                 break
-        if deleted:  # cut short by a write or the time budget: go on at the next quiet moment
-            self._last_prune = 0.0
+        self._prune_more = bool(deleted)  # cut short by a write or the budget: go on at the next turn
         with self._lock:
             try:
                 release_space(self.conn)
@@ -250,7 +256,8 @@ class StoreWriter:
             if stopping:
                 timeout: float | None = 0.0
             elif not self._pending:
-                timeout = None if not self.retention.active else max(self.retention.interval_seconds, 0.05)
+                idle = 0.0 if self._prune_more else max(self.retention.interval_seconds, 0.05)
+                timeout = None if not self.retention.active else idle
             elif self.health.saving:
                 timeout = 0.0
             else:
