@@ -360,7 +360,9 @@ class ChatStore:
 
     def session_ended(self, session_id: str, status: str, ended: str, terminal: dict[str, Any] | None,
                       usage: dict[str, Any] | None) -> None:
-        terminal_text = json.dumps(terminal) if terminal is not None else None
+        # The terminal event itself is in the event log; the row names it (its type and id).
+        terminal_text = (json.dumps({k: terminal[k] for k in ("type", "event_id", "error_code") if k in terminal})
+                         if terminal is not None else None)
         usage_text = json.dumps(usage) if usage is not None else None
         self._submit(lambda c: c.execute(
             "UPDATE sessions SET status=?, ended=?, terminal=COALESCE(?, terminal), usage=COALESCE(?, usage)"
