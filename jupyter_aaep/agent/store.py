@@ -220,6 +220,7 @@ class ChatStore:
                                    queue_limit=queue_limit, retry_max_seconds=retry_max_seconds, retention=retention)
         self._reader: sqlite3.Connection | None = None
         self._reader_tried = 0.0
+        self._reader_warned = False
         try:
             self._writer.conn = self._open_writer()
         except sqlite3.Error as error:
@@ -262,8 +263,10 @@ class ChatStore:
                 self._reader = reader
         except sqlite3.Error as error:
             self._reader = None
-            log.warning("AAEP chat store: the chat database %s cannot be read (%s); earlier chats are not "
-                        "shown until it can.", self.path, error)
+            if self._writer.health.saving and not self._reader_warned:  # else the writer's sentence says it
+                log.warning("AAEP chat store: the chat database %s cannot be read (%s); earlier chats are not "
+                            "shown until it can.", self.path, error)
+            self._reader_warned = True
 
     # -- health ----------------------------------------------------------------------------------
     @property

@@ -110,8 +110,8 @@ def degraded_words(health: StoreHealth, *, limit: int) -> tuple[str, str, str]:
     """Terse, normal and detailed texts telling a chat that it is not being saved."""
     cause = health.cause or "other"
     reason, advice = _ADVICE[cause]
-    normal = (f"This chat is not being saved right now: {reason}. The agent keeps working, and what it does is "
-              f"saved once the database can be written again. {advice}")
+    normal = (f"This chat is not being saved right now: {reason}; the agent keeps working and saves it all once "
+              f"it can. {advice}")
     detailed = (f"{normal} Until then up to {limit} steps wait in memory; if the server stops before the database "
                 "can be written, they are lost.")
     if health.detail:
