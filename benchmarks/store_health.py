@@ -20,6 +20,7 @@ Run: ``python benchmarks/store_health.py [--sessions 5000] [--lock-seconds 8]``.
 from __future__ import annotations
 
 import argparse
+import logging
 import sqlite3
 import statistics
 import subprocess
@@ -140,6 +141,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=5000)
     parser.add_argument("--lock-seconds", type=float, default=8.0)
     args = parser.parse_args()
+    logging.getLogger("jupyter_aaep").setLevel(logging.ERROR)  # the lock's warnings are expected here
     with tempfile.TemporaryDirectory() as folder:
         soak_figures(Path(folder), args.sessions)
         latency_figures(Path(folder))
