@@ -44,7 +44,11 @@ class StoreNotices:
     def session_started(self, chat: Chat) -> None:
         """Called as a session starts: tell it after its ``session.started`` reached everyone."""
         if self._told.get(chat.chat_id, True) != self._current().saving:
-            asyncio.get_running_loop().call_soon(self.tell, chat)
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # published outside a loop (a script driving sessions): nobody listens live
+                return
+            loop.call_soon(self.tell, chat)
 
     def _current(self) -> StoreHealth:
         live = self.store.health  # the writer may know before its report reached the loop

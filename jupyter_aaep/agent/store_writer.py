@@ -118,7 +118,7 @@ class StoreWriter:
         """A write (or opening the database) failed: remember why and when to try again
         (*quiet*: the caller logs it in its own words)."""
         cause = classify(error, self.path)
-        if cause != "locked" and self.conn is not None:  # reopen: a fixed file mode or disk needs a new handle
+        if cause != "locked" and self.conn is not None and self.path != ":memory:":  # reopen: a fixed file mode or disk needs a new handle
             try:
                 self.conn.close()
             except sqlite3.Error:  # pragma: no cover
