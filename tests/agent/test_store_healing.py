@@ -50,7 +50,7 @@ async def long_step(name: str) -> str:
     return f"{name} done"
 
 
-async def wait_until(condition: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
+async def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
