@@ -33,6 +33,7 @@ from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from tests.agent.store_faults import ForeignLock, SmallDisk, immutable, skip_reason
 
 GATE = asyncio.Event()
+"""Lets ``long_step`` finish; a new one per test (an Event belongs to the loop that first waits on it)."""
 NOT_SAVED = "not being saved right now"
 SAVED_AGAIN = "being saved again"
 
@@ -50,11 +51,12 @@ async def long_step(name: str) -> str:
     return f"{name} done"
 
 
-async def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
+async def wait_until(condition: Callable[[], bool], timeout: float = 30.0,
+                     what: str | Callable[[], str] = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
         await asyncio.sleep(0.01)
 
 
@@ -89,10 +91,15 @@ class Process:
         GATE.clear()
         self.fake.add(Turn(tool_uses=[ToolUse("long_step", {"name": "load"})]), Turn(text=answer))
         self.runner.submit(chat.chat_id, text)
-        await wait_until(lambda: bool(notices(chat, NOT_SAVED)), what="the chat to hear it is not saved")
+        await wait_until(lambda: bool(notices(chat, NOT_SAVED)) or not chat.running,
+                         what=lambda: f"the chat to hear it is not saved ({self.store.health}, "
+                                      f"{[e['type'] for e in chat.emitter.history[-6:]]})")
+        assert chat.running, "the notice came while the request was running"
         GATE.set()
         await chat.task  # type: ignore[misc]
         assert chat.results[-1].answer == answer, "the agent keeps working while nothing is saved"
+        assert all(e.get("status") != "error" for e in chat.emitter.history
+                   if e.get("type") == "aaep:agent.tool.completed"), "the long step itself worked"
 
     async def close(self) -> None:
         await self.runner.shutdown()
@@ -108,6 +115,8 @@ def notices(chat: Chat, words: str) -> list[dict[str, Any]]:
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeAnthropic]:
+    global GATE
+    GATE = asyncio.Event()
     GATE.set()
     async with FakeAnthropic() as fake:
         yield fake
