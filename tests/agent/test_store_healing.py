@@ -64,10 +64,12 @@ class Process:
     """One "server process": a store on the file and a runner told of the store's health
     on its loop, as the server extension does."""
 
-    def __init__(self, fake: FakeAnthropic, path: Path, **store_options: Any) -> None:
+    def __init__(self, fake: FakeAnthropic, path: Path, *, lock_timeout: float = 0.3, retry_max_seconds: float = 0.2,
+                 **store_options: Any) -> None:
         self.fake = fake
         self.clients: list[anthropic.AsyncAnthropic] = []
-        self.store = ChatStore(str(path), lock_timeout=0.3, retry_max_seconds=0.2, **store_options)
+        self.store = ChatStore(str(path), lock_timeout=lock_timeout, retry_max_seconds=retry_max_seconds,
+                               **store_options)
         loop = asyncio.get_running_loop()
         self.store.on_health = lambda health: loop.call_soon_threadsafe(self.runner.storage_changed, health)
         self.runner = ChatRunner(client_factory=self._client, config=AgentConfig(model="claude-test"),
@@ -241,10 +243,9 @@ async def test_a_read_only_database_at_start_runs_without_saving_then_heals(
 
 @pytest.mark.slow
 async def test_a_thirty_second_foreign_lock_with_the_default_wait(fake: FakeAnthropic, tmp_path: Path) -> None:
-    """The issue's case at its real length, with the server's default lock wait (5 s)."""
+    """The issue's case at its real length, with the server's default lock wait and retry pause (5 s)."""
     path = tmp_path / "aaep" / "chats.sqlite3"
-    process = Process(fake, path)
-    process.store.lock_timeout = 5.0
+    process = Process(fake, path, lock_timeout=5.0, retry_max_seconds=5.0)
     try:
         chat = process.runner.create_chat(None)
         await process.ask(chat, "one", "First.")
