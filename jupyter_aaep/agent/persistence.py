@@ -21,6 +21,7 @@ from ..aaep.events import OutputStreaming, SessionErrored, Summary, ToolComplete
 from ..aaep.session import Producer, Session
 from .history import close_open_tool_uses
 from .store import ChatStore, StepRecord, StoredChat
+from .store_notices import StoreNotices
 from .usage import ModelRequest
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ class _Writer:
         kind = event.get("type")
         if kind == "aaep:agent.session.started":
             store.session_started(chat.chat_id, str(event["session_id"]), str(event.get("timestamp")))
+            self.persistence.notices.session_started(chat)
         elif kind == "aaep:agent.state.changed" and event.get("to_state") == "thinking":
             self.save_history()
         elif kind == "aaep:agent.tool.completed":
@@ -115,6 +117,8 @@ class ChatPersistence:
         self.store = store
         self.file_id = file_id or (lambda _path: None)
         self._writers: dict[str, _Writer] = {}
+        self.notices = StoreNotices(store)
+        """Tells the chats when storing stops and starts working again."""
 
     @property
     def ok(self) -> bool:
@@ -171,6 +175,8 @@ class ChatPersistence:
             writer.saved_length = len(chat.history)
         terminal = session.terminal_event
         status = str(terminal["type"]).rsplit(".", 1)[-1] if terminal else "errored"
+        if usage is not None and isinstance(usage.get("sessions"), list):  # this session's, not every earlier one's
+            usage = {**usage, "sessions": [s for s in usage["sessions"] if s.get("session_id") == session.id]}
         self.store.session_ended(session.id, status, chat.updated, terminal, usage)
         self.store.save_chat(self.record(chat))
 
@@ -243,7 +249,8 @@ class ChatPersistence:
             closed.append(stored.session_id)
             log.warning("AAEP: session %s of chat %s was running when the server stopped; it is closed as "
                         "errored and can be continued.", stored.session_id, stored.chat_id)
-        self.store.flush()
+        if self.store.ok:  # otherwise the closings wait in memory and land once the database can be written
+            self.store.flush()
         return closed
 
 

@@ -21,7 +21,6 @@ import anthropic
 
 from ..aaep.broker import ReplyBroker
 from ..aaep.emitter import Emitter, Event
-from ..aaep.events import Progress, ProgressUpdated, Summary
 from ..aaep.session import Producer, Session
 from ..errors import ChatBusy, InvalidInput, UnknownChat, UnknownSession
 from .approval import ApprovalPolicy
@@ -31,6 +30,7 @@ from .control import MAX_TURNS_LIMIT, Applies, Guidance, RunControl
 from .loop import AgentConfig, AgentLoop, SessionResult
 from .persistence import CONTINUE_AFTER_ERROR, CONTINUE_TEXT, ChatPersistence, Discard, now_iso
 from .store import StoredChat, decode_cursor, encode_cursor
+from .store_health import StoreHealth
 from .tools import ToolRegistry
 from .usage import Usage
 
@@ -292,20 +292,11 @@ class ChatRunner:
         """Why chats are not being stored, or ``None`` when they are (or no store is used)."""
         return self.persistence.store.failure if self.persistence is not None else None
 
-    def announce_storage_problem(self, message: str) -> None:
-        """Tell every chat in memory, once, that its messages are no longer being saved.
-
-        Streams carry AAEP events only: a running session hears it as a ``progress.updated``;
-        an idle chat shows ``saved: false`` in its description (and the server log says why).
-        """
-        for chat in self._chats.values():
-            session = chat.session
-            if session is None or session.closed:
-                continue
-            said = (f"This chat is no longer being saved ({message}). The agent keeps working; "
-                    "anything after this point is lost when the server stops.")
-            session.emit(ProgressUpdated(progress=Progress(description=said[:1000]),
-                                         summary=Summary(normal=said, terse="Chat no longer saved.")))
+    def storage_changed(self, health: StoreHealth) -> None:
+        """Storing stopped or started working again (called on the event loop): the chats that
+        are running hear it now, the others with their next request (see ``store_notices``)."""
+        if self.persistence is not None:
+            self.persistence.notices.changed(health, list(self._chats.values()))
 
     def chats(self, notebook_path: str | None = None) -> list[Chat]:
         return [c for c in self._chats.values() if notebook_path is None or c.notebook_path == notebook_path]

@@ -2,14 +2,16 @@
 
 Why this shape:
 
-- one writer thread owns the writing connection and drains a queue, committing whatever
-  piled up in one transaction, so the event loop only ever appends to a queue (no disk I/O,
-  no lock held across an ``await``) and a burst of events costs one commit;
+- writes never block the event loop: they go to a writer thread (:mod:`.store_writer`)
+  that commits whatever piled up in one transaction, retries with backoff when the
+  database is locked, full or read-only, and keeps the writes in memory meanwhile
+  (bounded), so storing heals by itself once the cause is gone;
 - reads (listing chats, loading one on demand, recovery at start-up) use a second connection
   on the caller's thread: WAL lets them run beside the writer;
-- a failing disk (read-only file, disk full) never stops the agent: the first failure is
-  logged once and reported through ``on_failure``, later writes are dropped, and what was
-  already stored stays as it was (every batch is one transaction, rolled back on error).
+- the files are private (:mod:`.store_files`) and the event log is bounded by a retention
+  policy (:mod:`.retention`);
+- a database that cannot be opened never stops the server: it logs one sentence and runs
+  without history until the database can be written.
 
 Standard library only: no Jupyter, tornado or anthropic imports.
 """
@@ -19,13 +21,17 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
-import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from . import store_files
+from .retention import RetentionPolicy
+from .store_health import StoreHealth, advice
+from .store_writer import STOP, StoreWriter, Write
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +72,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_by_chat ON events (chat_id, seq);
 CREATE INDEX IF NOT EXISTS events_by_id ON events (event_id);
+CREATE INDEX IF NOT EXISTS events_by_session ON events (session_id, seq);
 CREATE TABLE IF NOT EXISTS steps (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     chat_id TEXT NOT NULL,
@@ -92,7 +99,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
 """
 
 Connect = Callable[[str], sqlite3.Connection]
-Write = Callable[[sqlite3.Connection], object]
+Run = Callable[[sqlite3.Connection], object]
 
 
 @dataclass
@@ -167,145 +174,153 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
                          "of the previous page.") from error
 
 
-def _default_connect(path: str) -> sqlite3.Connection:
-    return sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=5.0)
-
-
 class ChatStore:
     """Durable storage of chats; see the module docstring for the threading model.
 
     Parameters
     ----------
     path
-        The database file (its folder is created), or ``":memory:"`` (kept in this process only).
-    on_failure
-        Called once, from the writer thread, with a sentence saying why storing stopped.
+        The database file (its folder is created, both private), or ``":memory:"`` (kept in
+        this process only).
+    on_health
+        Called with the new :class:`StoreHealth` each time storing stops or starts working
+        again (from the writer thread, or from the constructor when the database cannot be opened).
     connect
-        Opens a connection (tests pass one that fails, to play a full or read-only disk).
+        Opens a connection (tests pass one that fails, to play a broken disk).
+    lock_timeout
+        Seconds one write waits for another program's lock before it counts as failed (and is
+        retried later).
+    queue_limit
+        Event-log writes kept in memory while the database cannot be written.
+    retry_max_seconds
+        Longest pause between two tries to write again.
+    retention
+        How much of each chat's event log is kept.
     """
 
-    def __init__(self, path: str, *, on_failure: Callable[[str], None] | None = None,
-                 connect: Connect = _default_connect) -> None:
+    def __init__(self, path: str, *, on_health: Callable[[StoreHealth], None] | None = None,
+                 connect: Connect | None = None, lock_timeout: float = 5.0, queue_limit: int = 20000,
+                 retry_max_seconds: float = 5.0, retention: RetentionPolicy | None = None) -> None:
         self.path = path
         self.durable = path != ":memory:"
         """Whether what is stored outlives this process (a file, not ``:memory:``)."""
-        self.on_failure = on_failure
-        self.failure: str | None = None
-        self._connect = connect
-        self._queue: queue.Queue[Write | threading.Event | None] = queue.Queue()
+        self.lock_timeout = lock_timeout
+        self._connect: Connect = connect or self._default_connect
         self._read_lock = threading.Lock()
-        self._write_lock = threading.Lock()
+        write_lock = threading.Lock()
         memory = path == ":memory:"
         if memory:  # one connection for both, taking turns (an in-memory database is per connection)
-            self._write_lock = self._read_lock
-        elif os.path.dirname(path):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-        self._writer: sqlite3.Connection | None = None
+            write_lock = self._read_lock
+        else:
+            tightened = store_files.prepare(path)  # OSError (no folder) goes to the caller
+            if tightened:
+                log.warning("AAEP chat store: %s could be read by other users; made private to you (folder 0700, "
+                            "files 0600).", ", ".join(tightened))
+        self._writer = StoreWriter(path, self._open_writer, lock=write_lock, on_health=on_health,
+                                   queue_limit=queue_limit, retry_max_seconds=retry_max_seconds, retention=retention)
         self._reader: sqlite3.Connection | None = None
+        self._reader_tried = 0.0
+        self._reader_warned = False
         try:
-            self._writer = self._connect(self.path)
-            if not memory:
-                self._writer.execute("PRAGMA journal_mode=WAL")
-                self._writer.execute("PRAGMA synchronous=NORMAL")
-            self._writer.executescript(_SCHEMA)
-            self._upgrade(self._writer)
-            self._writer.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            self._writer.conn = self._open_writer()
         except sqlite3.Error as error:
-            self._fail(f"The chat database {path} cannot be written ({error})")
+            self._writer.failed(error, quiet=True)
+            log.warning("AAEP chat store: the chat database %s cannot be written (%s), so the server runs without "
+                        "saving chats until it can; %s", path, error, advice(self._writer.health.cause))
+        self._open_reader()
+        self._writer.thread.start()
+
+    def _default_connect(self, path: str) -> sqlite3.Connection:
+        return sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=self.lock_timeout)
+
+    def _open_writer(self) -> sqlite3.Connection:
+        """The writing connection, set up (WAL, schema, upgrades); ``sqlite3.Error`` if it cannot write."""
+        conn = self._connect(self.path)
         try:
-            self._reader = self._writer if memory and self._writer is not None else self._connect(self.path)
-            self._reader.execute("SELECT 1 FROM chats LIMIT 1")
+            if self.durable:
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")  # only takes on a new, empty database
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA journal_size_limit=4194304")  # the WAL shrinks back after a burst
+            conn.executescript(_SCHEMA)
+            self._upgrade(conn)
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.Error:
+            conn.close()
+            raise
+        return conn
+
+    def _open_reader(self) -> None:
+        if self._reader is not None:
+            return
+        self._reader_tried = time.monotonic()
+        try:
+            if not self.durable:
+                self._reader = self._writer.conn
+            else:
+                reader = self._connect(self.path)
+                reader.execute("SELECT 1 FROM chats LIMIT 1")
+                self._reader = reader
         except sqlite3.Error as error:
             self._reader = None
-            self._fail(f"The chat database {path} cannot be read ({error})")
-        self._thread = threading.Thread(target=self._drain, name="aaep-chat-store", daemon=True)
-        self._thread.start()
+            if self._writer.health.saving and not self._reader_warned:  # else the writer's sentence says it
+                log.warning("AAEP chat store: the chat database %s cannot be read (%s); earlier chats are not "
+                            "shown until it can.", self.path, error)
+            self._reader_warned = True
 
-    # -- failure -------------------------------------------------------------------------------
+    # -- health ----------------------------------------------------------------------------------
+    @property
+    def health(self) -> StoreHealth:
+        return self._writer.health
+
     @property
     def ok(self) -> bool:
-        return self.failure is None
+        """Whether writes are landing (``False`` while they wait in memory)."""
+        return self._writer.health.saving
 
-    def _fail(self, reason: str) -> None:
-        if self.failure is not None:
-            return
-        self.failure = (f"{reason}. Chats keep working in memory, but new messages and events are not "
-                        "saved and will be lost when the server stops; free disk space or fix the "
-                        "file's permissions, then restart Jupyter.")
-        log.warning("AAEP chat store: %s", self.failure)
-        if self.on_failure is not None:
-            try:
-                self.on_failure(self.failure)
-            except Exception:  # pragma: no cover - announcing must not kill the writer
-                log.exception("announcing the chat store failure failed")
+    @property
+    def failure(self) -> str | None:
+        """Why chats are not being saved right now, or ``None``."""
+        return self._writer.health.problem
+
+    @property
+    def queue_limit(self) -> int:
+        return self._writer.queue_limit
+
+    @property
+    def on_health(self) -> Callable[[StoreHealth], None] | None:
+        return self._writer.on_health
+
+    @on_health.setter
+    def on_health(self, callback: Callable[[StoreHealth], None] | None) -> None:
+        self._writer.on_health = callback
 
     # -- the writer ------------------------------------------------------------------------------
-    def _submit(self, write: Write) -> None:
-        if self.failure is None:
-            self._queue.put(write)
-
-    def _drain(self) -> None:
-        while True:
-            first = self._queue.get()
-            batch = [first]
-            while True:  # everything that piled up goes in the same transaction
-                try:
-                    batch.append(self._queue.get_nowait())
-                except queue.Empty:
-                    break
-            stop = None in batch
-            self._commit([w for w in batch if w is not None and not isinstance(w, threading.Event)])
-            for item in batch:  # flush() waits for these: set only once the batch is committed
-                if isinstance(item, threading.Event):
-                    item.set()
-            if stop:
-                return
-
-    def _commit(self, writes: list[Write]) -> None:
-        conn = self._writer
-        if not writes or conn is None or self.failure is not None:
-            return
-        with self._write_lock:
-            self._transaction(conn, writes)
-
-    def _transaction(self, conn: sqlite3.Connection, writes: list[Write]) -> None:
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            for write in writes:
-                write(conn)
-            conn.execute("COMMIT")
-        except sqlite3.Error as error:
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            self._fail(f"Saving to the chat database {self.path} failed ({error})")
-        except Exception:  # a bug in one write must not lose the batch's other writes silently
-            log.exception("AAEP chat store: a write failed")
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
+    def _submit(self, run: Run, *, key: Any = None, log_entry: bool = False, chat_id: str | None = None,
+                cancels: tuple[Any, ...] = ()) -> None:
+        self._writer.inbox.put(Write(run, key=key, log=log_entry, chat_id=chat_id, cancels=cancels))
 
     def flush(self, timeout: float = 10.0) -> bool:
-        """Wait until everything queued so far is written (or dropped); False on timeout."""
-        if self.failure is not None or not self._thread.is_alive():
+        """Wait until everything queued so far is written; False on timeout (e.g. while the
+        database cannot be written: the writes still wait in memory)."""
+        if not self._writer.thread.is_alive():
             return True
         done = threading.Event()
-        self._queue.put(done)
+        self._writer.inbox.put(done)
         return done.wait(timeout)
 
     def close(self) -> None:
-        """Write what is queued, then close both connections."""
-        self._queue.put(None)
-        self._thread.join(30)
-        for conn in {id(c): c for c in (self._writer, self._reader)}.values():
+        """Write what is queued (one last try), then close both connections."""
+        if self._writer.thread.is_alive():
+            self._writer.inbox.put(STOP)
+            self._writer.thread.join(self.lock_timeout + 30)
+        for conn in {id(c): c for c in (self._writer.conn, self._reader)}.values():
             if conn is not None:
                 try:
                     conn.close()
                 except sqlite3.Error:  # pragma: no cover
                     pass
-        self._writer = self._reader = None
+        self._writer.conn = self._reader = None
 
     # -- writes (never block: they are queued) -----------------------------------------------------
     @staticmethod
@@ -323,14 +338,15 @@ class ChatStore:
             "INSERT INTO chats (chat_id, notebook_path, file_id, title, created, updated, approval_mode, can_continue,"
             " model, model_label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(chat_id) DO UPDATE SET"
             " notebook_path=excluded.notebook_path, file_id=excluded.file_id, title=excluded.title,"
-            " updated=excluded.updated, approval_mode=excluded.approval_mode, can_continue=excluded.can_continue,"
-            " model=excluded.model, model_label=excluded.model_label", row))
+            " updated=excluded.updated, approval_mode=excluded.approval_mode,"
+            " can_continue=excluded.can_continue, model=excluded.model, model_label=excluded.model_label", row),
+            key=("chat", chat.chat_id))
 
     def save_history(self, chat_id: str, history: list[dict[str, Any]], *, updated: str) -> None:
         """Store the model history; serialised now, since the loop goes on changing the list."""
         text = json.dumps(history, ensure_ascii=False)
-        self._submit(lambda c: c.execute("UPDATE chats SET history=?, updated=? WHERE chat_id=?",
-                                         (text, updated, chat_id)))
+        self._submit(lambda c: c.execute("UPDATE chats SET history=?, updated=MAX(updated, ?) WHERE chat_id=?",
+                                         (text, updated, chat_id)), key=("history", chat_id))
 
     def append_event(self, chat_id: str, event: dict[str, Any]) -> None:
         """Queue one published event; it is serialised on the writer thread (events are not
@@ -338,39 +354,45 @@ class ChatStore:
         def write(c: sqlite3.Connection) -> None:
             c.execute("INSERT INTO events (chat_id, event_id, session_id, body) VALUES (?, ?, ?, ?)",
                       (chat_id, event.get("event_id"), event.get("session_id"), json.dumps(event, ensure_ascii=False)))
-        self._submit(write)
+        self._submit(write, log_entry=True, chat_id=chat_id)
 
     def session_started(self, chat_id: str, session_id: str, started: str) -> None:
         self._submit(lambda c: c.execute(
             "INSERT OR IGNORE INTO sessions (session_id, chat_id, status, started) VALUES (?, ?, 'running', ?)",
-            (session_id, chat_id, started)))
+            (session_id, chat_id, started)), key=("session", session_id))
 
     def session_ended(self, session_id: str, status: str, ended: str, terminal: dict[str, Any] | None,
                       usage: dict[str, Any] | None) -> None:
-        terminal_text = json.dumps(terminal) if terminal is not None else None
+        # The terminal event itself is in the event log; the row names it (its type and id).
+        terminal_text = (json.dumps({k: terminal[k] for k in ("type", "event_id", "error_code") if k in terminal})
+                         if terminal is not None else None)
         usage_text = json.dumps(usage) if usage is not None else None
         self._submit(lambda c: c.execute(
             "UPDATE sessions SET status=?, ended=?, terminal=COALESCE(?, terminal), usage=COALESCE(?, usage)"
-            " WHERE session_id=?", (status, ended, terminal_text, usage_text, session_id)))
+            " WHERE session_id=?", (status, ended, terminal_text, usage_text, session_id)), key=("end", session_id))
 
     def add_step(self, chat_id: str, step: StepRecord) -> None:
         row = (chat_id, step.session_id, step.kind, step.status, step.name, step.text, step.latency_ms, step.error,
                step.input_tokens, step.output_tokens, step.cache_read_tokens, step.cache_write_tokens, step.created)
         self._submit(lambda c: c.execute(
-            f"INSERT INTO steps (chat_id, {_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row))
+            f"INSERT INTO steps (chat_id, {_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row),
+            log_entry=True, chat_id=chat_id)
 
     def save_snapshot(self, chat_id: str, session_id: str, snapshot: dict[str, Any]) -> None:
         text = json.dumps(snapshot, ensure_ascii=False)
         self._submit(lambda c: c.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?)",
-                                         (chat_id, session_id, text)))
+                                         (chat_id, session_id, text)), key=("snapshot", chat_id, session_id))
 
     def drop_snapshots(self, chat_id: str, session_ids: Iterable[str]) -> None:
         ids = [(chat_id, s) for s in session_ids]
         if ids:
-            self._submit(lambda c: c.executemany("DELETE FROM snapshots WHERE chat_id=? AND session_id=?", ids))
+            self._submit(lambda c: c.executemany("DELETE FROM snapshots WHERE chat_id=? AND session_id=?", ids),
+                         cancels=tuple(("snapshot", *pair) for pair in ids))
 
     # -- reads (synchronous, on the caller's thread) -------------------------------------------------
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self._reader is None and time.monotonic() - self._reader_tried > 1.0:
+            self._open_reader()  # the database may have become readable (or been created) since
         if self._reader is None:
             return []
         with self._read_lock:

@@ -34,8 +34,10 @@ from ..agent.approval import APPROVAL_MODES, ApprovalPolicy
 from ..agent.context import ContextSettings, Strategy
 from ..agent.loop import DEFAULT_MODEL, AgentConfig
 from ..agent.persistence import ChatPersistence
+from ..agent.retention import RetentionPolicy
 from ..agent.runner import ChatRunner
 from ..agent.store import ChatStore
+from ..agent.store_health import StoreHealth
 from ..agent.usage import PriceTable
 from ..notebook.edit_record import missing_from_file
 from .handlers import handler_routes
@@ -112,6 +114,39 @@ class AAEPExtension(ExtensionApp):
         help="Where chats, their message history, sessions, events and undo snapshots are stored "
         "(SQLite, WAL mode), so they survive a restart. Defaults to aaep/chats.sqlite3 in the Jupyter "
         "data directory; ':memory:' keeps them in this process only (lost at exit).",
+    )
+    store_keep_days = Float(
+        90.0,
+        config=True,
+        help="Days the chat database keeps the event log (every step, for replay), step records and undo "
+        "snapshots of a finished request; older ones are pruned, a little at a time. The chats themselves, their "
+        "messages and each request's outcome are kept. 0 keeps them without a time limit.",
+    )
+    store_keep_mb_per_chat = Float(
+        20.0,
+        config=True,
+        help="Megabytes of event log the chat database keeps per chat; beyond that the oldest requests' events, "
+        "step records and undo snapshots are pruned, whole requests at a time. 0 means no size limit. With both "
+        "limits at 0 the database grows without bound.",
+    )
+    store_lock_timeout = Float(
+        5.0,
+        config=True,
+        help="Seconds a write waits while another program holds the chat database before storing counts as "
+        "interrupted (the chats are told, and writes wait in memory and are retried). Must be more than 0.",
+    )
+    store_retry_max_seconds = Float(
+        5.0,
+        config=True,
+        help="Longest pause, in seconds, between two tries to write to a chat database that could not be "
+        "written (locked, full or read-only); the pause starts at 0.1 s and doubles.",
+    )
+    store_queue_limit = Integer(
+        20000,
+        config=True,
+        help="Steps of the event log kept in memory while the chat database cannot be written. When more "
+        "arrive, the oldest waiting steps are given up (and counted in the notice that saving works again); "
+        "chats, their messages, each request's outcome and undo snapshots always wait, whatever their number.",
     )
     agent_name = Unicode(
         "Jupyter notebook agent",
@@ -472,18 +507,23 @@ class AAEPExtension(ExtensionApp):
     # -- helpers ---------------------------------------------------------------------------------------
     def _open_store(self) -> ChatStore | None:
         """The chat database; ``None`` (memory only) if it cannot even be opened."""
+        retention = RetentionPolicy(keep_days=max(self.store_keep_days, 0.0),
+                                    keep_mb_per_chat=max(self.store_keep_mb_per_chat, 0.0))
         try:
-            return ChatStore(self.db_path or ":memory:", on_failure=self._store_failed)
+            return ChatStore(self.db_path or ":memory:", on_health=self._store_health_changed,
+                             lock_timeout=max(self.store_lock_timeout, 0.01), queue_limit=max(self.store_queue_limit, 1),
+                             retry_max_seconds=self.store_retry_max_seconds, retention=retention)
         except OSError as error:  # e.g. its folder cannot be created
             self.log.warning("AAEP agent: chats cannot be stored in %s (%s); they are kept in memory only and "
                              "lost when the server stops.", self.db_path, error)
             return None
 
-    def _store_failed(self, message: str) -> None:
-        """From the store's writer thread: tell every open chat, on the server's loop."""
+    def _store_health_changed(self, health: StoreHealth) -> None:
+        """From the store's writer thread: tell the open chats, on the server's loop."""
         loop = getattr(self, "_loop", None) or getattr(getattr(self.server, "io_loop", None), "asyncio_loop", None)
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(self.runner.announce_storage_problem, message)
+        runner = getattr(self, "runner", None)
+        if runner is not None and loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(runner.storage_changed, health)
 
     def _edits_missing_on_disk(self, path: str, record: dict[str, Any]) -> list[str] | None:
         """At recovery: the interrupted session's edits that the notebook file lacks."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -257,64 +256,6 @@ async def test_a_session_cut_by_a_restart_is_closed_as_errored_and_can_be_contin
     with pytest.raises(ChatBusy, match="nothing to continue"):
         second.continue_chat(chat.chat_id)
     await second.shutdown()
-
-
-async def test_a_failing_disk_keeps_the_agent_working_and_loses_nothing_stored(rig: Rig, caplog: Any) -> None:
-    announced: list[str] = []
-    store = ChatStore(str(rig.path), on_failure=announced.append)
-    runner = rig.runner(store=store)
-    chat = runner.create_chat(None)
-    rig.fake.add(Turn(text="First."), Turn(text="Second."))
-    runner.submit(chat.chat_id, "one")
-    await chat.task  # type: ignore[misc]
-    assert store.flush()
-    before = stored_rows(rig.path, "SELECT count(*) FROM events")[0][0]
-    notices: list[dict[str, Any]] = []
-    chat.emitter.subscribe(type("Notes", (), {"deliver": lambda self, e: notices.append(e)})())
-
-    class FullDisk:
-        """The writing connection of a disk that just filled up."""
-
-        def execute(self, sql: str, *args: Any) -> Any:
-            if sql in ("BEGIN IMMEDIATE", "ROLLBACK"):
-                return None
-            raise sqlite3.OperationalError("database or disk is full")
-
-        def close(self) -> None:
-            pass
-
-    store._writer = FullDisk()  # type: ignore[assignment]
-    store.on_failure = lambda message: (announced.append(message), runner.announce_storage_problem(message))
-    with caplog.at_level(logging.WARNING, logger="jupyter_aaep.agent.store"):
-        runner.submit(chat.chat_id, "two")
-        await chat.task  # type: ignore[misc]
-        store.flush()
-    assert chat.results[-1].answer == "Second.", "the agent keeps working in memory"
-    assert len(announced) == 1 and "disk is full" in announced[0] and "in memory" in announced[0]
-    assert len([r for r in caplog.records if "chat store" in r.getMessage()]) == 1, "one warning, not one per write"
-    assert runner.storage_problem == announced[0]
-    heard = [n for n in notices if "no longer being saved" in str(n.get("summary_normal"))]
-    assert len(heard) == 1 and heard[0]["type"] == "aaep:agent.progress.updated", notices
-    assert stored_rows(rig.path, "SELECT count(*) FROM events")[0][0] == before, "what was stored stays"
-    await runner.shutdown()
-
-
-async def test_a_read_only_database_is_read_and_reported(rig: Rig) -> None:
-    seed = ChatStore(str(rig.path))
-    seed.save_chat(StoredChat(chat_id="chat_ro", notebook_path=None, file_id=None, title="kept",
-                              created="2026-01-01T00:00:00.000Z", updated="2026-01-01T00:00:00.000Z",
-                              approval_mode="ask", can_continue=False))
-    seed.close()
-    announced: list[str] = []
-    uri = f"file:{rig.path}?mode=ro"
-    store = ChatStore(str(rig.path), on_failure=announced.append,
-                      connect=lambda _p: sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None))
-    rig.stores.append(store)
-    assert not store.ok and len(announced) == 1 and "cannot be written" in announced[0]
-    assert store.load_chat("chat_ro").title == "kept"  # type: ignore[union-attr]
-    store.save_chat(StoredChat(chat_id="chat_new", notebook_path=None, file_id=None, title="lost",
-                               created="x", updated="x", approval_mode="ask", can_continue=False))
-    assert store.flush() and store.load_chat("chat_new") is None and len(announced) == 1
 
 
 async def test_an_in_memory_store_and_the_runner_without_one() -> None:

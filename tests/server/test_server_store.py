@@ -1,14 +1,17 @@
-"""Chats in the database behind the REST API: paging, the stored fields, a failing disk."""
+"""Chats in the database behind the REST API: paging, the stored fields, a database another program locks."""
 
 from __future__ import annotations
 
 import sqlite3
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
-from server_helpers import wait_until
+from server_helpers import of_type, wait_until
 
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
+from tests.agent.store_faults import ForeignLock
 
 
 async def test_chats_are_paged_newest_first_with_title_and_times(api, extension, fake_model) -> None:
@@ -43,39 +46,56 @@ async def test_continue_without_an_interruption_is_refused(api) -> None:
     assert status == 409
 
 
-@pytest.mark.parametrize("aaep_config", [{"db_path": ":memory:"}])
-async def test_a_failing_store_is_announced_once_and_the_agent_goes_on(api, extension, fake_model) -> None:
-    status, chat, _ = await api("chats", method="POST", body={})
-    notices: list[dict[str, Any]] = []
-    live = extension.runner.get(chat["chat_id"])
-    live.emitter.subscribe(type("Notes", (), {"deliver": lambda self, e: notices.append(e)})())
+@pytest.mark.parametrize("aaep_config", [{"store_lock_timeout": 0.3, "store_retry_max_seconds": 0.2}])
+async def test_a_foreign_lock_is_told_once_each_way_on_the_stream_and_every_session_is_stored(
+        api, extension, fake_model, sse) -> None:
+    """Another process holds the chat database while a request runs: the person hears once that
+    the chat is not being saved (and why), once that it is again, and nothing is lost."""
+    _, chat, _ = await api("chats", method="POST", body={})
+    chat_id = chat["chat_id"]
+    path = Path(extension.store.path)
 
-    class FullDisk:
-        def execute(self, sql: str, *args: Any) -> Any:
-            if sql in ("BEGIN IMMEDIATE", "ROLLBACK"):
-                return None
-            raise sqlite3.OperationalError("database or disk is full")
-
-    store = extension.store
-    store.flush()
-    real = store._writer
-    store._writer = FullDisk()
-    try:
-        fake_model.add(Turn(text="Still answering."))
-        status, _, _ = await api("chats", chat["chat_id"], "messages", method="POST",
-                                 body={"kind": "user_input", "text": "hello"})
+    async def ask(text: str) -> None:
+        status, _, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": text})
         assert status == 202
-        def heard() -> list[dict[str, Any]]:
-            return [n for n in notices if "no longer being saved" in str(n.get("summary_normal"))]
 
-        await wait_until(lambda: not live.running and heard(), what="the session to end and the warning")
-        assert len(heard()) == 1 and "disk is full" in heard()[0]["summary_normal"]
-        assert all("@context" in n for n in notices), "AAEP events only on the stream"
-        assert live.results[-1].answer == "Still answering."
-        _, view, _ = await api("chats", chat["chat_id"])
+    def says(words: str) -> Any:
+        return lambda m: words in str(m.get("summary_normal"))
+
+    async with sse(chat_id) as stream:
+        fake_model.add(Turn(text="First."))
+        await ask("one")
+        await stream.until(of_type("session.completed"))
+        lock = ForeignLock(path)
+        fake_model.add(Turn(text="Working on it. Done now.", stall_after_chunks=1))
+        await ask("two")
+        heard = await stream.until(says("not being saved right now"))
+        notice = heard[-1]
+        assert notice["type"] == "aaep:agent.progress.updated" and notice["urgency"] == "normal"
+        assert "another program is using the chat database" in notice["summary_normal"]
+        assert "disk space" not in notice["summary_normal"]
+        _, view, _ = await api("chats", chat_id)
         assert view["saved"] is False
-    finally:
-        store._writer = real
+        fake_model.release()
+        await stream.until(of_type("session.completed"))
+        released = lock.release()
+        await wait_until(lambda: extension.store.ok, what="storing to resume")
+        assert time.monotonic() - released < 2.0
+        _, view, _ = await api("chats", chat_id)
+        assert view["saved"] is True
+        fake_model.add(Turn(text="Third."))
+        await ask("three")
+        await stream.until(says("being saved again"))
+        await stream.until(of_type("session.completed"))
+        frames = [f.data for f in stream.frames]
+    assert len([f for f in frames if says("not being saved")(f)]) == 1
+    assert len([f for f in frames if says("being saved again")(f)]) == 1
+    assert extension.store.flush()
+    with sqlite3.connect(path) as conn:
+        statuses = [s for (s,) in conn.execute("SELECT status FROM sessions WHERE chat_id=?", (chat_id,))]
+        ends = conn.execute("SELECT count(*) FROM events WHERE chat_id=? AND body LIKE '%session.completed%'",
+                            (chat_id,)).fetchone()[0]
+    assert statuses == ["completed"] * 3 and ends == 3
 
 
 async def test_a_sessions_steps_are_listed_with_latency_and_tokens(api, extension, fake_model) -> None:
