@@ -112,8 +112,6 @@ def _store(user: User) -> Path:
     return user.home / ".local" / "share" / "jupyter" / "aaep" / "chats.sqlite3"
 
 
-@pytest.mark.xfail(strict=True, reason="the store is made private (0700/0600) on branch h2-store; remove this "
-                                       "mark after merging it")
 def test_each_store_is_private_on_disk(alice: User, bob: User) -> None:
     for user in (alice, bob):
         store = _store(user)
@@ -124,8 +122,6 @@ def test_each_store_is_private_on_disk(alice: User, bob: User) -> None:
             assert stat.S_IMODE(path.stat().st_mode) == 0o600, (path, oct(path.stat().st_mode))
 
 
-@pytest.mark.xfail(strict=True, reason="another user can read a store made with the default umask until "
-                                       "branch h2-store (store 0700/0600) is merged; remove this mark then")
 def test_another_user_cannot_read_the_chat_store(hub: Hub, alice: User, bob: User) -> None:
     probe = run_as(alice, hub.python, f"open({str(_store(bob))!r}, 'rb').read(16)")
     assert probe.returncode != 0 and "PermissionError" in probe.stderr, probe.stderr
