@@ -330,10 +330,9 @@ class ToolDispatcher:
                 countdown.cancel()
         if outcome.accepted:
             # Short: the tool.invoked that follows says what runs.
-            how = "Approved automatically." if automatic else (
-                "Approved." if outcome.resolution == "reply" else "No answer in time; going ahead, as the default allows."
-            )
-            session.change_state("calling_tool", Summary(normal=how, terse="Approved.", detailed=f"{how} {preview.summary}"))
+            how = _approved_how(outcome, automatic=automatic)
+            session.change_state("calling_tool", Summary(normal=how, terse=how.split(" by ")[0].rstrip(".") + ".",
+                                                         detailed=f"{how} {preview.summary}"))
         else:
             why = "You rejected it" if outcome.resolution == "reply" else "No answer in time, so it was rejected"
             session.change_state("thinking", Summary(normal=f"{why}: {preview.summary} It will not happen.", terse="Rejected."))
@@ -515,3 +514,21 @@ def _duration(seconds: int) -> str:
 
 def _past(decision: str) -> str:
     return "approved" if decision == "accept" else "rejected"
+
+
+_APPROVED_BY_ORIGIN = {
+    "panel": "Approved in the panel.",
+    "notebook": "Approved from the notebook.",
+    "policy": "Approved automatically by this chat's setting.",
+}
+
+
+def _approved_how(outcome: Outcome, *, automatic: bool) -> str:
+    """Where an approval came from, as listeners hear it: from the server's own knowledge of
+    the path the answer took, never from what the answer says about itself."""
+    if automatic:
+        return _APPROVED_BY_ORIGIN["policy"]
+    if outcome.resolution != "reply":
+        return "No answer in time; going ahead, as the default allows."
+    return _APPROVED_BY_ORIGIN.get(outcome.origin or "", "Approved.")
+
