@@ -259,7 +259,7 @@ class KernelGateway:
         if token not in self.shown.get(caller.kernel_id, set()):
             raise RequestError(403, "This request was not shown in this notebook's %aaep view, so it cannot be "
                                     "answered from here. Answer in the side panel.")
-        self.runner.reply(chat.chat_id, body, origin="notebook")
+        self.runner.reply(chat.chat_id, self.service._attributed(body, chat), origin="notebook")
         return Response(204)
 
     def showed(self, kernel_id: str, event: dict[str, Any]) -> None:
@@ -341,7 +341,10 @@ class KernelStatusHandler(KernelHandler):
     @allow_unauthenticated
     async def get(self) -> None:
         caller = await self.caller()
-        self.answer(self.gateway.status(caller))
+        try:
+            self.answer(self.gateway.status(caller))
+        except AAEPError as error:
+            raise http_error(error) from error
 
 
 class KernelToolsHandler(KernelHandler):
