@@ -280,3 +280,18 @@ async def test_a_reply_for_another_notebooks_request_is_refused(
         await panel.__aexit__(None, None, None)
     finally:
         extension.kernel_replies = False
+
+
+async def test_malformed_kernel_tool_schemas_are_refused_at_registration(kernels, kernel_api) -> None:
+    kernel = await kernels.notebook(new_name(), load=False)
+    for schema in ({"type": "object", "properties": {"a": "notadict"}},
+                   {"type": "object", "properties": {"a": {"anyOf": "xy"}}},
+                   {"type": "object", "properties": {"a": {"type": "array", "items": "x"}}},
+                   {"type": "object", "properties": {"a": {"type": "string"}}, "required": 5}):
+        status, body = await kernel_api(kernel, "tools/broken", method="PUT",
+                                        body={"description": "Broken.", "input_schema": schema})
+        assert status == 400 and "was not registered" in body["message"] and "run the cell again" in body["message"]
+    assert (await kernel_api(kernel, "tools"))[1] == {"tools": []}
+    status, _ = await kernel_api(kernel, "tools/fine", method="PUT", body={
+        "description": "Fine.", "input_schema": {"type": "object", "properties": {"a": {"type": "integer"}}}})
+    assert status == 200
