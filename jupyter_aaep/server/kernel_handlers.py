@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from jupyter_server.auth.decorator import allow_unauthenticated
 from tornado import web
 
+from ..agent.data_blocks import data_block
 from ..errors import AAEPError, RequestError
 from .base import AAEPHandler
 from .http_errors import http_error
@@ -285,7 +286,8 @@ def describe_tool(tool: Any) -> dict[str, Any]:
 
 
 def context_block(items: Any) -> str:
-    """The ``{name}`` descriptions for the model, in a delimited block ("" when there are none)."""
+    """The ``{name}`` descriptions for the model, each in a data block (masked like every model
+    input; a description is what the kernel says about a value, so it is data) ("" when none)."""
     if not isinstance(items, list) or len(items) > MAX_CONTEXT_ITEMS:
         raise RequestError(400, f"context must be a list of at most {MAX_CONTEXT_ITEMS} "
                                 "{\"name\": ..., \"description\": ...} objects.")
@@ -297,7 +299,7 @@ def context_block(items: Any) -> str:
         description = item["description"]
         if len(description) > MAX_CONTEXT_CHARS:
             description = description[:MAX_CONTEXT_CHARS] + " [… cut]"
-        parts.append(f"--- {item['name'][:100]} ---\n{description}")
+        parts.append(data_block(f"kernel variable {item['name'][:100]}", description))
     if not parts:
         return ""
     return ("<kernel_variables>\nThe request names these variables of the notebook's kernel; the kernel "
