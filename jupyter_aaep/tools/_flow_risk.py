@@ -60,9 +60,9 @@ class FlowCheck:
                 method == "register" and (receiver or "").endswith(".events")):
             self.add("background", name if name in BACKGROUND_CALLS else f".{method}()")
             return
-        if name in NETWORK_CALLS or (name.split(".")[0] in HTTP_ROOTS and method in HTTP_METHODS):
-            if self._carries_data(node):
-                self.add("network", f"{name.split('.')[-1] or method} of file or variable contents")
+        network = name in NETWORK_CALLS or (name.split(".")[0] in HTTP_ROOTS and method in HTTP_METHODS)
+        if network and self._carries_data(node):
+            self.add("network", f"{name.split('.')[-1] or method} of file or variable contents")
 
     def _carries_data(self, node: ast.Call) -> bool:
         values = list(node.args) + [k.value for k in node.keywords if k.arg is None or k.arg in PAYLOAD_KEYWORDS]

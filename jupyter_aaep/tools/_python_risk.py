@@ -16,9 +16,9 @@ import shlex
 from collections.abc import Callable, Sequence
 
 from ..aaep.redaction import is_secret_name
+from ._flow_risk import FlowCheck
 from ._risk_rules import (
     AGENT_NAMES,
-    REACH_PREFIXES,
     AGENT_SERVER,
     AMBIGUOUS,
     AS_VALUE,
@@ -38,9 +38,9 @@ from ._risk_rules import (
     PATH_MAKERS,
     PATH_ONLY_WRITES,
     PATH_WRITES,
+    REACH_PREFIXES,
     RISKY_MODULES,
 )
-from ._flow_risk import FlowCheck
 from ._shell_risk import SECRET_PATHS, Add, scan_shell
 
 __all__ = ["PythonScan", "fold"]

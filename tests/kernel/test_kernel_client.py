@@ -7,7 +7,6 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-import urllib.error
 from types import SimpleNamespace
 from typing import Any, ClassVar
 

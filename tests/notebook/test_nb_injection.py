@@ -34,7 +34,7 @@ def _reject(agent: Agent, event: dict[str, Any]) -> None:
 
 def _inside_data_blocks(text: str, needle: str) -> bool:
     """Whether every occurrence of *needle* in *text* lies between a real opener and its closer."""
-    blocks = [m.span() for m in re.finditer(r'<data source="[^"]*" note="' + DATA_NOTE + r'">.*?\n</data>', text, re.S)]
+    blocks = [m.span() for m in re.finditer(r'<data source="[^"]*" note="' + DATA_NOTE + r'">.*?\n</data>', text, re.DOTALL)]
     spots = [m.start() for m in re.finditer(re.escape(needle), text)]
     return bool(spots) and all(any(a < spot < b for a, b in blocks) for spot in spots)
 
