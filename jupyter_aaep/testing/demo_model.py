@@ -453,7 +453,7 @@ def fix(view: NotebookView) -> Turn:
 # -- kernel tools (@aaep_tool functions of the notebook's kernel) ----------------------------------
 
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\(([^()]*)\)")
-_CONTEXT = re.compile(r"^--- (\w+) ---\n(.+)$", re.MULTILINE)
+_CONTEXT = re.compile(r'^<data source="kernel variable (\w+)" note="[^"]*">\n(.+)$', re.MULTILINE)
 
 
 def kernel_tool_call(text: str, tools: list[Any]) -> ToolUse | None:

@@ -201,10 +201,13 @@ def tool_results(fake: FakeAnthropic, index: int = -1) -> list[dict[str, Any]]:
 
 
 def result_text(block: dict[str, Any]) -> str:
+    """A tool result's text as the model read it, inside its data block (issue 16)."""
+    from jupyter_aaep.agent.data_blocks import unwrap
+
     content = block.get("content")
     if isinstance(content, list):
-        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return str(content)
+        return unwrap([part for part in content if isinstance(part, dict)])
+    return unwrap(str(content))
 
 
 def new_name() -> str:
