@@ -14,7 +14,7 @@ from jupyter_aaep.testing.schemas import SchemaValidator, SchemaViolation
 def aaep_schema_validator() -> SchemaValidator:
     # The schemas shipped in jupyter_aaep/aaep/schemas, or $AAEP_SCHEMA_DIR. Raises
     # FileNotFoundError when they are missing: CI must fail, never skip.
-    return SchemaValidator.from_dir()
+    return SchemaValidator.from_dir(profile="jupyter-aaep")  # our producer profile, stricter than the spec
 
 
 @pytest.fixture(autouse=True)

@@ -25,6 +25,7 @@ from .ids import is_valid_id
 log = logging.getLogger(__name__)
 
 Resolution = Literal["reply", "timeout", "cancelled", "unsubscribed"]
+ReplyOrigin = Literal["panel", "notebook", "policy"]
 
 _TIMESTAMP = re.compile(
     r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3}|\.\d{6})?(Z|[+-]\d{2}:\d{2})$"
@@ -48,6 +49,10 @@ class Outcome:
     resolution: Resolution
     decided_by: str | None = None
     subscription_id: str | None = None
+    origin: ReplyOrigin | None = None
+    """Where a reply came from, as the transport that received it knows (never what the reply
+    itself claims): ``"panel"`` for a person's authenticated client, ``"notebook"`` for the
+    notebook's kernel, ``"policy"`` for a setting the person chose."""
 
     @property
     def accepted(self) -> bool:
@@ -201,7 +206,8 @@ class ReplyBroker:
                 request.rearm.set()
 
     # -- replies ---------------------------------------------------------------------------
-    def submit(self, reply: Mapping[str, Any], *, session_id: str | None = None) -> bool:
+    def submit(self, reply: Mapping[str, Any], *, session_id: str | None = None,
+               origin: ReplyOrigin | None = None) -> bool:
         """Offer a reply; ``True`` when it resolved a request. Never raises on bad input.
 
         ``session_id`` narrows the search to one session (a chat endpoint knows which session
@@ -217,7 +223,8 @@ class ReplyBroker:
         value = reply["decision"] if request.kind == "confirmation" else reply["response"]
         self._resolve(
             request,
-            Outcome(value, "reply", decided_by=reply.get("decided_by"), subscription_id=reply.get("subscription_id")),
+            Outcome(value, "reply", decided_by=reply.get("decided_by"), subscription_id=reply.get("subscription_id"),
+                    origin=origin),
         )
         return True
 
@@ -276,7 +283,7 @@ class ReplyBroker:
 
     def resolve(self, request: PendingRequest, value: Any, *, decided_by: str) -> None:
         """Answer on the user's behalf (a policy the user configured, such as auto-approve)."""
-        self._resolve(request, Outcome(value, "reply", decided_by=decided_by))
+        self._resolve(request, Outcome(value, "reply", decided_by=decided_by, origin="policy"))
 
     def cancel(self, request: PendingRequest) -> None:
         """Withdraw one request (its token is dead afterwards)."""

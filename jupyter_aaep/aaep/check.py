@@ -10,7 +10,10 @@ specification where our own producer promises more (explicit urgency, every conf
 linked to its tool call, tool events only inside ``calling_tool``).
 
 Standard library only. The CLI also validates each message against the AAEP JSON Schemas
-shipped in the package (or ``--schemas DIR``) when jsonschema is installed, importing it lazily.
+shipped in the package (or ``--schemas DIR``) when jsonschema is installed, importing it lazily,
+at the specification's levels: a MUST it breaks is a violation (exit 1), a SHOULD it misses a
+warning (printed; exit 0). ``--profile jupyter-aaep`` holds a stream to our own producer's
+stricter promises (every SHOULD, a fully named producer), as this project's tests do.
 """
 
 from __future__ import annotations
@@ -282,7 +285,7 @@ def _read_jsonl(paths: list[Path]) -> list[tuple[str, Any]]:
 
 
 def _schema_checker(
-    schema_dir: str | None, *, wanted: bool = True
+    schema_dir: str | None, *, wanted: bool = True, profile: str = "spec"
 ) -> tuple[Any, type[Exception]] | None:
     """A ``SchemaValidator`` for ``schema_dir`` (default: the schemas shipped in the package,
     or ``$AAEP_SCHEMA_DIR``), or ``None`` when not wanted or jsonschema cannot check them.
@@ -300,7 +303,7 @@ def _schema_checker(
     # import_module keeps this optional test-support dependency out of static analysis.
     schemas = importlib.import_module("jupyter_aaep.testing.schemas")
     try:
-        validator = schemas.SchemaValidator.from_dir(schema_dir)
+        validator = schemas.SchemaValidator.from_dir(schema_dir, profile=profile)
     except RuntimeError as exc:
         if schema_dir is not None:
             raise
@@ -338,20 +341,30 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="check the sequence rules only, without JSON Schema validation",
     )
+    parser.add_argument(
+        "--profile",
+        choices=("spec", "jupyter-aaep"),
+        default="spec",
+        help="spec (default): AAEP 1.0.0's MUSTs are violations and its SHOULDs warnings; "
+        "jupyter-aaep: also hold the stream to jupyter-aaep's own producer profile (every SHOULD, "
+        "aaep_version 1.0.0, a producer with agent_version, agent_name and model)",
+    )
     args = parser.parse_args(argv)
     try:
         records = _read_jsonl(args.files)
-        schemas = _schema_checker(args.schemas, wanted=not args.no_schemas)
+        schemas = _schema_checker(args.schemas, wanted=not args.no_schemas, profile=args.profile)
     except (_Unreadable, FileNotFoundError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     checker = SequenceChecker()
-    problems = 0
+    problems = warnings = 0
     for where, message in records:
         if schemas is not None and _wants_schema(message):
             validator, schema_error = schemas
             try:
-                validator.validate(message)
+                for warning in validator.validate(message) or ():
+                    warnings += 1
+                    print(f"{where}: warning (SHOULD): {warning}")
             except schema_error as exc:
                 problems += 1
                 print(f"{where}: schema: {exc}")
@@ -366,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"checked {_plural(checker.events_checked, 'event')} in "
         f"{_plural(len(checker.sessions), 'session')}: {_plural(problems, 'violation')}"
+        + (f", {_plural(warnings, 'warning')}" if warnings else "")
     )
     return 1 if problems else 0
 

@@ -68,6 +68,8 @@ _WEAK_PAIR = re.compile(
     (?P<value>(?P<q>["']?)(?=[A-Za-z0-9_\-+/.=]*\d)[A-Za-z0-9_\-+/.=]{16,}(?P=q))
     """
 )
+# ``scheme://user:password@host``: the password of a connection URL (postgresql://admin:…@db).
+_URL_PASSWORD = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@'\"]*:(?P<value>[^\s@/'\"]+)@")
 _known_secrets: set[str] = set()
 
 
@@ -95,7 +97,7 @@ def _model_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = list(_known_spans(text))
     for pattern in _SECRET_VALUES:
         spans += [m.span() for m in pattern.finditer(text)]
-    for pair in (_STRONG_PAIR, _WEAK_PAIR):
+    for pair in (_STRONG_PAIR, _WEAK_PAIR, _URL_PASSWORD):
         spans += [m.span("value") for m in pair.finditer(text)]
     chosen: list[tuple[int, int]] = []
     for start, end in sorted(spans, key=lambda span: (span[0], -span[1])):
@@ -163,6 +165,7 @@ def mask_secrets(text: str) -> str:
     masked = text
     for value in _known_secrets:
         masked = masked.replace(value, MASK)
+    masked = _URL_PASSWORD.sub(lambda m: m.group(0)[: m.start("value") - m.start()] + MASK + "@", masked)
     masked = _SECRET_PAIR.sub(MASK, masked)
     for pattern in _SECRET_VALUES:
         masked = pattern.sub(MASK, masked)

@@ -13,7 +13,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..aaep.broker import Outcome, ReplyBroker
@@ -33,6 +33,8 @@ from ..aaep.ids import new_call_id, new_reply_token, safe_tool_name
 from ..aaep.redaction import mask_for_model, mask_secrets, redact_arguments
 from ..aaep.session import Session
 from ..errors import ToolError
+from .bulk_changes import BulkChanges
+from .data_blocks import data_content
 from .history import tool_result as _tool_result
 from .tools import (
     ActionPreview,
@@ -87,6 +89,8 @@ class ToolDispatcher:
         self.control = control
         self.completed_labels: list[str] = []
         self.calls: list[_Call] = []
+        self.bulk = BulkChanges()
+        """This session's destructive changes so far (bulk ones always ask)."""
 
     @property
     def policy(self) -> Any:
@@ -143,6 +147,8 @@ class ToolDispatcher:
         except ToolError as error:
             self._fail_visibly(call, spec.name, str(error), heard=f"Could not {spec.human_label()}: {mask_secrets(str(error))}")
             return
+        checked = self.bulk.check(preview)
+        bulk_flags, preview = checked.risk_flags[len(preview.risk_flags):], checked
         for _round in range(MAX_APPROVAL_ROUNDS):
             ctx.approved_fingerprint = None
             if self.policy.needs_confirmation(spec, preview):
@@ -158,6 +164,8 @@ class ToolDispatcher:
                 # A fresh id: the retried invocation is a new one for listeners and the checker.
                 call.call_id = ctx.tool_call_id = new_call_id()
                 preview = await spec.describe(ctx, use.input)
+                if bulk_flags:  # still a bulk change: it asks again
+                    preview = replace(preview, risk_flags=(*preview.risk_flags, *bulk_flags), requires_confirmation=True)
         call.result = _result(
             use.id, "Not run: the code kept changing while waiting for approval. Ask the user what to do.", is_error=True
         )
@@ -185,7 +193,7 @@ class ToolDispatcher:
             raise
         except ToolError as error:
             self._complete(call, spec, started, "error", str(error))
-            call.result = _result(call.use.id, str(error), is_error=True)
+            call.result = _result(call.use.id, data_content(_source(spec), str(error)), is_error=True)
             return
         except asyncio.CancelledError:
             self._complete(call, spec, started, "error", "Stopped before it finished.")
@@ -202,7 +210,8 @@ class ToolDispatcher:
         if result.is_error:
             reason = result.error_message or result.summary or "The tool reported an error."
         self._complete(call, spec, started, status, reason, result)
-        call.result = _result(call.use.id, result.content, is_error=result.is_error)
+        # What a tool brings back (files, cells, outputs, variables) is data, never instructions.
+        call.result = _result(call.use.id, data_content(_source(spec), result.content), is_error=result.is_error)
 
     def _complete(
         self,
@@ -330,10 +339,9 @@ class ToolDispatcher:
                 countdown.cancel()
         if outcome.accepted:
             # Short: the tool.invoked that follows says what runs.
-            how = "Approved automatically." if automatic else (
-                "Approved." if outcome.resolution == "reply" else "No answer in time; going ahead, as the default allows."
-            )
-            session.change_state("calling_tool", Summary(normal=how, terse="Approved.", detailed=f"{how} {preview.summary}"))
+            how = _approved_how(outcome, automatic=automatic)
+            session.change_state("calling_tool", Summary(normal=how, terse=how.split(" by ")[0].rstrip(".") + ".",
+                                                         detailed=f"{how} {preview.summary}"))
         else:
             why = "You rejected it" if outcome.resolution == "reply" else "No answer in time, so it was rejected"
             session.change_state("thinking", Summary(normal=f"{why}: {preview.summary} It will not happen.", terse="Rejected."))
@@ -519,3 +527,25 @@ def _duration(seconds: int) -> str:
 
 def _past(decision: str) -> str:
     return "approved" if decision == "accept" else "rejected"
+
+
+_APPROVED_BY_ORIGIN = {
+    "panel": "Approved in the panel.",
+    "notebook": "Approved from the notebook.",
+    "policy": "Approved automatically by this chat's setting.",
+}
+
+
+def _approved_how(outcome: Outcome, *, automatic: bool) -> str:
+    """Where an approval came from, as listeners hear it: from the server's own knowledge of
+    the path the answer took, never from what the answer says about itself."""
+    if automatic:
+        return _APPROVED_BY_ORIGIN["policy"]
+    if outcome.resolution != "reply":
+        return "No answer in time; going ahead, as the default allows."
+    return _APPROVED_BY_ORIGIN.get(outcome.origin or "", "Approved.")
+
+
+def _source(spec: ToolSpec) -> str:
+    """The source a tool's result is labelled with in its data block."""
+    return f"the result of {spec.human_label()} ({spec.name})"

@@ -19,7 +19,7 @@ from typing import Any
 
 import anthropic
 
-from ..aaep.broker import ReplyBroker
+from ..aaep.broker import ReplyBroker, ReplyOrigin
 from ..aaep.emitter import Emitter, Event
 from ..aaep.session import Producer, Session
 from ..errors import ChatBusy, InvalidInput, UnknownChat, UnknownSession
@@ -564,13 +564,14 @@ class ChatRunner:
                                  "session_id values of its events (GET /aaep/v1/chats/{chat_id}).")
         return [step.to_json() for step in store.steps(session_id)]
 
-    def reply(self, chat_id: str, reply: Mapping[str, Any]) -> bool:
-        """Offer a confirmation/clarification reply; never raises for a bad reply."""
+    def reply(self, chat_id: str, reply: Mapping[str, Any], *, origin: ReplyOrigin = "panel") -> bool:
+        """Offer a confirmation/clarification reply; never raises for a bad reply. *origin* is
+        where the server received it (a person's authenticated client unless it says otherwise)."""
         chat = self.get(chat_id)
         session_id = chat.session.id if chat.session else None
         if session_id is None:
             return False
-        return self.broker.submit(reply, session_id=session_id)
+        return self.broker.submit(reply, session_id=session_id, origin=origin)
 
     def _config_for(self, chat: Chat) -> AgentConfig:
         """The chat's model, announced with the first session that uses it."""

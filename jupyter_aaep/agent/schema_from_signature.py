@@ -115,7 +115,16 @@ def input_schema(
 
 
 def check_arguments(schema: dict[str, Any], arguments: Any) -> str | None:
-    """A sentence saying what is wrong with *arguments*, or ``None`` when they fit."""
+    """A sentence saying what is wrong with *arguments*, or ``None`` when they fit. Total: a
+    schema shape it does not understand is a sentence too, never an exception (registration
+    refuses such schemas, see :mod:`.tool_schema`; this is the second line of defence)."""
+    try:
+        return _check_arguments(schema, arguments)
+    except Exception as error:  # noqa: BLE001 - any shape the checker does not know
+        return f"the tool's input schema cannot be checked ({type(error).__name__}); fix the tool's definition"
+
+
+def _check_arguments(schema: dict[str, Any], arguments: Any) -> str | None:
     if not isinstance(arguments, dict):
         return "the input must be a JSON object"
     properties: dict[str, Any] = schema.get("properties", {})
@@ -131,7 +140,9 @@ def check_arguments(schema: dict[str, Any], arguments: Any) -> str | None:
     return None
 
 
-def _check_value(schema: dict[str, Any], value: Any) -> str | None:
+def _check_value(schema: Any, value: Any) -> str | None:
+    if schema is True or not schema:
+        return None
     if "anyOf" in schema:
         if value is None or any(_check_value(s, value) is None for s in schema["anyOf"]):
             return None
@@ -149,9 +160,11 @@ def _check_value(schema: dict[str, Any], value: Any) -> str | None:
         "array": lambda v: isinstance(v, list),
         "object": lambda v: isinstance(v, dict),
     }
-    if expected in checks and not checks[expected](value):
-        return f"must be of type {expected}"
-    if expected == "array" and "items" in schema:
+    expected_all = expected if isinstance(expected, list) else [expected]
+    known = [e for e in expected_all if isinstance(e, str) and e in checks]
+    if known and not any(checks[e](value) for e in known):
+        return f"must be of type {' or '.join(known)}"
+    if "array" in expected_all and isinstance(value, list) and "items" in schema:
         for item in value:
             problem = _check_value(schema["items"], item)
             if problem:

@@ -22,6 +22,7 @@ from ..aaep.ids import TOOL_NAME
 from ..aaep.redaction import redact_arguments
 from ..errors import ToolError
 from .schema_from_signature import check_arguments, input_schema, parse_docstring
+from .tool_schema import schema_problem
 
 log = logging.getLogger(__name__)
 
@@ -372,6 +373,9 @@ class ToolRegistry:
             raise TypeError(f"{tool!r} is not a tool; decorate it with @aaep_tool")
         if tool.name in self._tools and not replace:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
+        problem = schema_problem(tool.input_schema)
+        if problem:
+            raise ValueError(f"the tool {tool.name!r} cannot be offered to the model: {problem}")
         self._tools[tool.name] = tool
 
     def remove(self, name: str) -> None:

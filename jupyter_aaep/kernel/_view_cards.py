@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -9,6 +10,9 @@ import ipywidgets as widgets  # type: ignore[import-untyped]
 
 from ._view_html import approve_name, pressed_name, reject_name, request_html, request_outcome_html
 from ._view_state import RequestItem
+
+PANEL_ONLY = ("Approve or reject this in the side panel: this server takes approvals only from there, "
+              "because code running in the notebook could answer here as if you had clicked.")
 
 if TYPE_CHECKING:
     from .view import LiveView
@@ -35,7 +39,11 @@ class RequestCard:
         self.pressed: widgets.Button | None = None
         self.answer: widgets.Text | None = None
         rows: list[widgets.Widget] = [self.facts]
-        if item.kind == "confirmation":
+        if item.kind == "confirmation" and not view.state.confirm_here:
+            self.elsewhere = widgets.HTML()
+            set_html(self.elsewhere, f"<p>{html.escape(PANEL_ONLY)}</p>")
+            rows.append(self.elsewhere)
+        elif item.kind == "confirmation":
             approve = self._button(approve_name(item), "jp-AAEPView-approve", lambda: "accept")
             reject = self._button(reject_name(item), "jp-AAEPView-reject", lambda: "reject")
             rows.append(widgets.HBox([approve, reject]))

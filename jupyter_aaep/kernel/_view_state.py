@@ -271,6 +271,9 @@ class ViewState:
     items: OrderedDict[str, Item] = field(default_factory=OrderedDict)
     version: int = 0
     """Goes up whenever something shown changed (the widget layer renders on change)."""
+    confirm_here: bool = True
+    """Whether approvals may be given in this view (the server's ``kernel_replies``); when not,
+    a confirmation card sends the person to the side panel instead of showing buttons."""
     _seen: set[str] = field(default_factory=set)
     _aside: list[dict[str, Any]] = field(default_factory=list)
     _counter: int = 0
@@ -427,7 +430,8 @@ class ViewState:
                     text = "Cancelled: the request ended before an answer."
                 elif not text:
                     text = "Resolved."
-                if not answered_here and state == "resolved" and outcome:
+                says_where = bool(outcome) and str(outcome).startswith(("Approved in", "Approved from"))
+                if not answered_here and state == "resolved" and outcome and not says_where:
                     text = f"Answered elsewhere (for example in the side panel): {outcome}"
                 item.outcome = text
 

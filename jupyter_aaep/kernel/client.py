@@ -1,9 +1,11 @@
 """``KernelClient``: how a kernel talks to the jupyter-aaep server that started it.
 
-Every request carries the server's kernel secret (``AAEP_KERNEL_SECRET``, inherited from the
-server), the kernel's id, and an HMAC-SHA256 signature keyed with the kernel's own connection
-key over ``METHOD \\n PATH \\n BODY``: the secret shows the caller is a kernel of this server,
-the signature shows *which* kernel, so a kernel can only act on its own notebook's chat.
+Every request carries the kernel's id, a timestamp, a fresh nonce and an HMAC-SHA256 signature
+over ``METHOD \\n PATH \\n TIME \\n NONCE \\n BODY``, keyed with this kernel's own credential
+(``AAEP_KERNEL_SECRET``, put into this kernel's environment alone by the server when it started
+the kernel, and moved into memory at first use by :mod:`.credential`). The server accepts each
+signature once, within a short window: a kernel can act only on its own notebook's chats, and a
+captured request cannot be sent again.
 
 The magic uses the blocking methods (``urllib``: short calls to a local server); the live view
 reads events with :meth:`KernelClient.events`, an async iterator on tornado's HTTP client that
@@ -20,6 +22,8 @@ import hmac
 import json
 import os
 import re
+import secrets
+import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
@@ -43,23 +47,22 @@ class KernelAPIError(Exception):
         self.status = status
 
 
-def sign(key: bytes, method: str, path: str, body: bytes) -> str:
+def sign(key: bytes, method: str, path: str, body: bytes, *, stamp: str, nonce: str) -> str:
     """The ``X-AAEP-Kernel-Signature`` of one request (hex HMAC-SHA256)."""
-    message = method.upper().encode() + b"\n" + path.encode() + b"\n" + body
+    message = f"{method.upper()}\n{path}\n{stamp}\n{nonce}\n".encode() + body
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
-def _kernel_identity(shell: Any) -> tuple[str, bytes]:
-    """This kernel's id and connection key, or a :class:`KernelAPIError` saying what is missing."""
+def _kernel_id(shell: Any, env: Mapping[str, str]) -> str:
+    """This kernel's id (given by the server, else from its connection file's name), or a
+    :class:`KernelAPIError` saying what is missing."""
     kernel = getattr(shell, "kernel", None)
-    session = getattr(kernel, "session", None)
-    key = getattr(session, "key", None)
-    if kernel is None or session is None:
+    if kernel is None or getattr(kernel, "session", None) is None:
         raise KernelAPIError("%aaep works in a Jupyter kernel, and this is plain IPython (no kernel "
                              "connection). " + SETUP_HINT)
-    if not key:
-        raise KernelAPIError("This kernel has no connection key, so it cannot prove to the server which "
-                             "kernel it is. " + SETUP_HINT)
+    given = env.get("AAEP_KERNEL_ID")
+    if given:
+        return given
     try:
         from ipykernel.connect import get_connection_file
 
@@ -72,25 +75,27 @@ def _kernel_identity(shell: Any) -> tuple[str, bytes]:
         raise KernelAPIError(f"This kernel's connection file {filename!r} does not carry a kernel id "
                              "(kernel-<id>.json), so the server cannot tell which notebook it belongs "
                              "to. " + SETUP_HINT)
-    return match.group(1), key if isinstance(key, bytes) else str(key).encode()
+    return match.group(1)
 
 
 class KernelClient:
     """Signed calls to ``aaep/v1/kernel/...`` of the server at *server_url*."""
 
-    def __init__(self, server_url: str, secret: str, kernel_id: str, key: bytes, *,
-                 timeout: float = 15.0) -> None:
+    def __init__(self, server_url: str, secret: str, kernel_id: str, *, timeout: float = 15.0) -> None:
         self.server_url = server_url if server_url.endswith("/") else server_url + "/"
         self.secret = secret
         self.kernel_id = kernel_id
-        self.key = key
         self.timeout = timeout
+        self.chat_id: str | None = None
+        """The chat this client's requests address (``?chat_id=``); the notebook's newest when unset."""
 
     @classmethod
     def from_environment(cls, shell: Any = None, environ: Mapping[str, str] | None = None) -> KernelClient:
         """The client for this kernel; a :class:`KernelAPIError` names what is missing."""
+        from .credential import take
+
         env = os.environ if environ is None else environ
-        url, secret = env.get("AAEP_SERVER_URL"), env.get("AAEP_KERNEL_SECRET")
+        url, secret = env.get("AAEP_SERVER_URL"), take(environ)
         missing = [name for name, value in (("AAEP_SERVER_URL", url), ("AAEP_KERNEL_SECRET", secret)) if not value]
         if missing:
             raise KernelAPIError(
@@ -101,24 +106,27 @@ class KernelClient:
             from IPython import get_ipython
 
             shell = get_ipython()
-        kernel_id, key = _kernel_identity(shell)
+        kernel_id = _kernel_id(shell, env)
         assert url and secret
-        return cls(url, secret, kernel_id, key)
+        return cls(url, secret, kernel_id)
 
     # -- plumbing --------------------------------------------------------------------------------
     def url(self, path: str, query: Mapping[str, str | None] | None = None) -> str:
         url = urljoin(self.server_url, API + path)
-        params = {k: v for k, v in (query or {}).items() if v is not None}
+        params = {k: v for k, v in {"chat_id": self.chat_id, **(query or {})}.items() if v is not None}
         return url + ("?" + urlencode(params) if params else "")
 
     def headers(self, method: str, url: str, body: bytes) -> dict[str, str]:
-        """The three identity headers for a request to *url* (signed over its path and query)."""
+        """The identity headers for one request to *url* (signed over its path and query, with
+        a fresh nonce: call this once per request sent)."""
         parts = urlsplit(url)
         path = parts.path + (f"?{parts.query}" if parts.query else "")
+        stamp, nonce = f"{time.time():.3f}", secrets.token_hex(16)
         return {
-            "X-AAEP-Kernel-Secret": self.secret,
             "X-AAEP-Kernel-Id": self.kernel_id,
-            "X-AAEP-Kernel-Signature": sign(self.key, method, path, body),
+            "X-AAEP-Kernel-Time": stamp,
+            "X-AAEP-Kernel-Nonce": nonce,
+            "X-AAEP-Kernel-Signature": sign(self.secret.encode(), method, path, body, stamp=stamp, nonce=nonce),
         }
 
     def request(self, method: str, path: str, body: Any = None, *,

@@ -264,8 +264,12 @@ def on_tool_defined(spec: Any) -> None:
 
 
 def load(ipython: Any) -> None:
-    """Register the magic and the tool hook (loading twice changes nothing)."""
+    """Register the magic and the tool hook (loading twice changes nothing). The kernel's
+    credential moves out of the environment now, before any cell runs (``credential.py``)."""
     from ..agent.tools import TOOL_DEFINED_HOOKS
+    from .credential import take
+
+    take()
 
     ipython.register_magics(AAEPMagics)
     if on_tool_defined not in TOOL_DEFINED_HOOKS:

@@ -171,6 +171,15 @@ class LiveView:
         return await asyncio.get_running_loop().run_in_executor(None, method, *args)
 
     async def _subscribe(self) -> bool:
+        status = getattr(self.client, "status", None)
+        if status is not None:
+            try:
+                found = await self._call(status)
+            except Exception as error:  # noqa: BLE001 - the subscription below says what is wrong
+                log.info("The live view could not read the notebook's status: %s", error)
+            else:
+                if isinstance(found, dict) and found.get("confirm_here") is False:
+                    self.state.confirm_here = False
         answer = await self._call(self.client.subscribe, subscription_request())
         answer = answer if isinstance(answer, dict) else {}
         subscription = answer.get("subscription_id")
@@ -235,6 +244,9 @@ class LiveView:
             return False
         answer = answer if isinstance(answer, dict) else {}
         session = answer.get("session_id")
+        chat = answer.get("chat_id")
+        if isinstance(chat, str) and chat and hasattr(self.client, "chat_id"):
+            self.client.chat_id = chat  # from now on, this view's calls address the chat that took the request
         if answer.get("status") == "guidance":
             self.state.note("The agent was already working on another request, so yours went to it as guidance "
                             "(it reads it at its next step). This view follows that request.")

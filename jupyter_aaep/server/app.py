@@ -8,7 +8,8 @@ server's, not the kernels': they are moved out of ``os.environ`` at start-up
 
 Lifecycle: ``initialize_settings`` builds the chat runner, the stream hub and the tools;
 ``initialize_handlers`` mounts the HTTP contract under ``base_url``; the start hook exports
-``AAEP_SERVER_URL`` and a per-server secret ``AAEP_KERNEL_SECRET`` for kernels started later;
+``AAEP_SERVER_URL`` for kernels started later, and each kernel the server starts gets its own
+credential in its environment (``kernel_credentials.py``);
 ``stop_extension`` stops running sessions and closes every stream.
 """
 
@@ -44,6 +45,7 @@ from .handlers import handler_routes
 from .long_runs import LongRunNews
 from .kernel_launch import ARGUMENT as KERNEL_ARGUMENT
 from .kernel_launch import add_extension_to_ipython_kernels
+from .kernel_credentials import KernelCredentials
 from .model_client import WITHHELD, ClientFactory, ModelCredentials
 from .models import ModelCatalog
 from .policy import AdminPolicy
@@ -216,13 +218,14 @@ class AAEPExtension(ExtensionApp):
     )
 
     kernel_replies = Bool(
-        True,
+        False,
         config=True,
-        help="When true (the default), approvals and answers may come from the %aaep widget in the "
-        "notebook (through the kernel endpoints). Code running in a kernel can send them too; the "
-        "server refuses them while the agent's own code runs there, and code that reaches for these "
-        "endpoints is always asked about. Set to false to accept answers only from the side panel "
-        "and other authenticated clients; the widget then says so.",
+        help="When false (the default), approvals and answers are taken only from the side panel and "
+        "other clients that log in to Jupyter; the %aaep widget shows the request and sends you to the "
+        "panel. Code running in a kernel can do whatever the widget's Python side does, so an answer "
+        "from the kernel cannot be told apart from code answering the agent's request by itself. When "
+        "true, the widget's buttons answer too, but never for a chat in auto-approve mode, never while "
+        "the agent's own code runs in that kernel, and only for a request that kernel's view received.",
     )
     kernel_autoload = Bool(
         True,
@@ -465,6 +468,8 @@ class AAEPExtension(ExtensionApp):
                                                        locked=self.lock_models),
                                    policy=self.admin_policy)
         self._secret = secrets.token_urlsafe(32)
+        self.kernel_credentials = KernelCredentials(self._secret.encode())
+        self.kernel_credentials.install(self.serverapp.kernel_manager)
         self._previous_env = {name: os.environ.get(name) for name in EXPORTED}
         self._export_environment()
         self._configure_kernel_autoload()
@@ -498,6 +503,7 @@ class AAEPExtension(ExtensionApp):
         await self.clients.close()
         self.clients.credentials.restore()
         await self.toolbox.close()
+        self.kernel_credentials.uninstall(self.serverapp.kernel_manager)
         for name, value in self._previous_env.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -559,10 +565,11 @@ class AAEPExtension(ExtensionApp):
         )
 
     def _export_environment(self) -> None:
-        """For the kernel magic: where this server is, and a secret only its kernels learn."""
+        """For the kernel magic: where this server is. Each kernel's own credential goes into
+        that kernel's environment only (``kernel_credentials.py``), never into the server's."""
         url = self.server.connection_url
         os.environ["AAEP_SERVER_URL"] = url
-        os.environ["AAEP_KERNEL_SECRET"] = self._secret
+        os.environ.pop("AAEP_KERNEL_SECRET", None)
         self.hub.manifest_uri = url_path_join(url, "aaep/v1/manifest")
 
     def _configure_kernel_autoload(self) -> None:

@@ -2,36 +2,45 @@
 ``@aaep_tool`` registration, the widget view).
 
 They do not use Jupyter's login: kernels have no Jupyter token. Every request instead carries
+``X-AAEP-Kernel-Id``, ``X-AAEP-Kernel-Time``, ``X-AAEP-Kernel-Nonce`` and
+``X-AAEP-Kernel-Signature``: an HMAC-SHA256 of ``METHOD \\n PATH?QUERY \\n TIME \\n NONCE \\n
+BODY`` keyed with that kernel's own credential, which the server put into that kernel's
+environment alone when it started it (``kernel_credentials.py``: never on disk, not shared
+between kernels). A signature is accepted once and only near the server's clock, so a request
+cannot be replayed. The credential opens these endpoints only, for that kernel's notebook only;
+a Jupyter token does not open them, and they open nothing else.
 
-- ``X-AAEP-Kernel-Secret``: the per-server secret exported to the kernels this server starts,
-  compared in constant time. It opens these endpoints only; every other AAEP endpoint keeps
-  Jupyter's authentication, and a Jupyter token does not open these.
-- ``X-AAEP-Kernel-Id`` and ``X-AAEP-Kernel-Signature``: an HMAC-SHA256, keyed with that kernel's
-  connection key, of ``METHOD \\n PATH?QUERY \\n BODY``. Every kernel knows the secret, only that
-  kernel knows its key: so a kernel can act on its own notebook's chat only.
+A kernel may name a chat (``?chat_id=``): it must be one of its own notebook's chats. Without
+one, it acts on the notebook's newest chat (as the panel opens it). A reply goes to the chat
+whose session asked, and only if that chat belongs to the kernel's notebook.
 
-Failures are 403 (no or wrong secret, unknown kernel, bad signature) and 409 (the kernel is not
-a notebook's kernel), each with a sentence in ``{"message": ...}``. No XSRF cookie is checked:
-the custom headers are the cross-site defence (a browser page cannot send them to this origin
-without a CORS grant, and it cannot know the secret).
+Answers from kernel code cannot be told apart from a person's click on the widget (cell code
+runs in the same process as the widget's Python side). So they are off unless the server
+enables them (``kernel_replies``), always refused in *auto* mode and while the agent's own code
+runs, and accepted only for a request this kernel's event stream actually delivered.
+
+Failures are 403 (unknown kernel, bad or reused signature, someone else's chat) and 409 (the
+kernel is not a notebook's kernel), each with a sentence in ``{"message": ...}``. No XSRF
+cookie is checked: the custom headers are the cross-site defence (a browser page cannot send
+them to this origin without a CORS grant, and it cannot know the credential).
 
 Streams and messages go through :class:`AAEPService` exactly as the chat endpoints do.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import allow_unauthenticated
 from tornado import web
 
+from ..agent.data_blocks import data_block
 from ..errors import AAEPError, RequestError
 from .base import AAEPHandler
 from .http_errors import http_error
+from .kernel_credentials import KernelCredentials, signature
 from .messages import REPLY_TYPES, Response, classify
 from .sse import EventStreamHandler
 
@@ -39,8 +48,9 @@ if TYPE_CHECKING:
     from ..agent.runner import Chat
     from .service import AAEPService
 
-SECRET_HEADER = "X-AAEP-Kernel-Secret"
 KERNEL_HEADER = "X-AAEP-Kernel-Id"
+TIME_HEADER = "X-AAEP-Kernel-Time"
+NONCE_HEADER = "X-AAEP-Kernel-Nonce"
 SIGNATURE_HEADER = "X-AAEP-Kernel-Signature"
 MAX_CONTEXT_ITEMS = 20
 MAX_CONTEXT_CHARS = 8_000
@@ -50,9 +60,7 @@ _NOT_A_NOTEBOOK = ("This kernel is not attached to a notebook; open the notebook
                    "kernel from a notebook) and run the cell again.")
 
 
-def kernel_signature(key: bytes, method: str, path: str, body: bytes) -> str:
-    """The hex HMAC-SHA256 a kernel sends: *path* is the request path with its query, as sent."""
-    return hmac.new(key, f"{method.upper()}\n{path}\n".encode() + body, hashlib.sha256).hexdigest()
+kernel_signature = signature
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,8 @@ class KernelCaller:
 
     kernel_id: str
     notebook_path: str
+    chat_id: str | None = None
+    """The chat the request names (``?chat_id=``), if any; checked by :meth:`KernelGateway.chat`."""
 
 
 class KernelGateway:
@@ -73,6 +83,8 @@ class KernelGateway:
     def __init__(self, service: AAEPService) -> None:
         self.service = service
         self.extension: Any = None
+        self.shown: dict[str, set[str]] = {}
+        """Reply tokens each kernel's event stream delivered (what its view can have shown)."""
 
     @property
     def runner(self) -> Any:
@@ -87,24 +99,26 @@ class KernelGateway:
         return tools
 
     # -- who is calling -----------------------------------------------------------------------------
+    @property
+    def credentials(self) -> KernelCredentials:
+        found = getattr(self.extension, "kernel_credentials", None)
+        if found is None:
+            raise RequestError(403, "This server issues no kernel credentials; restart JupyterLab.")
+        return found  # type: ignore[no-any-return]
+
     async def caller(self, method: str, path: str, headers: Any, body: bytes) -> KernelCaller:
         """The verified kernel and its notebook; RequestError 403 / 409 otherwise."""
-        secret = str(getattr(self.extension, "_secret", "") or "")
-        sent = headers.get(SECRET_HEADER) or ""
-        if not secret or not hmac.compare_digest(sent.encode(), secret.encode()):
-            raise RequestError(403, f"This endpoint is for the server's own kernels: the {SECRET_HEADER} header is "
-                                    "missing or wrong. Use %aaep or jupyter_aaep.kernel.client in a kernel started "
-                                    "by this Jupyter server.")
         kernel_id = headers.get(KERNEL_HEADER) or ""
         kernels = self.extension.serverapp.kernel_manager
         if not kernel_id or kernel_id not in kernels:
-            raise RequestError(403, f"The {KERNEL_HEADER} header does not name a kernel of this server.")
-        key = kernels.get_kernel(kernel_id).session.key
-        expected = kernel_signature(bytes(key or b""), method, path, body)
-        given = headers.get(SIGNATURE_HEADER) or ""
-        if not key or not hmac.compare_digest(given.encode(), expected.encode()):
-            raise RequestError(403, f"The {SIGNATURE_HEADER} header is missing or wrong: sign the request with the "
-                                    "kernel's own connection key (a kernel may only act on its own notebook).")
+            raise RequestError(403, f"The {KERNEL_HEADER} header does not name a kernel of this server. Use %aaep "
+                                    "or jupyter_aaep.kernel.client in a kernel started by this Jupyter server.")
+        why = self.credentials.check(kernel_id, method, path, body, stamp=headers.get(TIME_HEADER) or "",
+                                     nonce=headers.get(NONCE_HEADER) or "", given=headers.get(SIGNATURE_HEADER) or "")
+        if why is not None:
+            raise RequestError(403, f"This request is refused: {why}. Each request must be signed once, at the "
+                                    "time it is sent, with the credential the server gave this kernel (a kernel "
+                                    "may only act on its own notebook).")
         sessions = self.extension.serverapp.session_manager
         try:
             session = await sessions.get_session(kernel_id=kernel_id)
@@ -117,7 +131,17 @@ class KernelGateway:
 
     # -- the notebook's chat -------------------------------------------------------------------------
     def chat(self, caller: KernelCaller, *, create: bool) -> Chat | None:
-        """The notebook's newest chat (as the panel opens it); a new one when it has none and *create*."""
+        """The chat the request names (403 unless it is the notebook's own); else the notebook's
+        newest chat (as the panel opens it), or a new one when it has none and *create*."""
+        if caller.chat_id:
+            try:
+                named = self.runner.get(caller.chat_id)
+            except AAEPError:
+                named = None
+            if named is None or named.notebook_path != caller.notebook_path:
+                raise RequestError(403, "That chat is not one of this notebook's chats; a kernel may only act on "
+                                        "its own notebook.")
+            return named  # type: ignore[no-any-return]
         chats, _ = self.runner.page(caller.notebook_path, limit=1)
         if chats:
             return self.runner.get(chats[0].chat_id)  # type: ignore[no-any-return]
@@ -154,6 +178,7 @@ class KernelGateway:
                 "(or start it with scripts/start --offline for the offline demo model)."),
             "tools": [t.name for t in tools.of_kernel(caller.kernel_id)] if tools is not None else [],
             "pending": pending,
+            "confirm_here": bool(getattr(self.extension, "kernel_replies", False)),
         }
 
     def tools(self, caller: KernelCaller) -> dict[str, Any]:
@@ -200,17 +225,52 @@ class KernelGateway:
         return response
 
     async def message(self, caller: KernelCaller, body: dict[str, Any]) -> Response:
-        if classify(body) in REPLY_TYPES and not getattr(self.extension, "kernel_replies", True):
-            raise RequestError(403, "Answers from the notebook are turned off on this server "
-                                    "(c.AAEPExtension.kernel_replies = False). Answer in the side panel.")
-        if classify(body) in REPLY_TYPES and self._agent_code_running(caller.kernel_id):
+        if classify(body) in REPLY_TYPES:
+            return self.reply(caller, body)
+        chat = self.chat(caller, create=True)
+        assert chat is not None
+        return await self.service.handle(body, chat_id=chat.chat_id)
+
+    def reply(self, caller: KernelCaller, body: dict[str, Any]) -> Response:
+        """A reply from the notebook: to the chat whose session asked, if it is this notebook's,
+        and only as far as answers from kernel code may approve anything (see the module).
+        Answers to questions (clarifications) approve nothing and are taken from the widget."""
+        confirmation = classify(body) == "confirmation.reply"
+        if confirmation and not getattr(self.extension, "kernel_replies", False):
+            raise RequestError(403, "Answers from the notebook are turned off on this server: code in a notebook "
+                                    "could send them as if you had clicked. Answer in the side panel "
+                                    "(c.AAEPExtension.kernel_replies turns them on).")
+        token = body.get("reply_token")
+        request = next((r for r in self.runner.broker.pending() if r.token == token), None)
+        chat = None if request is None else next(
+            (c for c in self.runner.chats() if c.session is not None and c.session.id == request.session_id), None)
+        if chat is None:  # §6.3.4: an unknown or used token is ignored, and the sender is not told why
+            return Response(204)
+        if chat.notebook_path != caller.notebook_path:
+            raise RequestError(403, "That request belongs to another notebook's chat; a kernel may only answer "
+                                    "its own notebook's requests.")
+        if confirmation and chat.approval.mode == "auto":
+            raise RequestError(403, "This chat approves automatically, so answers from the notebook's code are "
+                                    "refused: what the setting does not approve, only you can, in the side panel.")
+        if self._agent_code_running(caller.kernel_id):
             # Widget clicks arrive while the agent waits, never while its own code runs; a reply
             # sent from the kernel then is that code answering the agent's request itself.
             raise RequestError(409, "An answer cannot come from the notebook's kernel while the agent's own code "
                                     "runs in it. Answer in the side panel, or wait for the code to finish.")
-        chat = self.chat(caller, create=True)
-        assert chat is not None
-        return await self.service.handle(body, chat_id=chat.chat_id)
+        if token not in self.shown.get(caller.kernel_id, set()):
+            raise RequestError(403, "This request was not shown in this notebook's %aaep view, so it cannot be "
+                                    "answered from here. Answer in the side panel.")
+        self.runner.reply(chat.chat_id, self.service._attributed(body, chat), origin="notebook")
+        return Response(204)
+
+    def showed(self, kernel_id: str, event: dict[str, Any]) -> None:
+        """The kernel's event stream delivered *event*: its reply token may be answered from there."""
+        token = event.get("reply_token")
+        if isinstance(token, str) and event.get("type") in _AWAITING:
+            shown = self.shown.setdefault(kernel_id, set())
+            if len(shown) > 1000:
+                shown.clear()
+            shown.add(token)
 
     def _agent_code_running(self, kernel_id: str) -> bool:
         notebook = self.runner.services.get("notebook")
@@ -226,7 +286,8 @@ def describe_tool(tool: Any) -> dict[str, Any]:
 
 
 def context_block(items: Any) -> str:
-    """The ``{name}`` descriptions for the model, in a delimited block ("" when there are none)."""
+    """The ``{name}`` descriptions for the model, each in a data block (masked like every model
+    input; a description is what the kernel says about a value, so it is data) ("" when none)."""
     if not isinstance(items, list) or len(items) > MAX_CONTEXT_ITEMS:
         raise RequestError(400, f"context must be a list of at most {MAX_CONTEXT_ITEMS} "
                                 "{\"name\": ..., \"description\": ...} objects.")
@@ -238,7 +299,7 @@ def context_block(items: Any) -> str:
         description = item["description"]
         if len(description) > MAX_CONTEXT_CHARS:
             description = description[:MAX_CONTEXT_CHARS] + " [… cut]"
-        parts.append(f"--- {item['name'][:100]} ---\n{description}")
+        parts.append(data_block(f"kernel variable {item['name'][:100]}", description))
     if not parts:
         return ""
     return ("<kernel_variables>\nThe request names these variables of the notebook's kernel; the kernel "
@@ -262,8 +323,9 @@ class KernelHandler(AAEPHandler):
         if self.gateway.extension is None:
             self.gateway.extension = self.extensionapp
         try:
-            return await self.gateway.caller(self.request.method or "GET", self.request.uri or "/",
-                                             self.request.headers, self.request.body or b"")
+            caller = await self.gateway.caller(self.request.method or "GET", self.request.uri or "/",
+                                               self.request.headers, self.request.body or b"")
+            return replace(caller, chat_id=self.get_query_argument("chat_id", None) or None)
         except AAEPError as error:
             raise http_error(error) from error
 
@@ -281,7 +343,10 @@ class KernelStatusHandler(KernelHandler):
     @allow_unauthenticated
     async def get(self) -> None:
         caller = await self.caller()
-        self.answer(self.gateway.status(caller))
+        try:
+            self.answer(self.gateway.status(caller))
+        except AAEPError as error:
+            raise http_error(error) from error
 
 
 class KernelToolsHandler(KernelHandler):
@@ -363,7 +428,8 @@ class KernelEventsHandler(KernelHandler, EventStreamHandler):  # type: ignore[mi
         except AAEPError as error:
             raise http_error(error) from error
         assert chat is not None
-        await self.serve(chat.chat_id, client=f"kernel:{caller.kernel_id}")
+        await self.serve(chat.chat_id, client=f"kernel:{caller.kernel_id}",
+                         delivered=lambda message: self.gateway.showed(caller.kernel_id, message))
 
 
 def kernel_routes(service: AAEPService, *, keepalive: float) -> list[tuple[str, type, dict[str, Any]]]:

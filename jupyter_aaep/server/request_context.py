@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..agent.data_blocks import data_block, for_model
 from ..agent.prompts import describe_figure_request
 from ..errors import RequestError, ToolError
 
@@ -70,17 +71,18 @@ async def _context_block(runner: ChatRunner, chat: Chat, items: list[dict[str, A
                 cell = nb.cell(cell_id)
             except ToolError as error:
                 raise RequestError(409, f"An attached cell is gone: {error} Attach it again.") from error
-            lines.append(f"--- cell {number} (id {cell_id}, {cell.get('cell_type', 'code')}) ---")
-            lines.append(truncate(str(cell.get("source", "")), _CELL_SOURCE_CHARS) or "(empty)")
+            kind_word = str(cell.get("cell_type", "code"))
+            body = [truncate(str(cell.get("source", "")), _CELL_SOURCE_CHARS) or "(empty)"]
             outputs = cell.get("outputs") or []
             if outputs:
-                lines.append("Outputs:")
-                lines.append(render_outputs(outputs, _CELL_OUTPUT_CHARS))
+                body += ["Outputs:", render_outputs(outputs, _CELL_OUTPUT_CHARS)]
+            # The cell's text is data (it may hold planted instructions), masked like all model input.
+            lines.append(data_block(f"cell {number} (id {cell_id}, {kind_word})", "\n".join(body)))
         elif kind == "file":
-            lines.append(f"--- file {item['path']} ---")
+            lines.append(f"--- file {for_model(str(item['path']))} ---")
             lines.append("A file in the Jupyter root; read it with read_file if its content matters.")
         else:
-            lines.append(f"--- kernel variable {item['name']} ---")
+            lines.append(f"--- kernel variable {for_model(str(item['name']))} ---")
             lines.append("A variable in the notebook's kernel; inspect it with inspect_variable (or list_variables) "
                          "if its value matters.")
     lines.append("</context>")
@@ -123,6 +125,8 @@ async def kernel_variables(runner: ChatRunner, chat: Chat, *, limit: int = 100) 
     except ToolError as error:
         return {"variables": [], "note": f"The kernel's variables could not be listed: {error}"}
     entries = answer.get("variables") if isinstance(answer, dict) else None
-    variables = [{"name": str(e.get("name")), "type": str(e.get("type", "")), "summary": str(e.get("summary", ""))[:200]}
+    # Masked as everything bound for the model is: the panel may attach what it shows.
+    variables = [{"name": str(e.get("name")), "type": str(e.get("type", "")),
+                  "summary": for_model(str(e.get("summary", ""))[:200])}
                  for e in entries or [] if isinstance(e, dict) and e.get("name")]
     return {"variables": variables, "note": None if variables else "The kernel has no variables yet."}

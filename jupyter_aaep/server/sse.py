@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from jupyter_server.auth.decorator import authorized
@@ -78,9 +78,11 @@ class EventStreamHandler(AAEPHandler):
         await self.serve(chat_id, client=client_key(self.current_user, self.request.remote_ip,
                                                     token_authenticated=self.token_authenticated))
 
-    async def serve(self, chat_id: str | None, *, client: str) -> None:
+    async def serve(self, chat_id: str | None, *, client: str,
+                    delivered: Callable[[dict[str, Any]], None] | None = None) -> None:
         """Stream *chat_id*'s messages (every chat's with ``None``) to *client*, whom the
-        per-client stream limit counts; the kernel endpoint reuses this after its own checks."""
+        per-client stream limit counts; the kernel endpoint reuses this after its own checks
+        (*delivered* hears each message sent)."""
         try:
             stream = self.service.open_stream(
                 chat_id,
@@ -111,6 +113,8 @@ class EventStreamHandler(AAEPHandler):
                     log.exception("AAEP message could not be serialised and was skipped: %.200r", message)
                     continue
                 await self._send(frame)
+                if delivered is not None and isinstance(message, dict):
+                    delivered(message)
         except StreamClosedError:
             self._client_gone = True
         finally:

@@ -18,6 +18,7 @@ import json
 import re
 from typing import Any
 
+from ..agent.data_blocks import unwrap
 from ._demo_notebook import CellInfo, NotebookView, parse_state
 from ._wire import ToolUse, Turn
 
@@ -67,11 +68,16 @@ def _tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def result_text(result: dict[str, Any]) -> str:
+    """A tool result's text as the demo model reasons over it: inside its data block."""
     content = result.get("content")
     if isinstance(content, str):
-        return content
+        return unwrap(content)
     if isinstance(content, list):
-        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+        blocks = [b for b in content if isinstance(b, dict)]
+        if len(blocks) >= 2 and str(blocks[0].get("text", "")).startswith("<data source=") \
+                and blocks[-1].get("text") == "</data>":
+            blocks = blocks[1:-1]
+        return " ".join(str(b.get("text", "")) for b in blocks)
     return ""
 
 
@@ -452,7 +458,7 @@ def fix(view: NotebookView) -> Turn:
 # -- kernel tools (@aaep_tool functions of the notebook's kernel) ----------------------------------
 
 _CALL = re.compile(r"\b([A-Za-z_]\w*)\(([^()]*)\)")
-_CONTEXT = re.compile(r"^--- (\w+) ---\n(.+)$", re.MULTILINE)
+_CONTEXT = re.compile(r'^<data source="kernel variable (\w+)" note="[^"]*">\n(.+)$', re.MULTILINE)
 
 
 def kernel_tool_call(text: str, tools: list[Any]) -> ToolUse | None:

@@ -7,10 +7,19 @@ them; ``AAEP_SCHEMA_DIR`` points at another copy. Format checking is really on: 
 silently skips ``date-time`` and ``uri`` unless their optional packages are installed, so
 :meth:`SchemaValidator.from_dir` refuses to run without them rather than pass bad timestamps.
 
-On top of the schemas, :meth:`SchemaValidator.validate` enforces what the specification
-asks of a producer but the schemas cannot express (explicit urgency, summaries on every
-announceable event, language hints on text, a complete ``producer``). jsonschema and
-referencing are imported lazily so importing this module never needs them.
+On top of the schemas, :meth:`SchemaValidator.validate` checks what the specification asks
+but the schemas cannot express, at the specification's own levels:
+
+- MUST (an error, for every producer): timestamps with 3 or 6 fraction digits, ``urgency``
+  set to ``critical`` on the four critical types, summaries non-empty and within their limits;
+- SHOULD (a warning, returned): ``aaep_version`` present, ``urgency`` set explicitly,
+  ``summary_normal`` on every announceable event, ``localization_hints.primary_language`` on
+  events with text;
+- our own producer's profile (``profile="jupyter-aaep"``, used by this project's tests): every
+  SHOULD above is an error, and so are ``aaep_version`` other than 1.0.0 and a ``producer``
+  without ``agent_version``, ``agent_name`` and ``model``.
+
+jsonschema and referencing are imported lazily so importing this module never needs them.
 """
 
 from __future__ import annotations
@@ -21,9 +30,10 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
+    "PROFILES",
     "SHIPPED_SCHEMA_DIR",
     "SchemaValidator",
     "SchemaViolation",
@@ -32,6 +42,11 @@ __all__ = [
 ]
 
 ENVELOPE_ID = "https://aaep-protocol.org/schemas/v1/envelope.schema.json"
+Profile = Literal["spec", "jupyter-aaep"]
+PROFILES: tuple[Profile, ...] = ("spec", "jupyter-aaep")
+"""``spec``: AAEP 1.0.0's MUSTs are errors, its SHOULDs warnings; ``jupyter-aaep``: our producer's
+stricter promises are errors too."""
+Level = Literal["must", "should", "profile"]
 CORE_PREFIX = "aaep:agent."
 HANDSHAKE_SCHEMAS = {
     "subscription.request": "handshake/subscription.request.schema.json",
@@ -125,8 +140,12 @@ def _json_path(parts: Iterable[Any]) -> str:
 class SchemaValidator:
     """One compiled validator per message type, all sharing a registry of the schemas."""
 
-    def __init__(self, schema_dir: Path, validators: Mapping[str, Any]) -> None:
+    def __init__(self, schema_dir: Path, validators: Mapping[str, Any], *,
+                 profile: Profile = "jupyter-aaep") -> None:
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
         self.schema_dir = schema_dir
+        self.profile: Profile = profile
         self._validators = dict(validators)
 
     @property
@@ -135,9 +154,10 @@ class SchemaValidator:
         return frozenset(self._validators) - {ENVELOPE_ID}
 
     @classmethod
-    def from_dir(cls, path: str | os.PathLike[str] | None = None) -> SchemaValidator:
+    def from_dir(cls, path: str | os.PathLike[str] | None = None, *,
+                 profile: Profile = "jupyter-aaep") -> SchemaValidator:
         """Load envelope, core and handshake schemas from ``path`` (default:
-        :func:`find_schema_dir`)."""
+        :func:`find_schema_dir`), checking at *profile*'s strictness."""
         from jsonschema import Draft202012Validator
         from referencing import Registry, Resource
 
@@ -170,7 +190,7 @@ class SchemaValidator:
                 validators[message_type] = Draft202012Validator(
                     schema, registry=registry, format_checker=format_checker
                 )
-        return cls(root, validators)
+        return cls(root, validators, profile=profile)
 
     @staticmethod
     def _type_for(relative: Path) -> str | None:
@@ -180,8 +200,10 @@ class SchemaValidator:
             return "aaep:" + stem
         return stem if relative.parts[0] == "handshake" else None
 
-    def validate(self, message: Mapping[str, Any]) -> None:
-        """Raise :class:`SchemaViolation` for the first problem in ``message``."""
+    def validate(self, message: Mapping[str, Any]) -> list[SchemaViolation]:
+        """Raise :class:`SchemaViolation` for the first error in ``message``; return the
+        warnings (SHOULDs the message misses; none under the ``jupyter-aaep`` profile, where
+        they are errors)."""
         from jsonschema.exceptions import best_match
 
         if not isinstance(message, Mapping):
@@ -199,8 +221,14 @@ class SchemaValidator:
         error = best_match(validator.iter_errors(message))
         if error is not None:
             raise SchemaViolation(message, _json_path(error.absolute_path), _shorten(error.message))
+        warnings: list[SchemaViolation] = []
         if isinstance(message_type, str) and message_type.startswith(CORE_PREFIX):
-            check_producer_profile(message, message_type[len(CORE_PREFIX) :])
+            for level, finding in spec_findings(message, message_type[len(CORE_PREFIX) :]):
+                if level == "must" or self.profile == "jupyter-aaep":
+                    raise finding
+                if level == "should":
+                    warnings.append(finding)
+        return warnings
 
 
 def _is_extension_event(message: Mapping[str, Any]) -> bool:
@@ -214,49 +242,46 @@ def _is_extension_event(message: Mapping[str, Any]) -> bool:
     )
 
 
-def check_producer_profile(event: Mapping[str, Any], name: str) -> None:
-    """What the spec requires of our producer beyond the schemas (§3, §9.3.1, §11)."""
-    if event.get("aaep_version") != AAEP_VERSION:
-        raise SchemaViolation(
-            event, "$.aaep_version", f"must be {AAEP_VERSION!r}, got {event.get('aaep_version')!r}"
-        )
+def spec_findings(event: Mapping[str, Any], name: str) -> list[tuple[Level, SchemaViolation]]:
+    """What the schemas cannot check, each finding with its level (§3, §4, §9.3.1, §11)."""
+    found: list[tuple[Level, SchemaViolation]] = []
+
+    def note(level: Level, path: str, message: str) -> None:
+        found.append((level, SchemaViolation(event, path, message)))
+
     timestamp = str(event.get("timestamp"))
     if TIMESTAMP_FRACTION_RE.fullmatch(timestamp) is None:
-        raise SchemaViolation(
-            event, "$.timestamp", f"{timestamp!r} needs exactly 3 or 6 fraction digits"
-        )
-    producer = event.get("producer") or {}
-    for key in PRODUCER_FIELDS:
-        if not producer.get(key):
-            raise SchemaViolation(
-                event, f"$.producer.{key}", "our producer always names itself fully"
-            )
+        note("must", "$.timestamp", f"{timestamp!r} needs exactly 3 or 6 fraction digits")
     urgency = event.get("urgency")
-    if urgency is None:
-        raise SchemaViolation(event, "$.urgency", "urgency must be set explicitly on every event")
     if name in CRITICAL_NAMES and urgency != "critical":
-        raise SchemaViolation(event, "$.urgency", f"{name} must have urgency 'critical'")
-    _check_summaries(event, name)
-    if _has_text(event) and not (event.get("localization_hints") or {}).get("primary_language"):
-        raise SchemaViolation(
-            event,
-            "$.localization_hints.primary_language",
-            "events with human-readable text must declare their language",
-        )
-
-
-def _check_summaries(event: Mapping[str, Any], name: str) -> None:
-    """``summary_normal`` on every announceable event; all summaries non-empty, in limits."""
-    if name not in UNANNOUNCED_NAMES and "summary_normal" not in event:
-        raise SchemaViolation(
-            event, "$.summary_normal", f"{name} is announceable, so it needs summary_normal"
-        )
+        note("must", "$.urgency", f"{name} must have urgency 'critical', set explicitly")
     for key, limit in SUMMARY_LIMITS.items():
         value = event.get(key)
         if value is not None and not (isinstance(value, str) and 0 < len(value) <= limit):
-            raise SchemaViolation(
-                event, f"$.{key}", f"must be a non-empty string of at most {limit} characters"
-            )
+            note("must", f"$.{key}", f"must be a non-empty string of at most {limit} characters")
+    if "aaep_version" not in event:
+        note("should", "$.aaep_version", f"should be present; ours must be {AAEP_VERSION!r}, got None")
+    elif event.get("aaep_version") != AAEP_VERSION:
+        note("profile", "$.aaep_version", f"must be {AAEP_VERSION!r}, got {event.get('aaep_version')!r}")
+    if urgency is None:
+        note("should", "$.urgency", "urgency should be set explicitly on every event")
+    if name not in UNANNOUNCED_NAMES and "summary_normal" not in event:
+        note("should", "$.summary_normal", f"{name} is announceable, so it needs summary_normal (a SHOULD of §9.3.1)")
+    if _has_text(event) and not (event.get("localization_hints") or {}).get("primary_language"):
+        note("should", "$.localization_hints.primary_language",
+             "events with human-readable text should declare their language")
+    producer = event.get("producer") or {}
+    for key in PRODUCER_FIELDS:
+        if not producer.get(key):
+            note("profile", f"$.producer.{key}", "our producer always names itself fully")
+    order = {"must": 0, "profile": 1, "should": 2}
+    return sorted(found, key=lambda pair: order[pair[0]])
+
+
+def check_producer_profile(event: Mapping[str, Any], name: str) -> None:
+    """Our producer's profile: raise the first finding of any level."""
+    for _, finding in spec_findings(event, name):
+        raise finding
 
 
 def _has_text(event: Mapping[str, Any]) -> bool:
@@ -271,8 +296,8 @@ def _has_text(event: Mapping[str, Any]) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def default_validator() -> SchemaValidator:
-    """The validator for the discovered schema directory, built once per process."""
-    return SchemaValidator.from_dir()
+    """The validator for the discovered schema directory at our producer's profile, built once."""
+    return SchemaValidator.from_dir(profile="jupyter-aaep")
 
 
 def validate_event(event: Mapping[str, Any]) -> None:

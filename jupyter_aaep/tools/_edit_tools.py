@@ -360,6 +360,7 @@ async def _preview_delete(ctx: ToolContext, cell_id: str, version: str | None = 
         consequence="The cell disappears from the notebook; Undo agent changes brings it back.",
         extra_context={
             "cell_id": cell_id,
+            "cells_in_notebook": len(nb),  # read by agent/bulk_changes.py: "most of the notebook"
             "source": source[:4000],
             "change": change_context(
                 "delete", cell_number=number, cell_type=kind, old=source, outputs=outputs
@@ -503,6 +504,7 @@ async def _preview_clear(ctx: ToolContext, cell_ids: list[str] | None = None) ->
         extra_context={
             "change": {
                 "kind": "clear_outputs",
+                "all": cell_ids is None,  # read by agent/bulk_changes.py: always asks
                 "cell_numbers": numbers[:200],
                 "cells_with_outputs": with_outputs[:200],
                 "outputs": outputs,

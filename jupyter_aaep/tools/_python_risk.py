@@ -16,7 +16,9 @@ import shlex
 from collections.abc import Callable, Sequence
 
 from ..aaep.redaction import is_secret_name
+from ._flow_risk import FlowCheck
 from ._risk_rules import (
+    AGENT_NAMES,
     AGENT_SERVER,
     AMBIGUOUS,
     AS_VALUE,
@@ -36,6 +38,7 @@ from ._risk_rules import (
     PATH_MAKERS,
     PATH_ONLY_WRITES,
     PATH_WRITES,
+    REACH_PREFIXES,
     RISKY_MODULES,
 )
 from ._shell_risk import SECRET_PATHS, Add, scan_shell
@@ -91,6 +94,7 @@ class PythonScan(ast.NodeVisitor):
         """Qualified names known to be modules (for ``getattr`` on a module)."""
         self.imported: set[str] = set()
         """Top-level module names this cell imports."""
+        self.flow = FlowCheck(add, self.qualname)
 
     def scan(self, tree: ast.AST, context: Sequence[ast.AST] = ()) -> None:
         """Two walks: the first learns every import and alias, so that a function using ``m``
@@ -173,6 +177,7 @@ class PythonScan(ast.NodeVisitor):
             else:
                 self.aliases.pop(target.id, None)
             to_visit.append(value)
+        self.flow.assigned(list(node.targets), node.value)
         for shown in dict.fromkeys(to_visit):  # one value shared by ``a = b = x`` is read once
             self.visit(shown)
 
@@ -221,6 +226,8 @@ class PythonScan(ast.NodeVisitor):
         category = EXACT.get(name)
         if category is None and name.startswith(DYNAMIC_PREFIXES):
             category = "dynamic"
+        if category is None and (name.startswith(REACH_PREFIXES) or attr in AGENT_NAMES):
+            category = "agent" if attr in AGENT_NAMES else "reach"
         if category is None and root == "os" and len(parts) > 1 and parts[1] not in OS_SAFE:
             category = OS_RULES.get(parts[1], "shell" if parts[1].startswith(("exec", "spawn")) else "system")
         if category is None and root in MODULE_RULES and len(parts) > 1:
@@ -256,6 +263,7 @@ class PythonScan(ast.NodeVisitor):
             self.chain(func, by_name=not flagged)
         elif not isinstance(func, ast.Name):
             self.visit(func)
+        self.flow.called(node, name, method)
         if receiver == IPYTHON:
             self.ipython(method, [fold(a) for a in node.args])
         elif env_call:

@@ -42,6 +42,10 @@ MODULE_RULES: dict[str, tuple[Category, frozenset[str]]] = {
     "_ctypes": ("system", frozenset()),
     "cffi": ("system", frozenset()),
     "mmap": ("system", frozenset()),
+    # Walking the kernel's live objects reaches the agent's client (and its credential).
+    "gc": ("reach", frozenset({"collect", "enable", "disable", "isenabled", "get_count", "get_threshold",
+                               "set_threshold", "get_stats", "freeze", "unfreeze", "get_freeze_count",
+                               "is_tracked", "is_finalized", "garbage", "callbacks", "set_debug", "get_debug"})),
     "fcntl": ("system", frozenset()),
     "resource": ("system", frozenset({"getrusage", "getrlimit"})),
     "socket": ("network", frozenset({"gethostname", "getfqdn", "gaierror", "timeout", "error"})),
@@ -63,7 +67,8 @@ EXACT: dict[str, Category] = {
     **dict.fromkeys(("eval", "exec", "compile", "execfile", "pickle.loads", "_pickle.loads", "marshal.loads",
                      "dill.loads", "cloudpickle.loads"), "eval"),
     "webbrowser.open": "system",
-    **dict.fromkeys(("__import__", "importlib.import_module", "importlib.__import__", "sys.modules",
+    "sys.modules": "reach",
+    **dict.fromkeys(("__import__", "importlib.import_module", "importlib.__import__",
                      "sys._getframe", "sys.settrace", "sys.setprofile", "sys.addaudithook", "sys.meta_path",
                      "sys.path_hooks", "types.FunctionType", "types.CodeType", "__builtins__", "__loader__",
                      "__spec__", "globals", "locals"), "dynamic"),
@@ -79,6 +84,10 @@ EXACT: dict[str, Category] = {
     "http.client.HTTPSConnection": "network",
 }
 DYNAMIC_PREFIXES = ("importlib.util.", "importlib.machinery.", "pip._internal")
+REACH_PREFIXES = ("sys.modules.", "sys.modules[")
+"""Walks over every loaded module: the agent's kernel client is one of them."""
+AGENT_NAMES = {"KernelClient", "from_environment", "LiveView", "EventStream", "kernel_credentials"}
+"""Names of the agent's own client objects in the kernel, wherever they are reached from."""
 RISKY_MODULES = {"os", "sys", "builtins", "importlib", "io", "codecs", "pathlib", *MODULE_RULES}
 # Module names that are also common variable names (``signal = np.sin(t)``): all their
 # attributes count only when the cell imports them; otherwise only these well-known functions.

@@ -33,6 +33,8 @@ Category = Literal[
     "magic",
     "unparsed",
     "agent",
+    "reach",
+    "background",
 ]
 Add = Callable[[Category, str], None]
 """Reports one finding: its category and a short detail ("rm -rf", "pip install torch")."""

@@ -39,6 +39,10 @@ _MESSAGES: dict[Category, tuple[str, Severity]] = {
     "delete": ("deletes files or folders", "high"),
     "credentials": ("reads credentials or secrets", "high"),
     "agent": ("talks to the agent's own server, so it could answer the agent's approvals by itself", "high"),
+    "reach": (("reaches into the kernel's loaded modules or live objects, where the agent's connection is, "
+               "so it could answer the agent's approvals by itself"), "high"),
+    "background": (("starts work that goes on after the cell ends (threads, timers), which could act later "
+                    "without you"), "medium"),
     "privilege": ("uses administrator rights", "high"),
     "network": ("sends data over the network", "medium"),
     "install": ("installs packages", "medium"),

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..aaep.ids import TOOL_NAME
 from ..aaep.redaction import mask_secrets, redact_arguments
+from ..agent.tool_schema import schema_problem
 from ..agent.tools import (
     ActionPreview,
     ToolContext,
@@ -209,6 +210,10 @@ def tool_from_body(name: str, body: dict[str, Any], kernel_id: str) -> KernelToo
         raise RequestError(400, f"The input_schema of {name} must be a JSON Schema object with \"type\": \"object\".")
     if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
         raise RequestError(400, f"The input_schema of {name} is larger than {MAX_SCHEMA_BYTES:,} bytes.")
+    problem = schema_problem(schema)
+    if problem:
+        raise RequestError(400, f"Tool {name} was not registered: {problem}. Fix the function's type hints "
+                                "(or the schema you gave) and run the cell again.")
     risk = body.get("risk_level", "low")
     if risk not in ("low", "medium", "high"):
         raise RequestError(400, f"risk_level must be low, medium or high, not {risk!r}.")

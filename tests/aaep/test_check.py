@@ -904,9 +904,13 @@ def test_cli_with_schemas(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     clean = write_jsonl(tmp_path / "clean.jsonl", [*valid_session(), reply])
     assert main([str(clean), "--schemas", schema_dir]) == 0
     events = valid_session()
-    events[1] = changed(events[1], summary_normal=None)  # fine for the sequence, not for us
+    events[1] = changed(events[1], summary_normal=None)  # a SHOULD of the spec, a promise of ours
     bad = write_jsonl(tmp_path / "bad.jsonl", events)
-    assert main([str(bad), "--schemas", schema_dir]) == 1
+    assert main([str(bad), "--schemas", schema_dir]) == 0
+    out = capsys.readouterr().out
+    assert f"{bad}:2: warning (SHOULD): aaep:agent.state.changed evt_A0001 at $.summary_normal" in out
+    assert out.splitlines()[-1].endswith("0 violations, 1 warning")
+    assert main([str(bad), "--schemas", schema_dir, "--profile", "jupyter-aaep"]) == 1
     out = capsys.readouterr().out
     assert f"{bad}:2: schema: aaep:agent.state.changed evt_A0001 at $.summary_normal" in out
     assert main([str(clean), "--schemas", str(tmp_path / "nowhere")]) == 2
@@ -917,12 +921,66 @@ def test_cli_validates_against_the_shipped_schemas_by_default(
 ) -> None:
     monkeypatch.delenv("AAEP_SCHEMA_DIR", raising=False)
     events = valid_session()
-    events[1] = changed(events[1], summary_normal=None)  # fine for the sequence, not for us
+    events[1] = changed(events[1], producer={**events[1]["producer"], "team": "x"})  # closed object: a MUST
     bad = write_jsonl(tmp_path / "bad.jsonl", events)
     assert main([str(bad)]) == 1
     assert f"{bad}:2: schema: aaep:agent.state.changed" in capsys.readouterr().out
     assert main([str(bad), "--no-schemas"]) == 0
     assert "0 violations" in capsys.readouterr().out
+
+
+def _spec_minimal(events: list[Event]) -> list[Event]:
+    """Our events cut down to what AAEP 1.0.0 requires: no aaep_version, no language hints,
+    a producer with its agent_id only, urgency only where it is mandatory (critical)."""
+    out = []
+    for event in events:
+        event = {k: v for k, v in event.items() if k not in ("aaep_version", "localization_hints", "verbosity")}
+        event["producer"] = {"agent_id": event["producer"]["agent_id"]}
+        if event.get("urgency") != "critical":
+            event.pop("urgency", None)
+        if event["type"].endswith(("state.changed",)):
+            event.pop("summary_normal", None)
+            event.pop("summary_terse", None)
+            event.pop("summary_detailed", None)
+        out.append(event)
+    return out
+
+
+def test_cli_levels_a_spec_minimal_stream_passes_with_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    minimal = write_jsonl(tmp_path / "minimal.jsonl", _spec_minimal(valid_session()))
+    assert main([str(minimal)]) == 0
+    out = capsys.readouterr().out
+    assert "warning (SHOULD)" in out and "$.aaep_version" in out and "primary_language" in out
+    assert "schema:" not in out and " 0 violations, " in out.splitlines()[-1]
+    # Our own profile reproduces the old strictness on the same stream.
+    assert main([str(minimal), "--profile", "jupyter-aaep"]) == 1
+    out = capsys.readouterr().out
+    assert "schema:" in out and "warning" not in out
+    # A MUST broken: a confirmation whose urgency is left to the default.
+    events = _spec_minimal(valid_session())
+    asking = next(i for i, e in enumerate(events) if e["type"].endswith("awaiting.confirmation"))
+    events[asking] = {k: v for k, v in events[asking].items() if k != "urgency"}
+    broken = write_jsonl(tmp_path / "broken.jsonl", events)
+    assert main([str(broken)]) == 1
+    out = capsys.readouterr().out
+    assert "urgency" in out and "critical" in out
+
+
+def test_the_validator_levels_directly() -> None:
+    from jupyter_aaep.testing.schemas import SchemaValidator, SchemaViolation
+
+    spec = SchemaValidator.from_dir(profile="spec")
+    ours = SchemaValidator.from_dir(profile="jupyter-aaep")
+    event = _spec_minimal(valid_session())[0]
+    warnings = spec.validate(event)
+    assert {w.path for w in warnings} >= {"$.aaep_version", "$.urgency", "$.localization_hints.primary_language"}
+    with pytest.raises(SchemaViolation):
+        ours.validate(event)
+    assert ours.validate(valid_session()[0]) == [] and spec.validate(valid_session()[0]) == []
+    with pytest.raises(ValueError, match="profile must be one of"):
+        SchemaValidator(spec.schema_dir, {}, profile="loose")  # type: ignore[arg-type]
 
 
 def test_cli_without_jsonschema_checks_the_sequence_and_says_so(
@@ -946,7 +1004,7 @@ def test_cli_without_format_checks_skips_the_default_but_refuses_a_named_folder(
 ) -> None:
     from jupyter_aaep.testing import schemas
 
-    def no_formats(cls: type, path: object = None) -> None:
+    def no_formats(cls: type, path: object = None, **options: object) -> None:
         raise RuntimeError("jsonschema cannot check formats ['uri']; install jsonschema[format]")
 
     monkeypatch.setattr(schemas.SchemaValidator, "from_dir", classmethod(no_formats))

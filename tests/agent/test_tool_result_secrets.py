@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING
 
 from jupyter_aaep import ToolError, aaep_tool
+from jupyter_aaep.agent.data_blocks import unwrap
 from jupyter_aaep.agent.tools import ToolResult
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
@@ -42,5 +43,6 @@ async def test_text_blocks_and_errors_are_masked_images_are_not(harness: Harness
     results = [block for block in sent if block.get("type") == "tool_result"]
     assert KEY not in json.dumps(harness.fake.requests[-1].body)
     shown, failed = results
-    assert shown["content"][0]["text"] == "token=[hidden] ready" and shown["content"][1] == IMAGE
-    assert failed["is_error"] and failed["content"] == "could not connect with [hidden]"
+    assert shown["content"][1]["text"] == "token=[hidden] ready" and shown["content"][2] == IMAGE
+    assert shown["content"][0]["text"].startswith("<data source=") and shown["content"][-1]["text"] == "</data>"
+    assert failed["is_error"] and unwrap(failed["content"]) == "could not connect with [hidden]"

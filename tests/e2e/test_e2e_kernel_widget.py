@@ -21,6 +21,7 @@ from jupyter_aaep.testing.demo_model import result_text
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+LAB_AAEP = {"kernel_replies": True}  # the widget's Approve button is opt-in (issue 16)
 
 REQUEST = "Widget test: load the readings and tell me the warmest day"
 READINGS_CELL = "fb119298"
@@ -98,12 +99,12 @@ def test_aaep_in_a_cell_approve_with_the_keyboard(ui: PanelPage) -> None:
     page.keyboard.press("Enter")
 
     expect(view).to_contain_text(FINAL.replace("**", ""), timeout=60_000)
-    expect(view).to_contain_text("Approved.")
+    expect(view).to_contain_text("Approved from the notebook.")
     expect(view).to_contain_text("Done: Running cell 2.")
     expect(view).to_contain_text("Finished:")
     # The pressed button keeps the focus and now says the outcome; Reject is disabled.
     pressed = view.locator(".jp-AAEPView-approve")
-    expect(pressed).to_have_text("Approved.")
+    expect(pressed).to_have_text("Approved from the notebook.")
     expect(pressed).to_be_focused()
     expect(reject).to_be_disabled()
     expect(view.locator("strong", has_text="Friday")).to_be_visible()

@@ -160,7 +160,7 @@ def test_a_session_is_narrated_by_the_rules(ui: PanelPage) -> None:
 
     # 1. The order of events: the step that led to the question before the question.
     assert whole.index("Created code cell 4, after cell 3.") < whole.index("Approval needed"), said
-    assert whole.index("Approval needed") < whole.index("Approved.") < whole.index("Cell 4 ran:"), said
+    assert whole.index("Approval needed") < whole.index("Approved in the panel.") < whole.index("Cell 4 ran:"), said
     assert whole.index(INTRO.split(".")[0]) < whole.index("Created code cell 4"), said
     alerts = [e["text"] for e in log if e["politeness"] == "assertive"]
     assert len(alerts) == 1 and alerts[0].endswith("Press Ctrl+Shift+A to go to it."), alerts

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import threading
 from collections.abc import Iterator
@@ -16,14 +14,15 @@ import pytest
 
 from jupyter_aaep.agent.tools import aaep_tool
 from jupyter_aaep.kernel.client import KernelAPIError, KernelClient, _SSEParser
+from jupyter_aaep.server.kernel_credentials import KernelCredentials
 
-SECRET = "s3cret-for-tests"
-KEY = b"connection-key"
 KERNEL = "0b1c2d3e-aaaa-bbbb-cccc-1234567890ab"
+CREDENTIALS = KernelCredentials(b"the server's own secret")
+SECRET = CREDENTIALS.for_kernel(KERNEL)
 
 
 class Stub(BaseHTTPRequestHandler):
-    """Checks the three headers exactly as the server does, then answers from ``routes``."""
+    """Checks the identity headers with the server's own check, then answers from ``routes``."""
 
     routes: ClassVar[dict[tuple[str, str], Any]] = {}
     seen: ClassVar[list[dict[str, Any]]] = []
@@ -34,14 +33,14 @@ class Stub(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        expected = hmac.new(KEY, f"{self.command}\n{self.path}\n".encode() + body, hashlib.sha256).hexdigest()
         self.seen.append({"method": self.command, "path": self.path, "body": body,
-                          "headers": dict(self.headers)})
-        if not hmac.compare_digest(self.headers.get("X-AAEP-Kernel-Secret", ""), SECRET):
-            return self._json(403, {"message": "The kernel secret is missing or wrong."})
-        if self.headers.get("X-AAEP-Kernel-Id") != KERNEL or not hmac.compare_digest(
-                self.headers.get("X-AAEP-Kernel-Signature", ""), expected):
-            return self._json(403, {"message": "The kernel signature does not match."})
+                          "headers": self.headers})
+        why = CREDENTIALS.check(self.headers.get("X-AAEP-Kernel-Id", ""), self.command, self.path, body,
+                                stamp=self.headers.get("X-AAEP-Kernel-Time", ""),
+                                nonce=self.headers.get("X-AAEP-Kernel-Nonce", ""),
+                                given=self.headers.get("X-AAEP-Kernel-Signature", ""))
+        if why is not None:
+            return self._json(403, {"message": f"Refused: {why}."})
         route = self.routes.get((self.command, self.path.split("?")[0]))
         if route is None:
             self.send_response(404)
@@ -77,7 +76,7 @@ def stub() -> Iterator[tuple[str, type[Stub]]]:
 
 
 def client_for(url: str, **kwargs: Any) -> KernelClient:
-    return KernelClient(url, kwargs.get("secret", SECRET), KERNEL, kwargs.get("key", KEY), timeout=5)
+    return KernelClient(url, kwargs.get("secret", SECRET), kwargs.get("kernel", KERNEL), timeout=5)
 
 
 def test_signed_calls_reach_the_endpoints(stub: tuple[str, type[Stub]]) -> None:
@@ -120,10 +119,10 @@ def test_the_servers_sentence_is_the_error(stub: tuple[str, type[Stub]]) -> None
     with pytest.raises(KernelAPIError, match="not attached to a notebook") as caught:
         client_for(url).status()
     assert caught.value.status == 409
-    with pytest.raises(KernelAPIError, match="secret is missing or wrong"):
+    with pytest.raises(KernelAPIError, match="signature is wrong"):
         client_for(url, secret="wrong").status()
-    with pytest.raises(KernelAPIError, match="signature does not match"):
-        client_for(url, key=b"another kernel's key").status()
+    with pytest.raises(KernelAPIError, match="signature is wrong"):  # another kernel's id with my credential
+        client_for(url, kernel="another-kernel").status()
     with pytest.raises(KernelAPIError, match=r"has no kernel API \(HTTP 404\)"):
         client_for(url).tools()
     with pytest.raises(KernelAPIError, match=r"answered HTTP 404 to DELETE aaep/v1/kernel/tools/x"):
@@ -132,7 +131,7 @@ def test_the_servers_sentence_is_the_error(stub: tuple[str, type[Stub]]) -> None
 
 def test_a_server_that_is_gone_is_named() -> None:
     with pytest.raises(KernelAPIError, match=r"at http://127.0.0.1:9/ does not answer .*Start JupyterLab again"):
-        KernelClient("http://127.0.0.1:9", SECRET, KERNEL, KEY, timeout=2).status()
+        KernelClient("http://127.0.0.1:9", SECRET, KERNEL, timeout=2).status()
 
 
 def test_from_environment_says_what_is_missing(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -146,12 +145,14 @@ def test_from_environment_says_what_is_missing(tmp_path: Any, monkeypatch: pytes
     env = {"AAEP_SERVER_URL": "http://127.0.0.1:1/", "AAEP_KERNEL_SECRET": SECRET}
     with pytest.raises(KernelAPIError, match="plain IPython"):
         KernelClient.from_environment(SimpleNamespace(), environ=env)
-    shell = SimpleNamespace(kernel=SimpleNamespace(session=SimpleNamespace(key=KEY)))
+    shell = SimpleNamespace(kernel=SimpleNamespace(session=SimpleNamespace(key=b"connection-key")))
     import ipykernel.connect
 
     monkeypatch.setattr(ipykernel.connect, "get_connection_file", lambda: str(tmp_path / f"kernel-{KERNEL}.json"))
     client = KernelClient.from_environment(shell, environ=env)
-    assert (client.kernel_id, client.key, client.server_url) == (KERNEL, KEY, "http://127.0.0.1:1/")
+    assert (client.kernel_id, client.secret, client.server_url) == (KERNEL, SECRET, "http://127.0.0.1:1/")
+    # The id the server put into the kernel's environment wins over the connection file's name.
+    assert KernelClient.from_environment(shell, environ={**env, "AAEP_KERNEL_ID": "given"}).kernel_id == "given"
     monkeypatch.setattr(ipykernel.connect, "get_connection_file", lambda: str(tmp_path / "mine.json"))
     with pytest.raises(KernelAPIError, match="does not carry a kernel id"):
         KernelClient.from_environment(shell, environ=env)
@@ -162,9 +163,24 @@ def test_from_environment_says_what_is_missing(tmp_path: Any, monkeypatch: pytes
     monkeypatch.setattr(ipykernel.connect, "get_connection_file", no_file)
     with pytest.raises(KernelAPIError, match="has no connection file"):
         KernelClient.from_environment(shell, environ=env)
-    keyless = SimpleNamespace(kernel=SimpleNamespace(session=SimpleNamespace(key=b"")))
-    with pytest.raises(KernelAPIError, match="no connection key"):
-        KernelClient.from_environment(keyless, environ=env)
+
+
+def test_every_request_is_signed_once_and_a_replay_is_refused(stub: tuple[str, type[Stub]]) -> None:
+    url, handler = stub
+    handler.routes[("GET", "/base/aaep/v1/kernel/status")] = (200, {"status": "idle"})
+    client = client_for(url)
+    client.status()
+    client.status()
+    first, second = handler.seen[-2]["headers"], handler.seen[-1]["headers"]
+    assert first["X-AAEP-Kernel-Nonce"] != second["X-AAEP-Kernel-Nonce"]
+    assert "X-AAEP-Kernel-Secret" not in first  # the credential itself never travels
+    import urllib.request
+
+    replay = {k: v for k, v in first.items() if k.lower().startswith("x-aaep-")}
+    request = urllib.request.Request(url + "aaep/v1/kernel/status", headers=replay)
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=5)
+    assert caught.value.code == 403 and b"already used" in caught.value.read()
 
 
 def test_sse_parser_handles_split_frames_and_comments() -> None:

@@ -154,8 +154,9 @@ async def test_the_model_receives_the_plot_it_drew(notebook_file, service, fake_
     width, height = size_of(figure)
     assert max(width, height) == 1024 and width > height  # about 2000×1250 from the kernel, downscaled
     result_block = after_first.body["messages"][-1]["content"][0]
-    assert result_block["type"] == "tool_result" and result_block["content"][0]["type"] == "text"
-    shown = re.search(r"\[image/png (\d+)×(\d+)", result_block["content"][0]["text"])
+    assert result_block["type"] == "tool_result" and result_block["content"][1]["type"] == "text"
+    assert result_block["content"][0]["text"].startswith("<data source=")  # the result is data (issue 16)
+    shown = re.search(r"\[image/png (\d+)×(\d+)", result_block["content"][1]["text"])
     assert shown and int(shown.group(1)) > 1024  # the model reads the figure's real size too
     # The prompt counts the figure by its pixels (about 1400 tokens), not by its base64.
     assert after_first.prompt_tokens is not None and after_first.prompt_tokens < 12_000

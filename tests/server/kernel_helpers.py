@@ -1,5 +1,5 @@
 """A real Jupyter server with jupyter-aaep and collaboration, real kernels started through its
-sessions API (so they inherit AAEP_SERVER_URL and AAEP_KERNEL_SECRET as in JupyterLab), and a
+sessions API (so they get AAEP_SERVER_URL and their own AAEP_KERNEL_SECRET as in JupyterLab), and a
 stand-in for the user: a kernel client of the test that runs cells in those kernels.
 
 Imported by the kernel test modules with ``from kernel_helpers import *`` (fixtures included).
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -142,21 +143,33 @@ def kernels(jp_fetch: Any, jp_serverapp: Any, jp_root_dir: Path, jp_asyncio_loop
 @pytest.fixture
 def kernel_api(jp_http_port: int, jp_base_url: str, extension: Any) -> Callable[..., Any]:
     """``await kernel_api(kernel, "tools/x", method="PUT", body={...})`` → (status, JSON), signed as
-    that kernel; ``secret=``, ``key=``, ``kernel_id=`` and ``headers=`` forge the parts."""
+    that kernel with its own credential; ``key=``, ``kernel_id=``, ``stamp=``, ``nonce=``,
+    ``query=`` and ``headers=`` forge the parts (``sent`` in the answer's list of headers is
+    kept on ``call.last`` for replays)."""
 
     async def call(kernel: UserKernel | None, path: str, *, method: str = "GET", body: Any = None,
-                   secret: str | None = None, key: bytes | None = None, kernel_id: str | None = None,
-                   headers: dict[str, str] | None = None, sign: bool = True) -> tuple[int, Any]:
-        url_path = f"{jp_base_url}aaep/v1/kernel/{path}"
+                   key: bytes | None = None, kernel_id: str | None = None, stamp: str | None = None,
+                   nonce: str | None = None, query: str = "", headers: dict[str, str] | None = None,
+                   sign: bool = True, replay: dict[str, str] | None = None) -> tuple[int, Any]:
+        url_path = f"{jp_base_url}aaep/v1/kernel/{path}" + (f"?{query}" if query else "")
         data = b"" if body is None else json.dumps(body).encode()
         sent: dict[str, str] = {}
-        if kernel is not None or kernel_id is not None:
-            sent["X-AAEP-Kernel-Secret"] = extension._secret if secret is None else secret
-            sent["X-AAEP-Kernel-Id"] = kernel_id or (kernel.kernel_id if kernel else "")
+        if replay is not None:
+            sent = dict(replay)
+        elif kernel is not None or kernel_id is not None:
+            ident = kernel_id or (kernel.kernel_id if kernel else "")
+            sent["X-AAEP-Kernel-Id"] = ident
             if sign:
-                signing_key = key if key is not None else (kernel.key if kernel else b"")
-                sent["X-AAEP-Kernel-Signature"] = kernel_signature(signing_key, method, url_path, data)
+                signing_key = key if key is not None else (
+                    extension.kernel_credentials.for_kernel(kernel.kernel_id).encode() if kernel else b"")
+                stamp_ = stamp if stamp is not None else f"{time.time():.3f}"
+                nonce_ = nonce if nonce is not None else uuid.uuid4().hex
+                sent["X-AAEP-Kernel-Time"] = stamp_
+                sent["X-AAEP-Kernel-Nonce"] = nonce_
+                sent["X-AAEP-Kernel-Signature"] = kernel_signature(signing_key, method, url_path, data,
+                                                                   stamp=stamp_, nonce=nonce_)
         sent.update(headers or {})
+        call.last = dict(sent)  # type: ignore[attr-defined]
         request = HTTPRequest(f"http://127.0.0.1:{jp_http_port}{url_path}", method=method, headers=sent,
                               body=data if method in ("POST", "PUT") else None, request_timeout=30)
         try:
@@ -188,10 +201,13 @@ def tool_results(fake: FakeAnthropic, index: int = -1) -> list[dict[str, Any]]:
 
 
 def result_text(block: dict[str, Any]) -> str:
+    """A tool result's text as the model read it, inside its data block (issue 16)."""
+    from jupyter_aaep.agent.data_blocks import unwrap
+
     content = block.get("content")
     if isinstance(content, list):
-        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return str(content)
+        return unwrap([part for part in content if isinstance(part, dict)])
+    return unwrap(str(content))
 
 
 def new_name() -> str:

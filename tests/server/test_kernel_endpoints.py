@@ -38,39 +38,40 @@ async def _get(url: str, headers: dict[str, str]) -> int:
     return response.code
 
 
-async def test_the_secret_is_required_and_opens_nothing_else(
+async def test_the_kernel_credential_is_required_and_opens_nothing_else(
     kernels, kernel_api, jp_http_port, jp_base_url, jp_auth_header, extension
 ) -> None:
     kernel = await kernels.notebook(new_name())
     assert (await kernel_api(kernel, "status"))[0] == 200
     base = f"http://127.0.0.1:{jp_http_port}{jp_base_url}aaep/v1/"
-    # Jupyter's login does not stand in for the secret.
+    # Jupyter's login does not stand in for the credential.
     assert await _get(base + "kernel/status", dict(jp_auth_header)) == 403
     status, body = await kernel_api(None, "status", headers=dict(jp_auth_header))
-    assert status == 403 and "X-AAEP-Kernel-Secret" in body["message"]
-    # A wrong or empty secret, even with the kernel's valid signature: 403.
-    for secret in ("wrong", ""):
-        status, body = await kernel_api(kernel, "status", secret=secret)
-        assert status == 403 and "missing or wrong" in body["message"]
-    # The secret opens nothing else: every other AAEP endpoint still wants the login.
-    secret_only = {"X-AAEP-Kernel-Secret": extension._secret, "X-AAEP-Kernel-Id": kernel.kernel_id}
+    assert status == 403 and "X-AAEP-Kernel-Id" in body["message"]
+    # A wrong key or no signature: 403 with a sentence.
+    status, body = await kernel_api(kernel, "status", key=b"wrong")
+    assert status == 403 and "signature is wrong" in body["message"]
+    status, body = await kernel_api(kernel, "status", sign=False)
+    assert status == 403 and "request is refused" in body["message"]
+    # The signed headers open nothing else: every other AAEP endpoint still wants the login.
+    await kernel_api(kernel, "status")
+    signed = kernel_api.last
     for path in ("chats", "manifest", "events"):
-        assert await _get(base + path, secret_only) == 403, path
+        assert await _get(base + path, signed) == 403, path
     assert await _get(base + "chats", dict(jp_auth_header)) == 200  # (and the login does open those)
 
 
-async def test_a_kernel_cannot_sign_as_another_kernel(kernels, kernel_api) -> None:
+async def test_a_kernel_cannot_sign_as_another_kernel(kernels, kernel_api, extension) -> None:
     mine = await kernels.notebook(new_name(), load=False)
     other = await kernels.notebook(new_name(), load=False)
-    # The other kernel knows the secret, but not my connection key.
-    status, body = await kernel_api(other, "tools/stolen", method="PUT", kernel_id=mine.kernel_id,
-                                    body={"description": "x"})
-    assert status == 403 and "connection key" in body["message"]
-    status, body = await kernel_api(mine, "status", sign=False)
-    assert status == 403
-    status, body = await kernel_api(mine, "status", kernel_id="not-a-kernel", key=mine.key)
+    # The other kernel knows its own credential, and my connection key (the runtime folder), not my credential.
+    for key in (extension.kernel_credentials.for_kernel(other.kernel_id).encode(), mine.key):
+        status, body = await kernel_api(other, "tools/stolen", method="PUT", kernel_id=mine.kernel_id, key=key,
+                                        body={"description": "x"})
+        assert status == 403 and "signature is wrong" in body["message"]
+    status, body = await kernel_api(mine, "status", kernel_id="not-a-kernel")
     assert status == 403 and "does not name a kernel" in body["message"]
-    # A signature over another path (a replayed header) does not fit this request.
+    # A signature over another path does not fit this request.
     status, _ = await kernel_api(mine, "tools", headers={"X-AAEP-Kernel-Signature": "0" * 64})
     assert status == 403
 
@@ -179,10 +180,15 @@ async def test_subscription_events_and_messages_for_the_kernels_chat(
     subscription = accepted["subscription_id"]
     path = f"events?subscription_id={subscription}"
     url_path = f"{jp_base_url}aaep/v1/kernel/{path}"
+    import time as _time
+    import uuid as _uuid
+
     from jupyter_aaep.server.kernel_handlers import kernel_signature
 
-    headers = {"X-AAEP-Kernel-Secret": extension._secret, "X-AAEP-Kernel-Id": kernel.kernel_id,
-               "X-AAEP-Kernel-Signature": kernel_signature(kernel.key, "GET", url_path, b"")}
+    stamp, nonce = f"{_time.time():.3f}", _uuid.uuid4().hex
+    key = extension.kernel_credentials.for_kernel(kernel.kernel_id).encode()
+    headers = {"X-AAEP-Kernel-Id": kernel.kernel_id, "X-AAEP-Kernel-Time": stamp, "X-AAEP-Kernel-Nonce": nonce,
+               "X-AAEP-Kernel-Signature": kernel_signature(key, "GET", url_path, b"", stamp=stamp, nonce=nonce)}
     fake_model.add(Turn(text="Hello from the agent."))
     async with SSE(f"http://127.0.0.1:{jp_http_port}{url_path}", headers=headers) as stream:
         assert stream.status == 200
@@ -194,7 +200,8 @@ async def test_subscription_events_and_messages_for_the_kernels_chat(
     status, body = await kernel_api(kernel, "messages", method="POST", body={"kind": "control", "action": "pause"})
     assert status == 200 and body["kind"] == "control.accepted"
     # The SSE endpoint is refused without the signature like the others.
-    bad: dict[str, Any] = {**headers, "X-AAEP-Kernel-Signature": "f" * 64}
+    bad: dict[str, Any] = headers  # the same signed request again: used up
+
     try:
         await AsyncHTTPClient().fetch(f"http://127.0.0.1:{jp_http_port}{url_path}", headers=bad, request_timeout=10)
         raise AssertionError("the stream opened with a bad signature")
@@ -204,7 +211,7 @@ async def test_subscription_events_and_messages_for_the_kernels_chat(
 
 class TestWhenTheServerRequiresLoginEverywhere:
     """``ServerApp.allow_unauthenticated_access = False``: the kernel endpoints still take the
-    secret (they are marked as authenticating themselves), and only the secret."""
+    kernel's credential (they are marked as authenticating themselves), and only that."""
 
     @pytest.fixture
     def jp_server_config(self, jp_server_config: dict[str, Any]) -> dict[str, Any]:
@@ -217,20 +224,24 @@ class TestWhenTheServerRequiresLoginEverywhere:
         await kernel.run(ADD)
         status, body = await kernel_api(kernel, "tools")
         assert status == 200 and [t["name"] for t in body["tools"]] == ["add_numbers"]
-        assert (await kernel_api(kernel, "tools", secret="wrong"))[0] == 403
+        assert (await kernel_api(kernel, "tools", key=b"wrong"))[0] == 403
 
 
-async def test_answers_from_the_notebook_can_be_turned_off(kernels, kernel_api, extension) -> None:
+async def test_approvals_from_the_notebook_are_off_by_default(kernels, kernel_api, extension) -> None:
     kernel = await kernels.notebook(new_name())
-    reply = {"type": "confirmation.reply", "reply_token": "rt_0123456789abcdef", "decision": "accept"}
-    extension.kernel_replies = False
+    reply = {"type": "confirmation.reply", "reply_token": "rpl_0123456789abcdef", "decision": "accept",
+             "subscription_id": "sub_0123456789", "timestamp": "2026-01-01T00:00:00.000Z"}
+    assert extension.kernel_replies is False
+    status, body = await kernel_api(kernel, "messages", method="POST", body=reply)
+    assert status == 403 and "turned off" in body["message"] and "side panel" in body["message"]
+    # Everything else the kernel may do still works, and the widget learns to send people to the panel.
+    status, body = await kernel_api(kernel, "status")
+    assert status == 200 and body["confirm_here"] is False
+    extension.kernel_replies = True
     try:
-        status, body = await kernel_api(kernel, "messages", method="POST", body=reply)
-        assert status == 403 and "turned off" in body["message"] and "side panel" in body["message"]
-        # Everything else the kernel may do still works.
-        assert (await kernel_api(kernel, "status"))[0] == 200
+        # On, a reply nobody waits for is accepted and ignored, as on every endpoint (§6.3.4).
+        status, _ = await kernel_api(kernel, "messages", method="POST", body=reply)
+        assert status == 204
+        assert (await kernel_api(kernel, "status"))[1]["confirm_here"] is True
     finally:
-        extension.kernel_replies = True
-    # On (the default), a reply nobody waits for is accepted and ignored, as on every endpoint (§6.3.4).
-    status, _ = await kernel_api(kernel, "messages", method="POST", body=reply)
-    assert status == 204
+        extension.kernel_replies = False

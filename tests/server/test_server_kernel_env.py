@@ -16,9 +16,10 @@ from jupyter_aaep.server.model_client import WITHHELD, ClientFactory, ModelCrede
 
 PROBE = (
     "import json, os\n"
-    "print(json.dumps({k: os.environ.get(k) for k in "
-    + repr(sorted({*WITHHELD, "AAEP_SERVER_URL", "AAEP_KERNEL_SECRET"}))
-    + "}))"
+    "from jupyter_aaep.kernel.credential import take\n"
+    "print(json.dumps({**{k: os.environ.get(k) for k in "
+    + repr(sorted({*WITHHELD, "AAEP_SERVER_URL"}))
+    + "}, 'AAEP_KERNEL_SECRET': take()}))"
 )
 
 
@@ -55,7 +56,9 @@ async def test_kernels_do_not_see_the_model_key(jp_fetch, jp_serverapp, fake_mod
         assert {name: seen[name] for name in WITHHELD} == dict.fromkeys(WITHHELD)
         # The %aaep magic's side is still exported.
         assert seen["AAEP_SERVER_URL"] == jp_serverapp.connection_url
-        assert seen["AAEP_KERNEL_SECRET"] == extension._secret
+        # Its own credential, not the server's secret (which no kernel gets).
+        assert seen["AAEP_KERNEL_SECRET"] == extension.kernel_credentials.for_kernel(kernel_id)
+        assert extension._secret not in json.dumps(seen)
         await jp_fetch("api", "kernels", kernel_id, method="DELETE")
     # The model client still has it, and so does the SDK client built from it.
     client = extension.clients()

@@ -75,7 +75,8 @@ async def test_what_is_missing_is_said_and_nothing_is_sent(kernels, extension, f
     kernel = await kernels.notebook(new_name(), load=False)
     assert "There is no variable named 'nope'" in await kernel.run("%aaep plot {nope} by month")
     assert "{{nope}} for literal braces. The request was not sent." in kernel.printed[-1]
-    await kernel.run("import os; secret = os.environ.pop('AAEP_KERNEL_SECRET')")
+    await kernel.run("import os; from jupyter_aaep.kernel import credential; secret = credential.take(); "
+                     "credential.forget()")
     said = await kernel.run("%aaep status")
     assert "AAEP_KERNEL_SECRET is not set in this kernel" in said and "scripts/start" in said
     assert "Traceback" not in said

@@ -65,6 +65,7 @@ async def ask_to_run_cell_2(kernels: Any, kernel_api: Any, fake_model: Any) -> t
 
 
 async def test_approve_clicked_in_the_widget_runs_the_cell(kernels, kernel_api, extension, fake_model) -> None:
+    extension.kernel_replies = True  # opt-in: approvals from the notebook (off by default, issue 16)
     kernel, chat_id, shown = await ask_to_run_cell_2(kernels, kernel_api, fake_model)
     assert "Approval needed: Run cell 2" in shown["text"] and "print(6 * 7)" in shown["text"], shown["text"]
     assert "If you do not answer, it will be" in shown["text"]
@@ -85,15 +86,31 @@ async def test_approve_clicked_in_the_widget_runs_the_cell(kernels, kernel_api, 
     assert "42" in result_text(tool_results(fake_model)[0])  # the agent's cell ran in this kernel
     final = await until_view(kernel, lambda s: s["ended"] == "completed", "the end of the session")
     assert "Cell 2 printed 42, the answer." in final["text"]
-    assert "Approved." in final["text"] and "Answered elsewhere" not in final["text"]
+    assert "Approved from the notebook." in final["text"] and "Answered elsewhere" not in final["text"]
     # The pressed button keeps the focus and tells the outcome; the other one is disabled.
     assert [(b["description"], b["disabled"]) for b in final["buttons"]] == [
-        ("Approved.", False), ("Reject running cell 2", True)]
+        ("Approved from the notebook.", False), ("Reject running cell 2", True)]
     assert final["status"] == "Done."
+
+
+async def test_by_default_the_widget_sends_the_person_to_the_panel(kernels, kernel_api, extension, fake_model) -> None:
+    """Approvals from the notebook are off: the card shows the request and where to answer it,
+    and no button that kernel code could press."""
+    kernel = await kernels.notebook(new_name(), CELLS, load=False)
+    fake_model.add(Turn(text=INTRO, tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text=FINAL))
+    await kernel.run("%aaep Please run the second cell")
+    shown = await until_view(kernel, lambda s: "Approve or reject this in the side panel" in s["text"],
+                             "the way to the panel")
+    assert "Approval needed: Run cell 2" in shown["text"] and "print(6 * 7)" in shown["text"]
+    assert not [b for b in shown["buttons"] if b["description"].startswith(("Approve", "Reject"))]
+    chat_id = (await kernel_api(kernel, "status"))[1]["chat_id"]
+    await extension.runner.stop(chat_id)
+    await wait_idle(extension, chat_id)
 
 
 async def test_answered_from_the_panel_the_widget_shows_the_outcome(
         kernels, kernel_api, extension, fake_model, jp_ws_fetch) -> None:
+    extension.kernel_replies = True
     kernel, chat_id, shown = await ask_to_run_cell_2(kernels, kernel_api, fake_model)
     # The side panel: a WebSocket subscriber of the same chat, which answers first.
     socket = await jp_ws_fetch("aaep", "v1", "chats", chat_id, "ws")
@@ -139,6 +156,7 @@ class TestTheKernelToolsNotebook:
     async def test_it_runs_with_the_demo_model(self, kernels, kernel_api, extension, jp_root_dir) -> None:
         cells = {c["id"]: "".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"]
                  if c["cell_type"] == "code"}
+        extension.kernel_replies = True  # "Try next" approves in the view
         kernel = await kernels.notebook(new_name(), list(cells.values()), load=False)
         assert "Kernel tool quarterly_sales is ready" in await kernel.run(cells["kt-tool"])
         assert "'Q3': 610" in await kernel.run(cells["kt-call"])
