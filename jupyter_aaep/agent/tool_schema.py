@@ -26,8 +26,8 @@ def schema_problem(schema: Any) -> str | None:
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return 'the input schema must be a JSON Schema object with "type": "object"'
     try:
-        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-        from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
     except ImportError:  # pragma: no cover - a dependency; the subset check still runs
         pass
     else:

@@ -469,7 +469,7 @@ class AAEPExtension(ExtensionApp):
                                    policy=self.admin_policy)
         self._secret = secrets.token_urlsafe(32)
         self.kernel_credentials = KernelCredentials(self._secret.encode())
-        self.kernel_credentials.install(self.serverapp.kernel_manager)
+        self.kernel_credentials.install(self.server.kernel_manager)
         self._previous_env = {name: os.environ.get(name) for name in EXPORTED}
         self._export_environment()
         self._configure_kernel_autoload()
@@ -503,7 +503,7 @@ class AAEPExtension(ExtensionApp):
         await self.clients.close()
         self.clients.credentials.restore()
         await self.toolbox.close()
-        self.kernel_credentials.uninstall(self.serverapp.kernel_manager)
+        self.kernel_credentials.uninstall(self.server.kernel_manager)
         for name, value in self._previous_env.items():
             if value is None:
                 os.environ.pop(name, None)
