@@ -42,10 +42,10 @@ from ..agent.store_health import StoreHealth
 from ..agent.usage import PriceTable
 from ..notebook.edit_record import missing_from_file
 from .handlers import handler_routes
-from .long_runs import LongRunNews
+from .kernel_credentials import KernelCredentials
 from .kernel_launch import ARGUMENT as KERNEL_ARGUMENT
 from .kernel_launch import add_extension_to_ipython_kernels
-from .kernel_credentials import KernelCredentials
+from .long_runs import LongRunNews
 from .model_client import WITHHELD, ClientFactory, ModelCredentials
 from .models import ModelCatalog
 from .policy import AdminPolicy
