@@ -83,6 +83,8 @@ class Chat:
     """The last session was interrupted (a server restart, a recoverable error): Continue may resume it."""
     baseline_subscribers: int = 2
     """Subscribers that are not a person's stream (the store's writer, the server's fan-out)."""
+    held_by: str | None = None
+    """The outside agent (an MCP client, e.g. "Claude Code") whose session runs now, if any."""
 
     def usage_report(self) -> dict[str, Any]:
         """The chat's token usage and estimated cost, in total and per finished session."""
@@ -324,6 +326,7 @@ class ChatRunner:
             raise InvalidInput("The message text must be a non-empty string.")
         previous: asyncio.Task[SessionResult] | None = None
         if chat.running:
+            _refuse_if_held(chat)
             if not chat.waiting_for_user:
                 raise ChatBusy("The agent is still working on the previous request. Stop it or wait until it finishes.")
             previous = chat.task
@@ -495,6 +498,7 @@ class ChatRunner:
             raise InvalidInput(f"settings.max_turns must be a whole number from 1 to {MAX_TURNS_LIMIT}.")
         if "approval_mode" in settings:
             self.set_approval_mode(chat_id, settings["approval_mode"])
+        _refuse_if_held(chat)
         if not chat.running:
             session_id = self.submit(chat_id, text)
             if isinstance(limit, int):
@@ -593,6 +597,14 @@ class ChatRunner:
             *(self.stop(c.chat_id, cancelled_by="system", reason="server_shutdown") for c in running),
             return_exceptions=True,
         )
+
+
+def _refuse_if_held(chat: Chat) -> None:
+    """One agent works on a notebook at a time: an outside agent's session is not steered or
+    replaced by a message (it could not read it); the person stops it first."""
+    if chat.running and chat.held_by:
+        raise ChatBusy(f"{chat.held_by} is working on {chat.notebook_path or 'this notebook'} right now. "
+                       "Stop it, or wait until it finishes, then send your request.")
 
 
 def _cells(count: int) -> str:
