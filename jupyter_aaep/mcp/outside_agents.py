@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..aaep.events import SessionCancelled, SessionCompleted, SessionStarted, Summary
+from ..aaep.events import SessionCancelled, SessionCompleted, SessionErrored, SessionStarted, Summary
 from ..aaep.session import Session
 from ..agent.chat_context import ChatContext
 from ..agent.control import RunControl
@@ -187,7 +187,8 @@ class OutsideAgents:
                 f"The notebook's own agent is working on {chat.notebook_path} right now, and one agent works on "
                 "a notebook at a time. Try again when it has finished, or ask the person to stop it."
             )
-        producer = replace(self.runner.producer, agent_name=client_name, model=None)
+        # The outside agent speaks through this server; its model is its own business (not known here).
+        producer = replace(self.runner.producer, agent_name=client_name, model="outside-agent")
         session = Session(chat.emitter, producer)
         burst = _Burst(chat=chat, client_key=client_key, client_name=client_name, session=session)
         chat.session = session
@@ -201,29 +202,29 @@ class OutsideAgents:
         chat, session, runner = burst.chat, burst.session, self.runner
         where = chat.notebook_path or "this notebook"
         registry = self.registry_factory(chat)
-        session.emit(
-            SessionStarted(
-                summary=Summary(
-                    normal=f"{burst.client_name} is working on {where}.",
-                    terse=f"{burst.client_name} is working.",
-                    detailed=f"{burst.client_name}, an outside agent connected over MCP, is working on {where}. "
-                    "Its steps are announced here and ask for your approval as the agent's do.",
-                ),
-                request_text=f"{burst.client_name} connected over MCP.",
-                requested_by=f"agent:{burst.client_name}"[:200],
-                tools_available=tuple(registry.names()),
-            )
-        )
-        chat.control.bind(session, runner.broker)
-        await runner._snapshot(chat, session)  # its edits can be undone like the agent's
-        context = ChatContext(chat_id=chat.chat_id, notebook_path=chat.notebook_path, services=runner.services,
-                              approval=chat.approval, usage=Usage(), context=chat.context)
-        dispatcher = ToolDispatcher(registry, runner.broker, session, context,
-                                    on_handoff=lambda _reason: None, control=chat.control)
         started = session.now_ms()
         steps: list[str] = []
         current: OutsideCall | None = None
         try:
+            session.emit(
+                SessionStarted(
+                    summary=Summary(
+                        normal=f"{burst.client_name} is working on {where}.",
+                        terse=f"{burst.client_name} is working.",
+                        detailed=f"{burst.client_name}, an outside agent connected over MCP, is working on {where}. "
+                        "Its steps are announced here and ask for your approval as the agent's do.",
+                    ),
+                    request_text=f"{burst.client_name} connected over MCP.",
+                    requested_by=f"agent:{burst.client_name}"[:200],
+                    tools_available=tuple(registry.names()),
+                )
+            )
+            chat.control.bind(session, runner.broker)
+            await runner._snapshot(chat, session)  # its edits can be undone like the agent's
+            context = ChatContext(chat_id=chat.chat_id, notebook_path=chat.notebook_path, services=runner.services,
+                                  approval=chat.approval, usage=Usage(), context=chat.context)
+            dispatcher = ToolDispatcher(registry, runner.broker, session, context,
+                                        on_handoff=lambda _reason: None, control=chat.control)
             while True:
                 item = await self._next(burst)
                 if item is None:
@@ -248,8 +249,15 @@ class OutsideAgents:
                 current.task.cancel()
                 await asyncio.wait([current.task])
             self._cancelled(burst, steps)
-            self._fail_waiting(burst, current)
+            self._fail_waiting(burst, current, "The person watching the notebook stopped {who}; this step did not "
+                                               "run. Do not retry it unless they ask you to.")
             raise
+        except Exception as error:  # keep the chat usable and the client answered whatever broke
+            log.exception("an outside agent's session failed")
+            self._errored(burst, error)
+            self._fail_waiting(burst, current, "This step failed in the Jupyter server ({error}); the person "
+                                               "watching the notebook was told.", error=error)
+            return SessionResult("errored", "", len(steps), burst.session.terminal_event, Usage())
         finally:
             self._bursts.pop(chat.chat_id, None)
             chat.held_by = None
@@ -327,9 +335,24 @@ class OutsideAgents:
             )
         )
 
-    def _fail_waiting(self, burst: _Burst, current: OutsideCall | None) -> None:
-        stopped = _error(f"The person watching the notebook stopped {burst.client_name}; this step did not run. "
-                         "Do not retry it unless they ask you to.")
+    def _errored(self, burst: _Burst, error: Exception) -> None:
+        session = burst.session
+        if session.closed or not session.started:
+            return
+        session.emit(
+            SessionErrored(
+                error_category="unknown",
+                error_code="OUTSIDE_AGENT_FAILED",
+                recoverable=True,
+                remediation_hint="Its next call starts again; the server log has the details.",
+                summary=Summary(normal=f"{burst.client_name}'s work stopped on an error in the server: "
+                                f"{type(error).__name__}. Its next step starts again.", terse="Error."),
+            )
+        )
+
+    def _fail_waiting(self, burst: _Burst, current: OutsideCall | None, text: str,
+                      error: Exception | None = None) -> None:
+        stopped = _error(text.format(who=burst.client_name, error=type(error).__name__ if error else ""))
         if current is not None and not current.done.done():
             current.done.set_result(stopped)
         while not burst.queue.empty():

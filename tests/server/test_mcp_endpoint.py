@@ -7,6 +7,7 @@ own; running code waits for a person's answer on an AAEP stream; nothing runs wi
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import httpx
@@ -65,14 +66,43 @@ async def test_tools_are_the_agents_own_with_honest_annotations(url, jp_auth_hea
     assert listed["run_cell"].title == "Run a cell"
 
 
+def agent_calls(url: str, headers: dict[str, str], *calls: tuple[str, dict[str, Any]],
+                progress: list[str] | None = None, cancel: threading.Event | None = None,
+                hold: threading.Event | None = None) -> Any:
+    """An outside agent making *calls* in order over one MCP session; returns their results.
+    With *cancel*, the last call is cancelled once the event is set (the SDK sends notifications/cancelled)."""
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        if progress is not None:
+            progress.append(message or "")
+
+    async def agent() -> list[Any]:
+        results = []
+        async with mcp_client(url, headers) as client:
+            for name, arguments in calls:
+                call = asyncio.ensure_future(client.call_tool(name, arguments, progress_callback=on_progress))
+                if cancel is not None and (name, arguments) == calls[-1]:
+                    while not cancel.is_set():
+                        await asyncio.sleep(0.05)
+                    call.cancel()
+                    await asyncio.sleep(1.0)  # the cancellation reaches the server
+                    results.append(None)
+                    continue
+                results.append(await call)
+            while hold is not None and not hold.is_set():  # stay connected until told
+                await asyncio.sleep(0.05)
+        return results
+
+    return asyncio.ensure_future(off_loop(agent))
+
+
 async def test_a_burst_of_reads_and_edits_is_one_narrated_session(url, jp_auth_header, jp_root_dir, api, sse) -> None:
     path = write_notebook(jp_root_dir, new_name(), ["x = 1"])
-    async with mcp_client(url, dict(jp_auth_header)) as client:
-        state = await client.call_tool("get_notebook_state", {"notebook_path": path})
-        chat_id = await _chat_of(api, path)
-        async with sse(chat_id) as panel:
-            created = await client.call_tool("create_cell", {"notebook_path": path, "source": "y = x + 1"})
-            events = await panel.until(is_type("session.completed"), timeout=15)
+    chat_id = await _chat_of_new(api, path)
+    async with sse(chat_id) as panel:
+        state, created = await agent_calls(url, dict(jp_auth_header), ("get_notebook_state", {"notebook_path": path}),
+                                           ("create_cell", {"notebook_path": path, "source": "y = x + 1"}))
+        events = await panel.until(is_type("session.completed"), timeout=15)
     assert not state.is_error and "x = 1" in text_of(state)
     assert not created.is_error, text_of(created)
     status, body, _ = await api("chats", chat_id)
@@ -86,28 +116,24 @@ async def test_a_burst_of_reads_and_edits_is_one_narrated_session(url, jp_auth_h
     assert said[-1] == "Claude Code finished: 2 steps."
     assert not any("get_notebook_state" in s or "create_cell" in s for s in said)  # no tool names
     assert events[-1]["tool_invocations_count"] == 2
+    print("NARRATION:", " ".join(said))
 
 
-async def test_running_code_waits_for_a_person_rejected_runs_nothing(url, jp_auth_header, jp_root_dir, api, sse,
-                                                                     kernels) -> None:
+async def test_running_code_waits_for_a_person_rejected_runs_nothing(url, jp_auth_header, api, sse, kernels) -> None:
     path = new_name()
     kernel = await kernels.notebook(path, ["ran = 'yes'\nprint('hello from the cell')"])
     chat_id = await _chat_of_new(api, path)
-    async with sse(chat_id) as panel, mcp_client(url, dict(jp_auth_header)) as client:
-        progress: list[str] = []
-
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
-            progress.append(message or "")
-
-        call = asyncio.ensure_future(client.call_tool("run_cell", {"notebook_path": path, "cell_id": "c1"},
-                                                      progress_callback=on_progress))
-        confirmation = (await panel.until(is_type("awaiting.confirmation"), 20))[-1]
+    progress: list[str] = []
+    async with sse(chat_id) as panel:
+        call = agent_calls(url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"}),
+                           progress=progress)
+        confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
         assert "ran = 'yes'" in confirmation["extra_context"]["code"]
         await asyncio.sleep(2.5)  # the client hears that it waits for a person
         assert not call.done()
         status, _, _ = await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "reject"))
         assert status == 204
-        result = await asyncio.wait_for(call, 20)
+        [result] = await asyncio.wait_for(call, 20)
     assert result.is_error and "declined" in text_of(result) and "run_cell was not run" in text_of(result)
     assert any("approve" in p for p in progress)
     assert "nothing" in await kernel.run("print(globals().get('ran', 'nothing'))")
@@ -117,11 +143,11 @@ async def test_running_code_approved_returns_its_output(url, jp_auth_header, api
     path = new_name()
     kernel = await kernels.notebook(path, ["ran = 'yes'\nprint('hello from the cell')"])
     chat_id = await _chat_of_new(api, path)
-    async with sse(chat_id) as panel, mcp_client(url, dict(jp_auth_header)) as client:
-        call = asyncio.ensure_future(client.call_tool("run_cell", {"notebook_path": path, "cell_id": "c1"}))
-        confirmation = (await panel.until(is_type("awaiting.confirmation"), 20))[-1]
+    async with sse(chat_id) as panel:
+        call = agent_calls(url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"}))
+        confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
         await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept"))
-        result = await asyncio.wait_for(call, 60)
+        [result] = await asyncio.wait_for(call, 60)
     assert not result.is_error and "hello from the cell" in text_of(result)
     assert "yes" in await kernel.run("print(ran)")
 
@@ -130,14 +156,15 @@ async def test_a_client_that_cancels_withdraws_the_confirmation(url, jp_auth_hea
     path = new_name()
     kernel = await kernels.notebook(path, ["ran = 'yes'"])
     chat_id = await _chat_of_new(api, path)
-    async with sse(chat_id) as panel, mcp_client(url, dict(jp_auth_header)) as client:
-        call = asyncio.ensure_future(client.call_tool("run_cell", {"notebook_path": path, "cell_id": "c1"}))
-        confirmation = (await panel.until(is_type("awaiting.confirmation"), 20))[-1]
-        call.cancel()  # the SDK sends notifications/cancelled
+    cancel = threading.Event()
+    async with sse(chat_id) as panel:
+        call = agent_calls(url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"}),
+                           cancel=cancel)
+        confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
+        cancel.set()
         withdrawn = await panel.until(lambda m: "withdrew" in str(m.get("summary_normal", "")), 15)
-        late = reply(confirmation, "accept")  # too late: the request is gone
-        await api("chats", chat_id, "messages", method="POST", body=late)
-        await asyncio.sleep(0.5)
+        await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept"))  # too late
+        await asyncio.wait_for(call, 20)
     assert withdrawn[-1]["to_state"] == "thinking"
     assert "nothing" in await kernel.run("print(globals().get('ran', 'nothing'))")
 
@@ -146,45 +173,54 @@ async def test_stop_in_the_panel_stops_the_outside_agent(url, jp_auth_header, ap
     path = new_name()
     await kernels.notebook(path, ["ran = 'yes'"])
     chat_id = await _chat_of_new(api, path)
-    async with sse(chat_id) as panel, mcp_client(url, dict(jp_auth_header)) as client:
-        call = asyncio.ensure_future(client.call_tool("run_cell", {"notebook_path": path, "cell_id": "c1"}))
-        await panel.until(is_type("awaiting.confirmation"), 20)
+    async with sse(chat_id) as panel:
+        call = agent_calls(url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"}))
+        await panel.until(is_type("awaiting.confirmation"), 30)
         status, _, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "control", "action": "stop"})
         assert status == 202
         cancelled = (await panel.until(is_type("session.cancelled"), 15))[-1]
-        result = await asyncio.wait_for(call, 15)
+        [result] = await asyncio.wait_for(call, 15)
     assert cancelled["summary_normal"].startswith("You stopped Claude Code.")
     assert result.is_error and "stopped" in text_of(result)
 
 
-async def test_the_person_cannot_start_the_agent_while_an_outside_agent_works(url, jp_auth_header, jp_root_dir, api) -> None:
+async def test_the_person_cannot_start_the_agent_while_an_outside_agent_works(url, jp_auth_header, jp_root_dir,
+                                                                             api, sse) -> None:
     path = write_notebook(jp_root_dir, new_name(), ["x = 1"])
-    async with mcp_client(url, dict(jp_auth_header)) as client:
-        await client.call_tool("get_notebook_state", {"notebook_path": path})
-        chat_id = await _chat_of(api, path)
+    chat_id = await _chat_of_new(api, path)
+    hold = threading.Event()
+    async with sse(chat_id) as panel:
+        call = agent_calls(url, dict(jp_auth_header), ("get_notebook_state", {"notebook_path": path}), hold=hold)
+        await panel.until(is_type("tool.completed"), 15)
         status, body, _ = await api("chats", chat_id, "messages", method="POST",
                                     body={"kind": "user_input", "text": "Tidy up."})
+        hold.set()
+        await asyncio.wait_for(call, 15)
+        await panel.until(is_type("session.completed"), 15)
     assert status == 409 and body["message"].startswith(f"Claude Code is working on {path} right now.")
 
 
 async def test_bad_calls_get_sentences_and_nothing_runs(url, jp_auth_header, jp_root_dir, extension) -> None:
     path = write_notebook(jp_root_dir, new_name(), ["x = 1"])
-    async with mcp_client(url, dict(jp_auth_header)) as client:
-        outside = await client.call_tool("get_notebook_state", {"notebook_path": "../../etc/passwd.ipynb"})
-        absolute = await client.call_tool("get_notebook_state", {"notebook_path": "/etc/x.ipynb"})
-        missing = await client.call_tool("get_notebook_state", {"notebook_path": "nowhere.ipynb"})
-        unknown = await client.call_tool("format_disk", {"notebook_path": path})
-        wrong = await client.call_tool("create_cell", {"notebook_path": path, "source": 42})
-        none = await client.call_tool("get_notebook_state", {})
+    results = await agent_calls(
+        url, dict(jp_auth_header),
+        ("get_notebook_state", {"notebook_path": "../../etc/passwd.ipynb"}),
+        ("get_notebook_state", {"notebook_path": "/etc/x.ipynb"}),
+        ("get_notebook_state", {"notebook_path": "nowhere.ipynb"}),
+        ("format_disk", {"notebook_path": path}),
+        ("create_cell", {"notebook_path": path, "source": 42}),
+        ("get_notebook_state", {}),
+    )
+    outside, absolute, missing, unknown, wrong, none = results
     assert "outside the Jupyter root" in text_of(outside)
     assert "relative to the Jupyter root" in text_of(absolute)
     assert "There is no notebook at 'nowhere.ipynb'" in text_of(missing)
     assert "There is no tool named 'format_disk'" in text_of(unknown)
     assert "Invalid input for create_cell" in text_of(wrong)
     assert "notebook_path is required" in text_of(none)
-    for result in (outside, absolute, missing, unknown, wrong, none):
+    for result in results:
         assert result.is_error and text_of(result).rstrip().endswith((".", ")"))
-    assert not any(c.running for c in extension.runner._chats.values())  # no session was started
+    assert not any(c.running for c in extension.runner.chats())  # no session was started
 
 
 async def _chat_of_new(api: Any, path: str) -> str:
