@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import MutableMapping
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -75,7 +76,7 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
 
     auth_resource = "kernels"  # like the agent's own API (server/base.py): outside agents run code
 
-    def initialize(self, name: str, endpoint: MCPEndpoint) -> None:  # type: ignore[override]
+    def initialize(self, name: str, endpoint: MCPEndpoint) -> None:
         super().initialize(name=name)
         self.endpoint = endpoint
         self._closed = asyncio.Event()
@@ -117,7 +118,7 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
             await self._closed.wait()
             return {"type": "http.disconnect"}
 
-        async def send(message: dict[str, Any]) -> None:
+        async def send(message: MutableMapping[str, Any]) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True

@@ -162,7 +162,7 @@ def _display_name(raw: str) -> str:
 
 def _to_mcp(result: dict[str, Any]) -> types.CallToolResult:
     content = result.get("content")
-    blocks: list[types.TextContent | types.ImageContent] = []
+    blocks: list[types.ContentBlock] = []
     if isinstance(content, str):
         blocks.append(types.TextContent(type="text", text=content))
     elif isinstance(content, list):

@@ -166,7 +166,7 @@ class OutsideAgents:
         for burst in list(self._bursts.values()):
             task = burst.chat.task
             if task is not None and not task.done():
-                burst.chat.control.cancelled_by = "system"  # type: ignore[assignment]
+                burst.chat.control.cancelled_by = "system"
                 burst.chat.control.reason = "server_shutdown"
                 task.cancel()
                 await asyncio.wait([task], timeout=5)
