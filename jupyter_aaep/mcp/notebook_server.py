@@ -56,7 +56,7 @@ def mcp_tool(spec: ToolSpec) -> types.Tool:
         annotations=types.ToolAnnotations(
             title=spec.human_label()[:1].upper() + spec.human_label()[1:],
             read_only_hint=read_only,
-            destructive_hint=False if read_only or spec.name in ADDITIVE else True,
+            destructive_hint=not (read_only or spec.name in ADDITIVE),
             open_world_hint=False,
         ),
     )

@@ -23,7 +23,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..aaep.events import SessionCancelled, SessionCompleted, SessionErrored, SessionStarted, Summary
+from ..aaep.events import (
+    SessionCancelled,
+    SessionCompleted,
+    SessionErrored,
+    SessionStarted,
+    Summary,
+)
 from ..aaep.session import Session
 from ..agent.chat_context import ChatContext
 from ..agent.control import RunControl

@@ -105,7 +105,7 @@ async def test_a_burst_of_reads_and_edits_is_one_narrated_session(url, jp_auth_h
         events = await panel.until(is_type("session.completed"), timeout=15)
     assert not state.is_error and "x = 1" in text_of(state)
     assert not created.is_error, text_of(created)
-    status, body, _ = await api("chats", chat_id)
+    _, body, _ = await api("chats", chat_id)
     transcript = body["transcript"]
     started = [e for e in transcript if is_type("session.started")(e)]
     assert len(started) == 1 and started[0]["summary_normal"] == f"Claude Code is working on {path}."
@@ -119,7 +119,7 @@ async def test_a_burst_of_reads_and_edits_is_one_narrated_session(url, jp_auth_h
     print("NARRATION:", " ".join(said))
 
 
-async def test_running_code_waits_for_a_person_rejected_runs_nothing(url, jp_auth_header, api, sse, kernels) -> None:
+async def test_running_code_waits_for_a_person_rejected_runs_nothing(url, jp_auth_header, api, sse, kernels) -> None:  # noqa: F811
     path = new_name()
     kernel = await kernels.notebook(path, ["ran = 'yes'\nprint('hello from the cell')"])
     chat_id = await _chat_of_new(api, path)
@@ -139,7 +139,7 @@ async def test_running_code_waits_for_a_person_rejected_runs_nothing(url, jp_aut
     assert "nothing" in await kernel.run("print(globals().get('ran', 'nothing'))")
 
 
-async def test_running_code_approved_returns_its_output(url, jp_auth_header, api, sse, kernels) -> None:
+async def test_running_code_approved_returns_its_output(url, jp_auth_header, api, sse, kernels) -> None:  # noqa: F811
     path = new_name()
     kernel = await kernels.notebook(path, ["ran = 'yes'\nprint('hello from the cell')"])
     chat_id = await _chat_of_new(api, path)
@@ -152,7 +152,7 @@ async def test_running_code_approved_returns_its_output(url, jp_auth_header, api
     assert "yes" in await kernel.run("print(ran)")
 
 
-async def test_a_client_that_cancels_withdraws_the_confirmation(url, jp_auth_header, api, sse, kernels) -> None:
+async def test_a_client_that_cancels_withdraws_the_confirmation(url, jp_auth_header, api, sse, kernels) -> None:  # noqa: F811
     path = new_name()
     kernel = await kernels.notebook(path, ["ran = 'yes'"])
     chat_id = await _chat_of_new(api, path)
@@ -169,7 +169,7 @@ async def test_a_client_that_cancels_withdraws_the_confirmation(url, jp_auth_hea
     assert "nothing" in await kernel.run("print(globals().get('ran', 'nothing'))")
 
 
-async def test_stop_in_the_panel_stops_the_outside_agent(url, jp_auth_header, api, sse, kernels) -> None:
+async def test_stop_in_the_panel_stops_the_outside_agent(url, jp_auth_header, api, sse, kernels) -> None:  # noqa: F811
     path = new_name()
     await kernels.notebook(path, ["ran = 'yes'"])
     chat_id = await _chat_of_new(api, path)
