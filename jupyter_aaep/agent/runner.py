@@ -88,6 +88,8 @@ class Chat:
     """The last session was interrupted (a server restart, a recoverable error): Continue may resume it."""
     baseline_subscribers: int = 2
     """Subscribers that are not a person's stream (the store's writer, the server's fan-out)."""
+    held_by: str | None = None
+    """The outside agent (an MCP client, e.g. "Claude Code") whose session runs now, if any."""
 
     def usage_report(self) -> dict[str, Any]:
         """The chat's token usage and estimated cost, in total and per finished session."""
@@ -320,6 +322,7 @@ class ChatRunner:
             raise InvalidInput("The message text must be a non-empty string.")
         previous: asyncio.Task[SessionResult] | None = None
         if chat.running:
+            _refuse_if_held(chat)
             if not chat.waiting_for_user:
                 raise ChatBusy("The agent is still working on the previous request. Stop it or wait until it finishes.")
             previous = chat.task
@@ -343,7 +346,7 @@ class ChatRunner:
     ) -> SessionResult:
         if after is not None:
             await asyncio.wait([after])  # the superseded session closes (and fixes the history) first
-        record = self._begin_record(chat, session)
+        record = self.begin_record(chat, session)
         client = self.client_factory()
         loop = AgentLoop(client, self.registry_factory(chat), broker=self.broker, config=self._config_for(chat))
         context = ChatContext(
@@ -356,7 +359,7 @@ class ChatRunner:
             result = await loop.run(session, chat.history, text, chat=context, control=chat.control,
                                     attachment=attachment)
         finally:
-            self._end_record(chat)
+            self.end_record(chat)
             self._ended(chat, session)
         chat.results.append(result)
         if result.status != "completed":  # a completed session saved before it said "Done"
@@ -412,14 +415,14 @@ class ChatRunner:
         restarted = any(e.get("error_code") == "SERVER_RESTARTED" for e in chat.emitter.history[-3:])
         return self.submit(chat_id, CONTINUE_TEXT if restarted else CONTINUE_AFTER_ERROR)
 
-    def _begin_record(self, chat: Chat, session: Session) -> Any:
+    def begin_record(self, chat: Chat, session: Session) -> Any:
         """Record what the session changes in the notebook (for undo, saving and recovery)."""
         begin = getattr(self.services.get("notebook"), "begin_record", None)
         if begin is None or not chat.notebook_path:
             return None
         return begin(chat.chat_id, session.id, chat.notebook_path, lambda record: self._recorded(chat, record))
 
-    def _end_record(self, chat: Chat) -> None:
+    def end_record(self, chat: Chat) -> None:
         end = getattr(self.services.get("notebook"), "end_record", None)
         if end is not None:
             end(chat.chat_id)
@@ -536,6 +539,7 @@ class ChatRunner:
             raise InvalidInput(f"settings.max_turns must be a whole number from 1 to {MAX_TURNS_LIMIT}.")
         if "approval_mode" in settings:
             self.set_approval_mode(chat_id, settings["approval_mode"])
+        _refuse_if_held(chat)
         if not chat.running:
             session_id = self.submit(chat_id, text)
             if isinstance(limit, int):
@@ -635,6 +639,14 @@ class ChatRunner:
             *(self.stop(c.chat_id, cancelled_by="system", reason="server_shutdown") for c in running),
             return_exceptions=True,
         )
+
+
+def _refuse_if_held(chat: Chat) -> None:
+    """One agent works on a notebook at a time: an outside agent's session is not steered or
+    replaced by a message (it could not read it); the person stops it first."""
+    if chat.running and chat.held_by:
+        raise ChatBusy(f"{chat.held_by} is working on {chat.notebook_path or 'this notebook'} right now. "
+                       "Stop it, or wait until it finishes, then send your request.")
 
 
 def _cells(count: int) -> str:

@@ -357,6 +357,28 @@ class AAEPExtension(ExtensionApp):
         "own list (GET /v1/models) is not offered, and a user who picks another model is told so.",
     )
 
+    mcp_server = Bool(
+        True,
+        config=True,
+        help="When true (the default), outside agents (Claude Code, Codex, any MCP client) can work on "
+        "notebooks through MCP at {base_url}aaep/v1/mcp (Streamable HTTP, behind Jupyter's login; "
+        "python -m jupyter_aaep.mcp bridges stdio clients to it). Their steps are announced in the "
+        "notebook's chat and wait for a person's approval as the agent's own do. False turns the endpoint off.",
+    )
+    mcp_idle_seconds = Float(
+        30.0,
+        config=True,
+        help="Seconds an outside agent may stay silent before its session in the notebook's chat ends "
+        "('Claude Code finished'); its next call starts a new one. While its session runs, the notebook's "
+        "own agent and other outside agents wait their turn. More than 0.",
+    )
+
+    @validate("mcp_idle_seconds")
+    def _mcp_idle(self, proposal: Any) -> float:
+        if proposal["value"] <= 0:
+            raise TraitError("mcp_idle_seconds must be more than 0.")
+        return float(proposal["value"])
+
     @validate("model_image_max_edge")
     def _image_edge(self, proposal: Any) -> int:
         if proposal["value"] < 64:
@@ -476,8 +498,31 @@ class AAEPExtension(ExtensionApp):
         self._log_configuration()
         self._route_module_logs()
 
+        self.mcp_endpoint = self._mcp_endpoint() if self.mcp_server else None
+
     def initialize_handlers(self) -> None:
         self.handlers.extend(handler_routes(self.service, keepalive=self.sse_keepalive_seconds))
+        if self.mcp_endpoint is not None:
+            from ..mcp.http_endpoint import MCPHandler
+
+            self.handlers.append((r"aaep/v1/mcp", MCPHandler, {"endpoint": self.mcp_endpoint}))
+
+    def _mcp_endpoint(self) -> Any:
+        """Outside agents' MCP endpoint (its session manager starts with the server's loop)."""
+        from jupyter_server.utils import ensure_async
+
+        from ..mcp.http_endpoint import MCPEndpoint
+        from ..mcp.notebook_server import build_notebook_server
+        from ..mcp.outside_agents import OutsideAgents
+
+        contents = self.server.contents_manager
+
+        async def notebook_exists(path: str) -> bool:
+            return bool(await ensure_async(contents.file_exists(path)))  # type: ignore[no-untyped-call]
+
+        agents = OutsideAgents(self.runner, self.toolbox.registry_for, attach_chat=self.hub.attach_chat,
+                               idle_seconds=self.mcp_idle_seconds)
+        return MCPEndpoint(build_notebook_server(self.toolbox.tools, agents, file_exists=notebook_exists), agents)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         self._loop = asyncio.get_running_loop()
@@ -485,6 +530,8 @@ class AAEPExtension(ExtensionApp):
         if self.long_runs is not None:
             self.long_runs.start()
         self._restore_sigint = stop_on_sigint_without_tty(serverapp)  # JupyterHub stops with SIGINT
+        if self.mcp_endpoint is not None:
+            self.mcp_endpoint.start()
 
     async def stop_extension(self) -> None:
         restore_sigint = getattr(self, "_restore_sigint", None)
@@ -496,6 +543,8 @@ class AAEPExtension(ExtensionApp):
         self._unroute_module_logs()
         if self.long_runs is not None:
             await self.long_runs.close()
+        if self.mcp_endpoint is not None:
+            await self.mcp_endpoint.stop()
         await self.runner.shutdown()
         self.hub.shutdown()
         if self.store is not None:

@@ -1,0 +1,157 @@
+"""``{base_url}aaep/v1/mcp``: MCP's Streamable HTTP, behind Jupyter's own authentication.
+
+The MCP SDK serves Streamable HTTP as an ASGI app; Jupyter is a tornado server. This handler
+authenticates the request the Jupyter way first (token header or cookie; per user under
+JupyterHub: an unauthenticated request gets 403 and reaches nothing), then hands it to the
+SDK's session manager through a small ASGI adapter that streams the answer (SSE) back as it is
+written and reports a closed connection as ``http.disconnect``.
+
+The session manager needs one task to own it for its whole life (DESIGN §13):
+:class:`MCPEndpoint` starts that owner after the server's loop runs and stops it at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import MutableMapping
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
+from mcp.server.lowlevel.server import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from tornado import web
+from tornado.iostream import StreamClosedError
+
+from .outside_agents import OutsideAgents
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MCPEndpoint", "MCPHandler"]
+
+
+class MCPEndpoint:
+    """The SDK's session manager, owned by one task from start to stop."""
+
+    def __init__(self, server: Server[Any], agents: OutsideAgents, *, session_idle_seconds: float = 3600.0) -> None:
+        self.agents = agents
+        self.manager = StreamableHTTPSessionManager(server, session_idle_timeout=session_idle_seconds)
+        self._owner: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._stop = asyncio.Event()
+
+    def start(self) -> None:
+        if self._owner is None:
+            self._owner = asyncio.ensure_future(self._own())
+
+    async def _own(self) -> None:
+        try:
+            async with self.manager.run():
+                self._ready.set()
+                await self._stop.wait()
+        except Exception:  # pragma: no cover - logged: the endpoint then answers 503 with a sentence
+            log.exception("the MCP endpoint stopped")
+        finally:
+            self._ready.clear()
+
+    async def ready(self, timeout: float = 10.0) -> bool:
+        self.start()
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def stop(self) -> None:
+        await self.agents.close()
+        self._stop.set()
+        if self._owner is not None:
+            await asyncio.wait([self._owner], timeout=5)
+
+
+class MCPHandler(ExtensionHandlerMixin, APIHandler):
+    """Streamable HTTP (POST, GET and DELETE on one URL), after Jupyter has authenticated the caller."""
+
+    auth_resource = "kernels"  # like the agent's own API (server/base.py): outside agents run code
+
+    def initialize(self, name: str, endpoint: MCPEndpoint) -> None:
+        super().initialize(name=name)
+        self.endpoint = endpoint
+        self._closed = asyncio.Event()
+
+    def on_connection_close(self) -> None:
+        self._closed.set()
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        await self._serve()
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        await self._serve()
+
+    @web.authenticated
+    @authorized
+    async def delete(self) -> None:
+        session_id = self.request.headers.get("mcp-session-id")
+        await self._serve()
+        if session_id:
+            self.endpoint.agents.disconnected(session_id)
+
+    async def _serve(self) -> None:
+        if not await self.endpoint.ready():
+            raise web.HTTPError(503, "The MCP endpoint is not running; the server log says why.")
+        request = self.request
+        body = request.body or b""
+        sent_body = False
+        started = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent_body
+            if not sent_body:
+                sent_body = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await self._closed.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                self.set_status(message["status"])
+                self.clear_header("Content-Type")
+                for key, value in message.get("headers", []):
+                    self.add_header(key.decode("latin-1"), value.decode("latin-1"))
+            elif message["type"] == "http.response.body":
+                chunk = message.get("body", b"")
+                if chunk:
+                    self.write(chunk)
+                try:
+                    await self.flush()
+                except StreamClosedError:
+                    self._closed.set()
+
+        host, _, port = (request.host or "127.0.0.1").partition(":")
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": request.method,
+            "scheme": request.protocol,
+            "path": "/mcp",
+            "raw_path": b"/mcp",
+            "root_path": "",
+            "query_string": (request.query or "").encode("latin-1"),
+            "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in request.headers.get_all()],
+            "client": (request.remote_ip or "127.0.0.1", 0),
+            "server": (host, int(port) if port.isdigit() else 80),
+        }
+        await self.endpoint.manager.handle_request(scope, receive, send)
+        if not started:
+            raise web.HTTPError(500, "The MCP endpoint gave no answer.")
+        if not self._finished:
+            self.finish()

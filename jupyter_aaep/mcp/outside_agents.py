@@ -1,0 +1,378 @@
+"""Outside agents at work in a notebook's chat: their calls, heard and approved like ours.
+
+Why this shape: an outside agent (Claude Code, Codex, … over MCP) sends tool calls one by one
+with no session of its own. We group a client's calls on one notebook into a *burst*: one AAEP
+session in the notebook's chat, opened by its first call ("Claude Code is working on
+analysis.ipynb") and closed when it has been idle for ``idle_seconds`` or disconnects. The
+burst is the chat's running task, exactly as a session of the built-in agent is, so everything
+the chat offers applies to it unchanged: Stop cancels the task, Pause holds the next call,
+replies reach its confirmations, Undo restores the snapshot taken at its start. Each call runs
+through the same :class:`ToolDispatcher` as the built-in agent's calls (approval policy,
+narration, event order), inside the burst's task.
+
+One notebook, one worker at a time: while the built-in agent or another outside agent works in
+the chat, a call is refused with a sentence saying who is working (never interleaved silently).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..aaep.events import (
+    SessionCancelled,
+    SessionCompleted,
+    SessionErrored,
+    SessionStarted,
+    Summary,
+)
+from ..aaep.session import Session
+from ..agent.chat_context import ChatContext
+from ..agent.control import RunControl
+from ..agent.dispatch import ToolDispatcher
+from ..agent.loop import SessionResult
+from ..agent.runner import Chat, ChatRunner
+from ..agent.tools import ToolRegistry
+from ..agent.usage import Usage
+from ..errors import ToolError
+
+log = logging.getLogger(__name__)
+
+__all__ = ["OutsideAgents", "OutsideCall"]
+
+
+@dataclass
+class _Use:
+    """A ``tool_use`` block as the dispatcher reads it."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+    type: str = "tool_use"
+
+
+@dataclass
+class OutsideCall:
+    """One queued call and where its result goes."""
+
+    use: _Use
+    done: asyncio.Future[dict[str, Any]] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    task: asyncio.Task[list[dict[str, Any]]] | None = None
+
+
+@dataclass
+class _Burst:
+    chat: Chat
+    client_key: str
+    client_name: str
+    session: Session
+    queue: asyncio.Queue[OutsideCall] = field(default_factory=asyncio.Queue)
+    last_activity: float = field(default_factory=time.monotonic)
+    ending: bool = False
+
+
+class OutsideAgents:
+    """Runs outside agents' tool calls in their notebooks' chats.
+
+    Parameters
+    ----------
+    runner
+        The chat runner: chats, their broker, persistence, snapshots.
+    registry_factory
+        The tools a chat offers (the same factory the built-in agent's sessions use).
+    attach_chat
+        Called with a chat created here, so streams that follow every chat see it.
+    idle_seconds
+        How long a client may stay silent before its burst (session) ends.
+    """
+
+    def __init__(
+        self,
+        runner: ChatRunner,
+        registry_factory: Callable[[Chat], ToolRegistry],
+        *,
+        attach_chat: Callable[[Chat], None] | None = None,
+        idle_seconds: float = 30.0,
+    ) -> None:
+        self.runner = runner
+        self.registry_factory = registry_factory
+        self.attach_chat = attach_chat
+        self.idle_seconds = idle_seconds
+        self._bursts: dict[str, _Burst] = {}
+        """Open bursts by chat id."""
+        self._counter = 0
+
+    # -- finding the chat ------------------------------------------------------------------
+    def chat_for(self, notebook_path: str) -> Chat:
+        """The chat the panel shows for this notebook (its newest), or a new one."""
+        page, _ = self.runner.page(notebook_path, limit=1)
+        if page:
+            return self.runner.get(page[0].chat_id)
+        chat = self.runner.create_chat(notebook_path)
+        if self.attach_chat is not None:
+            self.attach_chat(chat)
+        return chat
+
+    # -- calls -----------------------------------------------------------------------------
+    async def call(
+        self,
+        *,
+        client_key: str,
+        client_name: str,
+        notebook_path: str,
+        tool: str,
+        arguments: dict[str, Any],
+        on_waiting: Callable[[str], Awaitable[None]] | None = None,
+    ) -> dict[str, Any]:
+        """Run one call in the notebook's chat and return its ``tool_result`` block.
+
+        Raises :class:`ToolError` (a sentence for the client's model) when someone else is
+        working in that chat. Cancelling this coroutine withdraws the call: a pending
+        confirmation is taken back and nothing runs.
+        """
+        chat = self.chat_for(notebook_path)
+        burst = self._burst_for(chat, client_key, client_name)
+        self._counter += 1
+        item = OutsideCall(_Use(id=f"toolu_mcp_{self._counter:06d}", name=tool, input=arguments))
+        burst.last_activity = time.monotonic()
+        await burst.queue.put(item)
+        watcher = asyncio.ensure_future(self._watch(burst, item, on_waiting)) if on_waiting else None
+        try:
+            return await asyncio.shield(item.done)
+        except asyncio.CancelledError:
+            item.done.cancel()
+            if item.task is not None:
+                item.task.cancel()
+            raise
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+            burst.last_activity = time.monotonic()
+
+    def disconnected(self, client_key: str) -> None:
+        """The client closed its MCP session: its bursts end once their calls are done."""
+        for burst in list(self._bursts.values()):
+            if burst.client_key == client_key:
+                burst.ending = True
+                burst.queue.put_nowait(_END)
+
+    def working(self, notebook_path: str) -> str | None:
+        """Who is working on that notebook through MCP now, if anyone."""
+        for burst in self._bursts.values():
+            if burst.chat.notebook_path == notebook_path:
+                return burst.client_name
+        return None
+
+    async def close(self) -> None:
+        """Server shutdown: end every burst."""
+        for burst in list(self._bursts.values()):
+            task = burst.chat.task
+            if task is not None and not task.done():
+                burst.chat.control.cancelled_by = "system"
+                burst.chat.control.reason = "server_shutdown"
+                task.cancel()
+                await asyncio.wait([task], timeout=5)
+
+    # -- bursts ----------------------------------------------------------------------------
+    def _burst_for(self, chat: Chat, client_key: str, client_name: str) -> _Burst:
+        burst = self._bursts.get(chat.chat_id)
+        if burst is not None and not burst.ending and chat.running:
+            if burst.client_key == client_key:
+                return burst
+            raise ToolError(
+                f"{burst.client_name} is working on {chat.notebook_path} right now, and one agent works on a "
+                "notebook at a time. Try again when it has finished (about "
+                f"{int(self.idle_seconds)} seconds after its last step)."
+            )
+        if chat.running:
+            raise ToolError(
+                f"The notebook's own agent is working on {chat.notebook_path} right now, and one agent works on "
+                "a notebook at a time. Try again when it has finished, or ask the person to stop it."
+            )
+        # The outside agent speaks through this server; its model is its own business (not known here).
+        producer = replace(self.runner.producer, agent_name=client_name, model="outside-agent")
+        session = Session(chat.emitter, producer)
+        burst = _Burst(chat=chat, client_key=client_key, client_name=client_name, session=session)
+        chat.session = session
+        chat.control = RunControl()
+        chat.held_by = client_name
+        self._bursts[chat.chat_id] = burst
+        chat.task = asyncio.ensure_future(self._serve(burst))
+        return burst
+
+    async def _serve(self, burst: _Burst) -> SessionResult:
+        chat, session, runner = burst.chat, burst.session, self.runner
+        where = chat.notebook_path or "this notebook"
+        registry = self.registry_factory(chat)
+        started = session.now_ms()
+        steps: list[str] = []
+        current: OutsideCall | None = None
+        try:
+            session.emit(
+                SessionStarted(
+                    summary=Summary(
+                        normal=f"{burst.client_name} is working on {where}.",
+                        terse=f"{burst.client_name} is working.",
+                        detailed=f"{burst.client_name}, an outside agent connected over MCP, is working on {where}. "
+                        "Its steps are announced here and ask for your approval as the agent's do.",
+                    ),
+                    request_text=f"{burst.client_name} connected over MCP.",
+                    requested_by=f"agent:{burst.client_name}"[:200],
+                    tools_available=tuple(registry.names()),
+                )
+            )
+            chat.control.bind(session, runner.broker)
+            record = runner.begin_record(chat, session)  # its edits are saved soon and undone like the agent's
+            context = ChatContext(chat_id=chat.chat_id, notebook_path=chat.notebook_path, services=runner.services,
+                                  approval=chat.approval, usage=Usage(), context=chat.context,
+                                  save_changes=lambda: runner.save_notebook(chat),
+                                  check_changes=lambda: runner._lost_changes(record))
+            dispatcher = ToolDispatcher(registry, runner.broker, session, context,
+                                        on_handoff=lambda _reason: None, control=chat.control)
+            while True:
+                item = await self._next(burst)
+                if item is None:
+                    break
+                if item.done.done():  # withdrawn while queued: nothing runs
+                    continue
+                current = item
+                item.task = asyncio.ensure_future(dispatcher.run_all([item.use]))
+                await asyncio.wait([item.task])
+                current = None
+                steps.extend(dispatcher.completed_labels)
+                dispatcher.completed_labels.clear()
+                if item.task.cancelled():
+                    self._withdrawn(burst)
+                    continue
+                results = item.task.result()
+                if not item.done.done():
+                    item.done.set_result(results[0] if results else _error("The call produced no result."))
+                burst.last_activity = time.monotonic()
+        except asyncio.CancelledError:
+            if current is not None and current.task is not None:
+                current.task.cancel()
+                await asyncio.wait([current.task])
+            self._cancelled(burst, steps)
+            self._fail_waiting(burst, current, "The person watching the notebook stopped {who}; this step did not "
+                                               "run. Do not retry it unless they ask you to.")
+            raise
+        except Exception as error:  # keep the chat usable and the client answered whatever broke
+            log.exception("an outside agent's session failed")
+            self._errored(burst, error)
+            self._fail_waiting(burst, current, "This step failed in the Jupyter server ({error}); the person "
+                                               "watching the notebook was told.", error=error)
+            return SessionResult("errored", "", len(steps), burst.session.terminal_event, Usage())
+        finally:
+            self._bursts.pop(chat.chat_id, None)
+            chat.held_by = None
+            runner.broker.cancel_session(session.id)
+            runner.end_record(chat)
+            runner._ended(chat, session)
+        saved = await runner.save_notebook(chat)
+        event = self._completed(burst, steps, started, saved)
+        return SessionResult("completed", "", len(steps), event, Usage())
+
+    async def _next(self, burst: _Burst) -> OutsideCall | None:
+        """The next call, or ``None`` when the client has been idle long enough or left."""
+        while True:
+            left = self.idle_seconds - (time.monotonic() - burst.last_activity)
+            if burst.queue.empty() and (left <= 0 or burst.ending):
+                return None
+            try:
+                item = await asyncio.wait_for(burst.queue.get(), timeout=max(left, 0.01))
+            except asyncio.TimeoutError:
+                continue
+            if item is _END:
+                continue
+            return item
+
+    async def _watch(self, burst: _Burst, item: OutsideCall,
+                     on_waiting: Callable[[str], Awaitable[None]]) -> None:
+        """While the call waits for a person (or a pause), tell the client now and then."""
+        while not item.done.done():
+            await asyncio.sleep(2.0)
+            session = burst.session
+            if session.state == "awaiting_input":
+                await on_waiting("Waiting for the person watching the notebook to approve or reject this step.")
+            elif burst.chat.control.paused:
+                await on_waiting("Paused by the person watching the notebook; it will go on when they resume.")
+
+    # -- endings ---------------------------------------------------------------------------
+    def _withdrawn(self, burst: _Burst) -> None:
+        session = burst.session
+        if session.state == "awaiting_input" and not session.closed:
+            session.change_state("thinking", Summary(
+                normal=f"{burst.client_name} withdrew its request; nothing ran.", terse="Withdrawn."))
+
+    def _completed(self, burst: _Burst, steps: list[str], started: int, saved: bool) -> dict[str, Any]:
+        count = len(steps)
+        did = f"{count} step{'s' if count != 1 else ''}" if count else "no steps"
+        unsaved = "" if saved else " Its changes may not be saved to disk yet."
+        listed = f" ({', '.join(dict.fromkeys(steps))})" if steps else ""
+        return burst.session.emit(
+            SessionCompleted(
+                summary=Summary(
+                    normal=f"{burst.client_name} finished: {did}.{unsaved}",
+                    terse="Done.",
+                    detailed=f"{burst.client_name} finished working on {burst.chat.notebook_path}: "
+                    f"{did}{listed}.{unsaved}",
+                ),
+                duration_ms=min(burst.session.elapsed_ms(started), 86_400_000),
+                tool_invocations_count=count,
+            )
+        )
+
+    def _cancelled(self, burst: _Burst, steps: list[str]) -> None:
+        control, session = burst.chat.control, burst.session
+        if session.closed:
+            return
+        who = "You stopped" if control.cancelled_by == "user" else "The server stopped"
+        session.emit(
+            SessionCancelled(
+                cancelled_by=control.cancelled_by,
+                cancellation_reason=control.reason,
+                summary=Summary(
+                    normal=f"{who} {burst.client_name}. Nothing else it asks for will run. Changes made so far are kept.",
+                    terse="Stopped.",
+                    detailed=f"{who} {burst.client_name} after {len(steps)} steps. Its next calls are refused "
+                    "until the stop is over; changes made so far are kept (Undo reverts them).",
+                ),
+            )
+        )
+
+    def _errored(self, burst: _Burst, error: Exception) -> None:
+        session = burst.session
+        if session.closed or not session.started:
+            return
+        session.emit(
+            SessionErrored(
+                error_category="unknown",
+                error_code="OUTSIDE_AGENT_FAILED",
+                recoverable=True,
+                remediation_hint="Its next call starts again; the server log has the details.",
+                summary=Summary(normal=f"{burst.client_name}'s work stopped on an error in the server: "
+                                f"{type(error).__name__}. Its next step starts again.", terse="Error."),
+            )
+        )
+
+    def _fail_waiting(self, burst: _Burst, current: OutsideCall | None, text: str,
+                      error: Exception | None = None) -> None:
+        stopped = _error(text.format(who=burst.client_name, error=type(error).__name__ if error else ""))
+        if current is not None and not current.done.done():
+            current.done.set_result(stopped)
+        while not burst.queue.empty():
+            item = burst.queue.get_nowait()
+            if item is not _END and not item.done.done():
+                item.done.set_result(stopped)
+
+
+_END: Any = OutsideCall.__new__(OutsideCall)
+"""Put in a burst's queue to wake it when its client leaves."""
+
+
+def _error(text: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": "", "content": text, "is_error": True}

@@ -1,0 +1,229 @@
+"""The notebook as an MCP server: the SDK's own client against ``aaep/v1/mcp`` on a live server.
+
+An outside agent's calls are one AAEP session in the notebook's chat, narrated like the agent's
+own; running code waits for a person's answer on an AAEP stream; nothing runs without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import httpx
+import pytest
+from kernel_helpers import _private_cwd, kernels, new_name, write_notebook  # noqa: F401
+from mcp_helpers import is_type, live_server_config, mcp_client, mcp_url, off_loop, reply, text_of
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def jp_server_config(fake_model: Any, jp_root_dir: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The live-notebook server of kernel_helpers, with outside agents' sessions ending after 1 s idle."""
+    return live_server_config(fake_model, jp_root_dir, monkeypatch, mcp_idle_seconds=1.0)
+
+
+@pytest.fixture
+def url(jp_serverapp: Any, jp_fetch: Any, jp_http_port: int, jp_base_url: str) -> str:
+    """The endpoint of a running server (``jp_fetch`` makes the server listen)."""
+    return mcp_url(jp_http_port, jp_base_url)
+
+
+async def _chat_of(api: Any, path: str) -> str:
+    status, body, _ = await api("chats", params={"notebook_path": path})
+    assert status == 200, body
+    return str(body["chats"][0]["chat_id"])
+
+
+async def test_an_unauthenticated_client_is_refused_and_nothing_is_created(url, extension, api) -> None:
+    assert (await api("chats"))[0] == 200
+    async with httpx.AsyncClient() as client:
+        response = await client.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+                                     headers={"Accept": "application/json, text/event-stream"})
+    assert response.status_code in (401, 403)
+    assert list(extension.runner.chats()) == []  # no chat, no session: nothing ran
+
+
+async def test_tools_are_the_agents_own_with_honest_annotations(url, jp_auth_header) -> None:
+    async def agent() -> Any:
+        async with mcp_client(url, dict(jp_auth_header)) as client:
+            return (await client.list_tools()).tools
+
+    listed = {tool.name: tool for tool in await off_loop(agent)}
+    for name in ("get_notebook_state", "create_cell", "edit_cell", "move_cell", "delete_cell", "run_cell",
+                 "run_all_cells", "interrupt_kernel", "list_notebooks", "list_files", "read_file",
+                 "list_variables", "inspect_variable", "view_figure"):
+        assert name in listed, name
+    assert "ask_user" not in listed and "request_handoff" not in listed  # they talk to our own user
+    for tool in listed.values():
+        assert tool.input_schema["required"][0] == "notebook_path"
+        assert tool.annotations.open_world_hint is False and tool.title and "_" not in tool.title
+    state, run, delete, create = (listed[n].annotations for n in ("get_notebook_state", "run_cell", "delete_cell", "create_cell"))
+    assert state.read_only_hint is True and state.destructive_hint is False
+    assert run.read_only_hint is False and run.destructive_hint is True and delete.destructive_hint is True
+    assert create.read_only_hint is False and create.destructive_hint is False  # it only adds
+    assert listed["run_cell"].title == "Run a cell"
+
+
+def agent_calls(url: str, headers: dict[str, str], *calls: tuple[str, dict[str, Any]],
+                progress: list[str] | None = None, cancel: threading.Event | None = None,
+                hold: threading.Event | None = None) -> Any:
+    """An outside agent making *calls* in order over one MCP session; returns their results.
+    With *cancel*, the last call is cancelled once the event is set (the SDK sends notifications/cancelled)."""
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        if progress is not None:
+            progress.append(message or "")
+
+    async def agent() -> list[Any]:
+        results = []
+        async with mcp_client(url, headers) as client:
+            for name, arguments in calls:
+                call = asyncio.ensure_future(client.call_tool(name, arguments, progress_callback=on_progress))
+                if cancel is not None and (name, arguments) == calls[-1]:
+                    while not cancel.is_set():
+                        await asyncio.sleep(0.05)
+                    call.cancel()
+                    await asyncio.sleep(1.0)  # the cancellation reaches the server
+                    results.append(None)
+                    continue
+                results.append(await call)
+            while hold is not None and not hold.is_set():  # stay connected until told
+                await asyncio.sleep(0.05)
+        return results
+
+    return asyncio.ensure_future(off_loop(agent))
+
+
+async def test_a_burst_of_reads_and_edits_is_one_narrated_session(url, jp_auth_header, jp_root_dir, api, sse) -> None:
+    path = write_notebook(jp_root_dir, new_name(), ["x = 1"])
+    chat_id = await _chat_of_new(api, path)
+    async with sse(chat_id) as panel:
+        state, created = await agent_calls(url, dict(jp_auth_header), ("get_notebook_state", {"notebook_path": path}),
+                                           ("create_cell", {"notebook_path": path, "source": "y = x + 1"}))
+        events = await panel.until(is_type("session.completed"), timeout=15)
+    assert not state.is_error and "x = 1" in text_of(state)
+    assert not created.is_error, text_of(created)
+    _, body, _ = await api("chats", chat_id)
+    transcript = body["transcript"]
+    started = [e for e in transcript if is_type("session.started")(e)]
+    assert len(started) == 1 and started[0]["summary_normal"] == f"Claude Code is working on {path}."
+    assert started[0]["producer"]["agent_name"] == "Claude Code"
+    said = [e["summary_normal"] for e in transcript if "summary_normal" in e]
+    assert "Read the notebook: 1 cell, kernel not started." in said
+    assert any(s.startswith("Created code cell 2") for s in said)
+    assert said[-1] == "Claude Code finished: 2 steps."
+    assert not any("get_notebook_state" in s or "create_cell" in s for s in said)  # no tool names
+    assert events[-1]["tool_invocations_count"] == 2
+    print("NARRATION:", " ".join(said))
+
+
+async def test_running_code_waits_for_a_person_rejected_runs_nothing(url, jp_auth_header, api, sse, kernels) -> None:  # noqa: F811
+    path = new_name()
+    kernel = await kernels.notebook(path, ["ran = 'yes'\nprint('hello from the cell')"])
+    chat_id = await _chat_of_new(api, path)
+    progress: list[str] = []
+    async with sse(chat_id) as panel:
+        call = agent_calls(url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"}),
+                           progress=progress)
+        confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
+        assert "ran = 'yes'" in confirmation["extra_context"]["code"]
+        await asyncio.sleep(2.5)  # the client hears that it waits for a person
+        assert not call.done()
+        status, _, _ = await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "reject"))
+        assert status == 204
+        [result] = await asyncio.wait_for(call, 20)
+    assert result.is_error and "declined" in text_of(result) and "run_cell was not run" in text_of(result)
+    assert any("approve" in p for p in progress)
+    assert "nothing" in await kernel.run("print(globals().get('ran', 'nothing'))")
+
+
+async def test_running_code_approved_returns_its_output(url, jp_auth_header, api, sse, kernels) -> None:  # noqa: F811
+    path = new_name()
+    kernel = await kernels.notebook(path, ["ran = 'yes'\nprint('hello from the cell')"])
+    chat_id = await _chat_of_new(api, path)
+    async with sse(chat_id) as panel:
+        call = agent_calls(url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"}))
+        confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
+        await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept"))
+        [result] = await asyncio.wait_for(call, 60)
+    assert not result.is_error and "hello from the cell" in text_of(result)
+    assert "yes" in await kernel.run("print(ran)")
+
+
+async def test_a_client_that_cancels_withdraws_the_confirmation(url, jp_auth_header, api, sse, kernels) -> None:  # noqa: F811
+    path = new_name()
+    kernel = await kernels.notebook(path, ["ran = 'yes'"])
+    chat_id = await _chat_of_new(api, path)
+    cancel = threading.Event()
+    async with sse(chat_id) as panel:
+        call = agent_calls(url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"}),
+                           cancel=cancel)
+        confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
+        cancel.set()
+        withdrawn = await panel.until(lambda m: "withdrew" in str(m.get("summary_normal", "")), 15)
+        await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept"))  # too late
+        await asyncio.wait_for(call, 20)
+    assert withdrawn[-1]["to_state"] == "thinking"
+    assert "nothing" in await kernel.run("print(globals().get('ran', 'nothing'))")
+
+
+async def test_stop_in_the_panel_stops_the_outside_agent(url, jp_auth_header, api, sse, kernels) -> None:  # noqa: F811
+    path = new_name()
+    await kernels.notebook(path, ["ran = 'yes'"])
+    chat_id = await _chat_of_new(api, path)
+    async with sse(chat_id) as panel:
+        call = agent_calls(url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"}))
+        await panel.until(is_type("awaiting.confirmation"), 30)
+        status, _, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "control", "action": "stop"})
+        assert status == 202
+        cancelled = (await panel.until(is_type("session.cancelled"), 15))[-1]
+        [result] = await asyncio.wait_for(call, 15)
+    assert cancelled["summary_normal"].startswith("You stopped Claude Code.")
+    assert result.is_error and "stopped" in text_of(result)
+
+
+async def test_the_person_cannot_start_the_agent_while_an_outside_agent_works(url, jp_auth_header, jp_root_dir,
+                                                                             api, sse) -> None:
+    path = write_notebook(jp_root_dir, new_name(), ["x = 1"])
+    chat_id = await _chat_of_new(api, path)
+    hold = threading.Event()
+    async with sse(chat_id) as panel:
+        call = agent_calls(url, dict(jp_auth_header), ("get_notebook_state", {"notebook_path": path}), hold=hold)
+        await panel.until(is_type("tool.completed"), 15)
+        status, body, _ = await api("chats", chat_id, "messages", method="POST",
+                                    body={"kind": "user_input", "text": "Tidy up."})
+        hold.set()
+        await asyncio.wait_for(call, 15)
+        await panel.until(is_type("session.completed"), 15)
+    assert status == 409 and body["message"].startswith(f"Claude Code is working on {path} right now.")
+
+
+async def test_bad_calls_get_sentences_and_nothing_runs(url, jp_auth_header, jp_root_dir, extension) -> None:
+    path = write_notebook(jp_root_dir, new_name(), ["x = 1"])
+    results = await agent_calls(
+        url, dict(jp_auth_header),
+        ("get_notebook_state", {"notebook_path": "../../etc/passwd.ipynb"}),
+        ("get_notebook_state", {"notebook_path": "/etc/x.ipynb"}),
+        ("get_notebook_state", {"notebook_path": "nowhere.ipynb"}),
+        ("format_disk", {"notebook_path": path}),
+        ("create_cell", {"notebook_path": path, "source": 42}),
+        ("get_notebook_state", {}),
+    )
+    outside, absolute, missing, unknown, wrong, none = results
+    assert "outside the Jupyter root" in text_of(outside)
+    assert "relative to the Jupyter root" in text_of(absolute)
+    assert "There is no notebook at 'nowhere.ipynb'" in text_of(missing)
+    assert "There is no tool named 'format_disk'" in text_of(unknown)
+    assert "Invalid input for create_cell" in text_of(wrong)
+    assert "notebook_path is required" in text_of(none)
+    for result in results:
+        assert result.is_error and text_of(result).rstrip().endswith((".", ")"))
+    assert not any(c.running for c in extension.runner.chats())  # no session was started
+
+
+async def _chat_of_new(api: Any, path: str) -> str:
+    status, body, _ = await api("chats", method="POST", body={"notebook_path": path})
+    assert status == 201, body
+    return str(body["chat_id"])
