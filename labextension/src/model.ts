@@ -24,7 +24,7 @@ import {
   str
 } from './aaep';
 import { endsSentence } from './speech';
-import { ConnectionState } from './transport';
+import { ConnectionState } from './eventStream';
 
 /** Run status of a chat. */
 export type ChatStatus = 'idle' | 'running' | 'paused';
