@@ -17,6 +17,7 @@ import {
   isAAEPEvent,
   isRecord,
   nowTimestamp,
+  readResponseKinds,
   str
 } from './aaep';
 import { Announcer } from './announcer';
@@ -386,7 +387,15 @@ export class ChatController {
     if (!model || !this._client || !trimmed) {
       return;
     }
-    const steering = model.isRunning;
+    // While the agent waits for the person, a message is not guidance (which would only be
+    // read after the answer): it answers a waiting question, or replaces a waiting approval
+    // with a new request, as over the API. The composer says which (`waitingFor`).
+    const waiting = this.waitingFor();
+    if (waiting?.answersIt) {
+      await this.answer(waiting.item, trimmed);
+      return;
+    }
+    const steering = model.isRunning && waiting === null;
     if (steering && !model.supports.guidance) {
       this._announcer.announce(
         this._trans.__('The agent cannot take guidance while it works. Wait until it finishes, or stop it.')
@@ -428,6 +437,20 @@ export class ChatController {
     } else {
       model.attachSession(itemId, answer.session_id);
     }
+  }
+
+  /**
+   * The newest request waiting for the person, if any: what a typed message
+   * then does (answer a question, or replace an approval).
+   */
+  waitingFor(): { item: TranscriptItem; answersIt: boolean } | null {
+    const pending = this._model?.pending ?? [];
+    const item = pending[pending.length - 1];
+    if (!item) {
+      return null;
+    }
+    // A question that takes free text is answered by the message; anything else is replaced.
+    return { item, answersIt: item.kind === 'clarification' && readResponseKinds(item.event).includes('freetext') };
   }
 
   /**
@@ -882,6 +905,9 @@ export class ChatController {
       // The usage meter and Continue change at a session's end, not with every event.
       void this._refreshChat(model);
     }
+    if (coreName(processed.event.type) === 'state.changed' && str(processed.event, 'from_state') === 'paused') {
+      model.pending.forEach(item => this._scheduleExpiryWarning(item)); // their clocks run again
+    }
     if (coreName(processed.event.type) === 'awaiting.confirmation' || coreName(processed.event.type) === 'awaiting.clarification') {
       const item = model.items.find(i => i.id === `request:${processed.event.event_id}`);
       if (item) {
@@ -900,9 +926,10 @@ export class ChatController {
       return;
     }
     const event: IAAEPEvent = item.event;
+    const deadline = item.deadline;
     const timer = window.setTimeout(() => {
       this._timers.delete(timer);
-      if (item.state === 'pending') {
+      if (item.state === 'pending' && item.deadline === deadline) {
         const fallback = str(event, 'default_decision') ?? str(event, 'default_response');
         this._announcer.announce(
           fallback

@@ -147,6 +147,21 @@ def run_everything(results: list[dict[str, Any]]) -> Turn:
     return _turn(RUN_ALL_ANSWER)
 
 
+CITY_QUESTION = "Which city should the forecast be for?"
+
+
+def city_answer(city: str) -> str:
+    return f"The forecast for {city} is sunny."
+
+
+def ask_city(results: list[dict[str, Any]]) -> Turn:
+    """A question answered in free text (no choices), then an answer that names it."""
+    if not results:
+        return _turn("", ToolUse("ask_user", {"question": CITY_QUESTION}))
+    answered = result_text(results[-1]).removeprefix("The user answered: ").strip()
+    return _turn(city_answer(answered))
+
+
 def hello(results: list[dict[str, Any]]) -> Turn:
     return _turn(CHAT_ANSWER)
 
@@ -220,5 +235,6 @@ SCENARIOS: dict[str, Scenario] = {
     "every cell": run_everything,
     "steer test": steer,
     "steering": steered,
+    "forecast": ask_city,
     "hello": hello,
 }

@@ -17,6 +17,7 @@ import { Composer } from '../components/Composer';
 import { useSignals } from '../components/hooks';
 import { RunControls } from '../components/RunControls';
 import { Transcript } from '../components/Transcript';
+import { CommandIDs } from '../commands';
 import { ChatController } from '../controller';
 import { FigureDescriber } from '../figures';
 import { IMentionSource } from '../mentions';
@@ -99,12 +100,12 @@ function AgentView(props: IAgentViewProps): JSX.Element {
   useSignals(controller.changed, model?.changed, commands.keyBindingChanged);
   const error = controller.error;
   const shortcuts = {
-    approve: shortcutLabel(commands, 'jupyter-aaep:approve'),
-    reject: shortcutLabel(commands, 'jupyter-aaep:reject'),
-    approveAria: ariaShortcut(commands, 'jupyter-aaep:approve'),
-    rejectAria: ariaShortcut(commands, 'jupyter-aaep:reject')
+    approve: shortcutLabel(commands, CommandIDs.approve),
+    reject: shortcutLabel(commands, CommandIDs.reject),
+    approveAria: ariaShortcut(commands, CommandIDs.approve),
+    rejectAria: ariaShortcut(commands, CommandIDs.reject)
   };
-  const jumpKey = shortcutLabel(commands, 'jupyter-aaep:jump-to-confirmation');
+  const jumpKey = shortcutLabel(commands, CommandIDs.jumpToConfirmation);
   const [chatsOpen, setChatsOpen] = useState(false);
   // The "show chats" command opens the list through the controller.
   useSignals(controller.chatListRequested);
@@ -193,8 +194,8 @@ function AgentView(props: IAgentViewProps): JSX.Element {
               void controller.newChat().then(() => focusSoon('.jp-AAEPComposer-input'));
             }}
             announce={text => controller.announce(text)}
-            listShortcut={ariaShortcut(commands, 'jupyter-aaep:show-chats')}
-            newShortcut={ariaShortcut(commands, 'jupyter-aaep:new-chat')}
+            listShortcut={ariaShortcut(commands, CommandIDs.showChats)}
+            newShortcut={ariaShortcut(commands, CommandIDs.newChat)}
             disabled={!connected}
           />
         )}
@@ -224,7 +225,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             <button
               type="button"
               className="jp-Button jp-mod-styled jp-AAEPPanel-pendingBanner"
-              aria-keyshortcuts={ariaShortcut(commands, 'jupyter-aaep:jump-to-confirmation')}
+              aria-keyshortcuts={ariaShortcut(commands, CommandIDs.jumpToConfirmation)}
               onClick={jumpToRequest}
             >
               {trans._n(
@@ -248,14 +249,14 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             status={model.status}
             approvalMode={model.approvalMode}
             supports={model.supports}
-            stopShortcut={ariaShortcut(commands, 'jupyter-aaep:stop')}
+            stopShortcut={ariaShortcut(commands, CommandIDs.stop)}
             canUndo={model.canRevert}
             undoing={model.reverting}
             undoError={model.revertError}
-            undoShortcut={ariaShortcut(commands, 'jupyter-aaep:undo-changes')}
-            pauseShortcut={ariaShortcut(commands, 'jupyter-aaep:toggle-pause')}
+            undoShortcut={ariaShortcut(commands, CommandIDs.undoChanges)}
+            pauseShortcut={ariaShortcut(commands, CommandIDs.togglePause)}
             canContinue={model.canContinue}
-            continueShortcut={ariaShortcut(commands, 'jupyter-aaep:continue')}
+            continueShortcut={ariaShortcut(commands, CommandIDs.continueChat)}
             onContinue={() => {
               // The button goes away: the focus moves to the message box (now the steer box).
               void controller.continueChat();
@@ -280,6 +281,10 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             running={model.isRunning}
             acceptsGuidance={model.supports.guidance}
             paused={model.status === 'paused'}
+            waiting={(() => {
+              const waiting = controller.waitingFor();
+              return waiting?.answersIt ? 'question' : waiting ? 'approval' : null;
+            })()}
             disabled={!connected}
             mentions={props.mentions}
             onSend={(text, context) => controller.sendText(text, context)}
