@@ -104,6 +104,18 @@ export class FigureDescriber {
   }
 
   /** The description shown in the panel, or null. */
+  /** Whether the active cell shows a figure (the panel offers "Describe this figure" only then). */
+  get figureAvailable(): boolean {
+    return this._figureAvailable;
+  }
+
+  set figureAvailable(value: boolean) {
+    if (value !== this._figureAvailable) {
+      this._figureAvailable = value;
+      this._changed.emit();
+    }
+  }
+
   get current(): IFigureDescription | null {
     return this._current;
   }
@@ -270,6 +282,7 @@ export class FigureDescriber {
   private _announcer: Announcer;
   private _trans: TranslationBundle;
   private _model: ChatModel | null = null;
+  private _figureAvailable = false;
   private _current: IFigureDescription | null = null;
   private _changed = new Signal<this, void>(this);
   private _savedAlt = new Signal<this, IFigureTarget>(this);

@@ -9,7 +9,7 @@
  * event arrives.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import React, { useRef, useState } from 'react';
+import React, { useLayoutEffect, useRef, useState } from 'react';
 
 import { JSONRecord } from '../aaep';
 import { IMentionSource } from '../mentions';
@@ -54,6 +54,17 @@ export function Composer(props: IComposerProps): JSX.Element {
   const blocked = disabled || (running && !acceptsGuidance && waiting === null);
   const canSend = !blocked && !busy && text.trim().length > 0;
   const inputRef = useRef<HTMLTextAreaElement>(null);
+  // The hint is the box's description, heard on entering it: once per hint (a new one, e.g.
+  // "answers the question", is heard again), not every time the focus comes back.
+  const [heardHint, setHeardHint] = useState<string | null>(null);
+  // One line that grows with what is typed (up to the CSS max-height, then it scrolls).
+  useLayoutEffect(() => {
+    const box = inputRef.current;
+    if (box) {
+      box.style.height = 'auto';
+      box.style.height = `${box.scrollHeight + 2}px`;
+    }
+  }, [text]);
   const mentions = useMentions({
     source: props.mentions,
     trans,
@@ -125,13 +136,14 @@ export function Composer(props: IComposerProps): JSX.Element {
       <textarea
         id={inputId}
         className="jp-AAEPComposer-input jp-mod-styled"
-        rows={3}
+        rows={1}
         value={text}
         readOnly={blocked}
         aria-disabled={blocked}
-        aria-describedby={hintId}
+        aria-describedby={heardHint === hint ? undefined : hintId}
         ref={inputRef}
         {...mentions.inputProps}
+        onBlur={() => setHeardHint(hint)}
         onChange={e => {
           setText(e.target.value);
           mentions.changed(e.target.value, e.target.selectionStart ?? e.target.value.length);
