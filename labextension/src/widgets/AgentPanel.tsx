@@ -8,7 +8,7 @@ import { CommandRegistry } from '@lumino/commands';
 import { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
 import { Panel } from '@lumino/widgets';
-import React, { useState } from 'react';
+import React, { useLayoutEffect, useRef, useState } from 'react';
 
 import { ChatList } from '../components/ChatList';
 import { FigureDescription } from '../components/FigureDescription';
@@ -127,6 +127,21 @@ function AgentView(props: IAgentViewProps): JSX.Element {
   const pending = model ? model.pending : [];
   const connected = !!model && model.connection === 'open';
 
+  // The controls below the transcript scroll when the panel is short (the transcript keeps
+  // its share): the message box, at their end, is kept in view unless the focus is up there.
+  const footer = useRef<HTMLDivElement>(null);
+  useLayoutEffect(() => {
+    const node = footer.current;
+    const frame = requestAnimationFrame(() => {
+      const box = node?.querySelector<HTMLElement>('.jp-AAEPComposer-input');
+      if (node && box && !node.contains(document.activeElement)) {
+        // The box's bottom at the bottom of the scrolled area (the footer is its offsetParent).
+        node.scrollTop = Math.max(0, box.offsetTop + box.offsetHeight + 4 - node.clientHeight);
+      }
+    });
+    return () => cancelAnimationFrame(frame);
+  });
+
   const jumpToRequest = () => {
     const first = pending[0];
     if (!first) {
@@ -135,12 +150,17 @@ function AgentView(props: IAgentViewProps): JSX.Element {
     const card = document.querySelector<HTMLElement>(
       `.jp-AAEPPanel [data-request-id="${CSS.escape(first.id)}"]`
     );
-    card?.scrollIntoView({ block: 'nearest' });
-    card?.focus();
+    if (!card) {
+      return;
+    }
+    // As the command does: the card's start, then enough for its answer buttons.
+    card.focus({ preventScroll: true });
+    card.scrollIntoView({ block: 'start' });
+    card.querySelector<HTMLElement>('.jp-AAEPCard-actions')?.scrollIntoView({ block: 'nearest' });
   };
 
   return (
-    <div className="jp-AAEPPanel-body">
+    <div className={`jp-AAEPPanel-body${pending.length > 0 ? ' jp-mod-waiting' : ''}`}>
       <div className="jp-AAEPPanel-header">
         <h2 className="jp-AAEPPanel-title">{trans.__('AI agent')}</h2>
         <div className="jp-AAEPPanel-status">
@@ -244,6 +264,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             onReply={(item: TranscriptItem, decision) => void controller.reply(item, decision)}
             onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
           />
+          <div className="jp-AAEPPanel-footer" ref={footer}>
           <RunControls
             trans={trans}
             status={model.status}
@@ -289,6 +310,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             mentions={props.mentions}
             onSend={(text, context) => controller.sendText(text, context)}
           />
+          </div>
         </>
       )}
     </div>
