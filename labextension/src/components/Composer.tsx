@@ -54,9 +54,6 @@ export function Composer(props: IComposerProps): JSX.Element {
   const blocked = disabled || (running && !acceptsGuidance && waiting === null);
   const canSend = !blocked && !busy && text.trim().length > 0;
   const inputRef = useRef<HTMLTextAreaElement>(null);
-  // The hint is the box's description, heard on entering it: once per hint (a new one, e.g.
-  // "answers the question", is heard again), not every time the focus comes back.
-  const [heardHint, setHeardHint] = useState<string | null>(null);
   // One line that grows with what is typed (up to the CSS max-height, then it scrolls).
   useLayoutEffect(() => {
     const box = inputRef.current;
@@ -140,10 +137,9 @@ export function Composer(props: IComposerProps): JSX.Element {
         value={text}
         readOnly={blocked}
         aria-disabled={blocked}
-        aria-describedby={heardHint === hint ? undefined : hintId}
+        aria-describedby={hintId}
         ref={inputRef}
         {...mentions.inputProps}
-        onBlur={() => setHeardHint(hint)}
         onChange={e => {
           setText(e.target.value);
           mentions.changed(e.target.value, e.target.selectionStart ?? e.target.value.length);
