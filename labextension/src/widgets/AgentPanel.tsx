@@ -128,13 +128,16 @@ function AgentView(props: IAgentViewProps): JSX.Element {
   const connected = !!model && model.connection === 'open';
 
   // The controls below the transcript scroll when the panel is short (the transcript keeps
-  // its share): the message box, at their end, is kept in view unless the focus is up there.
+  // its share): the message box, at their end, is kept in view unless the focus is on
+  // another of those controls.
   const footer = useRef<HTMLDivElement>(null);
   useLayoutEffect(() => {
     const node = footer.current;
     const frame = requestAnimationFrame(() => {
       const box = node?.querySelector<HTMLElement>('.jp-AAEPComposer-input');
-      if (node && box && !node.contains(document.activeElement)) {
+      const active = document.activeElement;
+      // Unless the person is on another control down there (Undo, the approval mode…).
+      if (node && box && (active === box || !node.contains(active))) {
         // The box's bottom at the bottom of the scrolled area (the footer is its offsetParent).
         node.scrollTop = Math.max(0, box.offsetTop + box.offsetHeight + 4 - node.clientHeight);
       }
