@@ -419,16 +419,24 @@ export class ChatController {
       }
       return;
     }
-    const answer = await this._request({
-      kind: 'user_input',
-      text: trimmed,
-      ...(context?.length ? { context } : {})
-    });
-    if (!answer) {
-      if (this._model === model) {
-        model.markUnsent(itemId); // refused (e.g. the agent is still busy): it never started
+    let answer: IAnswers['user_input'] | null = null;
+    try {
+      answer = await this._client!.request({
+        kind: 'user_input',
+        text: trimmed,
+        ...(context?.length ? { context } : {})
+      });
+    } catch (error) {
+      const mine = model.items.find(i => i.id === itemId);
+      if (this._model === model && !(mine?.kind === 'user' && mine.sessionId)) {
+        // Refused (e.g. the agent is still busy): it never started. (An answer lost on the
+        // way while its session started, seen by session.started, is no failure.)
+        model.markUnsent(itemId);
+        this._failed(model, error);
       }
-    } else if (answer.as_guidance) {
+      return;
+    }
+    if (answer.as_guidance) {
       // The agent was already working: the server took the message as guidance.
       model.attachGuidance(itemId, answer.guidance_id, answer.session_id);
       this._announcer.announce(
