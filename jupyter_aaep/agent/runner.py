@@ -488,11 +488,10 @@ class ChatRunner:
             self.persistence.snapshots_dropped(chat, undone)
         summary = undo_summary(chat.notebook_path, removed=report.removed, added=report.added,
                                restored=report.restored, kept=report.kept)
-        notice = {"kind": "notebook.reverted", "chat_id": chat.chat_id, "session_id": target, "summary": summary,
-                  "removed": report.removed, "added": report.added, "restored": report.restored,
-                  "kept": list(report.kept)}
-        chat.emitter.publish(notice)
-        return notice
+        # The answer to the request, not a notice on the AAEP stream (which carries AAEP events only).
+        return {"kind": "notebook.reverted", "chat_id": chat.chat_id, "session_id": target, "summary": summary,
+                "removed": report.removed, "added": report.added, "restored": report.restored,
+                "kept": list(report.kept)}
 
     async def stop(self, chat_id: str, *, cancelled_by: str = "user", reason: str = "stopped_by_user") -> bool:
         """Stop the running session, if any; returns whether one was stopped."""

@@ -23,6 +23,7 @@ from ..errors import AAEPError
 from .base import AAEPHandler
 from .http_errors import http_error
 from .long_runs import how_far_along
+from .messages import take_request_id
 from .request_context import kernel_variables
 from .service import AAEPService
 
@@ -82,15 +83,20 @@ class StepsHandler(AAEPHandler):
 
 class MessagesHandler(AAEPHandler):
     """``POST /aaep/v1/chats/{chat_id}/messages``, ``POST /aaep/v1/replies`` and its alias
-    ``POST /aaep/v1/messages`` (AAEP subscriber tools post replies to ``{endpoint}/messages``)."""
+    ``POST /aaep/v1/messages`` (AAEP subscriber tools post replies to ``{endpoint}/messages``).
+    The answer has the shape :mod:`.messages` describes, the same as on the WebSocket."""
 
     @web.authenticated
     @authorized("execute")  # type: ignore[untyped-decorator]
     async def post(self, chat_id: str | None = None) -> None:
         try:
-            response = await self.service.handle(self.body_json(), chat_id=chat_id)
+            body = self.body_json()
+            request_id = take_request_id(body)  # echoed, as on the socket (HTTP itself pairs them)
+            response = await self.service.handle(body, chat_id=chat_id)
         except AAEPError as error:
             raise http_error(error) from error
+        if request_id is not None and response.body is not None:
+            response.body["request_id"] = request_id
         self.respond(response)
 
 

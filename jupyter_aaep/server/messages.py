@@ -10,6 +10,14 @@ reaches the recursive parser), and no lone UTF-16 surrogate (``"\\ud800"``) in a
 or field name. Surrogates are refused rather than repaired: the client sent text that is not
 Unicode, and only it knows what it meant. Each kind's own fields are checked next, against
 its spec in :mod:`.validation`.
+
+One answer shape, whatever the transport: a message of one of our own :data:`KINDS` is
+answered by a JSON object whose ``kind`` is ``"<kind>.accepted"`` (:func:`accepted`), or by an
+error carrying a sentence (``{"message": …}`` over HTTP, ``{"kind": "error", "status", "message"}``
+on the socket). A message may carry a ``request_id`` (:func:`take_request_id`), which its answer
+echoes, so a client matches answers to requests without guessing. AAEP replies are answered
+204 without a body, as the protocol asks; on the socket they get an answer only when they carry
+a ``request_id`` (``{"kind": "confirmation.reply.accepted", …}``: received, not "applied").
 """
 
 from __future__ import annotations
@@ -33,6 +41,9 @@ CONTROL_ACTIONS = ("stop", "pause", "resume", "continue", "revert")
 
 MAX_DEPTH = 32
 """Deepest nesting of lists and objects accepted; our messages need 4, extensions a few more."""
+
+MAX_REQUEST_ID = 128
+"""Longest ``request_id`` echoed back; a client's own counter or UUID fits many times over."""
 
 EXAMPLE = '{"kind": "user_input", "text": "Plot column A"}'
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
@@ -142,4 +153,21 @@ def text_field(message: dict[str, Any], name: str, *, what: str) -> str:
     if not isinstance(value, str):
         shown = "missing" if value is None else f"a {type(value).__name__}"
         raise RequestError(400, f"{what} needs {name!r} as a string; it is {shown}.")
+    return value
+
+
+def accepted(kind: str) -> str:
+    """The ``kind`` of the answer to a message of *kind* (``control`` → ``control.accepted``)."""
+    return f"{kind}.accepted"
+
+
+def take_request_id(message: dict[str, Any]) -> str | None:
+    """Remove and return the message's ``request_id`` (the client's name for this request,
+    echoed in its answer); ``RequestError`` when it is not a short string."""
+    if "request_id" not in message:
+        return None
+    value = message.pop("request_id")
+    if not isinstance(value, str) or not value or len(value) > MAX_REQUEST_ID or not value.isprintable():
+        raise RequestError(400, f"request_id must be a non-empty printable string of at most {MAX_REQUEST_ID} "
+                                "characters (a counter or a UUID); it comes back in the answer.")
     return value

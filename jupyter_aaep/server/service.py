@@ -3,8 +3,8 @@
 Handlers stay thin (parse, one call here, JSON out); the rules of the HTTP contract live
 here, next to each other, so they read as one document:
 
-- ``user_input`` → 202 with the session id (the runner's acknowledgement reaches every
-  stream before ``session.started``); a busy chat → 409;
+- our own kinds are answered ``{"kind": "<kind>.accepted", …}`` (:func:`.messages.accepted`);
+- ``user_input`` → 202 with the session id; a busy chat → 409;
 - replies → always 204, even when ignored: a sender is never told why (§6.3.4), but the
   server log says why (with the reply token shortened). On a chat's own endpoint a reply
   without ``subscription_id`` (aaep-listen sends such replies) is attributed to that chat's
@@ -35,8 +35,10 @@ from ..agent.store import StoredChat
 from ..errors import InvalidInput, RequestError
 from .messages import (
     CONTROL_ACTIONS,
+    KINDS,
     REPLY_TYPES,
     Response,
+    accepted,
     classify,
     only_fields,
     text_field,
@@ -230,19 +232,8 @@ class AAEPService:
         if origin is not None:
             origin.touch()
         self.hub.touch_subscription(message.get("subscription_id"))
-        if kind == "user_input":
-            return await self._user_input(message, self._need_chat(chat_id, kind))
-        if kind == "model":
-            return await self._model(message, self._need_chat(chat_id, kind))
-        if kind == "figure_alt_text":
-            chat = self._chat(self._need_chat(chat_id, kind))
-            return Response(200, await save_alt_text(self.runner, chat, message))
-        if kind == "guidance":
-            return self._guidance(message, self._need_chat(chat_id, kind))
-        if kind == "control":
-            return await self._control(message, self._need_chat(chat_id, kind))
-        if kind == "approval_mode":
-            return self._approval_mode(message, self._need_chat(chat_id, kind))
+        if kind in KINDS:
+            return _accepted(kind, await self._handle_kind(kind, message, self._need_chat(chat_id, kind)))
         if kind in ("confirmation.reply", "clarification.reply"):
             return self._reply(message, chat_id)
         if kind == "subscription.request":
@@ -250,6 +241,20 @@ class AAEPService:
         if kind == "subscription.renegotiate":
             return self._renegotiate(message)
         return self._close(message)
+
+    async def _handle_kind(self, kind: str, message: dict[str, Any], chat_id: str) -> Response:
+        """One of our own kinds, sent to a chat."""
+        if kind == "user_input":
+            return await self._user_input(message, chat_id)
+        if kind == "model":
+            return await self._model(message, chat_id)
+        if kind == "figure_alt_text":
+            return Response(200, await save_alt_text(self.runner, self._chat(chat_id), message))
+        if kind == "guidance":
+            return self._guidance(message, chat_id)
+        if kind == "control":
+            return await self._control(message, chat_id)
+        return self._approval_mode(message, chat_id)
 
     def _need_chat(self, chat_id: str | None, kind: str) -> str:
         if chat_id is None:
@@ -291,16 +296,18 @@ class AAEPService:
             raise RequestError(400, f"Unknown control action {action!r}; use {{\"kind\": \"control\", \"action\": \"stop\"}}.")
         if action == "revert":
             only_fields(message, {"kind", "action", "session_id"}, what="control")
-            return Response(200, await self.runner.revert(chat_id, message.get("session_id")))
+            report = await self.runner.revert(chat_id, message.get("session_id"))
+            return Response(200, {**report, "action": "revert"})
         only_fields(message, {"kind", "action"}, what="control")
         if action == "pause":
             return Response(200, {"kind": "control.accepted", "action": "pause", "paused": self.runner.pause(chat_id)})
         if action == "resume":
             return Response(200, {"kind": "control.accepted", "action": "resume", "resumed": self.runner.resume(chat_id)})
         if action == "continue":
-            return Response(202, {"chat_id": chat_id, "session_id": self.runner.continue_chat(chat_id)})
+            return Response(202, {"action": "continue", "chat_id": chat_id,
+                                  "session_id": self.runner.continue_chat(chat_id)})
         stopped = await self.runner.stop(chat_id)
-        return Response(202, {"chat_id": chat_id, "stopped": stopped})
+        return Response(202, {"action": "stop", "chat_id": chat_id, "stopped": stopped})
 
     def _approval_mode(self, message: dict[str, Any], chat_id: str) -> Response:
         only_fields(message, {"kind", "mode"}, what="approval_mode")
@@ -389,6 +396,12 @@ class AAEPService:
             raise RequestError(400, "subscription.close needs the subscription_id (sub_…) of the subscription to end.")
         self.hub.end_subscription(message["subscription_id"])
         return Response(204)
+
+
+def _accepted(kind: str, response: Response) -> Response:
+    """*response* with the one answer shape: ``kind`` says which message it answers."""
+    body = {key: value for key, value in (response.body or {}).items() if key != "kind"}
+    return Response(response.status, {"kind": accepted(kind), **body}, response.headers)
 
 
 __all__ = ["AAEPService", "RequestError", "Response"]

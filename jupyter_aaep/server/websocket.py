@@ -4,9 +4,12 @@ The subprotocol ``aaep.v1`` is selected when the client offers it; clients that 
 are accepted too (the conformance suite's WebSocket client offers none). One JSON message per
 text frame, in both directions: the server sends what an SSE stream would carry, the client
 sends what it would POST to ``/messages``. A ``subscription.request`` is answered in the next
-frame. A bad frame gets ``{"kind": "error", "status": …, "message": …}`` and the socket stays
-open; answers to ``user_input`` (with its ``session_id``), ``control`` and ``approval_mode`` come
-back as ``{"kind": "response", "to": <kind>, "status": …, …}``, before any event of a new session.
+frame. Every other message is answered in one frame of the shape :mod:`.messages` describes:
+``{"kind": "<kind>.accepted", "status": …, …}`` (``status`` is what the POST would have
+answered), or ``{"kind": "error", "status": …, "message": …}``; a frame's ``request_id`` comes
+back in its answer. The answer to a ``user_input`` is sent before any event of its session.
+AAEP replies are answered only when they carry a ``request_id`` (the protocol answers them
+without a body). A bad frame never closes the socket.
 
 Close codes: 4000 the producer ended it (shutdown, or the client's stream limit), 4001 a
 handshake was rejected, 4005 the subscriber sent ``subscription.close``.
@@ -37,7 +40,15 @@ from ..aaep.wire import dumps
 from ..errors import AAEPError
 from .base import AUTH_RESOURCE
 from .http_errors import http_error, http_status
-from .messages import MAX_MESSAGE_BYTES, classify, parse_json
+from .messages import (
+    KINDS,
+    MAX_MESSAGE_BYTES,
+    REPLY_TYPES,
+    accepted,
+    classify,
+    parse_json,
+    take_request_id,
+)
 from .service import AAEPService
 from .streams import Stream, client_key
 
@@ -117,11 +128,16 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
             code, reason = self._end or (4000, "subscription ended")
             self.close(code, reason)
 
-    def _error(self, status: int, message: str) -> None:
+    def _send(self, frame: dict[str, Any], request_id: str | None) -> None:
+        if request_id is not None:
+            frame["request_id"] = request_id
         try:
-            self.write_message(dumps({"kind": "error", "status": status, "message": message}))
+            self.write_message(dumps(frame))
         except WebSocketClosedError:
             pass
+
+    def _error(self, status: int, message: str, request_id: str | None = None) -> None:
+        self._send({"kind": "error", "status": status, "message": message}, request_id)
 
     async def on_message(self, message: str | bytes) -> None:
         """Answer one frame; nothing in it can close the socket (see the module docstring)."""
@@ -141,25 +157,27 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
         if len(message) > MAX_MESSAGE_BYTES:
             self._error(413, f"The frame is larger than {MAX_MESSAGE_BYTES} bytes (1 MiB).")
             return
+        request_id: str | None = None
         try:
             body = parse_json(message)
+            request_id = take_request_id(body)
             kind = classify(body)
             response = await self.service.handle(body, chat_id=self.chat_id, origin=self.aaep_stream)
         except AAEPError as error:
-            self._error(http_status(error), error.message)
+            self._error(http_status(error), error.message, request_id)
             return
         if kind == "subscription.request" and response.status == 400 and response.body is not None:
             # malformed: the current subscription goes on, as after any other bad frame
-            self._error(400, str(response.body.get("message") or "The subscription.request is malformed."))
+            self._error(400, str(response.body.get("message") or "The subscription.request is malformed."), request_id)
         elif kind == "subscription.request" and self.aaep_stream is not None and (
             response.body is not None and response.body.get("type") == "subscription.rejected"
         ):
             self._ending(4001, "subscription rejected")
             self.service.hub.close_stream(self.aaep_stream)  # the rejection is still sent first
-        elif kind in ("user_input", "guidance", "control", "approval_mode") and response.body is not None:
-            # The frame's own kind wins over a body's (control.accepted, guidance.accepted): the
-            # body's kind is what POST answers; on the socket "to" says what is answered.
-            self.write_message(dumps({**response.body, "kind": "response", "to": kind, "status": response.status}))
+        elif kind in KINDS:
+            self._send({**(response.body or {}), "status": response.status}, request_id)
+        elif kind in REPLY_TYPES and request_id is not None:
+            self._send({"kind": accepted(kind), "status": response.status}, request_id)
 
     def on_close(self) -> None:
         if self.aaep_stream is not None:

@@ -1,10 +1,9 @@
 /**
  * Wires one chat together: finds or creates the chat of the active notebook
- * over HTTP, replays its transcript into a {@link ChatModel}, opens the
- * {@link ChatTransport} and turns user actions into AAEP messages.
- *
- * Transport-agnostic: it only calls `transport.send` and listens to
- * `transport.message`.
+ * (through `chatClient`'s endpoints), replays its transcript into a
+ * {@link ChatModel}, opens its {@link EventStream} and turns user actions
+ * into messages sent with {@link ChatClient.request}, each awaiting its own
+ * answer.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { ISignal, Signal } from '@lumino/signaling';
@@ -18,10 +17,20 @@ import {
   isAAEPEvent,
   isRecord,
   nowTimestamp,
+  readResponseKinds,
   str
 } from './aaep';
 import { Announcer } from './announcer';
-import { AAEPRequestError, requestAPI } from './handler';
+import {
+  AAEPRequestError,
+  ChatClient,
+  ChatMessage,
+  IAnswers,
+  IChatInfo,
+  createChat,
+  getChat,
+  listChats
+} from './chatClient';
 import {
   ApprovalMode,
   ChatModel,
@@ -37,7 +46,7 @@ import {
   totalTokens
 } from './model';
 import { IAAEPSettings } from './tokens';
-import { ChatTransport } from './transport';
+import { EventStream } from './eventStream';
 
 /** A problem that keeps the panel from showing a chat. */
 export interface IPanelError {
@@ -48,33 +57,6 @@ export interface IPanelError {
 
 /** Polite warning this long before a request expires (ms). */
 const EXPIRY_WARNING_MS = 15000;
-
-/** What the server answers for a chat (`GET aaep/v1/chats/{id}`). */
-interface IChatInfo {
-  chat_id?: string;
-  notebook_path?: string;
-  status?: string;
-  /** The newest session of the chat, if any. */
-  session_id?: string | null;
-  approval_mode?: string;
-  /** Which controls the server accepts (`stop`, `pause`, `guidance`, `approval_mode`, `revert`). */
-  supports?: unknown;
-  /** The chat's AAEP events so far, oldest first. */
-  transcript?: unknown[];
-  /** The `awaiting.*` events still waiting for an answer. */
-  pending_requests?: unknown[];
-  /** The first request, clipped by the server. */
-  title?: string;
-  created?: string;
-  updated?: string;
-  paused?: boolean;
-  /** Whether an interrupted request can be continued (`control` `continue`). */
-  can_continue?: boolean;
-  /** Token usage and estimated cost (see `readUsage`). */
-  usage?: unknown;
-  /** Guidance the user sent, with its session and time. */
-  guidance?: unknown;
-}
 
 /** One of the notebook's chats, as the chat list shows it. */
 export interface IChatSummary {
@@ -218,7 +200,7 @@ export class ChatController {
     }
     let info: IChatInfo;
     try {
-      info = await requestAPI<IChatInfo>(['chats'], { method: 'POST', body: this._newChatBody(path) });
+      info = await createChat(this._newChatBody(path));
     } catch (error) {
       const text = this._trans.__('Could not start a new chat: %1', this._describe(error).message);
       this._model?.addNotice('error', text);
@@ -249,7 +231,7 @@ export class ChatController {
     if (before) {
       query.before = before;
     }
-    const answer = await requestAPI<{ chats?: IChatInfo[]; next?: unknown }>(['chats'], {}, query);
+    const answer = await listChats(query);
     const chats = (answer?.chats ?? [])
       .filter(c => !c.notebook_path || c.notebook_path === path)
       .map(summarise)
@@ -402,10 +384,18 @@ export class ChatController {
   async sendText(text: string, context?: JSONRecord[]): Promise<void> {
     const model = this._model;
     const trimmed = text.trim();
-    if (!model || !this._transport || !trimmed) {
+    if (!model || !this._client || !trimmed) {
       return;
     }
-    const steering = model.isRunning;
+    // While the agent waits for the person, a message is not guidance (which would only be
+    // read after the answer): it answers a waiting question, or replaces a waiting approval
+    // with a new request, as over the API. The composer says which (`waitingFor`).
+    const waiting = this.waitingFor();
+    if (waiting?.answersIt) {
+      await this.answer(waiting.item, trimmed);
+      return;
+    }
+    const steering = model.isRunning && waiting === null;
     if (steering && !model.supports.guidance) {
       this._announcer.announce(
         this._trans.__('The agent cannot take guidance while it works. Wait until it finishes, or stop it.')
@@ -414,24 +404,61 @@ export class ChatController {
     }
     const itemId = model.addUserMessage(trimmed, steering);
     // Context picked with @ goes on user_input (the server makes it guidance while the agent works).
-    const message: JSONRecord =
-      steering && !context?.length
-        ? { kind: 'guidance', text: trimmed }
-        : { kind: 'user_input', text: trimmed, ...(context?.length ? { context } : {}) };
-    this._pendingInput = steering ? null : itemId;
-    this._pendingGuidance = steering ? itemId : null;
     const paused = model.status === 'paused';
-    const ok = await this._send(message);
-    if (ok && steering) {
-      this._announcer.announce(
-        paused
-          ? this._trans.__('Guidance sent; it applies when you resume.')
-          : this._trans.__('Guidance sent; it applies at the next step.')
-      );
-    } else if (!ok && steering) {
-      model.markUnsent(itemId);
-      this._pendingGuidance = null;
+    if (steering && !context?.length) {
+      const answer = await this._request({ kind: 'guidance', text: trimmed });
+      if (answer) {
+        model.attachGuidance(itemId, answer.guidance_id, answer.session_id ?? undefined);
+        this._announcer.announce(
+          paused
+            ? this._trans.__('Guidance sent; it applies when you resume.')
+            : this._trans.__('Guidance sent; it applies at the next step.')
+        );
+      } else if (this._model === model) {
+        model.markUnsent(itemId);
+      }
+      return;
     }
+    let answer: IAnswers['user_input'] | null = null;
+    try {
+      answer = await this._client!.request({
+        kind: 'user_input',
+        text: trimmed,
+        ...(context?.length ? { context } : {})
+      });
+    } catch (error) {
+      const mine = model.items.find(i => i.id === itemId);
+      if (this._model === model && !(mine?.kind === 'user' && mine.sessionId)) {
+        // Refused (e.g. the agent is still busy): it never started. (An answer lost on the
+        // way while its session started, seen by session.started, is no failure.)
+        model.markUnsent(itemId);
+        this._failed(model, error);
+      }
+      return;
+    }
+    if (answer.as_guidance) {
+      // The agent was already working: the server took the message as guidance.
+      model.attachGuidance(itemId, answer.guidance_id, answer.session_id);
+      this._announcer.announce(
+        this._trans.__('The agent is already working: your message was sent as guidance; it applies at the next step.')
+      );
+    } else {
+      model.attachSession(itemId, answer.session_id);
+    }
+  }
+
+  /**
+   * The newest request waiting for the person, if any: what a typed message
+   * then does (answer a question, or replace an approval).
+   */
+  waitingFor(): { item: TranscriptItem; answersIt: boolean } | null {
+    const pending = this._model?.pending ?? [];
+    const item = pending[pending.length - 1];
+    if (!item) {
+      return null;
+    }
+    // A question that takes free text is answered by the message; anything else is replaced.
+    return { item, answersIt: item.kind === 'clarification' && readResponseKinds(item.event).includes('freetext') };
   }
 
   /**
@@ -446,11 +473,15 @@ export class ChatController {
     if (!model || !this._subscriptionGranted || !model.subscriptionId) {
       return;
     }
-    await this._send({
-      type: 'subscription.renegotiate',
-      subscription_id: model.subscriptionId,
-      capabilities
-    });
+    try {
+      await this._stream?.sendSubscription({
+        type: 'subscription.renegotiate',
+        subscription_id: model.subscriptionId,
+        capabilities
+      });
+    } catch (error) {
+      this._failed(model, error);
+    }
   }
 
   /** Answer a confirmation card. */
@@ -461,7 +492,7 @@ export class ChatController {
     }
     const decidedAt = nowTimestamp();
     model.setRequestState(item.id, 'sending');
-    const ok = await this._send({
+    const ok = await this._replied({
       type: 'confirmation.reply',
       reply_token: item.event.reply_token,
       decision,
@@ -482,7 +513,7 @@ export class ChatController {
     }
     const decidedAt = nowTimestamp();
     model.setRequestState(item.id, 'sending');
-    const ok = await this._send({
+    const ok = await this._replied({
       type: 'clarification.reply',
       reply_token: item.event.reply_token,
       response,
@@ -516,8 +547,12 @@ export class ChatController {
       this._announcer.announce(this._trans.__('This server cannot %1 the agent.', action));
       return;
     }
-    const ok = await this._send({ kind: 'control', action });
-    if (ok && action === 'pause') {
+    const answer = await this._request({ kind: 'control', action });
+    if (answer && (answer.stopped === false || answer.paused === false || answer.resumed === false)) {
+      // Nothing was running (or paused) any more: it changed while the request travelled.
+      void this._resync(model);
+    }
+    if (answer && action === 'pause') {
       // What the agent did is said when its state changes ("Paused…",
       // "Resumed.", "You stopped the agent."), right away for a stop or a
       // resume; a pause waits for a safe point, so it is confirmed now.
@@ -554,8 +589,8 @@ export class ChatController {
       return;
     }
     model.clearContinue();
-    const ok = await this._send({ kind: 'control', action: 'continue' });
-    if (ok) {
+    const answer = await this._request({ kind: 'control', action: 'continue' });
+    if (answer) {
       this._announcer.announce(this._trans.__('Continuing where the agent stopped.'));
     } else if (this._model === model) {
       // Refused (409 with its reason, already shown): the server says whether it still can.
@@ -565,14 +600,13 @@ export class ChatController {
 
   /**
    * Undo the agent's changes to the notebook: the server puts its cells back
-   * as they were before the latest request of this chat. The outcome comes
-   * back as a `notebook.reverted` notice (the answer, and on every stream);
-   * a refusal is shown next to the Undo button and said at once.
+   * as they were before the latest request of this chat. Its answer says
+   * what was undone; a refusal is shown next to the Undo button and said at once.
    */
   async revert(): Promise<void> {
     const model = this._model;
-    const transport = this._transport;
-    if (!model || !transport || !model.canRevert) {
+    const client = this._client;
+    if (!model || !client || !model.canRevert) {
       const trans = this._trans;
       this._announcer.announce(
         !model
@@ -590,11 +624,18 @@ export class ChatController {
     model.revertError = null;
     model.reverting = true;
     try {
-      await transport.send({ kind: 'control', action: 'revert' });
+      const answer = await client.request({ kind: 'control', action: 'revert' });
+      if (this._model === model && answer.summary && answer.session_id) {
+        if (model.applyRevert({ sessionId: answer.session_id, summary: answer.summary })) {
+          this._announcer.announce(answer.summary);
+        }
+      }
     } catch (error) {
       if (this._model === model) {
         this._revertFailed(model, this._describe(error).message);
       }
+    } finally {
+      model.reverting = false;
     }
   }
 
@@ -609,8 +650,8 @@ export class ChatController {
     }
     const previous = model.approvalMode;
     model.approvalMode = mode;
-    const ok = await this._send({ kind: 'approval_mode', mode });
-    if (!ok) {
+    const answer = await this._request({ kind: 'approval_mode', mode });
+    if (!answer) {
       model.approvalMode = previous;
     }
   }
@@ -623,28 +664,25 @@ export class ChatController {
   }
 
   private async _findOrCreateChat(path: string): Promise<IChatInfo> {
-    const list = await requestAPI<{ chats?: IChatInfo[] }>(['chats'], {}, { notebook_path: path });
+    const list = await listChats({ notebook_path: path });
     let chat = (list?.chats ?? []).find(c => c.notebook_path === path && c.chat_id);
     if (!chat) {
-      chat = await requestAPI<IChatInfo>(['chats'], {
-        method: 'POST',
-        body: this._newChatBody(path)
-      });
+      chat = await createChat(this._newChatBody(path));
     }
     if (!chat?.chat_id) {
       throw new AAEPRequestError(500, this._trans.__('The server did not return a chat id.'), false);
     }
-    const details = await requestAPI<IChatInfo>(['chats', chat.chat_id]);
+    const details = await getChat(chat.chat_id);
     return { ...chat, ...(isRecord(details) ? details : {}) };
   }
 
   /** A new chat starts in the approval mode of the settings. */
-  private _newChatBody(path: string): Record<string, string> {
+  private _newChatBody(path: string): { notebook_path: string; approval_mode: string } {
     return { notebook_path: path, approval_mode: this._settings().approvalMode };
   }
 
   private async _chatDetails(chatId: string): Promise<IChatInfo> {
-    const details = await requestAPI<IChatInfo>(['chats', chatId]);
+    const details = await getChat(chatId);
     if (!isRecord(details)) {
       throw new AAEPRequestError(500, this._trans.__('The server did not describe the chat.'), false);
     }
@@ -666,7 +704,7 @@ export class ChatController {
   /** Read the chat again for what changes at a session's end (usage, Continue). */
   private async _refreshChat(model: ChatModel): Promise<void> {
     try {
-      const info = await requestAPI<IChatInfo>(['chats', model.chatId]);
+      const info = await getChat(model.chatId);
       if (this._model === model && isRecord(info)) {
         this._applyInfo(model, info);
       }
@@ -689,22 +727,25 @@ export class ChatController {
     model.eventProcessed.connect(this._onEvent, this);
     this._model = model;
     this._subscriptionGranted = false;
-    const transport = new ChatTransport({
+    const stream = new EventStream({
       chatId: model.chatId,
       handshake: () => this._handshake()
     });
-    transport.message.connect(this._onMessage, this);
-    transport.stateChanged.connect((_, state) => {
+    const client = new ChatClient(model.chatId, stream);
+    stream.message.connect(this._onMessage, this);
+    stream.answer.connect((_, frame) => client.settle(frame), this);
+    stream.stateChanged.connect((_, state) => {
       model.connection = state;
       if (state !== 'open') {
         this._subscriptionGranted = false;
-        // An answer on the lost socket will not come; the user may try again.
-        model.reverting = false;
+        // Answers on the lost socket will not come: their requests fail, the user may try again.
+        client.connectionLost();
       }
     }, this);
-    transport.reconnected.connect(() => void this._resync(model), this);
-    this._transport = transport;
-    transport.connect();
+    stream.reconnected.connect(() => void this._resync(model), this);
+    this._stream = stream;
+    this._client = client;
+    stream.connect();
     // A chat keeps its own approval mode: the settings' one when it was created
     // (`_newChatBody`), or what the user chose for it since.
     this._modelChanged.emit(model);
@@ -745,7 +786,7 @@ export class ChatController {
   private async _resync(model: ChatModel): Promise<void> {
     let info: IChatInfo;
     try {
-      info = await requestAPI<IChatInfo>(['chats', model.chatId]);
+      info = await getChat(model.chatId);
     } catch {
       return; // The connection is back, the next resync will try again.
     }
@@ -809,15 +850,11 @@ export class ChatController {
   }
 
   /**
-   * Everything that is not an AAEP event: handshake answers, the
-   * acknowledgement of a request, answers to controls and errors.
-   *
-   * Over the WebSocket the server answers `control` and `approval_mode` with
-   * `{kind: "response", to, status, …}` and a bad message with
-   * `{kind: "error", status, message}`; over POST the transport turns the
-   * JSON answer into `{kind: "<kind>.accepted", …}`.
+   * What the stream carries besides answers to requests: AAEP events,
+   * subscription messages, stream notes and errors of frames sent without a
+   * `request_id` (the handshake).
    */
-  private _onMessage(_: ChatTransport, message: JSONRecord): void {
+  private _onMessage(_: EventStream, message: JSONRecord): void {
     const model = this._model;
     if (!model) {
       return;
@@ -827,14 +864,11 @@ export class ChatController {
       return;
     }
     const type = str(message, 'type');
-    let kind = str(message, 'kind');
-    if (kind === 'response' && str(message, 'to')) {
-      kind = `${str(message, 'to')}.accepted`;
-    }
+    const kind = str(message, 'kind');
     if (type === 'subscription.accepted') {
       model.subscriptionId = str(message, 'subscription_id') ?? null;
       this._subscriptionGranted = model.subscriptionId !== null;
-      this._transport?.setSubscriptionId(model.subscriptionId);
+      this._stream?.setSubscriptionId(model.subscriptionId);
     } else if (type === 'subscription.rejected') {
       this._subscriptionGranted = false;
       const text = this._trans.__(
@@ -845,65 +879,16 @@ export class ChatController {
       this._announcer.announce(text, 'assertive');
     } else if (type === 'subscription.close') {
       // The producer ends the subscription (e.g. the server shuts down); the
-      // transport reconnects when it comes back.
+      // stream reconnects when it comes back.
       this._subscriptionGranted = false;
       const reason = str(message, 'reason_message');
       if (reason) {
         model.addNotice('info', this._trans.__('The agent closed the connection: %1', reason));
       }
-    } else if (kind === 'user_input.accepted' && message.as_guidance === true) {
-      // The agent was already working: the server took the message as guidance.
-      if (this._pendingInput) {
-        model.attachGuidance(this._pendingInput, str(message, 'guidance_id'), str(message, 'session_id'));
-        this._pendingInput = null;
-        this._announcer.announce(
-          this._trans.__('The agent is already working: your message was sent as guidance; it applies at the next step.')
-        );
-      }
-    } else if (kind === 'guidance.accepted') {
-      if (this._pendingGuidance) {
-        model.attachGuidance(this._pendingGuidance, str(message, 'guidance_id'), str(message, 'session_id'));
-        this._pendingGuidance = null;
-      }
-    } else if (kind === 'user_input.accepted' && str(message, 'session_id')) {
-      // The answer to our own request: the POST's JSON body, or over the
-      // WebSocket `{kind: "response", to: "user_input", session_id, …}`. Older
-      // servers also put a `user_input.accepted` notice on the stream; it is
-      // taken the same way, but nothing depends on it (see `_onEvent`).
-      this._acceptInput(model, str(message, 'session_id')!);
-    } else if (kind === 'approval_mode.accepted') {
-      const mode = str(message, 'approval_mode') ?? str(message, 'mode');
-      if (isApprovalMode(mode)) {
-        model.approvalMode = mode;
-      }
-    } else if (kind === 'control.accepted') {
-      if (message.stopped === false || message.paused === false || message.resumed === false) {
-        // Nothing was running (or paused) any more: it changed while the request travelled.
-        void this._resync(model);
-      }
-    } else if (kind === 'notebook.reverted') {
-      // Over WebSocket the answer is `{kind: "response", to: "control", …}`
-      // whose body's own kind wins; the stream notice has the same shape.
-      const summary = str(message, 'summary');
-      const sessionId = str(message, 'session_id');
-      if (summary && sessionId && model.applyRevert({ sessionId, summary })) {
-        this._announcer.announce(summary);
-      }
     } else if (kind === 'replay.unavailable') {
       void this._resync(model);
-    } else if ((kind === 'error' || type === 'error') && model.reverting) {
-      // The socket answers in order: this is the refusal of the undo.
-      this._revertFailed(
-        model,
-        str(message, 'message') ?? this._trans.__('The agent could not undo its changes.')
-      );
     } else if (kind === 'error' || type === 'error') {
       const text = str(message, 'message') ?? this._trans.__('The agent could not handle a message.');
-      if (this._pendingInput) {
-        // The request was refused (e.g. the agent is still busy): it never started.
-        model.markUnsent(this._pendingInput);
-        this._pendingInput = null;
-      }
       model.addNotice('error', text);
       this._announcer.announce(text, 'assertive');
     }
@@ -928,31 +913,14 @@ export class ChatController {
       // The usage meter and Continue change at a session's end, not with every event.
       void this._refreshChat(model);
     }
-    if (this._pendingInput && coreName(processed.event.type) === 'session.started') {
-      // The model matched the session to our message by its text: the request
-      // was accepted even if no acknowledgement arrived (or it comes later).
-      const mine = model.items.find(i => i.id === this._pendingInput);
-      if (mine?.kind === 'user' && mine.sessionId === processed.event.session_id) {
-        this._pendingInput = null;
-      }
+    if (coreName(processed.event.type) === 'state.changed' && str(processed.event, 'from_state') === 'paused') {
+      model.pending.forEach(item => this._scheduleExpiryWarning(item)); // their clocks run again
     }
     if (coreName(processed.event.type) === 'awaiting.confirmation' || coreName(processed.event.type) === 'awaiting.clarification') {
       const item = model.items.find(i => i.id === `request:${processed.event.event_id}`);
       if (item) {
         this._scheduleExpiryWarning(item);
       }
-    }
-  }
-
-  /**
-   * The server accepted a request and started `sessionId` for it: attach the
-   * session to the message still waiting for an answer, if any. A late or
-   * repeated acknowledgement (the message was matched already) changes nothing.
-   */
-  private _acceptInput(model: ChatModel, sessionId: string): void {
-    if (this._pendingInput) {
-      model.attachSession(this._pendingInput, sessionId);
-      this._pendingInput = null;
     }
   }
 
@@ -966,9 +934,10 @@ export class ChatController {
       return;
     }
     const event: IAAEPEvent = item.event;
+    const deadline = item.deadline;
     const timer = window.setTimeout(() => {
       this._timers.delete(timer);
-      if (item.state === 'pending') {
+      if (item.state === 'pending' && item.deadline === deadline) {
         const fallback = str(event, 'default_decision') ?? str(event, 'default_response');
         this._announcer.announce(
           fallback
@@ -992,28 +961,60 @@ export class ChatController {
     return model.subscriptionId;
   }
 
-  /** Send a message; show and announce a failure. Returns success. */
-  private async _send(message: JSONRecord): Promise<boolean> {
+  /**
+   * Send a message to the open chat and return its answer; a refusal is
+   * shown and said, and gives `null`.
+   */
+  private async _request<K extends keyof IAnswers>(message: ChatMessage<K>): Promise<IAnswers[K] | null> {
     const model = this._model;
-    const transport = this._transport;
-    if (!model || !transport) {
+    const client = this._client;
+    if (!model || !client) {
+      return null;
+    }
+    try {
+      return await client.request(message);
+    } catch (error) {
+      this._failed(model, error);
+      return null;
+    }
+  }
+
+  /** Send a reply; whether it was delivered (the protocol says nothing more). */
+  private async _replied(
+    message: ChatMessage<'confirmation.reply'> | ChatMessage<'clarification.reply'>
+  ): Promise<boolean> {
+    const model = this._model;
+    const client = this._client;
+    if (!model || !client) {
       return false;
     }
     try {
-      await transport.send(message);
+      await client.request(message);
       return true;
     } catch (error) {
-      const { message: text } = this._describe(error);
-      if (this._model === model) {
-        if (message.kind === 'user_input' && this._pendingInput) {
-          model.markUnsent(this._pendingInput);
-          this._pendingInput = null;
-        }
-        model.addNotice('error', text);
-        this._announcer.announce(text, 'assertive');
-      }
+      this._failed(model, error);
       return false;
     }
+  }
+
+  /** Show and say why a message failed. */
+  private _failed(model: ChatModel, error: unknown): void {
+    if (this._model === model) {
+      const { message: text } = this._describe(error);
+      model.addNotice('error', text);
+      this._announcer.announce(text, 'assertive');
+    }
+  }
+
+  /**
+   * Send any message of the open chat (the figure describer, the model
+   * picker): resolves with its answer, throws the server's sentence.
+   */
+  request<K extends keyof IAnswers>(message: ChatMessage<K>): Promise<IAnswers[K]> {
+    if (!this._client) {
+      return Promise.reject(new AAEPRequestError(0, this._trans.__('No chat is open.'), false));
+    }
+    return this._client.request(message);
   }
 
   /** Show why an undo failed next to its button, and say it at once. */
@@ -1043,29 +1044,27 @@ export class ChatController {
       window.clearTimeout(timer);
     }
     this._timers.clear();
-    this._transport?.dispose();
-    this._transport = null;
+    this._client?.dispose();
+    this._client = null;
+    this._stream?.dispose();
+    this._stream = null;
     if (this._model) {
       this._model.dispose();
       this._model = null;
       this._modelChanged.emit(null);
     }
-    this._pendingInput = null;
-    this._pendingGuidance = null;
   }
 
   private _announcer: Announcer;
   private _trans: TranslationBundle;
   private _settings: () => IAAEPSettings;
   private _model: ChatModel | null = null;
-  private _transport: ChatTransport | null = null;
+  private _stream: EventStream | null = null;
+  private _client: ChatClient | null = null;
   private _path: string | null = null;
   private _loading = false;
   private _error: IPanelError | null = null;
   private _generation = 0;
-  private _pendingInput: string | null = null;
-  /** The transcript item of guidance waiting for the server's answer. */
-  private _pendingGuidance: string | null = null;
   /** Whether the producer accepted our handshake on the current connection. */
   private _subscriptionGranted = false;
   private _timers = new Set<number>();

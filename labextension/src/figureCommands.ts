@@ -139,6 +139,21 @@ export function registerFigureCommands(options: {
     }
   });
 
+  // Whether the active cell shows a figure, kept current as cells change and run.
+  let watched: CodeCell | null = null;
+  const updateAvailable = () => {
+    describer.figureAvailable = typeof target(null) !== 'string';
+  };
+  const watchActiveCell = () => {
+    watched?.model.outputs.changed.disconnect(updateAvailable);
+    const cell = tracker.currentWidget?.content.activeCell;
+    watched = isCodeCell(cell) ? cell : null;
+    watched?.model.outputs.changed.connect(updateAvailable);
+    updateAvailable();
+  };
+  tracker.activeCellChanged.connect(watchActiveCell);
+  tracker.currentChanged.connect(watchActiveCell);
+
   app.contextMenu.addItem({ command: DESCRIBE_FIGURE, selector: '.jp-Notebook .jp-CodeCell', rank: 30 });
 
   // The open notebook's figures get their alt attribute: now, when a notebook

@@ -13,7 +13,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 import { IAAEPEvent, coreName, str } from './aaep';
 import { Announcer } from './announcer';
 import { ChatController } from './controller';
-import { AAEPRequestError, requestAPI } from './handler';
+import { AAEPRequestError } from './chatClient';
 import { ChatModel, IProcessedEvent } from './model';
 
 /** Output mime types that are figures (as the server counts them). */
@@ -104,6 +104,18 @@ export class FigureDescriber {
   }
 
   /** The description shown in the panel, or null. */
+  /** Whether the active cell shows a figure (the panel offers "Describe this figure" only then). */
+  get figureAvailable(): boolean {
+    return this._figureAvailable;
+  }
+
+  set figureAvailable(value: boolean) {
+    if (value !== this._figureAvailable) {
+      this._figureAvailable = value;
+      this._changed.emit();
+    }
+  }
+
   get current(): IFigureDescription | null {
     return this._current;
   }
@@ -128,13 +140,10 @@ export class FigureDescriber {
     const request = trans.__('Describe the figure in cell %1.', target.cellNumber);
     this._set({ target, status: 'asking', text: '', message: '', sessionId: null, request });
     try {
-      const answer = await requestAPI<{ session_id?: string }>(['chats', model.chatId, 'messages'], {
-        method: 'POST',
-        body: {
-          kind: 'user_input',
-          text: request,
-          describe_figure: { cell_id: target.cellId, output_index: target.outputIndex }
-        }
+      const answer = await this._controller.request({
+        kind: 'user_input',
+        text: request,
+        describe_figure: { cell_id: target.cellId, output_index: target.outputIndex }
       });
       const current = this._current;
       if (current && current.request === request && !current.sessionId && answer?.session_id) {
@@ -171,18 +180,12 @@ export class FigureDescriber {
     }
     this._set({ ...current, status: 'saving', message: '' });
     try {
-      const answer = await requestAPI<{ message?: string; output_index?: number }>(
-        ['chats', model.chatId, 'messages'],
-        {
-          method: 'POST',
-          body: {
-            kind: 'figure_alt_text',
-            cell_id: current.target.cellId,
-            output_index: current.target.outputIndex,
-            alt_text: text
-          }
-        }
-      );
+      const answer = await this._controller.request({
+        kind: 'figure_alt_text',
+        cell_id: current.target.cellId,
+        output_index: current.target.outputIndex,
+        alt_text: text
+      });
       const said =
         answer?.message ?? trans.__('Saved as the alt text of the figure in cell %1.', current.target.cellNumber);
       this._set({
@@ -279,6 +282,7 @@ export class FigureDescriber {
   private _announcer: Announcer;
   private _trans: TranslationBundle;
   private _model: ChatModel | null = null;
+  private _figureAvailable = false;
   private _current: IFigureDescription | null = null;
   private _changed = new Signal<this, void>(this);
   private _savedAlt = new Signal<this, IFigureTarget>(this);

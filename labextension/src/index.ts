@@ -13,36 +13,14 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { Announcer } from './announcer';
-import { DESCRIBE_FIGURE, SAVE_FIGURE_ALT, registerFigureCommands } from './figureCommands';
+import { CommandIDs, registerCommands } from './commands';
 import { FigureDescriber } from './figures';
 import { ModelChooser } from './modelChoice';
 import { NotebookMentions } from './mentions';
 import { ChatController } from './controller';
-import { Verbosity } from './aaep';
 import { readSettings } from './settings';
-import { shortcutLabel } from './shortcuts';
 import { DEFAULT_SETTINGS, IAAEPPanel, IAAEPSettings, PLUGIN_ID } from './tokens';
 import { AgentPanel } from './widgets/AgentPanel';
-
-/** Command ids (`jupyter-aaep:verb-noun`). */
-namespace CommandIDs {
-  export const openPanel = 'jupyter-aaep:open-panel';
-  export const focusInput = 'jupyter-aaep:focus-input';
-  export const jumpToConfirmation = 'jupyter-aaep:jump-to-confirmation';
-  export const approve = 'jupyter-aaep:approve';
-  export const reject = 'jupyter-aaep:reject';
-  export const stop = 'jupyter-aaep:stop';
-  export const undoChanges = 'jupyter-aaep:undo-changes';
-  export const togglePause = 'jupyter-aaep:toggle-pause';
-  export const continueChat = 'jupyter-aaep:continue';
-  export const showChats = 'jupyter-aaep:show-chats';
-  export const newChat = 'jupyter-aaep:new-chat';
-  export const sayUsage = 'jupyter-aaep:say-usage';
-  export const hearLastOutput = 'jupyter-aaep:hear-last-output';
-  export const setVerbosity = 'jupyter-aaep:set-verbosity';
-}
-
-const VERBOSITIES: Verbosity[] = ['terse', 'normal', 'detailed'];
 
 /**
  * Activate the agent panel: announcer, controller, side panel, commands and
@@ -103,228 +81,28 @@ async function activate(
   panel.visibilityChanged.connect(follow);
   void app.restored.then(follow);
 
-  const pendingConfirmation = () =>
-    controller.model?.pending.find(item => item.kind === 'confirmation') ?? null;
-  const showPanel = () => {
-    app.shell.activateById(panel.id);
-  };
-  const afterRender = (fn: () => void) => requestAnimationFrame(() => requestAnimationFrame(fn));
-  /**
-   * Focus `selector` in the panel once it is rendered. Activating the panel
-   * may move the focus a moment later, so it is checked again for a while.
-   */
-  const focusWhenReady = (selector: string, tries = 20, placed = false) => {
-    const target = panel.node.querySelector<HTMLElement>(selector);
-    const active = document.activeElement;
-    // Once placed, the focus is only put back if activation took it to nowhere
-    // (the page or the panel itself), never if the user moved on (a palette).
-    const lost =
-      !active ||
-      active === document.body ||
-      (panel.node.contains(active) && !['TEXTAREA', 'BUTTON', 'SELECT', 'INPUT'].includes(active.tagName));
-    if (target && active !== target && (!placed || lost)) {
-      target.focus();
-    }
-    const done = placed || (!!target && document.activeElement === target);
-    if (tries > 0) {
-      window.setTimeout(
-        () => focusWhenReady(selector, done ? Math.min(tries - 1, 4) : tries - 1, done),
-        50
-      );
-    }
-  };
-
-  /** Resolve once the chat of the followed notebook is loaded (or failed), within a few seconds. */
-  const chatSettled = async (): Promise<void> => {
-    for (let i = 0; i < 100 && (controller.loading || (controller.notebookPath !== null && !controller.model && !controller.error)); i++) {
-      await new Promise(resolve => window.setTimeout(resolve, 50));
-    }
-  };
-  const requestKey = () => shortcutLabel(app.commands, CommandIDs.jumpToConfirmation);
-  app.commands.addCommand(CommandIDs.openPanel, {
-    label: trans.__('Open the AI Agent Panel'),
-    caption: trans.__('Show the AI agent side panel, put the focus in its message box and say where you are'),
-    execute: async () => {
-      showPanel();
-      follow();
-      // Opening the panel takes you there: the focus goes to the message box
-      // and you hear which notebook's chat it is and what is in it.
-      afterRender(() => focusWhenReady('.jp-AAEPComposer-input'));
-      await chatSettled();
-      announcer.announce(controller.whereYouAre(requestKey()));
-    }
-  });
-  app.commands.addCommand(CommandIDs.focusInput, {
-    label: trans.__('Focus the AI Agent Message Box'),
-    execute: () => {
-      showPanel();
-      if (controller.notebookPath === null) {
-        announcer.announce(trans.__('Open a notebook first: the agent chats about the active notebook.'));
-        return;
-      }
-      afterRender(() =>
-        panel.node.querySelector<HTMLTextAreaElement>('.jp-AAEPComposer-input')?.focus()
-      );
-    }
-  });
-  app.commands.addCommand(CommandIDs.jumpToConfirmation, {
-    label: trans.__('Go to the Pending Agent Request'),
-    caption: trans.__('Move focus to the oldest approval or question waiting for you'),
-    // Always enabled: with nothing pending it says so instead of doing nothing.
-    execute: () => {
-      const first = controller.model?.pending[0];
-      if (!first) {
-        announcer.announce(trans.__('Nothing is waiting for you.'));
-        return;
-      }
-      showPanel();
-      afterRender(() => {
-        const card = panel.node.querySelector<HTMLElement>(
-          `[data-request-id="${CSS.escape(first.id)}"]`
-        );
-        card?.scrollIntoView({ block: 'nearest' });
-        card?.focus();
-      });
-    }
-  });
-  // Answering removes the card's buttons: focus inside the card stays on it.
-  const keepFocusInCard = (id: string) => {
-    const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(id)}"]`);
-    if (card && card !== document.activeElement && card.contains(document.activeElement)) {
-      card.focus();
-    }
-  };
-  app.commands.addCommand(CommandIDs.approve, {
-    label: trans.__('Approve the Pending Agent Action'),
-    execute: () => {
-      const item = pendingConfirmation();
-      if (!item) {
-        announcer.announce(trans.__('Nothing is waiting for your approval.'));
-        return;
-      }
-      keepFocusInCard(item.id);
-      return controller.reply(item, 'accept');
-    }
-  });
-  app.commands.addCommand(CommandIDs.reject, {
-    label: trans.__('Reject the Pending Agent Action'),
-    execute: () => {
-      const item = pendingConfirmation();
-      if (!item) {
-        announcer.announce(trans.__('Nothing is waiting for your approval, so there is nothing to reject.'));
-        return;
-      }
-      keepFocusInCard(item.id);
-      return controller.reply(item, 'reject');
-    }
-  });
-  app.commands.addCommand(CommandIDs.stop, {
-    label: trans.__('Stop the AI Agent'),
-    // Says "Nothing is running…" when there is nothing to stop.
-    execute: () => controller.control('stop')
-  });
-  app.commands.addCommand(CommandIDs.undoChanges, {
-    label: trans.__("Undo the AI Agent's Last Changes"),
-    caption: trans.__(
-      "Put the notebook's cells back as they were before the agent's latest request"
-    ),
-    isVisible: () => controller.model?.supports.revert ?? true,
-    // The focus stays where it is: the outcome is announced and shown in the panel.
-    execute: () => controller.revert()
-  });
-  app.commands.addCommand(CommandIDs.togglePause, {
-    label: () =>
-      controller.model?.status === 'paused'
-        ? trans.__('Resume the AI Agent')
-        : trans.__('Pause the AI Agent'),
-    caption: trans.__(
-      'Pause the agent at its next safe point, or resume it where it stopped. Guidance can still be sent while it is paused.'
-    ),
-    isVisible: () => controller.model?.supports.pause ?? true,
-    // The focus stays where it is; the change is announced.
-    execute: () => controller.togglePause()
-  });
-  app.commands.addCommand(CommandIDs.continueChat, {
-    label: trans.__('Continue the Interrupted Agent Request'),
-    caption: trans.__('Start a new session that picks up where the agent stopped (after a restart or an error)'),
-    isVisible: () => controller.model?.supports.continue ?? true,
-    execute: () => controller.continueChat()
-  });
-  app.commands.addCommand(CommandIDs.showChats, {
-    label: trans.__("Show the Notebook's Agent Chats"),
-    caption: trans.__('List the earlier chats of this notebook, to switch to one'),
-    execute: () => {
-      showPanel();
-      if (controller.model === null) {
-        announcer.announce(trans.__('Open a notebook first: each notebook has its own chats.'));
-        return;
-      }
-      controller.requestChatList();
-      // Focus the chat shown now in the list, or the first one, once it has loaded.
-      let tries = 0;
-      const focusList = () => {
-        const list = panel.node.querySelector('.jp-AAEPChats-list');
-        const target =
-          list?.querySelector<HTMLElement>('.jp-AAEPChats-item[aria-current="true"]') ??
-          list?.querySelector<HTMLElement>('.jp-AAEPChats-item');
-        if (target) {
-          target.focus();
-        } else if (++tries < 60) {
-          window.setTimeout(focusList, 50);
-        } else {
-          panel.node.querySelector<HTMLElement>('.jp-AAEPChats-toggle')?.focus();
-        }
-      };
-      afterRender(focusList);
-    }
-  });
-  app.commands.addCommand(CommandIDs.newChat, {
-    label: trans.__('Start a New Agent Chat'),
-    caption: trans.__('Start an empty chat for this notebook; earlier chats stay in the chat list'),
-    execute: async () => {
-      showPanel();
-      if (controller.notebookPath === null || controller.model === null) {
-        announcer.announce(
-          controller.notebookPath === null
-            ? trans.__('Open a notebook first: each notebook has its own chats.')
-            : trans.__('The chat is still loading; try again in a moment.')
-        );
-        return;
-      }
-      await controller.newChat();
-      afterRender(() => focusWhenReady('.jp-AAEPComposer-input'));
-    }
-  });
-  app.commands.addCommand(CommandIDs.hearLastOutput, {
-    label: trans.__('Hear the Last Output'),
-    caption: trans.__('Say the whole output of the last cell the agent ran in this chat'),
-    execute: () => controller.speakLastOutput()
-  });
-  app.commands.addCommand(CommandIDs.sayUsage, {
-    label: trans.__('Say the Token Usage'),
-    caption: trans.__("Announce this chat's token usage and estimated cost"),
-    execute: () => controller.speakUsage()
-  });
-  registerFigureCommands({
+  let loaded: ISettingRegistry.ISettings | null = null;
+  registerCommands({
     app,
     tracker,
+    panel,
+    controller,
     describer,
     announcer,
     trans,
-    showPanel: async () => {
-      showPanel();
-      follow();
-      await chatSettled();
-    },
-    focusInPanel: selector => afterRender(() => focusWhenReady(selector))
+    palette,
+    follow,
+    verbosity: {
+      get: () => settings.verbosity,
+      set: async verbosity => {
+        if (loaded) {
+          await loaded.set('verbosity', verbosity);
+        } else {
+          applySettings({ ...settings, verbosity });
+        }
+      }
+    }
   });
-  // Verbosity: a setting, and commands to change it quickly from the keyboard.
-  let loaded: ISettingRegistry.ISettings | null = null;
-  const verbosityLabels: Record<Verbosity, string> = {
-    terse: trans.__('Agent Announcements: Terse'),
-    normal: trans.__('Agent Announcements: Normal'),
-    detailed: trans.__('Agent Announcements: Detailed')
-  };
   const applySettings = (next: IAAEPSettings) => {
     const previous = settings;
     settings = next;
@@ -342,52 +120,6 @@ async function activate(
     }
     app.commands.notifyCommandChanged(CommandIDs.setVerbosity);
   };
-  app.commands.addCommand(CommandIDs.setVerbosity, {
-    label: args =>
-      verbosityLabels[args.verbosity as Verbosity] ?? trans.__('Set the Agent Announcement Verbosity'),
-    caption: trans.__(
-      'How much the screen reader announcements say: terse, normal or detailed.'
-    ),
-    isToggled: args => settings.verbosity === args.verbosity,
-    execute: async args => {
-      const verbosity = args.verbosity as Verbosity;
-      if (!VERBOSITIES.includes(verbosity)) {
-        return;
-      }
-      if (loaded) {
-        await loaded.set('verbosity', verbosity);
-      } else {
-        applySettings({ ...settings, verbosity });
-      }
-      announcer.announce(verbosityLabels[verbosity]);
-    }
-  });
-
-  if (palette) {
-    const category = trans.__('AI Agent');
-    for (const command of Object.values(CommandIDs)) {
-      if (command === CommandIDs.setVerbosity) {
-        for (const verbosity of VERBOSITIES) {
-          palette.addItem({ command, category, args: { verbosity } });
-        }
-      } else {
-        palette.addItem({ command, category });
-      }
-    }
-  }
-  palette?.addItem({ command: DESCRIBE_FIGURE, category: trans.__('AI Agent') });
-  palette?.addItem({ command: SAVE_FIGURE_ALT, category: trans.__('AI Agent') });
-  // Keep enabled states in step with the chat.
-  controller.changed.connect(() => app.commands.notifyCommandChanged());
-  controller.modelChanged.connect((_, model) => {
-    model?.changed.connect(() => app.commands.notifyCommandChanged());
-  });
-  // Requests say which key jumps to them (users may rebind it).
-  const updateShortcut = () =>
-    announcer.setRequestShortcut(shortcutLabel(app.commands, CommandIDs.jumpToConfirmation));
-  updateShortcut();
-  app.commands.keyBindingChanged.connect(updateShortcut);
-
   if (settingRegistry) {
     try {
       loaded = await settingRegistry.load(PLUGIN_ID);

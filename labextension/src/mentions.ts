@@ -13,7 +13,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { JSONRecord } from './aaep';
 import { Announcer } from './announcer';
 import { ChatController } from './controller';
-import { requestAPI } from './handler';
+import { listVariables } from './chatClient';
 
 /** One thing `@` can attach. */
 export interface IMention {
@@ -115,9 +115,7 @@ export class NotebookMentions implements IMentionSource {
       return [];
     }
     try {
-      const answer = await requestAPI<{ variables?: { name: string; type: string; summary: string }[]; note?: string }>(
-        ['chats', model.chatId, 'variables']
-      );
+      const answer = await listVariables(model.chatId);
       if (answer.note) {
         this._note = answer.note;
       }

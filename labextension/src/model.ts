@@ -24,7 +24,7 @@ import {
   str
 } from './aaep';
 import { endsSentence } from './speech';
-import { ConnectionState } from './transport';
+import { ConnectionState } from './eventStream';
 
 /** Run status of a chat. */
 export type ChatStatus = 'idle' | 'running' | 'paused';
@@ -60,8 +60,10 @@ export interface IRequestItem {
   id: string;
   /** The `awaiting.*` event, kept whole (its reply token is echoed exactly). */
   event: IAAEPEvent;
-  /** Epoch ms when the request falls back to its default, if known. */
+  /** Epoch ms when the request falls back to its default, if known (`null` while paused). */
   deadline: number | null;
+  /** While the session is paused, the ms its clock had left (the server stops it too). */
+  pausedRemaining?: number;
   state: RequestState;
   /** How it ended, in words, when known. */
   outcome?: string;
@@ -824,7 +826,14 @@ export class ChatModel {
         const from = str(event, 'from_state');
         const to = str(event, 'to_state');
         this._agentState = to ?? this._agentState;
-        if (from === 'awaiting_input' && to !== 'awaiting_input') {
+        // A pause while a request waits keeps it open (it can still be answered; the
+        // server acts on the answer at the resume): only leaving for work resolves it.
+        if (to === 'paused') {
+          this._holdRequests(sid, true);
+        } else if (from === 'paused') {
+          this._holdRequests(sid, false);
+        }
+        if (from === 'awaiting_input' && to !== 'awaiting_input' && to !== 'paused') {
           this._resolveRequests(sid, 'resolved', summary || undefined);
         }
         if (to === 'paused') {
@@ -912,6 +921,24 @@ export class ChatModel {
   }
 
   /** Resolve the pending requests of a session (someone answered, or it ended). */
+  /** Stop (`hold`) or restart the clocks of a session's open requests, as the server does. */
+  private _holdRequests(sid: string, hold: boolean): void {
+    const now = Date.now();
+    for (const item of this._items) {
+      if ((item.kind === 'confirmation' || item.kind === 'clarification') && item.event.session_id === sid) {
+        if (hold && item.deadline !== null) {
+          item.pausedRemaining = Math.max(0, item.deadline - now);
+          item.deadline = null;
+          this._touch(item);
+        } else if (!hold && item.pausedRemaining !== undefined) {
+          item.deadline = now + item.pausedRemaining;
+          item.pausedRemaining = undefined;
+          this._touch(item);
+        }
+      }
+    }
+  }
+
   private _resolveRequests(sid: string, state: RequestState, outcome?: string): void {
     for (const item of this._items) {
       if (

@@ -10,7 +10,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { Announcer } from './announcer';
 import { ChatController } from './controller';
-import { AAEPRequestError, requestAPI } from './handler';
+import { AAEPRequestError, getChat, listModels } from './chatClient';
 import { ChatModel } from './model';
 
 /** Milliseconds the picker must rest on a model before it is sent. */
@@ -20,13 +20,6 @@ const SETTLE_MS = 500;
 export interface IModelOption {
   id: string;
   label: string;
-}
-
-interface IModelsAnswer {
-  default?: string;
-  source?: string;
-  note?: string | null;
-  models?: IModelOption[];
 }
 
 /** Keeps the list of models and the current chat's choice. */
@@ -85,7 +78,7 @@ export class ModelChooser {
     }
     this._loading = true;
     try {
-      const answer = await requestAPI<IModelsAnswer>(['models']);
+      const answer = await listModels();
       this._models = (answer.models ?? []).filter(m => typeof m?.id === 'string');
       this._default = answer.default ?? null;
       this._source = answer.source ?? 'configured';
@@ -132,10 +125,7 @@ export class ModelChooser {
     this._busy = true;
     this._changed.emit();
     try {
-      const answer = await requestAPI<{ label?: string; message?: string }>(['chats', chatId, 'messages'], {
-        method: 'POST',
-        body: { kind: 'model', model: id }
-      });
+      const answer = await this._controller.request({ kind: 'model', model: id });
       this._confirmed = null;
       this._announcer.announce(this._trans.__('The next request uses %1.', answer?.label ?? this.label(id)));
     } catch (error) {
@@ -159,7 +149,7 @@ export class ModelChooser {
       return;
     }
     const chatId = model.chatId;
-    void requestAPI<{ model?: string }>(['chats', chatId])
+    void getChat(chatId)
       .then(info => {
         if (this._controller.model?.chatId === chatId) {
           this._current = info?.model ?? this._default;

@@ -79,3 +79,26 @@ test('an automatically approved request is never pending', () => {
   }));
   assert.equal(model.pending.length, 1, 'one the user must answer is pending');
 });
+
+test('a pause while a request waits keeps it open, its clock held; leaving for work resolves it', () => {
+  const model = new ChatModel('c', 'a.ipynb');
+  model.ingest(event('session.started', 's9', { request_text: 'go' }));
+  model.ingest(event('awaiting.confirmation', 's9', {
+    reply_token: 'rpl_x', action_summary: 'Run cell 2', risk_level: 'medium', timeout_seconds: 120,
+    timestamp: new Date().toISOString(),
+    default_decision: 'reject', summary_normal: 'Approve running cell 2?'
+  }));
+  model.ingest(event('state.changed', 's9', { from_state: 'thinking', to_state: 'awaiting_input' }));
+  const [request] = model.pending;
+  assert.ok(request && request.deadline !== null);
+  model.ingest(event('state.changed', 's9', { from_state: 'awaiting_input', to_state: 'paused' }));
+  assert.equal(model.pending.length, 1, 'still answerable while paused');
+  assert.equal(model.status, 'paused');
+  assert.equal(request.deadline, null, 'no countdown while paused');
+  assert.ok(request.pausedRemaining > 100000);
+  model.ingest(event('state.changed', 's9', { from_state: 'paused', to_state: 'awaiting_input' }));
+  assert.equal(model.pending.length, 1);
+  assert.ok(request.deadline > Date.now() + 100000, 'the clock runs again with what it had left');
+  model.ingest(event('state.changed', 's9', { from_state: 'awaiting_input', to_state: 'calling_tool' }));
+  assert.equal(model.pending.length, 0);
+});

@@ -147,6 +147,39 @@ def run_everything(results: list[dict[str, Any]]) -> Turn:
     return _turn(RUN_ALL_ANSWER)
 
 
+LONG_CELL_CODE = "\n".join(
+    ["# Summarise the temperatures, one statistic per line"]
+    + [f"stat_{i:02d} = sorted(celsius)[{i} % len(celsius)]  # the {i}. value in ascending order" for i in range(1, 17)]
+    + ["print(stat_01, stat_16)"]
+)
+"""An 18-line cell, the size the layout tests put up for approval."""
+
+
+def long_cell(results: list[dict[str, Any]]) -> Turn:
+    """Create an 18-line cell and ask to run it (the test leaves the approval waiting)."""
+    if not results:
+        return _turn("", ToolUse("create_cell", {"source": LONG_CELL_CODE, "cell_type": "code"}))
+    created = re.search(r"Created code cell \d+ \(id ([^)]+)\)", result_text(results[-1]))
+    if created:
+        return _turn("", ToolUse("run_cell", {"cell_id": created.group(1)}))
+    return _turn("Done with the summary.")
+
+
+CITY_QUESTION = "Which city should the forecast be for?"
+
+
+def city_answer(city: str) -> str:
+    return f"The forecast for {city} is sunny."
+
+
+def ask_city(results: list[dict[str, Any]]) -> Turn:
+    """A question answered in free text (no choices), then an answer that names it."""
+    if not results:
+        return _turn("", ToolUse("ask_user", {"question": CITY_QUESTION}))
+    answered = result_text(results[-1]).removeprefix("The user answered: ").strip()
+    return _turn(city_answer(answered))
+
+
 def hello(results: list[dict[str, Any]]) -> Turn:
     return _turn(CHAT_ANSWER)
 
@@ -220,5 +253,7 @@ SCENARIOS: dict[str, Scenario] = {
     "every cell": run_everything,
     "steer test": steer,
     "steering": steered,
+    "forecast": ask_city,
+    "eighteen lines": long_cell,
     "hello": hello,
 }

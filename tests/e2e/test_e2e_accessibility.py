@@ -252,7 +252,7 @@ def test_keyboard_only_visible_focus_shortcuts_and_no_focus_stealing(
     ui.screenshot("a11y-keyboard-confirmation")
     ui.page.keyboard.press("Control+Shift+Enter")
     expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You approved this.")
-    assert ui.page.evaluate("() => document.activeElement.matches('[data-request-id]')"), (
+    assert ui.page.evaluate("() => document.activeElement.matches('[data-request-id] .jp-AAEPCard-outcome')"), (
         ui.focused()
     )
     expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible(timeout=60_000)

@@ -94,11 +94,11 @@ def test_review_every_change_reject_leaves_the_cell_and_approve_applies(ui: Pane
     assert "asks before every change" in described and "not a sandbox" in described, described
     # The mode goes to the server on the chat's socket, and the server accepts it.
     for _ in range(50):
-        if any(f.get("to") == "approval_mode" and f.get("approval_mode") == "ask_all" for f in ui.received):
+        if any(f.get("kind") == "approval_mode.accepted" and f.get("approval_mode") == "ask_all" for f in ui.received):
             break
         ui.page.wait_for_timeout(100)
     assert any(f.get("kind") == "approval_mode" and f.get("mode") == "ask_all" for f in ui.sent), ui.sent
-    assert any(f.get("to") == "approval_mode" and f.get("status") == 200 for f in ui.received), ui.received
+    assert any(f.get("kind") == "approval_mode.accepted" and f.get("status") == 200 for f in ui.received), ui.received
 
     ui.record_live_regions()
     ui.ask(ASK)

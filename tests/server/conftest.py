@@ -111,6 +111,40 @@ def ws(jp_ws_fetch: Any) -> Callable[..., Any]:
     return connect
 
 
+@pytest.fixture(params=["post", "websocket"])
+def send(request: pytest.FixtureRequest, api: Callable[..., Any], ws: Callable[..., Any]) -> Iterator[Callable[..., Any]]:
+    """``await send(chat_id, message)`` → (status, answer or None): the message POSTed to the
+    chat's ``/messages``, or sent as a WebSocket frame with a ``request_id`` whose answer is
+    the frame echoing it. Tests that take it run over both transports; the answer is the same
+    shape either way (only the socket's ``status`` and ``request_id`` are taken off)."""
+    sockets: dict[str, Any] = {}
+    count = iter(range(1, 1 << 30))
+
+    async def over_post(chat_id: str, message: dict[str, Any]) -> tuple[int, Any]:
+        status, body, _ = await api("chats", chat_id, "messages", method="POST", body=message)
+        return status, body
+
+    async def over_socket(chat_id: str, message: dict[str, Any]) -> tuple[int, Any]:
+        if chat_id not in sockets:
+            sockets[chat_id] = await ws(chat_id)
+        request_id = f"req-{next(count)}"
+        await sockets[chat_id].write_message(json.dumps({**message, "request_id": request_id}))
+        while True:
+            frame = await read_frame(sockets[chat_id], 10.0)
+            assert frame is not None, "the socket closed before the answer"
+            if frame.get("request_id") == request_id:
+                break
+        status = frame.pop("status")
+        del frame["request_id"]
+        if frame["kind"] == "error":
+            return status, {"message": frame["message"]}
+        return status, (None if status == 204 else frame)
+
+    yield over_post if request.param == "post" else over_socket
+    for connection in sockets.values():
+        connection.close()
+
+
 async def read_frame(connection: Any, timeout: float = 5.0) -> Any:
     message = await asyncio.wait_for(connection.read_message(), timeout)
     return None if message is None else json.loads(message)

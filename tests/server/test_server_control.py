@@ -86,19 +86,19 @@ async def test_control_and_guidance_over_the_websocket(new_chat, ws, fake_model)
     await connection.write_message(json.dumps({"kind": "user_input", "text": "load the data"}))
     await frames_until(connection, of_type("output.streaming"))
     await connection.write_message(json.dumps({"kind": "user_input", "text": "use the parquet file"}))
-    answer = await frames_until(connection, lambda m: m.get("kind") == "response")
-    assert answer[-1]["to"] == "user_input" and answer[-1]["status"] == 202 and answer[-1]["as_guidance"] is True
+    answer = await frames_until(connection, lambda m: m.get("kind") == "user_input.accepted")
+    assert answer[-1]["status"] == 202 and answer[-1]["as_guidance"] is True
     await connection.write_message(json.dumps({"kind": "control", "action": "pause"}))
-    answer = await frames_until(connection, lambda m: m.get("kind") == "response")
-    assert answer[-1] == {"kind": "response", "to": "control", "status": 200, "action": "pause", "paused": True}
+    answer = await frames_until(connection, lambda m: m.get("kind") == "control.accepted")
+    assert answer[-1] == {"kind": "control.accepted", "status": 200, "action": "pause", "paused": True}
     fake_model.release()
     await frames_until(connection, lambda m: m.get("to_state") == "paused")
     await connection.write_message(json.dumps({"kind": "guidance", "text": "and keep it short"}))
-    answer = await frames_until(connection, lambda m: m.get("kind") == "response")
-    assert answer[-1]["to"] == "guidance" and answer[-1]["status"] == 202 and answer[-1]["applies"] == "on_resume"
+    answer = await frames_until(connection, lambda m: m.get("kind") == "guidance.accepted")
+    assert answer[-1]["status"] == 202 and answer[-1]["applies"] == "on_resume"
     await connection.write_message(json.dumps({"kind": "control", "action": "resume"}))
     after = await frames_until(connection, of_type("session.completed"))
-    assert any(m.get("to") == "control" and m.get("resumed") is True for m in after)
+    assert any(m.get("kind") == "control.accepted" and m.get("resumed") is True for m in after)
     assert "state.changed" in types([m for m in after if "@context" in m])
     assert steering(fake_model, 1) == [f"{STEERING_PREFIX} use the parquet file", f"{STEERING_PREFIX} and keep it short"]
     connection.close()

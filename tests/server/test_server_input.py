@@ -157,7 +157,7 @@ async def test_every_bad_frame_gets_an_error_frame_and_the_socket_stays_open(new
     assert error["kind"] == "error" and error["status"] == 500 and "stays open" in error["message"]
     monkeypatch.undo()
     await connection.write_message(json.dumps({"kind": "approval_mode", "mode": "ask"}))
-    assert (await read_frame(connection))["kind"] == "response"
+    assert (await read_frame(connection))["kind"] == "approval_mode.accepted"
     assert connection.close_code is None
     connection.close()
 
@@ -217,10 +217,10 @@ async def test_a_client_over_its_limit_loses_its_idlest_stream(api, new_chat, ss
         assert await oldest.ended()
         assert len(hub._streams) == 2
         await socket.write_message(json.dumps({"kind": "approval_mode", "mode": "ask"}))  # the socket is in use
-        assert (await read_frame(socket))["kind"] == "response"
+        assert (await read_frame(socket))["kind"] == "approval_mode.accepted"
         async with sse(chat_id):  # now the SSE stream `second` is the idlest
             assert (await second.next())["reason_code"] == "stream_limit"
             await socket.write_message(json.dumps({"kind": "approval_mode", "mode": "auto"}))
-            assert (await read_frame(socket))["to"] == "approval_mode"
+            assert (await read_frame(socket))["kind"] == "approval_mode.accepted"
             assert socket.close_code is None
         socket.close()

@@ -116,7 +116,7 @@ async def test_user_input_over_the_socket_is_answered_with_its_session_id(new_ch
     fake_model.add(Turn(text="Hi."))
     await connection.write_message(json.dumps({"kind": "user_input", "text": "hello"}))
     answer = json.loads(await asyncio.wait_for(connection.read_message(), 5))
-    assert answer["kind"] == "response" and answer["to"] == "user_input" and answer["status"] == 202
+    assert answer["kind"] == "user_input.accepted" and answer["status"] == 202
     assert answer["chat_id"] == chat_id and answer["session_id"].startswith("sess_")
     started = json.loads(await asyncio.wait_for(connection.read_message(), 5))
     assert started["type"] == "aaep:agent.session.started" and started["session_id"] == answer["session_id"]

@@ -59,13 +59,13 @@ async def test_socket_carries_handshakes_messages_and_errors(new_chat, ws, fake_
     await connection.write_message(b"\x00\x01", binary=True)
     assert (await read_frame(connection))["status"] == 400
     await connection.write_message(json.dumps({"kind": "approval_mode", "mode": "ask"}))
-    assert await read_frame(connection) == {"kind": "response", "to": "approval_mode", "status": 200,
+    assert await read_frame(connection) == {"kind": "approval_mode.accepted", "status": 200,
                                             "chat_id": chat_id, "approval_mode": "ask"}
     fake_model.add(Turn(tool_uses=[ToolUse("book_meeting_room", {"room": "F", "when": "today"})]), Turn(text="Done."))
     await connection.write_message(json.dumps({"kind": "user_input", "text": "book"}))
     messages = await frames_until(connection, of_type("awaiting.confirmation"))
     answer = messages[0]
-    assert answer["kind"] == "response" and answer["to"] == "user_input" and answer["status"] == 202
+    assert answer["kind"] == "user_input.accepted" and answer["status"] == 202
     assert answer["chat_id"] == chat_id and answer["session_id"].startswith("sess_")
     assert types(messages[1:2]) == ["session.started"] and messages[1]["session_id"] == answer["session_id"]
     assert all("@context" in m for m in messages[1:]), "after the answer, AAEP events only"

@@ -8,6 +8,7 @@ import React, { useRef, useState } from 'react';
 import { readChoices, readResponseKinds, str } from '../aaep';
 import { IRequestItem } from '../model';
 import { outcomeText } from './ConfirmationCard';
+import { useFocusOutcome } from './hooks';
 import { Countdown } from './Countdown';
 import { useId, useNow } from './hooks';
 
@@ -27,8 +28,9 @@ export function ClarificationCard(props: IClarificationCardProps): JSX.Element {
   const { item, trans } = props;
   const event = item.event;
   const card = useRef<HTMLDivElement>(null);
+  const outcome = useFocusOutcome(card, item.state === 'pending');
   const onAnswer = (answered: ClarificationItem, response: string | boolean | number) => {
-    // The answer controls go away once answered: keep the focus on the card.
+    // The answer controls go away once answered: the focus goes to the outcome (useFocusOutcome).
     card.current?.focus();
     props.onAnswer(answered, response);
   };
@@ -125,7 +127,7 @@ export function ClarificationCard(props: IClarificationCardProps): JSX.Element {
         </>
       )}
       {!open && (
-        <p className="jp-AAEPCard-outcome">
+        <p className="jp-AAEPCard-outcome" tabIndex={-1} ref={outcome}>
           {expired ? trans.__('Expired without an answer.') : outcomeText(item, trans)}
         </p>
       )}

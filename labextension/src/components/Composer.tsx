@@ -9,7 +9,7 @@
  * event arrives.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import React, { useRef, useState } from 'react';
+import React, { useLayoutEffect, useRef, useState } from 'react';
 
 import { JSONRecord } from '../aaep';
 import { IMentionSource } from '../mentions';
@@ -25,6 +25,12 @@ export interface IComposerProps {
   acceptsGuidance: boolean;
   /** Whether the run is paused (guidance then applies on resume). */
   paused?: boolean;
+  /**
+   * What waits for the person: a message then answers the question, or
+   * replaces the waiting request (an approval) with a new request, as over
+   * the API; never silent guidance.
+   */
+  waiting?: 'question' | 'approval' | null;
   /** Whether the connection is down (nothing can be sent). */
   disabled: boolean;
   /** `context` items picked with `@` travel with the request. */
@@ -43,10 +49,19 @@ export function Composer(props: IComposerProps): JSX.Element {
   const inputId = useId('jp-AAEPComposer-input');
   const hintId = useId('jp-AAEPComposer-hint');
   const labelId = useId('jp-AAEPComposer-label');
-  const steering = running && acceptsGuidance;
-  const blocked = disabled || (running && !acceptsGuidance);
+  const waiting = props.waiting ?? null;
+  const steering = running && acceptsGuidance && waiting === null;
+  const blocked = disabled || (running && !acceptsGuidance && waiting === null);
   const canSend = !blocked && !busy && text.trim().length > 0;
   const inputRef = useRef<HTMLTextAreaElement>(null);
+  // One line that grows with what is typed (up to the CSS max-height, then it scrolls).
+  useLayoutEffect(() => {
+    const box = inputRef.current;
+    if (box) {
+      box.style.height = 'auto';
+      box.style.height = `${box.scrollHeight + 2}px`;
+    }
+  }, [text]);
   const mentions = useMentions({
     source: props.mentions,
     trans,
@@ -82,6 +97,15 @@ export function Composer(props: IComposerProps): JSX.Element {
       'The agent is working: what you send is guidance it reads at its next step. Enter to send, Shift+Enter for a new line.'
     );
   }
+  if (waiting === 'question') {
+    hint = trans.__(
+      'The agent asked you a question: what you send answers it. Enter to send, Shift+Enter for a new line.'
+    );
+  } else if (waiting === 'approval') {
+    hint = trans.__(
+      'A request waits for your answer: a message you send instead cancels it and starts a new request. Enter to send, Shift+Enter for a new line.'
+    );
+  }
   if (disabled) {
     hint = trans.__('Not connected to the agent. You can send your message once the connection is back.');
   } else if (running && !acceptsGuidance) {
@@ -100,12 +124,16 @@ export function Composer(props: IComposerProps): JSX.Element {
       }}
     >
       <label id={labelId} htmlFor={inputId} className="jp-AAEPComposer-label">
-        {steering ? trans.__('Steer the agent') : trans.__('Message to the agent')}
+        {waiting === 'question'
+          ? trans.__('Answer the agent')
+          : steering
+            ? trans.__('Steer the agent')
+            : trans.__('Message to the agent')}
       </label>
       <textarea
         id={inputId}
         className="jp-AAEPComposer-input jp-mod-styled"
-        rows={3}
+        rows={1}
         value={text}
         readOnly={blocked}
         aria-disabled={blocked}
@@ -139,7 +167,11 @@ export function Composer(props: IComposerProps): JSX.Element {
           aria-disabled={!canSend}
           aria-describedby={blocked ? hintId : undefined}
         >
-          {steering ? trans.__('Send guidance') : trans.__('Send')}
+          {waiting === 'question'
+            ? trans.__('Send answer')
+            : steering
+              ? trans.__('Send guidance')
+              : trans.__('Send')}
         </button>
       </div>
     </form>

@@ -5,6 +5,8 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import React, { useRef } from 'react';
 
+import { useFocusOutcome } from './hooks';
+
 import { isRecord, str } from '../aaep';
 import { IRequestItem } from '../model';
 import { Countdown } from './Countdown';
@@ -80,6 +82,7 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
   const { item, trans, shortcuts } = props;
   const event = item.event;
   const card = useRef<HTMLDivElement>(null);
+  const outcome = useFocusOutcome(card, item.state === 'pending');
   const titleId = useId('jp-AAEPCard-title');
   const extra = isRecord(event.extra_context) ? event.extra_context : {};
   const code = typeof extra.code === 'string' ? extra.code : undefined;
@@ -100,7 +103,7 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
     ? extra.risk_flags.filter((f): f is string => typeof f === 'string' && f.length > 0)
     : [];
   const reply = (decision: 'accept' | 'reject') => {
-    // The buttons go away once answered: keep the focus on the card.
+    // The buttons go away once answered: the focus goes to the outcome (useFocusOutcome).
     card.current?.focus();
     props.onReply(item, decision);
   };
@@ -250,7 +253,7 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
           {keys && <div className="jp-AAEPCard-keys">{keys}</div>}
         </>
       ) : (
-        <p className="jp-AAEPCard-outcome">
+        <p className="jp-AAEPCard-outcome" tabIndex={-1} ref={outcome}>
           {automatic
             ? trans.__("Approved automatically by this chat's setting.")
             : expired

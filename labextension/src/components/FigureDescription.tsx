@@ -27,7 +27,7 @@ export function FigureDescription(props: IFigureDescriptionProps): JSX.Element |
   const describeHintId = useId('jp-AAEPFigure-describeHint');
   const current = describer.current;
   if (!current) {
-    return props.onDescribe ? (
+    return props.onDescribe && describer.figureAvailable ? (
       <div className="jp-AAEPFigure-start">
         <button
           type="button"

@@ -2,7 +2,7 @@
  * Small React hooks shared by the panel components.
  */
 import { ISignal } from '@lumino/signaling';
-import { useEffect, useReducer, useState } from 'react';
+import React, { useEffect, useReducer, useRef, useState } from 'react';
 
 /**
  * Re-render the calling component whenever one of `signals` fires.
@@ -45,4 +45,28 @@ let idCounter = 0;
 export function useId(prefix: string): string {
   const [id] = useState(() => `${prefix}-${++idCounter}`);
   return id;
+}
+
+/**
+ * After a request is answered, move the focus from its card to the short outcome
+ * ("You approved this."): the card's whole description is not read again. Only when the
+ * focus was in the card (a person answering it); otherwise the focus is left alone.
+ *
+ * @returns The ref for the outcome element (give it `tabIndex={-1}`).
+ */
+export function useFocusOutcome(
+  card: React.RefObject<HTMLElement>,
+  open: boolean
+): React.RefObject<HTMLParagraphElement> {
+  const outcome = useRef<HTMLParagraphElement>(null);
+  const wasOpen = useRef(open);
+  useEffect(() => {
+    const answeredNow = wasOpen.current && !open;
+    wasOpen.current = open;
+    const active = document.activeElement;
+    if (answeredNow && outcome.current && card.current && active && card.current.contains(active)) {
+      outcome.current.focus();
+    }
+  });
+  return outcome;
 }

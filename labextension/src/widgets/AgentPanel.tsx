@@ -8,7 +8,7 @@ import { CommandRegistry } from '@lumino/commands';
 import { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
 import { Panel } from '@lumino/widgets';
-import React, { useState } from 'react';
+import React, { useLayoutEffect, useRef, useState } from 'react';
 
 import { ChatList } from '../components/ChatList';
 import { FigureDescription } from '../components/FigureDescription';
@@ -17,6 +17,7 @@ import { Composer } from '../components/Composer';
 import { useSignals } from '../components/hooks';
 import { RunControls } from '../components/RunControls';
 import { Transcript } from '../components/Transcript';
+import { CommandIDs } from '../commands';
 import { ChatController } from '../controller';
 import { FigureDescriber } from '../figures';
 import { IMentionSource } from '../mentions';
@@ -99,12 +100,12 @@ function AgentView(props: IAgentViewProps): JSX.Element {
   useSignals(controller.changed, model?.changed, commands.keyBindingChanged);
   const error = controller.error;
   const shortcuts = {
-    approve: shortcutLabel(commands, 'jupyter-aaep:approve'),
-    reject: shortcutLabel(commands, 'jupyter-aaep:reject'),
-    approveAria: ariaShortcut(commands, 'jupyter-aaep:approve'),
-    rejectAria: ariaShortcut(commands, 'jupyter-aaep:reject')
+    approve: shortcutLabel(commands, CommandIDs.approve),
+    reject: shortcutLabel(commands, CommandIDs.reject),
+    approveAria: ariaShortcut(commands, CommandIDs.approve),
+    rejectAria: ariaShortcut(commands, CommandIDs.reject)
   };
-  const jumpKey = shortcutLabel(commands, 'jupyter-aaep:jump-to-confirmation');
+  const jumpKey = shortcutLabel(commands, CommandIDs.jumpToConfirmation);
   const [chatsOpen, setChatsOpen] = useState(false);
   // The "show chats" command opens the list through the controller.
   useSignals(controller.chatListRequested);
@@ -126,6 +127,24 @@ function AgentView(props: IAgentViewProps): JSX.Element {
   const pending = model ? model.pending : [];
   const connected = !!model && model.connection === 'open';
 
+  // The controls below the transcript scroll when the panel is short (the transcript keeps
+  // its share): the message box, at their end, is kept in view unless the focus is on
+  // another of those controls.
+  const footer = useRef<HTMLDivElement>(null);
+  useLayoutEffect(() => {
+    const node = footer.current;
+    const frame = requestAnimationFrame(() => {
+      const box = node?.querySelector<HTMLElement>('.jp-AAEPComposer-input');
+      const active = document.activeElement;
+      // Unless the person is on another control down there (Undo, the approval mode…).
+      if (node && box && (active === box || !node.contains(active))) {
+        // The box's bottom at the bottom of the scrolled area (the footer is its offsetParent).
+        node.scrollTop = Math.max(0, box.offsetTop + box.offsetHeight + 4 - node.clientHeight);
+      }
+    });
+    return () => cancelAnimationFrame(frame);
+  });
+
   const jumpToRequest = () => {
     const first = pending[0];
     if (!first) {
@@ -134,12 +153,17 @@ function AgentView(props: IAgentViewProps): JSX.Element {
     const card = document.querySelector<HTMLElement>(
       `.jp-AAEPPanel [data-request-id="${CSS.escape(first.id)}"]`
     );
-    card?.scrollIntoView({ block: 'nearest' });
-    card?.focus();
+    if (!card) {
+      return;
+    }
+    // As the command does: the card's start, then enough for its answer buttons.
+    card.focus({ preventScroll: true });
+    card.scrollIntoView({ block: 'start' });
+    card.querySelector<HTMLElement>('.jp-AAEPCard-actions')?.scrollIntoView({ block: 'nearest' });
   };
 
   return (
-    <div className="jp-AAEPPanel-body">
+    <div className={`jp-AAEPPanel-body${pending.length > 0 ? ' jp-mod-waiting' : ''}`}>
       <div className="jp-AAEPPanel-header">
         <h2 className="jp-AAEPPanel-title">{trans.__('AI agent')}</h2>
         <div className="jp-AAEPPanel-status">
@@ -193,8 +217,8 @@ function AgentView(props: IAgentViewProps): JSX.Element {
               void controller.newChat().then(() => focusSoon('.jp-AAEPComposer-input'));
             }}
             announce={text => controller.announce(text)}
-            listShortcut={ariaShortcut(commands, 'jupyter-aaep:show-chats')}
-            newShortcut={ariaShortcut(commands, 'jupyter-aaep:new-chat')}
+            listShortcut={ariaShortcut(commands, CommandIDs.showChats)}
+            newShortcut={ariaShortcut(commands, CommandIDs.newChat)}
             disabled={!connected}
           />
         )}
@@ -224,7 +248,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             <button
               type="button"
               className="jp-Button jp-mod-styled jp-AAEPPanel-pendingBanner"
-              aria-keyshortcuts={ariaShortcut(commands, 'jupyter-aaep:jump-to-confirmation')}
+              aria-keyshortcuts={ariaShortcut(commands, CommandIDs.jumpToConfirmation)}
               onClick={jumpToRequest}
             >
               {trans._n(
@@ -243,19 +267,20 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             onReply={(item: TranscriptItem, decision) => void controller.reply(item, decision)}
             onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
           />
+          <div className="jp-AAEPPanel-footer" ref={footer}>
           <RunControls
             trans={trans}
             status={model.status}
             approvalMode={model.approvalMode}
             supports={model.supports}
-            stopShortcut={ariaShortcut(commands, 'jupyter-aaep:stop')}
+            stopShortcut={ariaShortcut(commands, CommandIDs.stop)}
             canUndo={model.canRevert}
             undoing={model.reverting}
             undoError={model.revertError}
-            undoShortcut={ariaShortcut(commands, 'jupyter-aaep:undo-changes')}
-            pauseShortcut={ariaShortcut(commands, 'jupyter-aaep:toggle-pause')}
+            undoShortcut={ariaShortcut(commands, CommandIDs.undoChanges)}
+            pauseShortcut={ariaShortcut(commands, CommandIDs.togglePause)}
             canContinue={model.canContinue}
-            continueShortcut={ariaShortcut(commands, 'jupyter-aaep:continue')}
+            continueShortcut={ariaShortcut(commands, CommandIDs.continueChat)}
             onContinue={() => {
               // The button goes away: the focus moves to the message box (now the steer box).
               void controller.continueChat();
@@ -280,10 +305,15 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             running={model.isRunning}
             acceptsGuidance={model.supports.guidance}
             paused={model.status === 'paused'}
+            waiting={(() => {
+              const waiting = controller.waitingFor();
+              return waiting?.answersIt ? 'question' : waiting ? 'approval' : null;
+            })()}
             disabled={!connected}
             mentions={props.mentions}
             onSend={(text, context) => controller.sendText(text, context)}
           />
+          </div>
         </>
       )}
     </div>

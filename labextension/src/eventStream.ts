@@ -1,19 +1,22 @@
 /**
- * The one module that knows how messages travel between the panel and a chat.
+ * A chat's event stream: how AAEP events reach the panel, with reconnection.
  *
  * Preferred: a WebSocket at `aaep/v1/chats/{id}/ws` with the `aaep.v1`
  * subprotocol, one JSON message per text frame in both directions, opened by
- * a `subscription.request`. Fallback: Server-Sent Events from
- * `…/events` for incoming messages and `POST …/messages` for outgoing ones.
+ * a `subscription.request`. Fallback: Server-Sent Events from `…/events`
+ * (the handshake then goes by POST).
  *
- * The rest of the panel only sees {@link ChatTransport.message} (every JSON
- * object that arrives, AAEP event or not) and {@link ChatTransport.send}.
+ * What arrives is split in two: answers to requests (frames with a
+ * `request_id`) go to {@link EventStream.answer}, for the `ChatClient` that
+ * sent them; everything else (AAEP events, subscription messages) to
+ * {@link EventStream.message}. Requests themselves are `ChatClient`'s job.
  */
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { JSONRecord, isRecord } from './aaep';
-import { requestAPI, serverSettings, sseUrl, wsUrl } from './handler';
+import { IFrameSender, postMessage } from './chatClient';
+import { serverSettings, sseUrl, wsUrl } from './handler';
 
 /** Which wire the transport currently uses. */
 export type TransportKind = 'websocket' | 'sse';
@@ -36,24 +39,29 @@ const WS_SUBPROTOCOL = 'aaep.v1';
 const BACKOFF_MS = [1000, 2000, 5000, 10000, 30000];
 
 /**
- * Transport for one chat: WebSocket first, SSE + POST as fallback.
+ * The event stream of one chat: WebSocket first, SSE as fallback.
  */
-export class ChatTransport implements IDisposable {
+export class EventStream implements IDisposable, IFrameSender {
   /**
    * @param options.chatId The chat to connect to.
    * @param options.handshake Builds the `subscription.request` to send
    *   whenever a connection opens (called again on every reconnect so it
    *   carries the current settings).
    */
-  constructor(options: ChatTransport.IOptions) {
+  constructor(options: EventStream.IOptions) {
     this._chatId = options.chatId;
     this._handshake = options.handshake;
     this._preferWebSocket = options.preferWebSocket ?? true;
   }
 
-  /** Every JSON object received, in arrival order. */
+  /** Every JSON object received that answers no request, in arrival order. */
   get message(): ISignal<this, JSONRecord> {
     return this._message;
+  }
+
+  /** Every frame that answers a request (it carries the request's `request_id`). */
+  get answer(): ISignal<this, JSONRecord> {
+    return this._answer;
   }
 
   /** Emitted when {@link state} or {@link kind} changes. */
@@ -93,37 +101,29 @@ export class ChatTransport implements IDisposable {
     }
   }
 
+  /** Write `frame` on the open socket; false when there is none. */
+  sendFrame(frame: JSONRecord): boolean {
+    if (this._isDisposed || !this._ws || this._ws.readyState !== WebSocket.OPEN) {
+      return false;
+    }
+    this._ws.send(JSON.stringify(frame));
+    return true;
+  }
+
   /**
-   * Send one message to the chat.
-   *
-   * Over an open WebSocket the message is written to the socket and any
-   * answer arrives through {@link message}. Otherwise it is POSTed; a JSON
-   * answer is also emitted through {@link message} (without a `kind`/`type`
-   * it is tagged `<kind>.accepted`), so callers handle answers in one place.
+   * Send a subscription message (`subscription.request`, `…renegotiate`):
+   * on the socket, whose answer is an AAEP message on {@link message}, or by
+   * POST, whose AAEP answer is emitted on {@link message} too.
    *
    * @throws AAEPRequestError when the POST fails (the server's message).
    */
-  async send(message: JSONRecord): Promise<void> {
-    if (this._isDisposed) {
+  async sendSubscription(message: JSONRecord): Promise<void> {
+    if (this._isDisposed || this.sendFrame(message)) {
       return;
     }
-    if (this._ws && this._ws.readyState === WebSocket.OPEN) {
-      this._ws.send(JSON.stringify(message));
-      return;
-    }
-    const answer = await requestAPI<unknown>(
-      ['chats', this._chatId, 'messages'],
-      { method: 'POST', body: message }
-    );
-    if (isRecord(answer) && !this._isDisposed) {
-      if (answer.kind === undefined && answer.type === undefined) {
-        const kind = typeof message.kind === 'string' ? message.kind : null;
-        if (kind) {
-          this._message.emit({ kind: `${kind}.accepted`, ...answer });
-        }
-      } else {
-        this._message.emit(answer);
-      }
+    const answer = await postMessage(this._chatId, message);
+    if (answer && !this._isDisposed) {
+      this._message.emit(answer);
     }
   }
 
@@ -143,10 +143,7 @@ export class ChatTransport implements IDisposable {
         // The socket is going away anyway.
       }
     } else if (close && this._kind === 'sse') {
-      void requestAPI(['chats', this._chatId, 'messages'], {
-        method: 'POST',
-        body: close
-      }).catch(() => undefined);
+      void postMessage(this._chatId, close).catch(() => undefined);
     }
     this._isDisposed = true;
     this._teardown();
@@ -243,7 +240,7 @@ export class ChatTransport implements IDisposable {
       this._kind = 'sse';
       this._setState('open');
       // SSE has no upstream: the handshake goes through POST …/messages.
-      void this.send(this._handshake()).catch(() => undefined);
+      void this.sendSubscription(this._handshake()).catch(() => undefined);
       if (again) {
         this._reconnected.emit();
       }
@@ -284,14 +281,10 @@ export class ChatTransport implements IDisposable {
       console.warn('jupyter-aaep: ignored a message that is not JSON');
       return;
     }
-    if (isRecord(parsed)) {
-      this._message.emit(parsed);
-    } else if (Array.isArray(parsed)) {
-      // Tolerate batches, although AAEP sends one message per frame.
-      for (const item of parsed) {
-        if (isRecord(item)) {
-          this._message.emit(item);
-        }
+    const items = Array.isArray(parsed) ? parsed : [parsed]; // batches tolerated; AAEP sends one per frame
+    for (const item of items) {
+      if (isRecord(item)) {
+        (typeof item.request_id === 'string' ? this._answer : this._message).emit(item);
       }
     }
   }
@@ -337,12 +330,13 @@ export class ChatTransport implements IDisposable {
   private _subscriptionId: string | null = null;
   private _isDisposed = false;
   private _message = new Signal<this, JSONRecord>(this);
+  private _answer = new Signal<this, JSONRecord>(this);
   private _stateChanged = new Signal<this, ConnectionState>(this);
   private _reconnected = new Signal<this, void>(this);
 }
 
-/** Options of {@link ChatTransport}. */
-export namespace ChatTransport {
+/** Options of {@link EventStream}. */
+export namespace EventStream {
   export interface IOptions {
     /** The chat id. */
     chatId: string;

@@ -1,0 +1,224 @@
+/**
+ * The panel's one road to the server: typed endpoints over HTTP, and
+ * {@link ChatClient.request}, which sends a chat message and resolves with
+ * that message's own answer.
+ *
+ * Every answer to a client message has one shape, over POST and WebSocket
+ * alike: `{kind: "<kind>.accepted", …}`, or an error with a sentence (thrown
+ * here as {@link AAEPRequestError}). Over the socket the message carries a
+ * `request_id` that its answer echoes; over POST the HTTP answer is the
+ * answer. Nothing is renamed and nothing is matched by guessing.
+ *
+ * This is the only module that imports `requestAPI`: to add an endpoint, add
+ * a typed function here; to add a message kind, add its answer type to
+ * {@link IAnswers} and send it with `request`.
+ */
+import { JSONRecord, isRecord } from './aaep';
+import { AAEPRequestError, requestAPI } from './handler';
+
+export { AAEPRequestError };
+
+/** What the server answers for a chat (`GET aaep/v1/chats/{id}`). */
+export interface IChatInfo {
+  chat_id?: string;
+  notebook_path?: string;
+  status?: string;
+  /** The newest session of the chat, if any. */
+  session_id?: string | null;
+  approval_mode?: string;
+  /** Which controls the server accepts (`stop`, `pause`, `guidance`, `approval_mode`, `revert`). */
+  supports?: unknown;
+  /** The chat's AAEP events so far, oldest first. */
+  transcript?: unknown[];
+  /** The `awaiting.*` events still waiting for an answer. */
+  pending_requests?: unknown[];
+  /** The first request, clipped by the server. */
+  title?: string;
+  created?: string;
+  updated?: string;
+  paused?: boolean;
+  /** Whether an interrupted request can be continued (`control` `continue`). */
+  can_continue?: boolean;
+  /** Token usage and estimated cost (see `readUsage`). */
+  usage?: unknown;
+  /** Guidance the user sent, with its session and time. */
+  guidance?: unknown;
+  /** The model of the chat's next request. */
+  model?: string;
+}
+
+/** A model a chat can use (`GET aaep/v1/models`). */
+export interface IModelsAnswer {
+  models?: { id: string; label: string }[];
+  default?: string | null;
+  source?: string;
+  note?: string | null;
+}
+
+/** The kernel's variables for the `@` picker. */
+export interface IVariablesAnswer {
+  variables?: { name: string; type: string; summary: string }[];
+  note?: string;
+}
+
+/** The answer of each message kind, by kind. */
+export interface IAnswers {
+  user_input: {
+    kind: 'user_input.accepted';
+    chat_id: string;
+    session_id: string;
+    /** The agent was already working: the message steers it instead. */
+    as_guidance?: boolean;
+    guidance_id?: string;
+  };
+  guidance: {
+    kind: 'guidance.accepted';
+    session_id: string | null;
+    guidance_id: string;
+    applies?: string;
+  };
+  control: {
+    kind: 'control.accepted';
+    action: 'stop' | 'pause' | 'resume' | 'continue' | 'revert';
+    stopped?: boolean;
+    paused?: boolean;
+    resumed?: boolean;
+    session_id?: string;
+    /** Of a revert: what was undone, in a sentence. */
+    summary?: string;
+  };
+  approval_mode: { kind: 'approval_mode.accepted'; approval_mode: string };
+  model: { kind: 'model.accepted'; model: string; label?: string; message?: string };
+  figure_alt_text: { kind: 'figure_alt_text.accepted'; message?: string; output_index?: number };
+  'confirmation.reply': { kind: 'confirmation.reply.accepted' } | null;
+  'clarification.reply': { kind: 'clarification.reply.accepted' } | null;
+}
+
+/** A message the panel sends to its chat, by its kind (or AAEP type). */
+export type ChatMessage<K extends keyof IAnswers> = JSONRecord & ({ kind: K } | { type: K });
+
+/** Something that can carry a frame with a `request_id` (the open WebSocket). */
+export interface IFrameSender {
+  /** Send one frame now; false when no socket is open (then POST is used). */
+  sendFrame(frame: JSONRecord): boolean;
+}
+
+/** `GET aaep/v1/chats?notebook_path=…`: one page of a notebook's chats. */
+export function listChats(
+  query: Record<string, string>
+): Promise<{ chats?: IChatInfo[]; next?: unknown }> {
+  return requestAPI(['chats'], {}, query);
+}
+
+/** `POST aaep/v1/chats`: a new chat for a notebook. */
+export function createChat(body: { notebook_path: string; approval_mode?: string }): Promise<IChatInfo> {
+  return requestAPI<IChatInfo>(['chats'], { method: 'POST', body });
+}
+
+/** `GET aaep/v1/chats/{id}`: status, transcript and open requests. */
+export function getChat(chatId: string): Promise<IChatInfo> {
+  return requestAPI<IChatInfo>(['chats', chatId]);
+}
+
+/** `GET aaep/v1/models`. */
+export function listModels(): Promise<IModelsAnswer> {
+  return requestAPI<IModelsAnswer>(['models']);
+}
+
+/** `GET aaep/v1/chats/{id}/variables`. */
+export function listVariables(chatId: string): Promise<IVariablesAnswer> {
+  return requestAPI<IVariablesAnswer>(['chats', chatId, 'variables']);
+}
+
+/** `POST aaep/v1/chats/{id}/messages` (subscription messages on SSE, and every fallback). */
+export async function postMessage(chatId: string, message: JSONRecord): Promise<JSONRecord | null> {
+  const answer = await requestAPI<unknown>(['chats', chatId, 'messages'], { method: 'POST', body: message });
+  return isRecord(answer) ? answer : null;
+}
+
+/** How long an answer on the socket may take before the request counts as lost (ms). */
+const ANSWER_TIMEOUT_MS = 30000;
+
+/**
+ * One chat's messages: over the open socket when there is one, else POST.
+ * Each request resolves with its own answer.
+ */
+export class ChatClient {
+  constructor(chatId: string, frames: IFrameSender | null) {
+    this.chatId = chatId;
+    this._frames = frames;
+  }
+
+  /** The chat this client talks to. */
+  readonly chatId: string;
+
+  /**
+   * Send `message`; resolves with its answer (`null` for a reply over POST,
+   * which the protocol answers without a body).
+   *
+   * @throws AAEPRequestError with the server's sentence when it is refused,
+   *   or when the connection is lost before the answer arrives.
+   */
+  request<K extends keyof IAnswers>(message: ChatMessage<K>): Promise<IAnswers[K]> {
+    if (this._disposed) {
+      return Promise.reject(new AAEPRequestError(0, 'The chat was closed.', false));
+    }
+    const requestId = `panel-${++this._count}`;
+    if (this._frames?.sendFrame({ ...message, request_id: requestId })) {
+      return new Promise<IAnswers[K]>((resolve, reject) => {
+        const timer = window.setTimeout(() => {
+          this._waiting.delete(requestId);
+          reject(new AAEPRequestError(0, 'The server did not answer in time; try again.', false));
+        }, ANSWER_TIMEOUT_MS);
+        this._waiting.set(requestId, { resolve: resolve as (a: JSONRecord | null) => void, reject, timer });
+      });
+    }
+    return postMessage(this.chatId, message) as Promise<IAnswers[K]>;
+  }
+
+  /**
+   * Take a frame that carries a `request_id` (from the event stream); true
+   * when it answered one of this client's requests.
+   */
+  settle(frame: JSONRecord): boolean {
+    const requestId = typeof frame.request_id === 'string' ? frame.request_id : null;
+    const waiting = requestId ? this._waiting.get(requestId) : undefined;
+    if (!requestId || !waiting) {
+      return false;
+    }
+    this._waiting.delete(requestId);
+    window.clearTimeout(waiting.timer);
+    const { request_id: _, status, ...answer } = frame;
+    if (answer.kind === 'error') {
+      const text = typeof answer.message === 'string' ? answer.message : 'The server refused the message.';
+      waiting.reject(new AAEPRequestError(typeof status === 'number' ? status : 400, text, false));
+    } else {
+      waiting.resolve(status === 204 ? null : answer);
+    }
+    return true;
+  }
+
+  /** The socket closed: answers to what it carried will not come. */
+  connectionLost(): void {
+    for (const [requestId, waiting] of this._waiting) {
+      window.clearTimeout(waiting.timer);
+      waiting.reject(
+        new AAEPRequestError(0, 'The connection was lost before the server answered; try again.', false)
+      );
+      this._waiting.delete(requestId);
+    }
+  }
+
+  dispose(): void {
+    this.connectionLost();
+    this._disposed = true;
+  }
+
+  private _frames: IFrameSender | null;
+  private _count = 0;
+  private _disposed = false;
+  private _waiting = new Map<
+    string,
+    { resolve: (answer: JSONRecord | null) => void; reject: (error: Error) => void; timer: number }
+  >();
+}
