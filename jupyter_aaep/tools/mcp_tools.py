@@ -279,21 +279,34 @@ class MCPServers:
         for problem in self.problems:
             log.warning("AAEP: %s", problem.sentence)
         self.servers = [_Server(c, timeout, log_dir, allowed, max_images=max_images) for c in configs]
+        self._started = False
 
     def start(self) -> None:
+        """Start every server (once), in the running loop: from the extension's start hook, or
+        from the first look at the tools when the hook did not run (embedded servers, tests)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if self._started:
+            return
+        self._started = True
         for server in self.servers:
             server.start()
 
     async def wait_started(self, timeout: float) -> None:
+        self.start()
         waits = [s._ready.wait() for s in self.servers if s.status == "starting"]
         if waits:
             await asyncio.wait_for(asyncio.gather(*waits), timeout)
 
     def tools(self) -> Iterable[ToolSpec]:
+        self.start()
         for server in self.servers:
             yield from server.tools
 
     def describe(self) -> dict[str, Any]:
+        self.start()
         return {
             "config_file": str(self.config_file),
             "servers": [s.describe() for s in self.servers] + [
