@@ -385,7 +385,7 @@ class AAEPExtension(ExtensionApp):
     mcp_call_timeout_seconds = Float(
         60.0,
         config=True,
-        help="Seconds a tool server may take to start or to answer one call before the call is stopped.",
+        help="Seconds a tool server may take to answer one call before the call is stopped (starting may take at least 30).",
     )
 
     @validate("mcp_idle_seconds", "mcp_call_timeout_seconds")

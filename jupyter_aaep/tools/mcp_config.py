@@ -63,7 +63,7 @@ def _entry(name: str, body: Any) -> ServerConfig:
     if not _NAME.match(name):
         raise ValueError("its name must be 1 to 40 letters, digits, '_' or '-'")
     if not isinstance(body, dict):
-        raise ValueError("it must be an object")
+        raise ValueError("it must be an object")  # noqa: TRY004 - one kind of problem: a sentence
     approval = body.get("approval")
     if approval not in (None, "always", "hints"):
         raise ValueError(f"\"approval\" must be \"always\" or \"hints\", not {approval!r}")

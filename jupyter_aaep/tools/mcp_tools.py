@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..agent.tools import ActionPreview, ToolContext, ToolResult, ToolSpec
 from ..aaep.redaction import mask_secrets, redact_arguments
+from ..agent.tools import ActionPreview, ToolContext, ToolResult, ToolSpec
 from ..errors import ToolError
 from .mcp_config import ServerConfig, ServerProblem, command_allowed, read_config
 
@@ -126,6 +126,7 @@ class _Server:
     timeout: float
     log_dir: Path
     allowed: tuple[str, ...] | None
+    start_timeout: float = 30.0
     status: str = "starting"
     problem: str | None = None
     tools: list[MCPTool] = field(default_factory=list)
@@ -154,7 +155,7 @@ class _Server:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport())
                 session = await stack.enter_async_context(ClientSession(read, write))
-                with anyio.fail_after(self.timeout):
+                with anyio.fail_after(self.start_timeout):
                     await session.initialize()
                     listed = await session.list_tools()
                 self.tools = [self._tool(t) for t in listed.tools]
@@ -162,7 +163,7 @@ class _Server:
                 self._ready.set()
                 await self._close.wait()
         except Exception as error:  # noqa: BLE001 - any failure to start is one sentence
-            self.status, self.problem = "failed", _why(self.config, error, self.timeout)
+            self.status, self.problem = "failed", _why(self.config, error, self.start_timeout)
             log.warning("AAEP: tool server %s stopped: %s", self.config.name, self.problem)
         finally:
             self.session = None
@@ -211,7 +212,7 @@ class _Server:
                 await self.stop()
             self.start()
             try:
-                await asyncio.wait_for(self._ready.wait(), self.timeout + 1)
+                await asyncio.wait_for(self._ready.wait(), self.start_timeout + 1)
             except asyncio.TimeoutError:
                 pass
         if self.session is None:
@@ -227,7 +228,7 @@ class _Server:
         try:
             return await session.call_tool(name, arguments, read_timeout_seconds=self.timeout,
                                            progress_callback=on_progress)
-        except Exception as error:  # noqa: BLE001 - the server's failure becomes a sentence
+        except Exception as error:
             text = str(error)
             if "timed out" in text.lower() or isinstance(error, TimeoutError):
                 raise ToolError(f"The {self.config.name} tool server did not answer within "
@@ -272,13 +273,14 @@ class MCPServers:
     their state for ``GET /aaep/v1/mcp/servers``, closed when Jupyter stops."""
 
     def __init__(self, config_file: Path, *, timeout: float, log_dir: Path, allowed: tuple[str, ...] | None,
-                 max_images: int = 2) -> None:
+                 max_images: int = 2, start_timeout: float = 30.0) -> None:
         self.config_file = config_file
         self.problems: list[ServerProblem] = []
         configs, self.problems = read_config(config_file)
         for problem in self.problems:
             log.warning("AAEP: %s", problem.sentence)
-        self.servers = [_Server(c, timeout, log_dir, allowed, max_images=max_images) for c in configs]
+        self.servers = [_Server(c, timeout, log_dir, allowed, max_images=max_images,
+                                start_timeout=max(timeout, start_timeout)) for c in configs]
         self._started = False
 
     def start(self) -> None:

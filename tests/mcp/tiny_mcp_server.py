@@ -6,7 +6,6 @@ Its notes live in the folder ``NOTES_DIR`` names, so a test sees whether a write
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
 import struct
 import zlib

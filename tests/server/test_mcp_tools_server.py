@@ -75,6 +75,7 @@ async def test_read_only_tools_run_unasked_with_images_and_progress(api, extensi
     read, image, count = tool_results(fake_model)
     assert result_text(read) == "buy milk"
     assert len(fake_model.requests[1].images) == 1
+    assert [b["type"] for b in image["content"]] == ["text", "image", "text"]  # inside its data block
     assert fake_model.requests[1].images[0]["source"]["media_type"] == "image/png"
     assert result_text(count) == "Counted to 3."
     progress = [e for e in of(events, "progress.updated")]
