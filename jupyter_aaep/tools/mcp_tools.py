@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..aaep.redaction import mask_secrets, redact_arguments
+from ..agent.tool_schema import schema_problem
 from ..agent.tools import ActionPreview, ToolContext, ToolResult, ToolSpec
 from ..errors import ToolError
 from .mcp_config import ServerConfig, ServerProblem, command_allowed, read_config
@@ -36,6 +38,7 @@ log = logging.getLogger(__name__)
 RESULT_CHARS = 20_000
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 def _never_called(**_: Any) -> Any:  # pragma: no cover - MCPTool.call replaces it
@@ -153,12 +156,12 @@ class _Server:
 
         try:
             async with AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport())
+                read, write = await stack.enter_async_context(await self._transport(stack))
                 session = await stack.enter_async_context(ClientSession(read, write))
                 with anyio.fail_after(self.start_timeout):
                     await session.initialize()
                     listed = await session.list_tools()
-                self.tools = [self._tool(t) for t in listed.tools]
+                self.tools = self._usable(listed.tools)
                 self.session, self.status, self.problem = session, "ready", None
                 self._ready.set()
                 await self._close.wait()
@@ -174,20 +177,33 @@ class _Server:
                 self._errlog.close()
                 self._errlog = None
 
-    def _transport(self) -> Any:
+    async def _transport(self, stack: AsyncExitStack) -> Any:
         if self.config.transport == "http":
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            client = create_mcp_http_client(headers=self.config.headers or None)
+            client = await stack.enter_async_context(create_mcp_http_client(headers=self.config.headers or None))
             return streamable_http_client(self.config.url, http_client=client)
         from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self._errlog = open(self.log_dir / f"aaep-mcp-{self.config.name}.log", "a", encoding="utf-8")  # noqa: SIM115
+        self._errlog = open(self.log_dir / f"aaep-mcp-{self.config.name}.log", "a", encoding="utf-8")  # noqa: SIM115, ASYNC230 - a local file, once per start
         params = StdioServerParameters(command=self.config.command, args=list(self.config.args),
                                        env={**get_default_environment(), **self.config.env})
         return stdio_client(params, errlog=self._errlog)
+
+    def _usable(self, listed: Iterable[Any]) -> list[MCPTool]:
+        """The server's tools the model can be offered; the others are logged and left out."""
+        tools: dict[str, MCPTool] = {}
+        for tool in listed:
+            made = self._tool(tool)
+            problem = schema_problem(made.input_schema)
+            if problem or made.name in tools:
+                log.warning("AAEP: tool %s of the tool server %s was left out: %s.", tool.name, self.config.name,
+                            problem or "its name clashes with another of its tools")
+                continue
+            tools[made.name] = made
+        return list(tools.values())
 
     def _tool(self, tool: Any) -> MCPTool:
         hints = tool.annotations
@@ -199,7 +215,7 @@ class _Server:
         schema = tool.input_schema if isinstance(tool.input_schema, dict) else {"type": "object", "properties": {}}
         server_text = f"From the {self.config.name} tool server. "
         return MCPTool(
-            name=f"mcp__{self.config.name}__{tool.name}"[:64], description=(server_text + (tool.description or title))[:4000],
+            name=f"mcp__{self.config.name}__{_UNSAFE.sub('_', tool.name)}"[:64], description=(server_text + (tool.description or title))[:4000],
             input_schema=schema, func=_never_called, risk_level="medium" if destructive else "low",
             irreversible=destructive, require_confirmation=destructive, read_only=read_only,
             label=f"{title}, from the {self.config.name} server", server=self, remote_name=tool.name, title=title,
