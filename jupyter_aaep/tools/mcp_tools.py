@@ -281,6 +281,8 @@ def _why(config: ServerConfig, error: BaseException, timeout: float) -> str:
     inner = getattr(error, "exceptions", None)
     if inner:
         return _why(config, inner[0], timeout)
+    if config.transport == "http":
+        return mask_secrets(f"{config.url} did not accept the connection ({error or type(error).__name__}); check its url and headers.")[:300]
     return f"it could not start ({type(error).__name__}: {error or 'no details'})."[:300]
 
 

@@ -22,6 +22,13 @@ from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 pytestmark = pytest.mark.slow
 
 SERVER_SCRIPT = Path(__file__).parent.parent / "mcp" / "tiny_mcp_server.py"
+TOKEN = "mcp-tools-test-token"
+
+
+@pytest.fixture
+def jp_server_config(jp_server_config: dict[str, Any]) -> dict[str, Any]:
+    """A known login token, so a remote server's ``headers`` can carry it."""
+    return {**jp_server_config, "IdentityProvider": {"token": TOKEN}}
 
 
 def _config(tmp_path: Path, **extra: Any) -> dict[str, Any]:
@@ -41,7 +48,10 @@ def _config(tmp_path: Path, **extra: Any) -> dict[str, Any]:
 def aaep_config(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """The tiny server and a missing one; a test's ``indirect`` parameter adds settings."""
     monkeypatch.setenv("AAEP_TEST_NOTES", str(tmp_path / "notes"))
-    return {**_config(tmp_path), **getattr(request, "param", {})}
+    extra = getattr(request, "param", {})
+    if extra is None:  # the remote-server test
+        return request.getfixturevalue("over_http")  # type: ignore[no-any-return]
+    return {**_config(tmp_path), **extra}
 
 
 async def _chat(api: Any, extension: Any, text: str) -> str:
@@ -155,3 +165,27 @@ async def test_the_administrators_command_list_is_enforced(api, extension, fake_
     events = await wait_idle(extension, chat_id)
     assert not any(t["name"].startswith("mcp__") for t in fake_model.requests[0].body["tools"])
     assert "I can still talk." in json.dumps(events)
+
+
+@pytest.fixture
+def over_http(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A remote (Streamable HTTP) server: this Jupyter server's own MCP endpoint, once with the
+    login token in ``headers`` (taken from the environment with ``${VAR}``) and once without."""
+    port, base = request.getfixturevalue("jp_http_port"), request.getfixturevalue("jp_base_url")
+    monkeypatch.setenv("AAEP_TEST_AUTH", f"token {TOKEN}")
+    url = f"http://127.0.0.1:{port}{base}aaep/v1/mcp"
+    monkeypatch.setenv("AAEP_TEST_NOTES", str(tmp_path / "notes"))
+    return _config(tmp_path, jupyter={"type": "http", "url": url, "headers": {"Authorization": "${AAEP_TEST_AUTH}"}},
+                   nologin={"type": "http", "url": url})
+
+
+@pytest.mark.parametrize("aaep_config", [pytest.param(None, id="http")], indirect=True)
+async def test_a_remote_server_over_http_with_headers(api, extension) -> None:
+    await extension.mcp_servers.wait_started(30)
+    _, body, _ = await api("mcp", "servers")
+    servers = {s["name"]: s for s in body["servers"]}
+    assert servers["jupyter"]["status"] == "ready", servers["jupyter"]
+    assert servers["jupyter"]["transport"] == "http"
+    assert "mcp__jupyter__run_cell" in {t["name"] for t in servers["jupyter"]["tools"]}
+    assert servers["nologin"]["status"] == "failed" and servers["nologin"]["message"].endswith(
+        "did not accept the connection (Server returned an error response); check its url and headers.")
