@@ -19,6 +19,7 @@ import asyncio
 import logging
 import os
 import secrets
+from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -373,10 +374,24 @@ class AAEPExtension(ExtensionApp):
         "own agent and other outside agents wait their turn. More than 0.",
     )
 
-    @validate("mcp_idle_seconds")
+    mcp_config_file = Unicode(
+        "",
+        config=True,
+        help="The user's tool servers (MCP), in the mcpServers JSON most MCP clients share: stdio servers "
+        "with command/args/env, remote ones with \"type\": \"http\", url and headers; ${VAR} is taken from "
+        "the server's environment. Their tools reach the agent as mcp__{server}__{tool}. Empty (the default): "
+        "{jupyter config dir}/aaep/mcp.json. A missing file means no tool servers.",
+    )
+    mcp_call_timeout_seconds = Float(
+        60.0,
+        config=True,
+        help="Seconds a tool server may take to answer one call before the call is stopped (starting may take at least 30).",
+    )
+
+    @validate("mcp_idle_seconds", "mcp_call_timeout_seconds")
     def _mcp_idle(self, proposal: Any) -> float:
         if proposal["value"] <= 0:
-            raise TraitError("mcp_idle_seconds must be more than 0.")
+            raise TraitError(f"{proposal['trait'].name} must be more than 0.")
         return float(proposal["value"])
 
     @validate("model_image_max_edge")
@@ -499,6 +514,19 @@ class AAEPExtension(ExtensionApp):
         self._route_module_logs()
 
         self.mcp_endpoint = self._mcp_endpoint() if self.mcp_server else None
+        self.mcp_servers = self._mcp_servers()
+
+    def _mcp_servers(self) -> Any:
+        """The user's MCP servers, read now and started once the loop runs."""
+        from jupyter_core.paths import jupyter_config_dir, jupyter_runtime_dir
+
+        from ..tools.mcp_tools import MCPServers
+
+        path = Path(self.mcp_config_file) if self.mcp_config_file else Path(jupyter_config_dir()) / "aaep" / "mcp.json"
+        servers = MCPServers(path, timeout=self.mcp_call_timeout_seconds, log_dir=Path(jupyter_runtime_dir()),
+                             allowed=self.admin_policy.mcp_stdio_commands, max_images=self.model_images_per_request)
+        self.toolbox.services["mcp"] = servers
+        return servers
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(handler_routes(self.service, keepalive=self.sse_keepalive_seconds))
@@ -532,6 +560,7 @@ class AAEPExtension(ExtensionApp):
         self._restore_sigint = stop_on_sigint_without_tty(serverapp)  # JupyterHub stops with SIGINT
         if self.mcp_endpoint is not None:
             self.mcp_endpoint.start()
+        self.mcp_servers.start()
 
     async def stop_extension(self) -> None:
         restore_sigint = getattr(self, "_restore_sigint", None)
@@ -546,6 +575,7 @@ class AAEPExtension(ExtensionApp):
         if self.mcp_endpoint is not None:
             await self.mcp_endpoint.stop()
         await self.runner.shutdown()
+        await self.mcp_servers.close()
         self.hub.shutdown()
         if self.store is not None:
             self.store.close()

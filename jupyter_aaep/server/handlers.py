@@ -176,6 +176,17 @@ class ModelsHandler(AAEPHandler):
         self.finish(json.dumps(await self.service.models.describe()))
 
 
+class MCPServersHandler(AAEPHandler):
+    """``GET /aaep/v1/mcp/servers``: the user's tool servers, each with its status, its tools
+    (names and titles) and, when it did not start, one sentence saying why."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        servers = self.service.runner.services.get("mcp")
+        self.finish(json.dumps(servers.describe() if servers is not None else {"config_file": None, "servers": []}))
+
+
 def handler_routes(service: AAEPService, *, keepalive: float) -> list[tuple[str, type, dict[str, Any]]]:
     """Every AAEP route (relative to ``base_url``), each handler given the service."""
     from .kernel_handlers import kernel_routes
@@ -187,6 +198,7 @@ def handler_routes(service: AAEPService, *, keepalive: float) -> list[tuple[str,
     return [
         (r"aaep/v1/manifest", ManifestHandler, common),
         (r"aaep/v1/models", ModelsHandler, common),
+        (r"aaep/v1/mcp/servers", MCPServersHandler, common),
         (r"aaep/v1/chats", ChatsHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/events", EventStreamHandler, streaming),
         (rf"aaep/v1/chats/{_ANY_CHAT}/messages", MessagesHandler, common),

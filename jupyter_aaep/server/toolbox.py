@@ -106,12 +106,24 @@ class Toolbox:
             self.tools.append(tool)
 
     def registry_for(self, chat: Chat) -> ToolRegistry:
-        """A fresh registry per session (the runner's ``registry_factory``); with the notebook's
-        kernel tools looked up at every turn, when the notebook layer is there."""
+        """A fresh registry per session (the runner's ``registry_factory``): the built-in tools,
+        then, looked up at every turn, the notebook's kernel tools and the user's MCP servers' tools."""
+        from ..tools.kernel_tools import LiveToolRegistry
+
         kernel_tools = self.services.get("kernel_tools")
-        if kernel_tools is None:
+        mcp = self.services.get("mcp")
+        if kernel_tools is None and mcp is None:
             return ToolRegistry(self.tools)
-        return kernel_tools.registry(self.tools, lambda: chat.notebook_path)  # type: ignore[no-any-return]
+
+        def extra() -> list[ToolSpec]:
+            found: list[ToolSpec] = []
+            if kernel_tools is not None:
+                found.extend(kernel_tools.for_notebook(chat.notebook_path))
+            if mcp is not None:
+                found.extend(mcp.tools())
+            return found
+
+        return LiveToolRegistry(self.tools, extra)
 
     async def close(self) -> None:
         service = self.services.get("notebook")
