@@ -204,9 +204,18 @@ export class Announcer implements IDisposable {
       case 'output.streaming':
         this._stream(event);
         return;
-      case 'session.started':
+      case 'session.started': {
+        const by = str(event, 'requested_by') ?? '';
+        if (by.startsWith('kernel:')) {
+          // A long cell's story: terse hears only how it ended.
+          if (verbosity !== 'terse' && summary) {
+            this._say(summary);
+          }
+          return;
+        }
         this._say(summary ?? trans.__('The agent started working.'));
         return;
+      }
       case 'session.completed':
         this._flushStreams(sid, false);
         // The answer was just heard: the end is one short sentence, never the answer again.
@@ -475,6 +484,7 @@ export class Announcer implements IDisposable {
     const progress = (event.progress ?? {}) as Record<string, unknown>;
     const percent = num(progress, 'percent');
     const verbosity = this._config.verbosity;
+    const urgency = str(event, 'urgency');
     const key = `progress:${event.session_id}`;
     const text =
       summary ??
@@ -482,6 +492,20 @@ export class Announcer implements IDisposable {
       (percent !== undefined ? this._trans.__('%1 percent done.', Math.round(percent)) : '');
     if (verbosity === 'detailed') {
       this._say(text, 'polite', key);
+      return;
+    }
+    if (urgency === 'background') {
+      return; // For the progress bar only: the producer paced what is worth hearing.
+    }
+    if (verbosity === 'normal' && (urgency === 'normal' || urgency === 'critical')) {
+      // The producer chose this one to be heard (a milestone, a paced update, a notice).
+      if (percent !== undefined) {
+        this._progressBuckets.set(
+          event.session_id,
+          Math.max(Math.floor(percent / 25), this._progressBuckets.get(event.session_id) ?? 0)
+        );
+      }
+      this._say(text, urgency === 'critical' ? 'assertive' : 'polite', key);
       return;
     }
     if (verbosity === 'normal' && percent !== undefined) {

@@ -45,6 +45,7 @@ import {
   readUsage,
   totalTokens
 } from './model';
+import { PERSON_RUN } from './model';
 import { IAAEPSettings } from './tokens';
 import { EventStream } from './eventStream';
 
@@ -716,6 +717,7 @@ export class ChatController {
   private _openChat(info: IChatInfo, path: string): void {
     const model = new ChatModel(info.chat_id!, path);
     model.supports = readSupports(info.supports);
+    model.hidesRequester = by => by === PERSON_RUN && !this._settings().announcePersonRuns;
     if (isApprovalMode(info.approval_mode)) {
       model.approvalMode = info.approval_mode;
     }

@@ -117,6 +117,8 @@ export type TranscriptItem =
       step?: number;
       totalSteps?: number;
       description?: string;
+      /** A cell left running (a session opened by the kernel watcher, not a request). */
+      cellRun?: boolean;
       done: boolean;
     }
   | IRequestItem
@@ -557,6 +559,12 @@ export class ChatModel {
   }
 
   /**
+   * Whether sessions requested by this `requested_by` are left out (neither
+   * shown nor spoken); the controller sets it from the settings.
+   */
+  hidesRequester: (requestedBy: string) => boolean = () => false;
+
+  /**
    * Take one AAEP event: skip it if already seen, else apply it.
    *
    * @param replay Whether the event comes from history (no announcements).
@@ -567,6 +575,15 @@ export class ChatModel {
       return false;
     }
     this._seen.add(event.event_id);
+    if (coreName(event.type) === 'session.started') {
+      const by = str(event, 'requested_by');
+      if (by && this.hidesRequester(by)) {
+        this._hidden.add(event.session_id);
+      }
+    }
+    if (this._hidden.has(event.session_id)) {
+      return false; // the person asked not to hear about these (a panel setting)
+    }
     const before = this._items.length;
     const at = Date.parse(event.timestamp);
     // Remember when new entries happened, to place guidance read from history.
@@ -685,6 +702,11 @@ export class ChatModel {
     const summary = pickSummary(event, 'normal') ?? '';
     switch (name) {
       case 'session.started': {
+        if ((str(event, 'requested_by') ?? '').startsWith(KERNEL_REQUESTER)) {
+          // A long cell's story, not a request: the agent's status and Undo are not its business.
+          this._cellRuns.add(sid);
+          break;
+        }
         this._updateStatus('running');
         this._canContinue = false;
         this._recoverableEnd = false;
@@ -782,6 +804,15 @@ export class ChatModel {
       }
       case 'progress.updated': {
         const progress = (event.progress ?? {}) as Record<string, unknown>;
+        if (this._isNotice(event, progress)) {
+          // A notice about the chat (saving stopped or resumed): its own entry, so it
+          // neither replaces nor is replaced by the step's progress (an approval countdown).
+          const text = summary || str(progress, 'description');
+          if (text) {
+            this._items.push({ kind: 'notice', id: `evt:${event.event_id}`, variant: 'info', text, sessionId: sid });
+          }
+          break;
+        }
         const key = `progress:${sid}`;
         const item = {
           kind: 'progress' as const,
@@ -791,6 +822,7 @@ export class ChatModel {
           step: num(progress, 'step'),
           totalSteps: num(progress, 'total_steps'),
           description: str(progress, 'description') ?? (summary || undefined),
+          cellRun: this._cellRuns.has(sid) || undefined,
           done: false
         };
         const index = this._items.findIndex(i => i.id === key);
@@ -885,12 +917,32 @@ export class ChatModel {
     }
     if (name && TERMINAL_EVENTS.has(name)) {
       this._ended.add(sid);
-      this._agentState = 'idle';
-      this._updateStatus('idle');
+      if (!this._cellRuns.has(sid)) {
+        this._agentState = 'idle';
+        this._updateStatus('idle');
+      }
     }
     mark();
     this._changed.emit();
     this._eventProcessed.emit({ event, replay });
+  }
+
+  /**
+   * Whether a progress update is a notice about the chat rather than a step's
+   * progress: the producer wants it heard (`urgency: normal`), it carries no
+   * numbers, and no step of its session is running (the chat store's
+   * "not being saved" / "saving again").
+   */
+  private _isNotice(event: IAAEPEvent, progress: Record<string, unknown>): boolean {
+    const sid = event.session_id;
+    return (
+      event.urgency === 'normal' &&
+      !this._cellRuns.has(sid) &&
+      num(progress, 'percent') === undefined &&
+      num(progress, 'step') === undefined &&
+      num(event, 'eta_ms') === undefined &&
+      !this._items.some(i => i.kind === 'tool' && i.sessionId === sid && i.status === 'running')
+    );
   }
 
   /**
@@ -974,6 +1026,10 @@ export class ChatModel {
   private _recoverableEnd = false;
   private _seen = new Set<string>();
   private _ended = new Set<string>();
+  /** Sessions that tell a cell left running (`requested_by` `kernel:…`). */
+  private _cellRuns = new Set<string>();
+  /** Sessions left out because of {@link hidesRequester}. */
+  private _hidden = new Set<string>();
   private _status: ChatStatus = 'idle';
   private _agentState = 'idle';
   private _supports: ISupports = { ...DEFAULT_SUPPORTS };
@@ -1029,7 +1085,7 @@ export function collapsePoint(
 
 /**
  * The detailed result of the newest cell run in the transcript (the agent's
- * `run_cell` or `run_all_cells` steps), for "Hear the last output": its
+ * `run_cell`, `run_all_cells` or `wait_for_cell` steps), for "Hear the last output": its
  * detailed summary when the producer sent one, else its one-sentence result;
  * `null` when the agent ran no cell in this chat.
  */
@@ -1044,4 +1100,10 @@ export function lastRunOutput(items: ReadonlyArray<TranscriptItem>): string | nu
 }
 
 /** The tools whose results are cell outputs. */
-const RUN_TOOLS: ReadonlySet<string> = new Set(['run_cell', 'run_all_cells']);
+const RUN_TOOLS: ReadonlySet<string> = new Set(['run_cell', 'run_all_cells', 'wait_for_cell']);
+
+/** `requested_by` prefix of sessions that tell a long cell's run (the server's kernel watcher). */
+export const KERNEL_REQUESTER = 'kernel:';
+
+/** `requested_by` of the sessions about cells the person ran. */
+export const PERSON_RUN = 'kernel:person-run';

@@ -32,6 +32,7 @@ export function readSettings(
         : DEFAULT_SETTINGS.maxAnnouncementsPerSecond,
     approvalMode: isApprovalMode(mode) ? mode : DEFAULT_SETTINGS.approvalMode,
     panelArea: area === 'left' ? 'left' : 'right',
-    debugAnnouncements: forceDebug || composite.debugAnnouncements === true
+    debugAnnouncements: forceDebug || composite.debugAnnouncements === true,
+    announcePersonRuns: composite.announcePersonRuns !== false
   };
 }

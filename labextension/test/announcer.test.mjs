@@ -314,3 +314,41 @@ test('polite speech is rate limited and merged, never dropped', () => {
   mock.timers.tick(600);
   assert.deepEqual(spoken(), ['polite: One.', 'polite: Two. Three.']);
 });
+
+// -- long-running cells (issue 19) ---------------------------------------------
+const longCell = (by = 'kernel:agent-run') => [
+  event('session.started', { requested_by: by, summary_normal: 'Cell 7 is still running.', summary_terse: 'Cell 7 running.' }, 'run1'),
+  event('progress.updated', { urgency: 'background', progress: { percent: 10, description: '10 of 100.' } }, 'run1'),
+  event('progress.updated', { urgency: 'normal', progress: { description: 'Cell 7 still running after 1 min.' }, summary_normal: 'Cell 7 still running after 1 min.' }, 'run1'),
+  event('progress.updated', { urgency: 'background', progress: { percent: 60, description: '60 of 100.' } }, 'run1'),
+  event('session.completed', { summary_normal: 'Cell 7 finished after 3 min: accuracy 0.91.', summary_terse: 'Cell 7 finished: accuracy 0.91.' }, 'run1')
+];
+
+test('normal: a long cell is heard at its start, at the paced updates the producer marks normal, and at its end', () => {
+  const { feed } = make('normal', 10);
+  for (const e of longCell()) {
+    feed(e);
+    mock.timers.tick(2000);
+  }
+  assert.deepEqual(spoken(), [
+    'polite: Cell 7 is still running.',
+    'polite: Cell 7 still running after 1 min.',
+    'polite: Cell 7 finished after 3 min: accuracy 0.91.'
+  ]);
+});
+
+test('terse: a long cell is heard only when it ends', () => {
+  const { feed } = make('terse', 10);
+  for (const e of longCell('kernel:person-run')) {
+    feed(e);
+    mock.timers.tick(2000);
+  }
+  assert.deepEqual(spoken(), ['polite: Cell 7 finished: accuracy 0.91.']);
+});
+
+test('a notice without a percent is spoken at normal verbosity (the store stopped)', () => {
+  const { feed } = make('normal', 10);
+  feed(event('progress.updated', { urgency: 'normal', progress: { description: 'Saving this chat stopped: the disk is full.' } }));
+  mock.timers.tick(2000);
+  assert.deepEqual(spoken(), ['polite: Saving this chat stopped: the disk is full.']);
+});

@@ -9,6 +9,7 @@ import {
   collapsePoint,
   compactCount,
   dollars,
+  lastRunOutput,
   readGuidance,
   readSupports,
   readUsage,
@@ -187,4 +188,44 @@ test('a finished session says how many of its steps failed', () => {
   const end = model.items[model.items.length - 1];
   assert.equal(end.kind, 'notice');
   assert.equal(end.failedSteps, 1);
+});
+
+// -- long-running cells and chat notices (issue 19) ---------------------------
+test('a cell left running shows a progress bar item of its own; its end removes it and leaves the agent idle', () => {
+  const model = new ChatModel('chat_1', 'a.ipynb');
+  model.ingest(event('session.started', 'run1', { requested_by: 'kernel:agent-run' }));
+  assert.equal(model.status, 'idle', 'a cell run is not the agent working');
+  model.ingest(event('progress.updated', 'run1', { urgency: 'background', progress: { percent: 40, step: 40, total_steps: 100, description: '40 of 100, about 3 minutes left.' } }));
+  const bar = model.items.find(i => i.kind === 'progress');
+  assert.equal(bar.cellRun, true);
+  assert.equal(bar.percent, 40);
+  assert.equal(bar.description, '40 of 100, about 3 minutes left.');
+  model.ingest(event('session.completed', 'run1', { summary_normal: 'Cell 7 finished after 3 min.' }));
+  assert.equal(model.items.find(i => i.kind === 'progress').done, true);
+  assert.equal(model.status, 'idle');
+  assert.ok(model.items.some(i => i.kind === 'notice' && i.text === 'Cell 7 finished after 3 min.'));
+});
+
+test('a notice about saving gets its own entry and leaves an approval countdown in place', () => {
+  const model = new ChatModel('chat_1', 'a.ipynb');
+  model.ingest(event('session.started', 's1', { request_text: 'Train it' }));
+  model.ingest(event('progress.updated', 's1', { progress: { percent: 50, description: '45 seconds left to approve or reject.' } }));
+  model.ingest(event('progress.updated', 's1', { urgency: 'normal', progress: { description: 'Not being saved for now.' }, summary_normal: 'This chat is not being saved for now: the disk is full.' }));
+  const countdown = model.items.find(i => i.id === 'progress:s1');
+  assert.equal(countdown.description, '45 seconds left to approve or reject.');
+  assert.ok(model.items.some(i => i.kind === 'notice' && i.text === 'This chat is not being saved for now: the disk is full.'));
+});
+
+test('the person-run sessions are left out when the setting says so; wait_for_cell output is heard on request', () => {
+  const model = new ChatModel('chat_1', 'a.ipynb');
+  model.hidesRequester = by => by === 'kernel:person-run';
+  model.ingest(event('session.started', 'run2', { requested_by: 'kernel:person-run' }));
+  model.ingest(event('progress.updated', 'run2', { urgency: 'normal', progress: { percent: 50 } }));
+  model.ingest(event('session.completed', 'run2'));
+  assert.equal(model.items.length, 0);
+
+  model.ingest(event('session.started', 's3', { request_text: 'Wait for it' }));
+  model.ingest(event('tool.invoked', 's3', { tool: 'wait_for_cell', tool_call_id: 'c1' }));
+  model.ingest(event('tool.completed', 's3', { tool: 'wait_for_cell', tool_call_id: 'c1', status: 'success', summary_normal: 'Cell 7 finished: accuracy 0.91.' }));
+  assert.match(lastRunOutput(model.items) ?? '', /accuracy 0\.91/);
 });
