@@ -130,6 +130,18 @@ export function listVariables(chatId: string): Promise<IVariablesAnswer> {
   return requestAPI<IVariablesAnswer>(['chats', chatId, 'variables']);
 }
 
+/** What `GET aaep/v1/chats/{id}/progress` answers: the notebook's running cells and one sentence. */
+export interface IProgressAnswer {
+  running: JSONRecord[];
+  /** Says it all: every running cell's progress, elapsed time and time left, or that none runs. */
+  sentence: string;
+}
+
+/** `GET aaep/v1/chats/{id}/progress`: *How far along?* */
+export function getProgress(chatId: string): Promise<IProgressAnswer> {
+  return requestAPI<IProgressAnswer>(['chats', chatId, 'progress']);
+}
+
 /** `POST aaep/v1/chats/{id}/messages` (subscription messages on SSE, and every fallback). */
 export async function postMessage(chatId: string, message: JSONRecord): Promise<JSONRecord | null> {
   const answer = await requestAPI<unknown>(['chats', chatId, 'messages'], { method: 'POST', body: message });

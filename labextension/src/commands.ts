@@ -30,6 +30,7 @@ export namespace CommandIDs {
   export const newChat = 'jupyter-aaep:new-chat';
   export const sayUsage = 'jupyter-aaep:say-usage';
   export const hearLastOutput = 'jupyter-aaep:hear-last-output';
+  export const howFarAlong = 'jupyter-aaep:how-far-along';
   export const setVerbosity = 'jupyter-aaep:set-verbosity';
 }
 
@@ -256,6 +257,11 @@ export function registerCommands(options: ICommandsOptions): void {
     label: trans.__('Hear the Last Output'),
     caption: trans.__('Say the whole output of the last cell the agent ran in this chat'),
     execute: () => controller.speakLastOutput()
+  });
+  app.commands.addCommand(CommandIDs.howFarAlong, {
+    label: trans.__('How Far Along?'),
+    caption: trans.__("Say the running cells' progress, elapsed time and time left"),
+    execute: () => controller.speakProgress()
   });
   app.commands.addCommand(CommandIDs.sayUsage, {
     label: trans.__('Say the Token Usage'),

@@ -29,6 +29,7 @@ import {
   IChatInfo,
   createChat,
   getChat,
+  getProgress,
   listChats
 } from './chatClient';
 import {
@@ -301,6 +302,30 @@ export class ChatController {
           `${output}\n${this._trans.__('End of output.')}`
         : this._trans.__('The agent has not run a cell in this chat yet, so there is no output to hear.')
     );
+  }
+
+  /** *How far along?*: the running cells' progress, elapsed time and time left, asked now. */
+  async speakProgress(): Promise<void> {
+    const model = this._model;
+    if (!model) {
+      this._announcer.announce(this._trans.__('No chat is open, so there is no running cell to tell about.'));
+      return;
+    }
+    try {
+      const answer = await getProgress(model.chatId);
+      this._announcer.announce(
+        typeof answer?.sentence === 'string' && answer.sentence.trim()
+          ? answer.sentence
+          : this._trans.__('The server did not say how far the cells are.')
+      );
+    } catch (error) {
+      this._announcer.announce(
+        error instanceof AAEPRequestError
+          ? this._trans.__('Could not ask how far along the cells are: %1', error.message)
+          : this._trans.__('Could not ask how far along the cells are.'),
+        'assertive'
+      );
+    }
   }
 
   /** Say the chat's token usage and estimated cost (on request only). */
