@@ -38,15 +38,14 @@ import {
   IProcessedEvent,
   IUsage,
   TranscriptItem,
-  dollars,
   isApprovalMode,
   lastRunOutput,
   readGuidance,
   readSupports,
-  readUsage,
-  totalTokens
+  readUsage
 } from './model';
 import { PERSON_RUN } from './model';
+import { usageSentence } from './usage';
 import { IAAEPSettings } from './tokens';
 import { EventStream } from './eventStream';
 
@@ -341,36 +340,9 @@ export class ChatController {
 
   /** The usage in one sentence, for people. */
   usageSentence(usage: IUsage | null): string {
-    const trans = this._trans;
-    if (!usage) {
-      return trans.__('The server does not report token usage for this chat.');
-    }
-    if (usage.requests === 0 && totalTokens(usage) === 0) {
-      return trans.__('This chat has used no tokens yet.');
-    }
-    const n = (v: number) => v.toLocaleString();
-    let text = trans.__(
-      'This chat used %1 tokens: %2 input, %3 read from the cache, %4 written to the cache and %5 output, in %6 model requests. Estimated cost: about %7.',
-      n(totalTokens(usage)),
-      n(usage.inputTokens),
-      n(usage.cacheReadTokens),
-      n(usage.cacheWriteTokens),
-      n(usage.outputTokens),
-      n(usage.requests),
-      dollars(usage.costUsd)
-    );
-    if (usage.budgetUsd !== null) {
-      text += ' ' + trans.__('The budget is %1.', dollars(usage.budgetUsd));
-    }
-    if (usage.compactions > 0) {
-      text += ' ' + trans._n(
-        'Earlier context was summarised once.',
-        'Earlier context was summarised %1 times.',
-        usage.compactions
-      );
-    }
-    return text;
+    return usageSentence(usage, this._trans);
   }
+
 
   /** Load the chat `chatId` of `path`, or (`null`) its newest one. */
   private async _load(path: string | null, chatId: string | null): Promise<void> {

@@ -158,8 +158,8 @@ export interface IUsage {
   cacheReadTokens: number;
   cacheWriteTokens: number;
   requests: number;
-  /** Estimated cost in US dollars. */
-  costUsd: number;
+  /** Estimated cost in US dollars; `null` when the model has no known price (the offline demo). */
+  costUsd: number | null;
   /** The chat's budget in US dollars, or `null` without one. */
   budgetUsd: number | null;
   /** How often earlier context was summarised. */
@@ -175,13 +175,15 @@ export function readUsage(value: unknown): IUsage | null {
   const count = (key: string) =>
     typeof raw[key] === 'number' && Number.isFinite(raw[key]) ? Math.max(0, raw[key] as number) : 0;
   const budget = raw.budget_usd;
+  const cost = raw.estimated_cost_usd;
   return {
     inputTokens: count('input_tokens'),
     outputTokens: count('output_tokens'),
     cacheReadTokens: count('cache_read_input_tokens'),
     cacheWriteTokens: count('cache_creation_input_tokens'),
     requests: count('requests'),
-    costUsd: count('estimated_cost_usd'),
+    // No price, no figure: null stays null rather than becoming a misleading $0.00.
+    costUsd: cost === null ? null : count('estimated_cost_usd'),
     budgetUsd: typeof budget === 'number' && Number.isFinite(budget) ? budget : null,
     compactions: count('context_compactions')
   };

@@ -229,3 +229,18 @@ test('the person-run sessions are left out when the setting says so; wait_for_ce
   model.ingest(event('tool.completed', 's3', { tool: 'wait_for_cell', tool_call_id: 'c1', status: 'success', summary_normal: 'Cell 7 finished: accuracy 0.91.' }));
   assert.match(lastRunOutput(model.items) ?? '', /accuracy 0\.91/);
 });
+
+test('without a price the cost stays unknown: the meter shows tokens only, the sentence leaves the cost out', async () => {
+  const { usageMeterText, usageSentence } = await import('../lib/usage.js');
+  const fill = (text, args) => text.replace(/%(\d)/g, (_, i) => String(args[Number(i) - 1]));
+  const trans = { __: (t, ...a) => fill(t, a), _n: (one, many, k, ...a) => fill(k === 1 ? one : many, [k, ...a]) };
+  const demo = readUsage({ requests: 2, input_tokens: 1000, output_tokens: 234, estimated_cost_usd: null, budget_usd: null });
+  assert.equal(demo.costUsd, null);
+  assert.equal(usageMeterText(demo, trans), '1.2k tokens');
+  const said = usageSentence(demo, trans);
+  assert.match(said, /^This chat used 1,234 tokens: 1,000 input, .* in 2 model requests\.$/);
+  assert.ok(!/cost|\$/.test(said), said);
+  const priced = readUsage({ requests: 1, input_tokens: 10, estimated_cost_usd: 0.0412 });
+  assert.equal(usageMeterText(priced, trans), '10 tokens · ≈ $0.04');
+  assert.match(usageSentence(priced, trans), /Estimated cost: about \$0\.04\.$/);
+});

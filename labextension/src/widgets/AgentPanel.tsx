@@ -22,7 +22,8 @@ import { ChatController } from '../controller';
 import { FigureDescriber } from '../figures';
 import { IMentionSource } from '../mentions';
 import { ModelChooser } from '../modelChoice';
-import { ChatModel, TranscriptItem, compactCount, dollars, totalTokens } from '../model';
+import { ChatModel, TranscriptItem } from '../model';
+import { usageMeterText } from '../usage';
 import { ariaShortcut, shortcutLabel } from '../shortcuts';
 
 /** The panel's icon: a speech bubble with a sound wave. */
@@ -70,11 +71,7 @@ export function stateLabel(model: ChatModel, trans: TranslationBundle): string {
 
 /** The compact usage meter ("12.3k tokens · ≈ $0.04"), or '' without figures. */
 export function usageMeter(model: ChatModel, trans: TranslationBundle): string {
-  const usage = model.usage;
-  if (!usage) {
-    return '';
-  }
-  return trans.__('%1 tokens · ≈ %2', compactCount(totalTokens(usage)), dollars(usage.costUsd));
+  return usageMeterText(model.usage, trans);
 }
 
 /** Focus an element of the panel once React has rendered. */
