@@ -45,6 +45,8 @@ export interface IChatInfo {
   guidance?: unknown;
   /** The model of the chat's next request. */
   model?: string;
+  /** The sessions whose changes to the notebook can still be undone, oldest first. */
+  undoable_sessions?: unknown;
 }
 
 /** A model a chat can use (`GET aaep/v1/models`). */
@@ -84,8 +86,10 @@ export interface IAnswers {
     paused?: boolean;
     resumed?: boolean;
     session_id?: string;
-    /** Of a revert: what was undone, in a sentence. */
+    /** Of a revert: what was undone, and the cells kept because others changed them, in sentences. */
     summary?: string;
+    /** Of a revert: one sentence per cell kept as someone else left it (also in `summary`). */
+    kept?: string[];
   };
   approval_mode: { kind: 'approval_mode.accepted'; approval_mode: string };
   model: { kind: 'model.accepted'; model: string; label?: string; message?: string };

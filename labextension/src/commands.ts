@@ -184,7 +184,7 @@ export function registerCommands(options: ICommandsOptions): void {
   app.commands.addCommand(CommandIDs.undoChanges, {
     label: trans.__("Undo the AI Agent's Last Changes"),
     caption: trans.__(
-      "Put the notebook's cells back as they were before the agent's latest request"
+      "Undo the changes the agent made to the notebook in its latest request; cells others changed since are kept"
     ),
     isVisible: () => controller.model?.supports.revert ?? true,
     // The focus stays where it is: the outcome is announced and shown in the panel.

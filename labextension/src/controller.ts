@@ -597,9 +597,10 @@ export class ChatController {
   }
 
   /**
-   * Undo the agent's changes to the notebook: the server puts its cells back
-   * as they were before the latest request of this chat. Its answer says
-   * what was undone; a refusal is shown next to the Undo button and said at once.
+   * Undo the agent's own changes of its latest request in this chat (cells
+   * someone else changed since are kept as they are). Its answer says what was
+   * undone and what was kept; a refusal is shown next to the Undo button and
+   * said at once.
    */
   async revert(): Promise<void> {
     const model = this._model;
@@ -696,6 +697,7 @@ export class ChatController {
       model.usage = readUsage(info.usage);
     }
     model.setCanContinue(info.can_continue);
+    model.setUndoable(info.undoable_sessions);
     model.addGuidance(readGuidance(info.guidance));
   }
 

@@ -449,6 +449,18 @@ export class ChatModel {
     return this._supports.revert && !this.isRunning && !this._reverting && this._undoable.length > 0;
   }
 
+  /**
+   * The sessions whose changes can be undone, as the server keeps them
+   * (`undoable_sessions`): a request that changed nothing is not among them.
+   */
+  setUndoable(value: unknown): void {
+    if (!Array.isArray(value)) {
+      return; // an older server: the sessions seen so far stand in
+    }
+    this._undoable = value.filter((v): v is string => typeof v === 'string');
+    this._changed.emit();
+  }
+
   /** Whether an undo request is on its way to the server. */
   get reverting(): boolean {
     return this._reverting;

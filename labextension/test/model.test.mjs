@@ -244,3 +244,17 @@ test('without a price the cost stays unknown: the meter shows tokens only, the s
   assert.equal(usageMeterText(priced, trans), '10 tokens · ≈ $0.04');
   assert.match(usageSentence(priced, trans), /Estimated cost: about \$0\.04\.$/);
 });
+
+test('Undo is offered only for the sessions the server can still undo', () => {
+  const model = new ChatModel('chat_1', 'a.ipynb');
+  model.supports = readSupports({ revert: true });
+  model.ingest(event('session.started', 's1', { request_text: 'Explain the data' }));
+  model.ingest(event('session.completed', 's1'));
+  assert.equal(model.canRevert, true, 'an older server: every session may have changes');
+  model.setUndoable([]);
+  assert.equal(model.canRevert, false, 'the request changed nothing');
+  model.setUndoable(['s1']);
+  assert.equal(model.canRevert, true);
+  model.setUndoable(undefined);
+  assert.equal(model.canRevert, true, 'a missing list leaves things as they were');
+});

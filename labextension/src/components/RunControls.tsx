@@ -190,7 +190,7 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
         {supports.revert && (
           <span id={undoHintId} className="jp-sr-only">
             {trans.__(
-              "Puts the notebook's cells back as they were before the agent's latest request in this chat."
+              "Undoes the changes the agent made to the notebook in its latest request in this chat; cells someone else changed since are kept as they are."
             )}
             {undoReason && ` ${undoReason}`}
           </span>
