@@ -45,6 +45,8 @@ export interface IChatInfo {
   guidance?: unknown;
   /** The model of the chat's next request. */
   model?: string;
+  /** What the administrator fixed (see `readPolicy`). */
+  policy?: unknown;
   /** The sessions whose changes to the notebook can still be undone, oldest first. */
   undoable_sessions?: unknown;
 }

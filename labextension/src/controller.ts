@@ -41,6 +41,7 @@ import {
   isApprovalMode,
   lastRunOutput,
   readGuidance,
+  readPolicy,
   readSupports,
   readUsage
 } from './model';
@@ -647,6 +648,15 @@ export class ChatController {
     if (!model.supports.approval_mode) {
       return;
     }
+    if (!model.policy.approvalModes.includes(mode)) {
+      // Locked by the administrator: say what is allowed instead of asking the server.
+      this._announcer.announce(
+        model.policy.message ?? this._trans.__('The administrator of this server does not allow this approval mode.'),
+        'assertive'
+      );
+      model.approvalMode = model.approvalMode; // the select shows the mode in force again
+      return;
+    }
     const previous = model.approvalMode;
     model.approvalMode = mode;
     const answer = await this._request({ kind: 'approval_mode', mode });
@@ -698,6 +708,9 @@ export class ChatController {
     }
     model.setCanContinue(info.can_continue);
     model.setUndoable(info.undoable_sessions);
+    if (info.policy !== undefined) {
+      model.policy = readPolicy(info.policy);
+    }
     model.addGuidance(readGuidance(info.guidance));
   }
 

@@ -151,6 +151,35 @@ export interface ISupports {
   continue: boolean;
 }
 
+/** What the server's administrator fixed (`policy` in `GET chats/{id}`). */
+export interface IPolicy {
+  /** Names of the settings users cannot change (`approval_mode`, `model`, …). */
+  locked: string[];
+  /** The approval modes users may choose, in the panel's order. */
+  approvalModes: ApprovalMode[];
+  /** What the administrator fixed, in one sentence, or `null` when nothing is. */
+  message: string | null;
+}
+
+/** The policy when the server sets none: everything may be chosen. */
+export const OPEN_POLICY: IPolicy = { locked: [], approvalModes: [...APPROVAL_MODES], message: null };
+
+/** Read `policy` from a chat description; an absent or malformed one locks nothing. */
+export function readPolicy(value: unknown): IPolicy {
+  if (typeof value !== 'object' || value === null) {
+    return OPEN_POLICY;
+  }
+  const raw = value as Record<string, unknown>;
+  const locked = Array.isArray(raw.locked) ? raw.locked.filter((v): v is string => typeof v === 'string') : [];
+  const allowed = Array.isArray(raw.approval_modes) ? raw.approval_modes : APPROVAL_MODES;
+  const approvalModes = APPROVAL_MODES.filter(mode => allowed.includes(mode));
+  return {
+    locked,
+    approvalModes: approvalModes.length > 0 ? approvalModes : [...APPROVAL_MODES],
+    message: typeof raw.message === 'string' && raw.message.trim() ? raw.message : null
+  };
+}
+
 /** Token usage of a chat (`usage` in `GET chats/{id}`), summed over its sessions. */
 export interface IUsage {
   inputTokens: number;
@@ -402,6 +431,15 @@ export class ChatModel {
   subscriptionId: string | null = null;
 
   /** Approval mode of this chat (never persisted by the panel). */
+  /** What the administrator fixed for this server. */
+  get policy(): IPolicy {
+    return this._policy;
+  }
+  set policy(policy: IPolicy) {
+    this._policy = policy;
+    this._changed.emit();
+  }
+
   get approvalMode(): ApprovalMode {
     return this._approvalMode;
   }
@@ -1040,6 +1078,7 @@ export class ChatModel {
   private _recoverableEnd = false;
   private _seen = new Set<string>();
   private _ended = new Set<string>();
+  private _policy: IPolicy = OPEN_POLICY;
   /** Sessions that tell a cell left running (`requested_by` `kernel:…`). */
   private _cellRuns = new Set<string>();
   /** Sessions left out because of {@link hidesRequester}. */

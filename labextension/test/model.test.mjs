@@ -258,3 +258,21 @@ test('Undo is offered only for the sessions the server can still undo', () => {
   model.setUndoable(undefined);
   assert.equal(model.canRevert, true, 'a missing list leaves things as they were');
 });
+
+test('the admin policy: only the allowed approval modes, with the sentence to say; none means open', async () => {
+  const { readPolicy } = await import('../lib/model.js');
+  const policy = readPolicy({
+    locked: ['approval_mode', 'budget'],
+    approval_modes: ['ask', 'ask_all', 'bogus'],
+    message: 'Set by the administrator of this server: approval modes: Ask before running code or Ask before every change.'
+  });
+  assert.deepEqual(policy.approvalModes, ['ask_all', 'ask']);
+  assert.deepEqual(policy.locked, ['approval_mode', 'budget']);
+  assert.match(policy.message, /^Set by the administrator/);
+  const open = readPolicy(undefined);
+  assert.deepEqual(open.approvalModes, ['ask_all', 'ask', 'auto']);
+  assert.deepEqual(open.locked, []);
+  assert.equal(open.message, null);
+  // A list that allows nothing the panel knows must not leave the select empty.
+  assert.deepEqual(readPolicy({ approval_modes: [] }).approvalModes, ['ask_all', 'ask', 'auto']);
+});

@@ -39,6 +39,10 @@ export interface IRunControlsProps {
   onControl: (action: 'stop' | 'pause' | 'resume') => void;
   onUndo: () => void;
   onApprovalMode: (mode: ApprovalMode) => void;
+  /** The approval modes the administrator allows (all when absent). */
+  allowedModes?: ReadonlyArray<ApprovalMode>;
+  /** Why some settings are fixed (the administrator's sentence), shown under the select when the mode is locked. */
+  policyMessage?: string | null;
 }
 
 /** What the approval mode select shows for `mode`. */
@@ -90,6 +94,11 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
   const undoErrorId = useId('jp-AAEPControls-undoError');
   const pauseHintId = useId('jp-AAEPControls-pauseHint');
   const continueHintId = useId('jp-AAEPControls-continueHint');
+  const policyId = useId('jp-AAEPControls-policy');
+  // The modes the administrator allows (and the one in force, so the select never lies).
+  const modes = APPROVAL_MODES.filter(
+    mode => mode === approvalMode || (props.allowedModes ?? APPROVAL_MODES).includes(mode)
+  );
   const running = status !== 'idle';
   const canStop = supports.stop && running && !disabled;
   const canUndo = supports.revert && props.canUndo && !disabled;
@@ -210,7 +219,7 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
               className="jp-AAEPPanel-approvalMode"
               value={approvalMode}
               disabled={disabled}
-              aria-describedby={warningId}
+              aria-describedby={props.policyMessage ? `${warningId} ${policyId}` : warningId}
               onChange={e => {
                 const mode = e.target.value;
                 if (isApprovalMode(mode)) {
@@ -218,7 +227,7 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
                 }
               }}
             >
-              {APPROVAL_MODES.map(mode => (
+              {modes.map(mode => (
                 <option key={mode} value={mode}>
                   {approvalModeLabel(mode, trans)}
                 </option>
@@ -234,6 +243,11 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
           >
             {approvalModeDescription(approvalMode, trans)}
           </p>
+          {props.policyMessage && (
+            <p id={policyId} className="jp-AAEPPanel-policy">
+              {props.policyMessage}
+            </p>
+          )}
         </>
       )}
     </div>

@@ -287,6 +287,8 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             onControl={action => void controller.control(action)}
             onUndo={() => void controller.revert()}
             onApprovalMode={mode => void controller.setApprovalMode(mode)}
+            allowedModes={model.policy.approvalModes}
+            policyMessage={model.policy.locked.includes('approval_mode') ? model.policy.message : null}
           />
           {props.chooser && <ModelPicker chooser={props.chooser} trans={trans} disabled={!connected} />}
           {props.describer && (
