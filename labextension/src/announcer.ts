@@ -35,17 +35,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 
-import {
-  IAAEPEvent,
-  Verbosity,
-  bool,
-  coreName,
-  isCritical,
-  isRecord,
-  num,
-  pickSummary,
-  str
-} from './aaep';
+import { IAAEPEvent, Verbosity, bool, coreName, isCritical, isRecord, num, pickSummary, str } from './aaep';
 import { IProcessedEvent, withoutHint } from './model';
 import { SentenceBuffer, endsSentence, markCutOff, saysReason } from './speech';
 
@@ -232,9 +222,7 @@ export class Announcer implements IDisposable {
         const hint = str(event, 'remediation_hint');
         const said = withoutHint(summary ?? '', hint) || trans.__('the agent stopped.');
         this._say(
-          [/^error\b/i.test(said) ? '' : trans.__('Error:'), said, hint]
-            .filter(Boolean)
-            .join(' '),
+          [/^error\b/i.test(said) ? '' : trans.__('Error:'), said, hint].filter(Boolean).join(' '),
           'assertive'
         );
         this._forget(sid);
@@ -252,9 +240,7 @@ export class Announcer implements IDisposable {
         // Producers usually say it all in the summary; add only what is missing.
         const said =
           summary ??
-          [str(event, 'action'), verbosity !== 'terse' ? str(event, 'consequence') : '']
-            .filter(Boolean)
-            .join(' ');
+          [str(event, 'action'), verbosity !== 'terse' ? str(event, 'consequence') : ''].filter(Boolean).join(' ');
         const risk = str(event, 'risk_level');
         const parts = [
           /^(approval needed|approve\b)/i.test(said) ? '' : trans.__('Approval needed:'),
@@ -267,11 +253,7 @@ export class Announcer implements IDisposable {
       }
       case 'awaiting.clarification':
         this._say(
-          [
-            trans.__('The agent asks:'),
-            str(event, 'question') ?? summary ?? '',
-            this._whereToAnswer()
-          ]
+          [trans.__('The agent asks:'), str(event, 'question') ?? summary ?? '', this._whereToAnswer()]
             .filter(Boolean)
             .join(' '),
           'assertive'
@@ -279,9 +261,7 @@ export class Announcer implements IDisposable {
         return;
       case 'handoff.requested':
         this._say(
-          `${trans.__('The agent hands control back to you:')} ${
-            summary ?? str(event, 'reason') ?? ''
-          }`,
+          `${trans.__('The agent hands control back to you:')} ${summary ?? str(event, 'reason') ?? ''}`,
           'assertive'
         );
         return;
@@ -292,12 +272,7 @@ export class Announcer implements IDisposable {
         const text = summary ?? trans.__('Working on the next step.');
         const key = `tool:${str(event, 'tool_call_id') ?? str(event, 'tool') ?? ''}`;
         // Normal: held back, so a quick step is told by its result alone.
-        this._announce(
-          text,
-          'polite',
-          key,
-          verbosity === 'normal' ? Date.now() + START_GRACE_MS : undefined
-        );
+        this._announce(text, 'polite', key, verbosity === 'normal' ? Date.now() + START_GRACE_MS : undefined);
         return;
       }
       case 'tool.completed':
@@ -358,9 +333,7 @@ export class Announcer implements IDisposable {
     if (failed) {
       const summary = pickSummary(event, verbosity === 'terse' ? 'normal' : verbosity);
       const message = str(event, 'error_message');
-      const said =
-        summary ??
-        (status === 'timeout' ? trans.__('A step timed out.') : trans.__('A step failed.'));
+      const said = summary ?? (status === 'timeout' ? trans.__('A step timed out.') : trans.__('A step failed.'));
       // The reason is added unless the summary already says it.
       const reason = message && !saysReason(said, message) ? message : '';
       this._say([said, verbosity !== 'terse' ? reason : ''].filter(Boolean).join(' '));
@@ -436,9 +409,7 @@ export class Announcer implements IDisposable {
   private _sayPieces(sid: string, pieces: ReturnType<SentenceBuffer['push']>): void {
     for (const piece of pieces) {
       if (piece.kind === 'code') {
-        this._say(
-          this._trans._n('Code block, %1 line.', 'Code block, %1 lines.', piece.lines ?? 0)
-        );
+        this._say(this._trans._n('Code block, %1 line.', 'Code block, %1 lines.', piece.lines ?? 0));
         this._lastProse.delete(sid);
         continue;
       }
@@ -553,10 +524,13 @@ export class Announcer implements IDisposable {
     if (held !== undefined && held > at) {
       at = held;
     }
-    this._timer = window.setTimeout(() => {
-      this._timer = null;
-      this._flushPolite();
-    }, Math.max(0, at - Date.now()));
+    this._timer = window.setTimeout(
+      () => {
+        this._timer = null;
+        this._flushPolite();
+      },
+      Math.max(0, at - Date.now())
+    );
   }
 
   /** Milliseconds between two polite writes. */

@@ -110,9 +110,7 @@ export interface IFrameSender {
 }
 
 /** `GET aaep/v1/chats?notebook_path=…`: one page of a notebook's chats. */
-export function listChats(
-  query: Record<string, string>
-): Promise<{ chats?: IChatInfo[]; next?: unknown }> {
+export function listChats(query: Record<string, string>): Promise<{ chats?: IChatInfo[]; next?: unknown }> {
   return requestAPI(['chats'], {}, query);
 }
 
@@ -220,9 +218,7 @@ export class ChatClient {
   connectionLost(): void {
     for (const [requestId, waiting] of this._waiting) {
       window.clearTimeout(waiting.timer);
-      waiting.reject(
-        new AAEPRequestError(0, 'The connection was lost before the server answered; try again.', false)
-      );
+      waiting.reject(new AAEPRequestError(0, 'The connection was lost before the server answered; try again.', false));
       this._waiting.delete(requestId);
     }
   }

@@ -263,9 +263,7 @@ export class ChatController {
     const messages = model.items.filter(i => i.kind === 'user' || i.kind === 'answer').length;
     const parts = [
       trans.__('Agent panel for %1.', name),
-      messages === 0
-        ? trans.__('No messages yet.')
-        : trans._n('%1 message.', '%1 messages.', messages)
+      messages === 0 ? trans.__('No messages yet.') : trans._n('%1 message.', '%1 messages.', messages)
     ];
     const pending = model.pending.length;
     if (pending > 0) {
@@ -343,7 +341,6 @@ export class ChatController {
   usageSentence(usage: IUsage | null): string {
     return usageSentence(usage, this._trans);
   }
-
 
   /** Load the chat `chatId` of `path`, or (`null`) its newest one. */
   private async _load(path: string | null, chatId: string | null): Promise<void> {
@@ -616,7 +613,7 @@ export class ChatController {
             : model.reverting
               ? trans.__('The agent is already undoing its changes.')
               : !model.supports.revert
-                ? trans.__('This server cannot undo the agent\'s changes.')
+                ? trans.__("This server cannot undo the agent's changes.")
                 : trans.__('There are no agent changes to undo in this chat.')
       );
       return;
@@ -824,9 +821,7 @@ export class ChatController {
         this._announcer.announce(this._trans.__('While the connection was down: %1', said));
       }
     }
-    const waiting = model.pending.filter(item =>
-      missed.some(e => `request:${e.event_id}` === item.id)
-    );
+    const waiting = model.pending.filter(item => missed.some(e => `request:${e.event_id}` === item.id));
     if (waiting.length > 0) {
       this._announcer.announce(
         this._trans._n(
@@ -912,7 +907,7 @@ export class ChatController {
     this._announcer.handleEvent(processed);
     if (!processed.replay && coreName(processed.event.type) === 'session.completed') {
       const end = model.items.find(i => i.id === `end:${processed.event.event_id}`);
-      const failed = end?.kind === 'notice' ? end.failedSteps ?? 0 : 0;
+      const failed = end?.kind === 'notice' ? (end.failedSteps ?? 0) : 0;
       if (failed > 0) {
         this._announcer.announce(
           this._trans._n(
@@ -930,7 +925,10 @@ export class ChatController {
     if (coreName(processed.event.type) === 'state.changed' && str(processed.event, 'from_state') === 'paused') {
       model.pending.forEach(item => this._scheduleExpiryWarning(item)); // their clocks run again
     }
-    if (coreName(processed.event.type) === 'awaiting.confirmation' || coreName(processed.event.type) === 'awaiting.clarification') {
+    if (
+      coreName(processed.event.type) === 'awaiting.confirmation' ||
+      coreName(processed.event.type) === 'awaiting.clarification'
+    ) {
       const item = model.items.find(i => i.id === `request:${processed.event.event_id}`);
       if (item) {
         this._scheduleExpiryWarning(item);

@@ -13,16 +13,7 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import {
-  IAAEPEvent,
-  TERMINAL_EVENTS,
-  bool,
-  coreName,
-  deadlineOf,
-  num,
-  pickSummary,
-  str
-} from './aaep';
+import { IAAEPEvent, TERMINAL_EVENTS, bool, coreName, deadlineOf, num, pickSummary, str } from './aaep';
 import { endsSentence } from './speech';
 import { ConnectionState } from './eventStream';
 
@@ -45,14 +36,7 @@ export function isApprovalMode(value: unknown): value is ApprovalMode {
 }
 
 /** How a confirmation or clarification ended (or `pending`). */
-export type RequestState =
-  | 'pending'
-  | 'sending'
-  | 'accepted'
-  | 'rejected'
-  | 'answered'
-  | 'resolved'
-  | 'cancelled';
+export type RequestState = 'pending' | 'sending' | 'accepted' | 'rejected' | 'answered' | 'resolved' | 'cancelled';
 
 /** A confirmation or clarification request in the transcript. */
 export interface IRequestItem {
@@ -252,10 +236,7 @@ export const DEFAULT_SUPPORTS: ISupports = {
 
 /** Read `supports` from a chat description, defaulting what is missing. */
 export function readSupports(value: unknown): ISupports {
-  const raw = (typeof value === 'object' && value !== null ? value : {}) as Record<
-    string,
-    unknown
-  >;
+  const raw = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
   const flag = (key: keyof ISupports) =>
     typeof raw[key] === 'boolean' ? (raw[key] as boolean) : DEFAULT_SUPPORTS[key];
   return {
@@ -387,9 +368,7 @@ export class ChatModel {
    * `can_continue`, or a session ended with a recoverable error).
    */
   get canContinue(): boolean {
-    return (
-      this._supports.continue && !this.isRunning && (this._canContinue || this._recoverableEnd)
-    );
+    return this._supports.continue && !this.isRunning && (this._canContinue || this._recoverableEnd);
   }
 
   /**
@@ -453,9 +432,7 @@ export class ChatModel {
   /** Pending confirmations and clarifications, oldest first. */
   get pending(): TranscriptItem[] {
     return this._items.filter(
-      item =>
-        (item.kind === 'confirmation' || item.kind === 'clarification') &&
-        item.state === 'pending'
+      item => (item.kind === 'confirmation' || item.kind === 'clarification') && item.state === 'pending'
     );
   }
 
@@ -661,9 +638,7 @@ export class ChatModel {
     let added = 0;
     let adopted = false;
     for (const entry of entries) {
-      const known = this._items.some(
-        i => i.kind === 'user' && i.steering && i.guidanceId === entry.guidanceId
-      );
+      const known = this._items.some(i => i.kind === 'user' && i.steering && i.guidanceId === entry.guidanceId);
       if (known) {
         continue;
       }
@@ -689,7 +664,9 @@ export class ChatModel {
         at: entry.created
       };
       const index = Number.isFinite(entry.created)
-        ? this._items.findIndex(i => (i as { at?: number }).at !== undefined && (i as { at?: number }).at! > entry.created)
+        ? this._items.findIndex(
+            i => (i as { at?: number }).at !== undefined && (i as { at?: number }).at! > entry.created
+          )
         : -1;
       if (index >= 0) {
         this._items.splice(index, 0, item);
@@ -768,16 +745,12 @@ export class ChatModel {
         this._revertError = null;
         const request = str(event, 'request_text');
         const known = this._items.some(
-          i =>
-            i.kind === 'user' &&
-            (i.sessionId === sid || (i.sessionId === undefined && i.text === request))
+          i => i.kind === 'user' && (i.sessionId === sid || (i.sessionId === undefined && i.text === request))
         );
         if (request && !known) {
           this._items.push({ kind: 'user', id: localId('user'), text: request, sessionId: sid });
         } else if (request) {
-          const mine = this._items.find(
-            i => i.kind === 'user' && i.sessionId === undefined && i.text === request
-          );
+          const mine = this._items.find(i => i.kind === 'user' && i.sessionId === undefined && i.text === request);
           if (mine && mine.kind === 'user') {
             mine.sessionId = sid;
             this._touch(mine);
@@ -835,8 +808,7 @@ export class ChatModel {
           );
         if (item && item.kind === 'tool') {
           const status = str(event, 'status');
-          item.status =
-            status === 'error' || status === 'timeout' ? status : 'success';
+          item.status = status === 'error' || status === 'timeout' ? status : 'success';
           item.durationMs = num(event, 'duration_ms');
           item.errorMessage = str(event, 'error_message');
           // The result tells the step ("Created cell 4"); its start is not repeated.
@@ -933,10 +905,7 @@ export class ChatModel {
       case 'session.completed':
       case 'session.errored':
       case 'session.cancelled': {
-        const variant = name.slice('session.'.length) as
-          | 'completed'
-          | 'errored'
-          | 'cancelled';
+        const variant = name.slice('session.'.length) as 'completed' | 'errored' | 'cancelled';
         this._resolveRequests(sid, variant === 'cancelled' ? 'cancelled' : 'resolved');
         this._finishSession(sid, variant !== 'completed');
         this._recoverableEnd = variant === 'errored' && bool(event, 'recoverable') === true;
@@ -1106,9 +1075,7 @@ export function withoutHint(summary: string, hint: string | undefined): string {
     return summary;
   }
   const trimmed = summary.trim();
-  return trimmed.endsWith(hint.trim())
-    ? trimmed.slice(0, trimmed.length - hint.trim().length).trim()
-    : trimmed;
+  return trimmed.endsWith(hint.trim()) ? trimmed.slice(0, trimmed.length - hint.trim().length).trim() : trimmed;
 }
 
 /** Turns (a request and everything after it) shown before older ones are collapsed. */

@@ -14,10 +14,7 @@ import { DEFAULT_SETTINGS, IAAEPSettings } from './tokens';
  * @param composite The composite settings object.
  * @param forceDebug Turn the announcement log on regardless (URL flag).
  */
-export function readSettings(
-  composite: ReadonlyPartialJSONObject,
-  forceDebug = false
-): IAAEPSettings {
+export function readSettings(composite: ReadonlyPartialJSONObject, forceDebug = false): IAAEPSettings {
   const verbosity = composite.verbosity;
   const rate = composite.maxAnnouncementsPerSecond;
   const mode = composite.approvalMode;

@@ -30,11 +30,9 @@ export function usageSentence(usage: IUsage | null, trans: TranslationBundle): s
     text += ' ' + trans.__('The budget is %1.', dollars(usage.budgetUsd));
   }
   if (usage.compactions > 0) {
-    text += ' ' + trans._n(
-      'Earlier context was summarised once.',
-      'Earlier context was summarised %1 times.',
-      usage.compactions
-    );
+    text +=
+      ' ' +
+      trans._n('Earlier context was summarised once.', 'Earlier context was summarised %1 times.', usage.compactions);
   }
   return text;
 }

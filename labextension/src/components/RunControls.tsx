@@ -199,7 +199,7 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
         {supports.revert && (
           <span id={undoHintId} className="jp-sr-only">
             {trans.__(
-              "Undoes the changes the agent made to the notebook in its latest request in this chat; cells someone else changed since are kept as they are."
+              'Undoes the changes the agent made to the notebook in its latest request in this chat; cells someone else changed since are kept as they are.'
             )}
             {undoReason && ` ${undoReason}`}
           </span>
@@ -237,9 +237,7 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
           {/* Always the select's description; shown only while auto is on. */}
           <p
             id={warningId}
-            className={
-              approvalMode === 'auto' ? 'jp-AAEPPanel-approvalWarning jp-mod-active' : 'jp-sr-only'
-            }
+            className={approvalMode === 'auto' ? 'jp-AAEPPanel-approvalWarning jp-mod-active' : 'jp-sr-only'}
           >
             {approvalModeDescription(approvalMode, trans)}
           </p>

@@ -73,10 +73,7 @@ export function ToolStep(props: { item: Of<'tool'>; trans: TranslationBundle }):
   const icon = { running: null, success: '✓', error: '✕', timeout: '✕' }[item.status];
   const summary = item.summary || trans.__('A step of the agent.');
   // The reason is shown unless the summary already says it.
-  const reason =
-    failed && item.errorMessage && !saysReason(summary, item.errorMessage)
-      ? item.errorMessage
-      : '';
+  const reason = failed && item.errorMessage && !saysReason(summary, item.errorMessage) ? item.errorMessage : '';
   return (
     <div
       className={`jp-AAEPToolStep jp-mod-${item.status}`}
@@ -105,8 +102,7 @@ export function ProgressStep(props: { item: Of<'progress'>; trans: TranslationBu
       : trans.__('Still running.'));
   // The name stays put while the value changes: screen readers then read the value.
   const name = item.cellRun ? trans.__('Progress of the running cell') : trans.__('Progress of the current step');
-  const percent =
-    item.percent !== undefined ? Math.max(0, Math.min(100, item.percent)) : undefined;
+  const percent = item.percent !== undefined ? Math.max(0, Math.min(100, item.percent)) : undefined;
   return (
     <div className={`jp-AAEPProgress${item.done ? ' jp-mod-done' : ''}`}>
       <div className="jp-AAEPProgress-label">{text}</div>
@@ -162,12 +158,11 @@ export function HandoffCard(props: { item: Of<'handoff'>; trans: TranslationBund
 /** End of a session, an error, or a local notice. */
 export function Notice(props: { item: Of<'notice'>; trans: TranslationBundle }): JSX.Element {
   const { item, trans } = props;
-  const failed = item.variant === 'completed' ? item.failedSteps ?? 0 : 0;
+  const failed = item.variant === 'completed' ? (item.failedSteps ?? 0) : 0;
   const prefix = {
     started: trans.__('Started:'),
     // "Done." says it already: no "Finished: Done.".
-    completed:
-      failed > 0 ? trans._n('Finished, 1 step failed:', 'Finished, %1 steps failed:', failed) : '',
+    completed: failed > 0 ? trans._n('Finished, 1 step failed:', 'Finished, %1 steps failed:', failed) : '',
     errored: trans.__('Error:'),
     cancelled: trans.__('Stopped:'),
     // The server's summary already says "Undid the agent's changes…".

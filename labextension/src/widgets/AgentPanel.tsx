@@ -147,9 +147,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
     if (!first) {
       return;
     }
-    const card = document.querySelector<HTMLElement>(
-      `.jp-AAEPPanel [data-request-id="${CSS.escape(first.id)}"]`
-    );
+    const card = document.querySelector<HTMLElement>(`.jp-AAEPPanel [data-request-id="${CSS.escape(first.id)}"]`);
     if (!card) {
       return;
     }
@@ -265,53 +263,53 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
           />
           <div className="jp-AAEPPanel-footer" ref={footer}>
-          <RunControls
-            trans={trans}
-            status={model.status}
-            approvalMode={model.approvalMode}
-            supports={model.supports}
-            stopShortcut={ariaShortcut(commands, CommandIDs.stop)}
-            canUndo={model.canRevert}
-            undoing={model.reverting}
-            undoError={model.revertError}
-            undoShortcut={ariaShortcut(commands, CommandIDs.undoChanges)}
-            pauseShortcut={ariaShortcut(commands, CommandIDs.togglePause)}
-            canContinue={model.canContinue}
-            continueShortcut={ariaShortcut(commands, CommandIDs.continueChat)}
-            onContinue={() => {
-              // The button goes away: the focus moves to the message box (now the steer box).
-              void controller.continueChat();
-              focusSoon('.jp-AAEPComposer-input');
-            }}
-            disabled={!connected}
-            onControl={action => void controller.control(action)}
-            onUndo={() => void controller.revert()}
-            onApprovalMode={mode => void controller.setApprovalMode(mode)}
-            allowedModes={model.policy.approvalModes}
-            policyMessage={model.policy.locked.includes('approval_mode') ? model.policy.message : null}
-          />
-          {props.chooser && <ModelPicker chooser={props.chooser} trans={trans} disabled={!connected} />}
-          {props.describer && (
-            <FigureDescription
-              describer={props.describer}
+            <RunControls
               trans={trans}
-              disabled={!connected || model.isRunning}
-              onDescribe={() => void commands.execute('jupyter-aaep:describe-figure')}
+              status={model.status}
+              approvalMode={model.approvalMode}
+              supports={model.supports}
+              stopShortcut={ariaShortcut(commands, CommandIDs.stop)}
+              canUndo={model.canRevert}
+              undoing={model.reverting}
+              undoError={model.revertError}
+              undoShortcut={ariaShortcut(commands, CommandIDs.undoChanges)}
+              pauseShortcut={ariaShortcut(commands, CommandIDs.togglePause)}
+              canContinue={model.canContinue}
+              continueShortcut={ariaShortcut(commands, CommandIDs.continueChat)}
+              onContinue={() => {
+                // The button goes away: the focus moves to the message box (now the steer box).
+                void controller.continueChat();
+                focusSoon('.jp-AAEPComposer-input');
+              }}
+              disabled={!connected}
+              onControl={action => void controller.control(action)}
+              onUndo={() => void controller.revert()}
+              onApprovalMode={mode => void controller.setApprovalMode(mode)}
+              allowedModes={model.policy.approvalModes}
+              policyMessage={model.policy.locked.includes('approval_mode') ? model.policy.message : null}
             />
-          )}
-          <Composer
-            trans={trans}
-            running={model.isRunning}
-            acceptsGuidance={model.supports.guidance}
-            paused={model.status === 'paused'}
-            waiting={(() => {
-              const waiting = controller.waitingFor();
-              return waiting?.answersIt ? 'question' : waiting ? 'approval' : null;
-            })()}
-            disabled={!connected}
-            mentions={props.mentions}
-            onSend={(text, context) => controller.sendText(text, context)}
-          />
+            {props.chooser && <ModelPicker chooser={props.chooser} trans={trans} disabled={!connected} />}
+            {props.describer && (
+              <FigureDescription
+                describer={props.describer}
+                trans={trans}
+                disabled={!connected || model.isRunning}
+                onDescribe={() => void commands.execute('jupyter-aaep:describe-figure')}
+              />
+            )}
+            <Composer
+              trans={trans}
+              running={model.isRunning}
+              acceptsGuidance={model.supports.guidance}
+              paused={model.status === 'paused'}
+              waiting={(() => {
+                const waiting = controller.waitingFor();
+                return waiting?.answersIt ? 'question' : waiting ? 'approval' : null;
+              })()}
+              disabled={!connected}
+              mentions={props.mentions}
+              onSend={(text, context) => controller.sendText(text, context)}
+            />
           </div>
         </>
       )}
