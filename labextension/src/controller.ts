@@ -651,7 +651,6 @@ export class ChatController {
         model.policy.message ?? this._trans.__('The administrator of this server does not allow this approval mode.'),
         'assertive'
       );
-      model.approvalMode = model.approvalMode; // the select shows the mode in force again
       return;
     }
     const previous = model.approvalMode;

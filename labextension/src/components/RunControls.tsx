@@ -140,7 +140,9 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
             aria-keyshortcuts={props.pauseShortcut}
             onClick={() => {
               if (status === 'paused') {
-                !disabled && supports.resume && props.onControl('resume');
+                if (!disabled && supports.resume) {
+                  props.onControl('resume');
+                }
               } else if (!disabled && running) {
                 props.onControl('pause');
               }
