@@ -188,7 +188,10 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
             aria-disabled={!canUndo}
             aria-describedby={props.undoError ? `${undoHintId} ${undoErrorId}` : undoHintId}
             aria-keyshortcuts={props.undoShortcut}
-            onClick={() => canUndo && props.onUndo()}
+            onClick={() => {
+              // Also when unavailable: the controller then says why (nothing to undo, working…).
+              props.onUndo();
+            }}
           >
             {trans.__('Undo agent changes')}
           </button>
