@@ -112,8 +112,7 @@ export function isAAEPEvent(message: unknown): message is IAAEPEvent {
     return false;
   }
   const ctx = message['@context'];
-  const hasContext =
-    ctx === AAEP_CONTEXT || (Array.isArray(ctx) && ctx[0] === AAEP_CONTEXT);
+  const hasContext = ctx === AAEP_CONTEXT || (Array.isArray(ctx) && ctx[0] === AAEP_CONTEXT);
   return (
     hasContext &&
     typeof message.type === 'string' &&
@@ -149,10 +148,7 @@ export function bool(event: JSONRecord, key: string): boolean | undefined {
  * Pick the summary at the requested verbosity, falling back to the nearest
  * available one (terse ← normal → detailed).
  */
-export function pickSummary(
-  event: JSONRecord,
-  verbosity: Verbosity
-): string | undefined {
+export function pickSummary(event: JSONRecord, verbosity: Verbosity): string | undefined {
   const order: Record<Verbosity, string[]> = {
     terse: ['summary_terse', 'summary_normal', 'summary_detailed'],
     normal: ['summary_normal', 'summary_terse', 'summary_detailed'],
@@ -170,9 +166,7 @@ export function pickSummary(
 /** Whether an event must be treated as critical (by type or by urgency). */
 export function isCritical(event: IAAEPEvent): boolean {
   const name = coreName(event.type);
-  return (
-    event.urgency === 'critical' || (name !== null && CRITICAL_EVENTS.has(name))
-  );
+  return event.urgency === 'critical' || (name !== null && CRITICAL_EVENTS.has(name));
 }
 
 /** A clarification choice (`{value, label}`). */

@@ -35,17 +35,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 
-import {
-  IAAEPEvent,
-  Verbosity,
-  bool,
-  coreName,
-  isCritical,
-  isRecord,
-  num,
-  pickSummary,
-  str
-} from './aaep';
+import { IAAEPEvent, Verbosity, bool, coreName, isCritical, isRecord, num, pickSummary, str } from './aaep';
 import { IProcessedEvent, withoutHint } from './model';
 import { SentenceBuffer, endsSentence, markCutOff, saysReason } from './speech';
 
@@ -204,9 +194,18 @@ export class Announcer implements IDisposable {
       case 'output.streaming':
         this._stream(event);
         return;
-      case 'session.started':
+      case 'session.started': {
+        const by = str(event, 'requested_by') ?? '';
+        if (by.startsWith('kernel:')) {
+          // A long cell's story: terse hears only how it ended.
+          if (verbosity !== 'terse' && summary) {
+            this._say(summary);
+          }
+          return;
+        }
         this._say(summary ?? trans.__('The agent started working.'));
         return;
+      }
       case 'session.completed':
         this._flushStreams(sid, false);
         // The answer was just heard: the end is one short sentence, never the answer again.
@@ -223,9 +222,7 @@ export class Announcer implements IDisposable {
         const hint = str(event, 'remediation_hint');
         const said = withoutHint(summary ?? '', hint) || trans.__('the agent stopped.');
         this._say(
-          [/^error\b/i.test(said) ? '' : trans.__('Error:'), said, hint]
-            .filter(Boolean)
-            .join(' '),
+          [/^error\b/i.test(said) ? '' : trans.__('Error:'), said, hint].filter(Boolean).join(' '),
           'assertive'
         );
         this._forget(sid);
@@ -243,9 +240,7 @@ export class Announcer implements IDisposable {
         // Producers usually say it all in the summary; add only what is missing.
         const said =
           summary ??
-          [str(event, 'action'), verbosity !== 'terse' ? str(event, 'consequence') : '']
-            .filter(Boolean)
-            .join(' ');
+          [str(event, 'action'), verbosity !== 'terse' ? str(event, 'consequence') : ''].filter(Boolean).join(' ');
         const risk = str(event, 'risk_level');
         const parts = [
           /^(approval needed|approve\b)/i.test(said) ? '' : trans.__('Approval needed:'),
@@ -258,11 +253,7 @@ export class Announcer implements IDisposable {
       }
       case 'awaiting.clarification':
         this._say(
-          [
-            trans.__('The agent asks:'),
-            str(event, 'question') ?? summary ?? '',
-            this._whereToAnswer()
-          ]
+          [trans.__('The agent asks:'), str(event, 'question') ?? summary ?? '', this._whereToAnswer()]
             .filter(Boolean)
             .join(' '),
           'assertive'
@@ -270,9 +261,7 @@ export class Announcer implements IDisposable {
         return;
       case 'handoff.requested':
         this._say(
-          `${trans.__('The agent hands control back to you:')} ${
-            summary ?? str(event, 'reason') ?? ''
-          }`,
+          `${trans.__('The agent hands control back to you:')} ${summary ?? str(event, 'reason') ?? ''}`,
           'assertive'
         );
         return;
@@ -283,12 +272,7 @@ export class Announcer implements IDisposable {
         const text = summary ?? trans.__('Working on the next step.');
         const key = `tool:${str(event, 'tool_call_id') ?? str(event, 'tool') ?? ''}`;
         // Normal: held back, so a quick step is told by its result alone.
-        this._announce(
-          text,
-          'polite',
-          key,
-          verbosity === 'normal' ? Date.now() + START_GRACE_MS : undefined
-        );
+        this._announce(text, 'polite', key, verbosity === 'normal' ? Date.now() + START_GRACE_MS : undefined);
         return;
       }
       case 'tool.completed':
@@ -349,9 +333,7 @@ export class Announcer implements IDisposable {
     if (failed) {
       const summary = pickSummary(event, verbosity === 'terse' ? 'normal' : verbosity);
       const message = str(event, 'error_message');
-      const said =
-        summary ??
-        (status === 'timeout' ? trans.__('A step timed out.') : trans.__('A step failed.'));
+      const said = summary ?? (status === 'timeout' ? trans.__('A step timed out.') : trans.__('A step failed.'));
       // The reason is added unless the summary already says it.
       const reason = message && !saysReason(said, message) ? message : '';
       this._say([said, verbosity !== 'terse' ? reason : ''].filter(Boolean).join(' '));
@@ -427,9 +409,7 @@ export class Announcer implements IDisposable {
   private _sayPieces(sid: string, pieces: ReturnType<SentenceBuffer['push']>): void {
     for (const piece of pieces) {
       if (piece.kind === 'code') {
-        this._say(
-          this._trans._n('Code block, %1 line.', 'Code block, %1 lines.', piece.lines ?? 0)
-        );
+        this._say(this._trans._n('Code block, %1 line.', 'Code block, %1 lines.', piece.lines ?? 0));
         this._lastProse.delete(sid);
         continue;
       }
@@ -475,6 +455,7 @@ export class Announcer implements IDisposable {
     const progress = (event.progress ?? {}) as Record<string, unknown>;
     const percent = num(progress, 'percent');
     const verbosity = this._config.verbosity;
+    const urgency = str(event, 'urgency');
     const key = `progress:${event.session_id}`;
     const text =
       summary ??
@@ -482,6 +463,20 @@ export class Announcer implements IDisposable {
       (percent !== undefined ? this._trans.__('%1 percent done.', Math.round(percent)) : '');
     if (verbosity === 'detailed') {
       this._say(text, 'polite', key);
+      return;
+    }
+    if (urgency === 'background') {
+      return; // For the progress bar only: the producer paced what is worth hearing.
+    }
+    if (verbosity === 'normal' && (urgency === 'normal' || urgency === 'critical')) {
+      // The producer chose this one to be heard (a milestone, a paced update, a notice).
+      if (percent !== undefined) {
+        this._progressBuckets.set(
+          event.session_id,
+          Math.max(Math.floor(percent / 25), this._progressBuckets.get(event.session_id) ?? 0)
+        );
+      }
+      this._say(text, urgency === 'critical' ? 'assertive' : 'polite', key);
       return;
     }
     if (verbosity === 'normal' && percent !== undefined) {
@@ -529,10 +524,13 @@ export class Announcer implements IDisposable {
     if (held !== undefined && held > at) {
       at = held;
     }
-    this._timer = window.setTimeout(() => {
-      this._timer = null;
-      this._flushPolite();
-    }, Math.max(0, at - Date.now()));
+    this._timer = window.setTimeout(
+      () => {
+        this._timer = null;
+        this._flushPolite();
+      },
+      Math.max(0, at - Date.now())
+    );
   }
 
   /** Milliseconds between two polite writes. */

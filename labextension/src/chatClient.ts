@@ -45,6 +45,10 @@ export interface IChatInfo {
   guidance?: unknown;
   /** The model of the chat's next request. */
   model?: string;
+  /** What the administrator fixed (see `readPolicy`). */
+  policy?: unknown;
+  /** The sessions whose changes to the notebook can still be undone, oldest first. */
+  undoable_sessions?: unknown;
 }
 
 /** A model a chat can use (`GET aaep/v1/models`). */
@@ -84,8 +88,10 @@ export interface IAnswers {
     paused?: boolean;
     resumed?: boolean;
     session_id?: string;
-    /** Of a revert: what was undone, in a sentence. */
+    /** Of a revert: what was undone, and the cells kept because others changed them, in sentences. */
     summary?: string;
+    /** Of a revert: one sentence per cell kept as someone else left it (also in `summary`). */
+    kept?: string[];
   };
   approval_mode: { kind: 'approval_mode.accepted'; approval_mode: string };
   model: { kind: 'model.accepted'; model: string; label?: string; message?: string };
@@ -104,9 +110,7 @@ export interface IFrameSender {
 }
 
 /** `GET aaep/v1/chats?notebook_path=…`: one page of a notebook's chats. */
-export function listChats(
-  query: Record<string, string>
-): Promise<{ chats?: IChatInfo[]; next?: unknown }> {
+export function listChats(query: Record<string, string>): Promise<{ chats?: IChatInfo[]; next?: unknown }> {
   return requestAPI(['chats'], {}, query);
 }
 
@@ -128,6 +132,18 @@ export function listModels(): Promise<IModelsAnswer> {
 /** `GET aaep/v1/chats/{id}/variables`. */
 export function listVariables(chatId: string): Promise<IVariablesAnswer> {
   return requestAPI<IVariablesAnswer>(['chats', chatId, 'variables']);
+}
+
+/** What `GET aaep/v1/chats/{id}/progress` answers: the notebook's running cells and one sentence. */
+export interface IProgressAnswer {
+  running: JSONRecord[];
+  /** Says it all: every running cell's progress, elapsed time and time left, or that none runs. */
+  sentence: string;
+}
+
+/** `GET aaep/v1/chats/{id}/progress`: *How far along?* */
+export function getProgress(chatId: string): Promise<IProgressAnswer> {
+  return requestAPI<IProgressAnswer>(['chats', chatId, 'progress']);
 }
 
 /** `POST aaep/v1/chats/{id}/messages` (subscription messages on SSE, and every fallback). */
@@ -202,9 +218,7 @@ export class ChatClient {
   connectionLost(): void {
     for (const [requestId, waiting] of this._waiting) {
       window.clearTimeout(waiting.timer);
-      waiting.reject(
-        new AAEPRequestError(0, 'The connection was lost before the server answered; try again.', false)
-      );
+      waiting.reject(new AAEPRequestError(0, 'The connection was lost before the server answered; try again.', false));
       this._waiting.delete(requestId);
     }
   }

@@ -30,6 +30,7 @@ export namespace CommandIDs {
   export const newChat = 'jupyter-aaep:new-chat';
   export const sayUsage = 'jupyter-aaep:say-usage';
   export const hearLastOutput = 'jupyter-aaep:hear-last-output';
+  export const howFarAlong = 'jupyter-aaep:how-far-along';
   export const setVerbosity = 'jupyter-aaep:set-verbosity';
 }
 
@@ -54,8 +55,7 @@ export interface ICommandsOptions {
 /** Add every command of the panel (and its palette entries). */
 export function registerCommands(options: ICommandsOptions): void {
   const { app, tracker, panel, controller, describer, announcer, trans, palette, follow } = options;
-  const pendingConfirmation = () =>
-    controller.model?.pending.find(item => item.kind === 'confirmation') ?? null;
+  const pendingConfirmation = () => controller.model?.pending.find(item => item.kind === 'confirmation') ?? null;
   const showPanel = () => {
     app.shell.activateById(panel.id);
   };
@@ -78,16 +78,17 @@ export function registerCommands(options: ICommandsOptions): void {
     }
     const done = placed || (!!target && document.activeElement === target);
     if (tries > 0) {
-      window.setTimeout(
-        () => focusWhenReady(selector, done ? Math.min(tries - 1, 4) : tries - 1, done),
-        50
-      );
+      window.setTimeout(() => focusWhenReady(selector, done ? Math.min(tries - 1, 4) : tries - 1, done), 50);
     }
   };
 
   /** Resolve once the chat of the followed notebook is loaded (or failed), within a few seconds. */
   const chatSettled = async (): Promise<void> => {
-    for (let i = 0; i < 100 && (controller.loading || (controller.notebookPath !== null && !controller.model && !controller.error)); i++) {
+    for (
+      let i = 0;
+      i < 100 && (controller.loading || (controller.notebookPath !== null && !controller.model && !controller.error));
+      i++
+    ) {
       await new Promise(resolve => window.setTimeout(resolve, 50));
     }
   };
@@ -113,9 +114,7 @@ export function registerCommands(options: ICommandsOptions): void {
         announcer.announce(trans.__('Open a notebook first: the agent chats about the active notebook.'));
         return;
       }
-      afterRender(() =>
-        panel.node.querySelector<HTMLTextAreaElement>('.jp-AAEPComposer-input')?.focus()
-      );
+      afterRender(() => panel.node.querySelector<HTMLTextAreaElement>('.jp-AAEPComposer-input')?.focus());
     }
   });
   app.commands.addCommand(CommandIDs.jumpToConfirmation, {
@@ -130,9 +129,7 @@ export function registerCommands(options: ICommandsOptions): void {
       }
       showPanel();
       afterRender(() => {
-        const card = panel.node.querySelector<HTMLElement>(
-          `[data-request-id="${CSS.escape(first.id)}"]`
-        );
+        const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(first.id)}"]`);
         if (!card) {
           return;
         }
@@ -183,7 +180,7 @@ export function registerCommands(options: ICommandsOptions): void {
   app.commands.addCommand(CommandIDs.undoChanges, {
     label: trans.__("Undo the AI Agent's Last Changes"),
     caption: trans.__(
-      "Put the notebook's cells back as they were before the agent's latest request"
+      'Undo the changes the agent made to the notebook in its latest request; cells others changed since are kept'
     ),
     isVisible: () => controller.model?.supports.revert ?? true,
     // The focus stays where it is: the outcome is announced and shown in the panel.
@@ -191,9 +188,7 @@ export function registerCommands(options: ICommandsOptions): void {
   });
   app.commands.addCommand(CommandIDs.togglePause, {
     label: () =>
-      controller.model?.status === 'paused'
-        ? trans.__('Resume the AI Agent')
-        : trans.__('Pause the AI Agent'),
+      controller.model?.status === 'paused' ? trans.__('Resume the AI Agent') : trans.__('Pause the AI Agent'),
     caption: trans.__(
       'Pause the agent at its next safe point, or resume it where it stopped. Guidance can still be sent while it is paused.'
     ),
@@ -257,6 +252,11 @@ export function registerCommands(options: ICommandsOptions): void {
     caption: trans.__('Say the whole output of the last cell the agent ran in this chat'),
     execute: () => controller.speakLastOutput()
   });
+  app.commands.addCommand(CommandIDs.howFarAlong, {
+    label: trans.__('How Far Along?'),
+    caption: trans.__("Say the running cells' progress, elapsed time and time left"),
+    execute: () => controller.speakProgress()
+  });
   app.commands.addCommand(CommandIDs.sayUsage, {
     label: trans.__('Say the Token Usage'),
     caption: trans.__("Announce this chat's token usage and estimated cost"),
@@ -281,11 +281,8 @@ export function registerCommands(options: ICommandsOptions): void {
     detailed: trans.__('Agent Announcements: Detailed')
   };
   app.commands.addCommand(CommandIDs.setVerbosity, {
-    label: args =>
-      verbosityLabels[args.verbosity as Verbosity] ?? trans.__('Set the Agent Announcement Verbosity'),
-    caption: trans.__(
-      'How much the screen reader announcements say: terse, normal or detailed.'
-    ),
+    label: args => verbosityLabels[args.verbosity as Verbosity] ?? trans.__('Set the Agent Announcement Verbosity'),
+    caption: trans.__('How much the screen reader announcements say: terse, normal or detailed.'),
     isToggled: args => options.verbosity.get() === args.verbosity,
     execute: async args => {
       const verbosity = args.verbosity as Verbosity;
@@ -317,9 +314,7 @@ export function registerCommands(options: ICommandsOptions): void {
     model?.changed.connect(() => app.commands.notifyCommandChanged());
   });
   // Requests say which key jumps to them (users may rebind it).
-  const updateShortcut = () =>
-    announcer.setRequestShortcut(shortcutLabel(app.commands, CommandIDs.jumpToConfirmation));
+  const updateShortcut = () => announcer.setRequestShortcut(shortcutLabel(app.commands, CommandIDs.jumpToConfirmation));
   updateShortcut();
   app.commands.keyBindingChanged.connect(updateShortcut);
-
 }

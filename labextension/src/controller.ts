@@ -29,6 +29,7 @@ import {
   IChatInfo,
   createChat,
   getChat,
+  getProgress,
   listChats
 } from './chatClient';
 import {
@@ -37,14 +38,15 @@ import {
   IProcessedEvent,
   IUsage,
   TranscriptItem,
-  dollars,
   isApprovalMode,
   lastRunOutput,
   readGuidance,
+  readPolicy,
   readSupports,
-  readUsage,
-  totalTokens
+  readUsage
 } from './model';
+import { PERSON_RUN } from './model';
+import { usageSentence } from './usage';
 import { IAAEPSettings } from './tokens';
 import { EventStream } from './eventStream';
 
@@ -261,9 +263,7 @@ export class ChatController {
     const messages = model.items.filter(i => i.kind === 'user' || i.kind === 'answer').length;
     const parts = [
       trans.__('Agent panel for %1.', name),
-      messages === 0
-        ? trans.__('No messages yet.')
-        : trans._n('%1 message.', '%1 messages.', messages)
+      messages === 0 ? trans.__('No messages yet.') : trans._n('%1 message.', '%1 messages.', messages)
     ];
     const pending = model.pending.length;
     if (pending > 0) {
@@ -302,6 +302,30 @@ export class ChatController {
     );
   }
 
+  /** *How far along?*: the running cells' progress, elapsed time and time left, asked now. */
+  async speakProgress(): Promise<void> {
+    const model = this._model;
+    if (!model) {
+      this._announcer.announce(this._trans.__('No chat is open, so there is no running cell to tell about.'));
+      return;
+    }
+    try {
+      const answer = await getProgress(model.chatId);
+      this._announcer.announce(
+        typeof answer?.sentence === 'string' && answer.sentence.trim()
+          ? answer.sentence
+          : this._trans.__('The server did not say how far the cells are.')
+      );
+    } catch (error) {
+      this._announcer.announce(
+        error instanceof AAEPRequestError
+          ? this._trans.__('Could not ask how far along the cells are: %1', error.message)
+          : this._trans.__('Could not ask how far along the cells are.'),
+        'assertive'
+      );
+    }
+  }
+
   /** Say the chat's token usage and estimated cost (on request only). */
   async speakUsage(): Promise<void> {
     const model = this._model;
@@ -315,35 +339,7 @@ export class ChatController {
 
   /** The usage in one sentence, for people. */
   usageSentence(usage: IUsage | null): string {
-    const trans = this._trans;
-    if (!usage) {
-      return trans.__('The server does not report token usage for this chat.');
-    }
-    if (usage.requests === 0 && totalTokens(usage) === 0) {
-      return trans.__('This chat has used no tokens yet.');
-    }
-    const n = (v: number) => v.toLocaleString();
-    let text = trans.__(
-      'This chat used %1 tokens: %2 input, %3 read from the cache, %4 written to the cache and %5 output, in %6 model requests. Estimated cost: about %7.',
-      n(totalTokens(usage)),
-      n(usage.inputTokens),
-      n(usage.cacheReadTokens),
-      n(usage.cacheWriteTokens),
-      n(usage.outputTokens),
-      n(usage.requests),
-      dollars(usage.costUsd)
-    );
-    if (usage.budgetUsd !== null) {
-      text += ' ' + trans.__('The budget is %1.', dollars(usage.budgetUsd));
-    }
-    if (usage.compactions > 0) {
-      text += ' ' + trans._n(
-        'Earlier context was summarised once.',
-        'Earlier context was summarised %1 times.',
-        usage.compactions
-      );
-    }
-    return text;
+    return usageSentence(usage, this._trans);
   }
 
   /** Load the chat `chatId` of `path`, or (`null`) its newest one. */
@@ -599,9 +595,10 @@ export class ChatController {
   }
 
   /**
-   * Undo the agent's changes to the notebook: the server puts its cells back
-   * as they were before the latest request of this chat. Its answer says
-   * what was undone; a refusal is shown next to the Undo button and said at once.
+   * Undo the agent's own changes of its latest request in this chat (cells
+   * someone else changed since are kept as they are). Its answer says what was
+   * undone and what was kept; a refusal is shown next to the Undo button and
+   * said at once.
    */
   async revert(): Promise<void> {
     const model = this._model;
@@ -616,7 +613,7 @@ export class ChatController {
             : model.reverting
               ? trans.__('The agent is already undoing its changes.')
               : !model.supports.revert
-                ? trans.__('This server cannot undo the agent\'s changes.')
+                ? trans.__("This server cannot undo the agent's changes.")
                 : trans.__('There are no agent changes to undo in this chat.')
       );
       return;
@@ -646,6 +643,14 @@ export class ChatController {
       return;
     }
     if (!model.supports.approval_mode) {
+      return;
+    }
+    if (!model.policy.approvalModes.includes(mode)) {
+      // Locked by the administrator: say what is allowed instead of asking the server.
+      this._announcer.announce(
+        model.policy.message ?? this._trans.__('The administrator of this server does not allow this approval mode.'),
+        'assertive'
+      );
       return;
     }
     const previous = model.approvalMode;
@@ -698,6 +703,10 @@ export class ChatController {
       model.usage = readUsage(info.usage);
     }
     model.setCanContinue(info.can_continue);
+    model.setUndoable(info.undoable_sessions);
+    if (info.policy !== undefined) {
+      model.policy = readPolicy(info.policy);
+    }
     model.addGuidance(readGuidance(info.guidance));
   }
 
@@ -716,6 +725,7 @@ export class ChatController {
   private _openChat(info: IChatInfo, path: string): void {
     const model = new ChatModel(info.chat_id!, path);
     model.supports = readSupports(info.supports);
+    model.hidesRequester = by => by === PERSON_RUN && !this._settings().announcePersonRuns;
     if (isApprovalMode(info.approval_mode)) {
       model.approvalMode = info.approval_mode;
     }
@@ -810,9 +820,7 @@ export class ChatController {
         this._announcer.announce(this._trans.__('While the connection was down: %1', said));
       }
     }
-    const waiting = model.pending.filter(item =>
-      missed.some(e => `request:${e.event_id}` === item.id)
-    );
+    const waiting = model.pending.filter(item => missed.some(e => `request:${e.event_id}` === item.id));
     if (waiting.length > 0) {
       this._announcer.announce(
         this._trans._n(
@@ -898,7 +906,7 @@ export class ChatController {
     this._announcer.handleEvent(processed);
     if (!processed.replay && coreName(processed.event.type) === 'session.completed') {
       const end = model.items.find(i => i.id === `end:${processed.event.event_id}`);
-      const failed = end?.kind === 'notice' ? end.failedSteps ?? 0 : 0;
+      const failed = end?.kind === 'notice' ? (end.failedSteps ?? 0) : 0;
       if (failed > 0) {
         this._announcer.announce(
           this._trans._n(
@@ -916,7 +924,10 @@ export class ChatController {
     if (coreName(processed.event.type) === 'state.changed' && str(processed.event, 'from_state') === 'paused') {
       model.pending.forEach(item => this._scheduleExpiryWarning(item)); // their clocks run again
     }
-    if (coreName(processed.event.type) === 'awaiting.confirmation' || coreName(processed.event.type) === 'awaiting.clarification') {
+    if (
+      coreName(processed.event.type) === 'awaiting.confirmation' ||
+      coreName(processed.event.type) === 'awaiting.clarification'
+    ) {
       const item = model.items.find(i => i.id === `request:${processed.event.event_id}`);
       if (item) {
         this._scheduleExpiryWarning(item);

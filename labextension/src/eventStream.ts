@@ -22,12 +22,7 @@ import { serverSettings, sseUrl, wsUrl } from './handler';
 export type TransportKind = 'websocket' | 'sse';
 
 /** Connection state, as shown in the panel. */
-export type ConnectionState =
-  | 'connecting'
-  | 'open'
-  | 'reconnecting'
-  | 'failed'
-  | 'closed';
+export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'failed' | 'closed';
 
 /** SSE event names the server may use; unnamed events arrive as `message`. */
 const SSE_EVENT_NAMES = ['aaep.event', 'aaep.ack', 'aaep.handshake', 'message'];
@@ -175,9 +170,7 @@ export class EventStream implements IDisposable, IFrameSender {
     let opened = false;
     let ws: WebSocket;
     try {
-      ws = new settings.WebSocket(wsUrl(['chats', this._chatId, 'ws']), [
-        WS_SUBPROTOCOL
-      ]);
+      ws = new settings.WebSocket(wsUrl(['chats', this._chatId, 'ws']), [WS_SUBPROTOCOL]);
     } catch {
       this._openEventSource();
       return;

@@ -128,7 +128,9 @@ export class FigureDescriber {
     const trans = this._trans;
     const model = this._controller.model;
     if (!model || this._controller.notebookPath !== target.notebookPath) {
-      this._announcer.announce(trans.__('The agent panel is still opening this notebook\'s chat; try again in a moment.'));
+      this._announcer.announce(
+        trans.__("The agent panel is still opening this notebook's chat; try again in a moment.")
+      );
       return false;
     }
     if (model.isRunning) {

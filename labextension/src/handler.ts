@@ -51,11 +51,7 @@ export function serverSettings(): ServerConnection.ISettings {
  */
 export function apiUrl(path: string[], query?: Record<string, string>): string {
   const settings = serverSettings();
-  const url = URLExt.join(
-    settings.baseUrl,
-    API_PREFIX,
-    ...path.map(segment => encodeURIComponent(segment))
-  );
+  const url = URLExt.join(settings.baseUrl, API_PREFIX, ...path.map(segment => encodeURIComponent(segment)));
   return query ? url + URLExt.objectToQueryString(query) : url;
 }
 
@@ -66,11 +62,7 @@ export function apiUrl(path: string[], query?: Record<string, string>): string {
  */
 export function wsUrl(path: string[]): string {
   const settings = serverSettings();
-  let url = URLExt.join(
-    settings.wsUrl,
-    API_PREFIX,
-    ...path.map(segment => encodeURIComponent(segment))
-  );
+  let url = URLExt.join(settings.wsUrl, API_PREFIX, ...path.map(segment => encodeURIComponent(segment)));
   if (settings.token && settings.appendToken) {
     url += URLExt.objectToQueryString({ token: settings.token });
   }
@@ -117,9 +109,7 @@ export async function requestAPI<T>(
   } catch (error) {
     throw new AAEPRequestError(
       0,
-      `Could not reach the Jupyter server: ${String(
-        (error as Error)?.message ?? error
-      )}`,
+      `Could not reach the Jupyter server: ${String((error as Error)?.message ?? error)}`,
       false
     );
   }
@@ -134,9 +124,7 @@ export async function requestAPI<T>(
   }
   if (!response.ok) {
     const message =
-      typeof (data as { message?: unknown })?.message === 'string'
-        ? (data as { message: string }).message
-        : '';
+      typeof (data as { message?: unknown })?.message === 'string' ? (data as { message: string }).message : '';
     // Jupyter answers unknown URLs with an HTML 404 page; our handlers always
     // answer JSON with a message. A bare 404 therefore means "not installed".
     const serverMissing = response.status === 404 && message === '';

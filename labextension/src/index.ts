@@ -1,11 +1,7 @@
 /**
  * jupyter-aaep frontend: plugins and wiring only.
  */
-import {
-  ILayoutRestorer,
-  JupyterFrontEnd,
-  JupyterFrontEndPlugin
-} from '@jupyterlab/application';
+import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
@@ -143,8 +139,7 @@ async function activate(
 /** The agent side panel plugin. */
 const plugin: JupyterFrontEndPlugin<IAAEPPanel> = {
   id: PLUGIN_ID,
-  description:
-    'An accessible side panel for the jupyter-aaep agent: chat, live announcements, approvals.',
+  description: 'An accessible side panel for the jupyter-aaep agent: chat, live announcements, approvals.',
   autoStart: true,
   requires: [INotebookTracker, IRenderMimeRegistry],
   optional: [ITranslator, ILayoutRestorer, ISettingRegistry, ICommandPalette],

@@ -140,18 +140,20 @@ export class NotebookMentions implements IMentionSource {
     try {
       const listing = await this._contents.get(dir, { content: true });
       const entries = (listing.content as Contents.IModel[]) ?? [];
-      return entries
-        .filter(e => e.type !== 'directory' && e.path !== notebookPath && !e.name.startsWith('.'))
-        // Data files first: they are attached more often than other notebooks.
-        .sort((a, b) => Number(a.type === 'notebook') - Number(b.type === 'notebook') || a.name.localeCompare(b.name))
-        .slice(0, MAX_FILES)
-        .map(e => ({
-          key: `file:${e.path}`,
-          label: this._trans.__('File: %1', e.name),
-          detail: e.path,
-          inline: e.name,
-          items: [{ type: 'file', path: e.path }]
-        }));
+      return (
+        entries
+          .filter(e => e.type !== 'directory' && e.path !== notebookPath && !e.name.startsWith('.'))
+          // Data files first: they are attached more often than other notebooks.
+          .sort((a, b) => Number(a.type === 'notebook') - Number(b.type === 'notebook') || a.name.localeCompare(b.name))
+          .slice(0, MAX_FILES)
+          .map(e => ({
+            key: `file:${e.path}`,
+            label: this._trans.__('File: %1', e.name),
+            detail: e.path,
+            inline: e.name,
+            items: [{ type: 'file', path: e.path }]
+          }))
+      );
     } catch {
       return [];
     }

@@ -13,16 +13,7 @@
  */
 import { ISignal, Signal } from '@lumino/signaling';
 
-import {
-  IAAEPEvent,
-  TERMINAL_EVENTS,
-  bool,
-  coreName,
-  deadlineOf,
-  num,
-  pickSummary,
-  str
-} from './aaep';
+import { IAAEPEvent, TERMINAL_EVENTS, bool, coreName, deadlineOf, num, pickSummary, str } from './aaep';
 import { endsSentence } from './speech';
 import { ConnectionState } from './eventStream';
 
@@ -45,14 +36,7 @@ export function isApprovalMode(value: unknown): value is ApprovalMode {
 }
 
 /** How a confirmation or clarification ended (or `pending`). */
-export type RequestState =
-  | 'pending'
-  | 'sending'
-  | 'accepted'
-  | 'rejected'
-  | 'answered'
-  | 'resolved'
-  | 'cancelled';
+export type RequestState = 'pending' | 'sending' | 'accepted' | 'rejected' | 'answered' | 'resolved' | 'cancelled';
 
 /** A confirmation or clarification request in the transcript. */
 export interface IRequestItem {
@@ -117,6 +101,8 @@ export type TranscriptItem =
       step?: number;
       totalSteps?: number;
       description?: string;
+      /** A cell left running (a session opened by the kernel watcher, not a request). */
+      cellRun?: boolean;
       done: boolean;
     }
   | IRequestItem
@@ -149,6 +135,35 @@ export interface ISupports {
   continue: boolean;
 }
 
+/** What the server's administrator fixed (`policy` in `GET chats/{id}`). */
+export interface IPolicy {
+  /** Names of the settings users cannot change (`approval_mode`, `model`, …). */
+  locked: string[];
+  /** The approval modes users may choose, in the panel's order. */
+  approvalModes: ApprovalMode[];
+  /** What the administrator fixed, in one sentence, or `null` when nothing is. */
+  message: string | null;
+}
+
+/** The policy when the server sets none: everything may be chosen. */
+export const OPEN_POLICY: IPolicy = { locked: [], approvalModes: [...APPROVAL_MODES], message: null };
+
+/** Read `policy` from a chat description; an absent or malformed one locks nothing. */
+export function readPolicy(value: unknown): IPolicy {
+  if (typeof value !== 'object' || value === null) {
+    return OPEN_POLICY;
+  }
+  const raw = value as Record<string, unknown>;
+  const locked = Array.isArray(raw.locked) ? raw.locked.filter((v): v is string => typeof v === 'string') : [];
+  const allowed = Array.isArray(raw.approval_modes) ? raw.approval_modes : APPROVAL_MODES;
+  const approvalModes = APPROVAL_MODES.filter(mode => allowed.includes(mode));
+  return {
+    locked,
+    approvalModes: approvalModes.length > 0 ? approvalModes : [...APPROVAL_MODES],
+    message: typeof raw.message === 'string' && raw.message.trim() ? raw.message : null
+  };
+}
+
 /** Token usage of a chat (`usage` in `GET chats/{id}`), summed over its sessions. */
 export interface IUsage {
   inputTokens: number;
@@ -156,8 +171,8 @@ export interface IUsage {
   cacheReadTokens: number;
   cacheWriteTokens: number;
   requests: number;
-  /** Estimated cost in US dollars. */
-  costUsd: number;
+  /** Estimated cost in US dollars; `null` when the model has no known price (the offline demo). */
+  costUsd: number | null;
   /** The chat's budget in US dollars, or `null` without one. */
   budgetUsd: number | null;
   /** How often earlier context was summarised. */
@@ -173,13 +188,15 @@ export function readUsage(value: unknown): IUsage | null {
   const count = (key: string) =>
     typeof raw[key] === 'number' && Number.isFinite(raw[key]) ? Math.max(0, raw[key] as number) : 0;
   const budget = raw.budget_usd;
+  const cost = raw.estimated_cost_usd;
   return {
     inputTokens: count('input_tokens'),
     outputTokens: count('output_tokens'),
     cacheReadTokens: count('cache_read_input_tokens'),
     cacheWriteTokens: count('cache_creation_input_tokens'),
     requests: count('requests'),
-    costUsd: count('estimated_cost_usd'),
+    // No price, no figure: null stays null rather than becoming a misleading $0.00.
+    costUsd: cost === null ? null : count('estimated_cost_usd'),
     budgetUsd: typeof budget === 'number' && Number.isFinite(budget) ? budget : null,
     compactions: count('context_compactions')
   };
@@ -219,10 +236,7 @@ export const DEFAULT_SUPPORTS: ISupports = {
 
 /** Read `supports` from a chat description, defaulting what is missing. */
 export function readSupports(value: unknown): ISupports {
-  const raw = (typeof value === 'object' && value !== null ? value : {}) as Record<
-    string,
-    unknown
-  >;
+  const raw = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
   const flag = (key: keyof ISupports) =>
     typeof raw[key] === 'boolean' ? (raw[key] as boolean) : DEFAULT_SUPPORTS[key];
   return {
@@ -354,9 +368,7 @@ export class ChatModel {
    * `can_continue`, or a session ended with a recoverable error).
    */
   get canContinue(): boolean {
-    return (
-      this._supports.continue && !this.isRunning && (this._canContinue || this._recoverableEnd)
-    );
+    return this._supports.continue && !this.isRunning && (this._canContinue || this._recoverableEnd);
   }
 
   /**
@@ -398,6 +410,15 @@ export class ChatModel {
   subscriptionId: string | null = null;
 
   /** Approval mode of this chat (never persisted by the panel). */
+  /** What the administrator fixed for this server. */
+  get policy(): IPolicy {
+    return this._policy;
+  }
+  set policy(policy: IPolicy) {
+    this._policy = policy;
+    this._changed.emit();
+  }
+
   get approvalMode(): ApprovalMode {
     return this._approvalMode;
   }
@@ -411,9 +432,7 @@ export class ChatModel {
   /** Pending confirmations and clarifications, oldest first. */
   get pending(): TranscriptItem[] {
     return this._items.filter(
-      item =>
-        (item.kind === 'confirmation' || item.kind === 'clarification') &&
-        item.state === 'pending'
+      item => (item.kind === 'confirmation' || item.kind === 'clarification') && item.state === 'pending'
     );
   }
 
@@ -443,6 +462,18 @@ export class ChatModel {
    */
   get canRevert(): boolean {
     return this._supports.revert && !this.isRunning && !this._reverting && this._undoable.length > 0;
+  }
+
+  /**
+   * The sessions whose changes can be undone, as the server keeps them
+   * (`undoable_sessions`): a request that changed nothing is not among them.
+   */
+  setUndoable(value: unknown): void {
+    if (!Array.isArray(value)) {
+      return; // an older server: the sessions seen so far stand in
+    }
+    this._undoable = value.filter((v): v is string => typeof v === 'string');
+    this._changed.emit();
   }
 
   /** Whether an undo request is on its way to the server. */
@@ -557,6 +588,12 @@ export class ChatModel {
   }
 
   /**
+   * Whether sessions requested by this `requested_by` are left out (neither
+   * shown nor spoken); the controller sets it from the settings.
+   */
+  hidesRequester: (requestedBy: string) => boolean = () => false;
+
+  /**
    * Take one AAEP event: skip it if already seen, else apply it.
    *
    * @param replay Whether the event comes from history (no announcements).
@@ -567,6 +604,15 @@ export class ChatModel {
       return false;
     }
     this._seen.add(event.event_id);
+    if (coreName(event.type) === 'session.started') {
+      const by = str(event, 'requested_by');
+      if (by && this.hidesRequester(by)) {
+        this._hidden.add(event.session_id);
+      }
+    }
+    if (this._hidden.has(event.session_id)) {
+      return false; // the person asked not to hear about these (a panel setting)
+    }
     const before = this._items.length;
     const at = Date.parse(event.timestamp);
     // Remember when new entries happened, to place guidance read from history.
@@ -592,9 +638,7 @@ export class ChatModel {
     let added = 0;
     let adopted = false;
     for (const entry of entries) {
-      const known = this._items.some(
-        i => i.kind === 'user' && i.steering && i.guidanceId === entry.guidanceId
-      );
+      const known = this._items.some(i => i.kind === 'user' && i.steering && i.guidanceId === entry.guidanceId);
       if (known) {
         continue;
       }
@@ -620,7 +664,9 @@ export class ChatModel {
         at: entry.created
       };
       const index = Number.isFinite(entry.created)
-        ? this._items.findIndex(i => (i as { at?: number }).at !== undefined && (i as { at?: number }).at! > entry.created)
+        ? this._items.findIndex(
+            i => (i as { at?: number }).at !== undefined && (i as { at?: number }).at! > entry.created
+          )
         : -1;
       if (index >= 0) {
         this._items.splice(index, 0, item);
@@ -685,6 +731,11 @@ export class ChatModel {
     const summary = pickSummary(event, 'normal') ?? '';
     switch (name) {
       case 'session.started': {
+        if ((str(event, 'requested_by') ?? '').startsWith(KERNEL_REQUESTER)) {
+          // A long cell's story, not a request: the agent's status and Undo are not its business.
+          this._cellRuns.add(sid);
+          break;
+        }
         this._updateStatus('running');
         this._canContinue = false;
         this._recoverableEnd = false;
@@ -694,16 +745,12 @@ export class ChatModel {
         this._revertError = null;
         const request = str(event, 'request_text');
         const known = this._items.some(
-          i =>
-            i.kind === 'user' &&
-            (i.sessionId === sid || (i.sessionId === undefined && i.text === request))
+          i => i.kind === 'user' && (i.sessionId === sid || (i.sessionId === undefined && i.text === request))
         );
         if (request && !known) {
           this._items.push({ kind: 'user', id: localId('user'), text: request, sessionId: sid });
         } else if (request) {
-          const mine = this._items.find(
-            i => i.kind === 'user' && i.sessionId === undefined && i.text === request
-          );
+          const mine = this._items.find(i => i.kind === 'user' && i.sessionId === undefined && i.text === request);
           if (mine && mine.kind === 'user') {
             mine.sessionId = sid;
             this._touch(mine);
@@ -761,8 +808,7 @@ export class ChatModel {
           );
         if (item && item.kind === 'tool') {
           const status = str(event, 'status');
-          item.status =
-            status === 'error' || status === 'timeout' ? status : 'success';
+          item.status = status === 'error' || status === 'timeout' ? status : 'success';
           item.durationMs = num(event, 'duration_ms');
           item.errorMessage = str(event, 'error_message');
           // The result tells the step ("Created cell 4"); its start is not repeated.
@@ -782,6 +828,15 @@ export class ChatModel {
       }
       case 'progress.updated': {
         const progress = (event.progress ?? {}) as Record<string, unknown>;
+        if (this._isNotice(event, progress)) {
+          // A notice about the chat (saving stopped or resumed): its own entry, so it
+          // neither replaces nor is replaced by the step's progress (an approval countdown).
+          const text = summary || str(progress, 'description');
+          if (text) {
+            this._items.push({ kind: 'notice', id: `evt:${event.event_id}`, variant: 'info', text, sessionId: sid });
+          }
+          break;
+        }
         const key = `progress:${sid}`;
         const item = {
           kind: 'progress' as const,
@@ -791,6 +846,7 @@ export class ChatModel {
           step: num(progress, 'step'),
           totalSteps: num(progress, 'total_steps'),
           description: str(progress, 'description') ?? (summary || undefined),
+          cellRun: this._cellRuns.has(sid) || undefined,
           done: false
         };
         const index = this._items.findIndex(i => i.id === key);
@@ -849,10 +905,7 @@ export class ChatModel {
       case 'session.completed':
       case 'session.errored':
       case 'session.cancelled': {
-        const variant = name.slice('session.'.length) as
-          | 'completed'
-          | 'errored'
-          | 'cancelled';
+        const variant = name.slice('session.'.length) as 'completed' | 'errored' | 'cancelled';
         this._resolveRequests(sid, variant === 'cancelled' ? 'cancelled' : 'resolved');
         this._finishSession(sid, variant !== 'completed');
         this._recoverableEnd = variant === 'errored' && bool(event, 'recoverable') === true;
@@ -885,12 +938,32 @@ export class ChatModel {
     }
     if (name && TERMINAL_EVENTS.has(name)) {
       this._ended.add(sid);
-      this._agentState = 'idle';
-      this._updateStatus('idle');
+      if (!this._cellRuns.has(sid)) {
+        this._agentState = 'idle';
+        this._updateStatus('idle');
+      }
     }
     mark();
     this._changed.emit();
     this._eventProcessed.emit({ event, replay });
+  }
+
+  /**
+   * Whether a progress update is a notice about the chat rather than a step's
+   * progress: the producer wants it heard (`urgency: normal`), it carries no
+   * numbers, and no step of its session is running (the chat store's
+   * "not being saved" / "saving again").
+   */
+  private _isNotice(event: IAAEPEvent, progress: Record<string, unknown>): boolean {
+    const sid = event.session_id;
+    return (
+      event.urgency === 'normal' &&
+      !this._cellRuns.has(sid) &&
+      num(progress, 'percent') === undefined &&
+      num(progress, 'step') === undefined &&
+      num(event, 'eta_ms') === undefined &&
+      !this._items.some(i => i.kind === 'tool' && i.sessionId === sid && i.status === 'running')
+    );
   }
 
   /**
@@ -974,6 +1047,11 @@ export class ChatModel {
   private _recoverableEnd = false;
   private _seen = new Set<string>();
   private _ended = new Set<string>();
+  private _policy: IPolicy = OPEN_POLICY;
+  /** Sessions that tell a cell left running (`requested_by` `kernel:…`). */
+  private _cellRuns = new Set<string>();
+  /** Sessions left out because of {@link hidesRequester}. */
+  private _hidden = new Set<string>();
   private _status: ChatStatus = 'idle';
   private _agentState = 'idle';
   private _supports: ISupports = { ...DEFAULT_SUPPORTS };
@@ -997,9 +1075,7 @@ export function withoutHint(summary: string, hint: string | undefined): string {
     return summary;
   }
   const trimmed = summary.trim();
-  return trimmed.endsWith(hint.trim())
-    ? trimmed.slice(0, trimmed.length - hint.trim().length).trim()
-    : trimmed;
+  return trimmed.endsWith(hint.trim()) ? trimmed.slice(0, trimmed.length - hint.trim().length).trim() : trimmed;
 }
 
 /** Turns (a request and everything after it) shown before older ones are collapsed. */
@@ -1029,7 +1105,7 @@ export function collapsePoint(
 
 /**
  * The detailed result of the newest cell run in the transcript (the agent's
- * `run_cell` or `run_all_cells` steps), for "Hear the last output": its
+ * `run_cell`, `run_all_cells` or `wait_for_cell` steps), for "Hear the last output": its
  * detailed summary when the producer sent one, else its one-sentence result;
  * `null` when the agent ran no cell in this chat.
  */
@@ -1044,4 +1120,10 @@ export function lastRunOutput(items: ReadonlyArray<TranscriptItem>): string | nu
 }
 
 /** The tools whose results are cell outputs. */
-const RUN_TOOLS: ReadonlySet<string> = new Set(['run_cell', 'run_all_cells']);
+const RUN_TOOLS: ReadonlySet<string> = new Set(['run_cell', 'run_all_cells', 'wait_for_cell']);
+
+/** `requested_by` prefix of sessions that tell a long cell's run (the server's kernel watcher). */
+export const KERNEL_REQUESTER = 'kernel:';
+
+/** `requested_by` of the sessions about cells the person ran. */
+export const PERSON_RUN = 'kernel:person-run';

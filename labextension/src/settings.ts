@@ -14,10 +14,7 @@ import { DEFAULT_SETTINGS, IAAEPSettings } from './tokens';
  * @param composite The composite settings object.
  * @param forceDebug Turn the announcement log on regardless (URL flag).
  */
-export function readSettings(
-  composite: ReadonlyPartialJSONObject,
-  forceDebug = false
-): IAAEPSettings {
+export function readSettings(composite: ReadonlyPartialJSONObject, forceDebug = false): IAAEPSettings {
   const verbosity = composite.verbosity;
   const rate = composite.maxAnnouncementsPerSecond;
   const mode = composite.approvalMode;
@@ -32,6 +29,7 @@ export function readSettings(
         : DEFAULT_SETTINGS.maxAnnouncementsPerSecond,
     approvalMode: isApprovalMode(mode) ? mode : DEFAULT_SETTINGS.approvalMode,
     panelArea: area === 'left' ? 'left' : 'right',
-    debugAnnouncements: forceDebug || composite.debugAnnouncements === true
+    debugAnnouncements: forceDebug || composite.debugAnnouncements === true,
+    announcePersonRuns: composite.announcePersonRuns !== false
   };
 }

@@ -23,6 +23,8 @@ export interface IAAEPSettings {
   panelArea: 'left' | 'right';
   /** Record every announcement in `window.__aaepAnnouncements`. */
   debugAnnouncements: boolean;
+  /** Show and announce long cells the person runs (not only the agent's). */
+  announcePersonRuns: boolean;
 }
 
 /** Defaults, identical to the schema's. */
@@ -31,7 +33,8 @@ export const DEFAULT_SETTINGS: IAAEPSettings = {
   maxAnnouncementsPerSecond: 1,
   approvalMode: 'ask',
   panelArea: 'right',
-  debugAnnouncements: false
+  debugAnnouncements: false,
+  announcePersonRuns: true
 };
 
 /**

@@ -81,10 +81,19 @@ afterEach(() => mock.timers.reset());
 
 // A short session: a cell is created, a run needs approval, the cell prints, an answer.
 const created = () => [
-  event('tool.invoked', { tool: 'create_cell', tool_call_id: 'call_1', summary_normal: 'Starting: create a cell.', summary_terse: 'Create a cell.' }),
+  event('tool.invoked', {
+    tool: 'create_cell',
+    tool_call_id: 'call_1',
+    summary_normal: 'Starting: create a cell.',
+    summary_terse: 'Create a cell.'
+  }),
   event('tool.completed', {
-    tool: 'create_cell', tool_call_id: 'call_1', status: 'success', duration_ms: 3,
-    summary_normal: 'Created code cell 4, after cell 3.', summary_terse: 'Done.'
+    tool: 'create_cell',
+    tool_call_id: 'call_1',
+    status: 'success',
+    duration_ms: 3,
+    summary_normal: 'Created code cell 4, after cell 3.',
+    summary_terse: 'Done.'
   })
 ];
 const confirmation = (extra = {}) =>
@@ -100,10 +109,18 @@ const confirmation = (extra = {}) =>
     summary_terse: 'Approve? Run cell 4.'
   });
 const ran = () => [
-  event('tool.invoked', { tool: 'run_cell', tool_call_id: 'call_2', summary_normal: 'Running cell 4.', summary_terse: 'Run cell 4.' }),
+  event('tool.invoked', {
+    tool: 'run_cell',
+    tool_call_id: 'call_2',
+    summary_normal: 'Running cell 4.',
+    summary_terse: 'Run cell 4.'
+  }),
   event('tool.completed', {
-    tool: 'run_cell', tool_call_id: 'call_2', status: 'success',
-    summary_normal: 'Cell 4 ran: 0.5.', summary_terse: 'Cell 4: 0.5.',
+    tool: 'run_cell',
+    tool_call_id: 'call_2',
+    status: 'success',
+    summary_normal: 'Cell 4 ran: 0.5.',
+    summary_terse: 'Cell 4: 0.5.',
     summary_detailed: 'Cell 4 ran in 0.1 seconds. Output:\n0.5'
   })
 ];
@@ -113,14 +130,25 @@ test('polite speech still queued when an alert comes is said first, in the alert
   feed(event('session.started', { summary_normal: 'Started working on your request.' }));
   mock.timers.tick(0); // the first polite write goes at once
   created().forEach(feed);
-  feed(event('output.streaming', { output_id: 'out_1', chunk: 'The cell is in place. Now I will run it. ', complete: false }));
+  feed(
+    event('output.streaming', {
+      output_id: 'out_1',
+      chunk: 'The cell is in place. Now I will run it. ',
+      complete: false
+    })
+  );
   feed(confirmation());
   mock.timers.tick(5000);
   const said = spoken();
   assert.equal(said[0], 'polite: Started working on your request.');
   assert.equal(said.length, 2, said.join('\n'));
   const alert = said[1];
-  assert.ok(alert.startsWith('ALERT: Created code cell 4, after cell 3. The cell is in place. Now I will run it. Approval needed'), alert);
+  assert.ok(
+    alert.startsWith(
+      'ALERT: Created code cell 4, after cell 3. The cell is in place. Now I will run it. Approval needed'
+    ),
+    alert
+  );
   assert.ok(alert.endsWith('Press Ctrl+Shift+A to go to it.'), alert);
   assert.ok(!/Risk: medium/.test(alert), 'the risk is said once (the summary has it)');
 });
@@ -147,7 +175,9 @@ test('later speech waits behind a held start, so the order of events is kept', (
   const { feed } = make('normal', 10);
   const [start] = ran();
   feed(start);
-  feed(event('progress.updated', { progress: { percent: 50 }, summary_normal: 'Cell 4 still running after 12 seconds.' }));
+  feed(
+    event('progress.updated', { progress: { percent: 50 }, summary_normal: 'Cell 4 still running after 12 seconds.' })
+  );
   mock.timers.tick(START_GRACE_MS + 200);
   assert.deepEqual(spoken(), ['polite: Running cell 4. Cell 4 still running after 12 seconds.']);
 });
@@ -174,7 +204,12 @@ test('text a Stop cut in the middle of a sentence is marked as cut off', () => {
   const { feed } = make('normal', 1);
   feed(event('output.streaming', { output_id: 'o', chunk: 'One whole sentence. And a half', complete: false }));
   feed(event('output.streaming', { output_id: 'o', chunk: ' sentence that', complete: true }));
-  feed(event('session.cancelled', { cancelled_by: 'user', summary_normal: 'You stopped the agent. Nothing else will run.' }));
+  feed(
+    event('session.cancelled', {
+      cancelled_by: 'user',
+      summary_normal: 'You stopped the agent. Nothing else will run.'
+    })
+  );
   mock.timers.tick(5000);
   const all = spoken().join(' ');
   assert.match(all, /One whole sentence\. And a half sentence that… \(cut off\)/);
@@ -203,7 +238,13 @@ test('an answer already said when the Stop comes gets a sentence saying it was c
 test('an automatically approved step is told as such, politely, once', () => {
   const { feed } = make('normal', 1);
   feed(confirmation({ auto_approved: true }));
-  feed(event('state.changed', { from_state: 'awaiting_input', to_state: 'calling_tool', summary_normal: 'Approved automatically.' }));
+  feed(
+    event('state.changed', {
+      from_state: 'awaiting_input',
+      to_state: 'calling_tool',
+      summary_normal: 'Approved automatically.'
+    })
+  );
   mock.timers.tick(3000);
   const said = spoken();
   assert.deepEqual(said, [
@@ -220,15 +261,25 @@ function session(verbosity) {
   created().forEach(feed);
   mock.timers.tick(100);
   feed(confirmation());
-  feed(event('state.changed', { from_state: 'awaiting_input', to_state: 'calling_tool', summary_normal: 'Approved.', summary_terse: 'Approved.' }));
+  feed(
+    event('state.changed', {
+      from_state: 'awaiting_input',
+      to_state: 'calling_tool',
+      summary_normal: 'Approved.',
+      summary_terse: 'Approved.'
+    })
+  );
   mock.timers.tick(100);
   ran().forEach(feed);
   feed(event('output.streaming', { output_id: 'a', chunk: 'Half of 1 is 0.5.', complete: true }));
-  feed(event('session.completed', {
-    summary_normal: 'Done.', summary_terse: 'Done.',
-    summary_detailed: 'Done. Used 2 tools: create a cell, run a cell. Took 3.1 seconds.',
-    output_summary: 'Half of 1 is 0.5.'
-  }));
+  feed(
+    event('session.completed', {
+      summary_normal: 'Done.',
+      summary_terse: 'Done.',
+      summary_detailed: 'Done. Used 2 tools: create a cell, run a cell. Took 3.1 seconds.',
+      output_summary: 'Half of 1 is 0.5.'
+    })
+  );
   mock.timers.tick(START_GRACE_MS * 3);
   return spoken();
 }
@@ -270,11 +321,16 @@ test('a failed step is said with its reason at every verbosity', () => {
     globalThis.__aaepAnnouncements = [];
     const { feed } = make(verbosity, 100);
     feed(event('tool.invoked', { tool: 'run_cell', tool_call_id: 'call_9', summary_normal: 'Running cell 5.' }));
-    feed(event('tool.completed', {
-      tool: 'run_cell', tool_call_id: 'call_9', status: 'error',
-      error_message: "NameError: name 'df' is not defined",
-      summary_normal: "Cell 5 failed: NameError: name 'df' is not defined.", summary_terse: 'Cell 5 failed: NameError.'
-    }));
+    feed(
+      event('tool.completed', {
+        tool: 'run_cell',
+        tool_call_id: 'call_9',
+        status: 'error',
+        error_message: "NameError: name 'df' is not defined",
+        summary_normal: "Cell 5 failed: NameError: name 'df' is not defined.",
+        summary_terse: 'Cell 5 failed: NameError.'
+      })
+    );
     mock.timers.tick(START_GRACE_MS * 2);
     const all = spoken().join(' ');
     assert.match(all, /Cell 5 failed: NameError/, `${verbosity}: ${all}`);
@@ -285,17 +341,25 @@ test('a failed step is said with its reason at every verbosity', () => {
 test('a failure reason the summary already says is not said again', () => {
   const { feed } = make('normal', 100);
   feed(event('tool.invoked', { tool: 'run_all_cells', tool_call_id: 'call_7', summary_normal: 'Running 3 cells.' }));
-  feed(event('tool.completed', {
-    tool: 'run_all_cells', tool_call_id: 'call_7', status: 'error',
-    error_message: "Cell 4: NameError: name 'df' is not defined",
-    summary_normal: "Ran 3 cells, stopped at the error. Cell 4 failed: NameError: name 'df' is not defined."
-  }));
+  feed(
+    event('tool.completed', {
+      tool: 'run_all_cells',
+      tool_call_id: 'call_7',
+      status: 'error',
+      error_message: "Cell 4: NameError: name 'df' is not defined",
+      summary_normal: "Ran 3 cells, stopped at the error. Cell 4 failed: NameError: name 'df' is not defined."
+    })
+  );
   feed(event('tool.invoked', { tool: 'read_file', tool_call_id: 'call_8', summary_normal: 'Reading a file.' }));
-  feed(event('tool.completed', {
-    tool: 'read_file', tool_call_id: 'call_8', status: 'error',
-    error_message: 'There is no file data.csv in the Jupyter root.',
-    summary_normal: 'Read a file failed.'
-  }));
+  feed(
+    event('tool.completed', {
+      tool: 'read_file',
+      tool_call_id: 'call_8',
+      status: 'error',
+      error_message: 'There is no file data.csv in the Jupyter root.',
+      summary_normal: 'Read a file failed.'
+    })
+  );
   mock.timers.tick(START_GRACE_MS * 2);
   assert.deepEqual(spoken(), [
     "polite: Ran 3 cells, stopped at the error. Cell 4 failed: NameError: name 'df' is not defined. " +
@@ -313,4 +377,63 @@ test('polite speech is rate limited and merged, never dropped', () => {
   assert.deepEqual(spoken(), ['polite: One.']);
   mock.timers.tick(600);
   assert.deepEqual(spoken(), ['polite: One.', 'polite: Two. Three.']);
+});
+
+// -- long-running cells (issue 19) ---------------------------------------------
+const longCell = (by = 'kernel:agent-run') => [
+  event(
+    'session.started',
+    { requested_by: by, summary_normal: 'Cell 7 is still running.', summary_terse: 'Cell 7 running.' },
+    'run1'
+  ),
+  event('progress.updated', { urgency: 'background', progress: { percent: 10, description: '10 of 100.' } }, 'run1'),
+  event(
+    'progress.updated',
+    {
+      urgency: 'normal',
+      progress: { description: 'Cell 7 still running after 1 min.' },
+      summary_normal: 'Cell 7 still running after 1 min.'
+    },
+    'run1'
+  ),
+  event('progress.updated', { urgency: 'background', progress: { percent: 60, description: '60 of 100.' } }, 'run1'),
+  event(
+    'session.completed',
+    { summary_normal: 'Cell 7 finished after 3 min: accuracy 0.91.', summary_terse: 'Cell 7 finished: accuracy 0.91.' },
+    'run1'
+  )
+];
+
+test('normal: a long cell is heard at its start, at the paced updates the producer marks normal, and at its end', () => {
+  const { feed } = make('normal', 10);
+  for (const e of longCell()) {
+    feed(e);
+    mock.timers.tick(2000);
+  }
+  assert.deepEqual(spoken(), [
+    'polite: Cell 7 is still running.',
+    'polite: Cell 7 still running after 1 min.',
+    'polite: Cell 7 finished after 3 min: accuracy 0.91.'
+  ]);
+});
+
+test('terse: a long cell is heard only when it ends', () => {
+  const { feed } = make('terse', 10);
+  for (const e of longCell('kernel:person-run')) {
+    feed(e);
+    mock.timers.tick(2000);
+  }
+  assert.deepEqual(spoken(), ['polite: Cell 7 finished: accuracy 0.91.']);
+});
+
+test('a notice without a percent is spoken at normal verbosity (the store stopped)', () => {
+  const { feed } = make('normal', 10);
+  feed(
+    event('progress.updated', {
+      urgency: 'normal',
+      progress: { description: 'Saving this chat stopped: the disk is full.' }
+    })
+  );
+  mock.timers.tick(2000);
+  assert.deepEqual(spoken(), ['polite: Saving this chat stopped: the disk is full.']);
 });

@@ -8,7 +8,9 @@ import { test } from 'node:test';
 globalThis.window ??= globalThis;
 // @jupyterlab/services reads these browser globals when it loads; the client never uses them here.
 globalThis.WebSocket ??= class {};
-globalThis.fetch ??= async () => { throw new Error('no network in unit tests'); };
+globalThis.fetch ??= async () => {
+  throw new Error('no network in unit tests');
+};
 
 const { ChatClient } = await import('../lib/chatClient.js');
 
@@ -25,8 +27,14 @@ test('each request resolves with its own answer, whatever the order the answers 
   const [a, b] = frames.sent;
   assert.equal(a.kind, 'control');
   assert.notEqual(a.request_id, b.request_id);
-  assert.equal(client.settle({ kind: 'approval_mode.accepted', status: 200, approval_mode: 'auto', request_id: b.request_id }), true);
-  assert.equal(client.settle({ kind: 'control.accepted', status: 200, action: 'pause', paused: true, request_id: a.request_id }), true);
+  assert.equal(
+    client.settle({ kind: 'approval_mode.accepted', status: 200, approval_mode: 'auto', request_id: b.request_id }),
+    true
+  );
+  assert.equal(
+    client.settle({ kind: 'control.accepted', status: 200, action: 'pause', paused: true, request_id: a.request_id }),
+    true
+  );
   assert.deepEqual(await first, { kind: 'control.accepted', action: 'pause', paused: true });
   assert.deepEqual(await second, { kind: 'approval_mode.accepted', approval_mode: 'auto' });
   assert.equal(client.settle({ kind: 'control.accepted', request_id: 'someone-else' }), false);
@@ -37,7 +45,12 @@ test('a refusal rejects with the server sentence; a reply answered 204 resolves 
   const frames = socket();
   const client = new ChatClient('chat_1', frames);
   const refused = client.request({ kind: 'user_input', text: '' });
-  client.settle({ kind: 'error', status: 400, message: 'user_input needs text.', request_id: frames.sent[0].request_id });
+  client.settle({
+    kind: 'error',
+    status: 400,
+    message: 'user_input needs text.',
+    request_id: frames.sent[0].request_id
+  });
   await assert.rejects(refused, error => error.message === 'user_input needs text.' && error.status === 400);
   const reply = client.request({ type: 'confirmation.reply', reply_token: 'rpl_1', decision: 'accept' });
   client.settle({ kind: 'confirmation.reply.accepted', status: 204, request_id: frames.sent[1].request_id });

@@ -9,6 +9,7 @@ import {
   collapsePoint,
   compactCount,
   dollars,
+  lastRunOutput,
   readGuidance,
   readSupports,
   readUsage,
@@ -150,10 +151,14 @@ test('only the items an event changes get a new version', () => {
   model.ingest(event('tool.invoked', 's1', { tool: 'run_cell', tool_call_id: 't1' }));
   const [user, tool] = model.items;
   const before = { user: model.version(user.id), tool: model.version(tool.id) };
-  model.ingest(event('output.streaming', 's1', { output_id: 'o1', chunk: 'Hel', complete: false, content_type: 'text/markdown' }));
+  model.ingest(
+    event('output.streaming', 's1', { output_id: 'o1', chunk: 'Hel', complete: false, content_type: 'text/markdown' })
+  );
   const answer = model.items[2];
   const v1 = model.version(answer.id);
-  model.ingest(event('output.streaming', 's1', { output_id: 'o1', chunk: 'lo', complete: false, content_type: 'text/markdown' }));
+  model.ingest(
+    event('output.streaming', 's1', { output_id: 'o1', chunk: 'lo', complete: false, content_type: 'text/markdown' })
+  );
   assert.equal(model.items[2].text, 'Hello');
   assert.ok(model.version(answer.id) > v1, 'a streamed chunk bumps its answer');
   assert.equal(model.version(user.id), before.user, 'and nothing else');
@@ -180,11 +185,131 @@ test('a finished session says how many of its steps failed', () => {
   const model = new ChatModel('c1', 'a.ipynb');
   model.ingest(event('session.started', 's1', { request_text: 'run all' }));
   model.ingest(event('tool.invoked', 's1', { tool: 'run_cell', tool_call_id: 't1' }));
-  model.ingest(event('tool.completed', 's1', { tool: 'run_cell', tool_call_id: 't1', status: 'error', error_message: 'NameError' }));
+  model.ingest(
+    event('tool.completed', 's1', { tool: 'run_cell', tool_call_id: 't1', status: 'error', error_message: 'NameError' })
+  );
   model.ingest(event('tool.invoked', 's1', { tool: 'get_notebook_state', tool_call_id: 't2' }));
   model.ingest(event('tool.completed', 's1', { tool: 'get_notebook_state', tool_call_id: 't2', status: 'success' }));
-  model.ingest(event('session.completed', 's1', { summary_normal: 'Done. Used 2 tools: run a cell, read the notebook.' }));
+  model.ingest(
+    event('session.completed', 's1', { summary_normal: 'Done. Used 2 tools: run a cell, read the notebook.' })
+  );
   const end = model.items[model.items.length - 1];
   assert.equal(end.kind, 'notice');
   assert.equal(end.failedSteps, 1);
+});
+
+// -- long-running cells and chat notices (issue 19) ---------------------------
+test('a cell left running shows a progress bar item of its own; its end removes it and leaves the agent idle', () => {
+  const model = new ChatModel('chat_1', 'a.ipynb');
+  model.ingest(event('session.started', 'run1', { requested_by: 'kernel:agent-run' }));
+  assert.equal(model.status, 'idle', 'a cell run is not the agent working');
+  model.ingest(
+    event('progress.updated', 'run1', {
+      urgency: 'background',
+      progress: { percent: 40, step: 40, total_steps: 100, description: '40 of 100, about 3 minutes left.' }
+    })
+  );
+  const bar = model.items.find(i => i.kind === 'progress');
+  assert.equal(bar.cellRun, true);
+  assert.equal(bar.percent, 40);
+  assert.equal(bar.description, '40 of 100, about 3 minutes left.');
+  model.ingest(event('session.completed', 'run1', { summary_normal: 'Cell 7 finished after 3 min.' }));
+  assert.equal(model.items.find(i => i.kind === 'progress').done, true);
+  assert.equal(model.status, 'idle');
+  assert.ok(model.items.some(i => i.kind === 'notice' && i.text === 'Cell 7 finished after 3 min.'));
+});
+
+test('a notice about saving gets its own entry and leaves an approval countdown in place', () => {
+  const model = new ChatModel('chat_1', 'a.ipynb');
+  model.ingest(event('session.started', 's1', { request_text: 'Train it' }));
+  model.ingest(
+    event('progress.updated', 's1', { progress: { percent: 50, description: '45 seconds left to approve or reject.' } })
+  );
+  model.ingest(
+    event('progress.updated', 's1', {
+      urgency: 'normal',
+      progress: { description: 'Not being saved for now.' },
+      summary_normal: 'This chat is not being saved for now: the disk is full.'
+    })
+  );
+  const countdown = model.items.find(i => i.id === 'progress:s1');
+  assert.equal(countdown.description, '45 seconds left to approve or reject.');
+  assert.ok(
+    model.items.some(i => i.kind === 'notice' && i.text === 'This chat is not being saved for now: the disk is full.')
+  );
+});
+
+test('the person-run sessions are left out when the setting says so; wait_for_cell output is heard on request', () => {
+  const model = new ChatModel('chat_1', 'a.ipynb');
+  model.hidesRequester = by => by === 'kernel:person-run';
+  model.ingest(event('session.started', 'run2', { requested_by: 'kernel:person-run' }));
+  model.ingest(event('progress.updated', 'run2', { urgency: 'normal', progress: { percent: 50 } }));
+  model.ingest(event('session.completed', 'run2'));
+  assert.equal(model.items.length, 0);
+
+  model.ingest(event('session.started', 's3', { request_text: 'Wait for it' }));
+  model.ingest(event('tool.invoked', 's3', { tool: 'wait_for_cell', tool_call_id: 'c1' }));
+  model.ingest(
+    event('tool.completed', 's3', {
+      tool: 'wait_for_cell',
+      tool_call_id: 'c1',
+      status: 'success',
+      summary_normal: 'Cell 7 finished: accuracy 0.91.'
+    })
+  );
+  assert.match(lastRunOutput(model.items) ?? '', /accuracy 0\.91/);
+});
+
+test('without a price the cost stays unknown: the meter shows tokens only, the sentence leaves the cost out', async () => {
+  const { usageMeterText, usageSentence } = await import('../lib/usage.js');
+  const fill = (text, args) => text.replace(/%(\d)/g, (_, i) => String(args[Number(i) - 1]));
+  const trans = { __: (t, ...a) => fill(t, a), _n: (one, many, k, ...a) => fill(k === 1 ? one : many, [k, ...a]) };
+  const demo = readUsage({
+    requests: 2,
+    input_tokens: 1000,
+    output_tokens: 234,
+    estimated_cost_usd: null,
+    budget_usd: null
+  });
+  assert.equal(demo.costUsd, null);
+  assert.equal(usageMeterText(demo, trans), '1.2k tokens');
+  const said = usageSentence(demo, trans);
+  assert.match(said, /^This chat used 1,234 tokens: 1,000 input, .* in 2 model requests\.$/);
+  assert.ok(!/cost|\$/.test(said), said);
+  const priced = readUsage({ requests: 1, input_tokens: 10, estimated_cost_usd: 0.0412 });
+  assert.equal(usageMeterText(priced, trans), '10 tokens · ≈ $0.04');
+  assert.match(usageSentence(priced, trans), /Estimated cost: about \$0\.04\.$/);
+});
+
+test('Undo is offered only for the sessions the server can still undo', () => {
+  const model = new ChatModel('chat_1', 'a.ipynb');
+  model.supports = readSupports({ revert: true });
+  model.ingest(event('session.started', 's1', { request_text: 'Explain the data' }));
+  model.ingest(event('session.completed', 's1'));
+  assert.equal(model.canRevert, true, 'an older server: every session may have changes');
+  model.setUndoable([]);
+  assert.equal(model.canRevert, false, 'the request changed nothing');
+  model.setUndoable(['s1']);
+  assert.equal(model.canRevert, true);
+  model.setUndoable(undefined);
+  assert.equal(model.canRevert, true, 'a missing list leaves things as they were');
+});
+
+test('the admin policy: only the allowed approval modes, with the sentence to say; none means open', async () => {
+  const { readPolicy } = await import('../lib/model.js');
+  const policy = readPolicy({
+    locked: ['approval_mode', 'budget'],
+    approval_modes: ['ask', 'ask_all', 'bogus'],
+    message:
+      'Set by the administrator of this server: approval modes: Ask before running code or Ask before every change.'
+  });
+  assert.deepEqual(policy.approvalModes, ['ask_all', 'ask']);
+  assert.deepEqual(policy.locked, ['approval_mode', 'budget']);
+  assert.match(policy.message, /^Set by the administrator/);
+  const open = readPolicy(undefined);
+  assert.deepEqual(open.approvalModes, ['ask_all', 'ask', 'auto']);
+  assert.deepEqual(open.locked, []);
+  assert.equal(open.message, null);
+  // A list that allows nothing the panel knows must not leave the select empty.
+  assert.deepEqual(readPolicy({ approval_modes: [] }).approvalModes, ['ask_all', 'ask', 'auto']);
 });

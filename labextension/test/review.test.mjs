@@ -17,11 +17,10 @@ const trans = {
 
 test('the three approval modes, strictest first, with honest labels', () => {
   assert.deepEqual(APPROVAL_MODES, ['ask_all', 'ask', 'auto']);
-  assert.deepEqual(APPROVAL_MODES.map(m => approvalModeLabel(m, trans)), [
-    'Ask before every change',
-    'Ask before running code',
-    'Auto'
-  ]);
+  assert.deepEqual(
+    APPROVAL_MODES.map(m => approvalModeLabel(m, trans)),
+    ['Ask before every change', 'Ask before running code', 'Auto']
+  );
   assert.ok(isApprovalMode('ask_all') && !isApprovalMode('review') && !isApprovalMode(undefined));
   for (const mode of APPROVAL_MODES) {
     assert.match(approvalModeDescription(mode, trans), /not a sandbox: it cannot catch everything harmful\./);
@@ -70,13 +69,20 @@ test('an edit is read with its marked lines and its words', () => {
 
 test('creating, deleting, moving and clearing have their own captions', () => {
   const create = readChange({
-    change: { kind: 'create', cell_number: 3, where: "after cell 2 ('Load')", diff: { summary: '2 lines added', text: "Lines 1 to 2 added: 'a'; 'b'." } }
+    change: {
+      kind: 'create',
+      cell_number: 3,
+      where: "after cell 2 ('Load')",
+      diff: { summary: '2 lines added', text: "Lines 1 to 2 added: 'a'; 'b'." }
+    }
   });
   assert.equal(changeCaption(create, trans), "The new cell, after cell 2 ('Load'): 2 lines added");
   assert.deepEqual(create.sentences, ["Lines 1 to 2 added: 'a'; 'b'."], 'the text stands in for sentences');
   const del = readChange({ change: { kind: 'delete', cell_number: 4, diff: { summary: '3 lines removed' } } });
   assert.equal(changeCaption(del, trans), 'Cell 4 to delete: 3 lines removed');
-  const move = readChange({ change: { kind: 'move', from_position: 1, to_position: 3, where: "after cell 3 ('plot')" } });
+  const move = readChange({
+    change: { kind: 'move', from_position: 1, to_position: 3, where: "after cell 3 ('plot')" }
+  });
   assert.equal(changeCaption(move, trans), "Moves cell 1 to position 3, after cell 3 ('plot').");
   assert.deepEqual(move.lines, []);
   const clear = readChange({ change: { kind: 'clear_outputs', outputs: 1, cells_with_outputs: [2, 'x'] } });

@@ -41,9 +41,7 @@ function statusLabel(chat: IChatSummary, trans: TranslationBundle): string {
   if (chat.canContinue) {
     return trans.__('interrupted, can continue');
   }
-  return { idle: trans.__('finished'), running: trans.__('working'), paused: trans.__('paused') }[
-    chat.status
-  ];
+  return { idle: trans.__('finished'), running: trans.__('working'), paused: trans.__('paused') }[chat.status];
 }
 
 /** A date for people, in their locale ("23 Nov 2026, 06:40"). */
@@ -79,9 +77,7 @@ export function ChatList(props: IChatListProps): JSX.Element {
       if (before && first) {
         // The focus moves to the first older chat (the button may go away).
         requestAnimationFrame(() =>
-          document
-            .querySelector<HTMLElement>(`.jp-AAEPChats-item[data-chat-id="${CSS.escape(first.chatId)}"]`)
-            ?.focus()
+          document.querySelector<HTMLElement>(`.jp-AAEPChats-item[data-chat-id="${CSS.escape(first.chatId)}"]`)?.focus()
         );
       }
       latest.current.announce(

@@ -77,8 +77,7 @@ export function ClarificationCard(props: IClarificationCardProps): JSX.Element {
       {/* As on confirmation cards, the clock goes once the question is answered, resolved or expired. */}
       {item.deadline !== null && open && (
         <p className="jp-AAEPCard-deadline">
-          {trans.__('Time to answer:')}{' '}
-          <Countdown deadline={item.deadline} active={open} trans={trans} />
+          {trans.__('Time to answer:')} <Countdown deadline={item.deadline} active={open} trans={trans} />
         </p>
       )}
       {open && (
@@ -99,7 +98,11 @@ export function ClarificationCard(props: IClarificationCardProps): JSX.Element {
           )}
           {kinds.includes('yes_no') && (
             <div className="jp-AAEPCard-actions">
-              <button type="button" className="jp-Button jp-mod-styled jp-mod-accept" onClick={() => onAnswer(item, true)}>
+              <button
+                type="button"
+                className="jp-Button jp-mod-styled jp-mod-accept"
+                onClick={() => onAnswer(item, true)}
+              >
                 {trans.__('Yes')}
               </button>
               <button type="button" className="jp-Button jp-mod-styled" onClick={() => onAnswer(item, false)}>
@@ -109,9 +112,7 @@ export function ClarificationCard(props: IClarificationCardProps): JSX.Element {
           )}
           {(kinds.includes('freetext') || kinds.includes('numeric')) && (
             <form className="jp-AAEPCard-answer" onSubmit={submitText}>
-              <label htmlFor={inputId}>
-                {numeric ? trans.__('Your answer (a number)') : trans.__('Your answer')}
-              </label>
+              <label htmlFor={inputId}>{numeric ? trans.__('Your answer (a number)') : trans.__('Your answer')}</label>
               <input
                 id={inputId}
                 className="jp-mod-styled"

@@ -167,11 +167,7 @@ export function Composer(props: IComposerProps): JSX.Element {
           aria-disabled={!canSend}
           aria-describedby={blocked ? hintId : undefined}
         >
-          {waiting === 'question'
-            ? trans.__('Send answer')
-            : steering
-              ? trans.__('Send guidance')
-              : trans.__('Send')}
+          {waiting === 'question' ? trans.__('Send answer') : steering ? trans.__('Send guidance') : trans.__('Send')}
         </button>
       </div>
     </form>

@@ -118,11 +118,12 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
   const pending = item.state === 'pending';
   const now = useNow(pending && item.deadline !== null);
   const expired = pending && item.deadline !== null && item.deadline <= now;
-  const riskText = {
-    low: trans.__('Low'),
-    medium: trans.__('Medium'),
-    high: trans.__('High')
-  }[risk] ?? risk;
+  const riskText =
+    {
+      low: trans.__('Low'),
+      medium: trans.__('Medium'),
+      high: trans.__('High')
+    }[risk] ?? risk;
 
   return (
     <div
@@ -143,9 +144,7 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
         ...(cells.length > 0 ? [cellsId, ...cells.map((_, i) => `${cellListId}-${i}`)] : [])
       ].join(' ')}
       tabIndex={-1}
-      className={`jp-AAEPCard jp-AAEPCard-confirmation jp-AAEPCard-risk-${risk}${
-        pending ? ' jp-mod-pending' : ''
-      }`}
+      className={`jp-AAEPCard jp-AAEPCard-confirmation jp-AAEPCard-risk-${risk}${pending ? ' jp-mod-pending' : ''}`}
       data-request-id={item.id}
     >
       <h4 id={titleId} className="jp-AAEPCard-title">
@@ -177,9 +176,7 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
           <>
             <dt>{trans.__('If you do not answer')}</dt>
             <dd>
-              {fallback === 'accept'
-                ? trans.__('it will be approved;')
-                : trans.__('it will be rejected;')}{' '}
+              {fallback === 'accept' ? trans.__('it will be approved;') : trans.__('it will be rejected;')}{' '}
               <Countdown deadline={item.deadline} active={pending} trans={trans} />
             </dd>
           </>

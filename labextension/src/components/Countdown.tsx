@@ -40,9 +40,7 @@ export function Countdown(props: ICountdownProps): JSX.Element {
       }`}
       role="timer"
     >
-      {expired
-        ? props.trans.__('expired')
-        : props.trans.__('%1 left', formatRemaining(left))}
+      {expired ? props.trans.__('expired') : props.trans.__('%1 left', formatRemaining(left))}
     </span>
   );
 }

@@ -114,19 +114,10 @@ export function changeCaption(change: IChange, trans: TranslationBundle): string
         : trans.__('The cell to delete: %1', summary);
     case 'move':
       return change.fromPosition !== null && change.toPosition !== null
-        ? trans.__(
-            'Moves cell %1 to position %2, %3.',
-            change.fromPosition,
-            change.toPosition,
-            change.where ?? ''
-          )
+        ? trans.__('Moves cell %1 to position %2, %3.', change.fromPosition, change.toPosition, change.where ?? '')
         : trans.__('Moves a cell.');
     case 'clear_outputs':
-      return trans._n(
-        'Clears %1 output.',
-        'Clears %1 outputs.',
-        change.outputs ?? 0
-      );
+      return trans._n('Clears %1 output.', 'Clears %1 outputs.', change.outputs ?? 0);
     default:
       return trans.__('The change');
   }
@@ -161,8 +152,7 @@ export function DiffView(props: IDiffViewProps): JSX.Element {
   const ownPrefix = useId('jp-AAEPDiff');
   const prefix = props.idPrefix ?? ownPrefix;
   const captionId = `${prefix}-caption`;
-  const lineNumber = (line: IDiffLine) =>
-    line.kind === 'added' ? line.newLine : line.oldLine ?? line.newLine;
+  const lineNumber = (line: IDiffLine) => (line.kind === 'added' ? line.newLine : (line.oldLine ?? line.newLine));
   return (
     <div className="jp-AAEPDiff" role="group" aria-labelledby={captionId}>
       <p id={captionId} className="jp-AAEPDiff-caption">

@@ -53,9 +53,7 @@ export function FigureDescription(props: IFigureDescriptionProps): JSX.Element |
       <h3 id={headingId} className="jp-AAEPFigure-heading">
         {trans.__('Description of the figure in cell %1', target.cellNumber)}
       </h3>
-      {status === 'asking' && (
-        <p className="jp-AAEPFigure-status">{trans.__('The agent is looking at the figure…')}</p>
-      )}
+      {status === 'asking' && <p className="jp-AAEPFigure-status">{trans.__('The agent is looking at the figure…')}</p>}
       {status === 'failed' && <p className="jp-AAEPFigure-status jp-mod-error">{current.message}</p>}
       {(status === 'ready' || status === 'saving' || status === 'saved') && (
         <>

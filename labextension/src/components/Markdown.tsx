@@ -19,10 +19,7 @@ export interface IMarkdownProps {
  */
 export function Markdown(props: IMarkdownProps): JSX.Element {
   const { rendermime, source } = props;
-  const mimeType =
-    props.mimeType && rendermime.mimeTypes.includes(props.mimeType)
-      ? props.mimeType
-      : 'text/markdown';
+  const mimeType = props.mimeType && rendermime.mimeTypes.includes(props.mimeType) ? props.mimeType : 'text/markdown';
   const host = useRef<HTMLDivElement>(null);
   const renderer = useRef<ReturnType<IRenderMimeRegistry['createRenderer']> | null>(null);
   const frame = useRef<number | null>(null);

@@ -110,6 +110,9 @@ export function useMentions(options: {
         );
       }
     });
+    // Only a new query (or source) starts a search: the callbacks change every render and
+    // must not restart it.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [open?.start, open?.query, source]);
 
   const choose = (mention: IMention) => {

@@ -45,9 +45,7 @@ export function ModelPicker(props: IModelPickerProps): JSX.Element | null {
       >
         {options.map(option => (
           <option key={option.id} value={option.id}>
-            {option.id === chooser.defaultModel
-              ? trans.__('%1 (default)', option.label)
-              : option.label}
+            {option.id === chooser.defaultModel ? trans.__('%1 (default)', option.label) : option.label}
           </option>
         ))}
       </select>

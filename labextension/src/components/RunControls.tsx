@@ -39,6 +39,10 @@ export interface IRunControlsProps {
   onControl: (action: 'stop' | 'pause' | 'resume') => void;
   onUndo: () => void;
   onApprovalMode: (mode: ApprovalMode) => void;
+  /** The approval modes the administrator allows (all when absent). */
+  allowedModes?: ReadonlyArray<ApprovalMode>;
+  /** Why some settings are fixed (the administrator's sentence), shown under the select when the mode is locked. */
+  policyMessage?: string | null;
 }
 
 /** What the approval mode select shows for `mode`. */
@@ -90,6 +94,11 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
   const undoErrorId = useId('jp-AAEPControls-undoError');
   const pauseHintId = useId('jp-AAEPControls-pauseHint');
   const continueHintId = useId('jp-AAEPControls-continueHint');
+  const policyId = useId('jp-AAEPControls-policy');
+  // The modes the administrator allows (and the one in force, so the select never lies).
+  const modes = APPROVAL_MODES.filter(
+    mode => mode === approvalMode || (props.allowedModes ?? APPROVAL_MODES).includes(mode)
+  );
   const running = status !== 'idle';
   const canStop = supports.stop && running && !disabled;
   const canUndo = supports.revert && props.canUndo && !disabled;
@@ -131,7 +140,9 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
             aria-keyshortcuts={props.pauseShortcut}
             onClick={() => {
               if (status === 'paused') {
-                !disabled && supports.resume && props.onControl('resume');
+                if (!disabled && supports.resume) {
+                  props.onControl('resume');
+                }
               } else if (!disabled && running) {
                 props.onControl('pause');
               }
@@ -177,7 +188,10 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
             aria-disabled={!canUndo}
             aria-describedby={props.undoError ? `${undoHintId} ${undoErrorId}` : undoHintId}
             aria-keyshortcuts={props.undoShortcut}
-            onClick={() => canUndo && props.onUndo()}
+            onClick={() => {
+              // Also when unavailable: the controller then says why (nothing to undo, working…).
+              props.onUndo();
+            }}
           >
             {trans.__('Undo agent changes')}
           </button>
@@ -190,7 +204,7 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
         {supports.revert && (
           <span id={undoHintId} className="jp-sr-only">
             {trans.__(
-              "Puts the notebook's cells back as they were before the agent's latest request in this chat."
+              'Undoes the changes the agent made to the notebook in its latest request in this chat; cells someone else changed since are kept as they are.'
             )}
             {undoReason && ` ${undoReason}`}
           </span>
@@ -210,7 +224,7 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
               className="jp-AAEPPanel-approvalMode"
               value={approvalMode}
               disabled={disabled}
-              aria-describedby={warningId}
+              aria-describedby={props.policyMessage ? `${warningId} ${policyId}` : warningId}
               onChange={e => {
                 const mode = e.target.value;
                 if (isApprovalMode(mode)) {
@@ -218,7 +232,7 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
                 }
               }}
             >
-              {APPROVAL_MODES.map(mode => (
+              {modes.map(mode => (
                 <option key={mode} value={mode}>
                   {approvalModeLabel(mode, trans)}
                 </option>
@@ -228,12 +242,15 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
           {/* Always the select's description; shown only while auto is on. */}
           <p
             id={warningId}
-            className={
-              approvalMode === 'auto' ? 'jp-AAEPPanel-approvalWarning jp-mod-active' : 'jp-sr-only'
-            }
+            className={approvalMode === 'auto' ? 'jp-AAEPPanel-approvalWarning jp-mod-active' : 'jp-sr-only'}
           >
             {approvalModeDescription(approvalMode, trans)}
           </p>
+          {props.policyMessage && (
+            <p id={policyId} className="jp-AAEPPanel-policy">
+              {props.policyMessage}
+            </p>
+          )}
         </>
       )}
     </div>

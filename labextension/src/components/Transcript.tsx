@@ -42,9 +42,7 @@ interface IEntryContext {
 const Entry = React.memo(
   function Entry(props: { item: TranscriptItem; version: number; context: IEntryContext }): JSX.Element {
     const { item, context } = props;
-    return (
-      <div className="jp-AAEPPanel-entry">{renderItem(item, context)}</div>
-    );
+    return <div className="jp-AAEPPanel-entry">{renderItem(item, context)}</div>;
   },
   (a, b) => a.item === b.item && a.version === b.version && a.context === b.context
 );
@@ -120,33 +118,33 @@ export function Transcript(props: ITranscriptProps): JSX.Element {
       onScroll={onScroll}
     >
       <div className="jp-AAEPPanel-entries">
-      {items.length === 0 && (
-        <p className="jp-AAEPPanel-empty">
-          {trans.__(
-            'No messages yet. Ask the agent to explain, edit or run this notebook; it asks before running code.'
-          )}
-        </p>
-      )}
-      {hiddenTurns > 0 && (
-        <button
-          type="button"
-          className="jp-Button jp-mod-styled jp-AAEPPanel-showEarlier"
-          onClick={() => {
-            pinned.current = false;
-            setShowAll(true);
-            // The button goes away: keep the focus in the transcript, at its top.
-            node.current?.focus();
-            if (node.current) {
-              node.current.scrollTop = 0;
-            }
-          }}
-        >
-          {trans._n('Show 1 earlier turn', 'Show %1 earlier turns', hiddenTurns)}
-        </button>
-      )}
-      {shown.map(item => (
-        <Entry key={item.id} item={item} version={model.version(item.id)} context={context} />
-      ))}
+        {items.length === 0 && (
+          <p className="jp-AAEPPanel-empty">
+            {trans.__(
+              'No messages yet. Ask the agent to explain, edit or run this notebook; it asks before running code.'
+            )}
+          </p>
+        )}
+        {hiddenTurns > 0 && (
+          <button
+            type="button"
+            className="jp-Button jp-mod-styled jp-AAEPPanel-showEarlier"
+            onClick={() => {
+              pinned.current = false;
+              setShowAll(true);
+              // The button goes away: keep the focus in the transcript, at its top.
+              node.current?.focus();
+              if (node.current) {
+                node.current.scrollTop = 0;
+              }
+            }}
+          >
+            {trans._n('Show 1 earlier turn', 'Show %1 earlier turns', hiddenTurns)}
+          </button>
+        )}
+        {shown.map(item => (
+          <Entry key={item.id} item={item} version={model.version(item.id)} context={context} />
+        ))}
       </div>
     </div>
   );

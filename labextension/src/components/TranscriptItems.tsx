@@ -73,10 +73,7 @@ export function ToolStep(props: { item: Of<'tool'>; trans: TranslationBundle }):
   const icon = { running: null, success: '✓', error: '✕', timeout: '✕' }[item.status];
   const summary = item.summary || trans.__('A step of the agent.');
   // The reason is shown unless the summary already says it.
-  const reason =
-    failed && item.errorMessage && !saysReason(summary, item.errorMessage)
-      ? item.errorMessage
-      : '';
+  const reason = failed && item.errorMessage && !saysReason(summary, item.errorMessage) ? item.errorMessage : '';
   return (
     <div
       className={`jp-AAEPToolStep jp-mod-${item.status}`}
@@ -98,24 +95,31 @@ export function ToolStep(props: { item: Of<'tool'>; trans: TranslationBundle }):
 /** Progress of a long step (for example a long-running cell). */
 export function ProgressStep(props: { item: Of<'progress'>; trans: TranslationBundle }): JSX.Element {
   const { item, trans } = props;
-  const label =
+  const text =
     item.description ??
     (item.step !== undefined && item.totalSteps !== undefined
       ? trans.__('Step %1 of %2', item.step, item.totalSteps)
-      : trans.__('Progress'));
+      : trans.__('Still running.'));
+  // The name stays put while the value changes: screen readers then read the value.
+  const name = item.cellRun ? trans.__('Progress of the running cell') : trans.__('Progress of the current step');
+  const percent = item.percent !== undefined ? Math.max(0, Math.min(100, item.percent)) : undefined;
   return (
     <div className={`jp-AAEPProgress${item.done ? ' jp-mod-done' : ''}`}>
-      <div className="jp-AAEPProgress-label">{label}</div>
-      {item.percent !== undefined && (
-        <progress
-          className="jp-AAEPProgress-bar"
-          max={100}
-          value={Math.max(0, Math.min(100, item.percent))}
-          aria-label={label}
-        >
-          {Math.round(item.percent)}%
-        </progress>
-      )}
+      <div className="jp-AAEPProgress-label">{text}</div>
+      <div
+        className="jp-AAEPProgress-bar"
+        role="progressbar"
+        aria-label={name}
+        aria-valuemin={0}
+        aria-valuemax={100}
+        aria-valuenow={percent}
+        aria-valuetext={text}
+      >
+        <div
+          className={`jp-AAEPProgress-fill${percent === undefined ? ' jp-mod-indeterminate' : ''}`}
+          style={{ width: `${percent ?? 100}%` }}
+        />
+      </div>
     </div>
   );
 }
@@ -154,12 +158,11 @@ export function HandoffCard(props: { item: Of<'handoff'>; trans: TranslationBund
 /** End of a session, an error, or a local notice. */
 export function Notice(props: { item: Of<'notice'>; trans: TranslationBundle }): JSX.Element {
   const { item, trans } = props;
-  const failed = item.variant === 'completed' ? item.failedSteps ?? 0 : 0;
+  const failed = item.variant === 'completed' ? (item.failedSteps ?? 0) : 0;
   const prefix = {
     started: trans.__('Started:'),
     // "Done." says it already: no "Finished: Done.".
-    completed:
-      failed > 0 ? trans._n('Finished, 1 step failed:', 'Finished, %1 steps failed:', failed) : '',
+    completed: failed > 0 ? trans._n('Finished, 1 step failed:', 'Finished, %1 steps failed:', failed) : '',
     errored: trans.__('Error:'),
     cancelled: trans.__('Stopped:'),
     // The server's summary already says "Undid the agent's changes…".

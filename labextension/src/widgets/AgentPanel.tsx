@@ -22,7 +22,8 @@ import { ChatController } from '../controller';
 import { FigureDescriber } from '../figures';
 import { IMentionSource } from '../mentions';
 import { ModelChooser } from '../modelChoice';
-import { ChatModel, TranscriptItem, compactCount, dollars, totalTokens } from '../model';
+import { ChatModel, TranscriptItem } from '../model';
+import { usageMeterText } from '../usage';
 import { ariaShortcut, shortcutLabel } from '../shortcuts';
 
 /** The panel's icon: a speech bubble with a sound wave. */
@@ -70,11 +71,7 @@ export function stateLabel(model: ChatModel, trans: TranslationBundle): string {
 
 /** The compact usage meter ("12.3k tokens · ≈ $0.04"), or '' without figures. */
 export function usageMeter(model: ChatModel, trans: TranslationBundle): string {
-  const usage = model.usage;
-  if (!usage) {
-    return '';
-  }
-  return trans.__('%1 tokens · ≈ %2', compactCount(totalTokens(usage)), dollars(usage.costUsd));
+  return usageMeterText(model.usage, trans);
 }
 
 /** Focus an element of the panel once React has rendered. */
@@ -150,9 +147,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
     if (!first) {
       return;
     }
-    const card = document.querySelector<HTMLElement>(
-      `.jp-AAEPPanel [data-request-id="${CSS.escape(first.id)}"]`
-    );
+    const card = document.querySelector<HTMLElement>(`.jp-AAEPPanel [data-request-id="${CSS.escape(first.id)}"]`);
     if (!card) {
       return;
     }
@@ -268,51 +263,53 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
           />
           <div className="jp-AAEPPanel-footer" ref={footer}>
-          <RunControls
-            trans={trans}
-            status={model.status}
-            approvalMode={model.approvalMode}
-            supports={model.supports}
-            stopShortcut={ariaShortcut(commands, CommandIDs.stop)}
-            canUndo={model.canRevert}
-            undoing={model.reverting}
-            undoError={model.revertError}
-            undoShortcut={ariaShortcut(commands, CommandIDs.undoChanges)}
-            pauseShortcut={ariaShortcut(commands, CommandIDs.togglePause)}
-            canContinue={model.canContinue}
-            continueShortcut={ariaShortcut(commands, CommandIDs.continueChat)}
-            onContinue={() => {
-              // The button goes away: the focus moves to the message box (now the steer box).
-              void controller.continueChat();
-              focusSoon('.jp-AAEPComposer-input');
-            }}
-            disabled={!connected}
-            onControl={action => void controller.control(action)}
-            onUndo={() => void controller.revert()}
-            onApprovalMode={mode => void controller.setApprovalMode(mode)}
-          />
-          {props.chooser && <ModelPicker chooser={props.chooser} trans={trans} disabled={!connected} />}
-          {props.describer && (
-            <FigureDescription
-              describer={props.describer}
+            <RunControls
               trans={trans}
-              disabled={!connected || model.isRunning}
-              onDescribe={() => void commands.execute('jupyter-aaep:describe-figure')}
+              status={model.status}
+              approvalMode={model.approvalMode}
+              supports={model.supports}
+              stopShortcut={ariaShortcut(commands, CommandIDs.stop)}
+              canUndo={model.canRevert}
+              undoing={model.reverting}
+              undoError={model.revertError}
+              undoShortcut={ariaShortcut(commands, CommandIDs.undoChanges)}
+              pauseShortcut={ariaShortcut(commands, CommandIDs.togglePause)}
+              canContinue={model.canContinue}
+              continueShortcut={ariaShortcut(commands, CommandIDs.continueChat)}
+              onContinue={() => {
+                // The button goes away: the focus moves to the message box (now the steer box).
+                void controller.continueChat();
+                focusSoon('.jp-AAEPComposer-input');
+              }}
+              disabled={!connected}
+              onControl={action => void controller.control(action)}
+              onUndo={() => void controller.revert()}
+              onApprovalMode={mode => void controller.setApprovalMode(mode)}
+              allowedModes={model.policy.approvalModes}
+              policyMessage={model.policy.locked.includes('approval_mode') ? model.policy.message : null}
             />
-          )}
-          <Composer
-            trans={trans}
-            running={model.isRunning}
-            acceptsGuidance={model.supports.guidance}
-            paused={model.status === 'paused'}
-            waiting={(() => {
-              const waiting = controller.waitingFor();
-              return waiting?.answersIt ? 'question' : waiting ? 'approval' : null;
-            })()}
-            disabled={!connected}
-            mentions={props.mentions}
-            onSend={(text, context) => controller.sendText(text, context)}
-          />
+            {props.chooser && <ModelPicker chooser={props.chooser} trans={trans} disabled={!connected} />}
+            {props.describer && (
+              <FigureDescription
+                describer={props.describer}
+                trans={trans}
+                disabled={!connected || model.isRunning}
+                onDescribe={() => void commands.execute('jupyter-aaep:describe-figure')}
+              />
+            )}
+            <Composer
+              trans={trans}
+              running={model.isRunning}
+              acceptsGuidance={model.supports.guidance}
+              paused={model.status === 'paused'}
+              waiting={(() => {
+                const waiting = controller.waitingFor();
+                return waiting?.answersIt ? 'question' : waiting ? 'approval' : null;
+              })()}
+              disabled={!connected}
+              mentions={props.mentions}
+              onSend={(text, context) => controller.sendText(text, context)}
+            />
           </div>
         </>
       )}
