@@ -27,6 +27,7 @@ __all__ = ["AdminPolicy"]
 class AdminPolicy:
     approval_modes: tuple[ApprovalMode, ...] = APPROVAL_MODES
     kernel_replies: bool = True
+    """Reported, not a lock: approvals from notebooks are a server option users never choose (off by default)."""
     mcp_stdio_commands: tuple[str, ...] | None = None
     """``None``: any command; otherwise only these (enforced by the MCP client)."""
     models: tuple[str, ...] | None = None
@@ -41,8 +42,6 @@ class AdminPolicy:
             names.append("approval_mode")
         if self.models is not None:
             names.append("model")
-        if not self.kernel_replies:
-            names.append("kernel_replies")
         if self.mcp_stdio_commands is not None:
             names.append("mcp_stdio_commands")
         if self.budget_usd is not None:
@@ -68,8 +67,6 @@ class AdminPolicy:
             parts.append("approval modes: " + " or ".join(MODE_LABELS[m] for m in self.approval_modes))
         if self.models is not None:
             parts.append("models: " + ", ".join(self.models))
-        if not self.kernel_replies:
-            parts.append("approvals and answers come only from the side panel, not from notebooks")
         if self.mcp_stdio_commands is not None:
             parts.append("tool servers: only " + (", ".join(self.mcp_stdio_commands) or "none"))
         if self.budget_usd is not None:

@@ -66,7 +66,7 @@ async def test_each_user_runs_a_session_with_an_approval_over_the_websocket(bob:
     try:
         await connection.write_message(json.dumps({"kind": "user_input", "text": "book F2"}))
         seen = await frames_until(connection, is_type("awaiting.confirmation"))
-        assert seen[0]["kind"] == "response" and seen[0]["status"] == 202
+        assert seen[0]["kind"] == "user_input.accepted" and seen[0]["status"] == 202
         await connection.write_message(json.dumps(confirmation_reply(seen[-1])))
         after = await frames_until(connection, is_type("session.completed"))
     finally:

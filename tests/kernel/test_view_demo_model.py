@@ -6,6 +6,7 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+from jupyter_aaep.agent.data_blocks import data_block
 from jupyter_aaep.testing.demo_model import demo_model, kernel_tool_call
 
 TOOLS = [
@@ -13,9 +14,11 @@ TOOLS = [
     {"name": "quarterly_sales", "input_schema": {"type": "object", "properties": {
         "region": {"type": "string"}, "year": {"type": "integer"}}}},
 ]
+# As the server writes it (server/kernel_handlers.py): each description inside its data block.
 CONTEXT = ("<kernel_variables>\nThe request names these variables of the notebook's kernel; the kernel described "
-           "them (bounded, a few values only):\n--- sales_2024 ---\n"
-           "dict with 4 items: {'Q1': 410, 'Q2': 455, 'Q3': 520, 'Q4': 610}\n</kernel_variables>")
+           "them (bounded, a few values only):\n"
+           + data_block("kernel variable sales_2024", "dict with 4 items: {'Q1': 410, 'Q2': 455, 'Q3': 520, 'Q4': 610}")
+           + "\n</kernel_variables>")
 REQUEST = 'Compare {sales_2024} with quarterly_sales("north") and tell me which quarter grew the most'
 
 

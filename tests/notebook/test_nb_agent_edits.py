@@ -30,6 +30,7 @@ from tornado.websocket import websocket_connect
 
 from jupyter_aaep.aaep import ListSubscriber
 from jupyter_aaep.agent.conversation_tools import conversation_tools
+from jupyter_aaep.agent.data_blocks import unwrap
 from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.runner import ChatRunner, InvalidInput
 from jupyter_aaep.agent.tools import ToolRegistry
@@ -84,15 +85,13 @@ class Rig:
         return await chat.task
 
     def tool_results(self) -> list[str]:
-        """Every tool_result text the model received, in order."""
+        """Every tool_result text the model received, in order (read inside its data block)."""
         found = []
         for request in self.fake.requests:
             message = request.body["messages"][-1]
             for block in message.get("content") or []:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
-                    content = block.get("content")
-                    if isinstance(content, list):
-                        content = "".join(part.get("text", "") for part in content)
+                    content = unwrap(block.get("content") or "")
                     if str(content) not in found:
                         found.append(str(content))
         return found

@@ -22,12 +22,12 @@ async def test_locked_settings_are_in_the_chat_state_and_changing_them_is_refuse
     # 'auto' as the default is not allowed: chats start in the first allowed mode.
     assert chat["approval_mode"] == "ask"
     policy = chat["policy"]
-    assert policy["locked"] == ["approval_mode", "model", "kernel_replies", "mcp_stdio_commands", "budget"]
+    assert policy["locked"] == ["approval_mode", "model", "mcp_stdio_commands", "budget"]
+    assert policy["kernel_replies"] is False  # reported; a server option, never a user's choice
     assert policy["models"] == ["claude-test", "claude-haiku-4-5"] and policy["mcp_stdio_commands"] == ["uvx"]
     assert policy["message"] == (
         "Set by the administrator of this server: approval modes: Ask before running code or Ask before every "
-        "change; models: claude-test, claude-haiku-4-5; approvals and answers come only from the side panel, not "
-        "from notebooks; tool servers: only uvx; at most $2.50 per chat.")
+        "change; models: claude-test, claude-haiku-4-5; tool servers: only uvx; at most $2.50 per chat.")
     chat_id = chat["chat_id"]
     status, body, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "approval_mode", "mode": "auto"})
     assert status == 403 and "turned off by the administrator" in body["message"]

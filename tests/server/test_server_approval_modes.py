@@ -23,7 +23,7 @@ async def test_a_chat_can_start_in_any_mode_and_switch(api, new_chat) -> None:
     chat_id = await new_chat()
     status, body, _ = await api("chats", chat_id, "messages", method="POST",
                                 body={"kind": "approval_mode", "mode": "ask_all"})
-    assert status == 200 and body == {"chat_id": chat_id, "approval_mode": "ask_all"}
+    assert status == 200 and body == {"kind": "approval_mode.accepted", "chat_id": chat_id, "approval_mode": "ask_all"}
     _, view, _ = await api("chats", chat_id)
     assert view["approval_mode"] == "ask_all"
     status, body, _ = await api("chats", chat_id, "messages", method="POST",
