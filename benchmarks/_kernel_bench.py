@@ -45,29 +45,52 @@ class Bench:
     url: str
     extension: Any
     seen: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
-    _waiters: list[tuple[Callable[[dict[str, Any]], bool], asyncio.Future[float]]] = field(default_factory=list)
+    _waiters: list[tuple[Callable[[dict[str, Any]], bool], asyncio.Future[float]]] = field(
+        default_factory=list
+    )
 
     async def call(self, method: str, path: str, body: Any = None) -> Any:
         from tornado.httpclient import AsyncHTTPClient
 
         response = await AsyncHTTPClient().fetch(
-            self.url + path, method=method, headers={"Authorization": f"token {TOKEN}"},
-            body=None if body is None and method == "GET" else json.dumps(body or {}), request_timeout=60)
+            self.url + path,
+            method=method,
+            headers={"Authorization": f"token {TOKEN}"},
+            body=None if body is None and method == "GET" else json.dumps(body or {}),
+            request_timeout=60,
+        )
         return json.loads(response.body) if response.body else None
 
     def write_notebook(self, path: str, sources: list[str]) -> None:
-        cells = [{"cell_type": "code", "id": f"c{i + 1}", "source": s, "metadata": {}, "outputs": [],
-                  "execution_count": None} for i, s in enumerate(sources)]
-        notebook = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                "language": "python"}},
-                    "nbformat": 4, "nbformat_minor": 5}
+        cells = [
+            {
+                "cell_type": "code",
+                "id": f"c{i + 1}",
+                "source": s,
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+            }
+            for i, s in enumerate(sources)
+        ]
+        notebook = {
+            "cells": cells,
+            "metadata": {
+                "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+            },
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
         (self.root / path).write_text(json.dumps(notebook))
 
     async def notebook_kernel(self, path: str, sources: list[str]) -> tuple[str, Any]:
         """A session (kernel) for *path*, and the user's client to that kernel."""
         self.write_notebook(path, sources)
-        session = await self.call("POST", "api/sessions", {"path": path, "name": path, "type": "notebook",
-                                                           "kernel": {"name": "python3"}})
+        session = await self.call(
+            "POST",
+            "api/sessions",
+            {"path": path, "name": path, "type": "notebook", "kernel": {"name": "python3"}},
+        )
         kernel_id = session["kernel"]["id"]
         client = self.app.kernel_manager.get_kernel(kernel_id).client()
         client.start_channels()
@@ -99,20 +122,30 @@ class Bench:
         stop = threading.Event()
 
         def read() -> None:
-            with httpx.Client(timeout=None) as client, client.stream(
-                "GET", f"{self.url}aaep/v1/chats/{chat_id}/events", headers={"Authorization": f"token {TOKEN}"}
-            ) as response:
+            with (
+                httpx.Client(timeout=None) as client,
+                client.stream(
+                    "GET",
+                    f"{self.url}aaep/v1/chats/{chat_id}/events",
+                    headers={"Authorization": f"token {TOKEN}"},
+                ) as response,
+            ):
                 for line in response.iter_lines():
                     if stop.is_set():
                         return
                     if line.startswith("data: "):
-                        loop.call_soon_threadsafe(self._arrived, time.perf_counter(), json.loads(line[6:]))
+                        loop.call_soon_threadsafe(
+                            self._arrived, time.perf_counter(), json.loads(line[6:])
+                        )
 
         reader = threading.Thread(target=read, name="panel-sse", daemon=True)
         reader.start()
         chat = self.extension.runner.get(chat_id)
         deadline = time.monotonic() + 10
-        while len(chat.emitter.subscribers) <= chat.baseline_subscribers and time.monotonic() < deadline:
+        while (
+            len(chat.emitter.subscribers) <= chat.baseline_subscribers
+            and time.monotonic() < deadline
+        ):
             await asyncio.sleep(0.01)
         try:
             yield
@@ -123,9 +156,17 @@ class Bench:
         from jupyter_aaep.aaep.clock import SessionClock
         from jupyter_aaep.aaep.ids import new_subscription_id
 
-        await self.call("POST", f"aaep/v1/chats/{chat_id}/messages", {
-            "type": "confirmation.reply", "reply_token": confirmation["reply_token"],
-            "subscription_id": new_subscription_id(), "timestamp": SessionClock().now(), "decision": "accept"})
+        await self.call(
+            "POST",
+            f"aaep/v1/chats/{chat_id}/messages",
+            {
+                "type": "confirmation.reply",
+                "reply_token": confirmation["reply_token"],
+                "subscription_id": new_subscription_id(),
+                "timestamp": SessionClock().now(),
+                "decision": "accept",
+            },
+        )
 
     def last(self, suffix: str) -> dict[str, Any]:
         return next(e for _, e in reversed(self.seen) if str(e.get("type", "")).endswith(suffix))
@@ -152,21 +193,42 @@ async def running_server() -> AsyncIterator[Bench]:
         from jupyter_server.serverapp import ServerApp
 
         port = free_port()
-        config = Config({
-            "ServerApp": {"jpserver_extensions": {"jupyter_aaep": True, "jupyter_server_ydoc": True,
-                                                  "jupyter_server_fileid": True}},
-            "IdentityProvider": {"token": TOKEN},
-            "SQLiteYStore": {"db_path": str(base / "rtc.db")},
-            "BaseFileIdManager": {"root_dir": str(root), "db_path": str(base / "fid.db"), "db_journal_mode": "OFF"},
-            "AAEPExtension": {"model": "claude-bench", "db_path": ":memory:", "max_turns": 500},
-        })
-        app = ServerApp.instance(port=port, port_retries=0, ip="127.0.0.1", open_browser=False, config=config,
-                                 allow_root=True, root_dir=str(root), log_level="WARN")
+        config = Config(
+            {
+                "ServerApp": {
+                    "jpserver_extensions": {
+                        "jupyter_aaep": True,
+                        "jupyter_server_ydoc": True,
+                        "jupyter_server_fileid": True,
+                    }
+                },
+                "IdentityProvider": {"token": TOKEN},
+                "SQLiteYStore": {"db_path": str(base / "rtc.db")},
+                "BaseFileIdManager": {
+                    "root_dir": str(root),
+                    "db_path": str(base / "fid.db"),
+                    "db_journal_mode": "OFF",
+                },
+                "AAEPExtension": {"model": "claude-bench", "db_path": ":memory:", "max_turns": 500},
+            }
+        )
+        app = ServerApp.instance(
+            port=port,
+            port_retries=0,
+            ip="127.0.0.1",
+            open_browser=False,
+            config=config,
+            allow_root=True,
+            root_dir=str(root),
+            log_level="WARN",
+        )
         app.init_signal = lambda: None
         app.initialize(argv=[], new_httpserver=True)
         await asyncio.sleep(0.05)  # the port is bound by a loop callback
         await app._post_start()  # the extensions' start hooks (exports AAEP_SERVER_URL for kernels)
-        bench = Bench(app, fake, root, f"http://127.0.0.1:{port}/", app.web_app.settings["jupyter_aaep"])
+        bench = Bench(
+            app, fake, root, f"http://127.0.0.1:{port}/", app.web_app.settings["jupyter_aaep"]
+        )
         try:
             yield bench
         finally:

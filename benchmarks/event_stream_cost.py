@@ -77,10 +77,16 @@ def main() -> None:
     per_delta_base = base_seconds / len(DELTAS) * 1e6
     per_delta_aaep = aaep_seconds / len(DELTAS) * 1e6
     print(f"answer:                {len(TEXT):,} characters in {len(DELTAS):,} deltas")
-    print(f"baseline (json/delta): {per_delta_base:.2f} µs per delta, {base_messages:,} messages to a listener")
-    print(f"AAEP (3 subscribers):  {per_delta_aaep:.2f} µs per delta, {chunks:,} output.streaming events per listener")
+    print(
+        f"baseline (json/delta): {per_delta_base:.2f} µs per delta, {base_messages:,} messages to a listener"
+    )
+    print(
+        f"AAEP (3 subscribers):  {per_delta_aaep:.2f} µs per delta, {chunks:,} output.streaming events per listener"
+    )
     print(f"cost ratio:            {per_delta_aaep / per_delta_base:.2f}× the baseline per delta")
-    print(f"messages ratio:        {chunks / base_messages:.4f} (a listener hears sentences, not tokens)")
+    print(
+        f"messages ratio:        {chunks / base_messages:.4f} (a listener hears sentences, not tokens)"
+    )
 
 
 if __name__ == "__main__":

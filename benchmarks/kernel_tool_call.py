@@ -42,7 +42,9 @@ async def measure(rounds: int) -> None:
         _, client = await bench.notebook_kernel("tools.ipynb", ["print('tools')"])
         await raw_executes(client, DEFINE, 1)
         await raw_executes(client, "add_numbers(1, 2)", 3)  # warm the kernel
-        chat_id = (await bench.call("POST", "aaep/v1/chats", {"notebook_path": "tools.ipynb"}))["chat_id"]
+        chat_id = (await bench.call("POST", "aaep/v1/chats", {"notebook_path": "tools.ipynb"}))[
+            "chat_id"
+        ]
         chat = bench.extension.runner.get(chat_id)
         stamps: list[tuple[str, float]] = []
         finished = asyncio.Event()
@@ -55,27 +57,42 @@ async def measure(rounds: int) -> None:
                     finished.set()
 
         chat.emitter.subscribe(Stamp())
-        bench.fake.add(*[Turn(tool_uses=[ToolUse("add_numbers", {"a": i, "b": 2})], delay=0.15)
-                         for i in range(rounds + 1)], Turn(text="Done."))
+        bench.fake.add(
+            *[
+                Turn(tool_uses=[ToolUse("add_numbers", {"a": i, "b": 2})], delay=0.15)
+                for i in range(rounds + 1)
+            ],
+            Turn(text="Done."),
+        )
         raw: list[float] = []
-        await bench.call("POST", f"aaep/v1/chats/{chat_id}/messages", {"kind": "user_input", "text": "Add."})
+        await bench.call(
+            "POST", f"aaep/v1/chats/{chat_id}/messages", {"kind": "user_input", "text": "Add."}
+        )
         for _ in range(rounds + 1):
             await asyncio.wait_for(finished.wait(), 60)
             finished.clear()
-            raw.extend(await raw_executes(client, "add_numbers(1, 2)", 1))  # while the next turn is on its way
+            raw.extend(
+                await raw_executes(client, "add_numbers(1, 2)", 1)
+            )  # while the next turn is on its way
         while chat.running:
             await asyncio.sleep(0.05)
         client.stop_channels()
-        completed = [e for e in chat.emitter.history if str(e.get("type", "")).endswith("tool.completed")]
+        completed = [
+            e for e in chat.emitter.history if str(e.get("type", "")).endswith("tool.completed")
+        ]
         assert all(e["status"] == "success" for e in completed), completed
     invoked = [t for kind, t in stamps if kind == "tool.invoked"]
     done = [t for kind, t in stamps if kind == "tool.completed"]
     agent = [end - start for start, end in zip(invoked, done)][1:]  # the first connects the client
     raw_ms, agent_ms = median_ms(raw[1:]), median_ms(agent)
-    print(f"kernel tool add_numbers(a, b), median of {len(agent)} calls each, same kernel, same run")
+    print(
+        f"kernel tool add_numbers(a, b), median of {len(agent)} calls each, same kernel, same run"
+    )
     print(f"raw jupyter_client execute_interactive('add_numbers(1, 2)'): {raw_ms:8.1f} ms")
     print(f"agent call, tool.invoked -> tool.completed:                {agent_ms:8.1f} ms")
-    print(f"ratio agent / raw:                                         {agent_ms / raw_ms:8.2f}x (target < 2x)")
+    print(
+        f"ratio agent / raw:                                         {agent_ms / raw_ms:8.2f}x (target < 2x)"
+    )
 
 
 def main() -> None:

@@ -82,12 +82,15 @@ def responder(request: RecordedRequest) -> Turn:
     for message in reversed(request.body["messages"]):
         content = message["content"] if isinstance(message["content"], list) else []
         if message["role"] == "user" and any(
-            b.get("type") == "text" and not str(b.get("text", "")).startswith(SUMMARY_HEADER) for b in content
+            b.get("type") == "text" and not str(b.get("text", "")).startswith(SUMMARY_HEADER)
+            for b in content
         ):
             break
         reads += sum(1 for b in content if b.get("type") == "tool_result")
     if reads < READS_PER_REQUEST:
-        return Turn(text="Let me look at the notebook.", tool_uses=[ToolUse("get_notebook_state", {})])
+        return Turn(
+            text="Let me look at the notebook.", tool_uses=[ToolUse("get_notebook_state", {})]
+        )
     return Turn(
         text="The notebook loads the sales data, cleans it, trains a gradient-boosted model and "
         "plots the errors by region. Cell 42 has the highest error; its input has missing values. "
@@ -109,16 +112,28 @@ class Figures:
 
 
 async def run_chat(
-    name: str, *, requests: int, window: int, config: AgentConfig, server_edits: bool, changes: str = "never"
+    name: str,
+    *,
+    requests: int,
+    window: int,
+    config: AgentConfig,
+    server_edits: bool,
+    changes: str = "never",
 ) -> Figures:
     service = _ChangingService(every_read=changes == "every read")
     registry = ToolRegistry(notebook_tools())
     state = ContextState()
-    chat = ChatContext(notebook_path="analysis.ipynb", services={"notebook": service}, context=state)
+    chat = ChatContext(
+        notebook_path="analysis.ipynb", services={"notebook": service}, context=state
+    )
     history: list[dict[str, Any]] = []
     failed = 0
-    async with FakeAnthropic(responder=responder, context_window=window, context_management=server_edits) as fake:
-        client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
+    async with FakeAnthropic(
+        responder=responder, context_window=window, context_management=server_edits
+    ) as fake:
+        client = anthropic.AsyncAnthropic(
+            base_url=fake.base_url, api_key=fake.api_key, max_retries=0
+        )
         async with client:
             loop = AgentLoop(client, registry, broker=ReplyBroker(), config=config)
             for i in range(requests):
@@ -135,7 +150,9 @@ async def run_chat(
     write = sum(r.usage.cache_creation_input_tokens for r in served if r.usage)
     plain = sum(r.usage.input_tokens for r in served if r.usage)
     total = read + write + plain
-    weighted = (plain * WEIGHTS["input"] + write * WEIGHTS["write"] + read * WEIGHTS["read"]) / total
+    weighted = (
+        plain * WEIGHTS["input"] + write * WEIGHTS["write"] + read * WEIGHTS["read"]
+    ) / total
     return Figures(
         name=name,
         sessions_failed=failed,
@@ -162,7 +179,9 @@ async def main() -> None:
     parser.add_argument("--requests", type=int, default=25)
     parser.add_argument("--window", type=int, default=60_000)
     args = parser.parse_args()
-    logging.getLogger("jupyter_aaep").setLevel(logging.ERROR)  # the "before" chat's failures are counted below
+    logging.getLogger("jupyter_aaep").setLevel(
+        logging.ERROR
+    )  # the "before" chat's failures are counted below
     plan = [
         ("before", False, True, "never"),
         ("after (server edits)", True, True, "never"),
@@ -173,22 +192,36 @@ async def main() -> None:
         ("  same, client fallback", True, False, "every read"),
     ]
     runs = [
-        await run_chat(name, requests=args.requests, window=args.window, config=config(args.window, after=after),
-                       server_edits=server, changes=changes)
+        await run_chat(
+            name,
+            requests=args.requests,
+            window=args.window,
+            config=config(args.window, after=after),
+            server_edits=server,
+            changes=changes,
+        )
         for name, after, server, changes in plan
     ]
-    print(f"{args.requests} requests x {READS_PER_REQUEST} reads of a 100-cell notebook, "
-          f"{args.window:,}-token window, model {MODEL}")
-    print(f"{'configuration':<26}{'failed':>7}{'rejected':>10}{'largest prompt':>16}"
-          f"{'from cache':>12}{'cost vs uncached':>18}{'compactions':>13}{'server edits':>14}")
+    print(
+        f"{args.requests} requests x {READS_PER_REQUEST} reads of a 100-cell notebook, "
+        f"{args.window:,}-token window, model {MODEL}"
+    )
+    print(
+        f"{'configuration':<26}{'failed':>7}{'rejected':>10}{'largest prompt':>16}"
+        f"{'from cache':>12}{'cost vs uncached':>18}{'compactions':>13}{'server edits':>14}"
+    )
     for f in runs:
-        print(f"{f.name:<26}{f.sessions_failed:>7}{f.requests_rejected:>10}{f.largest_prompt:>16,}"
-              f"{f.cache_share:>12.3f}{f.weighted_cost:>18.3f}{f.compactions:>13}{f.server_edits:>14}")
+        print(
+            f"{f.name:<26}{f.sessions_failed:>7}{f.requests_rejected:>10}{f.largest_prompt:>16,}"
+            f"{f.cache_share:>12.3f}{f.weighted_cost:>18.3f}{f.compactions:>13}{f.server_edits:>14}"
+        )
     before = runs[0]
     for after in runs[1:3]:
-        print(f"{after.name}: cost {after.weighted_cost / before.weighted_cost:.2f}x of before; "
-              f"targets: failed 0 -> {after.sessions_failed}, cache share >= 0.85 -> {after.cache_share:.3f}, "
-              f"cost <= 0.25 -> {after.weighted_cost:.3f}")
+        print(
+            f"{after.name}: cost {after.weighted_cost / before.weighted_cost:.2f}x of before; "
+            f"targets: failed 0 -> {after.sessions_failed}, cache share >= 0.85 -> {after.cache_share:.3f}, "
+            f"cost <= 0.25 -> {after.weighted_cost:.3f}"
+        )
 
 
 if __name__ == "__main__":

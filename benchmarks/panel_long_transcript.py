@@ -60,9 +60,15 @@ from e2e_page import PanelPage
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse, Turn
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
 VIEWPORT = {"width": 1400, "height": 900}
 BUILD_KEY = "build turn"
 STREAM_KEY = "stream test"
@@ -87,12 +93,20 @@ class Responder:
         if STREAM_KEY in lowered:
             body = "".join(sentence(n) for n in range(1, self.chunks + 1))
             # Stalls after the first chunk until the benchmark lets it go (fake.release()).
-            return Turn(text=body, chunk_delay=self.pace, text_chunk_size=len(sentence(1)),
-                        stall_after_chunks=1)
+            return Turn(
+                text=body,
+                chunk_delay=self.pace,
+                text_chunk_size=len(sentence(1)),
+                stall_after_chunks=1,
+            )
         if BUILD_KEY in lowered and not results:
-            return Turn(text="I will look at the files first.", tool_uses=[ToolUse("list_files", {})])
-        return Turn(text="The folder holds the notebook and nothing else. It is a small project; "
-                         "**nothing** needs cleaning up.\n\n- one notebook\n- no data files")
+            return Turn(
+                text="I will look at the files first.", tool_uses=[ToolUse("list_files", {})]
+            )
+        return Turn(
+            text="The folder holds the notebook and nothing else. It is a small project; "
+            "**nothing** needs cleaning up.\n\n- one notebook\n- no data files"
+        )
 
 
 # In the page before JupyterLab loads: times every AAEP WebSocket frame from its arrival, and
@@ -193,8 +207,15 @@ class Figures:
     missed: int = 0
     nodes: dict[str, int] = field(default_factory=dict)
 
-    def add(self, result: dict[str, Any], before: dict[str, float], after: dict[str, float], *,
-            chunks: int, idle: float) -> None:
+    def add(
+        self,
+        result: dict[str, Any],
+        before: dict[str, float],
+        after: dict[str, float],
+        *,
+        chunks: int,
+        idle: float,
+    ) -> None:
         """One stream: *chunks* streamed after the stall; *idle* is what the idle page would have
         spent on its main thread (seconds) over the same time."""
         samples = result["samples"]
@@ -205,7 +226,9 @@ class Figures:
         busy = after["TaskDuration"] - before["TaskDuration"]
         self.main_per_chunk.append(1000 * max(0.0, busy - idle) / chunks)
         self.idle_ms.append(1000 * idle)
-        self.script_per_chunk.append(1000 * (after["ScriptDuration"] - before["ScriptDuration"]) / chunks)
+        self.script_per_chunk.append(
+            1000 * (after["ScriptDuration"] - before["ScriptDuration"]) / chunks
+        )
         layout = ("LayoutDuration", "RecalcStyleDuration")
         self.layout_per_chunk.append(1000 * sum(after[k] - before[k] for k in layout) / chunks)
 
@@ -226,8 +249,11 @@ def build_chat(lab: LabServer, notebook: str, turns: int) -> str:
     chat = lab.api("POST", "aaep/v1/chats", {"notebook_path": notebook})
     chat_id = chat["chat_id"]
     for n in range(1, turns + 1):
-        started = lab.api("POST", f"aaep/v1/chats/{chat_id}/messages",
-                          {"kind": "user_input", "text": f"Build turn {n}: what files are there?"})
+        started = lab.api(
+            "POST",
+            f"aaep/v1/chats/{chat_id}/messages",
+            {"kind": "user_input", "text": f"Build turn {n}: what files are there?"},
+        )
         session = started["session_id"]
         deadline = time.monotonic() + 60
         while True:
@@ -245,8 +271,16 @@ def metrics(cdp: Any) -> dict[str, float]:
     return {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
 
 
-def measure(ui: PanelPage, cdp: Any, fake: FakeAnthropic, figures: Figures, streams: int,
-            chunks: int, label: str, profile: list[dict[str, Any]] | None = None) -> None:
+def measure(
+    ui: PanelPage,
+    cdp: Any,
+    fake: FakeAnthropic,
+    figures: Figures,
+    streams: int,
+    chunks: int,
+    label: str,
+    profile: list[dict[str, Any]] | None = None,
+) -> None:
     """Stream *streams* long answers into the open panel and add what they cost to *figures*.
 
     The answer stalls after its first chunk; the main-thread time is read from there until
@@ -280,11 +314,16 @@ def measure(ui: PanelPage, cdp: Any, fake: FakeAnthropic, figures: Figures, stre
             page.wait_for_timeout(50)
         try:
             last = f"m{chunks:04d}"  # the final sentence's marker is in the DOM, nothing pending
-            page.wait_for_function(f"() => window.__bench.samples.some(s => s.marker === '{last}') "
-                                   "&& !window.__bench.pending.length", **poll)
+            page.wait_for_function(
+                f"() => window.__bench.samples.some(s => s.marker === '{last}') "
+                "&& !window.__bench.pending.length",
+                **poll,
+            )
         except PlaywrightTimeout:
-            state = page.evaluate("() => ({ samples: window.__bench.samples.length, frames: window.__bench.frames, "
-                                  "pending: window.__bench.pending.map(p => p.marker) })")
+            state = page.evaluate(
+                "() => ({ samples: window.__bench.samples.length, frames: window.__bench.frames, "
+                "pending: window.__bench.pending.map(p => p.marker) })"
+            )
             raise RuntimeError(f"not every chunk reached the transcript: {state}") from None
         after, took = metrics(cdp), time.monotonic() - began
         if profile is not None:
@@ -293,13 +332,23 @@ def measure(ui: PanelPage, cdp: Any, fake: FakeAnthropic, figures: Figures, stre
         page.wait_for_timeout(200)  # the last chunk's frame
         result = page.evaluate("() => window.__bench.stop()")
         # Chunk events after the stall (the server may merge two sentences into one event).
-        figures.add(result, before, after, chunks=max(1, result["chunks"] - 1), idle=idle_rate * took)
+        figures.add(
+            result, before, after, chunks=max(1, result["chunks"] - 1), idle=idle_rate * took
+        )
     figures.nodes = page.evaluate("() => window.__bench.nodes()")
 
 
-def run_config(browser: Any, lab: LabServer, fake: FakeAnthropic, notebook: str, figures: Figures,
-               args: argparse.Namespace, label: str, show_all: bool = False,
-               profile: list[dict[str, Any]] | None = None) -> None:
+def run_config(
+    browser: Any,
+    lab: LabServer,
+    fake: FakeAnthropic,
+    notebook: str,
+    figures: Figures,
+    args: argparse.Namespace,
+    label: str,
+    show_all: bool = False,
+    profile: list[dict[str, Any]] | None = None,
+) -> None:
     context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
     context.add_init_script(_HOOK)
     page = context.new_page()
@@ -331,11 +380,18 @@ def main() -> int:
     parser.add_argument("--long", type=int, default=200, help="turns of the long chat")
     parser.add_argument("--chunks", type=int, default=60, help="sentences in each streamed answer")
     parser.add_argument("--pace", type=float, default=0.05, help="seconds between streamed chunks")
-    parser.add_argument("--streams", type=int, default=2, help="streamed answers per chat and round")
+    parser.add_argument(
+        "--streams", type=int, default=2, help="streamed answers per chat and round"
+    )
     parser.add_argument("--rounds", type=int, default=2, help="rounds, alternating the chats")
-    parser.add_argument("--no-unfolded", action="store_true", help="skip the every-turn-shown reference")
-    parser.add_argument("--profile", action="store_true",
-                        help="also profile the long chat's streams (JS sampling) and print the hottest functions")
+    parser.add_argument(
+        "--no-unfolded", action="store_true", help="skip the every-turn-shown reference"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also profile the long chat's streams (JS sampling) and print the hottest functions",
+    )
     args = parser.parse_args()
     if not CHROMIUM.exists():
         print(f"Chromium is not installed at {CHROMIUM}: apt-get install -y chromium.")
@@ -345,8 +401,12 @@ def main() -> int:
 
     fake = FakeAnthropic(responder=Responder(args.chunks, args.pace)).start()
     with tempfile.TemporaryDirectory(prefix="aaep-panel-bench-") as home:
-        lab = LabServer(home=Path(home), model_url=fake.base_url, api_key=fake.api_key,
-                        log_path=Path(home) / "lab.log")
+        lab = LabServer(
+            home=Path(home),
+            model_url=fake.base_url,
+            api_key=fake.api_key,
+            log_path=Path(home) / "lab.log",
+        )
         try:
             lab.start()
             configs = {"short": lab.notebook("short.ipynb"), "long": lab.notebook("long.ipynb")}
@@ -356,22 +416,46 @@ def main() -> int:
                 print(f"built the {name} chat: {turns} turns in {time.monotonic() - began:.1f} s")
             results = {name: Figures() for name in ("short", "long", "long, unfolded")}
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                                     args=CHROMIUM_ARGS)
+                browser = playwright.chromium.launch(
+                    executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+                )
                 try:
                     for r in range(args.rounds):
                         order = ("short", "long") if r % 2 == 0 else ("long", "short")
                         for name in order:
-                            run_config(browser, lab, fake, configs[name], results[name], args,
-                                       f"{name}-r{r}")
+                            run_config(
+                                browser,
+                                lab,
+                                fake,
+                                configs[name],
+                                results[name],
+                                args,
+                                f"{name}-r{r}",
+                            )
                     if args.profile:
                         profiles: list[dict[str, Any]] = []
-                        run_config(browser, lab, fake, configs["long"], Figures(), args, "long-profiled",
-                                   profile=profiles)
+                        run_config(
+                            browser,
+                            lab,
+                            fake,
+                            configs["long"],
+                            Figures(),
+                            args,
+                            "long-profiled",
+                            profile=profiles,
+                        )
                         print_profile(profiles, args.chunks - 1)
                     if not args.no_unfolded:
-                        run_config(browser, lab, fake, configs["long"], results["long, unfolded"],
-                                   args, "long-unfolded", show_all=True)
+                        run_config(
+                            browser,
+                            lab,
+                            fake,
+                            configs["long"],
+                            results["long, unfolded"],
+                            args,
+                            "long-unfolded",
+                            show_all=True,
+                        )
                 finally:
                     browser.close()
         except Exception:
@@ -401,7 +485,10 @@ def print_profile(profiles: list[dict[str, Any]], chunks: int, top: int = 25) ->
         for sample, delta in zip(profile["samples"], profile["timeDeltas"], strict=False):
             node = nodes[sample]
             own[name(node)] = own.get(name(node), 0.0) + delta / 1000
-            script = node["callFrame"]["url"].rsplit("/", 1)[-1].split("?")[0] or node["callFrame"]["functionName"]
+            script = (
+                node["callFrame"]["url"].rsplit("/", 1)[-1].split("?")[0]
+                or node["callFrame"]["functionName"]
+            )
             by_script[script] = by_script.get(script, 0.0) + delta / 1000
             seen: set[str] = set()
             current: int | None = sample
@@ -426,34 +513,56 @@ def print_profile(profiles: list[dict[str, Any]], chunks: int, top: int = 25) ->
 
 def report(results: dict[str, Figures], args: argparse.Namespace) -> None:
     turns = {"short": args.short, "long": args.long, "long, unfolded": args.long}
-    print(f"\n{args.chunks} chunks per stream, {args.pace * 1000:.0f} ms apart; "
-          f"{args.streams} streams x {args.rounds} rounds per chat (unfolded: {args.streams} streams)")
-    header = (f"{'chat':<16}{'turns':>6}{'DOM nodes':>10}{'entries':>8}{'commit ms':>16}{'frame ms':>16}"
-              f"{'main ms/chunk':>14}{'script':>8}{'style+layout':>13}{'long tasks':>11}{'missed':>7}{'open s':>8}")
+    print(
+        f"\n{args.chunks} chunks per stream, {args.pace * 1000:.0f} ms apart; "
+        f"{args.streams} streams x {args.rounds} rounds per chat (unfolded: {args.streams} streams)"
+    )
+    header = (
+        f"{'chat':<16}{'turns':>6}{'DOM nodes':>10}{'entries':>8}{'commit ms':>16}{'frame ms':>16}"
+        f"{'main ms/chunk':>14}{'script':>8}{'style+layout':>13}{'long tasks':>11}{'missed':>7}{'open s':>8}"
+    )
     print(header)
     for name, f in results.items():
         if not f.commit:
             continue
-        print(f"{name:<16}{turns[name]:>6}{f.nodes.get('transcript', 0):>10}{f.nodes.get('entries', 0):>8}"
-              f"{median(f.commit):>8.1f} p95 {p95(f.commit):>4.0f}{median(f.frame):>8.1f} p95 {p95(f.frame):>4.0f}"
-              f"{median(f.main_per_chunk):>14.2f}{median(f.script_per_chunk):>8.2f}"
-              f"{median(f.layout_per_chunk):>13.2f}{len(f.long_tasks):>11}{f.missed:>7}{median(f.open_s):>8.1f}")
+        print(
+            f"{name:<16}{turns[name]:>6}{f.nodes.get('transcript', 0):>10}{f.nodes.get('entries', 0):>8}"
+            f"{median(f.commit):>8.1f} p95 {p95(f.commit):>4.0f}{median(f.frame):>8.1f} p95 {p95(f.frame):>4.0f}"
+            f"{median(f.main_per_chunk):>14.2f}{median(f.script_per_chunk):>8.2f}"
+            f"{median(f.layout_per_chunk):>13.2f}{len(f.long_tasks):>11}{f.missed:>7}{median(f.open_s):>8.1f}"
+        )
     short, long = results["short"], results["long"]
     print("\nlong / short (target <= 2.0):")
-    print(f"  main-thread time per chunk: {median(long.main_per_chunk) / median(short.main_per_chunk):.2f}")
+    print(
+        f"  main-thread time per chunk: {median(long.main_per_chunk) / median(short.main_per_chunk):.2f}"
+    )
     print(f"  arrival to DOM commit (median): {median(long.commit) / median(short.commit):.2f}")
     print(f"  arrival to next frame (median): {median(long.frame) / median(short.frame):.2f}")
-    print(f"  transcript DOM nodes: {long.nodes['transcript'] / max(1, short.nodes['transcript']):.2f}")
+    print(
+        f"  transcript DOM nodes: {long.nodes['transcript'] / max(1, short.nodes['transcript']):.2f}"
+    )
     unfolded = results["long, unfolded"]
     if unfolded.commit:
-        print(f"  (every turn shown: main-thread time per chunk "
-              f"{median(unfolded.main_per_chunk) / median(short.main_per_chunk):.2f}, "
-              f"DOM nodes {unfolded.nodes['transcript'] / max(1, short.nodes['transcript']):.2f})")
-    print(json.dumps({name: {"turns": turns[name], "nodes": f.nodes,
-                             "commit_median_ms": round(median(f.commit), 2),
-                             "frame_median_ms": round(median(f.frame), 2),
-                             "main_ms_per_chunk": round(median(f.main_per_chunk), 3)}
-                      for name, f in results.items() if f.commit}))
+        print(
+            f"  (every turn shown: main-thread time per chunk "
+            f"{median(unfolded.main_per_chunk) / median(short.main_per_chunk):.2f}, "
+            f"DOM nodes {unfolded.nodes['transcript'] / max(1, short.nodes['transcript']):.2f})"
+        )
+    print(
+        json.dumps(
+            {
+                name: {
+                    "turns": turns[name],
+                    "nodes": f.nodes,
+                    "commit_median_ms": round(median(f.commit), 2),
+                    "frame_median_ms": round(median(f.frame), 2),
+                    "main_ms_per_chunk": round(median(f.main_per_chunk), 3),
+                }
+                for name, f in results.items()
+                if f.commit
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

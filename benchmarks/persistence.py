@@ -71,13 +71,21 @@ def store_throughput(folder: Path) -> float:
 
 async def turn_rate(fake: FakeAnthropic, store: ChatStore | None) -> float:
     client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
-    runner = ChatRunner(client_factory=lambda: client, config=AgentConfig(model="claude-bench"),
-                        registry_factory=lambda chat: ToolRegistry([*conversation_tools(), read_cells]),
-                        persistence=ChatPersistence(store) if store is not None else None)
+    runner = ChatRunner(
+        client_factory=lambda: client,
+        config=AgentConfig(model="claude-bench"),
+        registry_factory=lambda chat: ToolRegistry([*conversation_tools(), read_cells]),
+        persistence=ChatPersistence(store) if store is not None else None,
+    )
     chat = runner.create_chat("bench.ipynb")
     for request in range(REQUESTS):
-        fake.add(*[Turn(text="Reading.", tool_uses=[ToolUse("read_cells", {"start": t * 40})])
-                   for t in range(TOOL_TURNS)], Turn(text=f"Answer {request}: all cells read."))
+        fake.add(
+            *[
+                Turn(text="Reading.", tool_uses=[ToolUse("read_cells", {"start": t * 40})])
+                for t in range(TOOL_TURNS)
+            ],
+            Turn(text=f"Answer {request}: all cells read."),
+        )
     started = time.perf_counter()
     for request in range(REQUESTS):
         runner.submit(chat.chat_id, f"Read the notebook, pass {request}.")
@@ -111,9 +119,13 @@ def main() -> None:
         rate = store_throughput(folder)
         without, with_db, events = asyncio.run(loop_figures(folder))
     plain, stored = statistics.median(without), statistics.median(with_db)
-    print(f"store throughput: {rate:,.0f} events/s persisted ({EVENTS} events, WAL, one writer thread)")
+    print(
+        f"store throughput: {rate:,.0f} events/s persisted ({EVENTS} events, WAL, one writer thread)"
+    )
     print(f"agent loop without the database: {plain:.1f} turns/s (median of {ROUNDS})")
-    print(f"agent loop with the database:    {stored:.1f} turns/s (median of {ROUNDS}; {events} events stored per run)")
+    print(
+        f"agent loop with the database:    {stored:.1f} turns/s (median of {ROUNDS}; {events} events stored per run)"
+    )
     print(f"slowdown: {(1 - stored / plain) * 100:+.1f} % (target: under 10 %)")
 
 

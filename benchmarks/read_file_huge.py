@@ -64,8 +64,12 @@ def main() -> None:
         naive, naive_chars = baseline(root / "big.csv")
         ours, our_chars = asyncio.run(tool(root))
     print(f"file: {SIZE / 1024 / 1024:.0f} MB CSV, median of {ROUNDS} runs")
-    print(f"naive whole-file read + split:  {naive * 1000:8.1f} ms  ({naive_chars:,} characters kept)")
-    print(f"read_file (bounded head):       {ours * 1000:8.1f} ms  ({our_chars:,} characters to the model)")
+    print(
+        f"naive whole-file read + split:  {naive * 1000:8.1f} ms  ({naive_chars:,} characters kept)"
+    )
+    print(
+        f"read_file (bounded head):       {ours * 1000:8.1f} ms  ({our_chars:,} characters to the model)"
+    )
     print(f"ratio read_file / naive:        {ours / naive:8.3f}")
 
 

@@ -43,24 +43,40 @@ async def measure(rounds: int, profile: bool) -> None:
         await raw_executes(client, CODE, 3)  # warm the kernel
         executor = bench.extension.toolbox.services["notebook"].executor
         before, after = _previous_behaviour(executor), _current_behaviour(executor)
-        chat_id = (await bench.call("POST", "aaep/v1/chats", {"notebook_path": "bench.ipynb"}))["chat_id"]
+        chat_id = (await bench.call("POST", "aaep/v1/chats", {"notebook_path": "bench.ipynb"}))[
+            "chat_id"
+        ]
         chat = bench.extension.runner.get(chat_id)
         published: dict[str, float] = {}
 
         class Stamp:
             def deliver(self, event: dict[str, Any]) -> None:
-                published[".".join(str(event.get("type", "")).split(".")[-2:])] = time.perf_counter()
+                published[".".join(str(event.get("type", "")).split(".")[-2:])] = (
+                    time.perf_counter()
+                )
 
         chat.emitter.subscribe(Stamp())
         total = 2 * rounds + 1
-        bench.fake.add(*[Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]) for _ in range(total)],
-                       Turn(text="Done."))
-        series: dict[str, list[float]] = {"raw": [], "sse": [], "published": [], "invoked": [], "probe": []}
+        bench.fake.add(
+            *[Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]) for _ in range(total)],
+            Turn(text="Done."),
+        )
+        series: dict[str, list[float]] = {
+            "raw": [],
+            "sse": [],
+            "published": [],
+            "invoked": [],
+            "probe": [],
+        }
         profiler = cProfile.Profile()
         async with bench.panel(chat_id):
             asked = bench.next_event("awaiting.confirmation")
             ended = bench.next_event("session.completed")
-            await bench.call("POST", f"aaep/v1/chats/{chat_id}/messages", {"kind": "user_input", "text": "Run it."})
+            await bench.call(
+                "POST",
+                f"aaep/v1/chats/{chat_id}/messages",
+                {"kind": "user_input", "text": "Run it."},
+            )
             for round_ in range(total):
                 await asyncio.wait_for(asked, 60)
                 if round_:
@@ -76,7 +92,9 @@ async def measure(rounds: int, profile: bool) -> None:
                 await bench.reply(chat_id, confirmation)
                 arrived = await asyncio.wait_for(completed, 60)
                 profiler.disable()
-                assert bench.last("tool.completed")["status"] == "success", bench.last("tool.completed")
+                assert bench.last("tool.completed")["status"] == "success", bench.last(
+                    "tool.completed"
+                )
                 if not round_:
                     continue  # connects the executor's client and opens the document
                 if old_way:
@@ -89,15 +107,27 @@ async def measure(rounds: int, profile: bool) -> None:
             await asyncio.wait_for(ended, 60)
         client.stop_channels()
     raw = median_ms(series["raw"])
-    sse, out, probe = median_ms(series["sse"]), median_ms(series["published"]), median_ms(series["probe"])
+    sse, out, probe = (
+        median_ms(series["sse"]),
+        median_ms(series["published"]),
+        median_ms(series["probe"]),
+    )
     print(f"trivial cell {CODE!r}, same kernel, interleaved rounds in one run (medians)")
     print(f"raw jupyter_client execute_interactive ({len(series['raw'])} runs):      {raw:8.1f} ms")
     print(f"agent run_cell, approval reply -> tool.completed ({len(series['sse'])} runs):")
     print(f"  published by the server:                          {out:8.1f} ms   {out / raw:5.2f}x")
-    print(f"  arrived on the panel's SSE stream:                {sse:8.1f} ms   {sse / raw:5.2f}x (target < 2x)")
-    print(f"  of which reply -> tool.invoked published:         {median_ms(series['invoked']):8.1f} ms")
-    print(f"before (probe per run, wait_for in the SSE handler, no yield) ({len(series['probe'])} runs):")
-    print(f"  arrived on the panel's SSE stream:                {probe:8.1f} ms   {probe / raw:5.2f}x")
+    print(
+        f"  arrived on the panel's SSE stream:                {sse:8.1f} ms   {sse / raw:5.2f}x (target < 2x)"
+    )
+    print(
+        f"  of which reply -> tool.invoked published:         {median_ms(series['invoked']):8.1f} ms"
+    )
+    print(
+        f"before (probe per run, wait_for in the SSE handler, no yield) ({len(series['probe'])} runs):"
+    )
+    print(
+        f"  arrived on the panel's SSE stream:                {probe:8.1f} ms   {probe / raw:5.2f}x"
+    )
     if profile:
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(30)
@@ -138,7 +168,9 @@ def _previous_behaviour(executor: Any) -> Any:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=20, help="agent rounds of each kind (and raw runs)")
+    parser.add_argument(
+        "--rounds", type=int, default=20, help="agent rounds of each kind (and raw runs)"
+    )
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     asyncio.run(measure(args.rounds, args.profile))

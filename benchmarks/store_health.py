@@ -42,9 +42,16 @@ time.sleep(float(sys.argv[2]))
 conn.execute("ROLLBACK")
 """
 
-EVENT = {"@context": "https://aaep-protocol.org/context/v1", "type": "aaep:agent.output.streaming",
-         "event_id": "evt_0", "session_id": "sess_bench", "chunk": "The mean is 21.4 degrees. " * 4,
-         "position": 0, "complete": False, "summary_normal": "x" * 200}
+EVENT = {
+    "@context": "https://aaep-protocol.org/context/v1",
+    "type": "aaep:agent.output.streaming",
+    "event_id": "evt_0",
+    "session_id": "sess_bench",
+    "chunk": "The mean is 21.4 degrees. " * 4,
+    "position": 0,
+    "complete": False,
+    "summary_normal": "x" * 200,
+}
 
 
 def mb(size: float) -> str:
@@ -54,33 +61,43 @@ def mb(size: float) -> str:
 def soak_figures(folder: Path, sessions: int) -> None:
     print(f"1. Soak: {sessions} sessions over 10 chats")
     for limit in (1.0, 0.0):
-        store = ChatStore(str(folder / f"soak-{limit}.sqlite3"),
-                          retention=RetentionPolicy(keep_mb_per_chat=limit, interval_seconds=1.0))
+        store = ChatStore(
+            str(folder / f"soak-{limit}.sqlite3"),
+            retention=RetentionPolicy(keep_mb_per_chat=limit, interval_seconds=1.0),
+        )
         result = soak(store, sessions=sessions, chats=10, settle_seconds=60)
         store.close()
         main = (folder / f"soak-{limit}.sqlite3").stat().st_size
         if limit:
-            print(f"   limit {limit:.0f} MB per chat: file {mb(result.file_bytes)} while open (WAL included), "
-                  f"{mb(main)} after close; largest chat's events {mb(result.largest_chat_event_bytes)} "
-                  f"(limit {mb(limit * 1024 * 1024)}); {result.events_kept} events kept; {result.seconds:.1f} s")
+            print(
+                f"   limit {limit:.0f} MB per chat: file {mb(result.file_bytes)} while open (WAL included), "
+                f"{mb(main)} after close; largest chat's events {mb(result.largest_chat_event_bytes)} "
+                f"(limit {mb(limit * 1024 * 1024)}); {result.events_kept} events kept; {result.seconds:.1f} s"
+            )
         else:
-            print(f"   no limit:           file {mb(result.file_bytes)} while open, {mb(main)} after close; "
-                  f"largest chat's events {mb(result.largest_chat_event_bytes)}; {result.events_kept} events kept")
+            print(
+                f"   no limit:           file {mb(result.file_bytes)} while open, {mb(main)} after close; "
+                f"largest chat's events {mb(result.largest_chat_event_bytes)}; {result.events_kept} events kept"
+            )
 
 
 def direct_latency(path: Path, count: int) -> float:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, chat_id TEXT, event_id TEXT, "
-                 "session_id TEXT, body TEXT)")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, chat_id TEXT, event_id TEXT, "
+        "session_id TEXT, body TEXT)"
+    )
     import json
 
     started = time.perf_counter()
     for number in range(count):
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO events (chat_id, event_id, session_id, body) VALUES (?, ?, ?, ?)",
-                     ("chat_b", f"evt_{number}", "sess_bench", json.dumps(EVENT)))
+        conn.execute(
+            "INSERT INTO events (chat_id, event_id, session_id, body) VALUES (?, ?, ?, ?)",
+            ("chat_b", f"evt_{number}", "sess_bench", json.dumps(EVENT)),
+        )
         conn.execute("COMMIT")
     conn.close()
     return (time.perf_counter() - started) / count
@@ -94,13 +111,17 @@ def queued_latency(store: ChatStore, count: int) -> float:
 
 
 def hold(path: Path, seconds: float) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(path), str(seconds)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
     return proc
 
 
 def latency_figures(folder: Path, count: int = 3000) -> None:
-    direct = statistics.median(direct_latency(folder / f"direct{n}.sqlite3", count) for n in range(3))
+    direct = statistics.median(
+        direct_latency(folder / f"direct{n}.sqlite3", count) for n in range(3)
+    )
     store = ChatStore(str(folder / "queued.sqlite3"))
     queued = statistics.median(queued_latency(store, count) for _ in range(3))
     assert store.flush(60)
@@ -111,9 +132,11 @@ def latency_figures(folder: Path, count: int = 3000) -> None:
     assert store.flush(60)
     store.close()
     print(f"2. Write latency on the caller (per event, median of 3 × {count}):")
-    print(f"   committing itself {direct * 1e6:.0f} µs; queued {queued * 1e6:.1f} µs "
-          f"(ratio {direct / queued:.0f} : 1); queued while another process holds the database "
-          f"{during * 1e6:.1f} µs")
+    print(
+        f"   committing itself {direct * 1e6:.0f} µs; queued {queued * 1e6:.1f} µs "
+        f"(ratio {direct / queued:.0f} : 1); queued while another process holds the database "
+        f"{during * 1e6:.1f} µs"
+    )
 
 
 def recovery_figures(folder: Path, lock_seconds: float, trials: int = 3) -> None:
@@ -131,9 +154,13 @@ def recovery_figures(folder: Path, lock_seconds: float, trials: int = 3) -> None
         assert store.flush(60)
         times.append(time.monotonic() - released)
         store.close()
-    print(f"3. Recovery after a {lock_seconds:.0f} s foreign lock (defaults: 5 s lock wait, retries up to 5 s apart):")
-    print(f"   queued writes on disk {', '.join(f'{t:.2f}' for t in times)} s after the release "
-          f"(median {statistics.median(times):.2f} s)")
+    print(
+        f"3. Recovery after a {lock_seconds:.0f} s foreign lock (defaults: 5 s lock wait, retries up to 5 s apart):"
+    )
+    print(
+        f"   queued writes on disk {', '.join(f'{t:.2f}' for t in times)} s after the release "
+        f"(median {statistics.median(times):.2f} s)"
+    )
 
 
 def main() -> None:
@@ -141,7 +168,9 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=5000)
     parser.add_argument("--lock-seconds", type=float, default=8.0)
     args = parser.parse_args()
-    logging.getLogger("jupyter_aaep").setLevel(logging.ERROR)  # the lock's warnings are expected here
+    logging.getLogger("jupyter_aaep").setLevel(
+        logging.ERROR
+    )  # the lock's warnings are expected here
     with tempfile.TemporaryDirectory() as folder:
         soak_figures(Path(folder), args.sessions)
         latency_figures(Path(folder))

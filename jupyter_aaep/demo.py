@@ -24,13 +24,18 @@ from .agent.loop import AgentConfig, AgentLoop
 from .agent.tools import ActionPreview, ToolRegistry, aaep_tool
 from .testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 
-DATA: dict[str, list[float]] = {"temperature": [21.5, 22.1, 23.4, 22.8], "humidity": [40, 42, 45, 41]}
+DATA: dict[str, list[float]] = {
+    "temperature": [21.5, 22.1, 23.4, 22.8],
+    "humidity": [40, 42, 45, 41],
+}
 
 
 @aaep_tool(read_only=True, label="read the dataset")
 def describe_dataset() -> str:
     """List the dataset's columns with their mean values."""
-    return "; ".join(f"{name}: mean {sum(v) / len(v):.2f} over {len(v)} rows" for name, v in DATA.items())
+    return "; ".join(
+        f"{name}: mean {sum(v) / len(v):.2f} over {len(v)} rows" for name, v in DATA.items()
+    )
 
 
 @aaep_tool(risk_level="medium", irreversible=True, label="save a report")
@@ -59,7 +64,11 @@ def demo_model(request: Any) -> Turn:
     messages = request.body["messages"]
     step = sum(1 for m in messages if m["role"] == "assistant")
     if step == 0:
-        return Turn(text="Let me look at the data first.", tool_uses=[ToolUse("describe_dataset", {})], chunk_delay=0.02)
+        return Turn(
+            text="Let me look at the data first.",
+            tool_uses=[ToolUse("describe_dataset", {})],
+            chunk_delay=0.02,
+        )
     if step == 1:
         return Turn(
             text="The average temperature is 22.45 degrees and humidity averages 42 percent. "
@@ -67,10 +76,18 @@ def demo_model(request: Any) -> Turn:
             tool_uses=[ToolUse("save_report", {"title": "Weekly climate"})],
             chunk_delay=0.02,
         )
-    results = [b for b in messages[-1]["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+    results = [
+        b for b in messages[-1]["content"] if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
     if results and results[-1].get("is_error"):
-        return Turn(text="Understood, I did not save the report. The summary above is all I changed.", chunk_delay=0.02)
-    return Turn(text="Done. The report is saved, and nothing unusual stands out in the readings.", chunk_delay=0.02)
+        return Turn(
+            text="Understood, I did not save the report. The summary above is all I changed.",
+            chunk_delay=0.02,
+        )
+    return Turn(
+        text="Done. The report is saved, and nothing unusual stands out in the readings.",
+        chunk_delay=0.02,
+    )
 
 
 class Announcer:
@@ -104,7 +121,11 @@ async def run_demo(answer: str | None) -> int:
         client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key)
         loop = AgentLoop(client, registry, broker=broker, config=AgentConfig(model="offline-demo"))
         session = Session(emitter, Producer(model="offline-demo"))
-        task = asyncio.ensure_future(loop.run(session, [], "Summarise my climate data and save a report.", chat=ChatContext()))
+        task = asyncio.ensure_future(
+            loop.run(
+                session, [], "Summarise my climate data and save a report.", chat=ChatContext()
+            )
+        )
         while not task.done():
             await asyncio.sleep(0.05)
             while announcer.pending:
@@ -136,8 +157,12 @@ def _prompt() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--yes", action="store_const", const="accept", dest="answer", help="approve automatically")
-    group.add_argument("--no", action="store_const", const="reject", dest="answer", help="reject automatically")
+    group.add_argument(
+        "--yes", action="store_const", const="accept", dest="answer", help="approve automatically"
+    )
+    group.add_argument(
+        "--no", action="store_const", const="reject", dest="answer", help="reject automatically"
+    )
     args = parser.parse_args(argv)
     return asyncio.run(run_demo(args.answer))
 

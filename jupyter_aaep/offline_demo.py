@@ -57,7 +57,12 @@ def _copy_notebooks(folder: Path) -> list[str]:
 
 def _lab_command(folder: Path, extra: list[str]) -> list[str]:
     command = [
-        sys.executable, "-m", "jupyter", "lab", "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={folder}",
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.root_dir={folder}",
         f"--AAEPExtension.model={MODEL_ID}",
     ]
     # Jupyter refuses to start as root without --allow-root; containers and CI often run as root.
@@ -76,19 +81,30 @@ def main(argv: list[str] | None = None) -> int:
         "(a scripted stand-in for Claude on 127.0.0.1: no account, no network). "
         "Other arguments go to `jupyter lab`.",
     )
-    parser.add_argument("--workdir", help="folder to work in (default: $AAEP_WORKDIR or ~/jupyter-aaep-work); "
-                        "the demo notebooks are copied there when missing")
+    parser.add_argument(
+        "--workdir",
+        help="folder to work in (default: $AAEP_WORKDIR or ~/jupyter-aaep-work); "
+        "the demo notebooks are copied there when missing",
+    )
     args, extra = parser.parse_known_args(argv)
     folder = _work_folder(args.workdir)
     copied = _copy_notebooks(folder)
     note = f" (copied {', '.join(copied)})" if copied else ""
-    print(f"Working in {folder}{note}; set AAEP_WORKDIR or --workdir to use another folder.", flush=True)
+    print(
+        f"Working in {folder}{note}; set AAEP_WORKDIR or --workdir to use another folder.",
+        flush=True,
+    )
 
-    model = FakeAnthropic(responder=demo_model, api_key=DEFAULT_API_KEY, models=[(MODEL_ID, MODEL_LABEL)]).start()
+    model = FakeAnthropic(
+        responder=demo_model, api_key=DEFAULT_API_KEY, models=[(MODEL_ID, MODEL_LABEL)]
+    ).start()
     env = {**os.environ, "ANTHROPIC_BASE_URL": model.base_url, "ANTHROPIC_API_KEY": DEFAULT_API_KEY}
     env.pop("ANTHROPIC_AUTH_TOKEN", None)
-    print(f"Offline demo model at {model.base_url} (a scripted stand-in for Claude; "
-          "ask it \"what can you do\").", flush=True)
+    print(
+        f"Offline demo model at {model.base_url} (a scripted stand-in for Claude; "
+        'ask it "what can you do").',
+        flush=True,
+    )
     lab = subprocess.Popen(_lab_command(folder, extra), cwd=folder, env=env)
 
     def forward(signum: int, _frame: FrameType | None) -> None:

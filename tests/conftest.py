@@ -14,7 +14,9 @@ from jupyter_aaep.testing.schemas import SchemaValidator, SchemaViolation
 def aaep_schema_validator() -> SchemaValidator:
     # The schemas shipped in jupyter_aaep/aaep/schemas, or $AAEP_SCHEMA_DIR. Raises
     # FileNotFoundError when they are missing: CI must fail, never skip.
-    return SchemaValidator.from_dir(profile="jupyter-aaep")  # our producer profile, stricter than the spec
+    return SchemaValidator.from_dir(
+        profile="jupyter-aaep"
+    )  # our producer profile, stricter than the spec
 
 
 @pytest.fixture(autouse=True)
@@ -59,7 +61,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
     def watchdog() -> None:
         time.sleep(30)
-        print("\npytest finished but the interpreter did not exit within 30 s; thread stacks:", file=sys.stderr)
+        print(
+            "\npytest finished but the interpreter did not exit within 30 s; thread stacks:",
+            file=sys.stderr,
+        )
         faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
         sys.stderr.flush()
         os._exit(int(status))

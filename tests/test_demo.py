@@ -5,7 +5,9 @@ import pytest
 from jupyter_aaep.demo import main
 
 
-@pytest.mark.parametrize(("flag", "expected"), [("--yes", "The report is saved"), ("--no", "I did not save the report")])
+@pytest.mark.parametrize(
+    ("flag", "expected"), [("--yes", "The report is saved"), ("--no", "I did not save the report")]
+)
 def test_offline_demo_runs_a_full_session(flag: str, expected: str, capsys) -> None:
     assert main([flag]) == 0
     out = capsys.readouterr().out

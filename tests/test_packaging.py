@@ -8,7 +8,9 @@ import sys
 
 
 def _run(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", *args], capture_output=True, text=True, timeout=120, check=True
+    )
     return re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
 
 
@@ -42,7 +44,10 @@ def test_shipped_schemas_are_package_files_the_wheel_keeps() -> None:
         return  # an installed wheel: the files above are already the shipped ones
     ignored = subprocess.run(
         ["git", "check-ignore", "--no-index", *(str(p.relative_to(root)) for p in files)],
-        cwd=root, capture_output=True, text=True, check=False,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert ignored.stdout == "", f"gitignored, so left out of the wheel:\n{ignored.stdout}"
 
@@ -66,9 +71,13 @@ def test_the_readme_renders_as_pypi_renders_it_with_absolute_links_and_the_scree
     links = re.findall(r'<a href="([^"]+)"', html)
     images = re.findall(r'<img [^>]*src="([^"]+)"', html)
     assert len(links) >= 10 and images, (links, images)
-    relative = [url for url in links + images if not url.startswith(("https://", "#"))]  # "#": heading anchors
+    relative = [
+        url for url in links + images if not url.startswith(("https://", "#"))
+    ]  # "#": heading anchors
     assert relative == [], f"relative links break on PyPI: {relative}"
-    assert images == ["https://raw.githubusercontent.com/jupyter-aaep/jupyter-aaep/main/docs/images/panel.png"]
+    assert images == [
+        "https://raw.githubusercontent.com/jupyter-aaep/jupyter-aaep/main/docs/images/panel.png"
+    ]
     assert (REPO / "docs" / "images" / "panel.png").is_file()
     # Every link into this repository names a file that exists.
     prefix = "https://github.com/jupyter-aaep/jupyter-aaep/blob/main/"
@@ -93,7 +102,14 @@ def test_the_keys_in_the_readme_and_the_demo_notebook_are_the_real_shortcuts() -
         return "+".join({"Accel": "Ctrl"}.get(part, part) for part in key.split())
 
     text = README.read_text(encoding="utf-8")
-    for command in ("open-panel", "jump-to-confirmation", "approve", "reject", "stop", "toggle-pause"):
+    for command in (
+        "open-panel",
+        "jump-to-confirmation",
+        "approve",
+        "reject",
+        "stop",
+        "toggle-pause",
+    ):
         assert f"**{spoken(keys[command])}**" in text, (command, keys[command])
     notebook = (REPO / "notebooks" / "demo.ipynb").read_text(encoding="utf-8")
     for command in ("open-panel", "jump-to-confirmation", "approve", "reject", "stop"):
@@ -107,8 +123,11 @@ def test_the_version_lives_in_one_place_and_the_panel_agrees() -> None:
     from jupyter_aaep._version import __version__
 
     package = json.loads((REPO / "labextension" / "package.json").read_text())
-    npm = re.sub(r"-(alpha|beta|rc)\.(\d+)$", lambda m: {"alpha": "a", "beta": "b", "rc": "rc"}[m[1]] + m[2],
-                 package["version"])
+    npm = re.sub(
+        r"-(alpha|beta|rc)\.(\d+)$",
+        lambda m: {"alpha": "a", "beta": "b", "rc": "rc"}[m[1]] + m[2],
+        package["version"],
+    )
     assert jupyter_aaep.__version__ == __version__ == npm
     pyproject = (REPO / "pyproject.toml").read_text()
     assert 'dynamic = ["version"]' in pyproject and '\nversion = "' not in pyproject

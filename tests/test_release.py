@@ -33,14 +33,24 @@ LAB = "share/jupyter/labextensions/jupyter-aaep"
 pytestmark = pytest.mark.slow
 
 # The lowest versions pyproject.toml allows for what matters most to the extension.
-LOWEST = ["jupyterlab==4.6.0", "jupyter-collaboration==5.0.0", "anthropic==2.0.0", "jupyter-server==2.19.0"]
+LOWEST = [
+    "jupyterlab==4.6.0",
+    "jupyter-collaboration==5.0.0",
+    "anthropic==2.0.0",
+    "jupyter-server==2.19.0",
+]
 
 
-def _run(command: list[str], *, cwd: Path, timeout: float = 900, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False,
-                          env=env)
+def _run(
+    command: list[str], *, cwd: Path, timeout: float = 900, env: dict[str, str] | None = None
+) -> str:
+    done = subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False, env=env
+    )
     output = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
-    assert done.returncode == 0, f"{' '.join(command)} failed ({done.returncode}):\n{output[-6000:]}"
+    assert done.returncode == 0, (
+        f"{' '.join(command)} failed ({done.returncode}):\n{output[-6000:]}"
+    )
     return output
 
 
@@ -49,8 +59,16 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     if shutil.which("node") is None:
         pytest.skip("Node.js is needed to build the panel")
     copy = tmp_path_factory.mktemp("source") / "jupyter-aaep"
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=REPO,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for name in filter(None, listed):
         source = REPO / name
         if source.is_file():
@@ -58,8 +76,16 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             shutil.copy2(source, copy / name)
     out = copy / "dist"
     # jlpm comes with JupyterLab in this environment; the isolated build finds it on PATH.
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    _run([sys.executable, "-m", "build", "--outdir", str(out), str(copy)], cwd=copy, env=env, timeout=1500)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    _run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(copy)],
+        cwd=copy,
+        env=env,
+        timeout=1500,
+    )
     (wheel,) = out.glob("*.whl")
     (sdist,) = out.glob("*.tar.gz")
     return {"wheel": wheel, "sdist": sdist}
@@ -72,10 +98,16 @@ def test_the_wheel_holds_the_production_panel_schemas_and_config(dist: dict[str,
         lab = [n.removeprefix(data) for n in names if n.startswith(data + LAB)]
         package_json = json.loads(wheel.read(data + LAB + "/package.json"))
         install = json.loads(wheel.read(data + LAB + "/install.json"))
-        bundle = {n: wheel.getinfo(n).file_size for n in names if n.startswith(data + LAB + "/static/")}
+        bundle = {
+            n: wheel.getinfo(n).file_size for n in names if n.startswith(data + LAB + "/static/")
+        }
         scripts = {n: wheel.read(n).decode() for n in bundle if n.endswith(".js")}
-        metadata = email.message_from_bytes(wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))))
-        entry_points = wheel.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
+        metadata = email.message_from_bytes(
+            wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+        )
+        entry_points = wheel.read(
+            next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+        ).decode()
 
     # The production bundle: minified, no source maps anywhere, and the marker only it writes.
     assert f"{LAB}/PRODUCTION_BUNDLE.txt" in lab
@@ -84,7 +116,9 @@ def test_the_wheel_holds_the_production_panel_schemas_and_config(dist: dict[str,
     largest = max(scripts, key=lambda n: len(scripts[n]))
     text = scripts[largest]
     assert len(text) / max(1, text.count("\n")) > 1000, f"{largest} is not minified"
-    linked = [n for n, js in scripts.items() if re.search(r"^//# sourceMappingURL=", js, re.MULTILINE)]
+    linked = [
+        n for n, js in scripts.items() if re.search(r"^//# sourceMappingURL=", js, re.MULTILINE)
+    ]
     assert linked == [], f"scripts that point at source maps: {linked}"
     assert package_json["name"] == "jupyter-aaep" and package_json["jupyterlab"]["_build"]["load"]
     assert install == json.loads((REPO / "install.json").read_text())
@@ -97,11 +131,21 @@ def test_the_wheel_holds_the_production_panel_schemas_and_config(dist: dict[str,
     assert "jupyter_aaep/aaep/schemas/envelope.schema.json" in names
     assert len([n for n in names if n.startswith("jupyter_aaep/aaep/schemas/core/")]) == 12
     assert "jupyter_aaep/aaep/schemas/NOTICE.md" in names
-    assert {"jupyter_aaep/demo_notebooks/demo.ipynb", "jupyter_aaep/demo_notebooks/kernel-tools.ipynb",
-            "jupyter_aaep/py.typed", "jupyter_aaep/_version.py"} <= set(names)
+    assert {
+        "jupyter_aaep/demo_notebooks/demo.ipynb",
+        "jupyter_aaep/demo_notebooks/kernel-tools.ipynb",
+        "jupyter_aaep/py.typed",
+        "jupyter_aaep/_version.py",
+    } <= set(names)
     # Nothing of the development tree: no tests, no TypeScript sources, no node_modules.
-    assert not [n for n in names if n.startswith("tests/") or "/tests/" in n or "node_modules" in n
-                or n.endswith((".ts", ".tsx"))]
+    assert not [
+        n
+        for n in names
+        if n.startswith("tests/")
+        or "/tests/" in n
+        or "node_modules" in n
+        or n.endswith((".ts", ".tsx"))
+    ]
     # Honest metadata.
     assert metadata["License-Expression"] == "BSD-3-Clause AND CC-BY-4.0"
     assert {"LICENSE", "NOTICE.md"} <= {Path(f).name for f in metadata.get_all("License-File")}
@@ -109,8 +153,12 @@ def test_the_wheel_holds_the_production_panel_schemas_and_config(dist: dict[str,
     assert "Framework :: Jupyter :: JupyterLab :: Extensions :: Prebuilt" in classifiers
     assert "Framework :: Jupyter :: JupyterLab :: 4" in classifiers
     requires = set(metadata.get_all("Requires-Dist"))
-    assert {"jupyterlab<5,>=4.6", "anthropic<3,>=2", "jupyter-collaboration<6,>=5"} <= requires, requires
-    assert not [r for r in requires if r.startswith("pytest") and "extra ==" not in r]  # only in the test extra
+    assert {"jupyterlab<5,>=4.6", "anthropic<3,>=2", "jupyter-collaboration<6,>=5"} <= requires, (
+        requires
+    )
+    assert not [
+        r for r in requires if r.startswith("pytest") and "extra ==" not in r
+    ]  # only in the test extra
     assert metadata["Version"] == _version()
     assert "jupyter-aaep-demo = jupyter_aaep.offline_demo:main" in entry_points
     total = sum(bundle.values())
@@ -120,8 +168,15 @@ def test_the_wheel_holds_the_production_panel_schemas_and_config(dist: dict[str,
 def test_the_sdist_builds_without_node_and_holds_the_sources(dist: dict[str, Path]) -> None:
     with tarfile.open(dist["sdist"]) as sdist:
         names = {n.split("/", 1)[1] for n in sdist.getnames() if "/" in n}
-    assert {"LICENSE", "README.md", "pyproject.toml", "labextension/package.json", "labextension/yarn.lock",
-            "jupyter_aaep/labextension/PRODUCTION_BUNDLE.txt", "install.json"} <= names
+    assert {
+        "LICENSE",
+        "README.md",
+        "pyproject.toml",
+        "labextension/package.json",
+        "labextension/yarn.lock",
+        "jupyter_aaep/labextension/PRODUCTION_BUNDLE.txt",
+        "install.json",
+    } <= names
     assert not [n for n in names if "node_modules" in n or n.endswith(".map")]
     # The wheel above was built from this sdist; the marker let it skip the JavaScript build.
 
@@ -142,20 +197,40 @@ def _free_port() -> int:
 def _venv(folder: Path, wheel: Path, pins: list[str]) -> Path:
     _run([sys.executable, "-m", "venv", str(folder)], cwd=folder.parent)
     python = folder / "bin" / "python"
-    _run([str(python), "-m", "pip", "install", "--quiet", str(wheel), *pins], cwd=folder.parent, timeout=1500)
+    _run(
+        [str(python), "-m", "pip", "install", "--quiet", str(wheel), *pins],
+        cwd=folder.parent,
+        timeout=1500,
+    )
     return python
 
 
 def _demo_answers(python: Path, tmp: Path) -> dict[str, object]:
     """``jupyter aaep-demo`` from the installed wheel: JupyterLab starts, the extension answers."""
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "JUPYTER_", "AAEP_", "PYTHONPATH"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ANTHROPIC_", "JUPYTER_", "AAEP_", "PYTHONPATH"))
+    }
     env.update(HOME=str(tmp / "home"), JUPYTER_RUNTIME_DIR=str(tmp / "runtime"))
     log = (tmp / "demo.log").open("w+")
     process = subprocess.Popen(
-        [str(python.parent / "jupyter"), "aaep-demo", "--workdir", str(tmp / "work"), "--no-browser",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--IdentityProvider.token=smoke"],
-        cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            str(python.parent / "jupyter"),
+            "aaep-demo",
+            "--workdir",
+            str(tmp / "work"),
+            "--no-browser",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            "--IdentityProvider.token=smoke",
+        ],
+        cwd=tmp,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 120
@@ -165,7 +240,9 @@ def _demo_answers(python: Path, tmp: Path) -> dict[str, object]:
                 url = f"http://127.0.0.1:{port}/aaep/v1/models?token=smoke"
                 with urllib.request.urlopen(url, timeout=30) as answer:
                     models: dict[str, object] = json.load(answer)
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/lab?token=smoke", timeout=30) as page:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/lab?token=smoke", timeout=30
+                ) as page:
                     assert page.status == 200
                 return models
             except (urllib.error.URLError, ConnectionError):
@@ -183,9 +260,12 @@ def _demo_answers(python: Path, tmp: Path) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("versions", ["lowest", "newest"])
-def test_the_wheel_installs_and_runs_in_a_fresh_environment(dist: dict[str, Path], versions: str,
-                                                            tmp_path: Path) -> None:
-    python = _venv(tmp_path / "venv", dist["wheel"], LOWEST if versions == "lowest" else ["--upgrade"])
+def test_the_wheel_installs_and_runs_in_a_fresh_environment(
+    dist: dict[str, Path], versions: str, tmp_path: Path
+) -> None:
+    python = _venv(
+        tmp_path / "venv", dist["wheel"], LOWEST if versions == "lowest" else ["--upgrade"]
+    )
     installed = _run([str(python), "-m", "pip", "list", "--format=json"], cwd=tmp_path)
     found = {p["name"].lower(): p["version"] for p in json.loads(installed.splitlines()[0])}
     if versions == "lowest":
@@ -193,13 +273,23 @@ def test_the_wheel_installs_and_runs_in_a_fresh_environment(dist: dict[str, Path
     jupyter = str(python.parent / "jupyter")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_", "PYTHONPATH"))}
     labextensions = _run([jupyter, "labextension", "list"], cwd=tmp_path, env=env)
-    assert re.search(rf"jupyter-aaep v{re.escape(_version())} enabled OK", labextensions), labextensions
+    assert re.search(rf"jupyter-aaep v{re.escape(_version())} enabled OK", labextensions), (
+        labextensions
+    )
     servers = _run([jupyter, "server", "extension", "list"], cwd=tmp_path, env=env)
-    assert re.search(r"jupyter_aaep enabled", servers) and re.search(r"jupyter_aaep .*OK", servers), servers
-    imported = _run([str(python), "-c", "import jupyter_aaep; print(jupyter_aaep.__version__)"], cwd=tmp_path, env=env)
+    assert re.search(r"jupyter_aaep enabled", servers) and re.search(
+        r"jupyter_aaep .*OK", servers
+    ), servers
+    imported = _run(
+        [str(python), "-c", "import jupyter_aaep; print(jupyter_aaep.__version__)"],
+        cwd=tmp_path,
+        env=env,
+    )
     assert imported.strip() == _version()
     # One agent session through the installed anthropic SDK against the scripted model.
-    session = _run([str(python), "-m", "jupyter_aaep.demo", "--yes"], cwd=tmp_path, env=env, timeout=120)
+    session = _run(
+        [str(python), "-m", "jupyter_aaep.demo", "--yes"], cwd=tmp_path, env=env, timeout=120
+    )
     assert "-- Approved." in session and "-- Done." in session, session
     models = _demo_answers(python, tmp_path)
     assert models["models"] == [{"id": "aaep-offline-demo", "label": "Offline demo model"}], models

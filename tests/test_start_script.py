@@ -19,7 +19,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _setup_is_current() -> bool:
     """``scripts/start`` reinstalls when the project or the panel changed; a test must not do that."""
-    return subprocess.run([str(REPO / "scripts" / "setup"), "--check", "--product"], check=False, cwd=REPO).returncode == 0
+    return (
+        subprocess.run(
+            [str(REPO / "scripts" / "setup"), "--check", "--product"], check=False, cwd=REPO
+        ).returncode
+        == 0
+    )
 
 
 def _free_port() -> int:
@@ -42,21 +47,40 @@ def _answers(url: str, *, seconds: float = 60) -> int:
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b"" for p in folder.rglob("*")}
+    return {
+        str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b""
+        for p in folder.rglob("*")
+    }
 
 
-@pytest.mark.skipif(not _setup_is_current(), reason="the install is older than pyproject.toml or the panel sources: run scripts/setup")
+@pytest.mark.skipif(
+    not _setup_is_current(),
+    reason="the install is older than pyproject.toml or the panel sources: run scripts/setup",
+)
 def test_offline_start_serves_lab_from_a_copy(tmp_path: Path) -> None:
     workdir = tmp_path / "work"
     notebooks_before = _snapshot(REPO / "notebooks")
-    env = {**os.environ, "AAEP_WORKDIR": str(workdir), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    env = {
+        **os.environ,
+        "AAEP_WORKDIR": str(workdir),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+    }
     env.pop("ANTHROPIC_API_KEY", None)
     log = (tmp_path / "start.log").open("w+")
     port = _free_port()
     process = subprocess.Popen(
-        [str(REPO / "scripts" / "start"), "--offline", "--no-browser", f"--ServerApp.port={port}",
-         "--ServerApp.port_retries=0"],
-        cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            str(REPO / "scripts" / "start"),
+            "--offline",
+            "--no-browser",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         url = None
@@ -66,12 +90,16 @@ def test_offline_start_serves_lab_from_a_copy(tmp_path: Path) -> None:
             if found:
                 url = found.group(0)
                 break
-            assert process.poll() is None, f"scripts/start exited with {process.returncode}:\n{text}"
+            assert process.poll() is None, (
+                f"scripts/start exited with {process.returncode}:\n{text}"
+            )
             time.sleep(0.1)
         assert url, f"JupyterLab did not start:\n{text}"
         assert _answers(url) == 200, (tmp_path / "start.log").read_text()
         assert f"Working in {workdir}" in text and "Offline demo model at http://127.0.0.1:" in text
-        assert (workdir / "demo.ipynb").read_bytes() == (REPO / "notebooks" / "demo.ipynb").read_bytes()
+        assert (workdir / "demo.ipynb").read_bytes() == (
+            REPO / "notebooks" / "demo.ipynb"
+        ).read_bytes()
     finally:
         os.killpg(process.pid, signal.SIGTERM)  # the script, the demo model and JupyterLab
         try:
@@ -83,18 +111,26 @@ def test_offline_start_serves_lab_from_a_copy(tmp_path: Path) -> None:
     assert _snapshot(REPO / "notebooks") == notebooks_before  # no edits, no .jupyter/ folder
     status = subprocess.run(
         ["git", "status", "--porcelain", "--ignored", "--", "notebooks"],
-        cwd=REPO, capture_output=True, text=True, check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert status.stdout == ""
 
 
 def test_a_work_folder_inside_the_repository_is_refused(tmp_path: Path) -> None:
     if not _setup_is_current():
-        pytest.skip("the install is older than pyproject.toml or the panel sources: run scripts/setup")
+        pytest.skip(
+            "the install is older than pyproject.toml or the panel sources: run scripts/setup"
+        )
     done = subprocess.run(
         [str(REPO / "scripts" / "start"), "--offline"],
         env={**os.environ, "AAEP_WORKDIR": str(REPO / "notebooks")},
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 2
     assert "is inside the repository; choose a folder outside it" in done.stderr

@@ -31,12 +31,25 @@ _TIMESTAMP = re.compile(
     r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3}|\.\d{6})?(Z|[+-]\d{2}:\d{2})$"
 )
 _CONFIRMATION_FIELDS = {
-    "type", "reply_token", "decision", "subscription_id", "timestamp",
-    "decided_by", "decision_rationale", "modified_action", "correlation_id",
+    "type",
+    "reply_token",
+    "decision",
+    "subscription_id",
+    "timestamp",
+    "decided_by",
+    "decision_rationale",
+    "modified_action",
+    "correlation_id",
 }
 _CLARIFICATION_FIELDS = {
-    "type", "reply_token", "response", "subscription_id", "timestamp",
-    "decided_by", "confidence", "correlation_id",
+    "type",
+    "reply_token",
+    "response",
+    "subscription_id",
+    "timestamp",
+    "decided_by",
+    "confidence",
+    "correlation_id",
 }
 
 
@@ -71,7 +84,9 @@ class PendingRequest:
     choices: tuple[Choice, ...] = ()
     allowed_subscriptions: frozenset[str] | None = None
     """Subscriptions entitled to answer; ``None`` lets any authenticated sender answer."""
-    future: asyncio.Future[Outcome] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    future: asyncio.Future[Outcome] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
     paused_at_ms: int | None = None
     """When the session was paused (the clock of this request is frozen since then)."""
     rearm: asyncio.Event = field(default_factory=asyncio.Event)
@@ -82,7 +97,9 @@ class PendingRequest:
         return self.future.done()
 
 
-Entitlement = Callable[[Mapping[str, Any], Literal["confirmation", "clarification"]], "frozenset[str] | None"]
+Entitlement = Callable[
+    [Mapping[str, Any], Literal["confirmation", "clarification"]], "frozenset[str] | None"
+]
 
 
 class ReplyBroker:
@@ -152,12 +169,16 @@ class ReplyBroker:
         deadline = parse_timestamp(event["timestamp"]) + timedelta(seconds=event["timeout_seconds"])
         if kwargs.get("allowed_subscriptions") is None and self._entitled is not None:
             kwargs["allowed_subscriptions"] = self._entitled(event, kwargs["kind"])
-        request = PendingRequest(token=token, session_id=event["session_id"], deadline=deadline, **kwargs)
+        request = PendingRequest(
+            token=token, session_id=event["session_id"], deadline=deadline, **kwargs
+        )
         self._pending[token] = request
         if request.session_id in self._paused:
             request.paused_at_ms = self._paused[request.session_id]
         if request.allowed_subscriptions is not None and not request.allowed_subscriptions:
-            self._resolve(request, Outcome(request.default, "unsubscribed", decided_by="auto:no_subscriber"))
+            self._resolve(
+                request, Outcome(request.default, "unsubscribed", decided_by="auto:no_subscriber")
+            )
         return request
 
     # -- waiting -------------------------------------------------------------------------
@@ -175,15 +196,20 @@ class ReplyBroker:
                 rearmed: asyncio.Future[Any] = asyncio.ensure_future(request.rearm.wait())
                 waiters: set[asyncio.Future[Any]] = {request.future, rearmed}
                 try:
-                    done, _ = await asyncio.wait(waiters, timeout=timeout,
-                                                 return_when=asyncio.FIRST_COMPLETED)
+                    done, _ = await asyncio.wait(
+                        waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                    )
                 finally:
                     rearmed.cancel()
                 if not done:
-                    self._resolve(request, Outcome(request.default, "timeout", decided_by="auto:timeout"))
+                    self._resolve(
+                        request, Outcome(request.default, "timeout", decided_by="auto:timeout")
+                    )
             return request.future.result()
         except asyncio.CancelledError:
-            self._resolve(request, Outcome(request.default, "cancelled", decided_by="system:cancelled"))
+            self._resolve(
+                request, Outcome(request.default, "cancelled", decided_by="system:cancelled")
+            )
             raise
 
     def pause_session(self, session_id: str) -> None:
@@ -206,8 +232,13 @@ class ReplyBroker:
                 request.rearm.set()
 
     # -- replies ---------------------------------------------------------------------------
-    def submit(self, reply: Mapping[str, Any], *, session_id: str | None = None,
-               origin: ReplyOrigin | None = None) -> bool:
+    def submit(
+        self,
+        reply: Mapping[str, Any],
+        *,
+        session_id: str | None = None,
+        origin: ReplyOrigin | None = None,
+    ) -> bool:
         """Offer a reply; ``True`` when it resolved a request. Never raises on bad input.
 
         ``session_id`` narrows the search to one session (a chat endpoint knows which session
@@ -223,8 +254,13 @@ class ReplyBroker:
         value = reply["decision"] if request.kind == "confirmation" else reply["response"]
         self._resolve(
             request,
-            Outcome(value, "reply", decided_by=reply.get("decided_by"), subscription_id=reply.get("subscription_id"),
-                    origin=origin),
+            Outcome(
+                value,
+                "reply",
+                decided_by=reply.get("decided_by"),
+                subscription_id=reply.get("subscription_id"),
+                origin=origin,
+            ),
         )
         return True
 
@@ -243,10 +279,14 @@ class ReplyBroker:
         if not is_valid_id("rpl", token):
             raise _Ignored("reply_token is missing or malformed")
         if "subscription_id" not in reply:
-            raise _Ignored("no subscription_id (required by AAEP §5; on a chat's own endpoint a reply "
-                           "without one is attributed to that chat's subscriber)")
+            raise _Ignored(
+                "no subscription_id (required by AAEP §5; on a chat's own endpoint a reply "
+                "without one is attributed to that chat's subscriber)"
+            )
         if not is_valid_id("sub", reply.get("subscription_id")):
-            raise _Ignored("subscription_id is malformed (it must look like sub_ followed by letters and digits)")
+            raise _Ignored(
+                "subscription_id is malformed (it must look like sub_ followed by letters and digits)"
+            )
         stamp = reply.get("timestamp")
         if not isinstance(stamp, str) or not _TIMESTAMP.match(stamp):
             raise _Ignored("malformed timestamp")
@@ -297,11 +337,17 @@ class ReplyBroker:
             self.cancel(request)
         return len(requests)
 
-    def entitle(self, session_id: str, subscription_id: str, kind: Literal["confirmation", "clarification"]) -> int:
+    def entitle(
+        self, session_id: str, subscription_id: str, kind: Literal["confirmation", "clarification"]
+    ) -> int:
         """Let a newly arrived subscription answer the session's open requests of *kind*."""
         count = 0
         for request in self._pending.values():
-            if request.session_id == session_id and request.kind == kind and request.allowed_subscriptions is not None:
+            if (
+                request.session_id == session_id
+                and request.kind == kind
+                and request.allowed_subscriptions is not None
+            ):
                 request.allowed_subscriptions = request.allowed_subscriptions | {subscription_id}
                 count += 1
         return count
@@ -318,11 +364,16 @@ class ReplyBroker:
             if not request.allowed_subscriptions:
                 hits.append(request)
         for request in hits:
-            self._resolve(request, Outcome(request.default, "unsubscribed", decided_by="auto:subscription_closed"))
+            self._resolve(
+                request,
+                Outcome(request.default, "unsubscribed", decided_by="auto:subscription_closed"),
+            )
         return len(hits)
 
     def pending(self, session_id: str | None = None) -> list[PendingRequest]:
-        return [r for r in self._pending.values() if session_id is None or r.session_id == session_id]
+        return [
+            r for r in self._pending.values() if session_id is None or r.session_id == session_id
+        ]
 
 
 def short_token(token: Any) -> str:

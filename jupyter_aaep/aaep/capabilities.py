@@ -16,7 +16,13 @@ Verbosity = Literal["terse", "normal", "detailed"]
 Boundary = Literal["none", "word", "sentence", "paragraph", "completion"]
 
 VERBOSITIES: tuple[Verbosity, ...] = ("terse", "normal", "detailed")
-BOUNDARY_LEVELS: dict[str, int] = {"none": 0, "word": 1, "sentence": 2, "paragraph": 3, "completion": 4}
+BOUNDARY_LEVELS: dict[str, int] = {
+    "none": 0,
+    "word": 1,
+    "sentence": 2,
+    "paragraph": 3,
+    "completion": 4,
+}
 """Coarseness of each coalescing boundary: a chunk ending at level *n* also ends at every lower one."""
 DEFAULT_BOUNDARIES: tuple[Boundary, ...] = ("sentence", "completion")
 DEFAULT_INCLUDE: tuple[str, ...] = ("aaep:agent.*",)
@@ -30,7 +36,7 @@ _TYPE_URI = "https://aaep-protocol.org/types/"
 def compact_type(event_type: str) -> str:
     """``https://aaep-protocol.org/types/agent.x`` → ``aaep:agent.x``; other values unchanged."""
     if event_type.startswith(_TYPE_URI):
-        return "aaep:" + event_type[len(_TYPE_URI):]
+        return "aaep:" + event_type[len(_TYPE_URI) :]
     return event_type
 
 

@@ -74,8 +74,12 @@ class Emitter:
     def publish(self, event: Event) -> None:
         event, problems = sanitize(event)
         if problems:
-            log.warning("AAEP event %s could not be sent as it was and was repaired (%s); this is a bug in "
-                        "whatever produced it", event.get("type") or event.get("kind"), "; ".join(problems[:5]))
+            log.warning(
+                "AAEP event %s could not be sent as it was and was repaired (%s); this is a bug in "
+                "whatever produced it",
+                event.get("type") or event.get("kind"),
+                "; ".join(problems[:5]),
+            )
         if self._keep_history:
             self._history.append(event)
         for subscriber in tuple(self._subscribers):

@@ -44,13 +44,28 @@ ReasonCode = Literal[
 SUPPORTED_MAJOR = 1
 _VERSION = re.compile(r"^([0-9]+)\.([0-9]+)\.([0-9]+)(-[A-Za-z0-9.-]+)?$")
 _REQUEST_FIELDS = {
-    "type", "aaep_version", "subscriber_id", "subscriber_name", "subscriber_version",
-    "subscriber_manifest_uri", "correlation_id", "capabilities", "extensions",
+    "type",
+    "aaep_version",
+    "subscriber_id",
+    "subscriber_name",
+    "subscriber_version",
+    "subscriber_manifest_uri",
+    "correlation_id",
+    "capabilities",
+    "extensions",
 }
 _KNOWN_CAPABILITIES = {
-    "max_events_per_second", "preferred_verbosity", "languages", "supports_confirmation_reply",
-    "supports_clarification_reply", "coalesce_boundaries", "event_filters",
-    "supported_conformance_levels", "supported_extensions", "cognitive_load", "pace_wpm",
+    "max_events_per_second",
+    "preferred_verbosity",
+    "languages",
+    "supports_confirmation_reply",
+    "supports_clarification_reply",
+    "coalesce_boundaries",
+    "event_filters",
+    "supported_conformance_levels",
+    "supported_extensions",
+    "cognitive_load",
+    "pace_wpm",
     "accept_signed_manifests_only",
 }
 _NOT_ADAPTED = ("cognitive_load", "pace_wpm")
@@ -94,7 +109,11 @@ class _Malformed(ValueError):
 
 
 def reject(reason_code: ReasonCode, reason_message: str, *, malformed: bool = False) -> Rejected:
-    message = {"type": "subscription.rejected", "reason_code": reason_code, "reason_message": reason_message[:4096]}
+    message = {
+        "type": "subscription.rejected",
+        "reason_code": reason_code,
+        "reason_message": reason_message[:4096],
+    }
     return Rejected(reason_code, reason_message, message, malformed)
 
 
@@ -117,8 +136,12 @@ def negotiate(
             f"AAEP version {request['aaep_version']} is not supported; this producer speaks {AAEP_VERSION}. "
             f"Send the request again with aaep_version {AAEP_VERSION}.",
         )
-    return _accept(dict(request["capabilities"]), producer=producer,
-                   subscription_id=subscription_id or new_subscription_id(), manifest_uri=manifest_uri)
+    return _accept(
+        dict(request["capabilities"]),
+        producer=producer,
+        subscription_id=subscription_id or new_subscription_id(),
+        manifest_uri=manifest_uri,
+    )
 
 
 def renegotiate(
@@ -136,20 +159,35 @@ def renegotiate(
         return reject("unknown", "Not a subscription.renegotiate message.", malformed=True)
     extra = set(message) - {"type", "subscription_id", "capabilities", "correlation_id"}
     if extra:
-        return reject("unknown", f"Unexpected fields in subscription.renegotiate: {', '.join(sorted(extra))}.",
-                      malformed=True)
+        return reject(
+            "unknown",
+            f"Unexpected fields in subscription.renegotiate: {', '.join(sorted(extra))}.",
+            malformed=True,
+        )
     if not is_valid_id("sub", message.get("subscription_id")):
-        return reject("unknown", "subscription_id must look like sub_ followed by letters and digits.", malformed=True)
+        return reject(
+            "unknown",
+            "subscription_id must look like sub_ followed by letters and digits.",
+            malformed=True,
+        )
     changes = message.get("capabilities")
     if not isinstance(changes, Mapping):
-        return reject("capabilities_incompatible", "capabilities must be an object of changed capabilities.",
-                      malformed=True)
+        return reject(
+            "capabilities_incompatible",
+            "capabilities must be an object of changed capabilities.",
+            malformed=True,
+        )
     merged = {**previous, **changes}
     try:
         _check_capabilities(merged)
     except _Malformed as problem:
         return reject(problem.reason, str(problem), malformed=True)
-    return _accept(merged, producer=producer, subscription_id=message["subscription_id"], manifest_uri=manifest_uri)
+    return _accept(
+        merged,
+        producer=producer,
+        subscription_id=message["subscription_id"],
+        manifest_uri=manifest_uri,
+    )
 
 
 def close_message(subscription_id: str, reason_code: str, reason_message: str) -> dict[str, Any]:
@@ -182,14 +220,18 @@ def _accept(
             "this producer writes en-US. Add en-US to languages.",
         )
     if len(languages) < len(requested_languages):
-        notes.append(f"Text is written in en-US; {', '.join(t for t in requested_languages if t not in languages)} "
-                     "is not available.")
+        notes.append(
+            f"Text is written in en-US; {', '.join(t for t in requested_languages if t not in languages)} "
+            "is not available."
+        )
     filters = caps.get("event_filters") or {}
     event_filter = EventFilter(
         include=tuple(filters.get("include", DEFAULT_INCLUDE)),
         exclude=tuple(filters.get("exclude", ())),
     )
-    levels = tuple(sorted(set(caps.get("supported_conformance_levels") or (1,)) & set(CONFORMANCE_LEVELS)))
+    levels = tuple(
+        sorted(set(caps.get("supported_conformance_levels") or (1,)) & set(CONFORMANCE_LEVELS))
+    )
     terms = Terms(
         max_events_per_second=caps.get("max_events_per_second"),
         preferred_verbosity=caps.get("preferred_verbosity", "normal"),
@@ -230,12 +272,16 @@ def _check_request(request: Any) -> None:
         raise _Malformed("unknown", "A subscription.request must be a JSON object.")
     if request.get("type") != "subscription.request":
         raise _Malformed("unknown", "type must be 'subscription.request'.")
-    missing = [name for name in ("aaep_version", "subscriber_id", "capabilities") if name not in request]
+    missing = [
+        name for name in ("aaep_version", "subscriber_id", "capabilities") if name not in request
+    ]
     if missing:
         raise _Malformed("unknown", f"subscription.request is missing {', '.join(missing)}.")
     extra = set(request) - _REQUEST_FIELDS
     if extra:
-        raise _Malformed("unknown", f"Unexpected fields in subscription.request: {', '.join(sorted(extra))}.")
+        raise _Malformed(
+            "unknown", f"Unexpected fields in subscription.request: {', '.join(sorted(extra))}."
+        )
     if not isinstance(request["aaep_version"], str) or not _VERSION.match(request["aaep_version"]):
         raise _Malformed("version_unsupported", "aaep_version must be a version such as 1.0.0.")
     subscriber = request["subscriber_id"]
@@ -248,10 +294,15 @@ def _check_request(request: Any) -> None:
         if name in request and not isinstance(request[name], str):
             raise _Malformed("unknown", f"{name} must be a string.")
     extensions = request.get("extensions", {})
-    if not isinstance(extensions, Mapping) or not all(isinstance(v, Mapping) for v in extensions.values()):
+    if not isinstance(extensions, Mapping) or not all(
+        isinstance(v, Mapping) for v in extensions.values()
+    ):
         raise _Malformed("unknown", "extensions must be an object of objects.")
     if not isinstance(request["capabilities"], Mapping):
-        raise _Malformed("capabilities_incompatible", "capabilities must be an object ({} asks for the defaults).")
+        raise _Malformed(
+            "capabilities_incompatible",
+            "capabilities must be an object ({} asks for the defaults).",
+        )
     _check_capabilities(request["capabilities"])
 
 
@@ -262,36 +313,60 @@ def _check_capabilities(caps: Mapping[str, Any]) -> None:
     rate = caps.get("max_events_per_second")
     if rate is not None and (not _is_int(rate) or not 1 <= rate <= 100_000):
         raise bad("max_events_per_second must be a whole number from 1 to 100000.")
-    if "preferred_verbosity" in caps and not (isinstance(caps["preferred_verbosity"], str)
-                                              and caps["preferred_verbosity"] in VERBOSITIES):
+    if "preferred_verbosity" in caps and not (
+        isinstance(caps["preferred_verbosity"], str) and caps["preferred_verbosity"] in VERBOSITIES
+    ):
         raise bad("preferred_verbosity must be terse, normal or detailed.")
     if "languages" in caps:
         languages = caps["languages"]
-        if (not isinstance(languages, list) or not 1 <= len(languages) <= 32
-                or not all(valid_language_tag(t) for t in languages) or len(set(languages)) != len(languages)):
+        if (
+            not isinstance(languages, list)
+            or not 1 <= len(languages) <= 32
+            or not all(valid_language_tag(t) for t in languages)
+            or len(set(languages)) != len(languages)
+        ):
             raise bad("languages must list 1 to 32 distinct BCP 47 language tags, such as en-US.")
-    for name in ("supports_confirmation_reply", "supports_clarification_reply", "accept_signed_manifests_only"):
+    for name in (
+        "supports_confirmation_reply",
+        "supports_clarification_reply",
+        "accept_signed_manifests_only",
+    ):
         if name in caps and not isinstance(caps[name], bool):
             raise bad(f"{name} must be true or false.")
     if "coalesce_boundaries" in caps:
         boundaries = caps["coalesce_boundaries"]
-        if (not isinstance(boundaries, list) or not 1 <= len(boundaries) <= 5
-                or not all(isinstance(b, str) and b in BOUNDARY_LEVELS for b in boundaries)
-                or len(set(boundaries)) != len(boundaries)):
-            raise bad("coalesce_boundaries must list distinct values among none, word, sentence, paragraph, completion.")
+        if (
+            not isinstance(boundaries, list)
+            or not 1 <= len(boundaries) <= 5
+            or not all(isinstance(b, str) and b in BOUNDARY_LEVELS for b in boundaries)
+            or len(set(boundaries)) != len(boundaries)
+        ):
+            raise bad(
+                "coalesce_boundaries must list distinct values among none, word, sentence, paragraph, completion."
+            )
     if "event_filters" in caps:
         _check_filters(caps["event_filters"])
     if "supported_conformance_levels" in caps:
         levels = caps["supported_conformance_levels"]
-        if (not isinstance(levels, list) or not 1 <= len(levels) <= 3
-                or not all(_is_int(x) and x in CONFORMANCE_LEVELS for x in levels) or len(set(levels)) != len(levels)):
+        if (
+            not isinstance(levels, list)
+            or not 1 <= len(levels) <= 3
+            or not all(_is_int(x) and x in CONFORMANCE_LEVELS for x in levels)
+            or len(set(levels)) != len(levels)
+        ):
             raise bad("supported_conformance_levels must list distinct levels among 1, 2 and 3.")
     if "supported_extensions" in caps:
         extensions = caps["supported_extensions"]
-        if not isinstance(extensions, list) or len(extensions) > 64 or not all(isinstance(e, str) for e in extensions):
+        if (
+            not isinstance(extensions, list)
+            or len(extensions) > 64
+            or not all(isinstance(e, str) for e in extensions)
+        ):
             raise bad("supported_extensions must list at most 64 extension URIs.")
-    if "cognitive_load" in caps and not (isinstance(caps["cognitive_load"], str)
-                                         and caps["cognitive_load"] in ("low", "medium", "high")):
+    if "cognitive_load" in caps and not (
+        isinstance(caps["cognitive_load"], str)
+        and caps["cognitive_load"] in ("low", "medium", "high")
+    ):
         raise bad("cognitive_load must be low, medium or high.")
     pace = caps.get("pace_wpm")
     if pace is not None and (not _is_int(pace) or not 50 <= pace <= 1000):
@@ -303,12 +378,19 @@ def _check_capabilities(caps: Mapping[str, Any]) -> None:
 
 def _check_filters(filters: Any) -> None:
     if not isinstance(filters, Mapping) or set(filters) - {"include", "exclude"}:
-        raise _Malformed("capabilities_incompatible", "event_filters may only hold include and exclude lists.")
+        raise _Malformed(
+            "capabilities_incompatible", "event_filters may only hold include and exclude lists."
+        )
     for name in ("include", "exclude"):
         patterns = filters.get(name, [])
-        if (not isinstance(patterns, list) or len(set(map(str, patterns))) != len(patterns)
-                or not all(isinstance(p, str) and 1 <= len(p) <= 256 for p in patterns)):
-            raise _Malformed("capabilities_incompatible", f"event_filters.{name} must list distinct event types.")
+        if (
+            not isinstance(patterns, list)
+            or len(set(map(str, patterns))) != len(patterns)
+            or not all(isinstance(p, str) and 1 <= len(p) <= 256 for p in patterns)
+        ):
+            raise _Malformed(
+                "capabilities_incompatible", f"event_filters.{name} must list distinct event types."
+            )
         wrong = [p for p in patterns if not valid_pattern(p)]
         if wrong:
             raise _Malformed(

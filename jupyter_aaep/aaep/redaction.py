@@ -23,7 +23,9 @@ _SECRET_NAME = re.compile(
 )
 
 _SECRET_VALUES = [
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.DOTALL),
+    re.compile(
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.DOTALL
+    ),
     re.compile(r"\bsk-[A-Za-z0-9_\-]{4,}"),
     re.compile(r"\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{8,}"),
     re.compile(r"\bgithub_pat_[A-Za-z0-9_]{8,}"),
@@ -47,7 +49,9 @@ _SECRET_PAIR = re.compile(
 )
 
 # Long high-entropy runs (hex or base64-ish, 32+ chars, letters and digits mixed).
-_OPAQUE = re.compile(r"\b(?=[A-Za-z0-9_\-+/]*\d)(?=[A-Za-z0-9_\-+/]*[A-Za-z])[A-Za-z0-9_\-+/]{32,}={0,2}")
+_OPAQUE = re.compile(
+    r"\b(?=[A-Za-z0-9_\-+/]*\d)(?=[A-Za-z0-9_\-+/]*[A-Za-z])[A-Za-z0-9_\-+/]{32,}={0,2}"
+)
 
 
 # For what the model reads (cell sources and outputs), names that are only *weakly* secret
@@ -136,7 +140,9 @@ def restore_masked(new: str, original: str) -> str:
     count = new.count(MASK)
     if not count:
         return new
-    stood_for: list[tuple[int, str]] = [(start, original[start:end]) for start, end in _model_spans(original)]
+    stood_for: list[tuple[int, str]] = [
+        (start, original[start:end]) for start, end in _model_spans(original)
+    ]
     inside = [(start, start + len(value)) for start, value in stood_for]
     literal = original.find(MASK)
     while literal != -1:
@@ -165,7 +171,9 @@ def mask_secrets(text: str) -> str:
     masked = text
     for value in _known_secrets:
         masked = masked.replace(value, MASK)
-    masked = _URL_PASSWORD.sub(lambda m: m.group(0)[: m.start("value") - m.start()] + MASK + "@", masked)
+    masked = _URL_PASSWORD.sub(
+        lambda m: m.group(0)[: m.start("value") - m.start()] + MASK + "@", masked
+    )
     masked = _SECRET_PAIR.sub(MASK, masked)
     for pattern in _SECRET_VALUES:
         masked = pattern.sub(MASK, masked)

@@ -63,7 +63,11 @@ STATE_PHRASES: dict[str, tuple[str, str]] = {
 
 def state_summary(to_state: str) -> Summary:
     terse, normal = STATE_PHRASES.get(
-        to_state, (f"{to_state.replace('_', ' ').capitalize()}.", f"The agent is now {to_state.replace('_', ' ')}.")
+        to_state,
+        (
+            f"{to_state.replace('_', ' ').capitalize()}.",
+            f"The agent is now {to_state.replace('_', ' ')}.",
+        ),
     )
     return Summary(normal=normal, terse=terse)
 

@@ -99,7 +99,9 @@ def can_merge(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
         )
     if kind == "state":
         # Leaving awaiting_input is how every listener learns a request was resolved; keep it.
-        return first.get("from_state") != "awaiting_input" and first.get("to_state") == second.get("from_state")
+        return first.get("from_state") != "awaiting_input" and first.get("to_state") == second.get(
+            "from_state"
+        )
     return kind == "progress"
 
 
@@ -114,6 +116,8 @@ def merge(first: Mapping[str, Any], second: Mapping[str, Any]) -> dict[str, Any]
         if first["from_state"] == second["to_state"]:
             return None
         merged["from_state"] = first["from_state"]
-    if _URGENCY_ORDER.get(str(first.get("urgency")), 1) > _URGENCY_ORDER.get(str(second.get("urgency")), 1):
+    if _URGENCY_ORDER.get(str(first.get("urgency")), 1) > _URGENCY_ORDER.get(
+        str(second.get("urgency")), 1
+    ):
         merged["urgency"] = first["urgency"]
     return merged

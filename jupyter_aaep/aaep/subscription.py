@@ -130,7 +130,9 @@ class Subscription:
         kind = kind_of(message)
         session = message.get("session_id")
         if kind == "message":
-            return _Item(message, message, session if isinstance(session, str) else None, False, kind)
+            return _Item(
+                message, message, session if isinstance(session, str) else None, False, kind
+            )
         event_type = compact_type(str(message.get("type", "")))
         critical = event_type in CRITICAL_TYPES or message.get("urgency") == "critical"
         if event_type == _CONFIRMATION and not self.terms.supports_confirmation_reply:
@@ -207,7 +209,9 @@ class Subscription:
                 return None, None
         return None, None
 
-    def _coalesce(self, start: int, *, stop: int | None = None) -> tuple[Event | None, list[int], bool]:
+    def _coalesce(
+        self, start: int, *, stop: int | None = None
+    ) -> tuple[Event | None, list[int], bool]:
         """The message at *start*, merged with what follows it in its session where that is due.
 
         Chunks are merged up to a negotiated boundary (and held until one arrives). Under a
@@ -256,4 +260,8 @@ class Subscription:
         return message
 
     def describe(self) -> dict[str, Any]:
-        return {"subscription_id": self.id, "honored_capabilities": self.terms.to_json(), "closed": self.closed}
+        return {
+            "subscription_id": self.id,
+            "honored_capabilities": self.terms.to_json(),
+            "closed": self.closed,
+        }

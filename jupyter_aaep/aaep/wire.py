@@ -65,7 +65,9 @@ def _clean(value: Any, path: str, problems: list[str], depth: int, seen: set[int
         return result if changed or not isinstance(value, dict) else value
     if isinstance(value, (list, tuple)):
         seen.add(id(value))
-        items = [_clean(item, f"{path}[{i}]", problems, depth + 1, seen) for i, item in enumerate(value)]
+        items = [
+            _clean(item, f"{path}[{i}]", problems, depth + 1, seen) for i, item in enumerate(value)
+        ]
         seen.discard(id(value))
         unchanged = isinstance(value, list) and all(a is b for a, b in zip(items, value))
         return value if unchanged else items

@@ -26,12 +26,17 @@ __all__ = [
 
 Message = dict[str, Any]
 
-SUMMARY_HEADER = "Summary of the earlier part of this conversation (compacted to fit the context window):"
+SUMMARY_HEADER = (
+    "Summary of the earlier part of this conversation (compacted to fit the context window):"
+)
 MAX_SUMMARY_LINES = 40
 
+
 def cleared_placeholder(tool: str) -> str:
-    return (f"[Cleared to keep the conversation within the context window: this earlier result of {tool}. "
-            f"Call {tool} again if you need it.]")
+    return (
+        f"[Cleared to keep the conversation within the context window: this earlier result of {tool}. "
+        f"Call {tool} again if you need it.]"
+    )
 
 
 _CLEARED = "[Cleared to keep the conversation"
@@ -39,18 +44,26 @@ _SAME = re.compile(r"^\[Unchanged: identical to the earlier result of \S+ \(call
 
 
 def same_as(tool: str, use_id: str) -> str:
-    return (f"[Unchanged: identical to the earlier result of {tool} (call {use_id}), "
-            "which is above in this conversation.]")
+    return (
+        f"[Unchanged: identical to the earlier result of {tool} (call {use_id}), "
+        "which is above in this conversation.]"
+    )
 
 
-def dedupe_results(history: list[Message], results: list[dict[str, Any]], *, minimum: int = 1000) -> list[dict[str, Any]]:
+def dedupe_results(
+    history: list[Message], results: list[dict[str, Any]], *, minimum: int = 1000
+) -> list[dict[str, Any]]:
     """Send a result identical to one still in the conversation as a reference to it."""
     names = tool_names(history)
     seen: dict[str, str] = {}
     for message in history:
         for block in blocks_of(message["content"]):
             content = block.get("content")
-            if block.get("type") == "tool_result" and isinstance(content, str) and len(content) >= minimum:
+            if (
+                block.get("type") == "tool_result"
+                and isinstance(content, str)
+                and len(content) >= minimum
+            ):
                 seen.setdefault(content, str(block.get("tool_use_id")))
     out = []
     for result in results:
@@ -69,14 +82,21 @@ def dedupe_results(history: list[Message], results: list[dict[str, Any]], *, min
 
 
 def _originals(history: list[Message]) -> dict[str, Any]:
-    return {str(b.get("tool_use_id")): b.get("content") for m in history for b in blocks_of(m["content"])
-            if b.get("type") == "tool_result"}
+    return {
+        str(b.get("tool_use_id")): b.get("content")
+        for m in history
+        for b in blocks_of(m["content"])
+        if b.get("type") == "tool_result"
+    }
 
 
 def _repair_references(history: list[Message], before: dict[str, Any]) -> None:
     """A reference whose original is gone (cleared or folded) takes over its full content."""
-    present = {k for k, v in _originals(history).items()
-               if not (isinstance(v, str) and (v.startswith(_CLEARED) or _SAME.match(v)))}
+    present = {
+        k
+        for k, v in _originals(history).items()
+        if not (isinstance(v, str) and (v.startswith(_CLEARED) or _SAME.match(v)))
+    }
     moved: dict[str, str] = {}
     names = tool_names(history)
     for i, message in enumerate(history):
@@ -84,7 +104,11 @@ def _repair_references(history: list[Message], before: dict[str, Any]) -> None:
         changed = False
         for j, block in enumerate(blocks):
             content = block.get("content")
-            match = _SAME.match(content) if block.get("type") == "tool_result" and isinstance(content, str) else None
+            match = (
+                _SAME.match(content)
+                if block.get("type") == "tool_result" and isinstance(content, str)
+                else None
+            )
             if match is None or match.group(1) in present:
                 continue
             original = match.group(1)
@@ -106,8 +130,13 @@ def clear_tool_results(history: list[Message], keep: int) -> int:
     """Clear every tool result but the *keep* most recent; returns how many were cleared now."""
     names = tool_names(history)
     before = _originals(history)
-    found = [(i, j) for i, m in enumerate(history) if m["role"] == "user"
-             for j, b in enumerate(blocks_of(m["content"])) if b.get("type") == "tool_result"]
+    found = [
+        (i, j)
+        for i, m in enumerate(history)
+        if m["role"] == "user"
+        for j, b in enumerate(blocks_of(m["content"]))
+        if b.get("type") == "tool_result"
+    ]
     cleared = 0
     for i, j in found[: max(0, len(found) - keep)]:
         blocks = blocks_of(history[i]["content"])
@@ -116,7 +145,11 @@ def clear_tool_results(history: list[Message], keep: int) -> int:
         if isinstance(content, str) and content.startswith(_CLEARED):
             continue
         tool = names.get(str(block.get("tool_use_id")), "the tool")
-        replaced = {"type": "tool_result", "tool_use_id": block["tool_use_id"], "content": cleared_placeholder(tool)}
+        replaced = {
+            "type": "tool_result",
+            "tool_use_id": block["tool_use_id"],
+            "content": cleared_placeholder(tool),
+        }
         if block.get("is_error"):
             replaced["is_error"] = True
         blocks[j] = replaced
@@ -151,9 +184,12 @@ def _folded(history: list[Message], starts: list[int], k: int) -> list[Message]:
     lines = lines[-MAX_SUMMARY_LINES:]
     summary = {"type": "text", "text": "\n".join([SUMMARY_HEADER, *lines])}
     # The first kept request loses tool results whose tool_use was folded (a stopped session's).
-    kept = [b for b in blocks_of(history[cut]["content"])
-            if b.get("type") != "tool_result" and not _is_summary(b)]
-    return [{"role": "user", "content": [summary, *kept]}, *history[cut + 1:]]
+    kept = [
+        b
+        for b in blocks_of(history[cut]["content"])
+        if b.get("type") != "tool_result" and not _is_summary(b)
+    ]
+    return [{"role": "user", "content": [summary, *kept]}, *history[cut + 1 :]]
 
 
 def _summarise(messages: list[Message]) -> list[str]:
@@ -176,7 +212,9 @@ def _summarise(messages: list[Message]) -> list[str]:
         blocks = blocks_of(message["content"])
         if message["role"] == "user" and _is_request_start(message):
             flush()
-            asked = " ".join(b["text"] for b in blocks if b.get("type") == "text" and not _is_summary(b))
+            asked = " ".join(
+                b["text"] for b in blocks if b.get("type") == "text" and not _is_summary(b)
+            )
             tools, answer = Counter(), ""
         elif message["role"] == "assistant":
             for block in blocks:
@@ -207,9 +245,13 @@ def _is_request_start(message: Message) -> bool:
 
 
 def tool_names(history: list[Message]) -> dict[str, str]:
-    return {str(b.get("id")): str(b.get("name")) for m in history if m["role"] == "assistant"
-            for b in blocks_of(m["content"]) if b.get("type") == "tool_use"}
-
+    return {
+        str(b.get("id")): str(b.get("name"))
+        for m in history
+        if m["role"] == "assistant"
+        for b in blocks_of(m["content"])
+        if b.get("type") == "tool_use"
+    }
 
 
 def blocks_of(content: Any) -> list[dict[str, Any]]:

@@ -118,15 +118,22 @@ def _images_in(block: dict[str, Any]) -> int:
         return 1
     content = block.get("content")
     if block.get("type") == "tool_result" and isinstance(content, list):
-        return sum(1 for inner in content if isinstance(inner, dict) and inner.get("type") == "image")
+        return sum(
+            1 for inner in content if isinstance(inner, dict) and inner.get("type") == "image"
+        )
     return 0
 
 
 def limit_images(history: list[dict[str, Any]], keep: int) -> int:
     """Keep the *keep* most recent images of the user's side of *history*; replace the others
     with :data:`IMAGE_REMOVED`. Returns how many were removed."""
-    total = sum(_images_in(b) for m in history if m["role"] == "user" and isinstance(m["content"], list)
-                for b in m["content"] if isinstance(b, dict))
+    total = sum(
+        _images_in(b)
+        for m in history
+        if m["role"] == "user" and isinstance(m["content"], list)
+        for b in m["content"]
+        if isinstance(b, dict)
+    )
     excess = total - max(0, keep)
     removed = 0
     for index, message in enumerate(history):

@@ -90,8 +90,12 @@ def was_declined(content: Any, tool_name: str) -> bool:
     These phrases mirror ``dispatch._declined_text``; tests/agent/test_loop.py checks both."""
     if not isinstance(content, str):
         return False
-    declined = ("The user declined:", "Not run: ", f"The user did not answer in time, so {tool_name} was not run",
-                f"{tool_name} was not run:")
+    declined = (
+        "The user declined:",
+        "Not run: ",
+        f"The user did not answer in time, so {tool_name} was not run",
+        f"{tool_name} was not run:",
+    )
     return content.startswith(declined)
 
 

@@ -62,7 +62,9 @@ class ApprovalPolicy:
     mode: ApprovalMode = "ask"
     allowed: tuple[ApprovalMode, ...] = APPROVAL_MODES
     """The modes the server's administrator lets users choose (admin policy); all by default."""
-    timeouts: dict[str, int] = field(default_factory=lambda: {"low": 90, "medium": 180, "high": 300})
+    timeouts: dict[str, int] = field(
+        default_factory=lambda: {"low": 90, "medium": 180, "high": 300}
+    )
     clarification_timeout: int = 300
 
     def needs_confirmation(self, tool: ToolSpec, preview: ActionPreview) -> bool:
@@ -108,5 +110,7 @@ def locked_mode_sentence(mode: str, allowed: tuple[ApprovalMode, ...]) -> str:
     """What a user hears when they pick a mode the administrator turned off."""
     choices = " or ".join(f"'{MODE_LABELS[m]}'" for m in allowed)
     label = MODE_LABELS.get(mode, mode)  # type: ignore[call-overload]
-    return (f"The approval mode '{label}' is turned off by the administrator of this server; "
-            f"choose {choices}. The chat keeps its current mode.")
+    return (
+        f"The approval mode '{label}' is turned off by the administrator of this server; "
+        f"choose {choices}. The chat keeps its current mode."
+    )

@@ -37,7 +37,9 @@ class BulkChanges:
         reason = self._reason(preview)
         if reason is None:
             return preview
-        return replace(preview, risk_flags=(*preview.risk_flags, reason), requires_confirmation=True)
+        return replace(
+            preview, risk_flags=(*preview.risk_flags, reason), requires_confirmation=True
+        )
 
     def _reason(self, preview: ActionPreview) -> str | None:
         change = preview.extra_context.get("change")

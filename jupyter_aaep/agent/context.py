@@ -87,7 +87,9 @@ def estimate_tokens(value: object) -> int:
     if '"type":"image"' not in text:
         return max(1, math.ceil(len(text) / 4))
     bare, images = strip_image_data(value)
-    return max(1, math.ceil(len(json.dumps(bare, separators=(",", ":"), ensure_ascii=False)) / 4) + images)
+    return max(
+        1, math.ceil(len(json.dumps(bare, separators=(",", ":"), ensure_ascii=False)) / 4) + images
+    )
 
 
 def parse_too_long(message: str) -> tuple[int, int] | None:
@@ -157,18 +159,24 @@ class ContextReport:
         """The one sentence the user hears."""
         results = f"{self.cleared} old tool result{'s' if self.cleared != 1 else ''}"
         if self.summarised and self.cleared:
-            return (f"Earlier parts of this chat were summarised and {results} set aside to stay within "
-                    "the model's context window; the agent keeps working.")
+            return (
+                f"Earlier parts of this chat were summarised and {results} set aside to stay within "
+                "the model's context window; the agent keeps working."
+            )
         if self.summarised:
             return "Earlier parts of this chat were summarised to stay within the model's context window; the agent keeps working."
-        return (f"To stay within the model's context window, {results} "
-                f"{'were' if self.cleared != 1 else 'was'} set aside; the agent can run those tools again if needed.")
+        return (
+            f"To stay within the model's context window, {results} "
+            f"{'were' if self.cleared != 1 else 'was'} set aside; the agent can run those tools again if needed."
+        )
 
 
 class ContextTooLarge(Exception):
     """One request is larger than the window even with everything older cleared."""
 
-    def __init__(self, *, tool: str | None, tokens: int, limit: int, subject: str = "Your message") -> None:
+    def __init__(
+        self, *, tool: str | None, tokens: int, limit: int, subject: str = "Your message"
+    ) -> None:
         self.tool, self.tokens, self.limit = tool, tokens, limit
         what = f"The result of the tool {tool}" if tool else subject
         super().__init__(
@@ -179,15 +187,21 @@ class ContextTooLarge(Exception):
     @property
     def hint(self) -> str:
         if self.tool:
-            return (f"It was left out of the conversation. Ask for a smaller part (for example a range of "
-                    f"cells, or without outputs) so {self.tool} returns less, or clear large outputs first.")
-        return "It was left out of the conversation. Send a shorter message, or split it into parts."
+            return (
+                f"It was left out of the conversation. Ask for a smaller part (for example a range of "
+                f"cells, or without outputs) so {self.tool} returns less, or clear large outputs first."
+            )
+        return (
+            "It was left out of the conversation. Send a shorter message, or split it into parts."
+        )
 
 
 class ContextManager:
     """Applies :class:`ContextSettings` to one chat's history before each model request."""
 
-    def __init__(self, settings: ContextSettings, state: ContextState, *, model: str, max_tokens: int) -> None:
+    def __init__(
+        self, settings: ContextSettings, state: ContextState, *, model: str, max_tokens: int
+    ) -> None:
         self.settings = settings
         self.state = state
         self.max_tokens = max_tokens
@@ -239,7 +253,9 @@ class ContextManager:
         self.growth = 0
 
     # -- before a request -------------------------------------------------------------------------
-    def prepare(self, history: list[Message], fixed: int, *, request_start: bool = False) -> ContextReport:
+    def prepare(
+        self, history: list[Message], fixed: int, *, request_start: bool = False
+    ) -> ContextReport:
         """Clear, compact or refuse so the next request fits; returns what changed (to announce).
 
         *request_start* marks the first model request of a user request: the cheap moment to
@@ -259,7 +275,9 @@ class ContextManager:
         if self._estimate_cleared(fixed, history, keep) + expected > self.high:
             # Clearing cannot make room: the turns themselves are too long.
             report.cleared += clear_tool_results(history, keep)
-            report.summarised += compact(history, lambda h: self.estimate(fixed, h) + expected <= self.low)
+            report.summarised += compact(
+                history, lambda h: self.estimate(fixed, h) + expected <= self.low
+            )
         if self.estimate(fixed, history) > self.usable:
             report.cleared += clear_tool_results(history, 1)
             report.summarised += compact(history, lambda h: self.estimate(fixed, h) <= self.low)
@@ -286,14 +304,26 @@ class ContextManager:
         tokens = math.ceil(size * self.state.ratio)
         if block.get("type") == "tool_result":
             tool = names.get(str(block.get("tool_use_id")), "unknown tool")
-            note = (f"The result of {tool} was about {tokens:,} tokens, too large for the context window; "
-                    "it was left out. Ask for a smaller part.")
-            blocks[j] = {"type": "tool_result", "tool_use_id": block["tool_use_id"], "content": note, "is_error": True}
+            note = (
+                f"The result of {tool} was about {tokens:,} tokens, too large for the context window; "
+                "it was left out. Ask for a smaller part."
+            )
+            blocks[j] = {
+                "type": "tool_result",
+                "tool_use_id": block["tool_use_id"],
+                "content": note,
+                "is_error": True,
+            }
         else:
             tool = None
-            blocks[j] = {"type": "text", "text": f"[A message of about {tokens:,} tokens was left out: too large to send.]"}
+            blocks[j] = {
+                "type": "text",
+                "text": f"[A message of about {tokens:,} tokens was left out: too large to send.]",
+            }
         history[i] = {**history[i], "content": blocks}
-        subject = "Your message" if history[i]["role"] == "user" else "An earlier answer of the agent"
+        subject = (
+            "Your message" if history[i]["role"] == "user" else "An earlier answer of the agent"
+        )
         raise ContextTooLarge(tool=tool, tokens=tokens, limit=self.usable - fixed, subject=subject)
 
     def server_edit(self, estimate: int) -> dict[str, Any] | None:
@@ -309,13 +339,18 @@ class ContextManager:
                     "type": "clear_tool_uses_20250919",
                     "trigger": {"type": "input_tokens", "value": self.high},
                     "keep": {"type": "tool_uses", "value": self.settings.keep_tool_results},
-                    "clear_at_least": {"type": "input_tokens", "value": max(1, (self.high - self.low) // 2)},
+                    "clear_at_least": {
+                        "type": "input_tokens",
+                        "value": max(1, (self.high - self.low) // 2),
+                    },
                 }
             ]
         }
 
     # -- after a response --------------------------------------------------------------------------
-    def observe(self, history: list[Message], *, sent_estimate: int, prompt_tokens: int, edits: Any) -> None:
+    def observe(
+        self, history: list[Message], *, sent_estimate: int, prompt_tokens: int, edits: Any
+    ) -> None:
         """Calibrate on the reported prompt size and mirror the server's edits into the history."""
         applied = _applied_clears(edits)
         if applied:

@@ -42,12 +42,19 @@ class Guidance:
     session_id: str | None
     settings: dict[str, Any] = field(default_factory=dict)
     guidance_id: str = field(default_factory=lambda: f"gd_{secrets.token_hex(8)}")
-    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
+    created: str = field(
+        default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    )
     applied: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"guidance_id": self.guidance_id, "session_id": self.session_id, "text": self.text,
-                "created": self.created, "applied": self.applied}
+        return {
+            "guidance_id": self.guidance_id,
+            "session_id": self.session_id,
+            "text": self.text,
+            "created": self.created,
+            "applied": self.applied,
+        }
 
     def message_text(self) -> str:
         """The text block the model reads, marked so it knows the user steered mid-work."""
@@ -128,7 +135,12 @@ class RunControl:
 
     def pause_if_requested(self) -> None:
         """Enter ``paused`` now if a pause was asked for and has not happened yet."""
-        if self.pause_requested and not self.paused and self.session is not None and not self.session.closed:
+        if (
+            self.pause_requested
+            and not self.paused
+            and self.session is not None
+            and not self.session.closed
+        ):
             self._enter_pause()
 
     async def checkpoint(self) -> None:
@@ -165,12 +177,19 @@ class RunControl:
             return
         shown = mask_secrets(guidance.text)
         clipped = shown if len(shown) <= 120 else shown[:119].rstrip() + "…"
-        when = "It applies when you resume." if applies == "on_resume" else "It applies at the next step."
+        when = (
+            "It applies when you resume."
+            if applies == "on_resume"
+            else "It applies at the next step."
+        )
         session.emit(
             ProgressUpdated(
                 progress=Progress(description=f"Guidance received: {clipped}"[:1000]),
-                summary=Summary(normal=f"Guidance received: {clipped}. {when}", terse="Guidance received.",
-                                detailed=f"Guidance received: {shown[:2000]}. {when}"),
+                summary=Summary(
+                    normal=f"Guidance received: {clipped}. {when}",
+                    terse="Guidance received.",
+                    detailed=f"Guidance received: {shown[:2000]}. {when}",
+                ),
             )
         )
 

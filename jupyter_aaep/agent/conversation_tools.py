@@ -5,7 +5,9 @@ from __future__ import annotations
 from .tools import ToolContext, ToolSpec, make_tool
 
 
-async def ask_user(ctx: ToolContext, question: str, choices: list[str] | None = None, context: str | None = None) -> str:
+async def ask_user(
+    ctx: ToolContext, question: str, choices: list[str] | None = None, context: str | None = None
+) -> str:
     """Ask the user a question and wait for the answer.
 
     Use this when the request is ambiguous or you need a fact only the user knows (which

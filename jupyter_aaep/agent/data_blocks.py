@@ -59,13 +59,16 @@ def data_content(source: str, content: str | list[dict[str, Any]]) -> str | list
         return data_block(source, content)
     inner = [
         {**block, "text": neutralise(for_model(block["text"]))}
-        if block.get("type") == "text" and isinstance(block.get("text"), str) else block
+        if block.get("type") == "text" and isinstance(block.get("text"), str)
+        else block
         for block in content
     ]
     return [{"type": "text", "text": _opener(source)}, *inner, {"type": "text", "text": "</data>"}]
 
 
-_BLOCK = re.compile(r'\A<data source="(?P<source>[^"]*)" note="[^"]*">\n(?P<content>.*)\n</data>\Z', re.DOTALL)
+_BLOCK = re.compile(
+    r'\A<data source="(?P<source>[^"]*)" note="[^"]*">\n(?P<content>.*)\n</data>\Z', re.DOTALL
+)
 
 
 def unwrap(content: str | list[dict[str, Any]]) -> str:

@@ -65,7 +65,9 @@ class _Call:
     @property
     def concurrent(self) -> bool:
         spec = self.spec
-        return bool(spec and spec.read_only and not spec.conversational and not spec.require_confirmation)
+        return bool(
+            spec and spec.read_only and not spec.conversational and not spec.require_confirmation
+        )
 
 
 class ToolDispatcher:
@@ -104,7 +106,10 @@ class ToolDispatcher:
                 await self.control.checkpoint()  # a safe point: between tools
             group = [self.calls[index]]
             if group[0].concurrent:
-                while index + len(group) < len(self.calls) and self.calls[index + len(group)].concurrent:
+                while (
+                    index + len(group) < len(self.calls)
+                    and self.calls[index + len(group)].concurrent
+                ):
                     group.append(self.calls[index + len(group)])
             if len(group) == 1:
                 await self._run(group[0])
@@ -131,13 +136,22 @@ class ToolDispatcher:
         )
         if spec is None:
             available = ", ".join(self.registry.names()) or "none"
-            self._fail_visibly(call, safe_tool_name(use.name), f"There is no tool named {use.name}. Available tools: {available}.",
-                               heard=f"The agent asked for a tool that does not exist: {safe_tool_name(use.name)}.")
+            self._fail_visibly(
+                call,
+                safe_tool_name(use.name),
+                f"There is no tool named {use.name}. Available tools: {available}.",
+                heard=f"The agent asked for a tool that does not exist: {safe_tool_name(use.name)}.",
+            )
             return
         try:
             spec.check(use.input)
         except ToolError as error:
-            self._fail_visibly(call, spec.name, str(error), heard=f"The agent gave invalid input to {spec.human_label()}.")
+            self._fail_visibly(
+                call,
+                spec.name,
+                str(error),
+                heard=f"The agent gave invalid input to {spec.human_label()}.",
+            )
             return
         if spec.conversational:
             await self._call_conversational(call, spec, ctx)
@@ -145,10 +159,15 @@ class ToolDispatcher:
         try:
             preview = await spec.describe(ctx, use.input)
         except ToolError as error:
-            self._fail_visibly(call, spec.name, str(error), heard=f"Could not {spec.human_label()}: {mask_secrets(str(error))}")
+            self._fail_visibly(
+                call,
+                spec.name,
+                str(error),
+                heard=f"Could not {spec.human_label()}: {mask_secrets(str(error))}",
+            )
             return
         checked = self.bulk.check(preview)
-        bulk_flags, preview = checked.risk_flags[len(preview.risk_flags):], checked
+        bulk_flags, preview = checked.risk_flags[len(preview.risk_flags) :], checked
         for _round in range(MAX_APPROVAL_ROUNDS):
             ctx.approved_fingerprint = None
             if self.policy.needs_confirmation(spec, preview):
@@ -165,12 +184,20 @@ class ToolDispatcher:
                 call.call_id = ctx.tool_call_id = new_call_id()
                 preview = await spec.describe(ctx, use.input)
                 if bulk_flags:  # still a bulk change: it asks again
-                    preview = replace(preview, risk_flags=(*preview.risk_flags, *bulk_flags), requires_confirmation=True)
+                    preview = replace(
+                        preview,
+                        risk_flags=(*preview.risk_flags, *bulk_flags),
+                        requires_confirmation=True,
+                    )
         call.result = _result(
-            use.id, "Not run: the code kept changing while waiting for approval. Ask the user what to do.", is_error=True
+            use.id,
+            "Not run: the code kept changing while waiting for approval. Ask the user what to do.",
+            is_error=True,
         )
 
-    async def _invoke(self, call: _Call, spec: ToolSpec, preview: ActionPreview, ctx: ToolContext) -> None:
+    async def _invoke(
+        self, call: _Call, spec: ToolSpec, preview: ActionPreview, ctx: ToolContext
+    ) -> None:
         session = self.session
         session.change_state("calling_tool")
         risk = _risk(spec, preview)
@@ -182,18 +209,28 @@ class ToolDispatcher:
                 args_summary=preview.args_summary or redact_arguments(call.use.input).summary(),
                 risk_level=risk,
                 irreversible=spec.irreversible,
-                summary=Summary(normal=preview.summary, terse=preview.terse, detailed=preview.detail),
+                summary=Summary(
+                    normal=preview.summary, terse=preview.terse, detailed=preview.detail
+                ),
             )
         )
         started = time.monotonic()
         try:
             result = await spec.call(ctx, call.use.input)
         except StaleApproval:
-            self._complete(call, spec, started, "error", "Not run: the code changed after it was approved. Asking again.")
+            self._complete(
+                call,
+                spec,
+                started,
+                "error",
+                "Not run: the code changed after it was approved. Asking again.",
+            )
             raise
         except ToolError as error:
             self._complete(call, spec, started, "error", str(error))
-            call.result = _result(call.use.id, data_content(_source(spec), str(error)), is_error=True)
+            call.result = _result(
+                call.use.id, data_content(_source(spec), str(error)), is_error=True
+            )
             return
         except asyncio.CancelledError:
             self._complete(call, spec, started, "error", "Stopped before it finished.")
@@ -211,7 +248,9 @@ class ToolDispatcher:
             reason = result.error_message or result.summary or "The tool reported an error."
         self._complete(call, spec, started, status, reason, result)
         # What a tool brings back (files, cells, outputs, variables) is data, never instructions.
-        call.result = _result(call.use.id, data_content(_source(spec), result.content), is_error=result.is_error)
+        call.result = _result(
+            call.use.id, data_content(_source(spec), result.content), is_error=result.is_error
+        )
 
     def _complete(
         self,
@@ -229,7 +268,7 @@ class ToolDispatcher:
         # their words (docs/NARRATION.md).
         told = _for_listeners(error, spec) if error else None
         if status == "success":
-            heard = (result.summary if result and result.summary else f"Finished: {label}.")
+            heard = result.summary if result and result.summary else f"Finished: {label}."
         elif result is not None and result.summary:
             heard = mask_secrets(result.summary)
         else:
@@ -243,9 +282,12 @@ class ToolDispatcher:
                 error_message=mask_secrets(told)[:4000] if told else None,
                 summary=Summary(
                     normal=heard,
-                    terse=mask_secrets(result.terse) if result is not None and result.terse else (
-                        "Done." if status == "success" else "Failed."),
-                    detailed=mask_secrets(result.detail) if result is not None and result.detail else None,
+                    terse=mask_secrets(result.terse)
+                    if result is not None and result.terse
+                    else ("Done." if status == "success" else "Failed."),
+                    detailed=mask_secrets(result.detail)
+                    if result is not None and result.detail
+                    else None,
                 ),
             )
         )
@@ -256,7 +298,15 @@ class ToolDispatcher:
         """A call that cannot start still gets a paired invoked/completed, so listeners hear it."""
         session = self.session
         session.change_state("calling_tool")
-        session.emit(ToolInvoked(tool=tool, tool_call_id=call.call_id, summary=Summary(normal=heard), risk_level="low", irreversible=False))
+        session.emit(
+            ToolInvoked(
+                tool=tool,
+                tool_call_id=call.call_id,
+                summary=Summary(normal=heard),
+                risk_level="low",
+                irreversible=False,
+            )
+        )
         session.emit(
             ToolCompleted(
                 tool=tool,
@@ -290,10 +340,18 @@ class ToolDispatcher:
         automatic = policy.auto_approves(preview)
         session.change_state(
             "awaiting_input",
-            Summary(normal="Approving automatically." if automatic else f"Waiting for your approval: {preview.summary}",
-                    terse="Approving." if automatic else "Approval needed."),
+            Summary(
+                normal="Approving automatically."
+                if automatic
+                else f"Waiting for your approval: {preview.summary}",
+                terse="Approving." if automatic else "Approval needed.",
+            ),
         )
-        extra: dict[str, Any] = {"tool_call_id": call.call_id, "tool": spec.name, **preview.extra_context}
+        extra: dict[str, Any] = {
+            "tool_call_id": call.call_id,
+            "tool": spec.name,
+            **preview.extra_context,
+        }
         if preview.risk_flags:
             extra["risk_flags"] = list(preview.risk_flags)
         if automatic:
@@ -331,7 +389,11 @@ class ToolDispatcher:
         request = self.broker.open_confirmation(event)
         if automatic:
             self.broker.resolve(request, "accept", decided_by="auto:configured_policy")
-        countdown = asyncio.ensure_future(self._countdown(request, timeout)) if timeout > 60 and not automatic else None
+        countdown = (
+            asyncio.ensure_future(self._countdown(request, timeout))
+            if timeout > 60 and not automatic
+            else None
+        )
         try:
             outcome = await self._wait_for_reply(request)
         finally:
@@ -340,11 +402,24 @@ class ToolDispatcher:
         if outcome.accepted:
             # Short: the tool.invoked that follows says what runs.
             how = _approved_how(outcome, automatic=automatic)
-            session.change_state("calling_tool", Summary(normal=how, terse=how.split(" by ")[0].rstrip(".") + ".",
-                                                         detailed=f"{how} {preview.summary}"))
+            session.change_state(
+                "calling_tool",
+                Summary(
+                    normal=how,
+                    terse=how.split(" by ")[0].rstrip(".") + ".",
+                    detailed=f"{how} {preview.summary}",
+                ),
+            )
         else:
-            why = "You rejected it" if outcome.resolution == "reply" else "No answer in time, so it was rejected"
-            session.change_state("thinking", Summary(normal=f"{why}: {preview.summary} It will not happen.", terse="Rejected."))
+            why = (
+                "You rejected it"
+                if outcome.resolution == "reply"
+                else "No answer in time, so it was rejected"
+            )
+            session.change_state(
+                "thinking",
+                Summary(normal=f"{why}: {preview.summary} It will not happen.", terse="Rejected."),
+            )
         return outcome
 
     async def _wait_for_reply(self, request: Any) -> Outcome:
@@ -378,16 +453,27 @@ class ToolDispatcher:
             left = _duration(int(timeout * fraction))
             self.session.emit(
                 ProgressUpdated(
-                    progress=Progress(percent=round(100 * (1 - fraction)), description=f"{left} left to approve or reject."),
-                    summary=Summary(normal=f"Still waiting for your approval: {left} left.", terse=f"{left} left."),
+                    progress=Progress(
+                        percent=round(100 * (1 - fraction)),
+                        description=f"{left} left to approve or reject.",
+                    ),
+                    summary=Summary(
+                        normal=f"Still waiting for your approval: {left} left.",
+                        terse=f"{left} left.",
+                    ),
                 )
             )
 
     # -- services offered to tools ------------------------------------------------------------
-    async def _ask(self, question: str, *, choices: list[str] | None, context: str | None, default: str | None) -> Any:
+    async def _ask(
+        self, question: str, *, choices: list[str] | None, context: str | None, default: str | None
+    ) -> Any:
         session = self.session
         back_to = session.state if session.state != "awaiting_input" else "thinking"
-        session.change_state("awaiting_input", Summary(normal="Waiting for your answer to a question.", terse="Question for you."))
+        session.change_state(
+            "awaiting_input",
+            Summary(normal="Waiting for your answer to a question.", terse="Question for you."),
+        )
         options = tuple(dict.fromkeys(c for c in (choices or []) if c))[:32]
         kinds = ("multiple_choice", "freetext") if len(options) >= 2 else ("freetext",)
         timeout = self.policy.clarification_timeout
@@ -399,7 +485,9 @@ class ToolDispatcher:
                 reply_token=new_reply_token(),
                 timeout_seconds=timeout,
                 accepted_response_kinds=kinds,  # type: ignore[arg-type]
-                choices=tuple(Choice(value=o, label=o) for o in options) if len(options) >= 2 else None,
+                choices=tuple(Choice(value=o, label=o) for o in options)
+                if len(options) >= 2
+                else None,
                 context=mask_secrets(context)[:4096] if context else None,
                 default_response=default,
                 summary=Summary(
@@ -413,19 +501,37 @@ class ToolDispatcher:
         answered = outcome.resolution == "reply"
         session.change_state(
             back_to,
-            Summary(normal="Thanks, got your answer." if answered else "No answer in time; the agent goes on without it.",
-                    terse="Answered." if answered else "No answer."),
+            Summary(
+                normal="Thanks, got your answer."
+                if answered
+                else "No answer in time; the agent goes on without it.",
+                terse="Answered." if answered else "No answer.",
+            ),
         )
         return outcome.value
 
-    def _progress(self, description: str, *, percent: float | None, step: int | None, total_steps: int | None,
-                  eta_seconds: float | None = None, announce: bool | None = None, summary: str | None = None) -> None:
+    def _progress(
+        self,
+        description: str,
+        *,
+        percent: float | None,
+        step: int | None,
+        total_steps: int | None,
+        eta_seconds: float | None = None,
+        announce: bool | None = None,
+        summary: str | None = None,
+    ) -> None:
         if self.session.closed:
             return
         said = mask_secrets(summary or description)
         self.session.emit(
             ProgressUpdated(
-                progress=Progress(percent=percent, step=step, total_steps=total_steps, description=mask_secrets(description)[:1000]),
+                progress=Progress(
+                    percent=percent,
+                    step=step,
+                    total_steps=total_steps,
+                    description=mask_secrets(description)[:1000],
+                ),
                 summary=Summary(normal=said),
                 eta_ms=None if eta_seconds is None else min(int(eta_seconds * 1000), 86_400_000),
                 urgency=None if announce is None else ("normal" if announce else "background"),
@@ -434,7 +540,9 @@ class ToolDispatcher:
 
     async def _handoff(self, reason: str, *, needs: str | None) -> None:
         session = self.session
-        session.change_state("handing_off", Summary(normal="Handing control back to you.", terse="Handing off."))
+        session.change_state(
+            "handing_off", Summary(normal="Handing control back to you.", terse="Handing off.")
+        )
         shown = mask_secrets(reason)
         need_text = f" It needs: {mask_secrets(needs)}." if needs else ""
         session.emit(
@@ -443,11 +551,13 @@ class ToolDispatcher:
                 target_kind="human",
                 urgency_for_handoff="medium",
                 packaged_context={
-                    k: v for k, v in {
+                    k: v
+                    for k, v in {
                         "notebook_path": self.chat.notebook_path,
                         "needs": mask_secrets(needs) if needs else None,
                         "tools_used": list(self.completed_labels),
-                    }.items() if v
+                    }.items()
+                    if v
                 },
                 summary=Summary(
                     normal=f"The agent hands control back to you: {shown}{need_text}",
@@ -458,7 +568,9 @@ class ToolDispatcher:
         self.on_handoff(shown)
 
 
-def _result(tool_use_id: str, content: str | list[dict[str, Any]], *, is_error: bool) -> dict[str, Any]:
+def _result(
+    tool_use_id: str, content: str | list[dict[str, Any]], *, is_error: bool
+) -> dict[str, Any]:
     """A ``tool_result`` for the model, with credentials masked (AAEP §10).
 
     Tool output is what a cell printed, an error's text, a file's lines: a key printed by
@@ -500,8 +612,10 @@ def _default_consequence(spec: ToolSpec) -> str:
 def _declined_text(outcome: Outcome, spec: ToolSpec) -> str:
     if outcome.resolution == "reply" and not spec.irreversible:
         # A change under review ("ask before every change"): nothing was touched.
-        return (f"The user declined: they rejected this change, so {spec.name} was not applied and nothing "
-                "was changed. Do not make the same change another way; ask what they would prefer.")
+        return (
+            f"The user declined: they rejected this change, so {spec.name} was not applied and nothing "
+            "was changed. Do not make the same change another way; ask what they would prefer."
+        )
     if outcome.resolution == "reply":
         return f"The user declined: {spec.name} was not run. Do not try to achieve the same effect another way; ask what they prefer."
     if outcome.resolution == "timeout":
@@ -515,7 +629,11 @@ _CELL_ID = re.compile(r"\s*\((?:cell )?id [^)\s]+\)")
 def _for_listeners(text: str, spec: ToolSpec) -> str:
     """A tool's error in the user's words: no cell ids, the tool by what it does."""
     told = _CELL_ID.sub("", text)
-    return re.sub(rf"\b{re.escape(spec.name)}\b", spec.human_label(), told) if "_" in spec.name else told
+    return (
+        re.sub(rf"\b{re.escape(spec.name)}\b", spec.human_label(), told)
+        if "_" in spec.name
+        else told
+    )
 
 
 def _duration(seconds: int) -> str:

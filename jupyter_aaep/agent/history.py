@@ -42,7 +42,9 @@ def append_user_text(history: list[Message], text: str) -> None:
     append_user_blocks(history, [{"type": "text", "text": text}])
 
 
-def append_assistant(history: list[Message], content: Iterable[Any], *, keep_tool_use: bool) -> list[dict[str, Any]]:
+def append_assistant(
+    history: list[Message], content: Iterable[Any], *, keep_tool_use: bool
+) -> list[dict[str, Any]]:
     """Append the model's turn as request params; returns the stored blocks.
 
     ``tool_use`` blocks are kept only when the turn stopped for tools (and so will get their
@@ -81,7 +83,9 @@ def block_to_param(block: Any) -> dict[str, Any] | None:
     return dump(exclude_none=True) if callable(dump) else None
 
 
-def tool_result(tool_use_id: str, content: str | list[dict[str, Any]], *, is_error: bool) -> dict[str, Any]:
+def tool_result(
+    tool_use_id: str, content: str | list[dict[str, Any]], *, is_error: bool
+) -> dict[str, Any]:
     result: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
     if is_error:
         result["is_error"] = True
@@ -101,7 +105,9 @@ def close_open_tool_uses(history: list[Message], reason: str) -> None:
     answered: set[str] = set()
     if index + 1 < len(history):
         answered = {
-            str(b.get("tool_use_id")) for b in _as_blocks(history[index + 1]["content"]) if b.get("type") == "tool_result"
+            str(b.get("tool_use_id"))
+            for b in _as_blocks(history[index + 1]["content"])
+            if b.get("type") == "tool_result"
         }
     missing = [tool_result(i, reason, is_error=True) for i in wanted if i not in answered]
     if missing:

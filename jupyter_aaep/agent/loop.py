@@ -99,7 +99,9 @@ class AgentConfig:
     the first session after the user chose a model."""
 
 
-UNSAVED_NOTE = "The notebook's latest changes are not on disk yet; Jupyter saves them within seconds."
+UNSAVED_NOTE = (
+    "The notebook's latest changes are not on disk yet; Jupyter saves them within seconds."
+)
 
 
 @dataclass
@@ -175,7 +177,9 @@ class AgentLoop:
         control = control or RunControl()
         run = _Run(session=session, chat=chat, started_ms=session.now_ms(), control=control)
         cfg = self.config
-        manager = ContextManager(cfg.context, chat.context, model=cfg.model, max_tokens=cfg.max_tokens)
+        manager = ContextManager(
+            cfg.context, chat.context, model=cfg.model, max_tokens=cfg.max_tokens
+        )
         run.context = manager
         session.emit(
             SessionStarted(
@@ -192,14 +196,22 @@ class AgentLoop:
         )
         control.bind(session, self.broker)
         append_user_text(history, user_text if not attachment else f"{user_text}\n\n{attachment}")
-        dispatcher = ToolDispatcher(self.registry, self.broker, session, chat, on_handoff=self._on_handoff(run),
-                                    control=control)
+        dispatcher = ToolDispatcher(
+            self.registry,
+            self.broker,
+            session,
+            chat,
+            on_handoff=self._on_handoff(run),
+            control=control,
+        )
         run.dispatcher = dispatcher
         try:
             return await self._turns(run, history, dispatcher)
         except ContextTooLarge as error:
             return self._errored(
-                run, history, ModelFailure("requires_user", "CONTEXT_TOO_LARGE", True, str(error), error.hint)
+                run,
+                history,
+                ModelFailure("requires_user", "CONTEXT_TOO_LARGE", True, str(error), error.hint),
             )
         except asyncio.CancelledError:
             self._cancelled(run, history, control)
@@ -215,7 +227,9 @@ class AgentLoop:
             manager.finish_request()
 
     # -- turns ---------------------------------------------------------------------------
-    async def _turns(self, run: _Run, history: list[dict[str, Any]], dispatcher: ToolDispatcher) -> SessionResult:
+    async def _turns(
+        self, run: _Run, history: list[dict[str, Any]], dispatcher: ToolDispatcher
+    ) -> SessionResult:
         session, control = run.session, run.control
         turn = 0
         while turn < (control.max_turns or self.config.max_turns):
@@ -230,7 +244,9 @@ class AgentLoop:
             stop = message.stop_reason
             manager = run.context
             assert manager is not None
-            manager.grew(append_assistant(history, message.content, keep_tool_use=stop == "tool_use"))
+            manager.grew(
+                append_assistant(history, message.content, keep_tool_use=stop == "tool_use")
+            )
             if stop == "tool_use":
                 uses = [b for b in message.content if getattr(b, "type", None) == "tool_use"]
                 results = await dispatcher.run_all(uses)
@@ -243,12 +259,16 @@ class AgentLoop:
                 append_user_blocks(history, results)
                 if run.handoff_reason is not None:
                     await self._save(run)
-                    return self._completed(run, note=f"Handed control back to you: {run.handoff_reason}")
+                    return self._completed(
+                        run, note=f"Handed control back to you: {run.handoff_reason}"
+                    )
                 continue
             if stop == "pause_turn":
                 continue
             if control.pause_requested:
-                await control.checkpoint()  # paused before the end: guidance sent meanwhile still counts
+                await (
+                    control.checkpoint()
+                )  # paused before the end: guidance sent meanwhile still counts
             if control.queue:
                 continue  # guidance that came during the last turn: the model answers it next
             await self._save(run)
@@ -288,7 +308,9 @@ class AgentLoop:
         if run.context is not None:
             run.context.grew(blocks)
 
-    async def _model_turn(self, run: _Run, history: list[dict[str, Any]], *, request_start: bool) -> Any:
+    async def _model_turn(
+        self, run: _Run, history: list[dict[str, Any]], *, request_start: bool
+    ) -> Any:
         """One model request, with the context kept inside the window and the usage counted.
 
         Retries once the server refuses context editing (then the client clears), and up to
@@ -299,7 +321,9 @@ class AgentLoop:
         assert manager is not None
         too_long = 0
         while True:
-            static = self._request(run.chat, [])  # the system prompt and tools, which every request repeats
+            static = self._request(
+                run.chat, []
+            )  # the system prompt and tools, which every request repeats
             fixed = estimate_tokens(static.get("tools") or []) + estimate_tokens(static["system"])
             self._announce(run, manager.prepare(history, fixed, request_start=request_start))
             estimate = manager.estimate(fixed, history)
@@ -316,7 +340,9 @@ class AgentLoop:
                     raise
                 text = _error_text(error)
                 if edit is not None and "context_management" in text:
-                    log.info("the model server does not offer context editing; clearing on this side")
+                    log.info(
+                        "the model server does not offer context editing; clearing on this side"
+                    )
                     manager.refused()
                     continue
                 sizes = parse_too_long(text)
@@ -329,8 +355,13 @@ class AgentLoop:
                 manager.accepted()
             one = run.usage.add(message.usage, self.config.prices.for_model(self.config.model))
             run.chat.usage.merge(one)
-            self._record_request(run, started, usage=one, stop=message.stop_reason,
-                                 tools=sum(getattr(b, "type", None) == "tool_use" for b in message.content))
+            self._record_request(
+                run,
+                started,
+                usage=one,
+                stop=message.stop_reason,
+                tools=sum(getattr(b, "type", None) == "tool_use" for b in message.content),
+            )
             manager.observe(
                 history,
                 sent_estimate=estimate,
@@ -339,19 +370,33 @@ class AgentLoop:
             )
             return message
 
-    def _record_request(self, run: _Run, started: float, *, usage: Usage | None = None, stop: str | None = None,
-                        tools: int = 0, error: Exception | None = None) -> None:
+    def _record_request(
+        self,
+        run: _Run,
+        started: float,
+        *,
+        usage: Usage | None = None,
+        stop: str | None = None,
+        tools: int = 0,
+        error: Exception | None = None,
+    ) -> None:
         """Report one model request as a step (for the store's per-step records)."""
-        failure = describe_model_error(error, model=self.config.model).message if error is not None else None
-        run.chat.usage.request_finished(ModelRequest(
-            session_id=run.session.id,
-            model=self.config.model,
-            status="error" if error is not None else "success",
-            latency_ms=int((time.monotonic() - started) * 1000),
-            usage=usage,
-            text=_request_text(stop, tools) if error is None else "The model request failed.",
-            error=failure,
-        ))
+        failure = (
+            describe_model_error(error, model=self.config.model).message
+            if error is not None
+            else None
+        )
+        run.chat.usage.request_finished(
+            ModelRequest(
+                session_id=run.session.id,
+                model=self.config.model,
+                status="error" if error is not None else "success",
+                latency_ms=int((time.monotonic() - started) * 1000),
+                usage=usage,
+                text=_request_text(stop, tools) if error is None else "The model request failed.",
+                error=failure,
+            )
+        )
 
     def _announce(self, run: _Run, report: ContextReport) -> None:
         """Tell the user, in one sentence, that earlier context was cleared or summarised."""
@@ -393,7 +438,11 @@ class AgentLoop:
                         session.change_state("writing_output")
                         run.output = OutputCoalescer(session, boundary=self.config.output_boundary)
                     run.output.feed(event.delta.text)
-                elif event.type == "content_block_start" and event.content_block.type != "text" and run.output is not None:
+                elif (
+                    event.type == "content_block_start"
+                    and event.content_block.type != "text"
+                    and run.output is not None
+                ):
                     run.close_output()
                     session.change_state("thinking")
             message = await stream.get_final_message()
@@ -402,7 +451,9 @@ class AgentLoop:
 
     def _request(self, chat: ChatContext, history: list[dict[str, Any]]) -> dict[str, Any]:
         cfg = self.config
-        static = cfg.system_prompt + (f"\n{cfg.extra_instructions}" if cfg.extra_instructions else "")
+        static = cfg.system_prompt + (
+            f"\n{cfg.extra_instructions}" if cfg.extra_instructions else ""
+        )
         static_block: dict[str, Any] = {"type": "text", "text": static}
         if cfg.prompt_caching:
             static_block["cache_control"] = {"type": "ephemeral"}
@@ -410,7 +461,9 @@ class AgentLoop:
             "model": cfg.model,
             "max_tokens": cfg.max_tokens,
             "system": [static_block, {"type": "text", "text": chat_context(chat.notebook_path)}],
-            "messages": _with_moving_breakpoint(history) if cfg.prompt_caching and cfg.cache_conversation else history,
+            "messages": _with_moving_breakpoint(history)
+            if cfg.prompt_caching and cfg.cache_conversation
+            else history,
         }
         if len(self.registry):
             params["tools"] = self.registry.model_tools(cache=cfg.prompt_caching)
@@ -445,7 +498,9 @@ class AgentLoop:
         # Each step was heard as it happened: the normal ending does not list them again.
         normal = " ".join(part for part in (done, note, unsaved, running) if part)
         detailed = " ".join(part for part in (done, note, used, unsaved, running) if part)
-        terse = _done_terse(run.failed_labels) or ("Done." if note is None and run.lost is None else "Done, with a note.")
+        terse = _done_terse(run.failed_labels) or (
+            "Done." if note is None and run.lost is None else "Done, with a note."
+        )
         if running:
             terse = f"{terse} {running}"
         event = run.session.emit(
@@ -463,9 +518,13 @@ class AgentLoop:
         )
         return SessionResult("completed", answer, len(run.tool_labels), event, run.usage)
 
-    def _errored(self, run: _Run, history: list[dict[str, Any]], failure: ModelFailure) -> SessionResult:
+    def _errored(
+        self, run: _Run, history: list[dict[str, Any]], failure: ModelFailure
+    ) -> SessionResult:
         unfinished = run.output.text if run.output is not None else ""
-        self._close_everything(run, history, "The session ended with an error before this tool ran.")
+        self._close_everything(
+            run, history, "The session ended with an error before this tool ran."
+        )
         # Like a stop: the request is closed with a note, so the next one is not merged into it.
         close_stopped_request(history, _errored_note(failure.message), partial=unfinished)
         detailed = f"{failure.message} {failure.hint}"
@@ -478,10 +537,16 @@ class AgentLoop:
                 error_code=failure.code,
                 recoverable=failure.recoverable,
                 remediation_hint=failure.hint,
-                summary=Summary(normal=f"{failure.message} {failure.hint}", terse=failure.message, detailed=detailed),
+                summary=Summary(
+                    normal=f"{failure.message} {failure.hint}",
+                    terse=failure.message,
+                    detailed=detailed,
+                ),
             )
         )
-        return SessionResult("errored", "\n\n".join(run.answers), len(run.tool_labels), event, run.usage)
+        return SessionResult(
+            "errored", "\n\n".join(run.answers), len(run.tool_labels), event, run.usage
+        )
 
     def _cancelled(self, run: _Run, history: list[dict[str, Any]], control: RunControl) -> None:
         unfinished = run.output.text if run.output is not None else ""
@@ -493,7 +558,10 @@ class AgentLoop:
         )
         after = "Nothing else will run."
         if control.reason == "superseded_by_new_request":  # a new message while it waited for you
-            who, after = "Your new message replaced this request.", "What it was waiting for did not run."
+            who, after = (
+                "Your new message replaced this request.",
+                "What it was waiting for did not run.",
+            )
         partial = "\n\n".join(run.answers)
         run.session.emit(
             SessionCancelled(
@@ -502,7 +570,9 @@ class AgentLoop:
                 partial_result=_clip(partial, 1000) or None,
                 summary=Summary(
                     normal=f"{who} {after} Changes made so far are kept.",
-                    terse="Replaced." if control.reason == "superseded_by_new_request" else "Stopped.",
+                    terse="Replaced."
+                    if control.reason == "superseded_by_new_request"
+                    else "Stopped.",
                     detailed=f"{who} {after} Changes made so far are kept; "
                     f"{_tool_phrase(run.tool_labels) or 'no tools had finished.'} {run.usage.sentence()}",
                 ),
@@ -534,9 +604,15 @@ def _failed_labels(dispatcher: ToolDispatcher) -> list[str]:
     for call in dispatcher.calls:
         result = call.result
         name = call.spec.name if call.spec is not None else ""
-        if result is None or not result.get("is_error") or _was_declined(result.get("content"), name):
+        if (
+            result is None
+            or not result.get("is_error")
+            or _was_declined(result.get("content"), name)
+        ):
             continue
-        failed.append(call.spec.human_label() if call.spec is not None else safe_tool_name(call.use.name))
+        failed.append(
+            call.spec.human_label() if call.spec is not None else safe_tool_name(call.use.name)
+        )
     return failed
 
 

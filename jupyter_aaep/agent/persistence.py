@@ -34,11 +34,15 @@ EditCheck = Callable[[str, dict[str, Any]], "list[str] | None"]
 
 RESTART_CODE = "SERVER_RESTARTED"
 RESTART_HINT = "Choose Continue to pick up where the agent stopped."
-CONTINUE_TEXT = ("[The Jupyter server stopped while you were working on my previous request; this is an "
-                 "automatic message.] Continue that request from where you stopped. Check the notebook's "
-                 "current state first: your last step may or may not have been applied.")
-CONTINUE_AFTER_ERROR = ("[The previous request ended with an error; this is an automatic message.] Continue that "
-                        "request from where you stopped.")
+CONTINUE_TEXT = (
+    "[The Jupyter server stopped while you were working on my previous request; this is an "
+    "automatic message.] Continue that request from where you stopped. Check the notebook's "
+    "current state first: your last step may or may not have been applied."
+)
+CONTINUE_AFTER_ERROR = (
+    "[The previous request ended with an error; this is an automatic message.] Continue that "
+    "request from where you stopped."
+)
 
 
 def now_iso() -> str:
@@ -81,7 +85,9 @@ class _Writer:
         store.append_event(chat.chat_id, event)
         kind = event.get("type")
         if kind == "aaep:agent.session.started":
-            store.session_started(chat.chat_id, str(event["session_id"]), str(event.get("timestamp")))
+            store.session_started(
+                chat.chat_id, str(event["session_id"]), str(event.get("timestamp"))
+            )
             self.persistence.notices.session_started(chat)
         elif kind == "aaep:agent.state.changed" and event.get("to_state") == "thinking":
             self.save_history()
@@ -93,13 +99,23 @@ class _Writer:
         if not self.active:
             return
         usage = record.usage
-        self.persistence.store.add_step(self.chat.chat_id, StepRecord(
-            session_id=record.session_id, kind="model_request", status=record.status, name=record.model,
-            text=record.text, latency_ms=record.latency_ms, error=record.error,
-            input_tokens=usage.input_tokens if usage else None, output_tokens=usage.output_tokens if usage else None,
-            cache_read_tokens=usage.cache_read_tokens if usage else None,
-            cache_write_tokens=usage.cache_write_tokens if usage else None, created=now_iso(),
-        ))
+        self.persistence.store.add_step(
+            self.chat.chat_id,
+            StepRecord(
+                session_id=record.session_id,
+                kind="model_request",
+                status=record.status,
+                name=record.model,
+                text=record.text,
+                latency_ms=record.latency_ms,
+                error=record.error,
+                input_tokens=usage.input_tokens if usage else None,
+                output_tokens=usage.output_tokens if usage else None,
+                cache_read_tokens=usage.cache_read_tokens if usage else None,
+                cache_write_tokens=usage.cache_write_tokens if usage else None,
+                created=now_iso(),
+            ),
+        )
 
     def save_history(self) -> None:
         """At a turn boundary: the previous turn's results are in the history now."""
@@ -113,7 +129,9 @@ class _Writer:
 class ChatPersistence:
     """The runner's link to a :class:`ChatStore`."""
 
-    def __init__(self, store: ChatStore, *, file_id: Callable[[str], str | None] | None = None) -> None:
+    def __init__(
+        self, store: ChatStore, *, file_id: Callable[[str], str | None] | None = None
+    ) -> None:
         self.store = store
         self.file_id = file_id or (lambda _path: None)
         self._writers: dict[str, _Writer] = {}
@@ -126,10 +144,18 @@ class ChatPersistence:
 
     # -- chats -------------------------------------------------------------------------------------
     def record(self, chat: Chat) -> StoredChat:
-        return StoredChat(chat_id=chat.chat_id, notebook_path=chat.notebook_path, file_id=chat.file_id,
-                          title=chat.title, created=chat.created, updated=chat.updated,
-                          approval_mode=chat.approval.mode, can_continue=chat.can_continue,
-                          model=chat.model, model_label=chat.model_label)
+        return StoredChat(
+            chat_id=chat.chat_id,
+            notebook_path=chat.notebook_path,
+            file_id=chat.file_id,
+            title=chat.title,
+            created=chat.created,
+            updated=chat.updated,
+            approval_mode=chat.approval.mode,
+            can_continue=chat.can_continue,
+            model=chat.model,
+            model_label=chat.model_label,
+        )
 
     def created(self, chat: Chat) -> None:
         if chat.notebook_path:
@@ -175,8 +201,13 @@ class ChatPersistence:
             writer.saved_length = len(chat.history)
         terminal = session.terminal_event
         status = str(terminal["type"]).rsplit(".", 1)[-1] if terminal else "errored"
-        if usage is not None and isinstance(usage.get("sessions"), list):  # this session's, not every earlier one's
-            usage = {**usage, "sessions": [s for s in usage["sessions"] if s.get("session_id") == session.id]}
+        if usage is not None and isinstance(
+            usage.get("sessions"), list
+        ):  # this session's, not every earlier one's
+            usage = {
+                **usage,
+                "sessions": [s for s in usage["sessions"] if s.get("session_id") == session.id],
+            }
         self.store.session_ended(session.id, status, chat.updated, terminal, usage)
         self.store.save_chat(self.record(chat))
 
@@ -196,7 +227,9 @@ class ChatPersistence:
             writer.active = False
 
     # -- loading -----------------------------------------------------------------------------------
-    def load(self, chat_id: str, make: Callable[[StoredChat, Emitter], Chat], history_limit: int) -> Chat | None:
+    def load(
+        self, chat_id: str, make: Callable[[StoredChat, Emitter], Chat], history_limit: int
+    ) -> Chat | None:
         """The stored chat with its history, recent events (for replay) and edit records (for undo)."""
         stored = self.store.load_chat(chat_id)
         if stored is None:
@@ -204,7 +237,9 @@ class ChatPersistence:
         emitter = Emitter(history_limit=history_limit)
         emitter.restore_history(self.store.events(chat_id, last=history_limit))
         chat = make(stored, emitter)
-        chat.snapshots.update({sid: body for sid, body in self.store.snapshots(chat_id).items() if undoable(body)})
+        chat.snapshots.update(
+            {sid: body for sid, body in self.store.snapshots(chat_id).items() if undoable(body)}
+        )
         self.watch(chat)
         return chat
 
@@ -224,16 +259,26 @@ class ChatPersistence:
                 self.store.session_ended(stored.session_id, "errored", now_iso(), None, None)
                 continue
             session = Session(Emitter(), producer, session_id=stored.session_id)
-            session.restore(state=self.store.session_states(stored.session_id),
-                            next_sequence=int(last.get("sequence_number", -1)) + 1)
+            session.restore(
+                state=self.store.session_states(stored.session_id),
+                next_sequence=int(last.get("sequence_number", -1)) + 1,
+            )
             closing = _close_open_work(session, self.store.session_events(stored.session_id))
             message = "The Jupyter server stopped while the agent was working on this request."
             found = self._edits_on_disk(stored.chat_id, stored.session_id, check_edits)
-            event = session.emit(SessionErrored(
-                error_category="transient", error_code=RESTART_CODE, recoverable=True, remediation_hint=RESTART_HINT,
-                summary=Summary(normal=f"{message} {found} {RESTART_HINT}", terse="Interrupted by a server restart.",
-                                detailed=f"{message} {found} {RESTART_HINT}"),
-            ))
+            event = session.emit(
+                SessionErrored(
+                    error_category="transient",
+                    error_code=RESTART_CODE,
+                    recoverable=True,
+                    remediation_hint=RESTART_HINT,
+                    summary=Summary(
+                        normal=f"{message} {found} {RESTART_HINT}",
+                        terse="Interrupted by a server restart.",
+                        detailed=f"{message} {found} {RESTART_HINT}",
+                    ),
+                )
+            )
             for done in [*closing, event]:
                 self.store.append_event(stored.chat_id, done)
                 if done.get("type") == "aaep:agent.tool.completed":
@@ -241,18 +286,25 @@ class ChatPersistence:
             self.store.session_ended(stored.session_id, "errored", now_iso(), event, None)
             chat = self.store.load_chat(stored.chat_id)
             if chat is not None:
-                close_open_tool_uses(chat.history, "The server stopped before this tool's result was recorded.")
+                close_open_tool_uses(
+                    chat.history, "The server stopped before this tool's result was recorded."
+                )
                 chat.can_continue = True
                 chat.updated = now_iso()
                 self.store.save_chat(chat)
                 self.store.save_history(chat.chat_id, chat.history, updated=chat.updated)
             closed.append(stored.session_id)
-            log.warning("AAEP: session %s of chat %s was running when the server stopped; it is closed as "
-                        "errored and can be continued.", stored.session_id, stored.chat_id)
-        if self.store.ok:  # otherwise the closings wait in memory and land once the database can be written
+            log.warning(
+                "AAEP: session %s of chat %s was running when the server stopped; it is closed as "
+                "errored and can be continued.",
+                stored.session_id,
+                stored.chat_id,
+            )
+        if (
+            self.store.ok
+        ):  # otherwise the closings wait in memory and land once the database can be written
             self.store.flush()
         return closed
-
 
     def _edits_on_disk(self, chat_id: str, session_id: str, check_edits: EditCheck | None) -> str:
         """One sentence on whether the interrupted session's notebook edits reached the file."""
@@ -264,13 +316,21 @@ class ChatPersistence:
             try:
                 missing = check_edits(str(body.get("path") or ""), body)
             except Exception as error:  # noqa: BLE001 - said as "could not be checked"
-                log.warning("could not compare session %s's edits with the notebook file: %s", session_id, error)
+                log.warning(
+                    "could not compare session %s's edits with the notebook file: %s",
+                    session_id,
+                    error,
+                )
         if missing is None:
-            return ("Whether the agent's last changes reached the notebook's file could not be checked; "
-                    "look at the notebook before continuing.")
+            return (
+                "Whether the agent's last changes reached the notebook's file could not be checked; "
+                "look at the notebook before continuing."
+            )
         if not missing:
             return "The agent's changes until then are in the notebook's file."
-        shown = "; ".join(missing[:5]) + (f"; and {len(missing) - 5} more" if len(missing) > 5 else "")
+        shown = "; ".join(missing[:5]) + (
+            f"; and {len(missing) - 5} more" if len(missing) > 5 else ""
+        )
         return f"These changes by the agent may be missing from the notebook's file: {shown}."
 
 
@@ -278,8 +338,11 @@ def tool_step(event: Event) -> StepRecord:
     """The step record of one ``tool.completed`` event."""
     duration = event.get("duration_ms")
     return StepRecord(
-        session_id=str(event.get("session_id")), kind="tool", status=str(event.get("status")),
-        name=str(event.get("tool") or ""), text=str(event.get("summary_normal") or ""),
+        session_id=str(event.get("session_id")),
+        kind="tool",
+        status=str(event.get("status")),
+        name=str(event.get("tool") or ""),
+        text=str(event.get("summary_normal") or ""),
         latency_ms=duration if isinstance(duration, int) else None,
         error=str(event["error_message"]) if event.get("error_message") else None,
         created=str(event.get("timestamp")) if event.get("timestamp") else None,
@@ -303,16 +366,30 @@ def _close_open_work(session: Session, events: list[Event]) -> list[Event]:
     closing: list[Event] = []
     for output_id, (end, complete) in outputs.items():
         if not complete:
-            closing.append(session.emit(OutputStreaming(chunk="", position=end, complete=True,
-                                                        output_id=output_id or None)))
+            closing.append(
+                session.emit(
+                    OutputStreaming(
+                        chunk="", position=end, complete=True, output_id=output_id or None
+                    )
+                )
+            )
     if tools:
         changed = session.change_state("calling_tool")
         if changed is not None:
             closing.append(changed)
     for call_id, tool in tools.items():
-        closing.append(session.emit(ToolCompleted(
-            tool=tool, status="error", tool_call_id=call_id, duration_ms=0,
-            error_message="The server stopped while this tool ran; whether it finished is unknown.",
-            summary=Summary(normal=f"{tool} was interrupted by a server restart.", terse="Interrupted."),
-        )))
+        closing.append(
+            session.emit(
+                ToolCompleted(
+                    tool=tool,
+                    status="error",
+                    tool_call_id=call_id,
+                    duration_ms=0,
+                    error_message="The server stopped while this tool ran; whether it finished is unknown.",
+                    summary=Summary(
+                        normal=f"{tool} was interrupted by a server restart.", terse="Interrupted."
+                    ),
+                )
+            )
+        )
     return closing

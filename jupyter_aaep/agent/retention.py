@@ -48,17 +48,25 @@ class RetentionPolicy:
 
 def _expired_sessions(conn: sqlite3.Connection, days: float, limit: int) -> list[tuple[str, str]]:
     cutoff = (datetime.now(timezone.utc) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-    return [(r[0], r[1]) for r in conn.execute(
-        "SELECT session_id, chat_id FROM sessions WHERE status != 'running' AND ended IS NOT NULL AND ended < ?"
-        " LIMIT ?", (cutoff, limit))]
+    return [
+        (r[0], r[1])
+        for r in conn.execute(
+            "SELECT session_id, chat_id FROM sessions WHERE status != 'running' AND ended IS NOT NULL AND ended < ?"
+            " LIMIT ?",
+            (cutoff, limit),
+        )
+    ]
 
 
-def _oversized_sessions(conn: sqlite3.Connection, chat_id: str, keep: int, limit: int) -> list[tuple[str, str]]:
+def _oversized_sessions(
+    conn: sqlite3.Connection, chat_id: str, keep: int, limit: int
+) -> list[tuple[str, str]]:
     """The oldest sessions of *chat_id* whose events lie beyond the newest *keep* bytes."""
     total = 0
     cut_seq = None
-    for seq, size in conn.execute("SELECT seq, length(body) FROM events WHERE chat_id=? ORDER BY seq DESC",
-                                  (chat_id,)):
+    for seq, size in conn.execute(
+        "SELECT seq, length(body) FROM events WHERE chat_id=? ORDER BY seq DESC", (chat_id,)
+    ):
         total += size
         if total > keep:
             cut_seq = seq
@@ -67,7 +75,8 @@ def _oversized_sessions(conn: sqlite3.Connection, chat_id: str, keep: int, limit
         return []
     rows = conn.execute(
         "SELECT DISTINCT session_id FROM events WHERE chat_id=? AND seq<=? AND session_id IS NOT NULL LIMIT ?",
-        (chat_id, cut_seq, limit))
+        (chat_id, cut_seq, limit),
+    )
     sessions = [(r[0], chat_id) for r in rows]
     running = {r[0] for r in conn.execute("SELECT session_id FROM sessions WHERE status='running'")}
     return [s for s in sessions if s[0] not in running]
@@ -75,14 +84,18 @@ def _oversized_sessions(conn: sqlite3.Connection, chat_id: str, keep: int, limit
 
 def _drop_loose(conn: sqlite3.Connection, chat_id: str, keep: int, batch: int) -> int:
     """Events with no session (chat notices) older than the byte limit allows."""
-    rows = conn.execute("SELECT seq, length(body) FROM events WHERE chat_id=? ORDER BY seq DESC", (chat_id,))
+    rows = conn.execute(
+        "SELECT seq, length(body) FROM events WHERE chat_id=? ORDER BY seq DESC", (chat_id,)
+    )
     total = 0
     for seq, size in rows:
         total += size
         if total > keep:
             return conn.execute(
                 "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE chat_id=? AND seq<=? AND session_id"
-                " IS NULL LIMIT ?)", (chat_id, seq, batch)).rowcount
+                " IS NULL LIMIT ?)",
+                (chat_id, seq, batch),
+            ).rowcount
     return 0
 
 
@@ -109,15 +122,22 @@ def prune_step(conn: sqlite3.Connection, policy: RetentionPolicy, chats: set[str
     for session_id, chat_id in victims:
         if deleted >= policy.batch:
             break
-        deleted += conn.execute("DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE session_id=? LIMIT ?)",
-                                (session_id, policy.batch)).rowcount
+        deleted += conn.execute(
+            "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE session_id=? LIMIT ?)",
+            (session_id, policy.batch),
+        ).rowcount
         deleted += conn.execute("DELETE FROM steps WHERE session_id=?", (session_id,)).rowcount
-        deleted += conn.execute("DELETE FROM snapshots WHERE chat_id=? AND session_id=?",
-                                (chat_id, session_id)).rowcount
+        deleted += conn.execute(
+            "DELETE FROM snapshots WHERE chat_id=? AND session_id=?", (chat_id, session_id)
+        ).rowcount
         if expired:  # past the time limit: the request's row goes too
-            deleted += conn.execute("DELETE FROM sessions WHERE session_id=?", (session_id,)).rowcount
+            deleted += conn.execute(
+                "DELETE FROM sessions WHERE session_id=?", (session_id,)
+            ).rowcount
         else:  # its outcome stays (status and times), without the copy of its last event and its usage
-            conn.execute("UPDATE sessions SET terminal=NULL, usage=NULL WHERE session_id=?", (session_id,))
+            conn.execute(
+                "UPDATE sessions SET terminal=NULL, usage=NULL WHERE session_id=?", (session_id,)
+            )
     return deleted
 
 
@@ -128,7 +148,9 @@ def release_space(conn: sqlite3.Connection, *, slack: int = 256, most: int = 204
         return
     free = conn.execute("PRAGMA freelist_count").fetchone()[0]
     if free > slack:
-        conn.executescript(f"PRAGMA incremental_vacuum({int(min(free - slack, most))});")  # execute() frees 1 page
+        conn.executescript(
+            f"PRAGMA incremental_vacuum({int(min(free - slack, most))});"
+        )  # execute() frees 1 page
 
 
 __all__ = ["RetentionPolicy", "prune_step", "release_space"]

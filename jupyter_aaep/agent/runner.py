@@ -38,8 +38,15 @@ log = logging.getLogger(__name__)
 
 EVENT_HISTORY_LIMIT = 5000
 
-SUPPORTS: Mapping[str, bool] = {"stop": True, "pause": True, "resume": True, "guidance": True, "approval_mode": True,
-                                 "revert": True, "continue": True}
+SUPPORTS: Mapping[str, bool] = {
+    "stop": True,
+    "pause": True,
+    "resume": True,
+    "guidance": True,
+    "approval_mode": True,
+    "revert": True,
+    "continue": True,
+}
 SNAPSHOTS_KEPT = 10
 EDIT_SAVE_DELAY = 0.15
 """Seconds after an agent edit before the notebook is saved (edits in a burst are saved once)."""
@@ -93,9 +100,20 @@ class Chat:
 
     def usage_report(self) -> dict[str, Any]:
         """The chat's token usage and estimated cost, in total and per finished session."""
-        sessions = [{"session_id": r.terminal_event.get("session_id"), "status": r.status, **r.usage.to_json()}
-                    for r in self.results if r.terminal_event is not None]
-        return {**self.usage.to_json(), "sessions": sessions, "context_compactions": self.context.compactions}
+        sessions = [
+            {
+                "session_id": r.terminal_event.get("session_id"),
+                "status": r.status,
+                **r.usage.to_json(),
+            }
+            for r in self.results
+            if r.terminal_event is not None
+        ]
+        return {
+            **self.usage.to_json(),
+            "sessions": sessions,
+            "context_compactions": self.context.compactions,
+        }
 
     @property
     def running(self) -> bool:
@@ -112,7 +130,9 @@ class Chat:
         a new message then replaces the waiting request."""
         if not self.running or self.session is None:
             return False
-        return self.session.state == "awaiting_input" or self.control.paused_from == "awaiting_input"
+        return (
+            self.session.state == "awaiting_input" or self.control.paused_from == "awaiting_input"
+        )
 
     @property
     def paused(self) -> bool:
@@ -200,8 +220,9 @@ class ChatRunner:
                 approval.set_mode(approval_mode)
             except ValueError as error:
                 raise InvalidInput(str(error)) from error
-        chat = Chat(chat_id=f"chat_{secrets.token_hex(16)}", notebook_path=notebook_path,
-                    approval=approval)
+        chat = Chat(
+            chat_id=f"chat_{secrets.token_hex(16)}", notebook_path=notebook_path, approval=approval
+        )
         self._chats[chat.chat_id] = chat
         if self.persistence is not None:
             self.persistence.created(chat)
@@ -213,7 +234,9 @@ class ChatRunner:
         if chat is None:
             chat = self._load(chat_id)
         if chat is None:
-            raise UnknownChat(f"There is no chat with id {chat_id!r}. Create one with POST /aaep/v1/chats.")
+            raise UnknownChat(
+                f"There is no chat with id {chat_id!r}. Create one with POST /aaep/v1/chats."
+            )
         self._chats[chat_id] = self._chats.pop(chat_id)  # most recently used last
         return chat
 
@@ -234,10 +257,20 @@ class ChatRunner:
     def _from_store(self, stored: StoredChat, emitter: Emitter) -> Chat:
         approval = self.policy_factory()
         approval.restore(stored.approval_mode)  # 'auto' is never remembered across restarts
-        return Chat(chat_id=stored.chat_id, notebook_path=stored.notebook_path, emitter=emitter,
-                    history=stored.history, approval=approval, title=stored.title, created=stored.created,
-                    updated=stored.updated, file_id=stored.file_id, can_continue=stored.can_continue,
-                    model=stored.model, model_label=stored.model_label)
+        return Chat(
+            chat_id=stored.chat_id,
+            notebook_path=stored.notebook_path,
+            emitter=emitter,
+            history=stored.history,
+            approval=approval,
+            title=stored.title,
+            created=stored.created,
+            updated=stored.updated,
+            file_id=stored.file_id,
+            can_continue=stored.can_continue,
+            model=stored.model,
+            model_label=stored.model_label,
+        )
 
     def _evict(self) -> None:
         """Keep at most ``loaded_limit`` chats in memory: drop the least recently used ones that
@@ -255,8 +288,9 @@ class ChatRunner:
             del self._chats[chat.chat_id]
             excess -= 1
 
-    def page(self, notebook_path: str | None = None, *, limit: int = 20,
-             before: str | None = None) -> tuple[list[Chat | StoredChat], str | None]:
+    def page(
+        self, notebook_path: str | None = None, *, limit: int = 20, before: str | None = None
+    ) -> tuple[list[Chat | StoredChat], str | None]:
         """One page of chats, newest first, from memory and the store; and the next page's cursor.
 
         A notebook's chats are found by its path and by its file id, so they follow a rename;
@@ -271,8 +305,9 @@ class ChatRunner:
         if self.persistence is not None:
             if notebook_path:
                 file_id = self.persistence.file_id_of(notebook_path)
-            for row in self.persistence.store.list_chats(notebook_path=notebook_path, file_id=file_id,
-                                                         before=after, limit=limit + 1):
+            for row in self.persistence.store.list_chats(
+                notebook_path=notebook_path, file_id=file_id, before=after, limit=limit + 1
+            ):
                 if notebook_path and row.notebook_path != notebook_path:  # renamed: follow it
                     row.notebook_path = notebook_path
                     self.persistence.store.save_chat(row)
@@ -301,7 +336,11 @@ class ChatRunner:
             self.persistence.notices.changed(health, list(self._chats.values()))
 
     def chats(self, notebook_path: str | None = None) -> list[Chat]:
-        return [c for c in self._chats.values() if notebook_path is None or c.notebook_path == notebook_path]
+        return [
+            c
+            for c in self._chats.values()
+            if notebook_path is None or c.notebook_path == notebook_path
+        ]
 
     # -- sessions ------------------------------------------------------------------------------
     def submit(self, chat_id: str, text: Any, *, attachment: str | None = None) -> str:
@@ -324,7 +363,9 @@ class ChatRunner:
         if chat.running:
             _refuse_if_held(chat)
             if not chat.waiting_for_user:
-                raise ChatBusy("The agent is still working on the previous request. Stop it or wait until it finishes.")
+                raise ChatBusy(
+                    "The agent is still working on the previous request. Stop it or wait until it finishes."
+                )
             previous = chat.task
             chat.control.cancelled_by = "user"
             chat.control.reason = "superseded_by_new_request"
@@ -334,30 +375,54 @@ class ChatRunner:
         chat.control = RunControl()
         self._starting(chat, text)
         if self.acknowledge_input:
-            chat.emitter.publish({"kind": "user_input.accepted", "session_id": session.id, "chat_id": chat.chat_id})
+            chat.emitter.publish(
+                {"kind": "user_input.accepted", "session_id": session.id, "chat_id": chat.chat_id}
+            )
         if previous is not None:
             previous.cancel()
-        chat.task = asyncio.ensure_future(self._run(chat, session, text, after=previous, attachment=attachment))
+        chat.task = asyncio.ensure_future(
+            self._run(chat, session, text, after=previous, attachment=attachment)
+        )
         return session.id
 
     async def _run(
-        self, chat: Chat, session: Session, text: str, *, after: asyncio.Task[SessionResult] | None = None,
+        self,
+        chat: Chat,
+        session: Session,
+        text: str,
+        *,
+        after: asyncio.Task[SessionResult] | None = None,
         attachment: str | None = None,
     ) -> SessionResult:
         if after is not None:
-            await asyncio.wait([after])  # the superseded session closes (and fixes the history) first
+            await asyncio.wait(
+                [after]
+            )  # the superseded session closes (and fixes the history) first
         record = self.begin_record(chat, session)
         client = self.client_factory()
-        loop = AgentLoop(client, self.registry_factory(chat), broker=self.broker, config=self._config_for(chat))
+        loop = AgentLoop(
+            client, self.registry_factory(chat), broker=self.broker, config=self._config_for(chat)
+        )
         context = ChatContext(
-            chat_id=chat.chat_id, notebook_path=chat.notebook_path, services=self.services, approval=chat.approval,
-            usage=chat.usage, context=chat.context, save_changes=lambda: self.save_notebook(chat),
+            chat_id=chat.chat_id,
+            notebook_path=chat.notebook_path,
+            services=self.services,
+            approval=chat.approval,
+            usage=chat.usage,
+            context=chat.context,
+            save_changes=lambda: self.save_notebook(chat),
             check_changes=lambda: self._lost_changes(record),
             still_running=self._still_running(chat),
         )
         try:
-            result = await loop.run(session, chat.history, text, chat=context, control=chat.control,
-                                    attachment=attachment)
+            result = await loop.run(
+                session,
+                chat.history,
+                text,
+                chat=context,
+                control=chat.control,
+                attachment=attachment,
+            )
         finally:
             self.end_record(chat)
             self._ended(chat, session)
@@ -384,7 +449,9 @@ class ChatRunner:
         try:
             return bool(await save(chat.notebook_path))
         except Exception as error:  # noqa: BLE001 - the autosave still follows; the log says why
-            log.warning("could not save %s at the end of the session: %s", chat.notebook_path, error)
+            log.warning(
+                "could not save %s at the end of the session: %s", chat.notebook_path, error
+            )
             return False
 
     def _starting(self, chat: Chat, text: str) -> None:
@@ -393,14 +460,19 @@ class ChatRunner:
         chat.can_continue = False
         if not chat.title:
             flat = " ".join(text.split())
-            chat.title = flat if len(flat) <= TITLE_LENGTH else flat[: TITLE_LENGTH - 1].rstrip() + "…"
+            chat.title = (
+                flat if len(flat) <= TITLE_LENGTH else flat[: TITLE_LENGTH - 1].rstrip() + "…"
+            )
         if changed and self.persistence is not None:
             self.persistence.changed(chat)
 
     def _ended(self, chat: Chat, session: Session) -> None:
         """The session closed (or its task was cut short): store the history and the outcome."""
         terminal = session.terminal_event or {}
-        chat.can_continue = terminal.get("type") == "aaep:agent.session.errored" and terminal.get("recoverable") is True
+        chat.can_continue = (
+            terminal.get("type") == "aaep:agent.session.errored"
+            and terminal.get("recoverable") is True
+        )
         if self.persistence is not None:
             self.persistence.session_ended(chat, session, chat.usage_report() if terminal else None)
 
@@ -408,11 +480,17 @@ class ChatRunner:
         """Start a session that asks the model to carry on with the interrupted request."""
         chat = self.get(chat_id)
         if chat.running:
-            raise ChatBusy("The agent is already working in this chat; there is nothing to continue.")
+            raise ChatBusy(
+                "The agent is already working in this chat; there is nothing to continue."
+            )
         if not chat.can_continue or not chat.history:
-            raise ChatBusy("There is nothing to continue in this chat: its last request was not interrupted. "
-                           "Send a new message instead.")
-        restarted = any(e.get("error_code") == "SERVER_RESTARTED" for e in chat.emitter.history[-3:])
+            raise ChatBusy(
+                "There is nothing to continue in this chat: its last request was not interrupted. "
+                "Send a new message instead."
+            )
+        restarted = any(
+            e.get("error_code") == "SERVER_RESTARTED" for e in chat.emitter.history[-3:]
+        )
         return self.submit(chat_id, CONTINUE_TEXT if restarted else CONTINUE_AFTER_ERROR)
 
     def begin_record(self, chat: Chat, session: Session) -> Any:
@@ -420,7 +498,12 @@ class ChatRunner:
         begin = getattr(self.services.get("notebook"), "begin_record", None)
         if begin is None or not chat.notebook_path:
             return None
-        return begin(chat.chat_id, session.id, chat.notebook_path, lambda record: self._recorded(chat, record))
+        return begin(
+            chat.chat_id,
+            session.id,
+            chat.notebook_path,
+            lambda record: self._recorded(chat, record),
+        )
 
     def end_record(self, chat: Chat) -> None:
         end = getattr(self.services.get("notebook"), "end_record", None)
@@ -460,8 +543,10 @@ class ChatRunner:
         lost = list(getattr(record, "lost", []))
         if not lost:
             return None
-        return ("Another program rewrote the notebook's file during this request, and these changes by the agent "
-                f"are gone: {'; '.join(lost)}.")
+        return (
+            "Another program rewrote the notebook's file during this request, and these changes by the agent "
+            f"are gone: {'; '.join(lost)}."
+        )
 
     async def revert(self, chat_id: str, session_id: str | None = None) -> dict[str, Any]:
         """Take back what a session (the latest by default) and the later ones changed.
@@ -474,26 +559,44 @@ class ChatRunner:
             raise ChatBusy("The agent is still working. Stop it before undoing its changes.")
         notebooks = self.services.get("notebook")
         if notebooks is None or not chat.notebook_path or not chat.snapshots:
-            raise InvalidInput("There is nothing to undo: the agent has not changed this notebook in this chat "
-                               "since its changes were last undone.")
+            raise InvalidInput(
+                "There is nothing to undo: the agent has not changed this notebook in this chat "
+                "since its changes were last undone."
+            )
         target = session_id or next(reversed(chat.snapshots))
         if target not in chat.snapshots:
-            raise InvalidInput("There is nothing to undo for that request: it changed nothing in the notebook, "
-                               "or its changes were already undone.")
-        undone = list(chat.snapshots)[list(chat.snapshots).index(target):]
+            raise InvalidInput(
+                "There is nothing to undo for that request: it changed nothing in the notebook, "
+                "or its changes were already undone."
+            )
+        undone = list(chat.snapshots)[list(chat.snapshots).index(target) :]
         report = await notebooks.undo(chat.notebook_path, [chat.snapshots[sid] for sid in undone])
         for later in undone:
             del chat.snapshots[later]
         if self.persistence is not None:
             self.persistence.snapshots_dropped(chat, undone)
-        summary = undo_summary(chat.notebook_path, removed=report.removed, added=report.added,
-                               restored=report.restored, kept=report.kept)
+        summary = undo_summary(
+            chat.notebook_path,
+            removed=report.removed,
+            added=report.added,
+            restored=report.restored,
+            kept=report.kept,
+        )
         # The answer to the request, not a notice on the AAEP stream (which carries AAEP events only).
-        return {"kind": "notebook.reverted", "chat_id": chat.chat_id, "session_id": target, "summary": summary,
-                "removed": report.removed, "added": report.added, "restored": report.restored,
-                "kept": list(report.kept)}
+        return {
+            "kind": "notebook.reverted",
+            "chat_id": chat.chat_id,
+            "session_id": target,
+            "summary": summary,
+            "removed": report.removed,
+            "added": report.added,
+            "restored": report.restored,
+            "kept": list(report.kept),
+        }
 
-    async def stop(self, chat_id: str, *, cancelled_by: str = "user", reason: str = "stopped_by_user") -> bool:
+    async def stop(
+        self, chat_id: str, *, cancelled_by: str = "user", reason: str = "stopped_by_user"
+    ) -> bool:
         """Stop the running session, if any; returns whether one was stopped."""
         chat = self.get(chat_id)
         task = chat.task
@@ -520,8 +623,14 @@ class ChatRunner:
         chat = self.get(chat_id)
         return chat.running and chat.control.resume()
 
-    def guide(self, chat_id: str, text: Any, *, resume: bool = False,
-              settings: Mapping[str, Any] | None = None) -> tuple[Guidance, Applies, str]:
+    def guide(
+        self,
+        chat_id: str,
+        text: Any,
+        *,
+        resume: bool = False,
+        settings: Mapping[str, Any] | None = None,
+    ) -> tuple[Guidance, Applies, str]:
         """Steer the running session: returns the guidance, when it applies and the session id.
 
         Settings apply at once (approval mode, turn cap); the text reaches the model at the
@@ -533,9 +642,14 @@ class ChatRunner:
             raise InvalidInput("The guidance text must be a non-empty string.")
         settings = dict(settings or {})
         limit = settings.get("max_turns")
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                                  or not 1 <= limit <= MAX_TURNS_LIMIT):
-            raise InvalidInput(f"settings.max_turns must be a whole number from 1 to {MAX_TURNS_LIMIT}.")
+        if limit is not None and (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 1 <= limit <= MAX_TURNS_LIMIT
+        ):
+            raise InvalidInput(
+                f"settings.max_turns must be a whole number from 1 to {MAX_TURNS_LIMIT}."
+            )
         if "approval_mode" in settings:
             self.set_approval_mode(chat_id, settings["approval_mode"])
         _refuse_if_held(chat)
@@ -563,11 +677,15 @@ class ChatRunner:
         chat = self.get(chat_id)
         store = self.persistence.store if self.persistence is not None else None
         if store is None or not store.has_session(chat.chat_id, session_id):
-            raise UnknownSession(f"This chat has no session {session_id!r}; the chat's sessions are the "
-                                 "session_id values of its events (GET /aaep/v1/chats/{chat_id}).")
+            raise UnknownSession(
+                f"This chat has no session {session_id!r}; the chat's sessions are the "
+                "session_id values of its events (GET /aaep/v1/chats/{chat_id})."
+            )
         return [step.to_json() for step in store.steps(session_id)]
 
-    def reply(self, chat_id: str, reply: Mapping[str, Any], *, origin: ReplyOrigin = "panel") -> bool:
+    def reply(
+        self, chat_id: str, reply: Mapping[str, Any], *, origin: ReplyOrigin = "panel"
+    ) -> bool:
         """Offer a confirmation/clarification reply; never raises for a bad reply. *origin* is
         where the server received it (a person's authenticated client unless it says otherwise)."""
         chat = self.get(chat_id)
@@ -635,7 +753,10 @@ class ChatRunner:
                 if chat.session is not None:
                     chat.session.emitter = Discard()
         await asyncio.gather(
-            *(self.stop(c.chat_id, cancelled_by="system", reason="server_shutdown") for c in running),
+            *(
+                self.stop(c.chat_id, cancelled_by="system", reason="server_shutdown")
+                for c in running
+            ),
             return_exceptions=True,
         )
 
@@ -644,15 +765,19 @@ def _refuse_if_held(chat: Chat) -> None:
     """One agent works on a notebook at a time: an outside agent's session is not steered or
     replaced by a message (it could not read it); the person stops it first."""
     if chat.running and chat.held_by:
-        raise ChatBusy(f"{chat.held_by} is working on {chat.notebook_path or 'this notebook'} right now. "
-                       "Stop it, or wait until it finishes, then send your request.")
+        raise ChatBusy(
+            f"{chat.held_by} is working on {chat.notebook_path or 'this notebook'} right now. "
+            "Stop it, or wait until it finishes, then send your request."
+        )
 
 
 def _cells(count: int) -> str:
     return f"{count} cell" if count == 1 else f"{count} cells"
 
 
-def undo_summary(path: str, *, removed: int, added: int, restored: int, kept: list[str] | None = None) -> str:
+def undo_summary(
+    path: str, *, removed: int, added: int, restored: int, kept: list[str] | None = None
+) -> str:
     """What an undo did, naming only what happened, and each cell it kept.
 
     *removed* cells were added by the agent, *added* ones are cells it had deleted (put back),

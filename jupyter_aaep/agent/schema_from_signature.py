@@ -13,7 +13,9 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, Union, get_args, get_origin
 
-_SECTION = re.compile(r"^\s*(Parameters|Args|Arguments|Returns|Raises|Yields|Examples|Notes|See Also)\s*:?\s*$")
+_SECTION = re.compile(
+    r"^\s*(Parameters|Args|Arguments|Returns|Raises|Yields|Examples|Notes|See Also)\s*:?\s*$"
+)
 
 
 def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
@@ -72,7 +74,10 @@ def json_type(annotation: Any) -> dict[str, Any]:
         if len(members) == 1:
             return json_type(members[0])
         return {"anyOf": [json_type(m) for m in members]}
-    if origin in (list, tuple, set, frozenset, typing.Sequence, typing.Iterable) or annotation in (list, tuple):
+    if origin in (list, tuple, set, frozenset, typing.Sequence, typing.Iterable) or annotation in (
+        list,
+        tuple,
+    ):
         args = get_args(annotation)
         schema = {"type": "array"}
         if args and args[0] is not Ellipsis:

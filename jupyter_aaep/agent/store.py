@@ -155,8 +155,10 @@ class StepRecord:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
-_STEP_COLUMNS = ("session_id, kind, status, name, text, latency_ms, error, input_tokens, output_tokens, "
-                 "cache_read_tokens, cache_write_tokens, created")
+_STEP_COLUMNS = (
+    "session_id, kind, status, name, text, latency_ms, error, input_tokens, output_tokens, "
+    "cache_read_tokens, cache_write_tokens, created"
+)
 
 
 def encode_cursor(updated: str, chat_id: str) -> str:
@@ -170,8 +172,10 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
         updated, chat_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         return str(updated), str(chat_id)
     except Exception as error:
-        raise ValueError("The 'before' cursor is not one this server handed out; use the 'next' value "
-                         "of the previous page.") from error
+        raise ValueError(
+            "The 'before' cursor is not one this server handed out; use the 'next' value "
+            "of the previous page."
+        ) from error
 
 
 class ChatStore:
@@ -198,9 +202,17 @@ class ChatStore:
         How much of each chat's event log is kept.
     """
 
-    def __init__(self, path: str, *, on_health: Callable[[StoreHealth], None] | None = None,
-                 connect: Connect | None = None, lock_timeout: float = 5.0, queue_limit: int = 20000,
-                 retry_max_seconds: float = 5.0, retention: RetentionPolicy | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        on_health: Callable[[StoreHealth], None] | None = None,
+        connect: Connect | None = None,
+        lock_timeout: float = 5.0,
+        queue_limit: int = 20000,
+        retry_max_seconds: float = 5.0,
+        retention: RetentionPolicy | None = None,
+    ) -> None:
         self.path = path
         self.durable = path != ":memory:"
         """Whether what is stored outlives this process (a file, not ``:memory:``)."""
@@ -209,15 +221,27 @@ class ChatStore:
         self._read_lock = threading.Lock()
         write_lock = threading.Lock()
         memory = path == ":memory:"
-        if memory:  # one connection for both, taking turns (an in-memory database is per connection)
+        if (
+            memory
+        ):  # one connection for both, taking turns (an in-memory database is per connection)
             write_lock = self._read_lock
         else:
             tightened = store_files.prepare(path)  # OSError (no folder) goes to the caller
             if tightened:
-                log.warning("AAEP chat store: %s could be read by other users; made private to you (folder 0700, "
-                            "files 0600).", ", ".join(tightened))
-        self._writer = StoreWriter(path, self._open_writer, lock=write_lock, on_health=on_health,
-                                   queue_limit=queue_limit, retry_max_seconds=retry_max_seconds, retention=retention)
+                log.warning(
+                    "AAEP chat store: %s could be read by other users; made private to you (folder 0700, "
+                    "files 0600).",
+                    ", ".join(tightened),
+                )
+        self._writer = StoreWriter(
+            path,
+            self._open_writer,
+            lock=write_lock,
+            on_health=on_health,
+            queue_limit=queue_limit,
+            retry_max_seconds=retry_max_seconds,
+            retention=retention,
+        )
         self._reader: sqlite3.Connection | None = None
         self._reader_tried = 0.0
         self._reader_warned = False
@@ -225,26 +249,39 @@ class ChatStore:
             self._writer.conn = self._open_writer()
         except sqlite3.Error as error:
             self._writer.failed(error, quiet=True)
-            log.warning("AAEP chat store: the chat database %s cannot be written (%s), so the server runs without "
-                        "saving chats until it can; %s", path, error, advice(self._writer.health.cause))
+            log.warning(
+                "AAEP chat store: the chat database %s cannot be written (%s), so the server runs without "
+                "saving chats until it can; %s",
+                path,
+                error,
+                advice(self._writer.health.cause),
+            )
         self._open_reader()
         self._writer.thread.start()
 
     def _default_connect(self, path: str) -> sqlite3.Connection:
-        return sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=self.lock_timeout)
+        return sqlite3.connect(
+            path, check_same_thread=False, isolation_level=None, timeout=self.lock_timeout
+        )
 
     def _open_writer(self) -> sqlite3.Connection:
         """The writing connection, set up (WAL, schema, upgrades); ``sqlite3.Error`` if it cannot write."""
         conn = self._connect(self.path)
         try:
             if self.durable:
-                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")  # only takes on a new, empty database
+                conn.execute(
+                    "PRAGMA auto_vacuum=INCREMENTAL"
+                )  # only takes on a new, empty database
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("PRAGMA journal_size_limit=4194304")  # the WAL shrinks back after a burst
+                conn.execute(
+                    "PRAGMA journal_size_limit=4194304"
+                )  # the WAL shrinks back after a burst
             conn.executescript(_SCHEMA)
             self._upgrade(conn)
-            conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
         except sqlite3.Error:
             conn.close()
             raise
@@ -263,9 +300,15 @@ class ChatStore:
                 self._reader = reader
         except sqlite3.Error as error:
             self._reader = None
-            if self._writer.health.saving and not self._reader_warned:  # else the writer's sentence says it
-                log.warning("AAEP chat store: the chat database %s cannot be read (%s); earlier chats are not "
-                            "shown until it can.", self.path, error)
+            if (
+                self._writer.health.saving and not self._reader_warned
+            ):  # else the writer's sentence says it
+                log.warning(
+                    "AAEP chat store: the chat database %s cannot be read (%s); earlier chats are not "
+                    "shown until it can.",
+                    self.path,
+                    error,
+                )
             self._reader_warned = True
 
     # -- health ----------------------------------------------------------------------------------
@@ -296,8 +339,15 @@ class ChatStore:
         self._writer.on_health = callback
 
     # -- the writer ------------------------------------------------------------------------------
-    def _submit(self, run: Run, *, key: Any = None, log_entry: bool = False, chat_id: str | None = None,
-                cancels: tuple[Any, ...] = ()) -> None:
+    def _submit(
+        self,
+        run: Run,
+        *,
+        key: Any = None,
+        log_entry: bool = False,
+        chat_id: str | None = None,
+        cancels: tuple[Any, ...] = (),
+    ) -> None:
         self._writer.inbox.put(Write(run, key=key, log=log_entry, chat_id=chat_id, cancels=cancels))
 
     def flush(self, timeout: float = 10.0) -> bool:
@@ -332,62 +382,136 @@ class ChatStore:
                 conn.execute(f"ALTER TABLE chats ADD COLUMN {column} TEXT")
 
     def save_chat(self, chat: StoredChat) -> None:
-        row = (chat.chat_id, chat.notebook_path, chat.file_id, chat.title, chat.created, chat.updated,
-               chat.approval_mode, int(chat.can_continue), chat.model, chat.model_label)
-        self._submit(lambda c: c.execute(
-            "INSERT INTO chats (chat_id, notebook_path, file_id, title, created, updated, approval_mode, can_continue,"
-            " model, model_label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(chat_id) DO UPDATE SET"
-            " notebook_path=excluded.notebook_path, file_id=excluded.file_id, title=excluded.title,"
-            " updated=excluded.updated, approval_mode=excluded.approval_mode,"
-            " can_continue=excluded.can_continue, model=excluded.model, model_label=excluded.model_label", row),
-            key=("chat", chat.chat_id))
+        row = (
+            chat.chat_id,
+            chat.notebook_path,
+            chat.file_id,
+            chat.title,
+            chat.created,
+            chat.updated,
+            chat.approval_mode,
+            int(chat.can_continue),
+            chat.model,
+            chat.model_label,
+        )
+        self._submit(
+            lambda c: c.execute(
+                "INSERT INTO chats (chat_id, notebook_path, file_id, title, created, updated, approval_mode, can_continue,"
+                " model, model_label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(chat_id) DO UPDATE SET"
+                " notebook_path=excluded.notebook_path, file_id=excluded.file_id, title=excluded.title,"
+                " updated=excluded.updated, approval_mode=excluded.approval_mode,"
+                " can_continue=excluded.can_continue, model=excluded.model, model_label=excluded.model_label",
+                row,
+            ),
+            key=("chat", chat.chat_id),
+        )
 
     def save_history(self, chat_id: str, history: list[dict[str, Any]], *, updated: str) -> None:
         """Store the model history; serialised now, since the loop goes on changing the list."""
         text = json.dumps(history, ensure_ascii=False)
-        self._submit(lambda c: c.execute("UPDATE chats SET history=?, updated=MAX(updated, ?) WHERE chat_id=?",
-                                         (text, updated, chat_id)), key=("history", chat_id))
+        self._submit(
+            lambda c: c.execute(
+                "UPDATE chats SET history=?, updated=MAX(updated, ?) WHERE chat_id=?",
+                (text, updated, chat_id),
+            ),
+            key=("history", chat_id),
+        )
 
     def append_event(self, chat_id: str, event: dict[str, Any]) -> None:
         """Queue one published event; it is serialised on the writer thread (events are not
         changed after publishing)."""
+
         def write(c: sqlite3.Connection) -> None:
-            c.execute("INSERT INTO events (chat_id, event_id, session_id, body) VALUES (?, ?, ?, ?)",
-                      (chat_id, event.get("event_id"), event.get("session_id"), json.dumps(event, ensure_ascii=False)))
+            c.execute(
+                "INSERT INTO events (chat_id, event_id, session_id, body) VALUES (?, ?, ?, ?)",
+                (
+                    chat_id,
+                    event.get("event_id"),
+                    event.get("session_id"),
+                    json.dumps(event, ensure_ascii=False),
+                ),
+            )
+
         self._submit(write, log_entry=True, chat_id=chat_id)
 
     def session_started(self, chat_id: str, session_id: str, started: str) -> None:
-        self._submit(lambda c: c.execute(
-            "INSERT OR IGNORE INTO sessions (session_id, chat_id, status, started) VALUES (?, ?, 'running', ?)",
-            (session_id, chat_id, started)), key=("session", session_id))
+        self._submit(
+            lambda c: c.execute(
+                "INSERT OR IGNORE INTO sessions (session_id, chat_id, status, started) VALUES (?, ?, 'running', ?)",
+                (session_id, chat_id, started),
+            ),
+            key=("session", session_id),
+        )
 
-    def session_ended(self, session_id: str, status: str, ended: str, terminal: dict[str, Any] | None,
-                      usage: dict[str, Any] | None) -> None:
+    def session_ended(
+        self,
+        session_id: str,
+        status: str,
+        ended: str,
+        terminal: dict[str, Any] | None,
+        usage: dict[str, Any] | None,
+    ) -> None:
         # The terminal event itself is in the event log; the row names it (its type and id).
-        terminal_text = (json.dumps({k: terminal[k] for k in ("type", "event_id", "error_code") if k in terminal})
-                         if terminal is not None else None)
+        terminal_text = (
+            json.dumps(
+                {k: terminal[k] for k in ("type", "event_id", "error_code") if k in terminal}
+            )
+            if terminal is not None
+            else None
+        )
         usage_text = json.dumps(usage) if usage is not None else None
-        self._submit(lambda c: c.execute(
-            "UPDATE sessions SET status=?, ended=?, terminal=COALESCE(?, terminal), usage=COALESCE(?, usage)"
-            " WHERE session_id=?", (status, ended, terminal_text, usage_text, session_id)), key=("end", session_id))
+        self._submit(
+            lambda c: c.execute(
+                "UPDATE sessions SET status=?, ended=?, terminal=COALESCE(?, terminal), usage=COALESCE(?, usage)"
+                " WHERE session_id=?",
+                (status, ended, terminal_text, usage_text, session_id),
+            ),
+            key=("end", session_id),
+        )
 
     def add_step(self, chat_id: str, step: StepRecord) -> None:
-        row = (chat_id, step.session_id, step.kind, step.status, step.name, step.text, step.latency_ms, step.error,
-               step.input_tokens, step.output_tokens, step.cache_read_tokens, step.cache_write_tokens, step.created)
-        self._submit(lambda c: c.execute(
-            f"INSERT INTO steps (chat_id, {_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row),
-            log_entry=True, chat_id=chat_id)
+        row = (
+            chat_id,
+            step.session_id,
+            step.kind,
+            step.status,
+            step.name,
+            step.text,
+            step.latency_ms,
+            step.error,
+            step.input_tokens,
+            step.output_tokens,
+            step.cache_read_tokens,
+            step.cache_write_tokens,
+            step.created,
+        )
+        self._submit(
+            lambda c: c.execute(
+                f"INSERT INTO steps (chat_id, {_STEP_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            ),
+            log_entry=True,
+            chat_id=chat_id,
+        )
 
     def save_snapshot(self, chat_id: str, session_id: str, snapshot: dict[str, Any]) -> None:
         text = json.dumps(snapshot, ensure_ascii=False)
-        self._submit(lambda c: c.execute("INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?)",
-                                         (chat_id, session_id, text)), key=("snapshot", chat_id, session_id))
+        self._submit(
+            lambda c: c.execute(
+                "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?)", (chat_id, session_id, text)
+            ),
+            key=("snapshot", chat_id, session_id),
+        )
 
     def drop_snapshots(self, chat_id: str, session_ids: Iterable[str]) -> None:
         ids = [(chat_id, s) for s in session_ids]
         if ids:
-            self._submit(lambda c: c.executemany("DELETE FROM snapshots WHERE chat_id=? AND session_id=?", ids),
-                         cancels=tuple(("snapshot", *pair) for pair in ids))
+            self._submit(
+                lambda c: c.executemany(
+                    "DELETE FROM snapshots WHERE chat_id=? AND session_id=?", ids
+                ),
+                cancels=tuple(("snapshot", *pair) for pair in ids),
+            )
 
     # -- reads (synchronous, on the caller's thread) -------------------------------------------------
     def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -399,19 +523,38 @@ class ChatStore:
             try:
                 return list(self._reader.execute(sql, params))
             except sqlite3.Error as error:
-                log.warning("AAEP chat store: reading failed (%s); stored chats are not shown", error)
+                log.warning(
+                    "AAEP chat store: reading failed (%s); stored chats are not shown", error
+                )
                 return []
 
-    _CHAT_COLUMNS = ("chat_id, notebook_path, file_id, title, created, updated, approval_mode, can_continue, model, "
-                     "model_label")
+    _CHAT_COLUMNS = (
+        "chat_id, notebook_path, file_id, title, created, updated, approval_mode, can_continue, model, "
+        "model_label"
+    )
 
     def _chat(self, row: tuple[Any, ...]) -> StoredChat:
-        return StoredChat(chat_id=row[0], notebook_path=row[1], file_id=row[2], title=row[3], created=row[4],
-                          updated=row[5], approval_mode=row[6], can_continue=bool(row[7]), model=row[8],
-                          model_label=row[9])
+        return StoredChat(
+            chat_id=row[0],
+            notebook_path=row[1],
+            file_id=row[2],
+            title=row[3],
+            created=row[4],
+            updated=row[5],
+            approval_mode=row[6],
+            can_continue=bool(row[7]),
+            model=row[8],
+            model_label=row[9],
+        )
 
-    def list_chats(self, *, notebook_path: str | None = None, file_id: str | None = None,
-                   before: tuple[str, str] | None = None, limit: int = 20) -> list[StoredChat]:
+    def list_chats(
+        self,
+        *,
+        notebook_path: str | None = None,
+        file_id: str | None = None,
+        before: tuple[str, str] | None = None,
+        limit: int = 20,
+    ) -> list[StoredChat]:
         """Chats newest first (by last update); with *file_id*, chats of that file under any path."""
         where: list[str] = []
         params: list[Any] = []
@@ -432,13 +575,17 @@ class ChatStore:
         chats = [self._chat(row) for row in self._read(sql, (*params, limit))]
         for chat in chats:
             chat.snapshot_ids = self.snapshot_ids(chat.chat_id)
-            last = self._read("SELECT session_id FROM sessions WHERE chat_id=? ORDER BY started DESC LIMIT 1",
-                              (chat.chat_id,))
+            last = self._read(
+                "SELECT session_id FROM sessions WHERE chat_id=? ORDER BY started DESC LIMIT 1",
+                (chat.chat_id,),
+            )
             chat.last_session_id = last[0][0] if last else None
         return chats
 
     def load_chat(self, chat_id: str) -> StoredChat | None:
-        rows = self._read(f"SELECT {self._CHAT_COLUMNS}, history FROM chats WHERE chat_id=?", (chat_id,))
+        rows = self._read(
+            f"SELECT {self._CHAT_COLUMNS}, history FROM chats WHERE chat_id=?", (chat_id,)
+        )
         if not rows:
             return None
         chat = self._chat(rows[0])
@@ -447,10 +594,17 @@ class ChatStore:
         return chat
 
     def snapshot_ids(self, chat_id: str) -> list[str]:
-        return [r[0] for r in self._read("SELECT session_id FROM snapshots WHERE chat_id=? ORDER BY rowid", (chat_id,))]
+        return [
+            r[0]
+            for r in self._read(
+                "SELECT session_id FROM snapshots WHERE chat_id=? ORDER BY rowid", (chat_id,)
+            )
+        ]
 
     def snapshots(self, chat_id: str) -> dict[str, dict[str, Any]]:
-        rows = self._read("SELECT session_id, body FROM snapshots WHERE chat_id=? ORDER BY rowid", (chat_id,))
+        rows = self._read(
+            "SELECT session_id, body FROM snapshots WHERE chat_id=? ORDER BY rowid", (chat_id,)
+        )
         return {session_id: json.loads(body) for session_id, body in rows}
 
     def events(self, chat_id: str, *, last: int | None = None) -> list[dict[str, Any]]:
@@ -458,21 +612,30 @@ class ChatStore:
         if last is None:
             rows = self._read("SELECT body FROM events WHERE chat_id=? ORDER BY seq", (chat_id,))
         else:
-            rows = self._read("SELECT body FROM (SELECT seq, body FROM events WHERE chat_id=? ORDER BY seq DESC"
-                              " LIMIT ?) ORDER BY seq", (chat_id, last))
+            rows = self._read(
+                "SELECT body FROM (SELECT seq, body FROM events WHERE chat_id=? ORDER BY seq DESC"
+                " LIMIT ?) ORDER BY seq",
+                (chat_id, last),
+            )
         return [json.loads(r[0]) for r in rows]
 
     def events_after(self, chat_id: str, event_id: str) -> list[dict[str, Any]] | None:
         """Events after *event_id* in its chat; ``None`` when that event is not stored there."""
-        found = self._read("SELECT seq FROM events WHERE chat_id=? AND event_id=?", (chat_id, event_id))
+        found = self._read(
+            "SELECT seq FROM events WHERE chat_id=? AND event_id=?", (chat_id, event_id)
+        )
         if not found:
             return None
-        rows = self._read("SELECT body FROM events WHERE chat_id=? AND seq>? ORDER BY seq", (chat_id, found[0][0]))
+        rows = self._read(
+            "SELECT body FROM events WHERE chat_id=? AND seq>? ORDER BY seq", (chat_id, found[0][0])
+        )
         return [json.loads(r[0]) for r in rows]
 
     def running_sessions(self) -> list[StoredSession]:
         """Sessions that never ended: the server stopped while they ran."""
-        rows = self._read("SELECT session_id, chat_id, status, started, ended FROM sessions WHERE status='running'")
+        rows = self._read(
+            "SELECT session_id, chat_id, status, started, ended FROM sessions WHERE status='running'"
+        )
         return [StoredSession(*row) for row in rows]
 
     def session_events(self, session_id: str) -> list[dict[str, Any]]:
@@ -480,12 +643,16 @@ class ChatStore:
         return [json.loads(r[0]) for r in rows]
 
     def last_session_event(self, session_id: str) -> dict[str, Any] | None:
-        rows = self._read("SELECT body FROM events WHERE session_id=? ORDER BY seq DESC LIMIT 1", (session_id,))
+        rows = self._read(
+            "SELECT body FROM events WHERE session_id=? ORDER BY seq DESC LIMIT 1", (session_id,)
+        )
         return json.loads(rows[0][0]) if rows else None
 
     def session_states(self, session_id: str) -> str:
         """The state a session was last in (from its last ``state.changed``), ``idle`` if none."""
-        for (body,) in self._read("SELECT body FROM events WHERE session_id=? ORDER BY seq DESC", (session_id,)):
+        for (body,) in self._read(
+            "SELECT body FROM events WHERE session_id=? ORDER BY seq DESC", (session_id,)
+        ):
             event = json.loads(body)
             if event.get("type") == "aaep:agent.state.changed":
                 return str(event.get("to_state"))
@@ -493,16 +660,32 @@ class ChatStore:
 
     def steps(self, session_id: str) -> list[StepRecord]:
         """A session's steps in the order they finished."""
-        rows = self._read(f"SELECT {_STEP_COLUMNS} FROM steps WHERE session_id=? ORDER BY seq", (session_id,))
+        rows = self._read(
+            f"SELECT {_STEP_COLUMNS} FROM steps WHERE session_id=? ORDER BY seq", (session_id,)
+        )
         return [StepRecord(*row) for row in rows]
 
     def has_session(self, chat_id: str, session_id: str) -> bool:
         """Whether the session was one of this chat's (started, whether or not it ended)."""
-        return bool(self._read("SELECT 1 FROM sessions WHERE chat_id=? AND session_id=?", (chat_id, session_id)))
+        return bool(
+            self._read(
+                "SELECT 1 FROM sessions WHERE chat_id=? AND session_id=?", (chat_id, session_id)
+            )
+        )
 
     def session_usage(self, chat_id: str) -> list[dict[str, Any]]:
-        rows = self._read("SELECT usage FROM sessions WHERE chat_id=? AND usage IS NOT NULL ORDER BY started", (chat_id,))
+        rows = self._read(
+            "SELECT usage FROM sessions WHERE chat_id=? AND usage IS NOT NULL ORDER BY started",
+            (chat_id,),
+        )
         return [json.loads(r[0]) for r in rows]
 
 
-__all__ = ["ChatStore", "StepRecord", "StoredChat", "StoredSession", "decode_cursor", "encode_cursor"]
+__all__ = [
+    "ChatStore",
+    "StepRecord",
+    "StoredChat",
+    "StoredSession",
+    "decode_cursor",
+    "encode_cursor",
+]

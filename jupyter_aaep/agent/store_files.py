@@ -73,7 +73,9 @@ def prepare(path: str) -> list[str]:
         for name in (path, *(path + suffix for suffix in COMPANIONS)):
             if _tighten(name, FILE_MODE):
                 tightened.append(name)
-    except OSError:  # a read-only folder, file or disk: SQLite says so when it opens, the store reports it
+    except (
+        OSError
+    ):  # a read-only folder, file or disk: SQLite says so when it opens, the store reports it
         pass
     return tightened
 
@@ -81,7 +83,9 @@ def prepare(path: str) -> list[str]:
 def modes(path: str) -> dict[str, int]:
     """The permission bits of the database's folder and every file of it that exists (for checks)."""
     found = {os.path.dirname(os.path.abspath(path)): 0}
-    found.update({name: 0 for name in (path, *(path + s for s in COMPANIONS)) if os.path.exists(name)})
+    found.update(
+        {name: 0 for name in (path, *(path + s for s in COMPANIONS)) if os.path.exists(name)}
+    )
     return {name: stat.S_IMODE(os.stat(name).st_mode) for name in found}
 
 

@@ -23,16 +23,30 @@ from typing import Literal
 Cause = Literal["locked", "full", "read_only", "other"]
 
 _BY_CODE: dict[str, Cause] = {
-    "SQLITE_BUSY": "locked", "SQLITE_LOCKED": "locked", "SQLITE_FULL": "full", "SQLITE_READONLY": "read_only",
-    "SQLITE_PERM": "read_only", "SQLITE_CANTOPEN": "read_only", "SQLITE_AUTH": "read_only",
+    "SQLITE_BUSY": "locked",
+    "SQLITE_LOCKED": "locked",
+    "SQLITE_FULL": "full",
+    "SQLITE_READONLY": "read_only",
+    "SQLITE_PERM": "read_only",
+    "SQLITE_CANTOPEN": "read_only",
+    "SQLITE_AUTH": "read_only",
 }
 _BY_WORDS: tuple[tuple[str, Cause], ...] = (
-    ("locked", "locked"), ("busy", "locked"), ("disk is full", "full"), ("readonly", "read_only"),
-    ("read-only", "read_only"), ("unable to open", "read_only"),
+    ("locked", "locked"),
+    ("busy", "locked"),
+    ("disk is full", "full"),
+    ("readonly", "read_only"),
+    ("read-only", "read_only"),
+    ("unable to open", "read_only"),
 )
 
-_BY_ERRNO: dict[int, Cause] = {errno.ENOSPC: "full", errno.EDQUOT: "full", errno.EROFS: "read_only",
-                               errno.EACCES: "read_only", errno.EPERM: "read_only"}
+_BY_ERRNO: dict[int, Cause] = {
+    errno.ENOSPC: "full",
+    errno.EDQUOT: "full",
+    errno.EROFS: "read_only",
+    errno.EACCES: "read_only",
+    errno.EPERM: "read_only",
+}
 
 
 def classify(error: BaseException, path: str) -> Cause:
@@ -45,7 +59,9 @@ def classify(error: BaseException, path: str) -> Cause:
         cause = next((c for words, c in _BY_WORDS if words in text), None)
     if cause is None and isinstance(error, OSError):
         cause = _BY_ERRNO.get(error.errno or 0)
-    if cause is None or cause == "read_only":  # I/O errors: look at the disk (an immutable file, a full disk)
+    if (
+        cause is None or cause == "read_only"
+    ):  # I/O errors: look at the disk (an immutable file, a full disk)
         seen = _look(path)
         if seen is not None:
             return seen
@@ -68,11 +84,18 @@ def _look(path: str) -> Cause | None:
 
 
 _ADVICE: dict[Cause, tuple[str, str]] = {
-    "locked": ("another program is using the chat database",
-               ("Close the other program (a database browser, a backup, another Jupyter server using the same "
-                "data folder) if this lasts.")),
+    "locked": (
+        "another program is using the chat database",
+        (
+            "Close the other program (a database browser, a backup, another Jupyter server using the same "
+            "data folder) if this lasts."
+        ),
+    ),
     "full": ("the disk is full", "Free some disk space."),
-    "read_only": ("the chat database or its folder is read-only", "Make the file and its folder writable."),
+    "read_only": (
+        "the chat database or its folder is read-only",
+        "Make the file and its folder writable.",
+    ),
     "other": ("the chat database cannot be written", "The server log says why."),
 }
 
@@ -102,18 +125,24 @@ class StoreHealth:
         if self.saving or self.cause is None:
             return None
         reason, advice = _ADVICE[self.cause]
-        return (f"Chats are not being saved right now: {reason}. The agent keeps working and everything is saved "
-                f"once the database can be written again. {advice}")
+        return (
+            f"Chats are not being saved right now: {reason}. The agent keeps working and everything is saved "
+            f"once the database can be written again. {advice}"
+        )
 
 
 def degraded_words(health: StoreHealth, *, limit: int) -> tuple[str, str, str]:
     """Terse, normal and detailed texts telling a chat that it is not being saved."""
     cause = health.cause or "other"
     reason, advice = _ADVICE[cause]
-    normal = (f"This chat is not being saved right now: {reason}; the agent keeps working and saves it all once "
-              f"it can. {advice}")
-    detailed = (f"{normal} Until then up to {limit} steps wait in memory; if the server stops before the database "
-                "can be written, they are lost.")
+    normal = (
+        f"This chat is not being saved right now: {reason}; the agent keeps working and saves it all once "
+        f"it can. {advice}"
+    )
+    detailed = (
+        f"{normal} Until then up to {limit} steps wait in memory; if the server stops before the database "
+        "can be written, they are lost."
+    )
     if health.detail:
         detailed += f" The database said: {health.detail}."
     return "Chat not being saved for now.", normal, detailed
@@ -123,8 +152,10 @@ def recovered_words(health: StoreHealth) -> tuple[str, str, str]:
     """Terse, normal and detailed texts telling a chat that saving works again."""
     if health.dropped:
         steps = "1 recorded step" if health.dropped == 1 else f"{health.dropped} recorded steps"
-        normal = (f"This chat is being saved again. The messages and outcomes are saved, but {steps} of the "
-                  "event log from the time it was not saved could not be kept.")
+        normal = (
+            f"This chat is being saved again. The messages and outcomes are saved, but {steps} of the "
+            "event log from the time it was not saved could not be kept."
+        )
         return "Chat saved again, with gaps.", normal, normal
     normal = "This chat is being saved again, including everything from while it was not."
     return "Chat saved again.", normal, normal

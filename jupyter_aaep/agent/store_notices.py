@@ -46,7 +46,9 @@ class StoreNotices:
         if self._told.get(chat.chat_id, True) != self._current().saving:
             try:
                 loop = asyncio.get_running_loop()
-            except RuntimeError:  # published outside a loop (a script driving sessions): nobody listens live
+            except (
+                RuntimeError
+            ):  # published outside a loop (a script driving sessions): nobody listens live
                 return
             loop.call_soon(self.tell, chat)
 
@@ -69,8 +71,13 @@ class StoreNotices:
         else:
             terse, normal, detailed = degraded_words(health, limit=self.store.queue_limit)
             description = "Not being saved for now."
-        session.emit(ProgressUpdated(progress=Progress(description=description), urgency="normal",
-                                     summary=Summary(normal=normal, terse=terse, detailed=detailed)))
+        session.emit(
+            ProgressUpdated(
+                progress=Progress(description=description),
+                urgency="normal",
+                summary=Summary(normal=normal, terse=terse, detailed=detailed),
+            )
+        )
 
 
 __all__ = ["StoreNotices"]

@@ -81,9 +81,17 @@ _BUGS = (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceErro
 class StoreWriter:
     """Owns the writing connection (opened lazily by *open_connection*) and the queue."""
 
-    def __init__(self, path: str, open_connection: Callable[[], sqlite3.Connection], *, lock: threading.Lock,
-                 on_health: Callable[[StoreHealth], None] | None = None, queue_limit: int = 20000,
-                 retry_max_seconds: float = 5.0, retention: RetentionPolicy | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        open_connection: Callable[[], sqlite3.Connection],
+        *,
+        lock: threading.Lock,
+        on_health: Callable[[StoreHealth], None] | None = None,
+        queue_limit: int = 20000,
+        retry_max_seconds: float = 5.0,
+        retention: RetentionPolicy | None = None,
+    ) -> None:
         self.path = path
         self._open = open_connection
         self._lock = lock
@@ -118,7 +126,9 @@ class StoreWriter:
         """A write (or opening the database) failed: remember why and when to try again
         (*quiet*: the caller logs it in its own words)."""
         cause = classify(error, self.path)
-        if cause != "locked" and self.conn is not None and self.path != ":memory:":  # reopen: a fixed file mode or disk needs a new handle
+        if (
+            cause != "locked" and self.conn is not None and self.path != ":memory:"
+        ):  # reopen: a fixed file mode or disk needs a new handle
             try:
                 self.conn.close()
             except sqlite3.Error:  # pragma: no cover
@@ -127,7 +137,11 @@ class StoreWriter:
         self._backoff = min(max(self._backoff * 2, RETRY_FIRST_SECONDS), self.retry_max_seconds)
         self._next_try = time.monotonic() + self._backoff
         was_saving = self.health.saving
-        self.set_health(replace(self.health, saving=False, cause=cause, detail=str(error), queued=len(self._pending)))
+        self.set_health(
+            replace(
+                self.health, saving=False, cause=cause, detail=str(error), queued=len(self._pending)
+            )
+        )
         if was_saving and self.health.problem and not quiet:
             log.warning("AAEP chat store: %s (%s: %s)", self.health.problem, self.path, error)
 
@@ -145,8 +159,11 @@ class StoreWriter:
         if item.log:
             if len(pending.events) == self.queue_limit:
                 if not self.health.dropped:
-                    log.warning("AAEP chat store: more than %d steps wait to be saved; the oldest are given up "
-                                "(messages and session outcomes are kept).", self.queue_limit)
+                    log.warning(
+                        "AAEP chat store: more than %d steps wait to be saved; the oldest are given up "
+                        "(messages and session outcomes are kept).",
+                        self.queue_limit,
+                    )
                 self.health = replace(self.health, dropped=self.health.dropped + 1)
             pending.events.append(item)
         else:
@@ -159,7 +176,11 @@ class StoreWriter:
 
     def _gather(self, timeout: float | None) -> bool:
         try:
-            first = self.inbox.get(timeout=timeout) if timeout is None or timeout > 0 else self.inbox.get_nowait()
+            first = (
+                self.inbox.get(timeout=timeout)
+                if timeout is None or timeout > 0
+                else self.inbox.get_nowait()
+            )
         except queue.Empty:
             return False
         stop = self._take(first)
@@ -242,7 +263,9 @@ class StoreWriter:
                     return
             if not deleted:
                 break
-        self._prune_more = bool(deleted)  # cut short by a write or the budget: go on at the next turn
+        self._prune_more = bool(
+            deleted
+        )  # cut short by a write or the budget: go on at the next turn
         with self._lock:
             try:
                 release_space(self.conn)
@@ -263,7 +286,9 @@ class StoreWriter:
             else:
                 timeout = max(0.0, self._next_try - time.monotonic())
             stopping = self._gather(timeout) or stopping
-            if self._pending and (self.health.saving or stopping or time.monotonic() >= self._next_try):
+            if self._pending and (
+                self.health.saving or stopping or time.monotonic() >= self._next_try
+            ):
                 self._attempt()
             if not self._pending:
                 self._release()
@@ -271,8 +296,12 @@ class StoreWriter:
                     self._prune()
             if stopping:
                 if self._pending:
-                    log.warning("AAEP chat store: %d changes could not be saved before the server stopped "
-                                "(%s).", len(self._pending), self.health.problem or "the database could not be written")
+                    log.warning(
+                        "AAEP chat store: %d changes could not be saved before the server stopped "
+                        "(%s).",
+                        len(self._pending),
+                        self.health.problem or "the database could not be written",
+                    )
                 self._release()
                 return
 

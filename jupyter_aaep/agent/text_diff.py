@@ -34,7 +34,12 @@ class DiffLine:
     new_line: int | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "text": self.text, "old_line": self.old_line, "new_line": self.new_line}
+        return {
+            "kind": self.kind,
+            "text": self.text,
+            "old_line": self.old_line,
+            "new_line": self.new_line,
+        }
 
 
 @dataclass
@@ -55,7 +60,11 @@ class TextDiff:
     def summary(self) -> str:
         """E.g. "1 line changed, 2 added, 1 removed", or "No line changes"."""
         parts: list[str] = []
-        for count, word in ((self.changed, "changed"), (self.added, "added"), (self.removed, "removed")):
+        for count, word in (
+            (self.changed, "changed"),
+            (self.added, "added"),
+            (self.removed, "removed"),
+        ):
             if count:
                 parts.append(f"{count} {word}" if parts else f"{_lines(count)} {word}")
         return ", ".join(parts) if parts else "No line changes"
@@ -104,7 +113,10 @@ def describe_change(
         sentences = ["Only the line endings change." if old != new else "The text stays the same."]
     if len(sentences) > max_sentences:
         left = len(sentences) - (max_sentences - 1)
-        sentences = [*sentences[: max_sentences - 1], f"…and {left} more change{'s' if left != 1 else ''}."]
+        sentences = [
+            *sentences[: max_sentences - 1],
+            f"…and {left} more change{'s' if left != 1 else ''}.",
+        ]
         diff.truncated = True
     diff.sentences = sentences
     diff.lines = _marked(matcher, a, b, context)
@@ -114,12 +126,17 @@ def describe_change(
     return diff
 
 
-def _marked(matcher: difflib.SequenceMatcher[str], a: list[str], b: list[str], context: int) -> list[DiffLine]:
+def _marked(
+    matcher: difflib.SequenceMatcher[str], a: list[str], b: list[str], context: int
+) -> list[DiffLine]:
     out: list[DiffLine] = []
     for group in matcher.get_grouped_opcodes(context):
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
-                out += [DiffLine("context", _cut(a[i], LINE_CHARS), i + 1, j1 + (i - i1) + 1) for i in range(i1, i2)]
+                out += [
+                    DiffLine("context", _cut(a[i], LINE_CHARS), i + 1, j1 + (i - i1) + 1)
+                    for i in range(i1, i2)
+                ]
                 continue
             out += [DiffLine("removed", _cut(a[i], LINE_CHARS), i + 1, None) for i in range(i1, i2)]
             out += [DiffLine("added", _cut(b[j], LINE_CHARS), None, j + 1) for j in range(j1, j2)]
@@ -127,7 +144,11 @@ def _marked(matcher: difflib.SequenceMatcher[str], a: list[str], b: list[str], c
 
 
 def _changed(old_number: int, new_number: int, before: str, after: str) -> str:
-    where = f"Line {old_number}" if old_number == new_number else f"Line {old_number}, line {new_number} after the change,"
+    where = (
+        f"Line {old_number}"
+        if old_number == new_number
+        else f"Line {old_number}, line {new_number} after the change,"
+    )
     if before.strip() == after.strip() and before.strip():
         return f"{where} changed its indentation from {_indent(before)} to {_indent(after)}: {_quote(after)}."
     return f"{where} changed from {_quote(before)} to {_quote(after)}."
@@ -156,7 +177,9 @@ def _indent(line: str) -> str:
     if not lead:
         return "none"
     tabs, spaces = lead.count("\t"), len(lead) - lead.count("\t")
-    parts = [f"{n} {word}{'s' if n != 1 else ''}" for n, word in ((spaces, "space"), (tabs, "tab")) if n]
+    parts = [
+        f"{n} {word}{'s' if n != 1 else ''}" for n, word in ((spaces, "space"), (tabs, "tab")) if n
+    ]
     return " and ".join(parts)
 
 

@@ -169,7 +169,11 @@ class ToolSpec:
 
     # -- model-facing ------------------------------------------------------------------------
     def model_schema(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
 
     @property
     def default_decision(self) -> str:
@@ -271,7 +275,9 @@ def make_tool(
     """Build a :class:`ToolSpec` from *func*; the functional form of :func:`aaep_tool`."""
     tool_name = name or func.__name__
     if not TOOL_NAME.match(tool_name) or len(tool_name) > 64 or "." in tool_name:
-        raise ValueError(f"tool name {tool_name!r} must be letters, digits, '_' or '-' (at most 64)")
+        raise ValueError(
+            f"tool name {tool_name!r} must be letters, digits, '_' or '-' (at most 64)"
+        )
     if risk_level not in ("low", "medium", "high"):
         raise ValueError(f"risk_level must be low, medium or high, not {risk_level!r}")
     doc_description, param_docs = parse_docstring(func.__doc__)
@@ -284,7 +290,9 @@ def make_tool(
     spec = ToolSpec(
         name=tool_name,
         description=text,
-        input_schema=input_schema(func, skip={context_param} if context_param else set(), param_docs=param_docs),
+        input_schema=input_schema(
+            func, skip={context_param} if context_param else set(), param_docs=param_docs
+        ),
         func=func,
         risk_level=risk_level,
         irreversible=irreversible,

@@ -64,10 +64,14 @@ class PriceTable:
     and ``cache_read``, or ``None`` for a model without a price (no cost is estimated).
     """
 
-    def __init__(self, overrides: Mapping[str, Mapping[str, float] | Price | None] | None = None) -> None:
+    def __init__(
+        self, overrides: Mapping[str, Mapping[str, float] | Price | None] | None = None
+    ) -> None:
         self.prices: dict[str, Price | None] = dict(DEFAULT_PRICES)
         for prefix, value in (overrides or {}).items():
-            self.prices[prefix] = value if value is None or isinstance(value, Price) else _price(prefix, value)
+            self.prices[prefix] = (
+                value if value is None or isinstance(value, Price) else _price(prefix, value)
+            )
 
     def for_model(self, model: str) -> Price | None:
         best = max((p for p in self.prices if model.startswith(p)), key=len)
@@ -101,7 +105,9 @@ class Usage:
     cost_usd: float = 0.0
     unpriced_requests: int = 0
     """Requests to a model without a price: once every request is one, no cost is offered."""
-    on_request: Callable[[ModelRequest], None] | None = field(default=None, repr=False, compare=False)
+    on_request: Callable[[ModelRequest], None] | None = field(
+        default=None, repr=False, compare=False
+    )
     """Told of every model request the loop makes for this chat (the store's per-step records
     hook in here: the chat's usage is the one object the loop and the store both hold)."""
 
@@ -172,7 +178,11 @@ class Usage:
         """One sentence for people, e.g. in a session's detailed summary."""
         if not self.requests:
             return "No model requests were made."
-        cached = f", {self.cache_read_tokens:,} of them read from the cache" if self.cache_read_tokens else ""
+        cached = (
+            f", {self.cache_read_tokens:,} of them read from the cache"
+            if self.cache_read_tokens
+            else ""
+        )
         cost = f", about {dollars(self.cost_usd)}" if self.priced else ""
         return (
             f"{self.requests} model request{'s' if self.requests != 1 else ''} used "

@@ -41,7 +41,13 @@ log = logging.getLogger("jupyter_aaep.hub.gateway")
 __all__ = ["Gateway", "main"]
 
 _TO_UPSTREAM = ("anthropic-version", "anthropic-beta", "content-type", "accept")
-_FROM_UPSTREAM = ("content-type", "request-id", "retry-after", "x-should-retry", "anthropic-organization-id")
+_FROM_UPSTREAM = (
+    "content-type",
+    "request-id",
+    "retry-after",
+    "x-should-retry",
+    "anthropic-organization-id",
+)
 _TOKEN_CACHE_SECONDS = 60.0
 BUDGET_HEADER = "x-aaep-budget"
 """Set to ``exceeded`` on a refusal for budget, so clients can tell it from other 403s."""
@@ -49,7 +55,9 @@ BUDGET_HEADER = "x-aaep-budget"
 
 def error_body(kind: str, message: str) -> bytes:
     """An error in the Messages API's shape, which the SDK parses into its exceptions."""
-    return json.dumps({"type": "error", "error": {"type": kind, "message": message}, "request_id": None}).encode()
+    return json.dumps(
+        {"type": "error", "error": {"type": kind, "message": message}, "request_id": None}
+    ).encode()
 
 
 class UsageCounter:
@@ -96,7 +104,9 @@ class UsageCounter:
             self.usage.update(message.get("usage") or {})
         elif event.get("type") == "message_delta":
             # The counts in message_delta are cumulative for the whole answer.
-            self.usage.update({k: v for k, v in (event.get("usage") or {}).items() if v is not None})
+            self.usage.update(
+                {k: v for k, v in (event.get("usage") or {}).items() if v is not None}
+            )
 
 
 class Gateway:
@@ -117,7 +127,9 @@ class Gateway:
         if cached is not None and cached[0] > time.monotonic():
             return cached[1]
         try:
-            answer = await self.client.get(f"{self.hub_api_url}/user", headers={"Authorization": f"token {token}"})
+            answer = await self.client.get(
+                f"{self.hub_api_url}/user", headers={"Authorization": f"token {token}"}
+            )
         except httpx.HTTPError as error:
             log.warning("The hub could not be asked who a token belongs to: %s", error)
             return None
@@ -160,8 +172,12 @@ class _Base(web.RequestHandler):
         token = _presented_token(self)
         model = await self.gateway.identify(token) if token else None
         if model is None:
-            self.fail(401, "authentication_error", "This model gateway accepts only a JupyterHub API token of a "
-                      "user (as the API key); this one is not valid.")
+            self.fail(
+                401,
+                "authentication_error",
+                "This model gateway accepts only a JupyterHub API token of a "
+                "user (as the API key); this one is not valid.",
+            )
         return model
 
 
@@ -182,7 +198,11 @@ class ForwardHandler(_Base):
         if user.get("kind", "user") != "user":
             self.fail(403, "permission_error", "Only JupyterHub users can use the model gateway.")
             return
-        counted = self.request.method == "POST" and path.startswith("messages") and not path.startswith("messages/count")
+        counted = (
+            self.request.method == "POST"
+            and path.startswith("messages")
+            and not path.startswith("messages/count")
+        )
         if counted:
             refusal = self.gateway.ledger.refusal(name)
             if refusal is not None:
@@ -198,7 +218,8 @@ class ForwardHandler(_Base):
         counter = UsageCounter(streaming)
         query = f"?{self.request.query}" if self.request.query else ""
         request = self.gateway.client.build_request(
-            self.request.method or "GET", f"{self.gateway.upstream}/v1/{path}{query}",
+            self.request.method or "GET",
+            f"{self.gateway.upstream}/v1/{path}{query}",
             headers=self.gateway.upstream_headers(self.request.headers),
             content=self.request.body if self.request.method == "POST" else None,
         )
@@ -206,7 +227,11 @@ class ForwardHandler(_Base):
             answer = await self.gateway.client.send(request, stream=True)
         except httpx.HTTPError as error:
             log.warning("The model service could not be reached: %s", error)
-            self.fail(502, "api_error", "The model gateway could not reach the model service; try again later.")
+            self.fail(
+                502,
+                "api_error",
+                "The model gateway could not reach the model service; try again later.",
+            )
             return
         try:
             self.set_status(answer.status_code)
@@ -236,7 +261,12 @@ class HealthHandler(web.RequestHandler):
     """The service's root: the hub checks it answers."""
 
     def get(self) -> None:
-        self.finish({"service": "jupyter-aaep model gateway", "messages": "POST v1/messages with your hub token"})
+        self.finish(
+            {
+                "service": "jupyter-aaep model gateway",
+                "messages": "POST v1/messages with your hub token",
+            }
+        )
 
 
 class UsageHandler(_Base):
@@ -247,7 +277,11 @@ class UsageHandler(_Base):
         if model is None:
             return
         if not (_is_admin(model) or (user is not None and user == model.get("name"))):
-            self.fail(403, "permission_error", "Only a JupyterHub administrator can read other users' usage.")
+            self.fail(
+                403,
+                "permission_error",
+                "Only a JupyterHub administrator can read other users' usage.",
+            )
             return
         self.finish(self.gateway.ledger.report(user))
 
@@ -256,18 +290,26 @@ class UsageHandler(_Base):
         if model is None:
             return
         if user is None or not _is_admin(model):
-            self.fail(403, "permission_error", "Only a JupyterHub administrator can set a user's budget.")
+            self.fail(
+                403, "permission_error", "Only a JupyterHub administrator can set a user's budget."
+            )
             return
         try:
             body = json.loads(self.request.body or b"{}")
             tokens = body.get("limit_tokens")
             usd = body.get("limit_usd")
-            if tokens is not None and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
-                raise ValueError("limit_tokens must be a whole number of tokens (0 or more) or null")
-            if usd is not None and (not isinstance(usd, (int, float)) or isinstance(usd, bool) or usd < 0):
+            if tokens is not None and (
+                not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0
+            ):
+                raise ValueError(
+                    "limit_tokens must be a whole number of tokens (0 or more) or null"
+                )
+            if usd is not None and (
+                not isinstance(usd, (int, float)) or isinstance(usd, bool) or usd < 0
+            ):
                 raise ValueError("limit_usd must be an amount in USD (0 or more) or null")
         except (ValueError, AttributeError) as error:
-            self.fail(400, "invalid_request_error", f"{error}, e.g. {{\"limit_tokens\": 200000}}.")
+            self.fail(400, "invalid_request_error", f'{error}, e.g. {{"limit_tokens": 200000}}.')
             return
         self.gateway.ledger.set_limits(user, tokens=tokens, usd=None if usd is None else float(usd))
         self.finish(self.gateway.ledger.report(user))
@@ -280,12 +322,14 @@ def _is_admin(model: dict[str, Any]) -> bool:
 def make_app(gateway: Gateway, prefix: str = "/") -> web.Application:
     prefix = "/" + prefix.strip("/") + "/" if prefix.strip("/") else "/"
     args = {"gateway": gateway}
-    return web.Application([
-        (prefix, HealthHandler),
-        (prefix + r"v1/(.*)", ForwardHandler, args),
-        (prefix + r"usage/?", UsageHandler, args),
-        (prefix + r"usage/([^/]+)", UsageHandler, args),
-    ])
+    return web.Application(
+        [
+            (prefix, HealthHandler),
+            (prefix + r"v1/(.*)", ForwardHandler, args),
+            (prefix + r"usage/?", UsageHandler, args),
+            (prefix + r"usage/([^/]+)", UsageHandler, args),
+        ]
+    )
 
 
 def _read_key(key_file: str | None) -> str:
@@ -293,32 +337,57 @@ def _read_key(key_file: str | None) -> str:
         return Path(key_file).read_text(encoding="utf-8").strip()
     key = os.environ.pop("ANTHROPIC_API_KEY", "")
     if not key:
-        raise SystemExit("The model gateway needs the organisation's key: set ANTHROPIC_API_KEY in the service's "
-                         "environment (c.JupyterHub.services[...]['environment']) or pass --key-file.")
+        raise SystemExit(
+            "The model gateway needs the organisation's key: set ANTHROPIC_API_KEY in the service's "
+            "environment (c.JupyterHub.services[...]['environment']) or pass --key-file."
+        )
     return key
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jupyter_aaep.hub.gateway", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--upstream", default="https://api.anthropic.com", help="the real Messages API")
-    parser.add_argument("--key-file", help="read the key from this file instead of ANTHROPIC_API_KEY")
-    parser.add_argument("--budget-tokens", type=int, default=None, help="default limit per user, in tokens")
-    parser.add_argument("--budget-usd", type=float, default=None, help="default limit per user, estimated USD")
-    parser.add_argument("--usage-file", default="aaep-gateway-usage.json", help="where usage and limits are kept")
-    parser.add_argument("--url", default=os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:8090"),
-                        help="where to listen (JupyterHub sets JUPYTERHUB_SERVICE_URL)")
+    parser = argparse.ArgumentParser(
+        prog="python -m jupyter_aaep.hub.gateway", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--upstream", default="https://api.anthropic.com", help="the real Messages API"
+    )
+    parser.add_argument(
+        "--key-file", help="read the key from this file instead of ANTHROPIC_API_KEY"
+    )
+    parser.add_argument(
+        "--budget-tokens", type=int, default=None, help="default limit per user, in tokens"
+    )
+    parser.add_argument(
+        "--budget-usd", type=float, default=None, help="default limit per user, estimated USD"
+    )
+    parser.add_argument(
+        "--usage-file", default="aaep-gateway-usage.json", help="where usage and limits are kept"
+    )
+    parser.add_argument(
+        "--url",
+        default=os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:8090"),
+        help="where to listen (JupyterHub sets JUPYTERHUB_SERVICE_URL)",
+    )
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="[%(levelname)1.1s %(asctime)s aaep-gateway] %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="[%(levelname)1.1s %(asctime)s aaep-gateway] %(message)s"
+    )
     hub_api = os.environ.get("JUPYTERHUB_API_URL")
     if not hub_api:
         parser.error("run it as a JupyterHub service: JUPYTERHUB_API_URL is not set")
     key = _read_key(args.key_file)
     os.environ.pop("ANTHROPIC_API_KEY", None)
-    ledger = Ledger(Path(args.usage_file), limit_tokens=args.budget_tokens, limit_usd=args.budget_usd)
+    ledger = Ledger(
+        Path(args.usage_file), limit_tokens=args.budget_tokens, limit_usd=args.budget_usd
+    )
     gateway = Gateway(hub_api_url=hub_api, upstream=args.upstream, key=key, ledger=ledger)
     prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
     where = urlsplit(args.url)
-    asyncio.run(_serve(make_app(gateway, prefix), where.hostname or "127.0.0.1", where.port or 8090, gateway))
+    asyncio.run(
+        _serve(
+            make_app(gateway, prefix), where.hostname or "127.0.0.1", where.port or 8090, gateway
+        )
+    )
     return 0
 
 

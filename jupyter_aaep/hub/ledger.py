@@ -26,7 +26,12 @@ from ..agent.usage import Price, PriceTable
 
 __all__ = ["Account", "Ledger", "count_tokens"]
 
-_COUNTS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+_COUNTS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
 
 
 def count_tokens(usage: dict[str, Any]) -> dict[str, int]:
@@ -57,8 +62,14 @@ class Ledger:
         For the cost estimate.
     """
 
-    def __init__(self, path: Path | None, *, limit_tokens: int | None = None, limit_usd: float | None = None,
-                 prices: PriceTable | None = None) -> None:
+    def __init__(
+        self,
+        path: Path | None,
+        *,
+        limit_tokens: int | None = None,
+        limit_usd: float | None = None,
+        prices: PriceTable | None = None,
+    ) -> None:
         self.path = path
         self.limit_tokens = limit_tokens
         self.limit_usd = limit_usd
@@ -66,7 +77,9 @@ class Ledger:
         self._lock = threading.Lock()
         self.accounts: dict[str, Account] = {}
         if path is not None and path.exists():
-            for name, values in json.loads(path.read_text(encoding="utf-8")).get("users", {}).items():
+            for name, values in (
+                json.loads(path.read_text(encoding="utf-8")).get("users", {}).items()
+            ):
                 self.accounts[name] = Account(**values)
 
     def account(self, user: str) -> Account:
@@ -91,16 +104,21 @@ class Ledger:
         with self._lock:
             account.refused += 1
         self._save()
-        return (f"You have reached your model budget on this JupyterHub: you used {used}. "
-                "Ask your JupyterHub administrator to raise it; your notebooks and chats are kept.")
+        return (
+            f"You have reached your model budget on this JupyterHub: you used {used}. "
+            "Ask your JupyterHub administrator to raise it; your notebooks and chats are kept."
+        )
 
     def record(self, user: str, model: str, usage: dict[str, Any]) -> None:
         """Add one answer's usage to *user*'s account."""
         counts = count_tokens(usage)
         price = self._price(model)
-        cost = (counts["input_tokens"] * price.input + counts["output_tokens"] * price.output
-                + counts["cache_creation_input_tokens"] * price.write
-                + counts["cache_read_input_tokens"] * price.read) / 1_000_000
+        cost = (
+            counts["input_tokens"] * price.input
+            + counts["output_tokens"] * price.output
+            + counts["cache_creation_input_tokens"] * price.write
+            + counts["cache_read_input_tokens"] * price.read
+        ) / 1_000_000
         with self._lock:
             account = self.account(user)
             account.tokens += sum(counts.values())
@@ -122,8 +140,16 @@ class Ledger:
         users = {}
         for name in names:
             tokens, usd = self.limits(name)
-            users[name] = {**asdict(self.account(name)), "effective_limit_tokens": tokens, "effective_limit_usd": usd}
-        return {"users": users, "default_limit_tokens": self.limit_tokens, "default_limit_usd": self.limit_usd}
+            users[name] = {
+                **asdict(self.account(name)),
+                "effective_limit_tokens": tokens,
+                "effective_limit_usd": usd,
+            }
+        return {
+            "users": users,
+            "default_limit_tokens": self.limit_tokens,
+            "default_limit_usd": self.limit_usd,
+        }
 
     def _price(self, model: str) -> Price:
         try:

@@ -212,8 +212,18 @@ def _sequence(value: Any, limit: int) -> str:
             shown.append("…")
             break
         shown.append(safe_repr(item, ITEM_CHARS))
-    opening, closing = ("[", "]") if isinstance(value, list) else ("(", ")") if isinstance(value, tuple) else ("{", "}")
-    return f"{type_name(value)} with {plural(len(value), 'item')}: {opening}" + ", ".join(shown) + closing
+    opening, closing = (
+        ("[", "]")
+        if isinstance(value, list)
+        else ("(", ")")
+        if isinstance(value, tuple)
+        else ("{", "}")
+    )
+    return (
+        f"{type_name(value)} with {plural(len(value), 'item')}: {opening}"
+        + ", ".join(shown)
+        + closing
+    )
 
 
 def _text(value: str | bytes, limit: int) -> str:
@@ -280,8 +290,11 @@ def describe(value: Any, limit: int = 2000) -> str:
     except DescribeTimeout as timeout:
         return f"{type_name(value)}: not described, because {timeout} (its __repr__ or a property may hang)."
     except Exception as error:  # noqa: BLE001 - user code
-        return clip(f"{type_name(value)}: not described, because describing it raised "
-                    f"{type(error).__name__}: {safe_repr_text(error)}", limit)
+        return clip(
+            f"{type_name(value)}: not described, because describing it raised "
+            f"{type(error).__name__}: {safe_repr_text(error)}",
+            limit,
+        )
 
 
 def safe_repr_text(error: BaseException) -> str:

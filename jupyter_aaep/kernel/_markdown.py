@@ -25,7 +25,9 @@ _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _LINK = re.compile(r"\[([^\]\n]+)\]\(([^)\s]+)\)")
 _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|__(?=\S)(.+?)(?<=\S)__")
-_ITALIC = re.compile(r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])|(?<![\w_])_(?=\S)([^_\n]+?)(?<=\S)_(?![\w_])")
+_ITALIC = re.compile(
+    r"(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?![\w*])|(?<![\w_])_(?=\S)([^_\n]+?)(?<=\S)_(?![\w_])"
+)
 
 
 def escape(text: str) -> str:
@@ -38,7 +40,7 @@ def _inline(text: str) -> str:
     pieces: list[str] = []
     last = 0
     for match in _CODE_SPAN.finditer(text):
-        pieces.append(_emphasis(escape(text[last:match.start()])))
+        pieces.append(_emphasis(escape(text[last : match.start()])))
         pieces.append(f"<code>{escape(match.group(1))}</code>")
         last = match.end()
     pieces.append(_emphasis(escape(text[last:])))
@@ -53,13 +55,23 @@ def _emphasis(escaped: str) -> str:
 
 def _table(rows: list[str]) -> str:
     """A pipe table: the first row is the header unless the second is not a ``---`` rule."""
-    cells = [[c.strip() for c in row.strip().strip("|").split("|")] for row in rows if not _TABLE_RULE.match(row)]
+    cells = [
+        [c.strip() for c in row.strip().strip("|").split("|")]
+        for row in rows
+        if not _TABLE_RULE.match(row)
+    ]
     has_header = len(rows) > 1 and bool(_TABLE_RULE.match(rows[1]))
     head = ""
     if has_header:
-        head = "<thead><tr>" + "".join(f'<th scope="col">{_inline(c)}</th>' for c in cells[0]) + "</tr></thead>"
+        head = (
+            "<thead><tr>"
+            + "".join(f'<th scope="col">{_inline(c)}</th>' for c in cells[0])
+            + "</tr></thead>"
+        )
         cells = cells[1:]
-    body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in cells)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in cells
+    )
     return f"<table>{head}<tbody>{body}</tbody></table>"
 
 
@@ -85,7 +97,11 @@ def markdown_to_html(text: str) -> str:
     def flush_list() -> None:
         nonlocal list_tag
         if items:
-            out.append(f"<{list_tag}>" + "".join(f"<li>{_inline(i)}</li>" for i in items) + f"</{list_tag}>")
+            out.append(
+                f"<{list_tag}>"
+                + "".join(f"<li>{_inline(i)}</li>" for i in items)
+                + f"</{list_tag}>"
+            )
             items.clear()
         list_tag = ""
 

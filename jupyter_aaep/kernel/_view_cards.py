@@ -11,8 +11,10 @@ import ipywidgets as widgets  # type: ignore[import-untyped]
 from ._view_html import approve_name, pressed_name, reject_name, request_html, request_outcome_html
 from ._view_state import RequestItem
 
-PANEL_ONLY = ("Approve or reject this in the side panel: this server takes approvals only from there, "
-              "because code running in the notebook could answer here as if you had clicked.")
+PANEL_ONLY = (
+    "Approve or reject this in the side panel: this server takes approvals only from there, "
+    "because code running in the notebook could answer here as if you had clicked."
+)
 
 if TYPE_CHECKING:
     from .view import LiveView
@@ -48,16 +50,31 @@ class RequestCard:
             reject = self._button(reject_name(item), "jp-AAEPView-reject", lambda: "reject")
             rows.append(widgets.HBox([approve, reject]))
         else:
-            choices = [c for c in item.event.get("choices") or [] if isinstance(c, dict) and isinstance(c.get("value"), str)]
-            picks = [self._button(str(c.get("label") or c["value"]), "jp-AAEPView-choice", _constant(c["value"]))
-                     for c in choices]
+            choices = [
+                c
+                for c in item.event.get("choices") or []
+                if isinstance(c, dict) and isinstance(c.get("value"), str)
+            ]
+            picks = [
+                self._button(
+                    str(c.get("label") or c["value"]), "jp-AAEPView-choice", _constant(c["value"])
+                )
+                for c in choices
+            ]
             if picks:
                 rows.append(widgets.HBox(picks))
             kinds = item.event.get("accepted_response_kinds") or ["freetext"]
             if not choices or any(k in kinds for k in ("freetext", "numeric", "yes_no")):
-                self.answer = widgets.Text(description="Your answer", placeholder="Type your answer, then press Send answer")
+                self.answer = widgets.Text(
+                    description="Your answer",
+                    placeholder="Type your answer, then press Send answer",
+                )
                 self.answer.add_class("jp-AAEPView-answerBox")
-                send = self._button("Send answer", "jp-AAEPView-send", lambda: self.answer.value if self.answer else "")
+                send = self._button(
+                    "Send answer",
+                    "jp-AAEPView-send",
+                    lambda: self.answer.value if self.answer else "",
+                )
                 rows.append(widgets.HBox([self.answer, send]))
         rows.append(self.outcome)
         self.box = widgets.VBox(rows)

@@ -36,8 +36,14 @@ __all__ = [
 
 _RISK = {"low": "Low", "medium": "Medium", "high": "High"}
 _STEP = {"running": "Working", "success": "Done", "error": "Failed", "timeout": "Timed out"}
-_END = {"completed": "Finished", "errored": "Failed", "cancelled": "Stopped", "error": "Problem",
-        "handoff": "Your turn", "info": "Note"}
+_END = {
+    "completed": "Finished",
+    "errored": "Failed",
+    "cancelled": "Stopped",
+    "error": "Problem",
+    "handoff": "Your turn",
+    "info": "Note",
+}
 
 
 def approve_name(item: RequestItem) -> str:
@@ -76,10 +82,13 @@ STYLE = (
 
 
 def header_html(state: ViewState) -> str:
-    request = state.request_text if len(state.request_text) <= 300 else state.request_text[:299] + "…"
+    request = (
+        state.request_text if len(state.request_text) <= 300 else state.request_text[:299] + "…"
+    )
     status = state.status + (f" {state.progress}" if state.progress and state.bar is None else "")
     return (
-        STYLE + f'<p class="jp-AAEPView-request"><strong>You asked the agent:</strong> {escape(request)}</p>'
+        STYLE
+        + f'<p class="jp-AAEPView-request"><strong>You asked the agent:</strong> {escape(request)}</p>'
         f'<p class="jp-AAEPView-status">{escape(status)}</p>' + progress_html(state.bar)
     )
 
@@ -129,30 +138,51 @@ def request_html(item: RequestItem) -> str:
     """The card's facts: what, consequence, risk, warnings and the exact code (or the question)."""
     event = item.event
     if item.kind == "clarification":
-        parts = [f'<p><strong>Question for you:</strong> {escape(str(event.get("question", "")))}</p>']
+        parts = [
+            f"<p><strong>Question for you:</strong> {escape(str(event.get('question', '')))}</p>"
+        ]
         context = event.get("context")
         if isinstance(context, str) and context:
             parts.append(f"<p>Context: {escape(context)}</p>")
         return f'<div class="jp-AAEPView-card jp-AAEPView-clarification">{"".join(parts)}</div>'
-    extra: dict[str, Any] = event.get("extra_context") if isinstance(event.get("extra_context"), dict) else {}  # type: ignore[assignment]
+    context_value = event.get("extra_context")
+    extra: dict[str, Any] = context_value if isinstance(context_value, dict) else {}
     risk = str(event.get("risk_level") or "low")
     irreversible = event.get("irreversible") is True or event.get("reversibility") == "irreversible"
     parts = [
-        f'<p><strong>Approval needed:</strong> {escape(str(event.get("action", "an action")))}</p>',
-        f'<p>Consequence: {escape(str(event.get("consequence", "Not described.")))}</p>',
+        f"<p><strong>Approval needed:</strong> {escape(str(event.get('action', 'an action')))}</p>",
+        f"<p>Consequence: {escape(str(event.get('consequence', 'Not described.')))}</p>",
         f"<p>Risk: {escape(_RISK.get(risk, risk))}{' (cannot be undone)' if irreversible else ''}</p>",
     ]
-    flags = [f for f in extra.get("risk_flags", []) if isinstance(f, str) and f] if isinstance(extra.get("risk_flags"), list) else []
+    flags = (
+        [f for f in extra.get("risk_flags", []) if isinstance(f, str) and f]
+        if isinstance(extra.get("risk_flags"), list)
+        else []
+    )
     if flags:
-        parts.append("<p>Warnings:</p><ul>" + "".join(f"<li>{escape(f)}</li>" for f in flags) + "</ul>")
+        parts.append(
+            "<p>Warnings:</p><ul>" + "".join(f"<li>{escape(f)}</li>" for f in flags) + "</ul>"
+        )
     if isinstance(extra.get("code"), str):
         number = extra.get("cell_number")
-        parts.append(_code_block(f"Code of cell {number}:" if isinstance(number, int) else "Code to run:", extra["code"]))
+        parts.append(
+            _code_block(
+                f"Code of cell {number}:" if isinstance(number, int) else "Code to run:",
+                extra["code"],
+            )
+        )
     cells = extra.get("cells")
     if isinstance(cells, list):
-        for index, cell in enumerate(c for c in cells if isinstance(c, dict) and isinstance(c.get("code"), str)):
+        for index, cell in enumerate(
+            c for c in cells if isinstance(c, dict) and isinstance(c.get("code"), str)
+        ):
             number = cell.get("cell_number")
-            parts.append(_code_block(f"Code of cell {number if isinstance(number, int) else index + 1}:", cell["code"]))
+            parts.append(
+                _code_block(
+                    f"Code of cell {number if isinstance(number, int) else index + 1}:",
+                    cell["code"],
+                )
+            )
     arguments = extra.get("arguments") or extra.get("args_summary")
     if isinstance(arguments, str) and arguments:
         parts.append(_code_block("With:", arguments))
@@ -167,7 +197,11 @@ def countdown_text(item: RequestItem, now: float) -> str:
     if item.kind == "clarification":
         fallback = "the agent goes on without an answer"
     else:
-        fallback = "it will be approved" if item.event.get("default_decision") == "accept" else "it will be rejected"
+        fallback = (
+            "it will be approved"
+            if item.event.get("default_decision") == "accept"
+            else "it will be rejected"
+        )
     left = max(0, math.ceil(deadline - now))
     if left == 0:
         return f"Time is up: {fallback.replace('it will be', 'it is being')}."
@@ -180,7 +214,9 @@ def request_outcome_html(item: RequestItem, now: float) -> str:
     """Under the buttons: the countdown while open, the outcome once answered, and a problem."""
     parts = []
     if item.problem:
-        parts.append(f'<p class="jp-AAEPView-problem"><strong>Problem:</strong> {escape(item.problem)}</p>')
+        parts.append(
+            f'<p class="jp-AAEPView-problem"><strong>Problem:</strong> {escape(item.problem)}</p>'
+        )
     if item.open:
         text = countdown_text(item, now)
     else:

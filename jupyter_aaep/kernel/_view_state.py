@@ -41,7 +41,9 @@ MAX_ASIDE = 2000
 """Events of sessions not (yet) known to be ours kept aside, in total."""
 MAX_SEEN = 20_000
 
-RequestState = Literal["pending", "sending", "accepted", "rejected", "answered", "resolved", "cancelled"]
+RequestState = Literal[
+    "pending", "sending", "accepted", "rejected", "answered", "resolved", "cancelled"
+]
 StepStatus = Literal["running", "success", "error", "timeout"]
 
 _STATE_TEXT = {
@@ -62,7 +64,7 @@ def core_name(event_type: object) -> str | None:
         return None
     for prefix in (_COMPACT, _URI):
         if event_type.startswith(prefix):
-            return event_type[len(prefix):]
+            return event_type[len(prefix) :]
     return None
 
 
@@ -73,7 +75,12 @@ def _text(event: dict[str, Any], key: str) -> str | None:
 
 def summary(event: dict[str, Any]) -> str:
     """The event's normal summary (or the nearest one it has), or ``""``."""
-    return _text(event, "summary_normal") or _text(event, "summary_terse") or _text(event, "summary_detailed") or ""
+    return (
+        _text(event, "summary_normal")
+        or _text(event, "summary_terse")
+        or _text(event, "summary_detailed")
+        or ""
+    )
 
 
 def action_phrase(event: dict[str, Any]) -> str:
@@ -103,8 +110,13 @@ def action_phrase(event: dict[str, Any]) -> str:
     return "this action"
 
 
-_CHANGE_VERBS = {"edit": "editing", "create": "adding", "delete": "deleting", "move": "moving",
-                 "clear_outputs": "clearing the outputs of"}
+_CHANGE_VERBS = {
+    "edit": "editing",
+    "create": "adding",
+    "delete": "deleting",
+    "move": "moving",
+    "clear_outputs": "clearing the outputs of",
+}
 
 
 def _change_phrase(change: dict[str, Any]) -> str:
@@ -188,7 +200,9 @@ class NoticeItem:
 Item = AnswerItem | StepItem | RequestItem | NoticeItem
 
 
-def confirmation_reply(item: RequestItem, decision: str, *, subscription_id: str, timestamp: str) -> dict[str, Any]:
+def confirmation_reply(
+    item: RequestItem, decision: str, *, subscription_id: str, timestamp: str
+) -> dict[str, Any]:
     """The ``confirmation.reply`` for *item*, sent with the view's own subscription id."""
     return {
         "type": "confirmation.reply",
@@ -200,7 +214,9 @@ def confirmation_reply(item: RequestItem, decision: str, *, subscription_id: str
     }
 
 
-def clarification_reply(item: RequestItem, answer: str, *, subscription_id: str, timestamp: str) -> dict[str, Any]:
+def clarification_reply(
+    item: RequestItem, answer: str, *, subscription_id: str, timestamp: str
+) -> dict[str, Any]:
     """The ``clarification.reply`` for *item*: the answer typed as the request accepts it.
 
     A request that takes only yes/no gets a boolean, only numbers a number; anything else
@@ -242,7 +258,9 @@ class ProgressBar:
         if not isinstance(progress, dict):
             return None
         raw = progress.get("percent")
-        percent = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
+        percent = (
+            float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
+        )
         step, total = progress.get("step"), progress.get("total_steps")
         if percent is None and isinstance(step, int) and isinstance(total, int) and total > 0:
             percent = 100.0 * min(step, total) / total
@@ -297,7 +315,9 @@ class ViewState:
         session = event.get("session_id")
         if self.session_id is not None:
             return session == self.session_id
-        if core_name(event.get("type")) == "session.started" and _same_request(event.get("request_text"), self.request_text):
+        if core_name(event.get("type")) == "session.started" and _same_request(
+            event.get("request_text"), self.request_text
+        ):
             self.session_id = str(session)
             self._aside = [e for e in self._aside if e.get("session_id") == session]
             return True
@@ -346,7 +366,9 @@ class ViewState:
             self._resolve_requests("resolved")
             call = event.get("tool_call_id")
             key = f"step:{call}" if isinstance(call, str) else self._key("step")
-            self.items[key] = StepItem(key, tool=str(event.get("tool", "tool")), summary=said or "A step started.")
+            self.items[key] = StepItem(
+                key, tool=str(event.get("tool", "tool")), summary=said or "A step started."
+            )
             self.progress = None
             self.bar = None
         elif name == "tool.completed":
@@ -354,7 +376,9 @@ class ViewState:
         elif name == "progress.updated":
             progress = event.get("progress")
             description = progress.get("description") if isinstance(progress, dict) else None
-            self.progress = description if isinstance(description, str) and description else (said or None)
+            self.progress = (
+                description if isinstance(description, str) and description else (said or None)
+            )
             self.bar = ProgressBar.from_event(event, said) or self.bar
         elif name in ("awaiting.confirmation", "awaiting.clarification"):
             kind: Literal["confirmation", "clarification"] = (
@@ -365,7 +389,11 @@ class ViewState:
             self.status = _STATE_TEXT["awaiting_input"]
         elif name == "handoff.requested":
             key = self._key("handoff")
-            self.items[key] = NoticeItem(key, "handoff", said or f"The agent hands control back to you: {event.get('reason', '')}")
+            self.items[key] = NoticeItem(
+                key,
+                "handoff",
+                said or f"The agent hands control back to you: {event.get('reason', '')}",
+            )
         elif name in TERMINAL:
             self._ended(name, event, said)
         elif said:  # an unknown or extension type: its summary, if it has one
@@ -377,14 +405,22 @@ class ViewState:
         self.agent_state = str(after) if isinstance(after, str) else self.agent_state
         if before == "awaiting_input" and after != "awaiting_input":
             self._resolve_requests("resolved", said or None, at=_epoch(event.get("timestamp")))
-        self.status = _STATE_TEXT.get(self.agent_state, f"The agent is {self.agent_state.replace('_', ' ')}.")
+        self.status = _STATE_TEXT.get(
+            self.agent_state, f"The agent is {self.agent_state.replace('_', ' ')}."
+        )
 
     def _tool_completed(self, event: dict[str, Any], said: str) -> None:
         call, tool = event.get("tool_call_id"), event.get("tool")
         step = self.items.get(f"step:{call}") if isinstance(call, str) else None
         if not isinstance(step, StepItem):
-            step = next((i for i in reversed(self.items.values())
-                         if isinstance(i, StepItem) and i.tool == tool and i.status == "running"), None)
+            step = next(
+                (
+                    i
+                    for i in reversed(self.items.values())
+                    if isinstance(i, StepItem) and i.tool == tool and i.status == "running"
+                ),
+                None,
+            )
         if step is None:
             return
         status = event.get("status")
@@ -393,7 +429,9 @@ class ViewState:
         message = event.get("error_message")
         step.error_message = message if isinstance(message, str) and message else None
         duration = event.get("duration_ms")
-        step.duration_ms = duration if isinstance(duration, int) and not isinstance(duration, bool) else None
+        step.duration_ms = (
+            duration if isinstance(duration, int) and not isinstance(duration, bool) else None
+        )
         self.progress = None
         self.bar = None
 
@@ -407,7 +445,14 @@ class ViewState:
             elif isinstance(item, StepItem) and item.status == "running":
                 item.status = "timeout"
         hint = _text(event, "remediation_hint")
-        text = said or {"completed": "Done.", "errored": "The request failed.", "cancelled": "The request was stopped."}[variant]
+        text = (
+            said
+            or {
+                "completed": "Done.",
+                "errored": "The request failed.",
+                "cancelled": "The request was stopped.",
+            }[variant]
+        )
         if hint and text.rstrip().endswith(hint.strip()):
             text = text.rstrip()[: -len(hint.strip())].rstrip() or text
         key = f"end:{event.get('event_id')}"
@@ -416,7 +461,9 @@ class ViewState:
         self.progress = None
         self.bar = None
 
-    def _resolve_requests(self, state: RequestState, outcome: str | None = None, *, at: float | None = None) -> None:
+    def _resolve_requests(
+        self, state: RequestState, outcome: str | None = None, *, at: float | None = None
+    ) -> None:
         """Close the open requests; *outcome* is the producer's sentence about how (*at* its time)."""
         for item in self.items.values():
             if isinstance(item, RequestItem) and item.state in ("pending", "sending"):
@@ -430,7 +477,9 @@ class ViewState:
                     text = "Cancelled: the request ended before an answer."
                 elif not text:
                     text = "Resolved."
-                says_where = bool(outcome) and str(outcome).startswith(("Approved in", "Approved from"))
+                says_where = bool(outcome) and str(outcome).startswith(
+                    ("Approved in", "Approved from")
+                )
                 if not answered_here and state == "resolved" and outcome and not says_where:
                     text = f"Answered elsewhere (for example in the side panel): {outcome}"
                 item.outcome = text
@@ -457,7 +506,9 @@ class ViewState:
         if item is None or item.state != "sending":
             return
         item.state, item.outcome = "pending", ""
-        item.problem = f"Your answer was not sent: {message} Try again, or answer in the side panel."
+        item.problem = (
+            f"Your answer was not sent: {message} Try again, or answer in the side panel."
+        )
         self.version += 1
 
     def error(self, text: str, hint: str | None = None) -> None:

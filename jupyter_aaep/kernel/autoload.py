@@ -51,8 +51,10 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         config = json.loads(text)
     except ValueError as error:
-        raise AutoloadError(f"{path} is not valid JSON ({error}); it was left as it is. Fix or remove it, "
-                            "or load the magic in each notebook with %load_ext jupyter_aaep.") from error
+        raise AutoloadError(
+            f"{path} is not valid JSON ({error}); it was left as it is. Fix or remove it, "
+            "or load the magic in each notebook with %load_ext jupyter_aaep."
+        ) from error
     if not isinstance(config, dict):
         raise AutoloadError(f"{path} does not hold a JSON object; it was left as it is.")
     return config
@@ -64,7 +66,9 @@ def _extensions(config: dict[str, Any], path: Path) -> list[Any]:
         raise AutoloadError(f"{path}: InteractiveShellApp is not an object; it was left as it is.")
     extensions = section.get("extensions", [])
     if not isinstance(extensions, list):
-        raise AutoloadError(f"{path}: InteractiveShellApp.extensions is not a list; it was left as it is.")
+        raise AutoloadError(
+            f"{path}: InteractiveShellApp.extensions is not a list; it was left as it is."
+        )
     return extensions
 
 
@@ -129,7 +133,9 @@ def disable(path: Path | None = None) -> bool:
         try:
             path.unlink()
         except OSError as error:
-            raise AutoloadError(f"{path} could not be removed ({error.strerror or error}).") from error
+            raise AutoloadError(
+                f"{path} could not be removed ({error.strerror or error})."
+            ) from error
     return True
 
 
@@ -143,21 +149,28 @@ def main(argv: list[str] | None = None) -> int:
             print("--prefix needs a directory.", file=sys.stderr)
             return 2
         prefix = args[at + 1]
-        del args[at:at + 2]
+        del args[at : at + 2]
     action = args[0] if len(args) == 1 else ""
     if action not in ("enable", "disable", "status"):
-        print("Usage: python -m jupyter_aaep.kernel.autoload enable|disable|status [--prefix DIR]", file=sys.stderr)
+        print(
+            "Usage: python -m jupyter_aaep.kernel.autoload enable|disable|status [--prefix DIR]",
+            file=sys.stderr,
+        )
         return 2
     path = config_path(prefix)
     try:
         if action == "enable":
             changed = enable(path)
-            print(f"%aaep loads in every new kernel of this environment ({path}"
-                  f"{'' if changed else ', already set'}).")
+            print(
+                f"%aaep loads in every new kernel of this environment ({path}"
+                f"{'' if changed else ', already set'})."
+            )
         elif action == "disable":
             changed = disable(path)
-            print(f"%aaep no longer loads by itself in new kernels ({path}{'' if changed else ', was not set'}); "
-                  "use %load_ext jupyter_aaep in a notebook.")
+            print(
+                f"%aaep no longer loads by itself in new kernels ({path}{'' if changed else ', was not set'}); "
+                "use %load_ext jupyter_aaep in a notebook."
+            )
         else:
             state = "loads" if is_enabled(path) else "does not load"
             print(f"%aaep {state} by itself in new kernels of this environment ({path}).")

@@ -33,9 +33,11 @@ from urllib.parse import quote, urlencode, urljoin, urlsplit
 __all__ = ["EventStream", "KernelAPIError", "KernelClient", "sign"]
 
 API = "aaep/v1/kernel/"
-SETUP_HINT = ("Open the notebook in JupyterLab started with the jupyter-aaep extension "
-              "(scripts/start in a clone of jupyter-aaep, or jupyter lab after pip install jupyter-aaep), "
-              "then restart this kernel from there.")
+SETUP_HINT = (
+    "Open the notebook in JupyterLab started with the jupyter-aaep extension "
+    "(scripts/start in a clone of jupyter-aaep, or jupyter lab after pip install jupyter-aaep), "
+    "then restart this kernel from there."
+)
 
 
 class KernelAPIError(Exception):
@@ -58,8 +60,10 @@ def _kernel_id(shell: Any, env: Mapping[str, str]) -> str:
     :class:`KernelAPIError` saying what is missing."""
     kernel = getattr(shell, "kernel", None)
     if kernel is None or getattr(kernel, "session", None) is None:
-        raise KernelAPIError("%aaep works in a Jupyter kernel, and this is plain IPython (no kernel "
-                             "connection). " + SETUP_HINT)
+        raise KernelAPIError(
+            "%aaep works in a Jupyter kernel, and this is plain IPython (no kernel "
+            "connection). " + SETUP_HINT
+        )
     given = env.get("AAEP_KERNEL_ID")
     if given:
         return given
@@ -68,20 +72,26 @@ def _kernel_id(shell: Any, env: Mapping[str, str]) -> str:
 
         filename = os.path.basename(get_connection_file())
     except Exception as error:  # not started as a kernel: no connection file at all
-        raise KernelAPIError(f"This kernel has no connection file ({error}), so the server cannot tell "
-                             "which notebook it belongs to. " + SETUP_HINT) from error
+        raise KernelAPIError(
+            f"This kernel has no connection file ({error}), so the server cannot tell "
+            "which notebook it belongs to. " + SETUP_HINT
+        ) from error
     match = re.fullmatch(r"kernel-(.+)\.json", filename)
     if not match:
-        raise KernelAPIError(f"This kernel's connection file {filename!r} does not carry a kernel id "
-                             "(kernel-<id>.json), so the server cannot tell which notebook it belongs "
-                             "to. " + SETUP_HINT)
+        raise KernelAPIError(
+            f"This kernel's connection file {filename!r} does not carry a kernel id "
+            "(kernel-<id>.json), so the server cannot tell which notebook it belongs "
+            "to. " + SETUP_HINT
+        )
     return match.group(1)
 
 
 class KernelClient:
     """Signed calls to ``aaep/v1/kernel/...`` of the server at *server_url*."""
 
-    def __init__(self, server_url: str, secret: str, kernel_id: str, *, timeout: float = 15.0) -> None:
+    def __init__(
+        self, server_url: str, secret: str, kernel_id: str, *, timeout: float = 15.0
+    ) -> None:
         self.server_url = server_url if server_url.endswith("/") else server_url + "/"
         self.secret = secret
         self.kernel_id = kernel_id
@@ -90,18 +100,25 @@ class KernelClient:
         """The chat this client's requests address (``?chat_id=``); the notebook's newest when unset."""
 
     @classmethod
-    def from_environment(cls, shell: Any = None, environ: Mapping[str, str] | None = None) -> KernelClient:
+    def from_environment(
+        cls, shell: Any = None, environ: Mapping[str, str] | None = None
+    ) -> KernelClient:
         """The client for this kernel; a :class:`KernelAPIError` names what is missing."""
         from .credential import take
 
         env = os.environ if environ is None else environ
         url, secret = env.get("AAEP_SERVER_URL"), take(environ)
-        missing = [name for name, value in (("AAEP_SERVER_URL", url), ("AAEP_KERNEL_SECRET", secret)) if not value]
+        missing = [
+            name
+            for name, value in (("AAEP_SERVER_URL", url), ("AAEP_KERNEL_SECRET", secret))
+            if not value
+        ]
         if missing:
             raise KernelAPIError(
                 f"%aaep cannot reach the jupyter-aaep server: {' and '.join(missing)} "
                 f"{'is' if len(missing) == 1 else 'are'} not set in this kernel, so it was not started by a "
-                "Jupyter server with the jupyter-aaep extension. " + SETUP_HINT)
+                "Jupyter server with the jupyter-aaep extension. " + SETUP_HINT
+            )
         if shell is None:
             from IPython import get_ipython
 
@@ -113,7 +130,9 @@ class KernelClient:
     # -- plumbing --------------------------------------------------------------------------------
     def url(self, path: str, query: Mapping[str, str | None] | None = None) -> str:
         url = urljoin(self.server_url, API + path)
-        params = {k: v for k, v in {"chat_id": self.chat_id, **(query or {})}.items() if v is not None}
+        params = {
+            k: v for k, v in {"chat_id": self.chat_id, **(query or {})}.items() if v is not None
+        }
         return url + ("?" + urlencode(params) if params else "")
 
     def headers(self, method: str, url: str, body: bytes) -> dict[str, str]:
@@ -126,19 +145,31 @@ class KernelClient:
             "X-AAEP-Kernel-Id": self.kernel_id,
             "X-AAEP-Kernel-Time": stamp,
             "X-AAEP-Kernel-Nonce": nonce,
-            "X-AAEP-Kernel-Signature": sign(self.secret.encode(), method, path, body, stamp=stamp, nonce=nonce),
+            "X-AAEP-Kernel-Signature": sign(
+                self.secret.encode(), method, path, body, stamp=stamp, nonce=nonce
+            ),
         }
 
-    def request(self, method: str, path: str, body: Any = None, *,
-                query: Mapping[str, str | None] | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        query: Mapping[str, str | None] | None = None,
+    ) -> Any:
         """One blocking call; the parsed JSON answer (``None`` when empty)."""
         url = self.url(path, query)
         data = b"" if body is None else json.dumps(body).encode()
         headers = self.headers(method, url, data)
         if body is not None:
             headers["Content-Type"] = "application/json"
-        request = urllib.request.Request(url, data=data if method not in ("GET", "DELETE") else None,
-                                         headers=headers, method=method)
+        request = urllib.request.Request(
+            url,
+            data=data if method not in ("GET", "DELETE") else None,
+            headers=headers,
+            method=method,
+        )
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 return _parse(response.read())
@@ -146,8 +177,10 @@ class KernelClient:
             raise self._http_error(method, path, error.code, error.read()) from None
         except (urllib.error.URLError, OSError) as error:
             reason = getattr(error, "reason", error)
-            raise KernelAPIError(f"The jupyter-aaep server at {self.server_url} does not answer ({reason}); it "
-                                 "may have stopped. Start JupyterLab again and restart this kernel.") from None
+            raise KernelAPIError(
+                f"The jupyter-aaep server at {self.server_url} does not answer ({reason}); it "
+                "may have stopped. Start JupyterLab again and restart this kernel."
+            ) from None
 
     def _http_error(self, method: str, path: str, status: int, body: bytes) -> KernelAPIError:
         message = None
@@ -158,8 +191,10 @@ class KernelClient:
         except ValueError:
             pass
         if not message and status == 404 and path in ("status", "tools", "requests"):
-            message = (f"The server at {self.server_url} has no kernel API (HTTP 404): its jupyter-aaep is too "
-                       "old or not enabled. Update jupyter-aaep and restart JupyterLab.")
+            message = (
+                f"The server at {self.server_url} has no kernel API (HTTP 404): its jupyter-aaep is too "
+                "old or not enabled. Update jupyter-aaep and restart JupyterLab."
+            )
         if not message:
             message = f"The jupyter-aaep server answered HTTP {status} to {method} {API}{path}."
         return KernelAPIError(str(message), status=status)
@@ -183,9 +218,13 @@ class KernelClient:
     def delete_tool(self, name: str) -> dict[str, Any]:
         return dict(self.request("DELETE", "tools/" + quote(name, safe="")) or {})
 
-    def start_request(self, text: str, context: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    def start_request(
+        self, text: str, context: list[dict[str, str]] | None = None
+    ) -> dict[str, Any]:
         """Start a session in the notebook's chat (guidance while one runs): chat_id, input_id, status."""
-        return dict(self.request("POST", "requests", {"text": text, "context": list(context or [])}) or {})
+        return dict(
+            self.request("POST", "requests", {"text": text, "context": list(context or [])}) or {}
+        )
 
     def subscribe(self, capabilities: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The Level 3 handshake: the server's answer to a ``subscription.request``."""
@@ -195,11 +234,18 @@ class KernelClient:
         """A reply or control message (``confirmation.response``, ``control``, ``guidance``...)."""
         return self.request("POST", "messages", dict(message))
 
-    async def request_async(self, method: str, path: str, body: Any = None, *,
-                            query: Mapping[str, str | None] | None = None) -> Any:
+    async def request_async(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        query: Mapping[str, str | None] | None = None,
+    ) -> Any:
         """:meth:`request` without blocking the event loop (for the live view's buttons)."""
         return await asyncio.get_running_loop().run_in_executor(
-            None, lambda: self.request(method, path, body, query=query))
+            None, lambda: self.request(method, path, body, query=query)
+        )
 
     def events(self, subscription_id: str | None, last_event_id: str | None = None) -> EventStream:
         """The notebook chat's events as an async iterator of parsed JSON messages (SSE)."""
@@ -224,8 +270,14 @@ class EventStream:
     (4xx) ends the iteration with a :class:`KernelAPIError`. ``await stream.aclose()`` ends it.
     """
 
-    def __init__(self, client: KernelClient, subscription_id: str | None, last_event_id: str | None = None,
-                 *, retries: int = 5) -> None:
+    def __init__(
+        self,
+        client: KernelClient,
+        subscription_id: str | None,
+        last_event_id: str | None = None,
+        *,
+        retries: int = 5,
+    ) -> None:
         self.client = client
         self.subscription_id = subscription_id
         self.last_event_id = last_event_id
@@ -267,10 +319,12 @@ class EventStream:
                     break
                 failures = 0 if received else failures + 1
                 if failures > self.retries:
-                    raise KernelAPIError("The connection to the jupyter-aaep server's event stream keeps "
-                                         "dropping; the view stopped following it. Check that JupyterLab "
-                                         "is still running.")
-                await asyncio.sleep(min(0.25 * 2 ** failures, 5.0))
+                    raise KernelAPIError(
+                        "The connection to the jupyter-aaep server's event stream keeps "
+                        "dropping; the view stopped following it. Check that JupyterLab "
+                        "is still running."
+                    )
+                await asyncio.sleep(min(0.25 * 2**failures, 5.0))
         except KernelAPIError as error:
             self._queue.put_nowait(error)
         finally:
@@ -280,8 +334,9 @@ class EventStream:
         """One connection; whether it delivered anything. Raises on a refusal."""
         from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
-        url = self.client.url("events", {"subscription_id": self.subscription_id,
-                                         "last_event_id": self.last_event_id})
+        url = self.client.url(
+            "events", {"subscription_id": self.subscription_id, "last_event_id": self.last_event_id}
+        )
         headers = self.client.headers("GET", url, b"")
         headers["Accept"] = "text/event-stream"
         if self.last_event_id:
@@ -306,8 +361,14 @@ class EventStream:
                 self._queue.put_nowait(message)
 
         http = AsyncHTTPClient(force_instance=True)
-        request = HTTPRequest(url, headers=headers, connect_timeout=10, request_timeout=0,
-                              header_callback=on_header, streaming_callback=on_chunk)
+        request = HTTPRequest(
+            url,
+            headers=headers,
+            connect_timeout=10,
+            request_timeout=0,
+            header_callback=on_header,
+            streaming_callback=on_chunk,
+        )
         try:
             await http.fetch(request)
         except HTTPClientError as error:

@@ -63,14 +63,18 @@ def build_context(text: str, namespace: dict[str, Any]) -> list[dict[str, str]]:
     """``[{"name", "description"}]`` for the request's references; ``ValueError`` names an unknown one."""
     names = references(text)
     if len(names) > MAX_CONTEXT_NAMES:
-        raise ValueError(f"The request refers to {len(names)} variables; at most {MAX_CONTEXT_NAMES} can be "
-                         "described. The request was not sent.")
+        raise ValueError(
+            f"The request refers to {len(names)} variables; at most {MAX_CONTEXT_NAMES} can be "
+            "described. The request was not sent."
+        )
     context = []
     for name in names:
         found, value = lookup(name, namespace)
         if not found:
-            raise ValueError(f"{{{name}}}: {value} Write {{{{{name}}}}} for literal braces. "
-                             "The request was not sent.")
+            raise ValueError(
+                f"{{{name}}}: {value} Write {{{{{name}}}}} for literal braces. "
+                "The request was not sent."
+            )
         context.append({"name": name, "description": describe(value, CONTEXT_CHARS)})
     return context
 
@@ -91,8 +95,10 @@ class AAEPMagics(Magics):
         except KernelAPIError as error:
             say(str(error))
         except Exception as error:  # noqa: BLE001 - never a traceback in the user's cell
-            say(f"%aaep failed unexpectedly: {type(error).__name__}: {error}. Nothing was lost; "
-                "run the cell again, and report this if it persists.")
+            say(
+                f"%aaep failed unexpectedly: {type(error).__name__}: {error}. Nothing was lost; "
+                "run the cell again, and report this if it persists."
+            )
 
     def _dispatch(self, line: str, cell: str | None) -> None:
         if cell is not None:
@@ -111,8 +117,10 @@ class AAEPMagics(Magics):
     # -- requests --------------------------------------------------------------------------------
     def _request(self, text: str) -> None:
         if not text:
-            say("Write a request after %aaep, for example: %aaep plot {df} by month. %aaep --help lists "
-                "the commands.")
+            say(
+                "Write a request after %aaep, for example: %aaep plot {df} by month. %aaep --help lists "
+                "the commands."
+            )
             return
         namespace = self.shell.user_ns if self.shell is not None else {}
         try:
@@ -132,8 +140,10 @@ class AAEPMagics(Magics):
                 return
         answer = client.start_request(text, context)
         if answer.get("status") == "guidance":
-            print("The agent is already working, so this was sent to it as guidance; follow it in the "
-                  "side panel.")
+            print(
+                "The agent is already working, so this was sent to it as guidance; follow it in the "
+                "side panel."
+            )
         else:
             print("The request was sent to this notebook's agent; follow it in the side panel.")
 
@@ -161,7 +171,9 @@ class AAEPMagics(Magics):
             except KernelAPIError as error:
                 if error.status == 404:
                     if known_here:
-                        print(f"Kernel tool {name} was removed from this kernel; the agent did not have it.")
+                        print(
+                            f"Kernel tool {name} was removed from this kernel; the agent did not have it."
+                        )
                         return
                     say(f"There is no kernel tool named {name}; %aaep tools lists them.")
                     return
@@ -173,31 +185,58 @@ class AAEPMagics(Magics):
             return
         tools = self.client().tools()
         if not tools:
-            print("This notebook's agent has no kernel tools. Define one in a cell with @aaep_tool "
-                  "(from jupyter_aaep import aaep_tool).")
+            print(
+                "This notebook's agent has no kernel tools. Define one in a cell with @aaep_tool "
+                "(from jupyter_aaep import aaep_tool)."
+            )
             return
-        lines = [f"This notebook's agent can call {len(tools)} kernel tool{'s' if len(tools) != 1 else ''}:"]
+        lines = [
+            f"This notebook's agent can call {len(tools)} kernel tool{'s' if len(tools) != 1 else ''}:"
+        ]
         for tool in tools:
             description = str(tool.get("description") or "").strip().splitlines()
             risk = tool.get("risk_level", "low")
-            asks = ", asks first" if tool.get("require_confirmation") or tool.get("irreversible") else ""
-            lines.append(f"  {tool.get('name')} ({risk} risk{asks})" + (f": {description[0]}" if description else ""))
+            asks = (
+                ", asks first"
+                if tool.get("require_confirmation") or tool.get("irreversible")
+                else ""
+            )
+            lines.append(
+                f"  {tool.get('name')} ({risk} risk{asks})"
+                + (f": {description[0]}" if description else "")
+            )
         print("\n".join(lines))
 
     def _control(self, action: str) -> None:
         answer = self.client().send({"kind": "control", "action": action}) or {}
         if action == "stop":
-            print("The agent was stopped." if answer.get("stopped") else "The agent was not working; nothing to stop.")
+            print(
+                "The agent was stopped."
+                if answer.get("stopped")
+                else "The agent was not working; nothing to stop."
+            )
         elif action == "pause":
-            print("The agent will pause before its next step." if answer.get("paused")
-                  else "The agent was not working; nothing to pause.")
+            print(
+                "The agent will pause before its next step."
+                if answer.get("paused")
+                else "The agent was not working; nothing to pause."
+            )
         elif action == "resume":
-            print("The agent resumed." if answer.get("resumed") else "The agent was not paused; nothing to resume.")
+            print(
+                "The agent resumed."
+                if answer.get("resumed")
+                else "The agent was not paused; nothing to resume."
+            )
         else:
             print(str(answer.get("summary") or "The agent's last notebook edits were undone."))
 
 
-_STATES = {"running": "working", "awaiting": "waiting for your answer", "paused": "paused", "idle": "idle"}
+_STATES = {
+    "running": "working",
+    "awaiting": "waiting for your answer",
+    "paused": "paused",
+    "idle": "idle",
+}
 
 
 def _status_text(status: dict[str, Any]) -> str:
@@ -218,8 +257,14 @@ def _status_text(status: dict[str, Any]) -> str:
     if pending:
         lines.append(f"Waiting for your answer ({len(pending)}):")
         for item in pending:
-            text = item.get("summary") or item.get("question") or item.get("action") or item.get("type") \
-                if isinstance(item, dict) else item
+            text = (
+                item.get("summary")
+                or item.get("question")
+                or item.get("action")
+                or item.get("type")
+                if isinstance(item, dict)
+                else item
+            )
             lines.append(f"  {text}")
     return "\n".join(lines)
 
@@ -233,7 +278,9 @@ def _live_view() -> Any:
     return LiveView
 
 
-def _make_view(view_class: Any, client: KernelClient, text: str, context: list[dict[str, str]]) -> Any:
+def _make_view(
+    view_class: Any, client: KernelClient, text: str, context: list[dict[str, str]]
+) -> Any:
     """``LiveView(client, text, context=...)``; the view sends the request after subscribing."""
     import inspect
 
@@ -243,7 +290,9 @@ def _make_view(view_class: Any, client: KernelClient, text: str, context: list[d
         accepts_context = False
     if context and not accepts_context:
         return None  # this view cannot carry the {name} context: send it here instead
-    return view_class(client, text, context=context) if accepts_context else view_class(client, text)
+    return (
+        view_class(client, text, context=context) if accepts_context else view_class(client, text)
+    )
 
 
 # -- kernel tools ---------------------------------------------------------------------------------
@@ -258,9 +307,13 @@ def on_tool_defined(spec: Any) -> None:
     except KernelAPIError as error:
         say(f"{spec.name} is defined, but the agent cannot call it: {error}")
     except Exception as error:  # noqa: BLE001 - never raised into the user's cell
-        say(f"{spec.name} is defined, but registering it with the agent failed: {type(error).__name__}: {error}")
+        say(
+            f"{spec.name} is defined, but registering it with the agent failed: {type(error).__name__}: {error}"
+        )
     else:
-        print(f"Kernel tool {spec.name} is ready: this notebook's agent can call it from its next turn.")
+        print(
+            f"Kernel tool {spec.name} is ready: this notebook's agent can call it from its next turn."
+        )
 
 
 def load(ipython: Any) -> None:

@@ -114,23 +114,37 @@ def call_tool_json(name: Any, arguments: Any = "{}", call_id: str = "") -> str:
     """
     try:
         tool_name = _text(name)
-        args = json.loads(arguments) if isinstance(arguments, (str, bytes)) else dict(arguments or {})
+        args = (
+            json.loads(arguments) if isinstance(arguments, (str, bytes)) else dict(arguments or {})
+        )
         if not isinstance(args, dict):
             raise TypeError("the arguments must be a JSON object")
     except (TypeError, ValueError) as error:
-        return _answer({"ok": False, "error": f"The call could not be read: {error}.", "traceback": []})
+        return _answer(
+            {"ok": False, "error": f"The call could not be read: {error}.", "traceback": []}
+        )
     spec = _TOOLS.get(tool_name)
     if spec is None:
         known = ", ".join(sorted(_TOOLS)) or "none"
-        return _answer({"ok": False, "traceback": [],
-                        "error": f"The kernel has no tool named {tool_name!r} (registered here: {known}); "
-                                 "re-run the cell that defines it, or the kernel was restarted."})
+        return _answer(
+            {
+                "ok": False,
+                "traceback": [],
+                "error": f"The kernel has no tool named {tool_name!r} (registered here: {known}); "
+                "re-run the cell that defines it, or the kernel was restarted.",
+            }
+        )
     try:
         spec.check(args)
         raw = _invoke(spec, args, call_id)
     except Exception as error:  # noqa: BLE001 - the user's function: its failure is the answer
-        return _answer({"ok": False, "error": clip(f"{type(error).__name__}: {safe_repr_text(error)}", 1000),
-                        "traceback": _frames(error)})
+        return _answer(
+            {
+                "ok": False,
+                "error": clip(f"{type(error).__name__}: {safe_repr_text(error)}", 1000),
+                "traceback": _frames(error),
+            }
+        )
     return _answer(_result(raw))
 
 
@@ -172,7 +186,11 @@ def _result(raw: Any) -> dict[str, Any]:
 
     if isinstance(raw, ToolResult):
         if raw.is_error:
-            return {"ok": False, "error": raw.error_message or clip(str(raw.content), 1000), "traceback": []}
+            return {
+                "ok": False,
+                "error": raw.error_message or clip(str(raw.content), 1000),
+                "traceback": [],
+            }
         return {"ok": True, "result": raw.content, "summary": raw.summary}
     if isinstance(raw, str):
         return {"ok": True, "result": clip(raw, MAX_RESULT_CHARS), "summary": None}
@@ -190,7 +208,9 @@ def _result(raw: Any) -> dict[str, Any]:
 def _frames(error: BaseException) -> list[str]:
     """The last frames of *error*'s traceback that are not ours, each bounded."""
     here = os.path.abspath(__file__)
-    frames = [f for f in traceback.extract_tb(error.__traceback__) if os.path.abspath(f.filename) != here]
+    frames = [
+        f for f in traceback.extract_tb(error.__traceback__) if os.path.abspath(f.filename) != here
+    ]
     lines = []
     for frame in frames[-FRAMES:]:
         text = f'File "{frame.filename}", line {frame.lineno}, in {frame.name}'
@@ -251,13 +271,22 @@ def list_variables_json(limit: Any = 50, namespace: Mapping[str, Any] | None = N
     shown = []
     deadline = time.monotonic() + LISTING_SECONDS
     for name, value in ordered[:most]:
-        summary = short(value) if time.monotonic() < deadline else (
-            "not described: describing the variables before it took too long (inspect_variable describes it)")
-        shown.append({"name": name, "type": type_name(value), "kind": _kind(value), "summary": summary})
+        summary = (
+            short(value)
+            if time.monotonic() < deadline
+            else (
+                "not described: describing the variables before it took too long (inspect_variable describes it)"
+            )
+        )
+        shown.append(
+            {"name": name, "type": type_name(value), "kind": _kind(value), "summary": summary}
+        )
     return _answer({"variables": shown, "truncated": len(ordered) > most})
 
 
-def inspect_variable_json(name: Any, max_chars: Any = 4000, namespace: Mapping[str, Any] | None = None) -> str:
+def inspect_variable_json(
+    name: Any, max_chars: Any = 4000, namespace: Mapping[str, Any] | None = None
+) -> str:
     """``{"name", "type", "description"}`` of one variable (``df`` or ``df.columns``), or ``{"error"}``."""
     try:
         wanted = _text(name).strip()
@@ -267,7 +296,9 @@ def inspect_variable_json(name: Any, max_chars: Any = 4000, namespace: Mapping[s
     found, value = lookup(wanted, namespace)
     if not found:
         return _answer({"error": value})
-    return _answer({"name": wanted, "type": type_name(value), "description": describe(value, limit)})
+    return _answer(
+        {"name": wanted, "type": type_name(value), "description": describe(value, limit)}
+    )
 
 
 def lookup(name: str, namespace: Mapping[str, Any] | None = None) -> tuple[bool, Any]:
@@ -277,8 +308,10 @@ def lookup(name: str, namespace: Mapping[str, Any] | None = None) -> tuple[bool,
     if not head.isidentifier() or not all(part.isidentifier() for part in rest):
         return False, f"{name!r} is not a variable name (use a name like df, or df.columns)."
     if head not in values:
-        return False, (f"There is no variable named {head!r} in the kernel; run the cell that defines "
-                       "it first (list_variables shows the names that exist).")
+        return False, (
+            f"There is no variable named {head!r} in the kernel; run the cell that defines "
+            "it first (list_variables shows the names that exist)."
+        )
     value = values[head]
     for depth, part in enumerate(rest):
         path = ".".join([head, *rest[: depth + 1]])

@@ -105,8 +105,14 @@ class LiveView:
         The clock for countdowns (tests pass their own).
     """
 
-    def __init__(self, client: Any, request_text: str, *, context: list[dict[str, str]] | None = None,
-                 now: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        client: Any,
+        request_text: str,
+        *,
+        context: list[dict[str, str]] | None = None,
+        now: Callable[[], float] = time.time,
+    ) -> None:
         self.client = client
         self.request_text = request_text
         self.context = list(context or [])
@@ -157,8 +163,10 @@ class LiveView:
             raise
         except Exception as error:
             log.exception("The %aaep live view failed")
-            self.state.error(f"The live view failed: {type(error).__name__}: {error}.",
-                             "The agent may still be working: follow it in the side panel, or run %aaep status.")
+            self.state.error(
+                f"The live view failed: {type(error).__name__}: {error}.",
+                "The agent may still be working: follow it in the side panel, or run %aaep status.",
+            )
         finally:
             if self._ticker is not None:
                 self._ticker.cancel()
@@ -184,9 +192,13 @@ class LiveView:
         answer = answer if isinstance(answer, dict) else {}
         subscription = answer.get("subscription_id")
         if answer.get("type") != "subscription.accepted" or not isinstance(subscription, str):
-            reason = answer.get("reason_message") or "the server did not accept the view's subscription."
-            self.state.error(f"The live view could not subscribe to the agent's events: {reason}",
-                             "Your request was not sent. Run the cell again, or ask in the side panel.")
+            reason = (
+                answer.get("reason_message") or "the server did not accept the view's subscription."
+            )
+            self.state.error(
+                f"The live view could not subscribe to the agent's events: {reason}",
+                "Your request was not sent. Run the cell again, or ask in the side panel.",
+            )
             return False
         self.subscription_id = subscription
         self.state.status = "Starting your request…"
@@ -206,12 +218,16 @@ class LiveView:
                 message = await queue.get()
                 if message is _DONE:
                     if self.state.ended is None:
-                        self.state.error("The connection to the agent's events ended before the request finished.",
-                                         "The agent may still be working: follow it in the side panel, or run %aaep status.")
+                        self.state.error(
+                            "The connection to the agent's events ended before the request finished.",
+                            "The agent may still be working: follow it in the side panel, or run %aaep status.",
+                        )
                     break
                 if isinstance(message, BaseException):
-                    self.state.error(f"The live view lost the agent's events: {message}",
-                                     "The agent may still be working: follow it in the side panel, or run %aaep status.")
+                    self.state.error(
+                        f"The live view lost the agent's events: {message}",
+                        "The agent may still be working: follow it in the side panel, or run %aaep status.",
+                    )
                     break
                 self.take(message)
         finally:
@@ -239,17 +255,24 @@ class LiveView:
         try:
             answer = await self._call(self.client.start_request, self.request_text, self.context)
         except Exception as error:  # noqa: BLE001 - the server's sentence, shown
-            self.state.error(f"The request was not sent: {error}", "Fix what the message says, then run the cell again.")
+            self.state.error(
+                f"The request was not sent: {error}",
+                "Fix what the message says, then run the cell again.",
+            )
             self.render()
             return False
         answer = answer if isinstance(answer, dict) else {}
         session = answer.get("session_id")
         chat = answer.get("chat_id")
         if isinstance(chat, str) and chat and hasattr(self.client, "chat_id"):
-            self.client.chat_id = chat  # from now on, this view's calls address the chat that took the request
+            self.client.chat_id = (
+                chat  # from now on, this view's calls address the chat that took the request
+            )
         if answer.get("status") == "guidance":
-            self.state.note("The agent was already working on another request, so yours went to it as guidance "
-                            "(it reads it at its next step). This view follows that request.")
+            self.state.note(
+                "The agent was already working on another request, so yours went to it as guidance "
+                "(it reads it at its next step). This view follows that request."
+            )
         if isinstance(session, str) and session:
             self.state.follow(session)
         self.render()
@@ -259,8 +282,12 @@ class LiveView:
         """Say goodbye (AAEP §5.9); the session goes on for the side panel."""
         if self.subscription_id is None:
             return
-        message = {"type": "subscription.close", "subscription_id": self.subscription_id,
-                   "reason_code": "subscriber_done", "reason_message": "The request this view followed has ended."}
+        message = {
+            "type": "subscription.close",
+            "subscription_id": self.subscription_id,
+            "reason_code": "subscriber_done",
+            "reason_message": "The request this view followed has ended.",
+        }
         try:
             await self._call(self.client.send, message)
         except Exception as error:  # noqa: BLE001 - the server ends it after its grace anyway
@@ -274,9 +301,11 @@ class LiveView:
                 self.render()
                 self._tick_while_waiting()
         elif isinstance(message, dict) and message.get("type") == "subscription.close":
-            self.state.error("The server closed the live view's subscription "
-                             f"({message.get('reason_message') or message.get('reason_code') or 'no reason given'}).",
-                             "Follow the agent in the side panel, or run %aaep status.")
+            self.state.error(
+                "The server closed the live view's subscription "
+                f"({message.get('reason_message') or message.get('reason_code') or 'no reason given'}).",
+                "Follow the agent in the side panel, or run %aaep status.",
+            )
             self.render()
 
     def render(self) -> None:
@@ -312,7 +341,9 @@ class LiveView:
             self._ticker = asyncio.ensure_future(self._tick())
 
     async def _tick(self) -> None:
-        while self.state.ended is None and any(isinstance(i, RequestItem) and i.open for i in self.state.items.values()):
+        while self.state.ended is None and any(
+            isinstance(i, RequestItem) and i.open for i in self.state.items.values()
+        ):
             await asyncio.sleep(TICK)
             now = self._now()
             for key, card in self._cards.items():
@@ -328,15 +359,27 @@ class LiveView:
         while pending:
             widget = pending.pop(0)
             if isinstance(widget, widgets.HTML):
-                inline = re.sub(r"<style>.*?</style>|</?(?:strong|em|code)>", "", widget.value, flags=re.DOTALL)
+                inline = re.sub(
+                    r"<style>.*?</style>|</?(?:strong|em|code)>", "", widget.value, flags=re.DOTALL
+                )
                 texts.append(html.unescape(re.sub(r"<[^>]+>", " ", inline)))
             elif isinstance(widget, widgets.Button):
-                buttons.append({"description": widget.description, "disabled": widget.disabled,
-                                "model_id": widget.model_id})
+                buttons.append(
+                    {
+                        "description": widget.description,
+                        "disabled": widget.disabled,
+                        "model_id": widget.model_id,
+                    }
+                )
             pending.extend(getattr(widget, "children", ()))
-        return {"session_id": self.state.session_id, "subscription_id": self.subscription_id,
-                "ended": self.state.ended, "status": self.state.status,
-                "text": " ".join(" ".join(texts).split()), "buttons": buttons}
+        return {
+            "session_id": self.state.session_id,
+            "subscription_id": self.subscription_id,
+            "ended": self.state.ended,
+            "status": self.state.status,
+            "text": " ".join(" ".join(texts).split()),
+            "buttons": buttons,
+        }
 
     # -- answers ---------------------------------------------------------------------------------
     def reply(self, token: str, value: str) -> None:
@@ -354,9 +397,13 @@ class LiveView:
             return
         stamp = self._clock.now()
         if item.kind == "confirmation":
-            message = confirmation_reply(item, value, subscription_id=self.subscription_id, timestamp=stamp)
+            message = confirmation_reply(
+                item, value, subscription_id=self.subscription_id, timestamp=stamp
+            )
         else:
-            message = clarification_reply(item, value, subscription_id=self.subscription_id, timestamp=stamp)
+            message = clarification_reply(
+                item, value, subscription_id=self.subscription_id, timestamp=stamp
+            )
         self.render()
         future = asyncio.ensure_future(self._send(token, message))
         self._sending.add(future)

@@ -48,7 +48,10 @@ class Bridge:
 
     def __init__(self, url: str, token: str | None, *, out: Any = None) -> None:
         self.url = url
-        self.headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        self.headers = {
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        }
         if token:
             self.headers["Authorization"] = f"token {token}"
         self.out = out or sys.stdout
@@ -73,7 +76,9 @@ class Bridge:
                 try:
                     message = json.loads(line)
                 except ValueError:
-                    self.write(_rpc_error(None, -32700, "The bridge received a line that is not JSON."))
+                    self.write(
+                        _rpc_error(None, -32700, "The bridge received a line that is not JSON.")
+                    )
                     continue
                 if isinstance(message, dict) and message.get("method") == "initialize":
                     await self.forward(message)  # the session id must be known before anything else
@@ -95,10 +100,15 @@ class Bridge:
             headers["mcp-protocol-version"] = self.protocol
         request_id = message.get("id") if isinstance(message, dict) else None
         try:
-            async with self._client.stream("POST", self.url, json=message, headers=headers) as response:
+            async with self._client.stream(
+                "POST", self.url, json=message, headers=headers
+            ) as response:
                 if response.status_code in (401, 403):
-                    self._error(request_id, "The Jupyter server refused the bridge's token. Set JUPYTER_TOKEN to the "
-                                "server's token (jupyter server list shows it).")
+                    self._error(
+                        request_id,
+                        "The Jupyter server refused the bridge's token. Set JUPYTER_TOKEN to the "
+                        "server's token (jupyter server list shows it).",
+                    )
                     return
                 session = response.headers.get("mcp-session-id")
                 if session:
@@ -110,7 +120,10 @@ class Bridge:
                     body = await response.aread()
                     self._relay_json(body, request_id, response.status_code)
         except httpx.HTTPError as error:
-            self._error(request_id, f"The bridge cannot reach the Jupyter server at {self.url} ({type(error).__name__}).")
+            self._error(
+                request_id,
+                f"The bridge cannot reach the Jupyter server at {self.url} ({type(error).__name__}).",
+            )
 
     async def _relay_events(self, response: httpx.Response) -> None:
         data: list[str] = []
@@ -127,7 +140,9 @@ class Bridge:
         try:
             message = json.loads(body)
         except ValueError:
-            self._error(request_id, f"The Jupyter server answered HTTP {status} without a JSON body.")
+            self._error(
+                request_id, f"The Jupyter server answered HTTP {status} without a JSON body."
+            )
             return
         self._note(message)
         if isinstance(message, dict) and "jsonrpc" not in message and request_id is not None:
@@ -190,8 +205,10 @@ def _resolve(args: argparse.Namespace) -> tuple[str, str | None]:
 
     server = find_server(list_running_servers(), os.getcwd())
     if server is None:
-        raise SystemExit("jupyter_aaep.mcp: no running Jupyter server was found. Start JupyterLab first, or pass "
-                         "--url http://127.0.0.1:8888/ and set JUPYTER_TOKEN.")
+        raise SystemExit(
+            "jupyter_aaep.mcp: no running Jupyter server was found. Start JupyterLab first, or pass "
+            "--url http://127.0.0.1:8888/ and set JUPYTER_TOKEN."
+        )
     return urljoin(str(server["url"]), ENDPOINT), token or server.get("token") or None
 
 
@@ -201,8 +218,11 @@ def main(argv: list[str] | None = None) -> None:
         description="Let a stdio MCP client (Claude Code, Codex, …) work on the notebooks of a running Jupyter "
         "server; every step is announced in the notebook's chat and waits for approval there.",
     )
-    parser.add_argument("--url", help="The Jupyter server's URL (with its base URL), e.g. http://127.0.0.1:8888/. "
-                        "The token comes from JUPYTER_TOKEN. Without --url, the running server is found.")
+    parser.add_argument(
+        "--url",
+        help="The Jupyter server's URL (with its base URL), e.g. http://127.0.0.1:8888/. "
+        "The token comes from JUPYTER_TOKEN. Without --url, the running server is found.",
+    )
     args = parser.parse_args(argv)
     url, token = _resolve(args)
 

@@ -35,9 +35,13 @@ __all__ = ["MCPEndpoint", "MCPHandler"]
 class MCPEndpoint:
     """The SDK's session manager, owned by one task from start to stop."""
 
-    def __init__(self, server: Server[Any], agents: OutsideAgents, *, session_idle_seconds: float = 3600.0) -> None:
+    def __init__(
+        self, server: Server[Any], agents: OutsideAgents, *, session_idle_seconds: float = 3600.0
+    ) -> None:
         self.agents = agents
-        self.manager = StreamableHTTPSessionManager(server, session_idle_timeout=session_idle_seconds)
+        self.manager = StreamableHTTPSessionManager(
+            server, session_idle_timeout=session_idle_seconds
+        )
         self._owner: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
@@ -51,7 +55,9 @@ class MCPEndpoint:
             async with self.manager.run():
                 self._ready.set()
                 await self._stop.wait()
-        except Exception:  # pragma: no cover - logged: the endpoint then answers 503 with a sentence
+        except (
+            Exception
+        ):  # pragma: no cover - logged: the endpoint then answers 503 with a sentence
             log.exception("the MCP endpoint stopped")
         finally:
             self._ready.clear()
@@ -146,7 +152,10 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
             "raw_path": b"/mcp",
             "root_path": "",
             "query_string": (request.query or "").encode("latin-1"),
-            "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in request.headers.get_all()],
+            "headers": [
+                (k.lower().encode("latin-1"), v.encode("latin-1"))
+                for k, v in request.headers.get_all()
+            ],
             "client": (request.remote_ip or "127.0.0.1", 0),
             "server": (host, int(port) if port.isdigit() else 80),
         }

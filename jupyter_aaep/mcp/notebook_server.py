@@ -30,8 +30,10 @@ log = logging.getLogger(__name__)
 
 __all__ = ["NOTEBOOK_PATH_HELP", "build_notebook_server", "check_notebook_path", "mcp_tool"]
 
-NOTEBOOK_PATH_HELP = ("The notebook to work on, relative to the Jupyter server's root folder, e.g. "
-                      "\"analysis.ipynb\" or \"reports/q3.ipynb\". The person watching it approves what needs approval.")
+NOTEBOOK_PATH_HELP = (
+    "The notebook to work on, relative to the Jupyter server's root folder, e.g. "
+    '"analysis.ipynb" or "reports/q3.ipynb". The person watching it approves what needs approval.'
+)
 ADDITIVE = frozenset({"create_cell"})
 """Tools that change the notebook only by adding to it (MCP: not destructive)."""
 MAX_ARGUMENT_CHARS = 1_000_000
@@ -45,7 +47,10 @@ def mcp_tool(spec: ToolSpec) -> types.Tool:
     schema = copy.deepcopy(spec.input_schema)
     properties = schema.setdefault("properties", {})
     properties["notebook_path"] = {"type": "string", "description": NOTEBOOK_PATH_HELP}
-    schema["required"] = ["notebook_path", *[r for r in schema.get("required", []) if r != "notebook_path"]]
+    schema["required"] = [
+        "notebook_path",
+        *[r for r in schema.get("required", []) if r != "notebook_path"],
+    ]
     schema.setdefault("type", "object")
     read_only = spec.read_only
     return types.Tool(
@@ -65,14 +70,20 @@ def mcp_tool(spec: ToolSpec) -> types.Tool:
 def check_notebook_path(value: Any) -> str:
     """A notebook path inside the server root, normalised; a :class:`ToolError` sentence otherwise."""
     if not isinstance(value, str) or not value.strip():
-        raise ToolError("notebook_path is required: the notebook's path relative to the Jupyter root, "
-                        "e.g. \"analysis.ipynb\".")
+        raise ToolError(
+            "notebook_path is required: the notebook's path relative to the Jupyter root, "
+            'e.g. "analysis.ipynb".'
+        )
     path = value.strip().replace("\\", "/")
     if path.startswith("/") or (len(path) > 1 and path[1] == ":") or "\0" in path:
-        raise ToolError(f"notebook_path {value[:200]!r} must be relative to the Jupyter root, e.g. \"analysis.ipynb\".")
+        raise ToolError(
+            f'notebook_path {value[:200]!r} must be relative to the Jupyter root, e.g. "analysis.ipynb".'
+        )
     normal = posixpath.normpath(path)
     if normal == ".." or normal.startswith("../") or normal == ".":
-        raise ToolError(f"notebook_path {value[:200]!r} is outside the Jupyter root; only notebooks inside it can be used.")
+        raise ToolError(
+            f"notebook_path {value[:200]!r} is outside the Jupyter root; only notebooks inside it can be used."
+        )
     if not normal.endswith(".ipynb"):
         raise ToolError(f"notebook_path {value[:200]!r} is not a notebook (.ipynb file).")
     return normal
@@ -88,25 +99,37 @@ def build_notebook_server(
     offered = {spec.name: spec for spec in tools if not spec.conversational}
     listing = [mcp_tool(spec) for spec in offered.values()]
 
-    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listing)
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         try:
             return await _call(ctx, params)
         except ToolError as error:
             return _error_result(str(error))
 
-    async def _call(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def _call(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         spec = offered.get(params.name)
         if spec is None:
-            raise ToolError(f"There is no tool named {params.name[:100]!r}. Available tools: {', '.join(offered)}.")
+            raise ToolError(
+                f"There is no tool named {params.name[:100]!r}. Available tools: {', '.join(offered)}."
+            )
         arguments = dict(params.arguments or {})
         if len(repr(arguments)) > MAX_ARGUMENT_CHARS:
-            raise ToolError(f"The arguments are too large (over {MAX_ARGUMENT_CHARS:,} characters); send less at once.")
+            raise ToolError(
+                f"The arguments are too large (over {MAX_ARGUMENT_CHARS:,} characters); send less at once."
+            )
         path = check_notebook_path(arguments.pop("notebook_path", None))
         if not await file_exists(path):
-            raise ToolError(f"There is no notebook at {path!r}. List them with list_notebooks, or create it in JupyterLab first.")
+            raise ToolError(
+                f"There is no notebook at {path!r}. List them with list_notebooks, or create it in JupyterLab first."
+            )
         spec.check(arguments)  # a wrong argument is the client's mistake, not a step in the chat
         name, key = _client(ctx)
 
@@ -116,8 +139,14 @@ def build_notebook_server(
             except Exception as error:  # noqa: BLE001 - a client that cannot take progress still gets its answer
                 log.debug("MCP progress not sent: %s", error)
 
-        result = await agents.call(client_key=key, client_name=name, notebook_path=path, tool=spec.name,
-                                   arguments=arguments, on_waiting=waiting)
+        result = await agents.call(
+            client_key=key,
+            client_name=name,
+            notebook_path=path,
+            tool=spec.name,
+            arguments=arguments,
+            on_waiting=waiting,
+        )
         return _to_mcp(result)
 
     return Server(
@@ -138,7 +167,11 @@ def _client(ctx: ServerRequestContext[Any]) -> tuple[str, str]:
     """Who calls (its display name) and which connection (the MCP session, else the name)."""
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
-    name = (getattr(info, "title", None) or getattr(info, "name", None) or UNKNOWN_CLIENT) if info else UNKNOWN_CLIENT
+    name = (
+        (getattr(info, "title", None) or getattr(info, "name", None) or UNKNOWN_CLIENT)
+        if info
+        else UNKNOWN_CLIENT
+    )
     name = _display_name(str(name))
     request = ctx.request
     headers = getattr(request, "headers", None)
@@ -146,7 +179,12 @@ def _client(ctx: ServerRequestContext[Any]) -> tuple[str, str]:
     return name, str(session_id or name)
 
 
-_KNOWN_NAMES = {"claude-code": "Claude Code", "codex": "Codex", "gemini-cli": "Gemini CLI", "cursor": "Cursor"}
+_KNOWN_NAMES = {
+    "claude-code": "Claude Code",
+    "codex": "Codex",
+    "gemini-cli": "Gemini CLI",
+    "cursor": "Cursor",
+}
 
 
 def _display_name(raw: str) -> str:
@@ -171,8 +209,13 @@ def _to_mcp(result: dict[str, Any]) -> types.CallToolResult:
                 blocks.append(types.TextContent(type="text", text=str(block.get("text", ""))))
             elif block.get("type") == "image" and isinstance(block.get("source"), dict):
                 source = block["source"]
-                blocks.append(types.ImageContent(type="image", data=source.get("data", ""),
-                                                 mime_type=source.get("media_type", "image/png")))
+                blocks.append(
+                    types.ImageContent(
+                        type="image",
+                        data=source.get("data", ""),
+                        mime_type=source.get("media_type", "image/png"),
+                    )
+                )
     if not blocks:
         blocks.append(types.TextContent(type="text", text="Done."))
     return types.CallToolResult(content=blocks, is_error=bool(result.get("is_error")))

@@ -60,7 +60,9 @@ class OutsideCall:
     """One queued call and where its result goes."""
 
     use: _Use
-    done: asyncio.Future[dict[str, Any]] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    done: asyncio.Future[dict[str, Any]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
     task: asyncio.Task[list[dict[str, Any]]] | None = None
 
 
@@ -140,7 +142,9 @@ class OutsideAgents:
         item = OutsideCall(_Use(id=f"toolu_mcp_{self._counter:06d}", name=tool, input=arguments))
         burst.last_activity = time.monotonic()
         await burst.queue.put(item)
-        watcher = asyncio.ensure_future(self._watch(burst, item, on_waiting)) if on_waiting else None
+        watcher = (
+            asyncio.ensure_future(self._watch(burst, item, on_waiting)) if on_waiting else None
+        )
         try:
             return await asyncio.shield(item.done)
         except asyncio.CancelledError:
@@ -226,13 +230,27 @@ class OutsideAgents:
                 )
             )
             chat.control.bind(session, runner.broker)
-            record = runner.begin_record(chat, session)  # its edits are saved soon and undone like the agent's
-            context = ChatContext(chat_id=chat.chat_id, notebook_path=chat.notebook_path, services=runner.services,
-                                  approval=chat.approval, usage=Usage(), context=chat.context,
-                                  save_changes=lambda: runner.save_notebook(chat),
-                                  check_changes=lambda: runner._lost_changes(record))
-            dispatcher = ToolDispatcher(registry, runner.broker, session, context,
-                                        on_handoff=lambda _reason: None, control=chat.control)
+            record = runner.begin_record(
+                chat, session
+            )  # its edits are saved soon and undone like the agent's
+            context = ChatContext(
+                chat_id=chat.chat_id,
+                notebook_path=chat.notebook_path,
+                services=runner.services,
+                approval=chat.approval,
+                usage=Usage(),
+                context=chat.context,
+                save_changes=lambda: runner.save_notebook(chat),
+                check_changes=lambda: runner._lost_changes(record),
+            )
+            dispatcher = ToolDispatcher(
+                registry,
+                runner.broker,
+                session,
+                context,
+                on_handoff=lambda _reason: None,
+                control=chat.control,
+            )
             while True:
                 item = await self._next(burst)
                 if item is None:
@@ -250,21 +268,32 @@ class OutsideAgents:
                     continue
                 results = item.task.result()
                 if not item.done.done():
-                    item.done.set_result(results[0] if results else _error("The call produced no result."))
+                    item.done.set_result(
+                        results[0] if results else _error("The call produced no result.")
+                    )
                 burst.last_activity = time.monotonic()
         except asyncio.CancelledError:
             if current is not None and current.task is not None:
                 current.task.cancel()
                 await asyncio.wait([current.task])
             self._cancelled(burst, steps)
-            self._fail_waiting(burst, current, "The person watching the notebook stopped {who}; this step did not "
-                                               "run. Do not retry it unless they ask you to.")
+            self._fail_waiting(
+                burst,
+                current,
+                "The person watching the notebook stopped {who}; this step did not "
+                "run. Do not retry it unless they ask you to.",
+            )
             raise
         except Exception as error:  # keep the chat usable and the client answered whatever broke
             log.exception("an outside agent's session failed")
             self._errored(burst, error)
-            self._fail_waiting(burst, current, "This step failed in the Jupyter server ({error}); the person "
-                                               "watching the notebook was told.", error=error)
+            self._fail_waiting(
+                burst,
+                current,
+                "This step failed in the Jupyter server ({error}); the person "
+                "watching the notebook was told.",
+                error=error,
+            )
             return SessionResult("errored", "", len(steps), burst.session.terminal_event, Usage())
         finally:
             self._bursts.pop(chat.chat_id, None)
@@ -290,25 +319,37 @@ class OutsideAgents:
                 continue
             return item
 
-    async def _watch(self, burst: _Burst, item: OutsideCall,
-                     on_waiting: Callable[[str], Awaitable[None]]) -> None:
+    async def _watch(
+        self, burst: _Burst, item: OutsideCall, on_waiting: Callable[[str], Awaitable[None]]
+    ) -> None:
         """While the call waits for a person (or a pause), tell the client now and then."""
         while not item.done.done():
             await asyncio.sleep(2.0)
             session = burst.session
             if session.state == "awaiting_input":
-                await on_waiting("Waiting for the person watching the notebook to approve or reject this step.")
+                await on_waiting(
+                    "Waiting for the person watching the notebook to approve or reject this step."
+                )
             elif burst.chat.control.paused:
-                await on_waiting("Paused by the person watching the notebook; it will go on when they resume.")
+                await on_waiting(
+                    "Paused by the person watching the notebook; it will go on when they resume."
+                )
 
     # -- endings ---------------------------------------------------------------------------
     def _withdrawn(self, burst: _Burst) -> None:
         session = burst.session
         if session.state == "awaiting_input" and not session.closed:
-            session.change_state("thinking", Summary(
-                normal=f"{burst.client_name} withdrew its request; nothing ran.", terse="Withdrawn."))
+            session.change_state(
+                "thinking",
+                Summary(
+                    normal=f"{burst.client_name} withdrew its request; nothing ran.",
+                    terse="Withdrawn.",
+                ),
+            )
 
-    def _completed(self, burst: _Burst, steps: list[str], started: int, saved: bool) -> dict[str, Any]:
+    def _completed(
+        self, burst: _Burst, steps: list[str], started: int, saved: bool
+    ) -> dict[str, Any]:
         count = len(steps)
         did = f"{count} step{'s' if count != 1 else ''}" if count else "no steps"
         unsaved = "" if saved else " Its changes may not be saved to disk yet."
@@ -354,14 +395,20 @@ class OutsideAgents:
                 error_code="OUTSIDE_AGENT_FAILED",
                 recoverable=True,
                 remediation_hint="Its next call starts again; the server log has the details.",
-                summary=Summary(normal=f"{burst.client_name}'s work stopped on an error in the server: "
-                                f"{type(error).__name__}. Its next step starts again.", terse="Error."),
+                summary=Summary(
+                    normal=f"{burst.client_name}'s work stopped on an error in the server: "
+                    f"{type(error).__name__}. Its next step starts again.",
+                    terse="Error.",
+                ),
             )
         )
 
-    def _fail_waiting(self, burst: _Burst, current: OutsideCall | None, text: str,
-                      error: Exception | None = None) -> None:
-        stopped = _error(text.format(who=burst.client_name, error=type(error).__name__ if error else ""))
+    def _fail_waiting(
+        self, burst: _Burst, current: OutsideCall | None, text: str, error: Exception | None = None
+    ) -> None:
+        stopped = _error(
+            text.format(who=burst.client_name, error=type(error).__name__ if error else "")
+        )
         if current is not None and not current.done.done():
             current.done.set_result(stopped)
         while not burst.queue.empty():

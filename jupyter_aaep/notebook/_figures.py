@@ -25,7 +25,12 @@ __all__ = ["MODEL_IMAGE_TYPES", "FigureBlocks", "ImageBudget", "figure_blocks", 
 
 MODEL_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 """What the Messages API accepts as an image ``media_type``."""
-_PILLOW_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
+_PILLOW_FORMATS = {
+    "PNG": "image/png",
+    "JPEG": "image/jpeg",
+    "GIF": "image/gif",
+    "WEBP": "image/webp",
+}
 _SVG = "image/svg+xml"
 
 
@@ -101,26 +106,38 @@ def _white(rgba: Any) -> Any:
     return background
 
 
-def prepare_image(mime: str, value: Any, budget: ImageBudget) -> tuple[dict[str, Any] | None, str | None, bool]:
+def prepare_image(
+    mime: str, value: Any, budget: ImageBudget
+) -> tuple[dict[str, Any] | None, str | None, bool]:
     """One figure as ``(image block, None, downscaled)`` or ``(None, note, False)``."""
     if mime == _SVG:
         png = _svg_to_png(_text(value), budget.max_edge)
         if png is None:
-            return None, (
-                "An SVG figure was not sent to you: this server cannot turn SVG into an image "
-                "(install cairosvg to allow it). Ask the user, or draw it as PNG "
-                "(for matplotlib: %config InlineBackend.figure_formats = ['png'])."
-            ), False
+            return (
+                None,
+                (
+                    "An SVG figure was not sent to you: this server cannot turn SVG into an image "
+                    "(install cairosvg to allow it). Ask the user, or draw it as PNG "
+                    "(for matplotlib: %config InlineBackend.figure_formats = ['png'])."
+                ),
+                False,
+            )
         raw, mime = png, "image/png"
     else:
         text = "".join(_text(value).split())  # base64 from kernels may carry newlines
         try:
             raw = base64.b64decode(text, validate=True)
         except (binascii.Error, ValueError):
-            return None, f"A {mime} figure could not be read (its data is not valid base64); it was not sent.", False
+            return (
+                None,
+                f"A {mime} figure could not be read (its data is not valid base64); it was not sent.",
+                False,
+            )
     try:
         from PIL import Image, UnidentifiedImageError
-    except ImportError:  # pragma: no cover - Pillow is a dependency; without it send small ones as they are
+    except (
+        ImportError
+    ):  # pragma: no cover - Pillow is a dependency; without it send small ones as they are
         data = base64.b64encode(raw).decode("ascii")
         if mime in MODEL_IMAGE_TYPES and len(data) <= budget.max_chars:
             return _block(mime, data), None, False
@@ -130,7 +147,11 @@ def prepare_image(mime: str, value: Any, budget: ImageBudget) -> tuple[dict[str,
         image = Image.open(io.BytesIO(raw))
         image.load()
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
-        return None, f"A {mime} figure could not be read (the data is not a valid image); it was not sent.", False
+        return (
+            None,
+            f"A {mime} figure could not be read (the data is not a valid image); it was not sent.",
+            False,
+        )
     actual = _PILLOW_FORMATS.get(str(image.format))
     data = base64.b64encode(raw).decode("ascii")
     fits = max(image.size) <= budget.max_edge and len(data) <= budget.max_chars

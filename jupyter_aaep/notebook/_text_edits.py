@@ -46,7 +46,9 @@ def apply_text(ytext: Any, new: str) -> bool:
 def _hunks(base: list[str], other: list[str]) -> list[tuple[int, int, list[str]]]:
     """The changed spans of *base* (``start``, ``end``) and what *other* has there instead."""
     matcher = difflib.SequenceMatcher(a=base, b=other, autojunk=False)
-    return [(i1, i2, other[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+    return [
+        (i1, i2, other[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
+    ]
 
 
 def merge_three_way(base: str, ours: str, theirs: str) -> str | None:
@@ -69,15 +71,20 @@ def merge_three_way(base: str, ours: str, theirs: str) -> str | None:
                 continue  # both made the same change
             if a1 == a2 and b1 == b2:
                 clash = a1 == b1  # two different insertions at one place: which goes first?
-            elif a1 == a2 or b1 == b2:  # an insertion inside the other's changed lines (its edges are fine)
+            elif (
+                a1 == a2 or b1 == b2
+            ):  # an insertion inside the other's changed lines (its edges are fine)
                 point, start, end = (a1, b1, b2) if a1 == a2 else (b1, a1, a2)
                 clash = start < point < end
             else:
                 clash = a1 < b2 and b1 < a2
             if clash:
                 return None
-    edits = sorted([(a1, a2, text_a) for a1, a2, text_a in mine]
-                   + [hunk for hunk in other if hunk not in mine], key=lambda h: (h[0], h[1]))
+    edits = sorted(
+        [(a1, a2, text_a) for a1, a2, text_a in mine]
+        + [hunk for hunk in other if hunk not in mine],
+        key=lambda h: (h[0], h[1]),
+    )
     merged: list[str] = []
     cursor = 0
     for start, end, text in edits:
@@ -87,7 +94,9 @@ def merge_three_way(base: str, ours: str, theirs: str) -> str | None:
     merged.extend(base_lines[cursor:])
     result = "".join(merged)
     # The text ends as the side that changed its ending says (the current text when neither did).
-    ending = ours.endswith("\n") if ours.endswith("\n") != base.endswith("\n") else theirs.endswith("\n")
+    ending = (
+        ours.endswith("\n") if ours.endswith("\n") != base.endswith("\n") else theirs.endswith("\n")
+    )
     return result if ending or not result.endswith("\n") else result[:-1]
 
 

@@ -120,7 +120,9 @@ class NotebookDocuments:
                 continue
             for cursor in state.get("cursors") or []:
                 if isinstance(cursor, dict):
-                    found.extend(p for p in (cursor.get("anchor"), cursor.get("head")) if isinstance(p, dict))
+                    found.extend(
+                        p for p in (cursor.get("anchor"), cursor.get("head")) if isinstance(p, dict)
+                    )
         return found
 
     async def _room(self, path: str) -> Any:
@@ -160,7 +162,6 @@ class NotebookDocuments:
             return False
         await task
         return True
-
 
 
 def normalize_path(path: str) -> str:
@@ -293,9 +294,13 @@ class LiveNotebook:
     def insert_existing(self, index: int, cell: dict[str, Any]) -> None:
         """Put back a cell (its id, source, outputs and metadata) at 0-based *index*."""
         with self.transaction():
-            self._doc.ycells.insert(max(0, min(index, len(self))), self._doc.create_ycell(_for_ycell(cell)))
+            self._doc.ycells.insert(
+                max(0, min(index, len(self))), self._doc.create_ycell(_for_ycell(cell))
+            )
 
-    def restore_outputs(self, cell_id: str, outputs: Sequence[dict[str, Any]], execution_count: Any) -> None:
+    def restore_outputs(
+        self, cell_id: str, outputs: Sequence[dict[str, Any]], execution_count: Any
+    ) -> None:
         """Give *cell_id* back the outputs it had (after they were cleared)."""
         index = self.index_of(cell_id)
         with self.transaction():
@@ -322,7 +327,9 @@ class LiveNotebook:
         if target == old_index:
             return old_index
         ycells = self._doc.ycells
-        passed = range(old_index + 1, target + 1) if target > old_index else range(target, old_index)
+        passed = (
+            range(old_index + 1, target + 1) if target > old_index else range(target, old_index)
+        )
         passed_ids = {str(ycells[k].get("id")) for k in passed}
         if cell_id not in keep_alive:
             cell = plain_cell(ycells[old_index])
@@ -340,7 +347,9 @@ class LiveNotebook:
                 ycells.insert(at + offset, self._doc.create_ycell(_for_ycell(cell)))
         return old_index
 
-    def cells_with_cursors(self, positions: Sequence[dict[str, Any]], among: Collection[str]) -> set[str]:
+    def cells_with_cursors(
+        self, positions: Sequence[dict[str, Any]], among: Collection[str]
+    ) -> set[str]:
         """Which of the cells *among* hold one of *positions* (Yjs relative positions, as in
         the room's awareness): someone's editor is in them even if they are not typing."""
         wanted = {_position_key(p) for p in positions} - {None}
@@ -357,7 +366,9 @@ class LiveNotebook:
 
     def sources(self) -> dict[str, str]:
         """Each cell's source by id (cheap: no outputs), to notice typing between two looks."""
-        return {str(ycell.get("id", "")): str(ycell.get("source", "")) for ycell in self._doc.ycells}
+        return {
+            str(ycell.get("id", "")): str(ycell.get("source", "")) for ycell in self._doc.ycells
+        }
 
     def clear_outputs(self, cell_ids: Sequence[str] | None = None) -> list[str]:
         """Clear outputs and execution counts; returns the ids of the code cells cleared."""
@@ -434,7 +445,11 @@ def _position_key(position: dict[str, Any]) -> tuple[str, int, int] | None:
     """A relative position as ``("item"|"type", client, clock)``."""
     for kind in ("item", "type"):
         ident = position.get(kind)
-        if isinstance(ident, dict) and isinstance(ident.get("client"), int) and isinstance(ident.get("clock"), int):
+        if (
+            isinstance(ident, dict)
+            and isinstance(ident.get("client"), int)
+            and isinstance(ident.get("clock"), int)
+        ):
             return kind, ident["client"], ident["clock"]
     return None
 

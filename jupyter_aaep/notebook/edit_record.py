@@ -37,13 +37,25 @@ class CellOperation:
     """The id of the cell just above it before the change (delete, move); ``None`` at the top."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "cell_id": self.cell_id, "before": self.before, "after": self.after,
-                "index": self.index, "prev": self.prev}
+        return {
+            "kind": self.kind,
+            "cell_id": self.cell_id,
+            "before": self.before,
+            "after": self.after,
+            "index": self.index,
+            "prev": self.prev,
+        }
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> CellOperation:
-        return cls(kind=body["kind"], cell_id=str(body["cell_id"]), before=dict(body.get("before") or {}),
-                   after=dict(body.get("after") or {}), index=int(body.get("index") or 0), prev=body.get("prev"))
+        return cls(
+            kind=body["kind"],
+            cell_id=str(body["cell_id"]),
+            before=dict(body.get("before") or {}),
+            after=dict(body.get("after") or {}),
+            index=int(body.get("index") or 0),
+            prev=body.get("prev"),
+        )
 
 
 @dataclass
@@ -71,24 +83,35 @@ class EditRecord:
             self.on_change(self)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "operations", "path": self.path, "session_id": self.session_id, "started": self.started,
-                "operations": [op.to_json() for op in self.operations]}
+        return {
+            "kind": "operations",
+            "path": self.path,
+            "session_id": self.session_id,
+            "started": self.started,
+            "operations": [op.to_json() for op in self.operations],
+        }
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> EditRecord | None:
         """The record stored in *body*, or ``None`` for a whole-notebook snapshot of older versions."""
         if body.get("kind") != "operations":
             return None
-        return cls(path=str(body.get("path") or ""), session_id=str(body.get("session_id") or ""),
-                   operations=[CellOperation.from_json(op) for op in body.get("operations") or []],
-                   started=float(body.get("started") or 0.0))
+        return cls(
+            path=str(body.get("path") or ""),
+            session_id=str(body.get("session_id") or ""),
+            operations=[CellOperation.from_json(op) for op in body.get("operations") or []],
+            started=float(body.get("started") or 0.0),
+        )
 
     def left_behind(self) -> dict[str, dict[str, Any] | None]:
         """Per cell the agent touched, what it left: ``{"source", "cell_type"}``, or ``None`` (deleted)."""
         state: dict[str, dict[str, Any] | None] = {}
         for op in self.operations:
             if op.kind in ("create", "edit"):
-                state[op.cell_id] = {"source": op.after.get("source", ""), "cell_type": op.after.get("cell_type")}
+                state[op.cell_id] = {
+                    "source": op.after.get("source", ""),
+                    "cell_type": op.after.get("cell_type"),
+                }
             elif op.kind == "delete":
                 state[op.cell_id] = None
             elif op.cell_id not in state:  # moved or cleared: its text is what it was
@@ -150,7 +173,9 @@ def undo_records(nb: LiveNotebook, records: Sequence[EditRecord]) -> UndoReport:
                 if why is not None:
                     kept.add(op.cell_id)
                     number = nb.index_of(op.cell_id) + 1 if op.cell_id in nb.cell_ids() else None
-                    report.kept.append(f"Kept cell {number}: {why}" if number else f"Kept a cell: {why}")
+                    report.kept.append(
+                        f"Kept cell {number}: {why}" if number else f"Kept a cell: {why}"
+                    )
     return report
 
 
@@ -160,7 +185,13 @@ def _undo_one(nb: LiveNotebook, op: CellOperation, report: UndoReport) -> str | 
     if op.kind == "delete":
         if not present:
             ids = nb.cell_ids()
-            index = ids.index(op.prev) + 1 if op.prev in ids else 0 if op.prev is None else min(op.index, len(ids))
+            index = (
+                ids.index(op.prev) + 1
+                if op.prev in ids
+                else 0
+                if op.prev is None
+                else min(op.index, len(ids))
+            )
             nb.insert_existing(index, op.before)
             report.added += 1
         return None
@@ -169,7 +200,10 @@ def _undo_one(nb: LiveNotebook, op: CellOperation, report: UndoReport) -> str | 
     cell = nb.cell(op.cell_id)
     source, cell_type = _text(cell.get("source")), cell.get("cell_type")
     if op.kind in ("create", "edit"):
-        if source != op.after.get("source") or (op.after.get("cell_type") or cell_type) != cell_type:
+        if (
+            source != op.after.get("source")
+            or (op.after.get("cell_type") or cell_type) != cell_type
+        ):
             what = "creation" if op.kind == "create" else "edit"
             return f"it was changed after the agent's {what}."
         if op.kind == "create":
@@ -178,8 +212,11 @@ def _undo_one(nb: LiveNotebook, op: CellOperation, report: UndoReport) -> str | 
         else:
             before_type = op.before.get("cell_type") or cell_type
             if before_type != cell_type:
-                nb.change_type(op.cell_id, before_type,  # type: ignore[arg-type]  # a cell type read from the record
-                               str(op.before.get("source", "")))
+                nb.change_type(
+                    op.cell_id,
+                    before_type,  # type: ignore[arg-type]  # a cell type read from the record
+                    str(op.before.get("source", "")),
+                )
             else:
                 nb.set_source(op.cell_id, str(op.before.get("source", "")))
             report.restored += 1
@@ -190,14 +227,18 @@ def _undo_one(nb: LiveNotebook, op: CellOperation, report: UndoReport) -> str | 
         if (ids[position - 1] if position else None) != op.after.get("prev"):
             return "it was moved after the agent moved it."
         without = [i for i in ids if i != op.cell_id]
-        target = without.index(op.prev) + 1 if op.prev in without else 0 if op.prev is None else op.index
+        target = (
+            without.index(op.prev) + 1 if op.prev in without else 0 if op.prev is None else op.index
+        )
         nb.move_cell(op.cell_id, target)
         report.restored += 1
         return None
     if op.kind == "clear":
         if cell.get("outputs") or source != op.before.get("source"):
             return "it was changed or run after the agent cleared its outputs."
-        nb.restore_outputs(op.cell_id, op.before.get("outputs") or [], op.before.get("execution_count"))
+        nb.restore_outputs(
+            op.cell_id, op.before.get("outputs") or [], op.before.get("execution_count")
+        )
         report.restored += 1
     return None
 
@@ -222,5 +263,7 @@ def _text(source: Any) -> str:
 
 
 def _quote(cell: dict[str, Any]) -> str:
-    first = next((line.strip() for line in _text(cell.get("source")).splitlines() if line.strip()), "")
+    first = next(
+        (line.strip() for line in _text(cell.get("source")).splitlines() if line.strip()), ""
+    )
     return f"'{first[:40]}…'" if len(first) > 40 else f"'{first}'" if first else "(empty)"

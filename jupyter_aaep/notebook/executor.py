@@ -130,7 +130,9 @@ class KernelExecutor:
 
     def own_sessions(self) -> set[str]:
         """Session ids of our clients: requests from them are the agent's, not a person's."""
-        return {line.client.session.session for line in self._lines.values() if line.client is not None}
+        return {
+            line.client.session.session for line in self._lines.values() if line.client is not None
+        }
 
     def is_running_code(self, kernel_id: str) -> bool:
         line = self._lines.get(kernel_id)
@@ -407,7 +409,11 @@ class KernelExecutor:
             client = await self._ready_client(line)
             await self._wait_for_turn(line, client, timeout, on_progress)
             msg_id = client.execute(
-                "", silent=True, store_history=False, user_expressions=expressions, allow_stdin=False,
+                "",
+                silent=True,
+                store_history=False,
+                user_expressions=expressions,
+                allow_stdin=False,
                 stop_on_error=False,
             )
             try:
@@ -445,7 +451,12 @@ class KernelExecutor:
             return ""
 
     async def _silent_reply(
-        self, line: _Line, client: Any, msg_id: str, timeout: float, on_progress: ProgressCallback | None
+        self,
+        line: _Line,
+        client: Any,
+        msg_id: str,
+        timeout: float,
+        on_progress: ProgressCallback | None,
     ) -> dict[str, Any]:
         """The ``execute_reply`` content of *msg_id*; ``_Timeout`` after *timeout* seconds."""
         started = last = time.monotonic()
@@ -457,7 +468,9 @@ class KernelExecutor:
                 last = now
                 on_progress(now - started, False)
             try:
-                msg = await client.get_shell_msg(timeout=min(self.poll_seconds, max(0.01, started + timeout - now)))
+                msg = await client.get_shell_msg(
+                    timeout=min(self.poll_seconds, max(0.01, started + timeout - now))
+                )
             except Empty:
                 await self._check_alive(line)
                 continue

@@ -48,23 +48,37 @@ class PersonRun:
     ended_by: Literal["idle", "died", "restarted"] | None = None
 
     def elapsed(self, now: float | None = None) -> float:
-        end = self.ended_at if self.ended_at is not None else (time.monotonic() if now is None else now)
+        end = (
+            self.ended_at
+            if self.ended_at is not None
+            else (time.monotonic() if now is None else now)
+        )
         return end - self.started_at
 
     def record(self, msg_type: str, content: dict[str, Any]) -> None:
         """Keep what the end sentence needs: errors, results, a bounded tail of printed text."""
         if msg_type == "error":
-            self.outputs.append({"output_type": "error", "ename": content.get("ename"),
-                                 "evalue": content.get("evalue"), "traceback": []})
+            self.outputs.append(
+                {
+                    "output_type": "error",
+                    "ename": content.get("ename"),
+                    "evalue": content.get("evalue"),
+                    "traceback": [],
+                }
+            )
         elif msg_type == "execute_result":
-            self.outputs.append({"output_type": "execute_result", "data": content.get("data") or {}})
+            self.outputs.append(
+                {"output_type": "execute_result", "data": content.get("data") or {}}
+            )
         elif msg_type == "stream":
             text = str(content.get("text", ""))
             last = self.outputs[-1] if self.outputs else None
             if last is not None and last.get("output_type") == "stream":
                 last["text"] = (last["text"] + text)[-4000:]
             else:
-                self.outputs.append({"output_type": "stream", "name": content.get("name"), "text": text[-4000:]})
+                self.outputs.append(
+                    {"output_type": "stream", "name": content.get("name"), "text": text[-4000:]}
+                )
 
 
 RunCallback = Callable[[PersonRun], None]
@@ -86,7 +100,11 @@ class KernelWatch:
     poll_seconds = 0.2
 
     def __init__(
-        self, kernel_manager: Any, *, own_sessions: Callable[[], set[str]], on_start: RunCallback,
+        self,
+        kernel_manager: Any,
+        *,
+        own_sessions: Callable[[], set[str]],
+        on_start: RunCallback,
         on_end: RunCallback,
     ) -> None:
         self._km = kernel_manager
@@ -114,8 +132,11 @@ class KernelWatch:
         self._client = None
 
     def _connect(self) -> None:
-        session = Session(key=self._km.session.key, signature_scheme=self._km.session.signature_scheme,
-                          username="jupyter-aaep-watch")
+        session = Session(
+            key=self._km.session.key,
+            signature_scheme=self._km.session.signature_scheme,
+            username="jupyter-aaep-watch",
+        )
         self._client = self._km.client(session=session)
         self._client.start_channels(shell=False, stdin=False, hb=False, control=False)
         self._token = self._process()
@@ -163,8 +184,12 @@ class KernelWatch:
             if parent.get("session") in self._own():
                 return
             self._end("idle")  # a run we missed the end of
-            self.current = PersonRun(str(parent.get("msg_id", "")), str(content.get("code", "")),
-                                     content.get("execution_count"), now)
+            self.current = PersonRun(
+                str(parent.get("msg_id", "")),
+                str(content.get("code", "")),
+                content.get("execution_count"),
+                now,
+            )
             self._on_start(self.current)
             return
         run = self.current

@@ -99,8 +99,11 @@ def parse_progress_text(line: str) -> ProgressReading | None:
             return None
         percent = float(match["pct"]) if match["pct"] else 100.0 * current / total
         return ProgressReading(
-            percent=min(percent, 100.0), current=current, total=total,
-            description=_description(match["desc"]), eta_seconds=_clock_seconds(match["left"]),
+            percent=min(percent, 100.0),
+            current=current,
+            total=total,
+            description=_description(match["desc"]),
+            eta_seconds=_clock_seconds(match["left"]),
         )
     eta = None
     if found := _KERAS_ETA.search(text):
@@ -111,13 +114,17 @@ def parse_progress_text(line: str) -> ProgressReading | None:
         current, total = float(match["n"]), float(match["total"])
         if 0 < total and current <= total:
             return ProgressReading(
-                percent=100.0 * current / total, current=current, total=total,
-                description=_description(match["word"] or text[: match.start("n")]), eta_seconds=eta,
+                percent=100.0 * current / total,
+                current=current,
+                total=total,
+                description=_description(match["word"] or text[: match.start("n")]),
+                eta_seconds=eta,
             )
     match = _PERCENT.search(text)
     if match and float(match["pct"]) <= 100:
         return ProgressReading(
-            percent=float(match["pct"]), description=_description(text[: match.start("pct")]),
+            percent=float(match["pct"]),
+            description=_description(text[: match.start("pct")]),
             eta_seconds=eta,
         )
     return None
@@ -144,7 +151,9 @@ class ProgressTracker:
     def feed(self, msg_type: str, content: dict[str, Any], now: float) -> ProgressReading | None:
         """Take one IOPub message; returns the reading when it changed."""
         if msg_type == "stream":
-            return self._stream(str(content.get("name", "stdout")), str(content.get("text", "")), now)
+            return self._stream(
+                str(content.get("name", "stdout")), str(content.get("text", "")), now
+            )
         if msg_type in ("comm_open", "comm_msg"):
             return self._widget(content, now)
         return None
@@ -175,9 +184,16 @@ class ProgressTracker:
         model.update(state)
         if model.get("_model_name") == "HTMLModel":  # tqdm's text beside its bar
             reading = parse_progress_text(str(model.get("value", "")))
-            if reading is not None and self._reading is not None and self._reading.source == "widget":
-                merged = replace(self._reading, eta_seconds=reading.eta_seconds,
-                                 description=self._reading.description or reading.description)
+            if (
+                reading is not None
+                and self._reading is not None
+                and self._reading.source == "widget"
+            ):
+                merged = replace(
+                    self._reading,
+                    eta_seconds=reading.eta_seconds,
+                    description=self._reading.description or reading.description,
+                )
                 return self._take(merged, now)
             return None
         if model.get("_model_name") not in _WIDGETS or "value" not in state and "max" not in state:
@@ -187,14 +203,16 @@ class ProgressTracker:
         if high <= low or model.get("bar_style") == "info" and high - low == 1:
             return None  # tqdm's "no total" bar: nothing to measure
         fraction = min(max((value - low) / (high - low), 0.0), 1.0)
-        integral = model.get("_model_name") == "IntProgressModel" or (value.is_integer() and high.is_integer())
+        integral = model.get("_model_name") == "IntProgressModel" or (
+            value.is_integer() and high.is_integer()
+        )
         previous = self._reading
         reading = ProgressReading(
             percent=100.0 * fraction,
             current=value - low if integral else None,
             total=high - low if integral else None,
-            description=_description(str(model.get("description") or "")) or (
-                previous.description if previous and previous.source == "widget" else None),
+            description=_description(str(model.get("description") or ""))
+            or (previous.description if previous and previous.source == "widget" else None),
             eta_seconds=previous.eta_seconds if previous and previous.source == "widget" else None,
             source="widget",
         )

@@ -81,7 +81,12 @@ class ProgressPacer:
         return None
 
     def _emit(
-        self, now: float, reading: ProgressReading | None, elapsed: float, *, announce: bool,
+        self,
+        now: float,
+        reading: ProgressReading | None,
+        elapsed: float,
+        *,
+        announce: bool,
         milestone: int | None = None,
     ) -> Beat:
         self._last_emit, self._last_reading = now, reading

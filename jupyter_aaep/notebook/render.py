@@ -255,7 +255,9 @@ class CellView:
         )
 
     def header(self) -> str:
-        parts = [f"## cell {self.number} · id {self.id} · version {self.version} · {self.cell_type}"]
+        parts = [
+            f"## cell {self.number} · id {self.id} · version {self.version} · {self.cell_type}"
+        ]
         if self.cell_type == "code":
             if self.running:
                 parts.append("running")

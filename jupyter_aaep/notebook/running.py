@@ -72,7 +72,9 @@ class RunningCell:
         phrase = self.progress_phrase()
         inside = duration_words(self.elapsed()) + (f"; {phrase}" if phrase else "")
         if self.started_at is None:
-            return f"Cell {self.number} is waiting for the kernel ({duration_words(self.elapsed())})."
+            return (
+                f"Cell {self.number} is waiting for the kernel ({duration_words(self.elapsed())})."
+            )
         return f"Cell {self.number} is still running ({inside})."
 
     def last_output(self) -> str:
@@ -88,10 +90,14 @@ class RunningCell:
             "running": not self.done,
             "waiting_for_kernel": self.started_at is None,
             "elapsed_seconds": round(self.elapsed(), 1),
-            "percent": None if reading is None or reading.percent is None else round(reading.percent, 1),
+            "percent": None
+            if reading is None or reading.percent is None
+            else round(reading.percent, 1),
             "current": None if reading is None else reading.current,
             "total": None if reading is None else reading.total,
-            "eta_seconds": None if reading is None or reading.eta_seconds is None else round(reading.eta_seconds),
+            "eta_seconds": None
+            if reading is None or reading.eta_seconds is None
+            else round(reading.eta_seconds),
             "description": None if reading is None else reading.description,
             "value_text": self.value_text(),
             "sentence": self.status_sentence(),

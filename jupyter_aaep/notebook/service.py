@@ -131,7 +131,9 @@ class NotebookService:
         self._reloads: dict[str, int] = {}
         self._listening = False
         self.run_cell_wait_seconds = run_cell_wait_seconds
-        self.runs = RunningCells(announce_seconds=progress_announce_seconds, min_gap=progress_min_gap)
+        self.runs = RunningCells(
+            announce_seconds=progress_announce_seconds, min_gap=progress_min_gap
+        )
 
     # -- documents -------------------------------------------------------------------------------
     async def open(self, path: str) -> LiveNotebook:
@@ -229,7 +231,12 @@ class NotebookService:
         """Run *source* (the approved text of *cell_id*) in the notebook's kernel, live,
         and wait for the end (*timeout* limits both the wait for the kernel and the run)."""
         run = await self.start_cell(
-            path, cell_id, source=source, limit=timeout, turn_timeout=timeout, on_progress=on_progress
+            path,
+            cell_id,
+            source=source,
+            limit=timeout,
+            turn_timeout=timeout,
+            on_progress=on_progress,
         )
         return await run.task
 
@@ -260,15 +267,30 @@ class NotebookService:
 
         async def execute() -> CellRun:
             result = await self.executor.execute(
-                kernel.kernel_id, source, writer, timeout=limit, turn_timeout=turn_timeout,
-                on_progress=on_progress, tracker=tracker, started=started,
+                kernel.kernel_id,
+                source,
+                writer,
+                timeout=limit,
+                turn_timeout=turn_timeout,
+                on_progress=on_progress,
+                tracker=tracker,
+                started=started,
             )
-            return CellRun(cell_id, number, source, kernel, result, cell_deleted=writer.cell_missing)
+            return CellRun(
+                cell_id, number, source, kernel, result, cell_deleted=writer.cell_missing
+            )
 
         task = asyncio.ensure_future(execute())
         run = RunningCell(
-            path=notebook.path, cell_id=cell_id, number=number, kernel=kernel, task=task,
-            tracker=tracker, submitted=time.monotonic(), started=started, outputs=writer.outputs,
+            path=notebook.path,
+            cell_id=cell_id,
+            number=number,
+            kernel=kernel,
+            task=task,
+            tracker=tracker,
+            submitted=time.monotonic(),
+            started=started,
+            outputs=writer.outputs,
             limit=limit,
         )
         self.runs.add(run)
@@ -300,12 +322,17 @@ class NotebookService:
         return self._read_sources.get(tag.strip().lower())
 
     def begin_record(
-        self, chat_id: str, session_id: str, path: str, on_change: Callable[[EditRecord], None] | None = None
+        self,
+        chat_id: str,
+        session_id: str,
+        path: str,
+        on_change: Callable[[EditRecord], None] | None = None,
     ) -> EditRecord:
         """Start recording what the session *session_id* of *chat_id* does to *path*."""
         self._listen_for_reloads()
-        record = EditRecord(normalize_path(path), session_id, on_change=on_change,
-                            reloads_seen=self.reloads(path))
+        record = EditRecord(
+            normalize_path(path), session_id, on_change=on_change, reloads_seen=self.reloads(path)
+        )
         self._records[chat_id] = record
         return record
 
@@ -347,13 +374,17 @@ class NotebookService:
         if logger is None:
             return
         try:
-            logger.add_listener(schema_id=COLLABORATION_EVENTS, listener=self._on_collaboration_event)
+            logger.add_listener(
+                schema_id=COLLABORATION_EVENTS, listener=self._on_collaboration_event
+            )
         except Exception as error:  # noqa: BLE001 - no reload notices, the rest works
             log.debug("cannot follow the rooms' reloads: %s", error)
             return
         self._listening = True
 
-    async def _on_collaboration_event(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+    async def _on_collaboration_event(
+        self, logger: Any, schema_id: str, data: dict[str, Any]
+    ) -> None:
         if data.get("action") == "overwrite" and data.get("path"):
             path = normalize_path(str(data["path"]))
             self._reloads[path] = self._reloads.get(path, 0) + 1

@@ -211,7 +211,9 @@ class AAEPExtension(ExtensionApp):
         False,
         config=True,
         help="When false (the default), kernels, terminals and every other process this server starts "
-        "do not get the model credentials: " + ", ".join(WITHHELD) + " are taken out of the server's "
+        "do not get the model credentials: "
+        + ", ".join(WITHHELD)
+        + " are taken out of the server's "
         "environment at start-up and kept in its memory for the agent's model client only, so code "
         "run in a notebook cannot print or send the key. Set it to true only if your notebooks call "
         "the Anthropic API themselves with the server's key; any code in any kernel, including code "
@@ -310,7 +312,7 @@ class AAEPExtension(ExtensionApp):
         10.0,
         config=True,
         help="A cell the person runs themselves that takes longer than this many seconds is "
-        "announced in the notebook's chat when it ends (\"Cell 7 finished after 3 min 12 s: ...\"), "
+        'announced in the notebook\'s chat when it ends ("Cell 7 finished after 3 min 12 s: ..."), '
         "with its progress while it runs. 0 turns this off.",
     )
 
@@ -378,7 +380,7 @@ class AAEPExtension(ExtensionApp):
         "",
         config=True,
         help="The user's tool servers (MCP), in the mcpServers JSON most MCP clients share: stdio servers "
-        "with command/args/env, remote ones with \"type\": \"http\", url and headers; ${VAR} is taken from "
+        'with command/args/env, remote ones with "type": "http", url and headers; ${VAR} is taken from '
         "the server's environment. Their tools reach the agent as mcp__{server}__{tool}. Empty (the default): "
         "{jupyter config dir}/aaep/mcp.json. A missing file means no tool servers.",
     )
@@ -397,13 +399,17 @@ class AAEPExtension(ExtensionApp):
     @validate("model_image_max_edge")
     def _image_edge(self, proposal: Any) -> int:
         if proposal["value"] < 64:
-            raise TraitError(f"model_image_max_edge must be at least 64 pixels, not {proposal['value']}.")
+            raise TraitError(
+                f"model_image_max_edge must be at least 64 pixels, not {proposal['value']}."
+            )
         return int(proposal["value"])
 
     @validate("context_window", "chat_budget_usd", "model_images_per_request")
     def _not_negative(self, proposal: Any) -> Any:
         if proposal["value"] < 0:
-            raise TraitError(f"{proposal['trait'].name} must be 0 (none) or more, not {proposal['value']}.")
+            raise TraitError(
+                f"{proposal['trait'].name} must be 0 (none) or more, not {proposal['value']}."
+            )
         return proposal["value"]
 
     @validate("model_prices")
@@ -436,10 +442,18 @@ class AAEPExtension(ExtensionApp):
         value = proposal["value"]
         unknown = set(value) - set(RISK_LEVELS)
         if unknown:
-            raise TraitError(f"confirmation_timeouts keys must be low, medium or high; got {sorted(unknown)}.")
+            raise TraitError(
+                f"confirmation_timeouts keys must be low, medium or high; got {sorted(unknown)}."
+            )
         for level, seconds in value.items():
-            if not isinstance(seconds, int) or isinstance(seconds, bool) or not 1 <= seconds <= 86400:
-                raise TraitError(f"confirmation_timeouts[{level!r}] must be whole seconds from 1 to 86400.")
+            if (
+                not isinstance(seconds, int)
+                or isinstance(seconds, bool)
+                or not 1 <= seconds <= 86400
+            ):
+                raise TraitError(
+                    f"confirmation_timeouts[{level!r}] must be whole seconds from 1 to 86400."
+                )
         return {**DEFAULT_TIMEOUTS, **value}
 
     # -- lifecycle ----------------------------------------------------------------------------------
@@ -452,10 +466,16 @@ class AAEPExtension(ExtensionApp):
     def initialize_settings(self) -> None:
         producer = Producer(agent_version=__version__, agent_name=self.agent_name, model=self.model)
         config = AgentConfig(
-            model=self.model, max_tokens=self.max_tokens, max_turns=self.max_turns,
-            context=ContextSettings(window=self.context_window or None, strategy=cast(Strategy, self.context_management),
-                                    max_images=self.model_images_per_request),
-            prices=PriceTable(self.model_prices), budget_usd=self.chat_budget_usd or None,
+            model=self.model,
+            max_tokens=self.max_tokens,
+            max_turns=self.max_turns,
+            context=ContextSettings(
+                window=self.context_window or None,
+                strategy=cast(Strategy, self.context_management),
+                max_images=self.model_images_per_request,
+            ),
+            prices=PriceTable(self.model_prices),
+            budget_usd=self.chat_budget_usd or None,
         )
         self.admin_policy = self._admin_policy()
         self.store = self._open_store()
@@ -491,7 +511,10 @@ class AAEPExtension(ExtensionApp):
         self.long_runs: LongRunNews | None = None
         if notebooks is not None:
             self.long_runs = LongRunNews(
-                self.runner, notebooks, producer, person_runs_after=self.announce_person_runs_after_seconds,
+                self.runner,
+                notebooks,
+                producer,
+                person_runs_after=self.announce_person_runs_after_seconds,
                 announce_seconds=self.progress_announce_seconds,
             )
             self.toolbox.services["long_runs"] = self.long_runs
@@ -500,10 +523,15 @@ class AAEPExtension(ExtensionApp):
             self.runner.persistence = ChatPersistence(self.store, file_id=self._file_id)
             self.runner.persistence.recover(producer, check_edits=self._edits_missing_on_disk)
         base_url = self.server.base_url
-        self.service = AAEPService(self.runner, self.hub, url_for=lambda path: url_path_join(base_url, "aaep/v1", path),
-                                   models=ModelCatalog(self.clients, default=self.model, configured=self.models,
-                                                       locked=self.lock_models),
-                                   policy=self.admin_policy)
+        self.service = AAEPService(
+            self.runner,
+            self.hub,
+            url_for=lambda path: url_path_join(base_url, "aaep/v1", path),
+            models=ModelCatalog(
+                self.clients, default=self.model, configured=self.models, locked=self.lock_models
+            ),
+            policy=self.admin_policy,
+        )
         self._secret = secrets.token_urlsafe(32)
         self.kernel_credentials = KernelCredentials(self._secret.encode())
         self.kernel_credentials.install(self.server.kernel_manager)
@@ -522,9 +550,18 @@ class AAEPExtension(ExtensionApp):
 
         from ..tools.mcp_tools import MCPServers
 
-        path = Path(self.mcp_config_file) if self.mcp_config_file else Path(jupyter_config_dir()) / "aaep" / "mcp.json"
-        servers = MCPServers(path, timeout=self.mcp_call_timeout_seconds, log_dir=Path(jupyter_runtime_dir()),
-                             allowed=self.admin_policy.mcp_stdio_commands, max_images=self.model_images_per_request)
+        path = (
+            Path(self.mcp_config_file)
+            if self.mcp_config_file
+            else Path(jupyter_config_dir()) / "aaep" / "mcp.json"
+        )
+        servers = MCPServers(
+            path,
+            timeout=self.mcp_call_timeout_seconds,
+            log_dir=Path(jupyter_runtime_dir()),
+            allowed=self.admin_policy.mcp_stdio_commands,
+            max_images=self.model_images_per_request,
+        )
         self.toolbox.services["mcp"] = servers
         return servers
 
@@ -548,9 +585,15 @@ class AAEPExtension(ExtensionApp):
         async def notebook_exists(path: str) -> bool:
             return bool(await ensure_async(contents.file_exists(path)))  # type: ignore[no-untyped-call]
 
-        agents = OutsideAgents(self.runner, self.toolbox.registry_for, attach_chat=self.hub.attach_chat,
-                               idle_seconds=self.mcp_idle_seconds)
-        return MCPEndpoint(build_notebook_server(self.toolbox.tools, agents, file_exists=notebook_exists), agents)
+        agents = OutsideAgents(
+            self.runner,
+            self.toolbox.registry_for,
+            attach_chat=self.hub.attach_chat,
+            idle_seconds=self.mcp_idle_seconds,
+        )
+        return MCPEndpoint(
+            build_notebook_server(self.toolbox.tools, agents, file_exists=notebook_exists), agents
+        )
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         self._loop = asyncio.get_running_loop()
@@ -567,8 +610,12 @@ class AAEPExtension(ExtensionApp):
         if restore_sigint is not None:
             restore_sigint()
         running = sum(1 for chat in self.runner.chats() if chat.running)
-        self.log.info("AAEP agent: shutting down the server at %s; %d running session(s) closed, to be "
-                      "continued after a restart.", self.server.base_url, running)
+        self.log.info(
+            "AAEP agent: shutting down the server at %s; %d running session(s) closed, to be "
+            "continued after a restart.",
+            self.server.base_url,
+            running,
+        )
         self._unroute_module_logs()
         if self.long_runs is not None:
             await self.long_runs.close()
@@ -592,20 +639,33 @@ class AAEPExtension(ExtensionApp):
     # -- helpers ---------------------------------------------------------------------------------------
     def _open_store(self) -> ChatStore | None:
         """The chat database; ``None`` (memory only) if it cannot even be opened."""
-        retention = RetentionPolicy(keep_days=max(self.store_keep_days, 0.0),
-                                    keep_mb_per_chat=max(self.store_keep_mb_per_chat, 0.0))
+        retention = RetentionPolicy(
+            keep_days=max(self.store_keep_days, 0.0),
+            keep_mb_per_chat=max(self.store_keep_mb_per_chat, 0.0),
+        )
         try:
-            return ChatStore(self.db_path or ":memory:", on_health=self._store_health_changed,
-                             lock_timeout=max(self.store_lock_timeout, 0.01), queue_limit=max(self.store_queue_limit, 1),
-                             retry_max_seconds=self.store_retry_max_seconds, retention=retention)
+            return ChatStore(
+                self.db_path or ":memory:",
+                on_health=self._store_health_changed,
+                lock_timeout=max(self.store_lock_timeout, 0.01),
+                queue_limit=max(self.store_queue_limit, 1),
+                retry_max_seconds=self.store_retry_max_seconds,
+                retention=retention,
+            )
         except OSError as error:  # e.g. its folder cannot be created
-            self.log.warning("AAEP agent: chats cannot be stored in %s (%s); they are kept in memory only and "
-                             "lost when the server stops.", self.db_path, error)
+            self.log.warning(
+                "AAEP agent: chats cannot be stored in %s (%s); they are kept in memory only and "
+                "lost when the server stops.",
+                self.db_path,
+                error,
+            )
             return None
 
     def _store_health_changed(self, health: StoreHealth) -> None:
         """From the store's writer thread: tell the open chats, on the server's loop."""
-        loop = getattr(self, "_loop", None) or getattr(getattr(self.server, "io_loop", None), "asyncio_loop", None)
+        loop = getattr(self, "_loop", None) or getattr(
+            getattr(self.server, "io_loop", None), "asyncio_loop", None
+        )
         runner = getattr(self, "runner", None)
         if runner is not None and loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(runner.storage_changed, health)
@@ -625,12 +685,19 @@ class AAEPExtension(ExtensionApp):
     def _admin_policy(self) -> AdminPolicy:
         allowed = tuple(m for m in APPROVAL_MODES if m in self.allowed_approval_modes) or ("ask",)
         if self.approval_mode not in allowed:
-            self.log.warning("AAEP agent: approval_mode '%s' is not in allowed_approval_modes; new chats start in "
-                             "'%s'.", self.approval_mode, allowed[0])
+            self.log.warning(
+                "AAEP agent: approval_mode '%s' is not in allowed_approval_modes; new chats start in "
+                "'%s'.",
+                self.approval_mode,
+                allowed[0],
+            )
             self.approval_mode = allowed[0]
         return AdminPolicy(
-            approval_modes=allowed, kernel_replies=self.kernel_replies,
-            mcp_stdio_commands=None if self.allowed_mcp_stdio_commands is None else tuple(self.allowed_mcp_stdio_commands),
+            approval_modes=allowed,
+            kernel_replies=self.kernel_replies,
+            mcp_stdio_commands=None
+            if self.allowed_mcp_stdio_commands is None
+            else tuple(self.allowed_mcp_stdio_commands),
             models=tuple(dict.fromkeys([self.model, *self.models])) if self.lock_models else None,
             budget_usd=self.chat_budget_usd or None,
         )
@@ -660,14 +727,21 @@ class AAEPExtension(ExtensionApp):
         except autoload.AutoloadError as error:
             if self.kernel_autoload:  # e.g. a shared environment this user cannot write to
                 add_extension_to_ipython_kernels(self.server.kernel_manager)
-                self.log.warning("AAEP agent: %s IPython kernels this server starts load %%aaep through their "
-                                 "command line instead (%s).", error, KERNEL_ARGUMENT)
+                self.log.warning(
+                    "AAEP agent: %s IPython kernels this server starts load %%aaep through their "
+                    "command line instead (%s).",
+                    error,
+                    KERNEL_ARGUMENT,
+                )
             else:
                 self.log.warning("AAEP agent: %s", error)
             return
         if changed:
-            self.log.info("AAEP agent: new kernels of this environment %s %%aaep by themselves (%s).",
-                          "load" if self.kernel_autoload else "no longer load", autoload.config_path())
+            self.log.info(
+                "AAEP agent: new kernels of this environment %s %%aaep by themselves (%s).",
+                "load" if self.kernel_autoload else "no longer load",
+                autoload.config_path(),
+            )
 
     def _route_module_logs(self) -> None:
         """Messages of the ``jupyter_aaep.*`` loggers (why a reply was ignored, a stream that fell
@@ -689,28 +763,47 @@ class AAEPExtension(ExtensionApp):
 
     def _log_configuration(self) -> None:
         log = self.log
-        log.info("AAEP agent: model %s, at most %d tokens per turn and %d turns per request.",
-                 self.model, self.max_tokens, self.max_turns)
+        log.info(
+            "AAEP agent: model %s, at most %d tokens per turn and %d turns per request.",
+            self.model,
+            self.max_tokens,
+            self.max_turns,
+        )
         credentials = self.clients.credentials
         if credentials.configured():
             log.info("AAEP agent: an Anthropic API key is set in the environment.")
         else:
-            log.warning("AAEP agent: no ANTHROPIC_API_KEY is set; requests will end with an error until "
-                        "it is exported before starting Jupyter (or run scripts/start --offline from a clone of "
-                        "jupyter-aaep to try the offline demo model).")
+            log.warning(
+                "AAEP agent: no ANTHROPIC_API_KEY is set; requests will end with an error until "
+                "it is exported before starting Jupyter (or run scripts/start --offline from a clone of "
+                "jupyter-aaep to try the offline demo model)."
+            )
         if credentials.withhold:
-            log.info("AAEP agent: kernels and other processes this server starts do not inherit the "
-                     "model credentials (kernels_inherit_model_credentials is false).")
+            log.info(
+                "AAEP agent: kernels and other processes this server starts do not inherit the "
+                "model credentials (kernels_inherit_model_credentials is false)."
+            )
             if "ANTHROPIC_IDENTITY_TOKEN" in credentials.values() and not credentials.configured():
                 # The SDK reads this one again at every token exchange, after it left os.environ.
-                log.warning("AAEP agent: ANTHROPIC_IDENTITY_TOKEN is kept from kernels, and the Anthropic SDK "
-                            "reads it at each token exchange, so workload identity will fail. Point "
-                            "ANTHROPIC_IDENTITY_TOKEN_FILE at a file holding the token instead.")
+                log.warning(
+                    "AAEP agent: ANTHROPIC_IDENTITY_TOKEN is kept from kernels, and the Anthropic SDK "
+                    "reads it at each token exchange, so workload identity will fail. Point "
+                    "ANTHROPIC_IDENTITY_TOKEN_FILE at a file holding the token instead."
+                )
         base = urlsplit(credentials.values().get("ANTHROPIC_BASE_URL") or "")
         if base.hostname:
             port = f":{base.port}" if base.port else ""
-            log.info("AAEP agent: model requests go to %s://%s%s (ANTHROPIC_BASE_URL).", base.scheme, base.hostname, port)
+            log.info(
+                "AAEP agent: model requests go to %s://%s%s (ANTHROPIC_BASE_URL).",
+                base.scheme,
+                base.hostname,
+                port,
+            )
         if self.store is not None and self.store.ok:
             log.info("AAEP agent: chats are stored in %s.", self.store.path)
-        log.info("AAEP agent: %d tools available (%s); new chats start in approval mode '%s'.",
-                 len(self.toolbox.tools), ", ".join(t.name for t in self.toolbox.tools), self.approval_mode)
+        log.info(
+            "AAEP agent: %d tools available (%s); new chats start in approval mode '%s'.",
+            len(self.toolbox.tools),
+            ", ".join(t.name for t in self.toolbox.tools),
+            self.approval_mode,
+        )

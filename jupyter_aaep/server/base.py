@@ -35,7 +35,9 @@ class AAEPHandler(ExtensionHandlerMixin, APIHandler):
         """The request body as a JSON object, or a 4xx saying what is wrong with it."""
         length = self.request.headers.get("Content-Length")
         if length is not None and length.isdigit() and int(length) > MAX_MESSAGE_BYTES:
-            raise web.HTTPError(413, f"The body is {length} bytes; the limit is {MAX_MESSAGE_BYTES} bytes (1 MiB).")
+            raise web.HTTPError(
+                413, f"The body is {length} bytes; the limit is {MAX_MESSAGE_BYTES} bytes (1 MiB)."
+            )
         try:
             return parse_json(self.request.body)
         except AAEPError as error:

@@ -38,9 +38,11 @@ class ChatsHandler(AAEPHandler):
     @authorized
     async def get(self) -> None:
         try:
-            page = self.service.list_chats(self.get_argument("notebook_path", None),
-                                           limit=self.get_argument("limit", None),
-                                           before=self.get_argument("before", None))
+            page = self.service.list_chats(
+                self.get_argument("notebook_path", None),
+                limit=self.get_argument("limit", None),
+                before=self.get_argument("before", None),
+            )
         except AAEPError as error:
             raise http_error(error) from error
         self.finish(json.dumps(page))
@@ -49,7 +51,9 @@ class ChatsHandler(AAEPHandler):
     @authorized
     async def post(self) -> None:
         try:
-            response = self.service.create_chat(self.body_json() if self.request.body.strip() else {})
+            response = self.service.create_chat(
+                self.body_json() if self.request.body.strip() else {}
+            )
         except AAEPError as error:
             raise http_error(error) from error
         self.respond(response)
@@ -163,7 +167,13 @@ class ProgressHandler(AAEPHandler):
         except AAEPError as error:
             raise http_error(error) from error
         news = self.service.runner.services.get("long_runs")
-        self.finish(json.dumps(how_far_along(news.running(chat.notebook_path) if news and chat.notebook_path else [])))
+        self.finish(
+            json.dumps(
+                how_far_along(
+                    news.running(chat.notebook_path) if news and chat.notebook_path else []
+                )
+            )
+        )
 
 
 class ModelsHandler(AAEPHandler):
@@ -184,10 +194,16 @@ class MCPServersHandler(AAEPHandler):
     @authorized
     async def get(self) -> None:
         servers = self.service.runner.services.get("mcp")
-        self.finish(json.dumps(servers.describe() if servers is not None else {"config_file": None, "servers": []}))
+        self.finish(
+            json.dumps(
+                servers.describe() if servers is not None else {"config_file": None, "servers": []}
+            )
+        )
 
 
-def handler_routes(service: AAEPService, *, keepalive: float) -> list[tuple[str, type, dict[str, Any]]]:
+def handler_routes(
+    service: AAEPService, *, keepalive: float
+) -> list[tuple[str, type, dict[str, Any]]]:
     """Every AAEP route (relative to ``base_url``), each handler given the service."""
     from .kernel_handlers import kernel_routes
     from .sse import EventStreamHandler
@@ -211,5 +227,7 @@ def handler_routes(service: AAEPService, *, keepalive: float) -> list[tuple[str,
         (r"aaep/v1/replies", MessagesHandler, common),
         (r"aaep/v1/messages", MessagesHandler, common),
         (r"aaep/v1/subscriptions", SubscriptionsHandler, common),
-        *kernel_routes(service, keepalive=keepalive),  # the kernels' own endpoints (secret, not login)
+        *kernel_routes(
+            service, keepalive=keepalive
+        ),  # the kernels' own endpoints (secret, not login)
     ]

@@ -50,10 +50,21 @@ class KernelCredentials:
         self._pruned_at = 0.0
 
     def for_kernel(self, kernel_id: str) -> str:
-        return hmac.new(self._secret, b"aaep-kernel:" + kernel_id.encode(), hashlib.sha256).hexdigest()
+        return hmac.new(
+            self._secret, b"aaep-kernel:" + kernel_id.encode(), hashlib.sha256
+        ).hexdigest()
 
-    def check(self, kernel_id: str, method: str, path: str, body: bytes, *, stamp: str, nonce: str,
-              given: str) -> str | None:
+    def check(
+        self,
+        kernel_id: str,
+        method: str,
+        path: str,
+        body: bytes,
+        *,
+        stamp: str,
+        nonce: str,
+        given: str,
+    ) -> str | None:
         """``None`` when the request is genuine and fresh (its nonce is then used up); else why not."""
         try:
             sent_at = float(stamp)
@@ -64,7 +75,9 @@ class KernelCredentials:
             return f"the request was signed {abs(now - sent_at):.0f} s away from the server's clock"
         if not (16 <= len(nonce) <= 128) or not nonce.isalnum():
             return "the nonce is missing or malformed"
-        expected = signature(self.for_kernel(kernel_id).encode(), method, path, body, stamp=stamp, nonce=nonce)
+        expected = signature(
+            self.for_kernel(kernel_id).encode(), method, path, body, stamp=stamp, nonce=nonce
+        )
         if not hmac.compare_digest(given.encode(), expected.encode()):
             return "the signature is wrong"
         self._forget_old(now)

@@ -56,8 +56,10 @@ MAX_CONTEXT_ITEMS = 20
 MAX_CONTEXT_CHARS = 8_000
 """Characters of one ``{name}`` description given to the model."""
 _AWAITING = ("aaep:agent.awaiting.confirmation", "aaep:agent.awaiting.clarification")
-_NOT_A_NOTEBOOK = ("This kernel is not attached to a notebook; open the notebook in JupyterLab (or start the "
-                   "kernel from a notebook) and run the cell again.")
+_NOT_A_NOTEBOOK = (
+    "This kernel is not attached to a notebook; open the notebook in JupyterLab (or start the "
+    "kernel from a notebook) and run the cell again."
+)
 
 
 kernel_signature = signature
@@ -94,8 +96,11 @@ class KernelGateway:
     def kernel_tools(self) -> Any:
         tools = self.runner.services.get("kernel_tools")
         if tools is None:
-            raise RequestError(409, "Kernel tools are not available: the server's notebook layer did not load "
-                                    "(is jupyter-collaboration installed and enabled?). See the server log.")
+            raise RequestError(
+                409,
+                "Kernel tools are not available: the server's notebook layer did not load "
+                "(is jupyter-collaboration installed and enabled?). See the server log.",
+            )
         return tools
 
     # -- who is calling -----------------------------------------------------------------------------
@@ -111,14 +116,27 @@ class KernelGateway:
         kernel_id = headers.get(KERNEL_HEADER) or ""
         kernels = self.extension.serverapp.kernel_manager
         if not kernel_id or kernel_id not in kernels:
-            raise RequestError(403, f"The {KERNEL_HEADER} header does not name a kernel of this server. Use %aaep "
-                                    "or jupyter_aaep.kernel.client in a kernel started by this Jupyter server.")
-        why = self.credentials.check(kernel_id, method, path, body, stamp=headers.get(TIME_HEADER) or "",
-                                     nonce=headers.get(NONCE_HEADER) or "", given=headers.get(SIGNATURE_HEADER) or "")
+            raise RequestError(
+                403,
+                f"The {KERNEL_HEADER} header does not name a kernel of this server. Use %aaep "
+                "or jupyter_aaep.kernel.client in a kernel started by this Jupyter server.",
+            )
+        why = self.credentials.check(
+            kernel_id,
+            method,
+            path,
+            body,
+            stamp=headers.get(TIME_HEADER) or "",
+            nonce=headers.get(NONCE_HEADER) or "",
+            given=headers.get(SIGNATURE_HEADER) or "",
+        )
         if why is not None:
-            raise RequestError(403, f"This request is refused: {why}. Each request must be signed once, at the "
-                                    "time it is sent, with the credential the server gave this kernel (a kernel "
-                                    "may only act on its own notebook).")
+            raise RequestError(
+                403,
+                f"This request is refused: {why}. Each request must be signed once, at the "
+                "time it is sent, with the credential the server gave this kernel (a kernel "
+                "may only act on its own notebook).",
+            )
         sessions = self.extension.serverapp.session_manager
         try:
             session = await sessions.get_session(kernel_id=kernel_id)
@@ -139,8 +157,11 @@ class KernelGateway:
             except AAEPError:
                 named = None
             if named is None or named.notebook_path != caller.notebook_path:
-                raise RequestError(403, "That chat is not one of this notebook's chats; a kernel may only act on "
-                                        "its own notebook.")
+                raise RequestError(
+                    403,
+                    "That chat is not one of this notebook's chats; a kernel may only act on "
+                    "its own notebook.",
+                )
             return named  # type: ignore[no-any-return]
         chats, _ = self.runner.page(caller.notebook_path, limit=1)
         if chats:
@@ -158,11 +179,16 @@ class KernelGateway:
         state = "idle"
         if chat is not None:
             open_tokens = {r.token for r in self.runner.broker.pending()}
-            pending = [e for e in chat.emitter.history
-                       if e.get("type") in _AWAITING and e.get("reply_token") in open_tokens]
+            pending = [
+                e
+                for e in chat.emitter.history
+                if e.get("type") in _AWAITING and e.get("reply_token") in open_tokens
+            ]
             if chat.paused:
                 state = "paused"
-            elif chat.running and chat.session is not None and chat.session.state == "awaiting_input":
+            elif (
+                chat.running and chat.session is not None and chat.session.state == "awaiting_input"
+            ):
                 state = "awaiting"
             elif chat.running:
                 state = "running"
@@ -173,10 +199,15 @@ class KernelGateway:
             "chat_id": chat.chat_id if chat is not None else None,
             "status": state,
             "model_configured": configured,
-            "model_problem": None if configured else (
+            "model_problem": None
+            if configured
+            else (
                 "The Jupyter server has no Anthropic API key: export ANTHROPIC_API_KEY before starting Jupyter "
-                "(or start it with scripts/start --offline for the offline demo model)."),
-            "tools": [t.name for t in tools.of_kernel(caller.kernel_id)] if tools is not None else [],
+                "(or start it with scripts/start --offline for the offline demo model)."
+            ),
+            "tools": [t.name for t in tools.of_kernel(caller.kernel_id)]
+            if tools is not None
+            else [],
             "pending": pending,
             "confirm_here": bool(getattr(self.extension, "kernel_replies", False)),
         }
@@ -190,28 +221,48 @@ class KernelGateway:
 
     def delete_tool(self, caller: KernelCaller, name: str) -> dict[str, Any]:
         if not self.kernel_tools.remove(caller.kernel_id, name):
-            raise RequestError(404, f"This kernel has no tool named {name!r}; %aaep tools lists them.")
+            raise RequestError(
+                404, f"This kernel has no tool named {name!r}; %aaep tools lists them."
+            )
         return {"name": name, "removed": True}
 
     def request(self, caller: KernelCaller, body: dict[str, Any]) -> Response:
         """Start a session (or steer the running one) like the panel's ``user_input``."""
         unknown = set(body) - {"text", "context"}
         if unknown:
-            raise RequestError(400, f"Unknown field(s) {sorted(unknown)}; send {{\"text\": ..., \"context\": [...]}}.")
+            raise RequestError(
+                400, f'Unknown field(s) {sorted(unknown)}; send {{"text": ..., "context": [...]}}.'
+            )
         text = body.get("text")
         if not isinstance(text, str) or not text.strip():
-            raise RequestError(400, "text must be the request, a non-empty string (e.g. %aaep plot {df}).")
+            raise RequestError(
+                400, "text must be the request, a non-empty string (e.g. %aaep plot {df})."
+            )
         attachment = context_block(body.get("context") or [])
         chat = self.chat(caller, create=True)
         assert chat is not None
         if chat.working:  # as the panel: a message while the agent works steers it
             steer = f"{text}\n\n{attachment}" if attachment else text
             item, _, session_id = self.runner.guide(chat.chat_id, steer)
-            return Response(202, {"chat_id": chat.chat_id, "input_id": item.guidance_id, "session_id": session_id,
-                                  "status": "guidance"})
+            return Response(
+                202,
+                {
+                    "chat_id": chat.chat_id,
+                    "input_id": item.guidance_id,
+                    "session_id": session_id,
+                    "status": "guidance",
+                },
+            )
         session_id = self.runner.submit(chat.chat_id, text, attachment=attachment or None)
-        return Response(202, {"chat_id": chat.chat_id, "input_id": session_id, "session_id": session_id,
-                              "status": "started"})
+        return Response(
+            202,
+            {
+                "chat_id": chat.chat_id,
+                "input_id": session_id,
+                "session_id": session_id,
+                "status": "started",
+            },
+        )
 
     def subscribe(self, caller: KernelCaller, body: dict[str, Any]) -> Response:
         """The Level 3 handshake for the kernel's chat; Location is the kernel's own event stream."""
@@ -237,29 +288,56 @@ class KernelGateway:
         Answers to questions (clarifications) approve nothing and are taken from the widget."""
         confirmation = classify(body) == "confirmation.reply"
         if confirmation and not getattr(self.extension, "kernel_replies", False):
-            raise RequestError(403, "Answers from the notebook are turned off on this server: code in a notebook "
-                                    "could send them as if you had clicked. Answer in the side panel "
-                                    "(c.AAEPExtension.kernel_replies turns them on).")
+            raise RequestError(
+                403,
+                "Answers from the notebook are turned off on this server: code in a notebook "
+                "could send them as if you had clicked. Answer in the side panel "
+                "(c.AAEPExtension.kernel_replies turns them on).",
+            )
         token = body.get("reply_token")
         request = next((r for r in self.runner.broker.pending() if r.token == token), None)
-        chat = None if request is None else next(
-            (c for c in self.runner.chats() if c.session is not None and c.session.id == request.session_id), None)
-        if chat is None:  # §6.3.4: an unknown or used token is ignored, and the sender is not told why
+        chat = (
+            None
+            if request is None
+            else next(
+                (
+                    c
+                    for c in self.runner.chats()
+                    if c.session is not None and c.session.id == request.session_id
+                ),
+                None,
+            )
+        )
+        if (
+            chat is None
+        ):  # §6.3.4: an unknown or used token is ignored, and the sender is not told why
             return Response(204)
         if chat.notebook_path != caller.notebook_path:
-            raise RequestError(403, "That request belongs to another notebook's chat; a kernel may only answer "
-                                    "its own notebook's requests.")
+            raise RequestError(
+                403,
+                "That request belongs to another notebook's chat; a kernel may only answer "
+                "its own notebook's requests.",
+            )
         if confirmation and chat.approval.mode == "auto":
-            raise RequestError(403, "This chat approves automatically, so answers from the notebook's code are "
-                                    "refused: what the setting does not approve, only you can, in the side panel.")
+            raise RequestError(
+                403,
+                "This chat approves automatically, so answers from the notebook's code are "
+                "refused: what the setting does not approve, only you can, in the side panel.",
+            )
         if self._agent_code_running(caller.kernel_id):
             # Widget clicks arrive while the agent waits, never while its own code runs; a reply
             # sent from the kernel then is that code answering the agent's request itself.
-            raise RequestError(409, "An answer cannot come from the notebook's kernel while the agent's own code "
-                                    "runs in it. Answer in the side panel, or wait for the code to finish.")
+            raise RequestError(
+                409,
+                "An answer cannot come from the notebook's kernel while the agent's own code "
+                "runs in it. Answer in the side panel, or wait for the code to finish.",
+            )
         if token not in self.shown.get(caller.kernel_id, set()):
-            raise RequestError(403, "This request was not shown in this notebook's %aaep view, so it cannot be "
-                                    "answered from here. Answer in the side panel.")
+            raise RequestError(
+                403,
+                "This request was not shown in this notebook's %aaep view, so it cannot be "
+                "answered from here. Answer in the side panel.",
+            )
         self.runner.reply(chat.chat_id, self.service._attributed(body, chat), origin="notebook")
         return Response(204)
 
@@ -280,38 +358,56 @@ class KernelGateway:
 
 def describe_tool(tool: Any) -> dict[str, Any]:
     """A kernel tool as the kernel endpoints list it."""
-    return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema,
-            "risk_level": tool.risk_level, "irreversible": tool.irreversible,
-            "require_confirmation": tool.require_confirmation, "read_only": tool.read_only, "label": tool.label}
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": tool.input_schema,
+        "risk_level": tool.risk_level,
+        "irreversible": tool.irreversible,
+        "require_confirmation": tool.require_confirmation,
+        "read_only": tool.read_only,
+        "label": tool.label,
+    }
 
 
 def context_block(items: Any) -> str:
     """The ``{name}`` descriptions for the model, each in a data block (masked like every model
     input; a description is what the kernel says about a value, so it is data) ("" when none)."""
     if not isinstance(items, list) or len(items) > MAX_CONTEXT_ITEMS:
-        raise RequestError(400, f"context must be a list of at most {MAX_CONTEXT_ITEMS} "
-                                "{\"name\": ..., \"description\": ...} objects.")
+        raise RequestError(
+            400,
+            f"context must be a list of at most {MAX_CONTEXT_ITEMS} "
+            '{"name": ..., "description": ...} objects.',
+        )
     parts = []
     for item in items:
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str) \
-                or not isinstance(item.get("description"), str):
-            raise RequestError(400, "Each context item must be {\"name\": str, \"description\": str}.")
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("name"), str)
+            or not isinstance(item.get("description"), str)
+        ):
+            raise RequestError(400, 'Each context item must be {"name": str, "description": str}.')
         description = item["description"]
         if len(description) > MAX_CONTEXT_CHARS:
             description = description[:MAX_CONTEXT_CHARS] + " [… cut]"
         parts.append(data_block(f"kernel variable {item['name'][:100]}", description))
     if not parts:
         return ""
-    return ("<kernel_variables>\nThe request names these variables of the notebook's kernel; the kernel "
-            "described them (bounded, a few values only):\n" + "\n".join(parts) + "\n</kernel_variables>")
+    return (
+        "<kernel_variables>\nThe request names these variables of the notebook's kernel; the kernel "
+        "described them (bounded, a few values only):\n"
+        + "\n".join(parts)
+        + "\n</kernel_variables>"
+    )
 
 
 # -- handlers ------------------------------------------------------------------------------------
 class KernelHandler(AAEPHandler):
     """Base of the kernel endpoints: the secret and signature instead of Jupyter's login."""
 
-    def initialize(self, name: str, service: AAEPService, gateway: KernelGateway | None = None,
-                   **kwargs: Any) -> None:
+    def initialize(
+        self, name: str, service: AAEPService, gateway: KernelGateway | None = None, **kwargs: Any
+    ) -> None:
         super().initialize(name, service, **kwargs)
         assert gateway is not None
         self.gateway = gateway
@@ -323,8 +419,12 @@ class KernelHandler(AAEPHandler):
         if self.gateway.extension is None:
             self.gateway.extension = self.extensionapp
         try:
-            caller = await self.gateway.caller(self.request.method or "GET", self.request.uri or "/",
-                                               self.request.headers, self.request.body or b"")
+            caller = await self.gateway.caller(
+                self.request.method or "GET",
+                self.request.uri or "/",
+                self.request.headers,
+                self.request.body or b"",
+            )
             return replace(caller, chat_id=self.get_query_argument("chat_id", None) or None)
         except AAEPError as error:
             raise http_error(error) from error
@@ -428,11 +528,16 @@ class KernelEventsHandler(KernelHandler, EventStreamHandler):  # type: ignore[mi
         except AAEPError as error:
             raise http_error(error) from error
         assert chat is not None
-        await self.serve(chat.chat_id, client=f"kernel:{caller.kernel_id}",
-                         delivered=lambda message: self.gateway.showed(caller.kernel_id, message))
+        await self.serve(
+            chat.chat_id,
+            client=f"kernel:{caller.kernel_id}",
+            delivered=lambda message: self.gateway.showed(caller.kernel_id, message),
+        )
 
 
-def kernel_routes(service: AAEPService, *, keepalive: float) -> list[tuple[str, type, dict[str, Any]]]:
+def kernel_routes(
+    service: AAEPService, *, keepalive: float
+) -> list[tuple[str, type, dict[str, Any]]]:
     """The ``aaep/v1/kernel/...`` routes (relative to ``base_url``), sharing one gateway."""
     common: dict[str, Any] = {"service": service, "gateway": KernelGateway(service)}
     return [

@@ -25,7 +25,10 @@ log = logging.getLogger(__name__)
 
 def is_ipython_kernel(argv: list[str]) -> bool:
     """Whether a kernel spec's command starts ipykernel (``-m ipykernel_launcher`` or ``ipykernel``)."""
-    return any(part in ("ipykernel_launcher", "ipykernel") or part.endswith("ipykernel_launcher.py") for part in argv)
+    return any(
+        part in ("ipykernel_launcher", "ipykernel") or part.endswith("ipykernel_launcher.py")
+        for part in argv
+    )
 
 
 def add_extension_to_ipython_kernels(kernel_manager: Any) -> bool:

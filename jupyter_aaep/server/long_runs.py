@@ -92,8 +92,14 @@ class LongRunNews:
     sync_seconds = 2.0
 
     def __init__(
-        self, runner: ChatRunner, notebooks: Any, producer: Producer, *, person_runs_after: float = 10.0,
-        announce_seconds: float = 60.0, min_gap: float = 15.0,
+        self,
+        runner: ChatRunner,
+        notebooks: Any,
+        producer: Producer,
+        *,
+        person_runs_after: float = 10.0,
+        announce_seconds: float = 60.0,
+        min_gap: float = 15.0,
     ) -> None:
         self.runner = runner
         self.notebooks = notebooks
@@ -117,7 +123,11 @@ class LongRunNews:
 
     def still_running_note(self, chat_id: str) -> str | None:
         """The agent's last words when its session ends while its cells run."""
-        cells = [run for run, story in self._followed.items() if story.chat_id == chat_id and not run.done]
+        cells = [
+            run
+            for run, story in self._followed.items()
+            if story.chat_id == chat_id and not run.done
+        ]
         if not cells:
             return None
         names = " and ".join(f"cell {run.number}" for run in cells[:3])
@@ -126,7 +136,9 @@ class LongRunNews:
 
     def running(self, path: str | None) -> list[dict[str, Any]]:
         """What "How far along?" says: every cell running in the notebook, agent's or person's."""
-        found = [run.describe() | {"started_by": "agent"} for run in self.notebooks.runs.running(path)]
+        found = [
+            run.describe() | {"started_by": "agent"} for run in self.notebooks.runs.running(path)
+        ]
         for watched in self._watches.values():
             if path is not None and watched.path != path:
                 continue
@@ -147,7 +159,11 @@ class LongRunNews:
                 await asyncio.wait({run.task}, timeout=self.tick_seconds)
             if run.listener is listen:
                 run.listener = None
-            while not run.reported and (chat := self._chat(story.chat_id)) is not None and chat.running:
+            while (
+                not run.reported
+                and (chat := self._chat(story.chat_id)) is not None
+                and chat.running
+            ):
                 await asyncio.sleep(self.tick_seconds)  # the agent may still collect it
             if run.reported:
                 if story.session is not None:
@@ -166,14 +182,22 @@ class LongRunNews:
         error = run.task.exception()
         took = duration_words(run.elapsed())
         if isinstance(error, KernelDied):
-            return (f"Cell {run.number} stopped after {took}: {_death(str(error))}", True, "KERNEL_DIED")
+            return (
+                f"Cell {run.number} stopped after {took}: {_death(str(error))}",
+                True,
+                "KERNEL_DIED",
+            )
         if isinstance(error, ExecutionTimeout):
             return f"Cell {run.number} was interrupted at its time limit, after {took}.", False, ""
         if error is not None:
             return f"Cell {run.number} stopped after {took}: {error}", True, "CELL_FAILED"
         outcome = run.task.result()
-        sentence, failed = end_sentence(run.number, outcome.result.elapsed, outcome.result.outputs,
-                                        last_line=run.tracker.last_line)
+        sentence, failed = end_sentence(
+            run.number,
+            outcome.result.elapsed,
+            outcome.result.outputs,
+            last_line=run.tracker.last_line,
+        )
         return sentence, failed, "CELL_FAILED"
 
     # -- a person's runs ---------------------------------------------------------------------
@@ -219,8 +243,10 @@ class LongRunNews:
                 self._person_ended(h[0], run)
 
             watch = KernelWatch(
-                kernels.get_kernel(kernel_id), own_sessions=self.notebooks.executor.own_sessions,
-                on_start=on_start, on_end=on_end,
+                kernels.get_kernel(kernel_id),
+                own_sessions=self.notebooks.executor.own_sessions,
+                on_start=on_start,
+                on_end=on_end,
             )
             holder.append(_Watched(watch, path))
             self._watches[kernel_id] = holder[0]
@@ -229,7 +255,9 @@ class LongRunNews:
     def _person_started(self, watched: _Watched, run: PersonRun) -> None:
         chat = self._chat_for(watched.path)
         story = _Story(chat.chat_id if chat else "", requested_by=PERSON_RUN)
-        pacer = ProgressPacer(run.started_at, announce_seconds=self.announce_seconds, min_gap=self.min_gap)
+        pacer = ProgressPacer(
+            run.started_at, announce_seconds=self.announce_seconds, min_gap=self.min_gap
+        )
         watched.runs[id(run)] = (run, pacer, story)
         if story.chat_id:
             self._spawn(self._find_cell(watched.path, run, story))
@@ -251,7 +279,11 @@ class LongRunNews:
         now = time.monotonic()
         for watched in self._watches.values():
             for run, pacer, story in watched.runs.values():
-                if run.ended_at is None and story.chat_id and run.elapsed(now) >= self.person_runs_after:
+                if (
+                    run.ended_at is None
+                    and story.chat_id
+                    and run.elapsed(now) >= self.person_runs_after
+                ):
                     beat = pacer.tick(now, run.tracker.reading)
                     if beat is not None:
                         self._beat(story, story.name, beat, run.tracker.reading)
@@ -267,10 +299,16 @@ class LongRunNews:
         took = duration_words(run.elapsed())
         if run.ended_by in ("died", "restarted"):
             how = "the kernel died" if run.ended_by == "died" else "the kernel was restarted"
-            self._close(story, f"{name} stopped after {took}: {how}, so its variables are lost.",
-                        failed=True, code="KERNEL_DIED")
+            self._close(
+                story,
+                f"{name} stopped after {took}: {how}, so its variables are lost.",
+                failed=True,
+                code="KERNEL_DIED",
+            )
             return
-        sentence, failed = end_sentence(story.number, run.elapsed(), run.outputs, last_line=run.tracker.last_line)
+        sentence, failed = end_sentence(
+            story.number, run.elapsed(), run.outputs, last_line=run.tracker.last_line
+        )
         self._close(story, sentence, failed=failed, code="CELL_FAILED")
 
     def _describe_person(self, watched: _Watched, run: PersonRun, story: _Story) -> dict[str, Any]:
@@ -279,21 +317,35 @@ class LongRunNews:
         name = story.name
         inside = duration_words(run.elapsed()) + (f"; {phrase}" if phrase else "")
         return {
-            "cell_id": None, "cell_number": story.number, "notebook_path": watched.path,
-            "running": True, "waiting_for_kernel": False, "elapsed_seconds": round(run.elapsed(), 1),
-            "percent": None if reading is None or reading.percent is None else round(reading.percent, 1),
+            "cell_id": None,
+            "cell_number": story.number,
+            "notebook_path": watched.path,
+            "running": True,
+            "waiting_for_kernel": False,
+            "elapsed_seconds": round(run.elapsed(), 1),
+            "percent": None
+            if reading is None or reading.percent is None
+            else round(reading.percent, 1),
             "current": None if reading is None else reading.current,
             "total": None if reading is None else reading.total,
-            "eta_seconds": None if reading is None or reading.eta_seconds is None else round(reading.eta_seconds),
+            "eta_seconds": None
+            if reading is None or reading.eta_seconds is None
+            else round(reading.eta_seconds),
             "description": None if reading is None else reading.description,
-            "value_text": value_text(reading, run.elapsed()), "sentence": f"{name} is still running ({inside}).",
-            "last_output": run.tracker.last_line, "started_by": "person",
+            "value_text": value_text(reading, run.elapsed()),
+            "sentence": f"{name} is still running ({inside}).",
+            "last_output": run.tracker.last_line,
+            "started_by": "person",
         }
 
     # -- telling ----------------------------------------------------------------------------
     def _beat(self, story: _Story, name: str, beat: Beat, reading: ProgressReading | None) -> None:
         phrase = progress_phrase(reading)
-        said = f"{name}: {phrase}." if phrase else f"{name} is still running after {duration_words(beat.elapsed)}."
+        said = (
+            f"{name}: {phrase}."
+            if phrase
+            else f"{name} is still running after {duration_words(beat.elapsed)}."
+        )
         if story.session is None:
             if not beat.announce:
                 return  # a session opens for something worth saying, not for a bar update
@@ -301,36 +353,54 @@ class LongRunNews:
                 return
         assert story.session is not None
         integral = reading is not None and reading.current is not None and reading.total is not None
-        story.session.emit(ProgressUpdated(
-            progress=Progress(
-                percent=None if reading is None or reading.percent is None else round(min(reading.percent, 100.0), 1),
-                step=max(1, int(reading.current)) if integral and reading and reading.current else None,
-                total_steps=max(1, int(reading.total)) if integral and reading and reading.total else None,
-                description=value_text(reading, beat.elapsed),
-            ),
-            summary=Summary(normal=said),
-            eta_ms=None if reading is None or reading.eta_seconds is None else min(int(reading.eta_seconds * 1000), 86_400_000),
-            urgency="normal" if beat.announce else "background",
-        ))
+        story.session.emit(
+            ProgressUpdated(
+                progress=Progress(
+                    percent=None
+                    if reading is None or reading.percent is None
+                    else round(min(reading.percent, 100.0), 1),
+                    step=max(1, int(reading.current))
+                    if integral and reading and reading.current
+                    else None,
+                    total_steps=max(1, int(reading.total))
+                    if integral and reading and reading.total
+                    else None,
+                    description=value_text(reading, beat.elapsed),
+                ),
+                summary=Summary(normal=said),
+                eta_ms=None
+                if reading is None or reading.eta_seconds is None
+                else min(int(reading.eta_seconds * 1000), 86_400_000),
+                urgency="normal" if beat.announce else "background",
+            )
+        )
 
     def _open(self, story: _Story, first: str) -> bool:
         chat = self._chat(story.chat_id)
         if chat is None:
             return False
         story.session = Session(chat.emitter, self.producer)
-        story.session.emit(SessionStarted(summary=Summary(normal=first), requested_by=story.requested_by))
+        story.session.emit(
+            SessionStarted(summary=Summary(normal=first), requested_by=story.requested_by)
+        )
         return True
 
-    def _close(self, story: _Story, sentence: str, *, failed: bool, code: str = "CELL_FAILED") -> None:
+    def _close(
+        self, story: _Story, sentence: str, *, failed: bool, code: str = "CELL_FAILED"
+    ) -> None:
         if story.ended or (story.session is None and not self._open(story, sentence)):
             return
         story.ended = True
         assert story.session is not None
         if failed:
-            story.session.emit(SessionErrored(
-                error_category="requires_user", error_code=code, summary=Summary(normal=sentence),
-                recoverable=False,
-            ))
+            story.session.emit(
+                SessionErrored(
+                    error_category="requires_user",
+                    error_code=code,
+                    summary=Summary(normal=sentence),
+                    recoverable=False,
+                )
+            )
         else:
             story.session.emit(SessionCompleted(summary=Summary(normal=sentence)))
 
@@ -357,12 +427,19 @@ class LongRunNews:
             task.cancel()
         for watched in self._watches.values():
             await watched.watch.stop()
-        for story in [*self._followed.values(), *(s for w in self._watches.values() for _, _, s in w.runs.values())]:
+        for story in [
+            *self._followed.values(),
+            *(s for w in self._watches.values() for _, _, s in w.runs.values()),
+        ]:
             if story.session is not None and not story.ended:
-                self._close(story, "The server is stopping; this run is no longer followed.", failed=False)
+                self._close(
+                    story, "The server is stopping; this run is no longer followed.", failed=False
+                )
         self._watches.clear()
         with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(*self._tasks, *( [self._sync] if self._sync else []), return_exceptions=True)
+            await asyncio.gather(
+                *self._tasks, *([self._sync] if self._sync else []), return_exceptions=True
+            )
 
 
 def _death(message: str) -> str:

@@ -63,31 +63,48 @@ def parse_json(raw: bytes | str) -> dict[str, Any]:
     """One JSON object from a body or frame; ``RequestError`` for anything else."""
     size = len(raw.encode("utf-8")) if isinstance(raw, str) else len(raw)
     if size > MAX_MESSAGE_BYTES:
-        raise RequestError(413, f"The message is {size} bytes; the limit is {MAX_MESSAGE_BYTES} bytes (1 MiB).")
+        raise RequestError(
+            413, f"The message is {size} bytes; the limit is {MAX_MESSAGE_BYTES} bytes (1 MiB)."
+        )
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8")
         except UnicodeDecodeError as error:
-            raise RequestError(400, "The message is not UTF-8 text; send JSON encoded as UTF-8.") from error
+            raise RequestError(
+                400, "The message is not UTF-8 text; send JSON encoded as UTF-8."
+            ) from error
     if not raw.strip():
         raise RequestError(400, f"The message is empty; send a JSON object such as {EXAMPLE}.")
     depth = nesting_depth(raw)
     if depth > MAX_DEPTH:
-        raise RequestError(400, f"The message nests lists and objects {depth} levels deep; at most {MAX_DEPTH} "
-                                f"are accepted. Send a flat JSON object such as {EXAMPLE}.")
+        raise RequestError(
+            400,
+            f"The message nests lists and objects {depth} levels deep; at most {MAX_DEPTH} "
+            f"are accepted. Send a flat JSON object such as {EXAMPLE}.",
+        )
     try:
         value = json.loads(raw)
     except RecursionError as error:  # pragma: no cover - nesting_depth refuses such text first
-        raise RequestError(400, f"The message nests too deeply; at most {MAX_DEPTH} levels are accepted.") from error
+        raise RequestError(
+            400, f"The message nests too deeply; at most {MAX_DEPTH} levels are accepted."
+        ) from error
     except ValueError as error:
-        raise RequestError(400, f"The message is not valid JSON ({error}); send a JSON object such as {EXAMPLE}.") from error
+        raise RequestError(
+            400, f"The message is not valid JSON ({error}); send a JSON object such as {EXAMPLE}."
+        ) from error
     if not isinstance(value, dict):
-        raise RequestError(400, f"The message must be a JSON object, not {type(value).__name__}; for example {EXAMPLE}.")
+        raise RequestError(
+            400,
+            f"The message must be a JSON object, not {type(value).__name__}; for example {EXAMPLE}.",
+        )
     where = surrogate_path(value)
     if where is not None:
-        raise RequestError(400, f"{where} holds a lone UTF-16 surrogate (a \\ud800–\\udfff escape without its "
-                                "pair), which is not Unicode text. Send valid UTF-8; encode emoji and other "
-                                "characters outside the BMP as the full surrogate pair or as the character itself.")
+        raise RequestError(
+            400,
+            f"{where} holds a lone UTF-16 surrogate (a \\ud800–\\udfff escape without its "
+            "pair), which is not Unicode text. Send valid UTF-8; encode emoji and other "
+            "characters outside the BMP as the full surrogate pair or as the character itself.",
+        )
     return value
 
 
@@ -127,25 +144,33 @@ def classify(message: dict[str, Any]) -> str:
         raise RequestError(400, "A message has either a kind or a type, not both.")
     if kind is not None:
         if kind not in KINDS:
-            raise RequestError(400, f"Unknown message kind {kind!r}; use one of: {', '.join(KINDS)}.")
+            raise RequestError(
+                400, f"Unknown message kind {kind!r}; use one of: {', '.join(KINDS)}."
+            )
         return str(kind)
     if message_type is not None:
         if message_type in REPLY_TYPES or message_type in SUBSCRIPTION_TYPES:
             return str(message_type)
         if "@context" in message:
-            raise RequestError(400, "This endpoint belongs to the producer; it does not accept AAEP events.")
+            raise RequestError(
+                400, "This endpoint belongs to the producer; it does not accept AAEP events."
+            )
         known = ", ".join((*REPLY_TYPES, *SUBSCRIPTION_TYPES))
         raise RequestError(400, f"Unknown message type {message_type!r}; use one of: {known}.")
     raise RequestError(
-        400, f"Say what the message is with kind ({', '.join(KINDS)}) or type "
-        f"({', '.join((*REPLY_TYPES, *SUBSCRIPTION_TYPES))}), e.g. {EXAMPLE}."
+        400,
+        f"Say what the message is with kind ({', '.join(KINDS)}) or type "
+        f"({', '.join((*REPLY_TYPES, *SUBSCRIPTION_TYPES))}), e.g. {EXAMPLE}.",
     )
 
 
 def only_fields(message: dict[str, Any], allowed: set[str], *, what: str) -> None:
     extra = sorted(set(message) - allowed)
     if extra:
-        raise RequestError(400, f"Unexpected field(s) in {what}: {', '.join(extra)}. Allowed: {', '.join(sorted(allowed))}.")
+        raise RequestError(
+            400,
+            f"Unexpected field(s) in {what}: {', '.join(extra)}. Allowed: {', '.join(sorted(allowed))}.",
+        )
 
 
 def text_field(message: dict[str, Any], name: str, *, what: str) -> str:
@@ -167,7 +192,15 @@ def take_request_id(message: dict[str, Any]) -> str | None:
     if "request_id" not in message:
         return None
     value = message.pop("request_id")
-    if not isinstance(value, str) or not value or len(value) > MAX_REQUEST_ID or not value.isprintable():
-        raise RequestError(400, f"request_id must be a non-empty printable string of at most {MAX_REQUEST_ID} "
-                                "characters (a counter or a UUID); it comes back in the answer.")
+    if (
+        not isinstance(value, str)
+        or not value
+        or len(value) > MAX_REQUEST_ID
+        or not value.isprintable()
+    ):
+        raise RequestError(
+            400,
+            f"request_id must be a non-empty printable string of at most {MAX_REQUEST_ID} "
+            "characters (a counter or a UUID); it comes back in the answer.",
+        )
     return value

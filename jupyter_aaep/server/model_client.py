@@ -127,7 +127,9 @@ class ModelCredentials:
 class ClientFactory:
     """Callable handed to ``ChatRunner(client_factory=...)``."""
 
-    def __init__(self, *, max_retries: int = 2, credentials: ModelCredentials | None = None) -> None:
+    def __init__(
+        self, *, max_retries: int = 2, credentials: ModelCredentials | None = None
+    ) -> None:
         self.max_retries = max_retries
         self.credentials = credentials or ModelCredentials(withhold=False)
         self._client: anthropic.AsyncAnthropic | None = None

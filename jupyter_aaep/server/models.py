@@ -67,8 +67,16 @@ class ModelCatalog:
         What to offer when the endpoint has no Models API (the default is added if missing).
     """
 
-    def __init__(self, client_factory: Callable[[], Any], *, default: str, configured: Sequence[str] = (),
-                 ttl: float = 600.0, timeout: float = 5.0, locked: bool = False) -> None:
+    def __init__(
+        self,
+        client_factory: Callable[[], Any],
+        *,
+        default: str,
+        configured: Sequence[str] = (),
+        ttl: float = 600.0,
+        timeout: float = 5.0,
+        locked: bool = False,
+    ) -> None:
         self.client_factory = client_factory
         self.locked = locked
         """The administrator fixed the list (``c.AAEPExtension.lock_models``): only ``configured``."""
@@ -98,8 +106,10 @@ class ModelCatalog:
                 found = await asyncio.wait_for(self._from_api(), self.timeout)
             except Exception as error:  # noqa: BLE001 - any failure: the configured list, and why
                 found = None
-                self.note = (f"The model endpoint did not list its models ({type(error).__name__}); "
-                             "showing the configured list (c.AAEPExtension.models).")
+                self.note = (
+                    f"The model endpoint did not list its models ({type(error).__name__}); "
+                    "showing the configured list (c.AAEPExtension.models)."
+                )
                 log.info("AAEP agent: %s", self.note)
             if found:
                 self.source, self.note = "api", None
@@ -115,14 +125,21 @@ class ModelCatalog:
     async def _from_api(self) -> list[ModelChoice]:
         client = self.client_factory()
         page = await client.models.list(limit=100)
-        return [ModelChoice(str(m.id), str(getattr(m, "display_name", "") or model_label(str(m.id))))
-                for m in page.data]
+        return [
+            ModelChoice(str(m.id), str(getattr(m, "display_name", "") or model_label(str(m.id))))
+            for m in page.data
+        ]
 
     async def describe(self) -> dict[str, Any]:
         """The body of ``GET /aaep/v1/models``."""
         listed = await self.models()
-        return {"default": self.default, "default_label": self.label(self.default), "source": self.source,
-                "note": self.note, "models": [m.to_json() for m in listed]}
+        return {
+            "default": self.default,
+            "default_label": self.label(self.default),
+            "source": self.source,
+            "note": self.note,
+            "models": [m.to_json() for m in listed],
+        }
 
     def label(self, model_id: str) -> str:
         for choice in self._listed or []:
@@ -138,8 +155,10 @@ class ModelCatalog:
                 return choice
         names = ", ".join(m.model_id for m in listed[:12])
         if self.locked:
-            raise SettingLocked(f"The administrator of this server allows only these models: {names}. "
-                                f"{model_id!r} is not one of them; the chat keeps its current model.")
+            raise SettingLocked(
+                f"The administrator of this server allows only these models: {names}. "
+                f"{model_id!r} is not one of them; the chat keeps its current model."
+            )
         raise ValueError(f"{model_id!r} is not one of the models this server can use ({names})")
 
 

@@ -58,7 +58,9 @@ def help_text() -> str:
         computed = dynamic.get(name)
         if computed is not None:
             static = f"Default: {trait.default_value_repr()}"
-            block = block.replace(static, f"Default: computed at start-up; on this machine {computed}")
+            block = block.replace(
+                static, f"Default: computed at start-up; on this machine {computed}"
+            )
         blocks.append(block)
     return "\n\n".join(blocks) + "\n"
 

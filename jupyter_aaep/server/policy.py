@@ -54,7 +54,9 @@ class AdminPolicy:
             "locked": self.locked,
             "approval_modes": list(self.approval_modes),
             "kernel_replies": self.kernel_replies,
-            "mcp_stdio_commands": None if self.mcp_stdio_commands is None else list(self.mcp_stdio_commands),
+            "mcp_stdio_commands": None
+            if self.mcp_stdio_commands is None
+            else list(self.mcp_stdio_commands),
             "models": None if self.models is None else list(self.models),
             "budget_usd": self.budget_usd,
             "message": self.sentence(),
@@ -64,7 +66,9 @@ class AdminPolicy:
         """What the administrator fixed, in words; ``None`` when nothing is."""
         parts = []
         if "approval_mode" in self.locked:
-            parts.append("approval modes: " + " or ".join(MODE_LABELS[m] for m in self.approval_modes))
+            parts.append(
+                "approval modes: " + " or ".join(MODE_LABELS[m] for m in self.approval_modes)
+            )
         if self.models is not None:
             parts.append("models: " + ", ".join(self.models))
         if self.mcp_stdio_commands is not None:

@@ -42,8 +42,11 @@ async def request_attachment(runner: ChatRunner, chat: Chat, message: dict[str, 
     figure = message.get("describe_figure")
     if figure is not None:
         if not chat.notebook_path:
-            raise RequestError(400, "This chat has no notebook, so it has no figure to describe. Open the notebook "
-                                    "and use Describe this figure from there.")
+            raise RequestError(
+                400,
+                "This chat has no notebook, so it has no figure to describe. Open the notebook "
+                "and use Describe this figure from there.",
+            )
         parts.append(describe_figure_request(figure["cell_id"], figure.get("output_index")))
     return "\n\n".join(parts) or None
 
@@ -51,8 +54,11 @@ async def request_attachment(runner: ChatRunner, chat: Chat, message: dict[str, 
 async def _open(runner: ChatRunner, chat: Chat) -> Any:
     service = runner.services.get("notebook")
     if service is None or not chat.notebook_path:
-        raise RequestError(409, "Cells can only be attached in a chat about a notebook whose notebook tools are "
-                                "available; attach files or variables instead, or name the cell in words.")
+        raise RequestError(
+            409,
+            "Cells can only be attached in a chat about a notebook whose notebook tools are "
+            "available; attach files or variables instead, or name the cell in words.",
+        )
     return await service.open(chat.notebook_path)
 
 
@@ -70,7 +76,9 @@ async def _context_block(runner: ChatRunner, chat: Chat, items: list[dict[str, A
                 number = nb.index_of(cell_id) + 1
                 cell = nb.cell(cell_id)
             except ToolError as error:
-                raise RequestError(409, f"An attached cell is gone: {error} Attach it again.") from error
+                raise RequestError(
+                    409, f"An attached cell is gone: {error} Attach it again."
+                ) from error
             kind_word = str(cell.get("cell_type", "code"))
             body = [truncate(str(cell.get("source", "")), _CELL_SOURCE_CHARS) or "(empty)"]
             outputs = cell.get("outputs") or []
@@ -80,11 +88,15 @@ async def _context_block(runner: ChatRunner, chat: Chat, items: list[dict[str, A
             lines.append(data_block(f"cell {number} (id {cell_id}, {kind_word})", "\n".join(body)))
         elif kind == "file":
             lines.append(f"--- file {for_model(str(item['path']))} ---")
-            lines.append("A file in the Jupyter root; read it with read_file if its content matters.")
+            lines.append(
+                "A file in the Jupyter root; read it with read_file if its content matters."
+            )
         else:
             lines.append(f"--- kernel variable {for_model(str(item['name']))} ---")
-            lines.append("A variable in the notebook's kernel; inspect it with inspect_variable (or list_variables) "
-                         "if its value matters.")
+            lines.append(
+                "A variable in the notebook's kernel; inspect it with inspect_variable (or list_variables) "
+                "if its value matters."
+            )
     lines.append("</context>")
     return "\n".join(lines)
 
@@ -96,12 +108,20 @@ async def save_alt_text(runner: ChatRunner, chat: Chat, message: dict[str, Any])
     nb = await _open(runner, chat)
     text = " ".join(str(message["alt_text"]).split())
     try:
-        number, index, mime = set_alt_text(nb, message["cell_id"], message.get("output_index"), text)
+        number, index, mime = set_alt_text(
+            nb, message["cell_id"], message.get("output_index"), text
+        )
     except ToolError as error:
         raise RequestError(409, str(error)) from error
-    return {"chat_id": chat.chat_id, "cell_id": message["cell_id"], "cell_number": number, "output_index": index,
-            "mime_type": mime, "alt_text": text,
-            "message": f"Saved as the alt text of the figure in cell {number}."}
+    return {
+        "chat_id": chat.chat_id,
+        "cell_id": message["cell_id"],
+        "cell_number": number,
+        "output_index": index,
+        "mime_type": mime,
+        "alt_text": text,
+        "message": f"Saved as the alt text of the figure in cell {number}.",
+    }
 
 
 async def kernel_variables(runner: ChatRunner, chat: Chat, *, limit: int = 100) -> dict[str, Any]:
@@ -113,20 +133,44 @@ async def kernel_variables(runner: ChatRunner, chat: Chat, *, limit: int = 100) 
 
     service = runner.services.get("notebook")
     if service is None or not chat.notebook_path:
-        return {"variables": [], "note": "This chat has no notebook, so there are no kernel variables."}
+        return {
+            "variables": [],
+            "note": "This chat has no notebook, so there are no kernel variables.",
+        }
     info = await service.kernel(chat.notebook_path)
     if info is None:
-        return {"variables": [], "note": "The notebook has no running kernel yet, so it has no variables."}
-    ctx = ToolContext(tool_call_id="panel-variables", chat_id=chat.chat_id, notebook_path=chat.notebook_path,
-                      services=runner.services)
+        return {
+            "variables": [],
+            "note": "The notebook has no running kernel yet, so it has no variables.",
+        }
+    ctx = ToolContext(
+        tool_call_id="panel-variables",
+        chat_id=chat.chat_id,
+        notebook_path=chat.notebook_path,
+        services=runner.services,
+    )
     try:
-        answer = await run_in_kernel(ctx, info.kernel_id, runtime_expression("list_variables_json", limit),
-                                     what="list the variables", timeout=INSPECT_TIMEOUT)
+        answer = await run_in_kernel(
+            ctx,
+            info.kernel_id,
+            runtime_expression("list_variables_json", limit),
+            what="list the variables",
+            timeout=INSPECT_TIMEOUT,
+        )
     except ToolError as error:
         return {"variables": [], "note": f"The kernel's variables could not be listed: {error}"}
     entries = answer.get("variables") if isinstance(answer, dict) else None
     # Masked as everything bound for the model is: the panel may attach what it shows.
-    variables = [{"name": str(e.get("name")), "type": str(e.get("type", "")),
-                  "summary": for_model(str(e.get("summary", ""))[:200])}
-                 for e in entries or [] if isinstance(e, dict) and e.get("name")]
-    return {"variables": variables, "note": None if variables else "The kernel has no variables yet."}
+    variables = [
+        {
+            "name": str(e.get("name")),
+            "type": str(e.get("type", "")),
+            "summary": for_model(str(e.get("summary", ""))[:200]),
+        }
+        for e in entries or []
+        if isinstance(e, dict) and e.get("name")
+    ]
+    return {
+        "variables": variables,
+        "note": None if variables else "The kernel has no variables yet.",
+    }

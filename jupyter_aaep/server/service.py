@@ -70,8 +70,15 @@ class AAEPService:
         Turns a path under ``aaep/v1/`` into a URL path under the server's ``base_url``.
     """
 
-    def __init__(self, runner: ChatRunner, hub: StreamHub, *, url_for: Callable[[str], str],
-                 models: ModelCatalog | None = None, policy: AdminPolicy | None = None) -> None:
+    def __init__(
+        self,
+        runner: ChatRunner,
+        hub: StreamHub,
+        *,
+        url_for: Callable[[str], str],
+        models: ModelCatalog | None = None,
+        policy: AdminPolicy | None = None,
+    ) -> None:
         self.runner = runner
         self.policy = policy or AdminPolicy()
         self.hub = hub
@@ -83,24 +90,41 @@ class AAEPService:
         validate(body, "new chat")
         path = body.get("notebook_path")
         if path is not None and (not isinstance(path, str) or not path.strip()):
-            raise RequestError(400, "notebook_path must be the notebook's path relative to the server root, "
-                                    "e.g. \"analysis.ipynb\".")
+            raise RequestError(
+                400,
+                "notebook_path must be the notebook's path relative to the server root, "
+                'e.g. "analysis.ipynb".',
+            )
         chat = self.runner.create_chat(path, approval_mode=body.get("approval_mode"))
         self.hub.attach_chat(chat)
-        return Response(201, self._describe(chat), {"Location": self.url_for(f"chats/{chat.chat_id}")})
+        return Response(
+            201, self._describe(chat), {"Location": self.url_for(f"chats/{chat.chat_id}")}
+        )
 
-    def list_chats(self, notebook_path: str | None, *, limit: str | int | None = None,
-                   before: str | None = None) -> dict[str, Any]:
+    def list_chats(
+        self,
+        notebook_path: str | None,
+        *,
+        limit: str | int | None = None,
+        before: str | None = None,
+    ) -> dict[str, Any]:
         """One page of chats, newest first; ``next`` is the ``before`` cursor of the next page."""
         try:
             size = int(limit) if limit not in (None, "") else DEFAULT_PAGE
         except (TypeError, ValueError):
             size = 0
         if not 1 <= size <= MAX_PAGE:
-            raise RequestError(400, f"limit must be a whole number from 1 to {MAX_PAGE}, e.g. ?limit=20.")
+            raise RequestError(
+                400, f"limit must be a whole number from 1 to {MAX_PAGE}, e.g. ?limit=20."
+            )
         chats, cursor = self.runner.page(notebook_path, limit=size, before=before or None)
-        return {"chats": [self._describe(c) if isinstance(c, Chat) else self._describe_stored(c) for c in chats],
-                "next": cursor}
+        return {
+            "chats": [
+                self._describe(c) if isinstance(c, Chat) else self._describe_stored(c)
+                for c in chats
+            ],
+            "next": cursor,
+        }
 
     def _describe_stored(self, stored: StoredChat) -> dict[str, Any]:
         """A chat that is only in the store (not loaded): described from its row."""
@@ -108,14 +132,28 @@ class AAEPService:
         mode = self.runner.policy_factory()  # the mode it loads with: auto is never remembered
         mode.restore(stored.approval_mode)
         return {
-            "chat_id": stored.chat_id, "notebook_path": stored.notebook_path, "status": "idle",
-            "session_id": stored.last_session_id, "approval_mode": mode.mode,
-            "supports": dict(SUPPORTS), "undoable_sessions": stored.snapshot_ids, "paused": False,
-            "title": stored.title, "created": stored.created, "updated": stored.updated,
-            "can_continue": stored.can_continue, "state": "idle", "saved": self.runner.storage_problem is None,
-            "model": stored.model, "policy": self.policy.describe(),
-            "urls": {"chat": self.url_for(base), "events": self.url_for(f"{base}/events"),
-                     "messages": self.url_for(f"{base}/messages"), "websocket": self.url_for(f"{base}/ws")},
+            "chat_id": stored.chat_id,
+            "notebook_path": stored.notebook_path,
+            "status": "idle",
+            "session_id": stored.last_session_id,
+            "approval_mode": mode.mode,
+            "supports": dict(SUPPORTS),
+            "undoable_sessions": stored.snapshot_ids,
+            "paused": False,
+            "title": stored.title,
+            "created": stored.created,
+            "updated": stored.updated,
+            "can_continue": stored.can_continue,
+            "state": "idle",
+            "saved": self.runner.storage_problem is None,
+            "model": stored.model,
+            "policy": self.policy.describe(),
+            "urls": {
+                "chat": self.url_for(base),
+                "events": self.url_for(f"{base}/events"),
+                "messages": self.url_for(f"{base}/messages"),
+                "websocket": self.url_for(f"{base}/ws"),
+            },
         }
 
     def chat_view(self, chat_id: str) -> dict[str, Any]:
@@ -124,14 +162,27 @@ class AAEPService:
         chat = self._chat(chat_id)
         transcript = [event for event in chat.emitter.history if "@context" in event]
         open_tokens = {request.token for request in self.runner.broker.pending()}
-        pending = [e for e in transcript if e.get("type") in _AWAITING and e.get("reply_token") in open_tokens]
+        pending = [
+            e
+            for e in transcript
+            if e.get("type") in _AWAITING and e.get("reply_token") in open_tokens
+        ]
         usage = {**chat.usage_report(), "budget_usd": self.runner.config.budget_usd}
-        return {**self._describe(chat), "transcript": transcript, "pending_requests": pending, "usage": usage,
-                "guidance": [item.to_json() for item in chat.guidance]}
+        return {
+            **self._describe(chat),
+            "transcript": transcript,
+            "pending_requests": pending,
+            "usage": usage,
+            "guidance": [item.to_json() for item in chat.guidance],
+        }
 
     def session_steps(self, chat_id: str, session_id: str) -> dict[str, Any]:
         """One session's step records: status, text, tool, latency, error and token usage of each."""
-        return {"chat_id": chat_id, "session_id": session_id, "steps": self.runner.steps(chat_id, session_id)}
+        return {
+            "chat_id": chat_id,
+            "session_id": session_id,
+            "steps": self.runner.steps(chat_id, session_id),
+        }
 
     def _describe(self, chat: Chat) -> dict[str, Any]:
         base = f"chats/{chat.chat_id}"
@@ -173,15 +224,22 @@ class AAEPService:
         check_last_event_id(last_event_id)
         replay, note = self._replay(chat, last_event_id)
         try:
-            stream = self.hub.open_stream(chat, transport=transport, subscription_id=subscription_id, replay=replay,
-                                          client=client)
+            stream = self.hub.open_stream(
+                chat,
+                transport=transport,
+                subscription_id=subscription_id,
+                replay=replay,
+                client=client,
+            )
         except LookupError as error:
             raise RequestError(404, str(error)) from error
         if note is not None:
             stream.subscription.send_control(note)
         return stream
 
-    def _replay(self, chat: Chat | None, last_event_id: str | None) -> tuple[list[Event], Event | None]:
+    def _replay(
+        self, chat: Chat | None, last_event_id: str | None
+    ) -> tuple[list[Event], Event | None]:
         """What a new stream gets first.
 
         With ``Last-Event-ID``: everything after that event. Without one (or when that event
@@ -191,15 +249,20 @@ class AAEPService:
         if chat is None:
             note = None
             if last_event_id:
-                note = {"kind": "replay.unavailable", "last_event_id": last_event_id,
-                        "message": "Replay is available per chat: reconnect to /aaep/v1/chats/{chat_id}/events."}
+                note = {
+                    "kind": "replay.unavailable",
+                    "last_event_id": last_event_id,
+                    "message": "Replay is available per chat: reconnect to /aaep/v1/chats/{chat_id}/events.",
+                }
             return [], note
         history = chat.emitter.history
         note = None
         if last_event_id:
-            index = next((i for i, m in enumerate(history) if m.get("event_id") == last_event_id), None)
+            index = next(
+                (i for i, m in enumerate(history) if m.get("event_id") == last_event_id), None
+            )
             if index is not None:
-                return history[index + 1:], None
+                return history[index + 1 :], None
             stored = self.runner.stored_events_after(chat.chat_id, last_event_id)
             if stored is not None:  # older than what memory keeps, but in the chat's stored log
                 return stored, None
@@ -212,12 +275,17 @@ class AAEPService:
                 + ("; the running session follows from its start." if chat.running else "."),
             }
         if chat.running and chat.session is not None:
-            start = next((i for i, m in enumerate(history) if m.get("session_id") == chat.session.id), len(history))
+            start = next(
+                (i for i, m in enumerate(history) if m.get("session_id") == chat.session.id),
+                len(history),
+            )
             return history[start:], note
         return [], note
 
     # -- messages --------------------------------------------------------------------------------------
-    async def handle(self, message: dict[str, Any], *, chat_id: str | None, origin: Stream | None = None) -> Response:
+    async def handle(
+        self, message: dict[str, Any], *, chat_id: str | None, origin: Stream | None = None
+    ) -> Response:
         """Act on one client message (a POST body or a WebSocket frame)."""
         kind = classify(message)
         try:
@@ -227,13 +295,17 @@ class AAEPService:
                 raise
             if chat_id is not None:
                 self._chat(chat_id)  # a wrong URL is still a 404
-            log.warning("AAEP reply ignored: %s", error.message)  # §6.3.4: the sender gets 204 all the same
+            log.warning(
+                "AAEP reply ignored: %s", error.message
+            )  # §6.3.4: the sender gets 204 all the same
             return Response(204)
         if origin is not None:
             origin.touch()
         self.hub.touch_subscription(message.get("subscription_id"))
         if kind in KINDS:
-            return _accepted(kind, await self._handle_kind(kind, message, self._need_chat(chat_id, kind)))
+            return _accepted(
+                kind, await self._handle_kind(kind, message, self._need_chat(chat_id, kind))
+            )
         if kind in ("confirmation.reply", "clarification.reply"):
             return self._reply(message, chat_id)
         if kind == "subscription.request":
@@ -258,18 +330,31 @@ class AAEPService:
 
     def _need_chat(self, chat_id: str | None, kind: str) -> str:
         if chat_id is None:
-            raise RequestError(400, f"Send {kind} to a chat: POST /aaep/v1/chats/{{chat_id}}/messages.")
+            raise RequestError(
+                400, f"Send {kind} to a chat: POST /aaep/v1/chats/{{chat_id}}/messages."
+            )
         return chat_id
 
     async def _user_input(self, message: dict[str, Any], chat_id: str) -> Response:
         only_fields(message, {"kind", "text", "context", "describe_figure"}, what="user_input")
         text = text_field(message, "text", what="user_input")
         chat = self.runner.get(chat_id)
-        attachment = await request_attachment(self.runner, chat, message)  # cells picked with @, a figure
+        attachment = await request_attachment(
+            self.runner, chat, message
+        )  # cells picked with @, a figure
         if chat.working:  # a message while the agent works steers it (not 409)
-            item, _, session_id = self.runner.guide(chat_id, f"{text}\n\n{attachment}" if attachment else text)
-            return Response(202, {"chat_id": chat_id, "session_id": session_id, "as_guidance": True,
-                                  "guidance_id": item.guidance_id})
+            item, _, session_id = self.runner.guide(
+                chat_id, f"{text}\n\n{attachment}" if attachment else text
+            )
+            return Response(
+                202,
+                {
+                    "chat_id": chat_id,
+                    "session_id": session_id,
+                    "as_guidance": True,
+                    "guidance_id": item.guidance_id,
+                },
+            )
         session_id = self.runner.submit(chat_id, text, attachment=attachment)
         return Response(202, {"chat_id": chat_id, "session_id": session_id})
 
@@ -281,31 +366,73 @@ class AAEPService:
         except ValueError as error:
             raise RequestError(400, f"{error}. Pick one from GET /aaep/v1/models.") from error
         self.runner.set_model(chat_id, choice.model_id, choice.label)
-        return Response(200, {"chat_id": chat_id, "model": choice.model_id, "label": choice.label,
-                              "message": f"The next request uses {choice.label}."})
+        return Response(
+            200,
+            {
+                "chat_id": chat_id,
+                "model": choice.model_id,
+                "label": choice.label,
+                "message": f"The next request uses {choice.label}.",
+            },
+        )
 
     def _guidance(self, message: dict[str, Any], chat_id: str) -> Response:
         item, applies, session_id = self.runner.guide(
-            chat_id, message["text"], resume=bool(message.get("resume", False)), settings=message.get("settings"))
-        return Response(202, {"kind": "guidance.accepted", "chat_id": chat_id, "session_id": session_id,
-                              "guidance_id": item.guidance_id, "applies": applies})
+            chat_id,
+            message["text"],
+            resume=bool(message.get("resume", False)),
+            settings=message.get("settings"),
+        )
+        return Response(
+            202,
+            {
+                "kind": "guidance.accepted",
+                "chat_id": chat_id,
+                "session_id": session_id,
+                "guidance_id": item.guidance_id,
+                "applies": applies,
+            },
+        )
 
     async def _control(self, message: dict[str, Any], chat_id: str) -> Response:
         action = message.get("action")
         if action not in CONTROL_ACTIONS:
-            raise RequestError(400, f"Unknown control action {action!r}; use {{\"kind\": \"control\", \"action\": \"stop\"}}.")
+            raise RequestError(
+                400,
+                f'Unknown control action {action!r}; use {{"kind": "control", "action": "stop"}}.',
+            )
         if action == "revert":
             only_fields(message, {"kind", "action", "session_id"}, what="control")
             report = await self.runner.revert(chat_id, message.get("session_id"))
             return Response(200, {**report, "action": "revert"})
         only_fields(message, {"kind", "action"}, what="control")
         if action == "pause":
-            return Response(200, {"kind": "control.accepted", "action": "pause", "paused": self.runner.pause(chat_id)})
+            return Response(
+                200,
+                {
+                    "kind": "control.accepted",
+                    "action": "pause",
+                    "paused": self.runner.pause(chat_id),
+                },
+            )
         if action == "resume":
-            return Response(200, {"kind": "control.accepted", "action": "resume", "resumed": self.runner.resume(chat_id)})
+            return Response(
+                200,
+                {
+                    "kind": "control.accepted",
+                    "action": "resume",
+                    "resumed": self.runner.resume(chat_id),
+                },
+            )
         if action == "continue":
-            return Response(202, {"action": "continue", "chat_id": chat_id,
-                                  "session_id": self.runner.continue_chat(chat_id)})
+            return Response(
+                202,
+                {
+                    "action": "continue",
+                    "chat_id": chat_id,
+                    "session_id": self.runner.continue_chat(chat_id),
+                },
+            )
         stopped = await self.runner.stop(chat_id)
         return Response(202, {"action": "stop", "chat_id": chat_id, "stopped": stopped})
 
@@ -314,7 +441,10 @@ class AAEPService:
         try:
             self.runner.set_approval_mode(chat_id, message.get("mode"))
         except InvalidInput as error:
-            raise RequestError(400, f"{error}. Send {{\"kind\": \"approval_mode\", \"mode\": \"ask\"}}, \"ask_all\" or \"auto\".") from error
+            raise RequestError(
+                400,
+                f'{error}. Send {{"kind": "approval_mode", "mode": "ask"}}, "ask_all" or "auto".',
+            ) from error
         return Response(200, {"chat_id": chat_id, "approval_mode": message["mode"]})
 
     def _reply(self, message: dict[str, Any], chat_id: str | None) -> Response:
@@ -324,12 +454,20 @@ class AAEPService:
             self.runner.reply(chat_id, self._attributed(message, chat))
             return Response(204)
         token = message.get("reply_token")
-        session = next((r.session_id for r in self.runner.broker.pending() if r.token == token), None)
-        found = next((c for c in self.runner.chats() if c.session is not None and c.session.id == session), None)
+        session = next(
+            (r.session_id for r in self.runner.broker.pending() if r.token == token), None
+        )
+        found = next(
+            (c for c in self.runner.chats() if c.session is not None and c.session.id == session),
+            None,
+        )
         if found is not None:
             self.runner.reply(found.chat_id, message)
         else:
-            log.warning("AAEP reply ignored (reply_token %s): no open request has that token", short_token(token))
+            log.warning(
+                "AAEP reply ignored (reply_token %s): no open request has that token",
+                short_token(token),
+            )
         return Response(204)
 
     def _attributed(self, message: dict[str, Any], chat: Chat) -> dict[str, Any]:
@@ -339,19 +477,33 @@ class AAEPService:
         if "subscription_id" in message or chat.session is None:
             return message
         token = message.get("reply_token")
-        request = next((r for r in self.runner.broker.pending(chat.session.id) if r.token == token), None)
+        request = next(
+            (r for r in self.runner.broker.pending(chat.session.id) if r.token == token), None
+        )
         if request is None:
             return message
         senders = self._possible_senders(request)
         strict = self.runner.broker.checks_sender
         if not senders or (strict and len(senders) > 1):
-            why = (f"{len(senders)} subscriptions of this chat could have sent it and require_reply_sender is on"
-                   if senders else "no subscription of this chat can answer it now")
-            log.warning("AAEP reply ignored (reply_token %s, chat %s): it has no subscription_id and %s. "
-                        "Send the subscription_id from subscription.accepted.", short_token(token), chat.chat_id, why)
+            why = (
+                f"{len(senders)} subscriptions of this chat could have sent it and require_reply_sender is on"
+                if senders
+                else "no subscription of this chat can answer it now"
+            )
+            log.warning(
+                "AAEP reply ignored (reply_token %s, chat %s): it has no subscription_id and %s. "
+                "Send the subscription_id from subscription.accepted.",
+                short_token(token),
+                chat.chat_id,
+                why,
+            )
             return message
-        log.info("AAEP reply without subscription_id (reply_token %s) attributed to %s, the subscriber of chat %s",
-                 short_token(token), senders[0], chat.chat_id)
+        log.info(
+            "AAEP reply without subscription_id (reply_token %s) attributed to %s, the subscriber of chat %s",
+            short_token(token),
+            senders[0],
+            chat.chat_id,
+        )
         return {**message, "subscription_id": senders[0]}
 
     def _possible_senders(self, request: PendingRequest) -> list[str]:
@@ -360,8 +512,14 @@ class AAEPService:
         allowed = request.allowed_subscriptions
         return sorted(live & allowed if allowed is not None else live)
 
-    def _subscribe(self, message: dict[str, Any], chat_id: str | None, origin: Stream | None,
-                   *, in_band: bool = True) -> Response:
+    def _subscribe(
+        self,
+        message: dict[str, Any],
+        chat_id: str | None,
+        origin: Stream | None,
+        *,
+        in_band: bool = True,
+    ) -> Response:
         if chat_id is not None:
             self._chat(chat_id)
         answer = self.hub.handshake(message, chat_id=chat_id, origin=origin, in_band=in_band)
@@ -391,9 +549,16 @@ class AAEPService:
         return Response(200, answer.message)
 
     def _close(self, message: dict[str, Any]) -> Response:
-        only_fields(message, {"type", "subscription_id", "reason_code", "reason_message"}, what="subscription.close")
+        only_fields(
+            message,
+            {"type", "subscription_id", "reason_code", "reason_message"},
+            what="subscription.close",
+        )
         if not is_valid_id("sub", message.get("subscription_id")):
-            raise RequestError(400, "subscription.close needs the subscription_id (sub_…) of the subscription to end.")
+            raise RequestError(
+                400,
+                "subscription.close needs the subscription_id (sub_…) of the subscription to end.",
+            )
         self.hub.end_subscription(message["subscription_id"])
         return Response(204)
 

@@ -43,7 +43,10 @@ def stop_on_sigint_without_tty(serverapp: Any) -> Callable[[], None] | None:
     signal.signal(signal.SIGINT, stop)
 
     def restore() -> None:
-        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) == stop:
+        if (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) == stop
+        ):
             signal.signal(signal.SIGINT, previous)
 
     return restore

@@ -44,7 +44,12 @@ def sse_frame(message: Event) -> str:
     """One message as an SSE frame (JSON escapes line breaks, so ``data:`` is one line)."""
     data = dumps(message)
     ident = message.get("event_id")
-    if "@context" in message and isinstance(ident, str) and is_valid_id("evt", ident) and "\n" not in ident:
+    if (
+        "@context" in message
+        and isinstance(ident, str)
+        and is_valid_id("evt", ident)
+        and "\n" not in ident
+    ):
         return f"event: aaep.event\nid: {ident}\ndata: {data}\n\n"
     return f"data: {data}\n\n"
 
@@ -66,7 +71,9 @@ async def _within(awaitable: Awaitable[T], seconds: float) -> T:
 class EventStreamHandler(AAEPHandler):
     """One SSE stream, served until the client leaves or its subscription ends."""
 
-    def initialize(self, name: str, service: AAEPService, keepalive: float = 10.0, **kwargs: Any) -> None:
+    def initialize(
+        self, name: str, service: AAEPService, keepalive: float = 10.0, **kwargs: Any
+    ) -> None:
         super().initialize(name, service, **kwargs)
         self.keepalive = keepalive
         self._stream: Stream | None = None
@@ -75,11 +82,22 @@ class EventStreamHandler(AAEPHandler):
     @web.authenticated
     @authorized
     async def get(self, chat_id: str | None = None) -> None:
-        await self.serve(chat_id, client=client_key(self.current_user, self.request.remote_ip,
-                                                    token_authenticated=self.token_authenticated))
+        await self.serve(
+            chat_id,
+            client=client_key(
+                self.current_user,
+                self.request.remote_ip,
+                token_authenticated=self.token_authenticated,
+            ),
+        )
 
-    async def serve(self, chat_id: str | None, *, client: str,
-                    delivered: Callable[[dict[str, Any]], None] | None = None) -> None:
+    async def serve(
+        self,
+        chat_id: str | None,
+        *,
+        client: str,
+        delivered: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         """Stream *chat_id*'s messages (every chat's with ``None``) to *client*, whom the
         per-client stream limit counts; the kernel endpoint reuses this after its own checks
         (*delivered* hears each message sent)."""
@@ -88,7 +106,8 @@ class EventStreamHandler(AAEPHandler):
                 chat_id,
                 transport="sse",
                 subscription_id=self.get_argument("subscription_id", None),
-                last_event_id=self.request.headers.get("Last-Event-ID") or self.get_argument("last_event_id", None),
+                last_event_id=self.request.headers.get("Last-Event-ID")
+                or self.get_argument("last_event_id", None),
                 client=client,
             )
         except AAEPError as error:
@@ -110,7 +129,9 @@ class EventStreamHandler(AAEPHandler):
                 try:
                     frame = sse_frame(message)
                 except Exception:  # a bug in one message must not end the stream
-                    log.exception("AAEP message could not be serialised and was skipped: %.200r", message)
+                    log.exception(
+                        "AAEP message could not be serialised and was skipped: %.200r", message
+                    )
                     continue
                 await self._send(frame)
                 if delivered is not None and isinstance(message, dict):

@@ -96,8 +96,15 @@ def client_key(user: Any, address: str | None, *, token_authenticated: bool = Fa
     Requests authenticated by the server's token alone get a new random user each time, so
     they all count as one client per address ("token"): bearers of the token are one principal.
     """
-    name = "token" if token_authenticated else (
-        getattr(user, "username", None) or (user if isinstance(user, str) else None) or "anonymous")
+    name = (
+        "token"
+        if token_authenticated
+        else (
+            getattr(user, "username", None)
+            or (user if isinstance(user, str) else None)
+            or "anonymous"
+        )
+    )
     return f"{name}@{address or 'unknown'}"
 
 
@@ -182,7 +189,13 @@ class StreamHub:
         else:
             subscription = Subscription(Terms.implicit(can_reply=back_channel and chat is not None))
         self._make_room(client)
-        stream = Stream(chat_id, subscription, transport, bound_by_url=subscription_id is not None, client=client)
+        stream = Stream(
+            chat_id,
+            subscription,
+            transport,
+            bound_by_url=subscription_id is not None,
+            client=client,
+        )
         for message in replay:
             subscription.deliver(message)
         self._subscribe(stream, chat)
@@ -194,22 +207,37 @@ class StreamHub:
         """Keep within the per-client and the server-wide limit before a stream of *client* opens."""
         mine = [s for s in self._streams if s.client == client]
         if len(mine) >= self.max_streams_per_client:
-            self._evict(min(mine, key=lambda s: s.last_activity),
-                        f"This client opened more than {self.max_streams_per_client} AAEP streams; "
-                        "its least recently used stream was closed to make room for the new one.")
+            self._evict(
+                min(mine, key=lambda s: s.last_activity),
+                f"This client opened more than {self.max_streams_per_client} AAEP streams; "
+                "its least recently used stream was closed to make room for the new one.",
+            )
         if len(self._streams) >= self.max_streams:
             counts = Counter(s.client for s in self._streams)
             heaviest = max(counts, key=lambda name: counts[name])
-            self._evict(min((s for s in self._streams if s.client == heaviest), key=lambda s: s.last_activity),
-                        f"This server serves at most {self.max_streams} AAEP streams; the least recently used "
-                        "stream of the client with the most streams was closed to make room.")
+            self._evict(
+                min(
+                    (s for s in self._streams if s.client == heaviest),
+                    key=lambda s: s.last_activity,
+                ),
+                f"This server serves at most {self.max_streams} AAEP streams; the least recently used "
+                "stream of the client with the most streams was closed to make room.",
+            )
 
     def _evict(self, stream: Stream, reason: str) -> None:
         """Close *stream* from our side, telling its subscriber why (a reconnect grace applies)."""
-        log.info("AAEP stream %s of %s closed at the stream limit", stream.stream_id, stream.client or "a client")
+        log.info(
+            "AAEP stream %s of %s closed at the stream limit",
+            stream.stream_id,
+            stream.client or "a client",
+        )
         stream.subscription.send_control(
-            {"type": "subscription.close", "subscription_id": stream.subscription.id,
-             "reason_code": "stream_limit", "reason_message": reason}
+            {
+                "type": "subscription.close",
+                "subscription_id": stream.subscription.id,
+                "reason_code": "stream_limit",
+                "reason_message": reason,
+            }
         )
         if stream.on_end is not None:
             stream.on_end(4000, "stream limit")
@@ -239,7 +267,9 @@ class StreamHub:
     def _subscribe(self, stream: Stream, chat: Chat | None) -> None:
         if chat is None:
             self._everything.append(stream)
-            stream._unsubscribe = lambda: self._everything.remove(stream) if stream in self._everything else None
+            stream._unsubscribe = lambda: (
+                self._everything.remove(stream) if stream in self._everything else None
+            )
         else:
             stream._unsubscribe = chat.emitter.subscribe(stream.subscription)
 
@@ -255,10 +285,18 @@ class StreamHub:
             self._streams.remove(stream)
         subscription = stream.subscription
         subscription.close()
-        self._forget(subscription.id, reconnect_chat=stream.chat_id if stream.bound_by_url else False, final=final)
+        self._forget(
+            subscription.id,
+            reconnect_chat=stream.chat_id if stream.bound_by_url else False,
+            final=final,
+        )
 
     def _forget(
-        self, subscription_id: str, *, reconnect_chat: str | None | Literal[False] = False, final: bool = False
+        self,
+        subscription_id: str,
+        *,
+        reconnect_chat: str | None | Literal[False] = False,
+        final: bool = False,
     ) -> None:
         accepted = self._accepted.pop(subscription_id, None)
         if reconnect_chat is not False and accepted is not None:
@@ -269,14 +307,20 @@ class StreamHub:
         if final or self.reconnect_grace <= 0:
             self._apply_defaults(subscription_id)
         else:
-            asyncio.get_running_loop().call_later(self.reconnect_grace, self._apply_defaults, subscription_id)
+            asyncio.get_running_loop().call_later(
+                self.reconnect_grace, self._apply_defaults, subscription_id
+            )
 
     def _apply_defaults(self, subscription_id: str) -> None:
         if self.broker is None:
             return
         applied = self.broker.apply_defaults_for_subscription(subscription_id)
         if applied:
-            log.info("AAEP subscription %s left; %d pending request(s) took their default", subscription_id, applied)
+            log.info(
+                "AAEP subscription %s left; %d pending request(s) took their default",
+                subscription_id,
+                applied,
+            )
 
     def _wait(self, accepted: Accepted, *, chat_id: str | None) -> None:
         now = time.monotonic()
@@ -289,21 +333,35 @@ class StreamHub:
     def shutdown(self, reason: str = "The Jupyter server is shutting down.") -> None:
         for stream in list(self._streams):
             stream.subscription.send_control(
-                {"type": "subscription.close", "subscription_id": stream.subscription.id,
-                 "reason_code": "producer_shutdown", "reason_message": reason}
+                {
+                    "type": "subscription.close",
+                    "subscription_id": stream.subscription.id,
+                    "reason_code": "producer_shutdown",
+                    "reason_message": reason,
+                }
             )
             if stream.on_end is not None:
                 stream.on_end(4000, "producer shutdown")
             self.close_stream(stream, final=True)
 
     # -- handshakes ---------------------------------------------------------------------------------
-    def handshake(self, request: Any, *, chat_id: str | None, origin: Stream | None = None,
-                  in_band: bool = True) -> Answer:
+    def handshake(
+        self,
+        request: Any,
+        *,
+        chat_id: str | None,
+        origin: Stream | None = None,
+        in_band: bool = True,
+    ) -> Answer:
         """Answer a ``subscription.request``; see the module docstring for where it applies."""
         if origin is not None:
             targets = [origin]
         elif in_band and chat_id is not None:
-            targets = [s for s in self._streams if s.chat_id == chat_id and s.transport == "sse" and not s.bound_by_url]
+            targets = [
+                s
+                for s in self._streams
+                if s.chat_id == chat_id and s.transport == "sse" and not s.bound_by_url
+            ]
         else:
             targets = []
         if not targets:
@@ -349,10 +407,18 @@ class StreamHub:
         stream = self._stream_of(subscription_id)
         waiting = self._waiting.get(str(subscription_id))
         if stream is None and waiting is None:
-            raise LookupError(f"There is no open subscription {subscription_id!r}; send subscription.request instead.")
-        before = self._accepted.get(str(subscription_id)) if stream is not None else waiting.accepted  # type: ignore[union-attr]
-        answer = renegotiate(message, before.requested if before else {}, producer=self.producer,
-                             manifest_uri=self.manifest_uri)
+            raise LookupError(
+                f"There is no open subscription {subscription_id!r}; send subscription.request instead."
+            )
+        before = (
+            self._accepted.get(str(subscription_id)) if stream is not None else waiting.accepted  # type: ignore[union-attr]
+        )
+        answer = renegotiate(
+            message,
+            before.requested if before else {},
+            producer=self.producer,
+            manifest_uri=self.manifest_uri,
+        )
         if stream is not None:
             if isinstance(answer, Accepted):
                 stream.subscription.update_terms(answer.terms)
@@ -360,7 +426,9 @@ class StreamHub:
                 stream.subscription.send_control(answer.message)
             else:
                 stream.subscription.send_control(answer.message)
-                self.end_subscription(stream.subscription.id, code=4001, reason="renegotiation rejected")
+                self.end_subscription(
+                    stream.subscription.id, code=4001, reason="renegotiation rejected"
+                )
             return answer, stream.subscription
         if isinstance(answer, Accepted):
             self._waiting[answer.subscription_id] = _Waiting(waiting.chat_id, answer)  # type: ignore[union-attr]
@@ -368,9 +436,14 @@ class StreamHub:
             self._waiting.pop(str(subscription_id), None)
         return answer, None
 
-    def end_subscription(self, subscription_id: Any, *, code: int = 4005, reason: str = "closed by subscriber") -> bool:
+    def end_subscription(
+        self, subscription_id: Any, *, code: int = 4005, reason: str = "closed by subscriber"
+    ) -> bool:
         """``subscription.close`` from either side: stop sending, apply pending defaults."""
-        if isinstance(subscription_id, str) and self._waiting.pop(subscription_id, None) is not None:
+        if (
+            isinstance(subscription_id, str)
+            and self._waiting.pop(subscription_id, None) is not None
+        ):
             return True
         stream = self._stream_of(subscription_id)
         if stream is None:
@@ -389,13 +462,17 @@ class StreamHub:
         return next((s for s in self._streams if s.subscription.id == subscription_id), None)
 
     # -- the broker's question --------------------------------------------------------------------------
-    def entitled(self, event: Mapping[str, Any], kind: Literal["confirmation", "clarification"]) -> frozenset[str]:
+    def entitled(
+        self, event: Mapping[str, Any], kind: Literal["confirmation", "clarification"]
+    ) -> frozenset[str]:
         """Subscriptions that received this request and said they can answer it."""
         chat_id = self._chat_of_session(str(event.get("session_id")))
         return frozenset(
             s.subscription.id
             for s in self._streams
-            if not s.closed and (s.chat_id is None or s.chat_id == chat_id) and s.subscription.terms.can_answer(kind)
+            if not s.closed
+            and (s.chat_id is None or s.chat_id == chat_id)
+            and s.subscription.terms.can_answer(kind)
         )
 
     def _chat_of_session(self, session_id: str) -> str | None:

@@ -33,7 +33,9 @@ def load_tool_reference(reference: str) -> list[ToolSpec]:
     try:
         module = importlib.import_module(module_name)
     except Exception as error:
-        raise ValueError(f"cannot import {module_name!r} ({type(error).__name__}: {error}).") from error
+        raise ValueError(
+            f"cannot import {module_name!r} ({type(error).__name__}: {error})."
+        ) from error
     target: Any = module
     for part in attribute.split("."):
         if not hasattr(target, part):
@@ -62,7 +64,8 @@ class Toolbox:
             except ValueError as error:
                 self.log.error(
                     "AAEP: extra tool %s was not loaded: %s Fix c.AAEPExtension.extra_tools and restart.",
-                    reference, error,
+                    reference,
+                    error,
                 )
                 continue
             self._add(tools, source=reference)
@@ -78,7 +81,8 @@ class Toolbox:
             self.log.warning(
                 "AAEP: notebook tools are not available (%s: %s); the agent can talk but not edit "
                 "or run notebooks. Check that jupyter-collaboration is installed and enabled.",
-                type(error).__name__, error,
+                type(error).__name__,
+                error,
             )
             return
         self.services["notebook"] = service
@@ -99,8 +103,11 @@ class Toolbox:
         names = {tool.name for tool in self.tools}
         for tool in tools:
             if tool.name in names:
-                self.log.error("AAEP: tool %s from %s clashes with a tool already loaded; it was skipped.",
-                               tool.name, source)
+                self.log.error(
+                    "AAEP: tool %s from %s clashes with a tool already loaded; it was skipped.",
+                    tool.name,
+                    source,
+                )
                 continue
             names.add(tool.name)
             self.tools.append(tool)

@@ -87,9 +87,14 @@ class Text(Shape):
         if not isinstance(value, str):
             raise _Wrong(path, f"{what} needs {path!r} as {self.describe()}; it is {shown(value)}")
         if len(value) > self.max_length:
-            raise _Wrong(path, f"{what} needs {path!r} of at most {self.max_length} characters; it has {len(value)}")
+            raise _Wrong(
+                path,
+                f"{what} needs {path!r} of at most {self.max_length} characters; it has {len(value)}",
+            )
         if self.non_blank and not value.strip():
-            raise _Wrong(path, f"{what} needs {path!r} as a string that must be non-empty (not only spaces)")
+            raise _Wrong(
+                path, f"{what} needs {path!r} as a string that must be non-empty (not only spaces)"
+            )
         if self.no_nul and "\x00" in value:
             raise _Wrong(path, f"{what} needs {path!r} without NUL characters")
         if self.choices and value not in self.choices:
@@ -170,7 +175,10 @@ class ListOf(Shape):
         if not isinstance(value, list):
             raise _Wrong(path, f"{what} needs {path!r} as {self.describe()}; it is {shown(value)}")
         if len(value) > self.max_items:
-            raise _Wrong(path, f"{what} needs {path!r} with at most {self.max_items} items; it has {len(value)}")
+            raise _Wrong(
+                path,
+                f"{what} needs {path!r} with at most {self.max_items} items; it has {len(value)}",
+            )
         for index, item in enumerate(value):
             self.item.check(item, f"{path}[{index}]", what)
 
@@ -190,15 +198,24 @@ class Obj(Shape):
         if not isinstance(value, dict):
             raise _Wrong(path, f"{what} needs {path!r} as an object; it is {shown(value)}")
         if len(value) > self.max_fields:
-            raise _Wrong(path, f"{what} needs {path!r} with at most {self.max_fields} fields; it has {len(value)}")
+            raise _Wrong(
+                path,
+                f"{what} needs {path!r} with at most {self.max_fields} fields; it has {len(value)}",
+            )
         for name in self.required:
             if name not in value:
-                raise _Wrong(path, f"{what} needs {_join(path, name)!r} as {self.fields[name].describe()}; it is missing")
+                raise _Wrong(
+                    path,
+                    f"{what} needs {_join(path, name)!r} as {self.fields[name].describe()}; it is missing",
+                )
         extra = sorted(name for name in value if name not in self.fields)
         if extra and self.other is None:
             where = f" ({path})" if path else ""
-            raise _Wrong(path, f"Unexpected field(s) in {what}{where}: {', '.join(extra)[:400]}. "
-                               f"Allowed: {', '.join(sorted(self.fields))}")
+            raise _Wrong(
+                path,
+                f"Unexpected field(s) in {what}{where}: {', '.join(extra)[:400]}. "
+                f"Allowed: {', '.join(sorted(self.fields))}",
+            )
         for name, item in value.items():
             shape = self.fields.get(name, self.other)
             if shape is not None:
@@ -219,8 +236,11 @@ class Tagged(Shape):
             raise _Wrong(path, f"{what} needs {path!r} as {self.describe()}; it is {shown(value)}")
         shape = self.kinds.get(str(value.get("type")))
         if shape is None:
-            raise _Wrong(_join(path, "type"), f"{what} needs {_join(path, 'type')!r} as one of "
-                                              f"{', '.join(self.kinds)}; it is {shown(value.get('type'))}")
+            raise _Wrong(
+                _join(path, "type"),
+                f"{what} needs {_join(path, 'type')!r} as one of "
+                f"{', '.join(self.kinds)}; it is {shown(value.get('type'))}",
+            )
         shape.check(value, path, what)
 
 
@@ -245,8 +265,10 @@ _CAPABILITIES = Obj(
         "supports_confirmation_reply": Boolean(),
         "supports_clarification_reply": Boolean(),
         "coalesce_boundaries": ListOf(Text(max_length=64), max_items=16),
-        "event_filters": Obj({"include": ListOf(Text(max_length=256)), "exclude": ListOf(Text(max_length=256))},
-                             other=Anything()),
+        "event_filters": Obj(
+            {"include": ListOf(Text(max_length=256)), "exclude": ListOf(Text(max_length=256))},
+            other=Anything(),
+        ),
         "supported_conformance_levels": ListOf(Integer(), max_items=16),
         "supported_extensions": ListOf(Text(max_length=2048)),
         "cognitive_load": Text(max_length=64),
@@ -270,108 +292,211 @@ _MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}")
 _ID_EXAMPLE = "sub_8a4f2c9d1e7b5f3a"
 
 SPECS: dict[str, Spec] = {
-    "new chat": Spec("A new chat", Obj({
-        "notebook_path": Text(non_blank=True, no_nul=True),
-        "approval_mode": Text(max_length=64, choices=APPROVAL_MODES,
-                              choice_error="approval_mode says {value}, but the approval mode must be one of: "
-                              + mode_choices()),
-    }), '{"notebook_path": "analysis.ipynb", "approval_mode": "ask_all"}'),
-    "user_input": Spec("user_input", Obj({
-        "kind": Text(),
-        "text": Text(max_length=100_000, non_blank=True),
-        # What the user picked with @ in the composer (server/request_context.py resolves it).
-        "context": ListOf(Tagged({
-            "cell": Obj({"type": Text(), "cell_id": _CELL_ID}, required=("cell_id",)),
-            "file": Obj({"type": Text(), "path": Text(max_length=1024, non_blank=True, no_nul=True)},
-                        required=("path",)),
-            "variable": Obj({"type": Text(), "name": _VARIABLE}, required=("name",)),
-        }), max_items=10),
-        "describe_figure": Obj({"cell_id": _CELL_ID, "output_index": Integer()}, required=("cell_id",)),
-    }, required=("text",)),
-                       '{"kind": "user_input", "text": "Plot column A", '
-                       '"context": [{"type": "cell", "cell_id": "a1b2"}, {"type": "variable", "name": "df"}]}'),
+    "new chat": Spec(
+        "A new chat",
+        Obj(
+            {
+                "notebook_path": Text(non_blank=True, no_nul=True),
+                "approval_mode": Text(
+                    max_length=64,
+                    choices=APPROVAL_MODES,
+                    choice_error="approval_mode says {value}, but the approval mode must be one of: "
+                    + mode_choices(),
+                ),
+            }
+        ),
+        '{"notebook_path": "analysis.ipynb", "approval_mode": "ask_all"}',
+    ),
+    "user_input": Spec(
+        "user_input",
+        Obj(
+            {
+                "kind": Text(),
+                "text": Text(max_length=100_000, non_blank=True),
+                # What the user picked with @ in the composer (server/request_context.py resolves it).
+                "context": ListOf(
+                    Tagged(
+                        {
+                            "cell": Obj(
+                                {"type": Text(), "cell_id": _CELL_ID}, required=("cell_id",)
+                            ),
+                            "file": Obj(
+                                {
+                                    "type": Text(),
+                                    "path": Text(max_length=1024, non_blank=True, no_nul=True),
+                                },
+                                required=("path",),
+                            ),
+                            "variable": Obj(
+                                {"type": Text(), "name": _VARIABLE}, required=("name",)
+                            ),
+                        }
+                    ),
+                    max_items=10,
+                ),
+                "describe_figure": Obj(
+                    {"cell_id": _CELL_ID, "output_index": Integer()}, required=("cell_id",)
+                ),
+            },
+            required=("text",),
+        ),
+        '{"kind": "user_input", "text": "Plot column A", '
+        '"context": [{"type": "cell", "cell_id": "a1b2"}, {"type": "variable", "name": "df"}]}',
+    ),
     "model": Spec(
         "model",
-        Obj({"kind": Text(), "model": Text(max_length=128, pattern=_MODEL_ID, example="claude-sonnet-4-5")},
-            required=("model",)),
+        Obj(
+            {
+                "kind": Text(),
+                "model": Text(max_length=128, pattern=_MODEL_ID, example="claude-sonnet-4-5"),
+            },
+            required=("model",),
+        ),
         '{"kind": "model", "model": "claude-sonnet-4-5"}',
     ),
     "figure_alt_text": Spec(
         "figure_alt_text",
-        Obj({"kind": Text(), "cell_id": _CELL_ID, "output_index": Integer(),
-             "alt_text": Text(max_length=4000, non_blank=True, no_nul=True)}, required=("cell_id", "alt_text")),
+        Obj(
+            {
+                "kind": Text(),
+                "cell_id": _CELL_ID,
+                "output_index": Integer(),
+                "alt_text": Text(max_length=4000, non_blank=True, no_nul=True),
+            },
+            required=("cell_id", "alt_text"),
+        ),
         '{"kind": "figure_alt_text", "cell_id": "a1b2", "alt_text": "A line chart of temperature by day…"}',
     ),
     "control": Spec(
         "control",
-        Obj({
-            "kind": Text(),
-            "action": Text(max_length=64, choices=CONTROL_ACTIONS,
-                           choice_error="Unknown control action {value}; use one of: " + ", ".join(CONTROL_ACTIONS)),
-            "session_id": Text(max_length=128, pattern=_SESSION_ID, example="sess_4f8a2e7d9c1b6a3f"),
-        }, required=("action",)),
+        Obj(
+            {
+                "kind": Text(),
+                "action": Text(
+                    max_length=64,
+                    choices=CONTROL_ACTIONS,
+                    choice_error="Unknown control action {value}; use one of: "
+                    + ", ".join(CONTROL_ACTIONS),
+                ),
+                "session_id": Text(
+                    max_length=128, pattern=_SESSION_ID, example="sess_4f8a2e7d9c1b6a3f"
+                ),
+            },
+            required=("action",),
+        ),
         '{"kind": "control", "action": "stop"}',
     ),
     "guidance": Spec(
         "guidance",
-        Obj({
-            "kind": Text(),
-            "text": Text(max_length=100_000, non_blank=True),
-            "resume": Boolean(),
-            "settings": Obj({
-                "approval_mode": Text(max_length=64, choices=APPROVAL_MODES,
-                                      choice_error="settings.approval_mode says {value}, but it must be one of: "
-                                      + mode_choices()),
-                "max_turns": Integer(),
-            }),
-        }, required=("text",)),
+        Obj(
+            {
+                "kind": Text(),
+                "text": Text(max_length=100_000, non_blank=True),
+                "resume": Boolean(),
+                "settings": Obj(
+                    {
+                        "approval_mode": Text(
+                            max_length=64,
+                            choices=APPROVAL_MODES,
+                            choice_error="settings.approval_mode says {value}, but it must be one of: "
+                            + mode_choices(),
+                        ),
+                        "max_turns": Integer(),
+                    }
+                ),
+            },
+            required=("text",),
+        ),
         '{"kind": "guidance", "text": "Use the cleaned table instead", "resume": false, '
         '"settings": {"approval_mode": "ask", "max_turns": 30}}',
     ),
     "approval_mode": Spec(
         "approval_mode",
-        Obj({"kind": Text(), "mode": Text(max_length=64, choices=APPROVAL_MODES,
-                                          choice_error="approval_mode says {value}, but the approval mode must be one of: "
-                                          + mode_choices())},
-            required=("mode",)),
+        Obj(
+            {
+                "kind": Text(),
+                "mode": Text(
+                    max_length=64,
+                    choices=APPROVAL_MODES,
+                    choice_error="approval_mode says {value}, but the approval mode must be one of: "
+                    + mode_choices(),
+                ),
+            },
+            required=("mode",),
+        ),
         '{"kind": "approval_mode", "mode": "ask"}',
     ),
     "confirmation.reply": Spec(
         "confirmation.reply",
-        Obj({**_REPLY_COMMON, "decision": Text(max_length=64), "decision_rationale": Text(),
-             "modified_action": Obj(other=Anything())}, other=Anything()),
+        Obj(
+            {
+                **_REPLY_COMMON,
+                "decision": Text(max_length=64),
+                "decision_rationale": Text(),
+                "modified_action": Obj(other=Anything()),
+            },
+            other=Anything(),
+        ),
         '{"type": "confirmation.reply", "reply_token": "rpl_…", "decision": "accept", '
         f'"subscription_id": "{_ID_EXAMPLE}", "timestamp": "2026-05-24T14:22:24.812Z"}}',
     ),
     "clarification.reply": Spec(
         "clarification.reply",
-        Obj({**_REPLY_COMMON, "response": OneOf((Text(max_length=16384), Boolean(), Number())),
-             "confidence": Number()}, other=Anything()),
+        Obj(
+            {
+                **_REPLY_COMMON,
+                "response": OneOf((Text(max_length=16384), Boolean(), Number())),
+                "confidence": Number(),
+            },
+            other=Anything(),
+        ),
         '{"type": "clarification.reply", "reply_token": "rpl_…", "response": "Lagos", '
         f'"subscription_id": "{_ID_EXAMPLE}", "timestamp": "2026-05-24T14:22:24.812Z"}}',
     ),
     "subscription.request": Spec(
         "subscription.request",
-        Obj({
-            "type": Text(max_length=64), "aaep_version": Text(max_length=64), "subscriber_id": Text(max_length=256),
-            "subscriber_name": Text(max_length=256), "subscriber_version": Text(max_length=64),
-            "subscriber_manifest_uri": Text(max_length=2048), "correlation_id": Text(max_length=256),
-            "capabilities": _CAPABILITIES, "extensions": Obj(other=Obj(other=Anything())),
-        }, other=Anything()),  # unknown fields: the handshake rejects them, on the stream too
+        Obj(
+            {
+                "type": Text(max_length=64),
+                "aaep_version": Text(max_length=64),
+                "subscriber_id": Text(max_length=256),
+                "subscriber_name": Text(max_length=256),
+                "subscriber_version": Text(max_length=64),
+                "subscriber_manifest_uri": Text(max_length=2048),
+                "correlation_id": Text(max_length=256),
+                "capabilities": _CAPABILITIES,
+                "extensions": Obj(other=Obj(other=Anything())),
+            },
+            other=Anything(),
+        ),  # unknown fields: the handshake rejects them, on the stream too
         '{"type": "subscription.request", "aaep_version": "1.0.0", "subscriber_id": "my-reader", '
         '"capabilities": {}}',
     ),
     "subscription.renegotiate": Spec(
         "subscription.renegotiate",
-        Obj({"type": Text(max_length=64), "subscription_id": _SUBSCRIPTION_ID, "capabilities": _CAPABILITIES,
-             "correlation_id": Text(max_length=256)}, other=Anything()),
+        Obj(
+            {
+                "type": Text(max_length=64),
+                "subscription_id": _SUBSCRIPTION_ID,
+                "capabilities": _CAPABILITIES,
+                "correlation_id": Text(max_length=256),
+            },
+            other=Anything(),
+        ),
         f'{{"type": "subscription.renegotiate", "subscription_id": "{_ID_EXAMPLE}", '
         '"capabilities": {"preferred_verbosity": "terse"}}',
     ),
     "subscription.close": Spec(
         "subscription.close",
-        Obj({"type": Text(max_length=64), "subscription_id": _SUBSCRIPTION_ID, "reason_code": Text(max_length=64),
-             "reason_message": Text()}, other=Anything()),
+        Obj(
+            {
+                "type": Text(max_length=64),
+                "subscription_id": _SUBSCRIPTION_ID,
+                "reason_code": Text(max_length=64),
+                "reason_message": Text(),
+            },
+            other=Anything(),
+        ),
         f'{{"type": "subscription.close", "subscription_id": "{_ID_EXAMPLE}", "reason_code": "done", '
         '"reason_message": "Finished."}',
     ),
@@ -390,16 +515,22 @@ def validate(message: Any, kind: str) -> None:
 def check_subscription_id(value: str | None) -> None:
     """The ``subscription_id`` query parameter: absent, or the id of a negotiated subscription."""
     if value is not None and not _SUB_ID.fullmatch(value):
-        raise RequestError(400, "subscription_id must look like sub_ followed by 1 to 64 letters and digits, "
-                                "as subscription.accepted gave it; it is " + shown(value) + ".")
+        raise RequestError(
+            400,
+            "subscription_id must look like sub_ followed by 1 to 64 letters and digits, "
+            "as subscription.accepted gave it; it is " + shown(value) + ".",
+        )
 
 
 def check_last_event_id(value: str | None) -> None:
     """``Last-Event-ID`` (or ``?last_event_id=``): absent, or the id of an event we sent."""
     if value and not _EVENT_ID.fullmatch(value):
-        raise RequestError(400, "Last-Event-ID must be the id of an event this server sent (evt_ followed by "
-                                f"1 to 64 letters and digits); it is {shown(value)}. Reconnect without it to "
-                                "start from the running session.")
+        raise RequestError(
+            400,
+            "Last-Event-ID must be the id of an event this server sent (evt_ followed by "
+            f"1 to 64 letters and digits); it is {shown(value)}. Reconnect without it to "
+            "start from the running session.",
+        )
 
 
 __all__ = ["SPECS", "Spec", "check_last_event_id", "check_subscription_id", "shown", "validate"]

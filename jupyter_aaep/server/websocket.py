@@ -83,9 +83,13 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
     async def get(self, *args: Any, **kwargs: Any) -> None:
         """Authorise like running code in a kernel, check the chat, then upgrade."""
         chat_id = str(kwargs.get("chat_id") or (args[0] if args else ""))
-        allowed = await ensure_async(self.authorizer.is_authorized(self, self.current_user, "execute", AUTH_RESOURCE))
+        allowed = await ensure_async(
+            self.authorizer.is_authorized(self, self.current_user, "execute", AUTH_RESOURCE)
+        )
         if not allowed:
-            raise web.HTTPError(403, f"User is not authorized to execute on resource: {AUTH_RESOURCE}.")
+            raise web.HTTPError(
+                403, f"User is not authorized to execute on resource: {AUTH_RESOURCE}."
+            )
         try:
             self.service.chat_view(chat_id)
         except AAEPError as error:
@@ -96,8 +100,13 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
     def open(self, *args: Any, **kwargs: Any) -> None:
         super().open()  # starts the keep-alive pings
         self.aaep_stream = self.service.open_stream(
-            self.chat_id, transport="websocket", client=client_key(
-                self.current_user, self.request.remote_ip, token_authenticated=self.token_authenticated)
+            self.chat_id,
+            transport="websocket",
+            client=client_key(
+                self.current_user,
+                self.request.remote_ip,
+                token_authenticated=self.token_authenticated,
+            ),
         )
         self.aaep_stream.on_end = self._ending
         self._pump = asyncio.ensure_future(self._send_all())
@@ -117,7 +126,9 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
                 try:
                     text = dumps(message)
                 except Exception:  # a bug in one message must not end the socket
-                    log.exception("AAEP message could not be serialised and was skipped: %.200r", message)
+                    log.exception(
+                        "AAEP message could not be serialised and was skipped: %.200r", message
+                    )
                     continue
                 await self.write_message(text)
         except WebSocketClosedError:
@@ -147,8 +158,11 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
             await self._handle_frame(message)
         except Exception:
             log.exception("AAEP WebSocket frame on chat %s failed", self.chat_id)
-            self._error(500, "The server failed while handling this message; it has been logged. The socket "
-                             "stays open: send the message again, or report the problem if it keeps failing.")
+            self._error(
+                500,
+                "The server failed while handling this message; it has been logged. The socket "
+                "stays open: send the message again, or report the problem if it keeps failing.",
+            )
 
     async def _handle_frame(self, message: str | bytes) -> None:
         if isinstance(message, bytes):
@@ -162,15 +176,23 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
             body = parse_json(message)
             request_id = take_request_id(body)
             kind = classify(body)
-            response = await self.service.handle(body, chat_id=self.chat_id, origin=self.aaep_stream)
+            response = await self.service.handle(
+                body, chat_id=self.chat_id, origin=self.aaep_stream
+            )
         except AAEPError as error:
             self._error(http_status(error), error.message, request_id)
             return
         if kind == "subscription.request" and response.status == 400 and response.body is not None:
             # malformed: the current subscription goes on, as after any other bad frame
-            self._error(400, str(response.body.get("message") or "The subscription.request is malformed."), request_id)
-        elif kind == "subscription.request" and self.aaep_stream is not None and (
-            response.body is not None and response.body.get("type") == "subscription.rejected"
+            self._error(
+                400,
+                str(response.body.get("message") or "The subscription.request is malformed."),
+                request_id,
+            )
+        elif (
+            kind == "subscription.request"
+            and self.aaep_stream is not None
+            and (response.body is not None and response.body.get("type") == "subscription.rejected")
         ):
             self._ending(4001, "subscription rejected")
             self.service.hub.close_stream(self.aaep_stream)  # the rejection is still sent first

@@ -14,15 +14,30 @@ from dataclasses import dataclass, field
 
 __all__ = ["CellInfo", "CodeFacts", "NotebookView", "code_facts", "parse_state"]
 
-_TITLE = re.compile(r"^# (?P<path>.+?): (?P<total>\d+) cells? \((?P<code>\d+) code, \d+ other\); kernel: (?P<kernel>.*)$")
-_HEADER = re.compile(r"^## cell (?P<number>\d+) · id (?P<id>\S+)(?: · version (?P<version>\w+))? · (?P<type>\w+)(?P<status>.*)$")
+_TITLE = re.compile(
+    r"^# (?P<path>.+?): (?P<total>\d+) cells? \((?P<code>\d+) code, \d+ other\); kernel: (?P<kernel>.*)$"
+)
+_HEADER = re.compile(
+    r"^## cell (?P<number>\d+) · id (?P<id>\S+)(?: · version (?P<version>\w+))? · (?P<type>\w+)(?P<status>.*)$"
+)
 _OUTPUTS = "→ outputs:"
 _CUT_NOTE = "(Some sources or outputs were cut to fit"
 _READERS = frozenset(
-    {"read_csv", "read_table", "read_excel", "read_json", "read_parquet", "read_feather", "read_sql", "read_fwf"}
+    {
+        "read_csv",
+        "read_table",
+        "read_excel",
+        "read_json",
+        "read_parquet",
+        "read_feather",
+        "read_sql",
+        "read_fwf",
+    }
 )
 _MAKERS = _READERS | {"DataFrame"}
-_PLOTTERS = frozenset({"plot", "scatter", "hist", "bar", "barh", "imshow", "boxplot", "lineplot", "histplot", "pie"})
+_PLOTTERS = frozenset(
+    {"plot", "scatter", "hist", "bar", "barh", "imshow", "boxplot", "lineplot", "histplot", "pie"}
+)
 
 
 @dataclass(frozen=True)
@@ -68,8 +83,11 @@ def _call_name(node: ast.AST) -> str:
 def _is_numbers(node: ast.AST) -> bool:
     if isinstance(node, (ast.List, ast.Tuple)) and node.elts:
         return all(
-            isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
-            or isinstance(e, ast.UnaryOp) and isinstance(e.operand, ast.Constant)
+            isinstance(e, ast.Constant)
+            and isinstance(e.value, (int, float))
+            and not isinstance(e.value, bool)
+            or isinstance(e, ast.UnaryOp)
+            and isinstance(e.operand, ast.Constant)
             for e in node.elts
         )
     return isinstance(node, ast.ListComp)
@@ -104,7 +122,13 @@ def code_facts(source: str) -> CodeFacts:
         elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names = [t.id for t in targets if isinstance(t, ast.Name)]
-            names += [e.id for t in targets if isinstance(t, ast.Tuple) for e in t.elts if isinstance(e, ast.Name)]
+            names += [
+                e.id
+                for t in targets
+                if isinstance(t, ast.Tuple)
+                for e in t.elts
+                if isinstance(e, ast.Name)
+            ]
             defines += names
             value = node.value
             if _call_name(value) in _MAKERS:

@@ -103,7 +103,11 @@ def _without_images(value: Any) -> tuple[Any, int]:
     if not isinstance(value, dict):
         return value, 0
     source = value.get("source")
-    if value.get("type") == "image" and isinstance(source, dict) and isinstance(source.get("data"), str):
+    if (
+        value.get("type") == "image"
+        and isinstance(source, dict)
+        and isinstance(source.get("data"), str)
+    ):
         return {**value, "source": {**source, "data": ""}}, image_tokens(source["data"])
     total, out = 0, {}
     for key, item in value.items():
@@ -214,11 +218,19 @@ class ContextEditError(ValueError):
     """A ``context_management`` parameter the fake (like the service) cannot apply."""
 
 
-def _threshold(spec: object, kinds: tuple[str, ...], default: tuple[str, int], where: str) -> tuple[str, int]:
+def _threshold(
+    spec: object, kinds: tuple[str, ...], default: tuple[str, int], where: str
+) -> tuple[str, int]:
     if spec is None:
         return default
-    if not isinstance(spec, dict) or spec.get("type") not in kinds or not isinstance(spec.get("value"), int):
-        raise ContextEditError(f"{where}: must be an object with type {' or '.join(kinds)} and an integer value")
+    if (
+        not isinstance(spec, dict)
+        or spec.get("type") not in kinds
+        or not isinstance(spec.get("value"), int)
+    ):
+        raise ContextEditError(
+            f"{where}: must be an object with type {' or '.join(kinds)} and an integer value"
+        )
     return str(spec["type"]), int(spec["value"])
 
 
@@ -242,9 +254,19 @@ def apply_context_management(body: dict[str, Any]) -> tuple[dict[str, Any], list
 def _clear_tool_uses(
     body: dict[str, Any], edit: dict[str, Any], where: str
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    trigger = _threshold(edit.get("trigger"), ("input_tokens", "tool_uses"), ("input_tokens", 100_000), f"{where}.trigger")
+    trigger = _threshold(
+        edit.get("trigger"),
+        ("input_tokens", "tool_uses"),
+        ("input_tokens", 100_000),
+        f"{where}.trigger",
+    )
     _, keep = _threshold(edit.get("keep"), ("tool_uses",), ("tool_uses", 3), f"{where}.keep")
-    _, at_least = _threshold(edit.get("clear_at_least"), ("input_tokens",), ("input_tokens", 0), f"{where}.clear_at_least")
+    _, at_least = _threshold(
+        edit.get("clear_at_least"),
+        ("input_tokens",),
+        ("input_tokens", 0),
+        f"{where}.clear_at_least",
+    )
     excluded = set(edit.get("exclude_tools") or [])
     clear_inputs = edit.get("clear_tool_inputs") or False
     messages = json.loads(json.dumps(body.get("messages") or []))
@@ -264,15 +286,25 @@ def _clear_tool_uses(
     cleared, freed = 0, 0
     for use in older:
         result = results.get(str(use.get("id")))
-        if use.get("name") in excluded or result is None or result.get("content") == CLEARED_PLACEHOLDER:
+        if (
+            use.get("name") in excluded
+            or result is None
+            or result.get("content") == CLEARED_PLACEHOLDER
+        ):
             continue
         before = _tokens(_canonical(result)) + _tokens(_canonical(use))
         result["content"] = CLEARED_PLACEHOLDER
-        if clear_inputs is True or (isinstance(clear_inputs, list) and use.get("name") in clear_inputs):
+        if clear_inputs is True or (
+            isinstance(clear_inputs, list) and use.get("name") in clear_inputs
+        ):
             use["input"] = {}
         freed += before - _tokens(_canonical(result)) - _tokens(_canonical(use))
         cleared += 1
     if cleared == 0 or freed < at_least:
         return body, None
     edited = {**body, "messages": messages}
-    return edited, {"type": "clear_tool_uses_20250919", "cleared_tool_uses": cleared, "cleared_input_tokens": freed}
+    return edited, {
+        "type": "clear_tool_uses_20250919",
+        "cleared_tool_uses": cleared,
+        "cleared_input_tokens": freed,
+    }

@@ -45,6 +45,7 @@ def decode_image(data: str) -> tuple[str, int, int] | str:
         return "Could not process image: the data is not a JPEG, PNG, GIF or WebP image"
     return kind, int(width), int(height)
 
+
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _TOOL_USE_ID = re.compile(r"^toolu_[A-Za-z0-9_-]+$")
 _TOOL_CHOICES = ("auto", "any", "tool", "none")
@@ -282,8 +283,10 @@ def _check_tool_result(
         elif inner["type"] == "image":
             _check_image(inner, ipath, problems, cache)
         elif inner["type"] not in ("document", "search_result"):
-            problems.append(f"{ipath}.type: tool_result content blocks must be text, image, document or "
-                            f"search_result, got {inner['type']!r}")
+            problems.append(
+                f"{ipath}.type: tool_result content blocks must be text, image, document or "
+                f"search_result, got {inner['type']!r}"
+            )
 
 
 def _check_image(block: dict[str, Any], path: str, problems: list[str], cache: _CacheCount) -> None:
@@ -297,14 +300,18 @@ def _check_image(block: dict[str, Any], path: str, problems: list[str], cache: _
         return  # nothing to fetch here: the fake never reaches outside addresses
     media_type, data = source.get("media_type"), source.get("data")
     if media_type not in IMAGE_MEDIA_TYPES:
-        problems.append(f"{where}.base64.media_type: Input should be 'image/jpeg', 'image/png', "
-                        f"'image/gif' or 'image/webp', got {media_type!r}")
+        problems.append(
+            f"{where}.base64.media_type: Input should be 'image/jpeg', 'image/png', "
+            f"'image/gif' or 'image/webp', got {media_type!r}"
+        )
         return
     if not isinstance(data, str) or not data:
         problems.append(f"{where}.base64.data: must be a non-empty base64 string")
         return
     if len(data) > MAX_IMAGE_BYTES:
-        problems.append(f"{where}.base64: image exceeds 5 MB maximum: {len(data)} bytes > {MAX_IMAGE_BYTES} bytes")
+        problems.append(
+            f"{where}.base64: image exceeds 5 MB maximum: {len(data)} bytes > {MAX_IMAGE_BYTES} bytes"
+        )
         return
     found = decode_image(data)
     if isinstance(found, str):
@@ -312,22 +319,30 @@ def _check_image(block: dict[str, Any], path: str, problems: list[str], cache: _
         return
     actual, width, height = found
     if actual != media_type:
-        problems.append(f"{where}.base64: Image does not match the provided media type {media_type}")
+        problems.append(
+            f"{where}.base64: Image does not match the provided media type {media_type}"
+        )
         return
     if max(width, height) > MAX_IMAGE_PIXELS:
-        problems.append(f"{where}.base64: image dimensions exceed max allowed size: {MAX_IMAGE_PIXELS} pixels")
+        problems.append(
+            f"{where}.base64: image dimensions exceed max allowed size: {MAX_IMAGE_PIXELS} pixels"
+        )
         return
     cache.images.append((where, width, height))
 
 
 def _check_image_count(images: list[tuple[str, int, int]], problems: list[str]) -> None:
     if len(images) > MAX_IMAGES:
-        problems.append(f"Too many images: {len(images)} in the request; the maximum is {MAX_IMAGES}")
+        problems.append(
+            f"Too many images: {len(images)} in the request; the maximum is {MAX_IMAGES}"
+        )
     elif len(images) > MANY_IMAGES:
         for where, width, height in images:
             if max(width, height) > MANY_IMAGES_PIXELS:
-                problems.append(f"{where}.base64: image dimensions exceed max allowed size for many-image "
-                                f"requests: {MANY_IMAGES_PIXELS} pixels")
+                problems.append(
+                    f"{where}.base64: image dimensions exceed max allowed size for many-image "
+                    f"requests: {MANY_IMAGES_PIXELS} pixels"
+                )
 
 
 def _check_tool_pairing(turns: list[_Turn], problems: list[str]) -> None:

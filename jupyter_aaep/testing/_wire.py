@@ -279,7 +279,11 @@ def build_reply(
                     "cache_read_input_tokens": usage["cache_read_input_tokens"],
                     "output_tokens": output_tokens,
                 },
-                **({"context_management": context_management} if context_management is not None else {}),
+                **(
+                    {"context_management": context_management}
+                    if context_management is not None
+                    else {}
+                ),
             },
         )
     )
@@ -309,7 +313,10 @@ def _cut_with_error(
         if name == "content_block_delta" and data["delta"].get("type") == "text_delta":
             seen += 1
     error_type, message = error
-    return [*events[:cut], ("error", {"type": "error", "error": {"type": error_type, "message": message}})]
+    return [
+        *events[:cut],
+        ("error", {"type": "error", "error": {"type": error_type, "message": message}}),
+    ]
 
 
 def _block_start(index: int, block: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -20,11 +20,17 @@ from ..errors import ToolError
 _BOOKINGS: list[tuple[str, str]] = []
 _OUTBOX: list[tuple[str, str]] = []
 _RECORDS: dict[str, str] = {"12345": "Customer 12345", "67890": "Customer 67890"}
-_SAMPLE = [{"city": "Lagos", "rain_mm": 12}, {"city": "Accra", "rain_mm": 3}, {"city": "Nairobi", "rain_mm": 7}]
+_SAMPLE = [
+    {"city": "Lagos", "rain_mm": 12},
+    {"city": "Accra", "rain_mm": 3},
+    {"city": "Nairobi", "rain_mm": 7},
+]
 
 
 @aaep_tool(read_only=True, label="fetch data")
-def fetch_data(source: str = "sample", url: str | None = None, api_key: str | None = None) -> ToolResult:
+def fetch_data(
+    source: str = "sample", url: str | None = None, api_key: str | None = None
+) -> ToolResult:
     """Fetch a small table of data, from the built-in sample or from a web service.
 
     Parameters
@@ -40,7 +46,10 @@ def fetch_data(source: str = "sample", url: str | None = None, api_key: str | No
         raise ToolError(f"There is no data set called {source!r}; use 'sample'.")
     where = "the web service" if url else "the sample data set"
     rows = "\n".join(f"{row['city']}: {row['rain_mm']} mm of rain" for row in _SAMPLE)
-    return ToolResult(content=f"{len(_SAMPLE)} rows from {where}:\n{rows}", summary=f"Fetched {len(_SAMPLE)} rows.")
+    return ToolResult(
+        content=f"{len(_SAMPLE)} rows from {where}:\n{rows}",
+        summary=f"Fetched {len(_SAMPLE)} rows.",
+    )
 
 
 @aaep_tool(risk_level="medium", irreversible=True, label="book a meeting room")
@@ -107,7 +116,9 @@ def delete_record(record_id: str) -> ToolResult:
     if record_id not in _RECORDS:
         raise ToolError(f"There is no record {record_id}.")
     del _RECORDS[record_id]
-    return ToolResult(content=f"Deleted record {record_id}.", summary=f"Record {record_id} deleted.")
+    return ToolResult(
+        content=f"Deleted record {record_id}.", summary=f"Record {record_id} deleted."
+    )
 
 
 @delete_record.preview

@@ -40,7 +40,7 @@ CAN_DO = (
     "*load the data and show the first rows*, *summarise the dataframe*, *fix the error*, "
     "and in the demo notebook *convert the temperatures to Fahrenheit* or *summarise the readings*. "
     "It calls your own kernel functions (@aaep_tool) when you write the call, as in "
-    "*compare {sales_2024} with quarterly_sales(\"north\")*. "
+    '*compare {sales_2024} with quarterly_sales("north")*. '
     "Start JupyterLab with ANTHROPIC_API_KEY set to talk to Claude."
 )
 HELP = f"{WHAT_I_AM} {CAN_DO}"
@@ -74,8 +74,11 @@ def result_text(result: dict[str, Any]) -> str:
         return unwrap(content)
     if isinstance(content, list):
         blocks = [b for b in content if isinstance(b, dict)]
-        if len(blocks) >= 2 and str(blocks[0].get("text", "")).startswith("<data source=") \
-                and blocks[-1].get("text") == "</data>":
+        if (
+            len(blocks) >= 2
+            and str(blocks[0].get("text", "")).startswith("<data source=")
+            and blocks[-1].get("text") == "</data>"
+        ):
             blocks = blocks[1:-1]
         return " ".join(str(b.get("text", "")) for b in blocks)
     return ""
@@ -84,7 +87,9 @@ def result_text(result: dict[str, Any]) -> str:
 _SAME_AS = re.compile(r"^\[Unchanged: identical to the earlier result of \S+ \(call ([^)]+)\)")
 
 
-def _follow_references(messages: list[dict[str, Any]], steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _follow_references(
+    messages: list[dict[str, Any]], steps: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Steps with "[Unchanged: identical to the earlier result … (call toolu_…)]" replaced by
     that earlier result, as a real model reads it (the agent sends a result it already sent,
     such as an unchanged notebook, only as such a reference)."""
@@ -109,9 +114,15 @@ def request_and_steps(messages: list[dict[str, Any]]) -> tuple[str, list[dict[st
         if message["role"] != "user":
             continue
         content = message["content"]
-        texts = [content] if isinstance(content, str) else [
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        ]
+        texts = (
+            [content]
+            if isinstance(content, str)
+            else [
+                b.get("text", "")
+                for b in content
+                if isinstance(b, dict) and b.get("type") == "text"
+            ]
+        )
         if any(t.strip() for t in texts):
             later = messages[index + 1 :]
             steps = _follow_references(messages, [r for m in later for r in _tool_results(m)])
@@ -141,16 +152,55 @@ _INTENTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("fahrenheit", ("fahrenheit", "convert")),
     ("fix", ("fix", "error", "debug", "broken", "failed", "failing", "traceback", "not working")),
     ("plot", ("plot", "chart", "graph", "visuali", "draw", "histogram")),
-    ("explain", (
-        "explain", "what does this", "what does the notebook", "what is this notebook", "walk me through",
-        "describe this notebook", "describe the notebook", "overview", "tell me about",
-        "what is in this notebook", "what's in this notebook",
-    )),
-    ("head", ("first rows", "first few", "first 5", "head", "show the data", "show me the data", "load", "preview", "peek")),
+    (
+        "explain",
+        (
+            "explain",
+            "what does this",
+            "what does the notebook",
+            "what is this notebook",
+            "walk me through",
+            "describe this notebook",
+            "describe the notebook",
+            "overview",
+            "tell me about",
+            "what is in this notebook",
+            "what's in this notebook",
+        ),
+    ),
+    (
+        "head",
+        (
+            "first rows",
+            "first few",
+            "first 5",
+            "head",
+            "show the data",
+            "show me the data",
+            "load",
+            "preview",
+            "peek",
+        ),
+    ),
     ("describe", ("describe", "statistic", "dataframe", "data frame", "summar")),
     ("ask", ("question", "ask me")),
 )
-_QUESTION_WORDS = ("what", "why", "how", "which", "who", "when", "where", "can ", "could", "is ", "are ", "does", "do ", "should")
+_QUESTION_WORDS = (
+    "what",
+    "why",
+    "how",
+    "which",
+    "who",
+    "when",
+    "where",
+    "can ",
+    "could",
+    "is ",
+    "are ",
+    "does",
+    "do ",
+    "should",
+)
 
 
 def intent_of(text: str) -> str | None:
@@ -168,11 +218,37 @@ def intent_of(text: str) -> str | None:
     return None
 
 
-_STOP_WORDS = frozenset({
-    "the", "and", "for", "with", "from", "this", "that", "what", "into", "please", "can", "you",
-    "plot", "show", "chart", "graph", "draw", "load", "first", "rows", "summarise", "summarize",
-    "describe", "explain", "notebook", "column", "columns",
-})
+_STOP_WORDS = frozenset(
+    {
+        "the",
+        "and",
+        "for",
+        "with",
+        "from",
+        "this",
+        "that",
+        "what",
+        "into",
+        "please",
+        "can",
+        "you",
+        "plot",
+        "show",
+        "chart",
+        "graph",
+        "draw",
+        "load",
+        "first",
+        "rows",
+        "summarise",
+        "summarize",
+        "describe",
+        "explain",
+        "notebook",
+        "column",
+        "columns",
+    }
+)
 
 
 def _words(text: str) -> list[str]:
@@ -202,7 +278,9 @@ def _names(items: tuple[str, ...] | list[str], limit: int = 5) -> str:
 
 
 def _describe_markdown(cell: CellInfo) -> str:
-    first = next((line.strip().lstrip("#").strip() for line in cell.source.splitlines() if line.strip()), "")
+    first = next(
+        (line.strip().lstrip("#").strip() for line in cell.source.splitlines() if line.strip()), ""
+    )
     if not first:
         return f"Cell {cell.number} is an empty {cell.cell_type} cell."
     if len(first) > 90:
@@ -230,9 +308,13 @@ def describe_cell(cell: CellInfo, known: frozenset[str] = frozenset()) -> str:
     if others:
         parts.append(f"sets {_names(others)}")
     if facts.functions:
-        parts.append(f"defines the function{'s' if len(facts.functions) > 1 else ''} {_names(facts.functions)}")
+        parts.append(
+            f"defines the function{'s' if len(facts.functions) > 1 else ''} {_names(facts.functions)}"
+        )
     if facts.classes:
-        parts.append(f"defines the class{'es' if len(facts.classes) > 1 else ''} {_names(facts.classes)}")
+        parts.append(
+            f"defines the class{'es' if len(facts.classes) > 1 else ''} {_names(facts.classes)}"
+        )
     borrowed = [n for n in facts.uses if n in known]
     if borrowed:
         parts.append(f"uses {_names(borrowed)} from other cells")
@@ -270,7 +352,9 @@ def explain(view: NotebookView, *, limit: int = 12) -> str:
     failed = view.last_failed()
     tail = f"Cell {failed.number} shows an error; ask me to *fix the error*." if failed else ""
     note = "(I am the offline demo model: this comes from reading the code, not from understanding it.)"
-    return "\n\n".join([head, "\n".join(f"- {line}" for line in lines), *([tail] if tail else []), note])
+    return "\n\n".join(
+        [head, "\n".join(f"- {line}" for line in lines), *([tail] if tail else []), note]
+    )
 
 
 # -- plotting and showing data ----------------------------------------------------------------------
@@ -286,17 +370,17 @@ def _chart_code(expression: str, label: str, comment: str) -> str:
         "except ImportError:  # no matplotlib in this kernel: a text chart instead\n"
         "    plt = None\n"
         "if plt is not None:\n"
-        "    plt.plot(range(1, len(values) + 1), values, marker=\"o\")\n"
+        '    plt.plot(range(1, len(values) + 1), values, marker="o")\n'
         f"    plt.title({label!r})\n"
-        "    plt.xlabel(\"position\")\n"
+        '    plt.xlabel("position")\n'
         f"    plt.ylabel({label!r})\n"
         "    plt.show()\n"
         "else:\n"
-        f"    print({label!r}, \"(install matplotlib for a picture):\")\n"
+        f'    print({label!r}, "(install matplotlib for a picture):")\n'
         "    low, high = min(values), max(values)\n"
         "    for number, value in enumerate(values, 1):\n"
-        "        bar = \"#\" * round(1 + 29 * (value - low) / ((high - low) or 1))\n"
-        "        print(f\"{number:>3}  {value:>8}  {bar}\")\n"
+        '        bar = "#" * round(1 + 29 * (value - low) / ((high - low) or 1))\n'
+        '        print(f"{number:>3}  {value:>8}  {bar}")\n'
     )
 
 
@@ -305,7 +389,7 @@ def _frame_chart_code(frame: str, words: list[str]) -> str:
         f"# Plot {frame}: the columns named in the request, else every numeric column "
         "(added by the offline demo model)\n"
         f"wanted = {words!r}\n"
-        f"numbers = {frame}.select_dtypes(\"number\")\n"
+        f'numbers = {frame}.select_dtypes("number")\n'
         "named = [c for c in numbers.columns if any(w.startswith(str(c).lower()) or str(c).lower().startswith(w) for w in wanted)]\n"
         "numbers = numbers[named] if named else numbers\n"
         "try:\n"
@@ -313,10 +397,10 @@ def _frame_chart_code(frame: str, words: list[str]) -> str:
         "except ImportError:  # no matplotlib in this kernel: the numbers as a table instead\n"
         "    plt = None\n"
         "if plt is not None:\n"
-        f"    numbers.plot(title={frame!r}, marker=\"o\")\n"
+        f'    numbers.plot(title={frame!r}, marker="o")\n'
         "    plt.show()\n"
         "else:\n"
-        "    print(\"matplotlib is not installed, so here are the numbers:\")\n"
+        '    print("matplotlib is not installed, so here are the numbers:")\n'
         "    print(numbers.to_string())\n"
     )
 
@@ -341,7 +425,9 @@ def plot(view: NotebookView, request: str) -> Turn:
     return _new_cell(
         "I found no dataframe or list of numbers in this notebook, so I will plot sample numbers to show "
         "how it works. Tell me which data to use once your notebook has some.",
-        _chart_code(_SAMPLE, "sample values", "A chart of sample values, since the notebook has no data yet"),
+        _chart_code(
+            _SAMPLE, "sample values", "A chart of sample values, since the notebook has no data yet"
+        ),
     )
 
 
@@ -384,14 +470,18 @@ def summarise(view: NotebookView, request: str, state_text: str) -> Turn:
             f"I will summarise {frame}: count, mean, spread and range of each numeric column.",
             f"{frame}.describe()",
         )
-    wants_table = any(k in request.lower() for k in ("dataframe", "data frame", "statistic", "describe"))
+    wants_table = any(
+        k in request.lower() for k in ("dataframe", "data frame", "statistic", "describe")
+    )
     if not wants_table and _demo_data(state_text):
         summary = (
             "## Findings (offline demo model)\n\n"
             "- Temperatures rise through the week, from 21.5 °C on Monday to 24.0 °C on Friday.\n"
             "- Humidity stays between 39 % and 45 %, lowest on the warmest day."
         )
-        return _new_cell("I will add a markdown cell with what the readings show.", summary, "markdown")
+        return _new_cell(
+            "I will add a markdown cell with what the readings show.", summary, "markdown"
+        )
     series = view.sequences()
     if series:
         table = "{" + ", ".join(f"{s!r}: {s}" for s in series) + "}"
@@ -399,13 +489,14 @@ def summarise(view: NotebookView, request: str, state_text: str) -> Turn:
             f"There is no dataframe here, so I will summarise the lists of numbers: {_names(series)}.",
             "import statistics\n\n"
             f"for name, values in {table}.items():\n"
-            "    print(f\"{name}: {len(values)} values, mean {statistics.mean(values):.2f}, \"\n"
-            "          f\"from {min(values)} to {max(values)}\")",
+            '    print(f"{name}: {len(values)} values, mean {statistics.mean(values):.2f}, "\n'
+            '          f"from {min(values)} to {max(values)}")',
         )
     if view.cells:
         return _new_cell(
             "I found no data to summarise, so I will add a markdown cell that summarises the notebook's cells.",
-            "## What this notebook does (offline demo model)\n\n" + "\n".join(f"- {describe_cell(c, frozenset(view.all_names()))}" for c in view.cells),
+            "## What this notebook does (offline demo model)\n\n"
+            + "\n".join(f"- {describe_cell(c, frozenset(view.all_names()))}" for c in view.cells),
             "markdown",
         )
     return _turn(f"I found nothing to summarise in this notebook. {HELP}")
@@ -464,7 +555,9 @@ _CONTEXT = re.compile(r'^<data source="kernel variable (\w+)" note="[^"]*">\n(.+
 def kernel_tool_call(text: str, tools: list[Any]) -> ToolUse | None:
     """A call of one of the offered tools written in the request, such as
     ``quarterly_sales("north")``: its literal arguments, mapped onto the tool's parameters."""
-    offered = {t["name"]: t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
+    offered = {
+        t["name"]: t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)
+    }
     for match in _CALL.finditer(text):
         tool = offered.get(match.group(1))
         if tool is None:
@@ -482,7 +575,11 @@ def kernel_tool_call(text: str, tools: list[Any]) -> ToolUse | None:
 
 
 def _numbers(value: Any) -> dict[str, float] | None:
-    if isinstance(value, dict) and value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()):
+    if (
+        isinstance(value, dict)
+        and value
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values())
+    ):
         return {str(k): float(v) for k, v in value.items()}
     return None
 
@@ -518,8 +615,12 @@ def kernel_tool_answer(call: ToolUse, result: dict[str, Any], request: str) -> s
     if values is None:
         return f"{call.name}({shown}) returned: {text[:300]}\n\n{WHAT_I_AM}"
     best = max(values, key=lambda k: values[k])
-    lines = [(f"{call.name}({shown}) returned {len(values)} values, {_amount(sum(values.values()))} in total; "
-              f"the highest is {best} with {_amount(values[best])}.")]
+    lines = [
+        (
+            f"{call.name}({shown}) returned {len(values)} values, {_amount(sum(values.values()))} in total; "
+            f"the highest is {best} with {_amount(values[best])}."
+        )
+    ]
     for name, description in _CONTEXT.findall(request):
         before = _context_numbers(description)
         shared = [k for k in values if before is not None and k in before]
@@ -528,11 +629,18 @@ def kernel_tool_answer(call: ToolUse, result: dict[str, Any], request: str) -> s
             continue
         growth = {k: values[k] - before[k] for k in shared}
         most = max(growth, key=lambda k: growth[k])
-        rows = "\n".join(f"| {k} | {_amount(before[k])} | {_amount(values[k])} | {growth[k]:+,.0f} |" for k in shared)
-        lines.append(f"Compared with {name}, **{most} grew the most**: from {_amount(before[most])} to "
-                     f"{_amount(values[most])} ({growth[most]:+,.0f}).\n\n| Item | {name} | {call.name} | Change |\n"
-                     f"|---|---|---|---|\n{rows}")
-    lines.append("(I am the offline demo model: I compare numbers by a fixed recipe; Claude can do far more.)")
+        rows = "\n".join(
+            f"| {k} | {_amount(before[k])} | {_amount(values[k])} | {growth[k]:+,.0f} |"
+            for k in shared
+        )
+        lines.append(
+            f"Compared with {name}, **{most} grew the most**: from {_amount(before[most])} to "
+            f"{_amount(values[most])} ({growth[most]:+,.0f}).\n\n| Item | {name} | {call.name} | Change |\n"
+            f"|---|---|---|---|\n{rows}"
+        )
+    lines.append(
+        "(I am the offline demo model: I compare numbers by a fixed recipe; Claude can do far more.)"
+    )
     return "\n\n".join(lines)
 
 
@@ -545,9 +653,11 @@ def first_action(request: str, view: NotebookView, state_text: str) -> Turn:
     if intent == "fahrenheit":
         code = (
             "fahrenheit = [round(t * 9 / 5 + 32, 1) for t in temperatures]\n"
-            "print(\"Temperatures in Fahrenheit:\", fahrenheit)"
+            'print("Temperatures in Fahrenheit:", fahrenheit)'
         )
-        return _new_cell("I will add a cell that converts the temperatures to Fahrenheit, then run it.", code)
+        return _new_cell(
+            "I will add a cell that converts the temperatures to Fahrenheit, then run it.", code
+        )
     if intent == "fix":
         return fix(view)
     if intent == "plot":
@@ -561,7 +671,13 @@ def first_action(request: str, view: NotebookView, state_text: str) -> Turn:
     if intent == "ask":
         return _turn(
             "",
-            ToolUse("ask_user", {"question": "Which unit should I use for the temperatures?", "choices": ["Celsius", "Fahrenheit"]}),
+            ToolUse(
+                "ask_user",
+                {
+                    "question": "Which unit should I use for the temperatures?",
+                    "choices": ["Celsius", "Fahrenheit"],
+                },
+            ),
         )
     if intent == "question":
         return _turn(
@@ -594,16 +710,20 @@ _LABELS = re.compile(r"(?:set_)?(title|xlabel|ylabel)\(\s*['\"]([^'\"]+)['\"]")
 
 
 def describe_figure(text: str, steps: list[dict[str, Any]]) -> Turn | None:
-    """"Describe this figure": look at it with view_figure, then describe what the code says
+    """ "Describe this figure": look at it with view_figure, then describe what the code says
     (labels, title, size). The demo model cannot see the image, and says so."""
     wanted = _FIGURE_CELL.search(text)
     if wanted is None:
         return None
     if not steps:
-        return _turn("Let me look at the figure.", ToolUse("view_figure", {"cell_id": wanted.group(1)}))
+        return _turn(
+            "Let me look at the figure.", ToolUse("view_figure", {"cell_id": wanted.group(1)})
+        )
     seen = result_text(steps[-1])
     if steps[-1].get("is_error"):
-        return _turn(f"I could not look at the figure: {seen.splitlines()[0] if seen else 'no details'}")
+        return _turn(
+            f"I could not look at the figure: {seen.splitlines()[0] if seen else 'no details'}"
+        )
     size = re.search(r"image/\w+ (\d+)×(\d+)", seen)
     labels = {m.group(1): m.group(2) for m in _LABELS.finditer(seen)}
     parts = ["A chart drawn by the code of this cell"]
@@ -613,8 +733,10 @@ def describe_figure(text: str, steps: list[dict[str, Any]]) -> Turn | None:
         parts.append(f"titled '{labels['title']}'")
     axes = [f"the {a[0]} axis shows {labels[a]}" for a in ("xlabel", "ylabel") if a in labels]
     said = ", ".join(parts) + (". " + "; ".join(axes).capitalize() + "." if axes else ".")
-    return _turn(f"{said} (I am the offline demo model: I cannot see images, so the trend and the extremes "
-                 "are not described; Claude reads the figure itself.)")
+    return _turn(
+        f"{said} (I am the offline demo model: I cannot see images, so the trend and the extremes "
+        "are not described; Claude reads the figure itself.)"
+    )
 
 
 def demo_model(request: Any) -> Turn:
@@ -644,7 +766,9 @@ def demo_model(request: Any) -> Turn:
             )
         error = re.search(r"^Error:\n(.+)$", last_text, re.MULTILINE)
         detail = f" ({error.group(1)})" if error else ""
-        return _turn(f"The code failed: {first_line}{detail} Have a look at the cell's output; {WHAT_I_AM}")
+        return _turn(
+            f"The code failed: {first_line}{detail} Have a look at the cell's output; {WHAT_I_AM}"
+        )
     if last.get("is_error"):
         if "declined" in last_text or "not run" in last_text:
             return _turn("Understood, I did not do that. Tell me what you would prefer instead.")
@@ -658,10 +782,16 @@ def demo_model(request: Any) -> Turn:
         return _turn(f"Thanks. {answer} it is. {HELP}")
     created = re.search(r"Created code cell \d+ \(id ([^)]+)\)", last_text)
     if created:
-        return _turn("The cell is in place. Now I will run it.", ToolUse("run_cell", {"cell_id": created.group(1)}))
+        return _turn(
+            "The cell is in place. Now I will run it.",
+            ToolUse("run_cell", {"cell_id": created.group(1)}),
+        )
     edited = re.search(r"Cell \d+ \(id ([^)]+)\) now has", last_text)
     if edited:
-        return _turn("I changed the cell. Now I will run it.", ToolUse("run_cell", {"cell_id": edited.group(1)}))
+        return _turn(
+            "I changed the cell. Now I will run it.",
+            ToolUse("run_cell", {"cell_id": edited.group(1)}),
+        )
     if last_text.startswith("Created markdown"):
         return _turn("Done. I added a markdown cell at the end of the notebook.")
     if "Last cell's outputs:" in last_text:

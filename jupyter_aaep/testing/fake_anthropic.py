@@ -381,12 +381,16 @@ class FakeAnthropic:
         rendered = build_reply(
             reply,
             model=self.model or str(record.body["model"]),
-            prompt=None if usage is None else {
+            prompt=None
+            if usage is None
+            else {
                 "input_tokens": usage.input_tokens,
                 "cache_creation_input_tokens": usage.cache_creation_input_tokens,
                 "cache_read_input_tokens": usage.cache_read_input_tokens,
             },
-            context_management=None if record.applied_edits is None else {"applied_edits": record.applied_edits},
+            context_management=None
+            if record.applied_edits is None
+            else {"applied_edits": record.applied_edits},
         )
         record.message = rendered.message
         record.status = 200
@@ -426,24 +430,36 @@ class FakeAnthropic:
         try:
             limit = min(1000, max(1, int(query.get("limit", ["20"])[0])))
         except ValueError:
-            self._send_error(handler, ErrorReply(400, "invalid_request_error", "limit: must be an integer"))
+            self._send_error(
+                handler, ErrorReply(400, "invalid_request_error", "limit: must be an integer")
+            )
             return
         after = query.get("after_id", [None])[0]
         start = next((i + 1 for i, m in enumerate(listed) if m["id"] == after), 0) if after else 0
-        page = listed[start:start + limit]
-        handler.send_json(200, {
-            "data": page,
-            "has_more": start + limit < len(listed),
-            "first_id": page[0]["id"] if page else None,
-            "last_id": page[-1]["id"] if page else None,
-        }, {})
+        page = listed[start : start + limit]
+        handler.send_json(
+            200,
+            {
+                "data": page,
+                "has_more": start + limit < len(listed),
+                "first_id": page[0]["id"] if page else None,
+                "last_id": page[-1]["id"] if page else None,
+            },
+            {},
+        )
 
-    def _account(self, record: RecordedRequest, headers: dict[str, str], number: int) -> ErrorReply | None:
+    def _account(
+        self, record: RecordedRequest, headers: dict[str, str], number: int
+    ) -> ErrorReply | None:
         """Step 4: context editing, the context window and the prompt cache."""
         body = record.body
         if "context_management" in body:
             if not self.context_management:
-                return ErrorReply(400, "invalid_request_error", "context_management: Extra inputs are not permitted")
+                return ErrorReply(
+                    400,
+                    "invalid_request_error",
+                    "context_management: Extra inputs are not permitted",
+                )
             if CONTEXT_MANAGEMENT_BETA not in headers.get("anthropic-beta", ""):
                 text = f"context_management: requires the anthropic-beta header {CONTEXT_MANAGEMENT_BETA}"
                 self._problem(f"request {number}: {text}")
@@ -536,7 +552,12 @@ def _model_info(index: int, model: str | tuple[str, str]) -> dict[str, Any]:
     """One ``ModelInfo`` object; creation dates step back a day per place in the list."""
     model_id, name = model if isinstance(model, tuple) else (model, model)
     day = 28 - min(index, 27)
-    return {"type": "model", "id": model_id, "display_name": name, "created_at": f"2025-09-{day:02d}T00:00:00Z"}
+    return {
+        "type": "model",
+        "id": model_id,
+        "display_name": name,
+        "created_at": f"2025-09-{day:02d}T00:00:00Z",
+    }
 
 
 def _presented_key(headers: dict[str, str]) -> str | None:

@@ -140,8 +140,9 @@ def _json_path(parts: Iterable[Any]) -> str:
 class SchemaValidator:
     """One compiled validator per message type, all sharing a registry of the schemas."""
 
-    def __init__(self, schema_dir: Path, validators: Mapping[str, Any], *,
-                 profile: Profile = "jupyter-aaep") -> None:
+    def __init__(
+        self, schema_dir: Path, validators: Mapping[str, Any], *, profile: Profile = "jupyter-aaep"
+    ) -> None:
         if profile not in PROFILES:
             raise ValueError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
         self.schema_dir = schema_dir
@@ -154,8 +155,9 @@ class SchemaValidator:
         return frozenset(self._validators) - {ENVELOPE_ID}
 
     @classmethod
-    def from_dir(cls, path: str | os.PathLike[str] | None = None, *,
-                 profile: Profile = "jupyter-aaep") -> SchemaValidator:
+    def from_dir(
+        cls, path: str | os.PathLike[str] | None = None, *, profile: Profile = "jupyter-aaep"
+    ) -> SchemaValidator:
         """Load envelope, core and handshake schemas from ``path`` (default:
         :func:`find_schema_dir`), checking at *profile*'s strictness."""
         from jsonschema import Draft202012Validator
@@ -260,16 +262,31 @@ def spec_findings(event: Mapping[str, Any], name: str) -> list[tuple[Level, Sche
         if value is not None and not (isinstance(value, str) and 0 < len(value) <= limit):
             note("must", f"$.{key}", f"must be a non-empty string of at most {limit} characters")
     if "aaep_version" not in event:
-        note("should", "$.aaep_version", f"should be present; ours must be {AAEP_VERSION!r}, got None")
+        note(
+            "should",
+            "$.aaep_version",
+            f"should be present; ours must be {AAEP_VERSION!r}, got None",
+        )
     elif event.get("aaep_version") != AAEP_VERSION:
-        note("profile", "$.aaep_version", f"must be {AAEP_VERSION!r}, got {event.get('aaep_version')!r}")
+        note(
+            "profile",
+            "$.aaep_version",
+            f"must be {AAEP_VERSION!r}, got {event.get('aaep_version')!r}",
+        )
     if urgency is None:
         note("should", "$.urgency", "urgency should be set explicitly on every event")
     if name not in UNANNOUNCED_NAMES and "summary_normal" not in event:
-        note("should", "$.summary_normal", f"{name} is announceable, so it needs summary_normal (a SHOULD of §9.3.1)")
+        note(
+            "should",
+            "$.summary_normal",
+            f"{name} is announceable, so it needs summary_normal (a SHOULD of §9.3.1)",
+        )
     if _has_text(event) and not (event.get("localization_hints") or {}).get("primary_language"):
-        note("should", "$.localization_hints.primary_language",
-             "events with human-readable text should declare their language")
+        note(
+            "should",
+            "$.localization_hints.primary_language",
+            "events with human-readable text should declare their language",
+        )
     producer = event.get("producer") or {}
     for key in PRODUCER_FIELDS:
         if not producer.get(key):

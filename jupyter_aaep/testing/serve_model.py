@@ -29,18 +29,31 @@ def _responders() -> dict[str, Callable[[Any], Any]]:
 def main(argv: list[str] | None = None) -> int:
     responders = _responders()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--responder", choices=sorted(responders), default="demo", help="which scripted model to serve")
-    parser.add_argument("--port", type=int, default=0, help="only 0 (a free port, printed) is supported")
+    parser.add_argument(
+        "--responder",
+        choices=sorted(responders),
+        default="demo",
+        help="which scripted model to serve",
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="only 0 (a free port, printed) is supported"
+    )
     parser.add_argument("--api-key", default=DEFAULT_API_KEY, help="the key clients must present")
     args = parser.parse_args(argv)
     if args.port != 0:
-        parser.error("the fake binds a free port on 127.0.0.1: use --port 0 and read the URL it prints")
+        parser.error(
+            "the fake binds a free port on 127.0.0.1: use --port 0 and read the URL it prints"
+        )
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     # The demo model's Models API lists only itself, so the panel's picker says what it is.
-    models: list[str | tuple[str, str]] = [(MODEL_ID, MODEL_LABEL)] if args.responder == "demo" else DEFAULT_MODELS
-    fake = FakeAnthropic(responder=responders[args.responder], api_key=args.api_key, models=models).start()
+    models: list[str | tuple[str, str]] = (
+        [(MODEL_ID, MODEL_LABEL)] if args.responder == "demo" else DEFAULT_MODELS
+    )
+    fake = FakeAnthropic(
+        responder=responders[args.responder], api_key=args.api_key, models=models
+    ).start()
     print(fake.base_url, flush=True)
     try:
         stop.wait()

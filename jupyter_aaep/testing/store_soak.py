@@ -21,8 +21,10 @@ from ..agent.persistence import ChatPersistence
 from ..agent.runner import Chat
 from ..agent.store import ChatStore
 
-ANSWER = ("The mean temperature in the cleaned table is 21.4 degrees, two tenths above last week's, "
-          "and no reading falls outside the expected range. ")
+ANSWER = (
+    "The mean temperature in the cleaned table is 21.4 degrees, two tenths above last week's, "
+    "and no reading falls outside the expected range. "
+)
 
 
 @dataclass
@@ -41,31 +43,49 @@ class SoakResult:
 def one_session(chat: Chat, persistence: ChatPersistence, producer: Producer, number: int) -> None:
     session = Session(chat.emitter, producer)
     chat.session = session
-    session.emit(SessionStarted(summary=Summary(normal="Started working on your request."),
-                                request_text=f"Request {number}: what is the mean temperature?"))
+    session.emit(
+        SessionStarted(
+            summary=Summary(normal="Started working on your request."),
+            request_text=f"Request {number}: what is the mean temperature?",
+        )
+    )
     session.change_state("thinking")
     session.change_state("writing_output")
     text = ANSWER * 2
     position = 0
     for start in range(0, len(text), 80):
-        chunk = text[start:start + 80]
-        session.emit(OutputStreaming(chunk=chunk, position=position, complete=False, coalesce_hint="sentence"))
+        chunk = text[start : start + 80]
+        session.emit(
+            OutputStreaming(
+                chunk=chunk, position=position, complete=False, coalesce_hint="sentence"
+            )
+        )
         position += len(chunk)
-    session.emit(OutputStreaming(chunk="", position=position, complete=True, coalesce_hint="completion"))
+    session.emit(
+        OutputStreaming(chunk="", position=position, complete=True, coalesce_hint="completion")
+    )
     session.emit(SessionCompleted(summary=Summary(normal="Done.", terse="Done.")))
-    chat.history += [{"role": "user", "content": f"Request {number}"},
-                     {"role": "assistant", "content": [{"type": "text", "text": ANSWER}]}]
+    chat.history += [
+        {"role": "user", "content": f"Request {number}"},
+        {"role": "assistant", "content": [{"type": "text", "text": ANSWER}]},
+    ]
     del chat.history[:-40]  # what the loop's context management keeps, roughly
     persistence.session_ended(chat, session, None)
 
 
-def soak(store: ChatStore, *, sessions: int, chats: int = 10, settle_seconds: float = 30.0) -> SoakResult:
+def soak(
+    store: ChatStore, *, sessions: int, chats: int = 10, settle_seconds: float = 30.0
+) -> SoakResult:
     """Run *sessions* short sessions spread over *chats*, then wait for pruning to catch up."""
     persistence = ChatPersistence(store)
     producer = Producer(model="soak")
     made = []
     for index in range(chats):
-        chat = Chat(chat_id=f"chat_soak{index}", notebook_path=f"soak{index}.ipynb", emitter=Emitter(history_limit=0))
+        chat = Chat(
+            chat_id=f"chat_soak{index}",
+            notebook_path=f"soak{index}.ipynb",
+            emitter=Emitter(history_limit=0),
+        )
         persistence.created(chat)
         made.append(chat)
     queued = 0.0
@@ -95,9 +115,14 @@ def soak(store: ChatStore, *, sessions: int, chats: int = 10, settle_seconds: fl
         time.sleep(min(2 * store._writer.retention.interval_seconds + 0.5, settle_seconds))
     with sqlite3.connect(store.path) as conn:
         kept = conn.execute("SELECT count(*) FROM events").fetchone()[0]
-    return SoakResult(sessions=sessions, seconds=seconds, file_bytes=file_bytes(store.path),
-                      largest_chat_event_bytes=largest, events_kept=kept,
-                      queue_microseconds=queued / max(events, 1) * 1e6)
+    return SoakResult(
+        sessions=sessions,
+        seconds=seconds,
+        file_bytes=file_bytes(store.path),
+        largest_chat_event_bytes=largest,
+        events_kept=kept,
+        queue_microseconds=queued / max(events, 1) * 1e6,
+    )
 
 
 def store_bound(store: ChatStore) -> int:
@@ -106,7 +131,9 @@ def store_bound(store: ChatStore) -> int:
 
 def largest_chat_bytes(path: str) -> int:
     with sqlite3.connect(path) as conn:
-        row = conn.execute("SELECT max(size) FROM (SELECT sum(length(body)) AS size FROM events GROUP BY chat_id)")
+        row = conn.execute(
+            "SELECT max(size) FROM (SELECT sum(length(body)) AS size FROM events GROUP BY chat_id)"
+        )
         return int(row.fetchone()[0] or 0)
 
 

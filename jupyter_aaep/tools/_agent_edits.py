@@ -21,7 +21,17 @@ from ..notebook.edit_record import CellOperation
 from ..notebook.errors import CellBusy
 from ._tool_common import service_of
 
-__all__ = ["busy_cells", "matches", "merge_onto_current", "move_around_typists", "plain_source", "record", "reload_note", "remember", "stale_refusal"]
+__all__ = [
+    "busy_cells",
+    "matches",
+    "merge_onto_current",
+    "move_around_typists",
+    "plain_source",
+    "record",
+    "reload_note",
+    "remember",
+    "stale_refusal",
+]
 
 TYPING_LOOK = 0.3
 """Seconds between two looks at the cells a move would re-create: a change means someone types."""
@@ -50,15 +60,18 @@ def remember(ctx: ToolContext, source: str) -> str:
 
 def stale_refusal(ctx: ToolContext, number: int, doing: str) -> ToolError:
     """The answer when the model acts on a cell that changed since it read it (and people hear it)."""
-    ctx.report_progress(f"Cell {number} changed while the agent was working on it, so the agent did not "
-                        f"{doing} it.")
+    ctx.report_progress(
+        f"Cell {number} changed while the agent was working on it, so the agent did not {doing} it."
+    )
     return ToolError(
         f"Cell {number} changed since you read it (someone else edited it), so it was not changed. Read it "
         f"again (get_notebook_state with its cell_id) before you {doing} it."
     )
 
 
-def merge_onto_current(ctx: ToolContext, *, number: int, version: str, new: str, current: str) -> str:
+def merge_onto_current(
+    ctx: ToolContext, *, number: int, version: str, new: str, current: str
+) -> str:
     """The model's change (from the version it read to *new*) applied onto *current*.
 
     Raises a :class:`ToolError` the model can act on when the text it read is unknown or the
@@ -67,10 +80,15 @@ def merge_onto_current(ctx: ToolContext, *, number: int, version: str, new: str,
     base = service_of(ctx).read_source(version)
     merged = merge_three_way(base, new, current) if base is not None else None
     if merged is None:
-        ctx.report_progress(f"Cell {number} changed while the agent was working on it; the agent's edit "
-                            "was not applied, so the other change stays.")
-        reason = ("your edit and the other change touch the same lines" if base is not None
-                  else "the version you read is no longer known here")
+        ctx.report_progress(
+            f"Cell {number} changed while the agent was working on it; the agent's edit "
+            "was not applied, so the other change stays."
+        )
+        reason = (
+            "your edit and the other change touch the same lines"
+            if base is not None
+            else "the version you read is no longer known here"
+        )
         raise ToolError(
             f"Cell {number} changed since you read it and {reason}, so nothing was changed. Read it "
             "again (get_notebook_state with its cell_id) and make your edit on the current text."
@@ -94,11 +112,15 @@ async def reload_note(ctx: ToolContext, path: str) -> str:
     if lost is None:
         return ""
     if not lost:
-        said = ("Another program rewrote the notebook's file and Jupyter reloaded it; none of the agent's "
-                "changes were lost.")
+        said = (
+            "Another program rewrote the notebook's file and Jupyter reloaded it; none of the agent's "
+            "changes were lost."
+        )
     else:
-        said = ("Another program rewrote the notebook's file and Jupyter reloaded it; these changes by the "
-                f"agent are gone: {'; '.join(lost)}.")
+        said = (
+            "Another program rewrote the notebook's file and Jupyter reloaded it; these changes by the "
+            f"agent are gone: {'; '.join(lost)}."
+        )
     ctx.report_progress(said)
     return f"[Notice] {said} Read the notebook again before changing it.\n\n"
 
@@ -118,7 +140,9 @@ async def busy_cells(nb: LiveNotebook, ctx: ToolContext, cell_ids: set[str]) -> 
     return typing | nb.cells_with_cursors(cursors, cell_ids)
 
 
-async def move_around_typists(ctx: ToolContext, nb: LiveNotebook, cell_id: str, target: int) -> LiveNotebook:
+async def move_around_typists(
+    ctx: ToolContext, nb: LiveNotebook, cell_id: str, target: int
+) -> LiveNotebook:
     """Move *cell_id* to *target* without re-creating a cell someone is typing in.
 
     Waits a few seconds for a typist to pause when both the cell and the cells it passes are
@@ -134,12 +158,16 @@ async def move_around_typists(ctx: ToolContext, nb: LiveNotebook, cell_id: str, 
         try:
             nb.move_cell(cell_id, target, keep_alive=busy)
             if cell_id in busy:
-                ctx.report_progress(f"Someone is typing in cell {old + 1}; the agent moved it without interrupting them.")
+                ctx.report_progress(
+                    f"Someone is typing in cell {old + 1}; the agent moved it without interrupting them."
+                )
             return nb
         except CellBusy:
             if asyncio.get_running_loop().time() > deadline:
-                ctx.report_progress(f"Someone is typing in cell {old + 1} and the cells around it, so the agent "
-                                    "did not move it.")
+                ctx.report_progress(
+                    f"Someone is typing in cell {old + 1} and the cells around it, so the agent "
+                    "did not move it."
+                )
                 raise ToolError(
                     f"Cell {old + 1} was not moved: someone is typing in it and in the cells it would pass. "
                     "Try again later, or leave the order to them."

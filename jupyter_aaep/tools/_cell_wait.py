@@ -38,9 +38,13 @@ def progress_reporter(ctx: ToolContext) -> BeatListener:
         integral = reading is not None and reading.current is not None and reading.total is not None
         ctx.report_progress(
             run.value_text(),
-            percent=None if reading is None or reading.percent is None else round(min(reading.percent, 100.0), 1),
+            percent=None
+            if reading is None or reading.percent is None
+            else round(min(reading.percent, 100.0), 1),
             step=max(1, int(reading.current)) if integral and reading and reading.current else None,
-            total_steps=max(1, int(reading.total)) if integral and reading and reading.total else None,
+            total_steps=max(1, int(reading.total))
+            if integral and reading and reading.total
+            else None,
             eta_seconds=None if reading is None else reading.eta_seconds,
             announce=beat.announce,
             summary=beat_sentence(run, beat),

@@ -44,7 +44,7 @@ def where(nb: LiveNotebook, index: int, *, moving: str | None = None) -> str:
     before = cells[min(index, len(cells)) - 1]
     number = nb.index_of(str(before["id"])) + 1
     end = " (at the end)" if index >= len(cells) else ""
-    return f"after cell {number} ({cell_label(before)[:LABEL_CHARS + 2]}){end}"
+    return f"after cell {number} ({cell_label(before)[: LABEL_CHARS + 2]}){end}"
 
 
 def placement_fingerprint(nb: LiveNotebook, index: int, *, moving: str | None = None) -> str:

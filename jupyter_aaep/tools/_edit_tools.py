@@ -155,12 +155,19 @@ async def create_cell(
     _refuse_mask(source)
     nb = await service_of(ctx).open(chat_path(ctx))
     index = target_index(nb, after_cell_id, before_cell_id, position)
-    _check_approved(ctx, placement_fingerprint(nb, index), "The cells around where the new cell goes changed")
+    _check_approved(
+        ctx, placement_fingerprint(nb, index), "The cells around where the new cell goes changed"
+    )
     note = await reload_note(ctx, nb.path)
     cell = nb.insert_cell(index, cell_type=cell_type, source=source)
     number = nb.index_of(cell["id"]) + 1
-    record(ctx, nb.path, CellOperation("create", cell["id"], after={"source": source, "cell_type": cell_type},
-                                       index=number - 1))
+    record(
+        ctx,
+        nb.path,
+        CellOperation(
+            "create", cell["id"], after={"source": source, "cell_type": cell_type}, index=number - 1
+        ),
+    )
     version = remember(ctx, source)
     where = f"after cell {number - 1}" if number > 1 else "at the top"
     return ToolResult(
@@ -206,7 +213,9 @@ async def edit_cell(
     if not matches(version, current):
         read = service.read_source(version or "")
         source = _with_secrets_restored(source, read if read is not None else current, number)
-        source = merge_onto_current(ctx, number=number, version=version or "", new=source, current=current)
+        source = merge_onto_current(
+            ctx, number=number, version=version or "", new=source, current=current
+        )
         merged = source != current
     else:
         source = _with_secrets_restored(source, current, number)
@@ -216,9 +225,20 @@ async def edit_cell(
         kind = cell_type
     else:
         nb.set_source(cell_id, source)
-    if source != current or kind != old.get("cell_type"):  # an edit that changed nothing has nothing to undo
-        record(ctx, nb.path, CellOperation("edit", cell_id, before={"source": current, "cell_type": old.get("cell_type")},
-                                           after={"source": source, "cell_type": kind}, index=number - 1))
+    if source != current or kind != old.get(
+        "cell_type"
+    ):  # an edit that changed nothing has nothing to undo
+        record(
+            ctx,
+            nb.path,
+            CellOperation(
+                "edit",
+                cell_id,
+                before={"source": current, "cell_type": old.get("cell_type")},
+                after={"source": source, "cell_type": kind},
+                index=number - 1,
+            ),
+        )
     tag = remember(ctx, source)
     lines = len(source.splitlines())
     stale = (
@@ -260,7 +280,11 @@ def _refuse_mask(source: str) -> None:
 
 @edit_cell.preview
 async def _preview_edit(
-    ctx: ToolContext, cell_id: str, source: str, cell_type: str | None = None, version: str | None = None
+    ctx: ToolContext,
+    cell_id: str,
+    source: str,
+    cell_type: str | None = None,
+    version: str | None = None,
 ) -> ActionPreview:
     nb = await service_of(ctx).open(chat_path(ctx))
     number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
@@ -346,7 +370,9 @@ async def delete_cell(ctx: ToolContext, cell_id: str, version: str | None = None
 
 
 @delete_cell.preview
-async def _preview_delete(ctx: ToolContext, cell_id: str, version: str | None = None) -> ActionPreview:
+async def _preview_delete(
+    ctx: ToolContext, cell_id: str, version: str | None = None
+) -> ActionPreview:
     nb = await service_of(ctx).open(chat_path(ctx))
     number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
     source, kind = str(cell.get("source", "")), str(cell.get("cell_type", "code"))
@@ -414,8 +440,18 @@ async def move_cell(
     new = ids.index(cell_id)
     if new != old:
         above = ids[new - 1] if new else None
-        record(ctx, nb.path, CellOperation("move", cell_id, before={"source": plain_source(nb.cell(cell_id))},
-                                           after={"prev": above}, index=old, prev=prev))
+        record(
+            ctx,
+            nb.path,
+            CellOperation(
+                "move",
+                cell_id,
+                before={"source": plain_source(nb.cell(cell_id))},
+                after={"prev": above},
+                index=old,
+                prev=prev,
+            ),
+        )
     return ToolResult(
         content=f"{note}Moved cell {old + 1} (id {cell_id}) to position {new + 1}.",
         summary=f"Moved cell {old + 1} to position {new + 1}.",
@@ -435,12 +471,26 @@ async def clear_outputs(ctx: ToolContext, cell_ids: list[str] | None = None) -> 
     _check_approved(
         ctx, outputs_fingerprint(_clear_targets(nb, cell_ids)), "The cells' outputs changed"
     )
-    before = {str(c["id"]): c for c in _clear_targets(nb, cell_ids) if c.get("outputs") or c.get("execution_count")}
+    before = {
+        str(c["id"]): c
+        for c in _clear_targets(nb, cell_ids)
+        if c.get("outputs") or c.get("execution_count")
+    }
     cleared = nb.clear_outputs(cell_ids)
     for cell_id, cell in before.items():
-        record(ctx, nb.path, CellOperation("clear", cell_id, before={
-            "source": plain_source(cell), "outputs": cell.get("outputs") or [],
-            "execution_count": cell.get("execution_count")}))
+        record(
+            ctx,
+            nb.path,
+            CellOperation(
+                "clear",
+                cell_id,
+                before={
+                    "source": plain_source(cell),
+                    "outputs": cell.get("outputs") or [],
+                    "execution_count": cell.get("execution_count"),
+                },
+            ),
+        )
     which = "all code cells" if cell_ids is None else plural(len(cleared), "cell")
     return ToolResult(
         content=f"Cleared the outputs of {which} ({len(cleared)}).",
@@ -536,7 +586,8 @@ def _clear_targets(nb: LiveNotebook, cell_ids: list[str] | None) -> list[dict[st
             nb.index_of(cell_id)
     wanted = set(cell_ids) if cell_ids is not None else None
     return [
-        c for c in nb.cells()
+        c
+        for c in nb.cells()
         if c.get("cell_type") == "code" and (wanted is None or c.get("id") in wanted)
     ]
 
@@ -556,4 +607,6 @@ def _named(cell: dict[str, Any]) -> str:
 
 
 def _type_word(cell_type: str | None) -> str:
-    return "Markdown" if cell_type == "markdown" else "code" if cell_type == "code" else str(cell_type)
+    return (
+        "Markdown" if cell_type == "markdown" else "code" if cell_type == "code" else str(cell_type)
+    )

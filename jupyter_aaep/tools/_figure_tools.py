@@ -22,11 +22,15 @@ _FIGURE_TYPES = (*MODEL_IMAGE_TYPES, "image/svg+xml")
 
 def figure_outputs(outputs: list[dict[str, Any]]) -> list[int]:
     """Indexes of the outputs that hold a figure."""
-    return [i for i, o in enumerate(outputs) if any(m in (o.get("data") or {}) for m in _FIGURE_TYPES)]
+    return [
+        i for i, o in enumerate(outputs) if any(m in (o.get("data") or {}) for m in _FIGURE_TYPES)
+    ]
 
 
 @aaep_tool(risk_level="low", read_only=True, label="look at a figure")
-async def view_figure(ctx: ToolContext, cell_id: str, output_index: int | None = None) -> ToolResult:
+async def view_figure(
+    ctx: ToolContext, cell_id: str, output_index: int | None = None
+) -> ToolResult:
     """Look at the figure (plot or image) a cell's output shows, with the cell's code and text outputs. Nothing runs.
 
     Use it to read or describe a chart that is already in the notebook.
@@ -45,7 +49,9 @@ async def view_figure(ctx: ToolContext, cell_id: str, output_index: int | None =
     outputs = list(cell.get("outputs") or [])
     shown = figure_outputs(outputs)
     if not shown:
-        raise ToolError(f"Cell {number} shows no figure. Run it first, or name the cell that draws the plot.")
+        raise ToolError(
+            f"Cell {number} shows no figure. Run it first, or name the cell that draws the plot."
+        )
     if output_index is not None:
         if output_index not in shown:
             raise ToolError(
@@ -57,13 +63,18 @@ async def view_figure(ctx: ToolContext, cell_id: str, output_index: int | None =
         chosen = [outputs[i] for i in shown]
     found = figure_blocks(
         chosen,
-        ImageBudget(max_images=max(1, service.max_images), max_edge=service.image_max_edge,
-                    max_chars=service.max_image_chars),
+        ImageBudget(
+            max_images=max(1, service.max_images),
+            max_edge=service.image_max_edge,
+            max_chars=service.max_image_chars,
+        ),
     )
     source = truncate(str(cell.get("source", "")), 6000)
     others = [o for o in outputs if not any(m in (o.get("data") or {}) for m in _FIGURE_TYPES)]
-    head = (f"Cell {number} (id {cell_id}) shows {len(shown)} figure{'s' if len(shown) != 1 else ''} "
-            f"(outputs {', '.join(map(str, shown))}).")
+    head = (
+        f"Cell {number} (id {cell_id}) shows {len(shown)} figure{'s' if len(shown) != 1 else ''} "
+        f"(outputs {', '.join(map(str, shown))})."
+    )
     sizes = []
     for i in shown[:8]:
         mime = next(m for m in _FIGURE_TYPES if m in outputs[i]["data"])
@@ -73,16 +84,28 @@ async def view_figure(ctx: ToolContext, cell_id: str, output_index: int | None =
         text += ["Other outputs:", render_outputs(others, 3000)]
     text += found.notes
     if found.downscaled:
-        text.append("The figure was downscaled to fit the size limit; small labels may be hard to read.")
+        text.append(
+            "The figure was downscaled to fit the size limit; small labels may be hard to read."
+        )
     figures = len(found.blocks)
-    summary = (f"Looked at the figure in cell {number}." if figures == 1
-               else f"Looked at {figures} figures in cell {number}." if figures
-               else f"Could not look at the figure in cell {number}.")
-    content: Any = [{"type": "text", "text": "\n".join(text)}, *found.blocks] if found.blocks else "\n".join(text)
+    summary = (
+        f"Looked at the figure in cell {number}."
+        if figures == 1
+        else f"Looked at {figures} figures in cell {number}."
+        if figures
+        else f"Could not look at the figure in cell {number}."
+    )
+    content: Any = (
+        [{"type": "text", "text": "\n".join(text)}, *found.blocks]
+        if found.blocks
+        else "\n".join(text)
+    )
     return ToolResult(content=content, summary=summary)
 
 
-def set_alt_text(nb: Any, cell_id: str, output_index: int | None, alt_text: str) -> tuple[int, int, str]:
+def set_alt_text(
+    nb: Any, cell_id: str, output_index: int | None, alt_text: str
+) -> tuple[int, int, str]:
     """Store *alt_text* as the alt text of a figure output: ``metadata[mime]["alt"]``, where
     nbconvert's HTML export reads it for the ``<img alt>``. Returns ``(cell number, output
     index, mime)``. The output is replaced as a whole, so open notebooks pick the change up."""
@@ -93,11 +116,15 @@ def set_alt_text(nb: Any, cell_id: str, output_index: int | None, alt_text: str)
     outputs = [dict(o) for o in (nb.cell(cell_id).get("outputs") or [])]
     shown = figure_outputs(outputs)
     if not shown:
-        raise ToolError(f"Cell {index + 1} shows no figure any more; run it again, then describe it.")
+        raise ToolError(
+            f"Cell {index + 1} shows no figure any more; run it again, then describe it."
+        )
     chosen = shown[0] if output_index is None else output_index
     if chosen not in shown:
-        raise ToolError(f"Output {chosen} of cell {index + 1} is not a figure; its figures are outputs "
-                        f"{', '.join(map(str, shown))}.")
+        raise ToolError(
+            f"Output {chosen} of cell {index + 1} is not a figure; its figures are outputs "
+            f"{', '.join(map(str, shown))}."
+        )
     output = outputs[chosen]
     mime = next(m for m in _FIGURE_TYPES if m in (output.get("data") or {}))
     metadata = dict(output.get("metadata") or {})

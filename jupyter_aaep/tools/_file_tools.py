@@ -249,12 +249,15 @@ async def list_files(
             if len(found) == MAX_ENTRIES:
                 more = True
                 break
-            found.append(_Entry(str(item["path"]), kind, item.get("size"), item.get("last_modified")))
+            found.append(
+                _Entry(str(item["path"]), kind, item.get("size"), item.get("last_modified"))
+            )
     files = sum(e.kind == "file" for e in found)
     folders = len(found) - files
     where = f"{start}/" if start else "the root folder"
     counted = " and ".join(
-        [plural(files, "file")] * bool(files or not folders) + [plural(folders, "folder")] * bool(folders)
+        [plural(files, "file")] * bool(files or not folders)
+        + [plural(folders, "folder")] * bool(folders)
     )
     matching = f" matching {pattern}" if pattern else ""
     if not found:
@@ -262,9 +265,15 @@ async def list_files(
     else:
         header = f"# {where}: {counted}{matching}"
         if more:
-            header += f" (the first {MAX_ENTRIES}; narrow with pattern or a subfolder to see others)"
+            header += (
+                f" (the first {MAX_ENTRIES}; narrow with pattern or a subfolder to see others)"
+            )
         text = "\n".join([header, *(e.line() for e in found)])
-    summary = f"Listed {counted}{matching} in {where}." if found else f"Found nothing{matching} in {where}."
+    summary = (
+        f"Listed {counted}{matching} in {where}."
+        if found
+        else f"Found nothing{matching} in {where}."
+    )
     if more:
         summary = f"Listed the first {MAX_ENTRIES} entries{matching} in {where}."
     return ToolResult(content=text, summary=summary)
@@ -363,9 +372,7 @@ def _cut_marker(shown: int, unit: str, total: int | None, exact: bool, size: int
     of = ""
     if total is not None:
         of = f" of {total:,}" if exact else f" of about {total:,}"
-    return (
-        f"[… cut: showed the first {plural(shown, unit)}{of}; the file has {_size_words(size)}.]"
-    )
+    return f"[… cut: showed the first {plural(shown, unit)}{of}; the file has {_size_words(size)}.]"
 
 
 def _count_phrase(total: int | None, exact: bool, unit: str) -> str:
@@ -400,10 +407,14 @@ def _render_table(path: str, head: _Head, max_lines: int, delimiter: str) -> tup
     count = _count_phrase(rows, head.lines_exact, "row")
     kind = "TSV" if delimiter == "\t" else "CSV"
     shown, cut = _take_lines("\n".join(lines[1:]), max_lines, TEXT_BUDGET - len(lines[0]))
-    separator = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}.get(delimiter, repr(delimiter))
+    separator = {"\t": "tab", ",": "comma", ";": "semicolon", "|": "pipe"}.get(
+        delimiter, repr(delimiter)
+    )
     parts = [
-        (f"# {path}: {kind} ({separator}-separated), {human_size(head.size)}, "
-        f"{plural(len(header), 'column')}, {count}"),
+        (
+            f"# {path}: {kind} ({separator}-separated), {human_size(head.size)}, "
+            f"{plural(len(header), 'column')}, {count}"
+        ),
         "columns: " + ", ".join(_cut_line(h) for h in header),
         _cut_line(lines[0]),
         *shown,
@@ -426,7 +437,9 @@ def _json_shape(value: Any) -> str:
         first = ""
         kinds = {"dict": "an object", "list": "a list", "str": "a string"}
         if value:
-            first = f"; the first item is {kinds.get(type(value[0]).__name__, type(value[0]).__name__)}"
+            first = (
+                f"; the first item is {kinds.get(type(value[0]).__name__, type(value[0]).__name__)}"
+            )
         return f"a list of {plural(len(value), 'item')}{first}"
     return f"a single {type(value).__name__} value"
 
@@ -463,9 +476,11 @@ def _render_parquet(path: str, os_path: str, max_lines: int) -> tuple[str, str]:
         import pyarrow.parquet as pq  # type: ignore[import-not-found,import-untyped,unused-ignore]
     except ImportError:
         return (
-            (f"{path} is a Parquet file ({human_size(size)}). Its schema and rows cannot be shown "
-            "because pyarrow is not installed on the Jupyter server; install pyarrow there, or "
-            "read it in a cell with pandas.read_parquet."),
+            (
+                f"{path} is a Parquet file ({human_size(size)}). Its schema and rows cannot be shown "
+                "because pyarrow is not installed on the Jupyter server; install pyarrow there, or "
+                "read it in a cell with pandas.read_parquet."
+            ),
             f"{path} is a Parquet file; its contents cannot be shown without pyarrow.",
         )
     parquet = pq.ParquetFile(os_path)

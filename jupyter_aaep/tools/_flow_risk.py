@@ -20,23 +20,65 @@ from ._shell_risk import Add
 __all__ = ["BACKGROUND_CALLS", "FlowCheck"]
 
 BACKGROUND_CALLS = {
-    "threading.Thread", "threading.Timer", "_thread.start_new_thread", "_thread.start_new",
-    "concurrent.futures.ThreadPoolExecutor", "concurrent.futures.ProcessPoolExecutor",
-    "multiprocessing.Process", "multiprocessing.Pool", "sched.scheduler", "asyncio.create_task",
-    "asyncio.ensure_future", "asyncio.run_coroutine_threadsafe",
+    "threading.Thread",
+    "threading.Timer",
+    "_thread.start_new_thread",
+    "_thread.start_new",
+    "concurrent.futures.ThreadPoolExecutor",
+    "concurrent.futures.ProcessPoolExecutor",
+    "multiprocessing.Process",
+    "multiprocessing.Pool",
+    "sched.scheduler",
+    "asyncio.create_task",
+    "asyncio.ensure_future",
+    "asyncio.run_coroutine_threadsafe",
 }
-BACKGROUND_METHODS = {"call_later", "call_at", "call_soon_threadsafe", "run_in_executor", "add_timeout",
-                      "add_callback", "spawn_callback"}
+BACKGROUND_METHODS = {
+    "call_later",
+    "call_at",
+    "call_soon_threadsafe",
+    "run_in_executor",
+    "add_timeout",
+    "add_callback",
+    "spawn_callback",
+}
 NETWORK_CALLS = {
-    "urllib.request.urlopen", "urllib.request.Request", "urllib.request.urlretrieve", "http.client.HTTPConnection",
-    "http.client.HTTPSConnection", "socket.create_connection", "socket.getaddrinfo", "socket.gethostbyname",
+    "urllib.request.urlopen",
+    "urllib.request.Request",
+    "urllib.request.urlretrieve",
+    "http.client.HTTPConnection",
+    "http.client.HTTPSConnection",
+    "socket.create_connection",
+    "socket.getaddrinfo",
+    "socket.gethostbyname",
 }
 HTTP_ROOTS = ("requests", "httpx", "aiohttp", "urllib3")
-HTTP_METHODS = {"get", "head", "options", "request", "post", "put", "patch", "delete", "stream", "urlopen",
-                "fetch"}
+HTTP_METHODS = {
+    "get",
+    "head",
+    "options",
+    "request",
+    "post",
+    "put",
+    "patch",
+    "delete",
+    "stream",
+    "urlopen",
+    "fetch",
+}
 FILE_READS = {"read", "read_text", "read_bytes", "readlines", "readline"}
 OPENERS = {"open", "io.open", "codecs.open", "pathlib.Path()"}
-PAYLOAD_KEYWORDS = {"url", "params", "data", "json", "headers", "files", "cookies", "content", "body"}
+PAYLOAD_KEYWORDS = {
+    "url",
+    "params",
+    "data",
+    "json",
+    "headers",
+    "files",
+    "cookies",
+    "content",
+    "body",
+}
 
 
 class FlowCheck:
@@ -50,22 +92,30 @@ class FlowCheck:
 
     def assigned(self, targets: list[ast.expr], value: ast.expr) -> None:
         names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-        if self._reads_file(value) or any(isinstance(n, ast.Name) and n.id in self.from_files
-                                          for n in ast.walk(value)):
+        if self._reads_file(value) or any(
+            isinstance(n, ast.Name) and n.id in self.from_files for n in ast.walk(value)
+        ):
             self.from_files.update(names)
 
     def called(self, node: ast.Call, name: str, method: str) -> None:
         receiver = self.qualname(node.func.value) if isinstance(node.func, ast.Attribute) else None
-        if name in BACKGROUND_CALLS or (method in BACKGROUND_METHODS and receiver is not None) or (
-                method == "register" and (receiver or "").endswith(".events")):
+        if (
+            name in BACKGROUND_CALLS
+            or (method in BACKGROUND_METHODS and receiver is not None)
+            or (method == "register" and (receiver or "").endswith(".events"))
+        ):
             self.add("background", name if name in BACKGROUND_CALLS else f".{method}()")
             return
-        network = name in NETWORK_CALLS or (name.split(".")[0] in HTTP_ROOTS and method in HTTP_METHODS)
+        network = name in NETWORK_CALLS or (
+            name.split(".")[0] in HTTP_ROOTS and method in HTTP_METHODS
+        )
         if network and self._carries_data(node):
             self.add("network", f"{name.split('.')[-1] or method} of file or variable contents")
 
     def _carries_data(self, node: ast.Call) -> bool:
-        values = list(node.args) + [k.value for k in node.keywords if k.arg is None or k.arg in PAYLOAD_KEYWORDS]
+        values = list(node.args) + [
+            k.value for k in node.keywords if k.arg is None or k.arg in PAYLOAD_KEYWORDS
+        ]
         for value in values:
             if self._reads_file(value):
                 return True
@@ -93,16 +143,27 @@ class FlowCheck:
 def _assembled(node: ast.AST) -> bool:
     """Whether *node* builds text from pieces at least one of which is not a literal."""
     for part in ast.walk(node):
-        if isinstance(part, ast.JoinedStr) and any(isinstance(v, ast.FormattedValue) for v in part.values):
+        if isinstance(part, ast.JoinedStr) and any(
+            isinstance(v, ast.FormattedValue) for v in part.values
+        ):
             return True
-        if isinstance(part, ast.BinOp) and isinstance(part.op, (ast.Add, ast.Mod)) and not (
-                isinstance(part.left, ast.Constant) and isinstance(part.right, ast.Constant)):
+        if (
+            isinstance(part, ast.BinOp)
+            and isinstance(part.op, (ast.Add, ast.Mod))
+            and not (isinstance(part.left, ast.Constant) and isinstance(part.right, ast.Constant))
+        ):
             return True
-        if isinstance(part, ast.Call) and isinstance(part.func, ast.Attribute) and part.func.attr in (
-                "format", "join", "encode", "b64encode", "urlencode", "dumps"):
+        if (
+            isinstance(part, ast.Call)
+            and isinstance(part.func, ast.Attribute)
+            and part.func.attr in ("format", "join", "encode", "b64encode", "urlencode", "dumps")
+        ):
             return True
-        if isinstance(part, ast.Call) and isinstance(part.func, ast.Name) and part.func.id in (
-                "urlencode", "b64encode", "str", "repr"):
+        if (
+            isinstance(part, ast.Call)
+            and isinstance(part.func, ast.Name)
+            and part.func.id in ("urlencode", "b64encode", "str", "repr")
+        ):
             return True
         if isinstance(part, ast.Dict) and any(not isinstance(v, ast.Constant) for v in part.values):
             return True

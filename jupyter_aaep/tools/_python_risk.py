@@ -51,13 +51,15 @@ IPythonCall = Callable[[str, list["str | None"]], None]
 UNKNOWN = "*"
 
 
-
 def fold(node: ast.AST | None) -> str | None:
     """The text a string expression builds, ``*`` for computed parts; ``None`` if not text."""
     if isinstance(node, ast.Constant):
         return node.value if isinstance(node.value, str) else None
     if isinstance(node, ast.JoinedStr):
-        return "".join(fold(v) or UNKNOWN if not isinstance(v, ast.FormattedValue) else UNKNOWN for v in node.values)
+        return "".join(
+            fold(v) or UNKNOWN if not isinstance(v, ast.FormattedValue) else UNKNOWN
+            for v in node.values
+        )
     if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Div)):
         left, right = fold(node.left), fold(node.right)
         if left is None and right is None:
@@ -72,13 +74,23 @@ def fold(node: ast.AST | None) -> str | None:
             if isinstance(items, (ast.List, ast.Tuple)):
                 parts = [fold(e) or UNKNOWN for e in items.elts]
                 return (sep if sep is not None else "/").join(parts)  # unknown: read it as a path
-        if isinstance(func, ast.Attribute) and func.attr == "join" and node.args:  # os.path.join(a, b)
+        if (
+            isinstance(func, ast.Attribute) and func.attr == "join" and node.args
+        ):  # os.path.join(a, b)
             return "/".join(fold(a) or UNKNOWN for a in node.args)
-        if isinstance(func, ast.Name) and func.id in ("Path", "PurePath", "str") and len(node.args) == 1:
+        if (
+            isinstance(func, ast.Name)
+            and func.id in ("Path", "PurePath", "str")
+            and len(node.args) == 1
+        ):
             return fold(node.args[0])
         if isinstance(func, ast.Name) and func.id == "chr" and node.args:
             code = node.args[0]
-            if isinstance(code, ast.Constant) and isinstance(code.value, int) and 0 <= code.value < 0x110000:
+            if (
+                isinstance(code, ast.Constant)
+                and isinstance(code.value, int)
+                and 0 <= code.value < 0x110000
+            ):
                 return chr(code.value)
     return None
 
@@ -107,7 +119,11 @@ class PythonScan(ast.NodeVisitor):
         learner = PythonScan(lambda category, detail: None, lambda method, args: None)
         for other in (*context, tree):
             learner.visit(other)
-        self.aliases, self.modules, self.imported = dict(learner.aliases), learner.modules, learner.imported
+        self.aliases, self.modules, self.imported = (
+            dict(learner.aliases),
+            learner.modules,
+            learner.imported,
+        )
         self.visit(tree)
 
     # -- names ------------------------------------------------------------------------------
@@ -150,13 +166,19 @@ class PythonScan(ast.NodeVisitor):
             origin = f"{module}.{alias.name}".lstrip(".")
             self.aliases[alias.asname or alias.name] = origin
             self.imported.add(module.split(".")[0])
-            self.reference(origin, node)  # ``from subprocess import run``: risky wherever it is used
+            self.reference(
+                origin, node
+            )  # ``from subprocess import run``: risky wherever it is used
 
     def visit_Assign(self, node: ast.Assign) -> None:
         pairs: list[tuple[ast.expr, ast.expr]] = []
         for target in node.targets:
             value = node.value
-            if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            if (
+                isinstance(target, ast.Tuple)
+                and isinstance(value, ast.Tuple)
+                and len(target.elts) == len(value.elts)
+            ):
                 pairs.extend(zip(target.elts, value.elts))
             else:
                 pairs.append((target, value))
@@ -167,8 +189,12 @@ class PythonScan(ast.NodeVisitor):
                 to_visit.append(value)
                 continue
             origin = self.qualname(value)
-            if origin is not None and isinstance(value, (ast.Name, ast.Attribute)) and (
-                origin.removeprefix("builtins.") in (*OPENERS, "getattr", "setattr", "delattr")
+            if (
+                origin is not None
+                and isinstance(value, (ast.Name, ast.Attribute))
+                and (
+                    origin.removeprefix("builtins.") in (*OPENERS, "getattr", "setattr", "delattr")
+                )
             ):
                 self.aliases[target.id] = origin  # ``o = open``: checked where it is called
                 continue
@@ -209,9 +235,12 @@ class PythonScan(ast.NodeVisitor):
         raw = name.split(".")
         parts = [part.removesuffix("()") for part in raw]  # os.getcwd().split → getcwd
         root, attr = parts[0], parts[-1]
-        if len(parts) > 1 and (raw[0] in (*OPENERS, "getattr", "setattr", "eval", "exec") or any(
-            part in AS_VALUE for part in parts[1:-1] if not (root == "os" and part == "path")
-        )):
+        if len(parts) > 1 and (
+            raw[0] in (*OPENERS, "getattr", "setattr", "eval", "exec")
+            or any(
+                part in AS_VALUE for part in parts[1:-1] if not (root == "os" and part == "path")
+            )
+        ):
             self.add("dynamic", name)  # open.__call__, pandas.io.common.os.system
             return True
         if name in OPENERS or name in ("getattr", "setattr", "delattr"):
@@ -229,7 +258,9 @@ class PythonScan(ast.NodeVisitor):
         if category is None and (name.startswith(REACH_PREFIXES) or attr in AGENT_NAMES):
             category = "agent" if attr in AGENT_NAMES else "reach"
         if category is None and root == "os" and len(parts) > 1 and parts[1] not in OS_SAFE:
-            category = OS_RULES.get(parts[1], "shell" if parts[1].startswith(("exec", "spawn")) else "system")
+            category = OS_RULES.get(
+                parts[1], "shell" if parts[1].startswith(("exec", "spawn")) else "system"
+            )
         if category is None and root in MODULE_RULES and len(parts) > 1:
             default, allowed = MODULE_RULES[root]
             known = root in self.imported or root not in AMBIGUOUS or parts[1] in AMBIGUOUS[root]
@@ -272,9 +303,12 @@ class PythonScan(ast.NodeVisitor):
             self.check_open(node, name, OPENERS[name])
         elif receiver == "pathlib.Path()" and method == "open":
             self.check_open(node, "Path.open", 0)
-        elif method == "open" and node.args and MODE.match(fold(node.args[0]) or "") and not set(
-            fold(node.args[0]) or "r"
-        ) <= set("rbtU"):
+        elif (
+            method == "open"
+            and node.args
+            and MODE.match(fold(node.args[0]) or "")
+            and not set(fold(node.args[0]) or "r") <= set("rbtU")
+        ):
             self.add("write", f".open({fold(node.args[0])!r})")  # a path from a loop or a parameter
         elif name in ("getattr", "setattr", "delattr"):
             self.check_getattr(node, name)
@@ -288,7 +322,10 @@ class PythonScan(ast.NodeVisitor):
             scan_shell(_command(node.args[0]) if node.args else None, self.add)
         elif name.split(".")[0] in HTTP_LIBS and (
             method in HTTP_WRITES
-            or (method == "request" and ((fold(node.args[0]) if node.args else None) or "").lower() in HTTP_WRITES)
+            or (
+                method == "request"
+                and ((fold(node.args[0]) if node.args else None) or "").lower() in HTTP_WRITES
+            )
         ):
             self.add("network", f"{name.split('.')[0]}.{method}")
         elif name in ("urllib.request.urlopen", "urllib.request.Request") and (
@@ -297,9 +334,14 @@ class PythonScan(ast.NodeVisitor):
             self.add("network", name)
         elif method in ("upload_file", "upload_fileobj", "sendmail", "send_message"):
             self.add("network", f".{method}()")
-        elif method in PATH_ONLY_WRITES and receiver is not None and receiver.startswith("pathlib."):
+        elif (
+            method in PATH_ONLY_WRITES and receiver is not None and receiver.startswith("pathlib.")
+        ):
             self.add("write", f"Path.{method}")
-        elif name.endswith("HTML") and "<script" in ((fold(node.args[0]) if node.args else None) or "").lower():
+        elif (
+            name.endswith("HTML")
+            and "<script" in ((fold(node.args[0]) if node.args else None) or "").lower()
+        ):
             self.add("browser", "HTML with a script")
         for arg in [*node.args, *(k.value for k in node.keywords)]:
             self.visit(arg)
@@ -355,7 +397,11 @@ class PythonScan(ast.NodeVisitor):
         if name is None:
             return False
         if isinstance(node, ast.Call):  # __import__('os') / importlib.import_module('os')
-            return self.qualname(node.func) in ("__import__", "importlib.import_module", "builtins.__import__")
+            return self.qualname(node.func) in (
+                "__import__",
+                "importlib.import_module",
+                "builtins.__import__",
+            )
         return name in self.modules or name in RISKY_MODULES
 
     # -- subscripts and strings -------------------------------------------------------------
@@ -403,10 +449,16 @@ class PythonScan(ast.NodeVisitor):
 
 
 def _is_shell_call(name: str) -> bool:
-    return name in ("os.system", "os.popen", "os.startfile", "pty.spawn", "os.posix_spawn", "os.posix_spawnp",
-                    "commands.getoutput", "platform.popen") or name.startswith(
-        ("subprocess.", "os.spawn", "os.exec", "asyncio.create_subprocess")
-    )
+    return name in (
+        "os.system",
+        "os.popen",
+        "os.startfile",
+        "pty.spawn",
+        "os.posix_spawn",
+        "os.posix_spawnp",
+        "commands.getoutput",
+        "platform.popen",
+    ) or name.startswith(("subprocess.", "os.spawn", "os.exec", "asyncio.create_subprocess"))
 
 
 def _command(node: ast.AST) -> str | None:

@@ -40,7 +40,6 @@ DETAIL_CHARS = 4000
 """How much of a run's text output the detailed summary (and "Hear the last output") carries."""
 
 
-
 def seconds(value: float) -> str:
     """ "0.4 seconds", "12 seconds", "2 minutes 5 seconds" — for people."""
     if value < 10:
@@ -80,7 +79,9 @@ def _output_text(outputs: Sequence[dict[str, Any]]) -> str:
             if WIDGET_VIEW in (output.get("data") or {}):
                 continue  # a widget's text/plain is a stale snapshot (a progress bar at 0 %)
             value = (output.get("data") or {}).get("text/plain")
-            if value is not None and not any(m.startswith("image/") for m in output.get("data") or {}):
+            if value is not None and not any(
+                m.startswith("image/") for m in output.get("data") or {}
+            ):
                 parts.append(("".join(value) if isinstance(value, list) else str(value)) + "\n")
     return strip_ansi("".join(parts)).strip("\n")
 
@@ -111,7 +112,11 @@ def heard_run(run: CellRun) -> HeardRun:
     shown = f" It showed {images} image{'s' if images != 1 else ''}." if images else ""
     if error is not None:
         value = _lines(strip_ansi(str(error.get("evalue") or "")))
-        line = mask_secrets(f"{error.get('ename') or 'Error'}: {value[0]}" if value else str(error.get("ename") or "an error"))
+        line = mask_secrets(
+            f"{error.get('ename') or 'Error'}: {value[0]}"
+            if value
+            else str(error.get("ename") or "an error")
+        )
         line = truncate(line, FIRST_LINE_CHARS)
         printed = f" Before that it printed:\n{truncate(text, DETAIL_CHARS)}" if text else ""
         return HeardRun(
@@ -182,7 +187,9 @@ def image_blocks(
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Plots as Anthropic image blocks (downscaled to the budget), so the model can see what it
     drew; and a sentence for each figure that was not sent."""
-    found = figure_blocks(outputs, ImageBudget(max_images=max_images, max_edge=max_edge, max_chars=max_chars))
+    found = figure_blocks(
+        outputs, ImageBudget(max_images=max_images, max_edge=max_edge, max_chars=max_chars)
+    )
     return found.blocks, found.notes
 
 
@@ -213,8 +220,11 @@ def end_sentence(
     if result is not None:
         said = next(iter(_lines(_output_text([result]))), "")
     if not said:
-        printed = [line for line in _lines(mask_secrets(_output_text(outputs)).replace("\r", "\n"))
-                   if parse_progress_text(line) is None or "%|" not in line]
+        printed = [
+            line
+            for line in _lines(mask_secrets(_output_text(outputs)).replace("\r", "\n"))
+            if parse_progress_text(line) is None or "%|" not in line
+        ]
         said = printed[-1] if printed else mask_secrets(last_line)
     tail = f": {_sentence(truncate(said, FIRST_LINE_CHARS))}" if said else "."
     return f"{who} finished after {took}{tail}", False

@@ -40,18 +40,32 @@ def _waiting(ctx: ToolContext, label: str) -> Callable[[float, bool], None]:
 
 
 def _limit(timeout_seconds: float | None) -> float | None:
-    return None if timeout_seconds is None or timeout_seconds <= 0 else min(max(timeout_seconds, 1), 24 * 3600)
+    return (
+        None
+        if timeout_seconds is None or timeout_seconds <= 0
+        else min(max(timeout_seconds, 1), 24 * 3600)
+    )
 
 
 async def _start(
-    ctx: ToolContext, service: NotebookService, path: str, cell_id: str, source: str, number: int,
-    limit: float | None, window: float,
+    ctx: ToolContext,
+    service: NotebookService,
+    path: str,
+    cell_id: str,
+    source: str,
+    number: int,
+    limit: float | None,
+    window: float,
 ) -> RunningCell:
     """Start the run; gives up (nothing runs) if the kernel stays busy beyond the window."""
     turn = max(1.0, min(window, limit) if limit is not None else window)
     try:
         run = await service.start_cell(
-            path, cell_id, source=source, limit=limit, turn_timeout=turn,
+            path,
+            cell_id,
+            source=source,
+            limit=limit,
+            turn_timeout=turn,
             on_progress=_waiting(ctx, f"Cell {number}"),
         )
     except (ExecutionTimeout, KernelBusy, KernelDied) as error:
@@ -63,7 +77,9 @@ def finished_result(service: NotebookService, run: CellRun) -> ToolResult:
     """The model's text (with small plots) and the listeners' sentence for a run that ended."""
     text = run_text(run, budget=service.run_output_budget)
     images, notes = image_blocks(
-        run.result.outputs, max_images=service.max_images, max_chars=service.max_image_chars,
+        run.result.outputs,
+        max_images=service.max_images,
+        max_chars=service.max_image_chars,
         max_edge=service.image_max_edge,
     )
     if notes:
@@ -85,7 +101,9 @@ def finished_result(service: NotebookService, run: CellRun) -> ToolResult:
 
 
 @aaep_tool(risk_level="medium", irreversible=True, label="run a cell")
-async def run_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float | None = None) -> ToolResult:
+async def run_cell(
+    ctx: ToolContext, cell_id: str, timeout_seconds: float | None = None
+) -> ToolResult:
     """Run a code cell in the notebook's kernel and return its outputs (they also appear in the notebook).
 
     The user usually approves the exact code first. Variables persist in the kernel, as when the user runs the cell.
@@ -120,7 +138,9 @@ async def run_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float | None
             summary=f"Cell {number} is empty.",
         )
     window = service.run_cell_wait_seconds
-    running = await _start(ctx, service, path, cell_id, source, number, _limit(timeout_seconds), window)
+    running = await _start(
+        ctx, service, path, cell_id, source, number, _limit(timeout_seconds), window
+    )
     # The window counts from when the kernel started the code (not the kernel's own start-up).
     run = await wait_on(ctx, running, window - running.elapsed())
     return still_running(running) if run is None else finished_result(service, run)
@@ -143,7 +163,11 @@ async def _preview_run_cell(
             action="Run a cell that is no longer in the notebook.",
         )
     # The other cells' imports tell what names in this one mean (``import subprocess as sp``).
-    others = [str(c.get("source", "")) for c in nb.cells() if c.get("cell_type") == "code" and c.get("id") != cell_id]
+    others = [
+        str(c.get("source", ""))
+        for c in nb.cells()
+        if c.get("cell_type") == "code" and c.get("id") != cell_id
+    ]
     findings = scan(source, context=others)
     # In the user's words: the cell's number, its length and the kernel's language (never an
     # id or a kernel spec name like "Python 3 (ipykernel)").
@@ -209,8 +233,16 @@ async def run_all_cells(
             f"Running cell {number} ({step} of {len(cells)}).", step=step, total_steps=len(cells)
         )
         try:
-            running = await _start(ctx, service, path, cell_id, source, number, _limit(timeout_seconds),
-                                   service.run_cell_wait_seconds)
+            running = await _start(
+                ctx,
+                service,
+                path,
+                cell_id,
+                source,
+                number,
+                _limit(timeout_seconds),
+                service.run_cell_wait_seconds,
+            )
             last = await wait_on(ctx, running, budget - running.elapsed())
         except ToolError as error:
             lines.append(f"cell {number} (id {cell_id}): stopped: {error}")
@@ -218,13 +250,24 @@ async def run_all_cells(
         if last is None:
             rest = [n for n, _, _ in cells[step:]]
             waiting = still_running(running)
-            after = (f" Cells {rest[0]} to {rest[-1]} have not run yet" if len(rest) > 1
-                     else f" Cell {rest[0]} has not run yet" if rest else "")
+            after = (
+                f" Cells {rest[0]} to {rest[-1]} have not run yet"
+                if len(rest) > 1
+                else f" Cell {rest[0]} has not run yet"
+                if rest
+                else ""
+            )
             next_id = cells[step][1] if step < len(cells) else None
             listing = truncate("\n".join(lines), service.run_output_budget // 2, keep_tail=0.7)
-            resume = (f": when it ends, call run_all_cells with from_cell_id={next_id!r}." if next_id else ".")
+            resume = (
+                f": when it ends, call run_all_cells with from_cell_id={next_id!r}."
+                if next_id
+                else "."
+            )
             return ToolResult(
-                content="\n".join(part for part in [listing, str(waiting.content) + after + resume] if part),
+                content="\n".join(
+                    part for part in [listing, str(waiting.content) + after + resume] if part
+                ),
                 summary=f"Ran {plural(step - 1, 'cell')}; {running.status_sentence()[0].lower()}{running.status_sentence()[1:]}",
                 terse=waiting.terse,
             )
@@ -327,8 +370,11 @@ async def wait_for_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float =
     if running is None:
         where = f"Cell {number}" if number else "That cell"
         news: Any = ctx.services.get("long_runs")
-        theirs = [r for r in (news.running(nb.path) if news is not None else [])
-                  if r.get("started_by") == "person" and number and r.get("cell_number") == number]
+        theirs = [
+            r
+            for r in (news.running(nb.path) if news is not None else [])
+            if r.get("started_by") == "person" and number and r.get("cell_number") == number
+        ]
         if theirs:
             return ToolResult(
                 content=f"{theirs[0]['sentence']} The person started it in the notebook, so you cannot wait "
@@ -343,8 +389,10 @@ async def wait_for_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float =
     if running.done and running.reported:
         outcome = running.task.result() if running.task.exception() is None else None
         if outcome is None:
-            return ToolResult(content=f"Cell {running.number} already ended; its failure was reported before.",
-                              summary=f"Cell {running.number} already ended.")
+            return ToolResult(
+                content=f"Cell {running.number} already ended; its failure was reported before.",
+                summary=f"Cell {running.number} already ended.",
+            )
         return finished_result(service, outcome)
     run = await wait_on(ctx, running, min(max(timeout_seconds, 0), 3600))
     return still_running(running) if run is None else finished_result(service, run)
@@ -372,7 +420,10 @@ async def interrupt_kernel(ctx: ToolContext) -> ToolResult:
             run.reported = True
             stopped.append(f"Cell {run.number} stopped after {duration_words(run.elapsed())}.")
     said = " ".join(["Interrupted the kernel.", *stopped])
-    return ToolResult(content=f"Interrupted the {info.display_name} kernel. {' '.join(stopped)}".strip(), summary=said)
+    return ToolResult(
+        content=f"Interrupted the {info.display_name} kernel. {' '.join(stopped)}".strip(),
+        summary=said,
+    )
 
 
 @aaep_tool(risk_level="high", irreversible=True, label="restart the kernel")

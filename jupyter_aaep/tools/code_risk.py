@@ -38,11 +38,24 @@ Severity = Literal["medium", "high"]
 _MESSAGES: dict[Category, tuple[str, Severity]] = {
     "delete": ("deletes files or folders", "high"),
     "credentials": ("reads credentials or secrets", "high"),
-    "agent": ("talks to the agent's own server, so it could answer the agent's approvals by itself", "high"),
-    "reach": (("reaches into the kernel's loaded modules or live objects, where the agent's connection is, "
-               "so it could answer the agent's approvals by itself"), "high"),
-    "background": (("starts work that goes on after the cell ends (threads, timers), which could act later "
-                    "without you"), "medium"),
+    "agent": (
+        "talks to the agent's own server, so it could answer the agent's approvals by itself",
+        "high",
+    ),
+    "reach": (
+        (
+            "reaches into the kernel's loaded modules or live objects, where the agent's connection is, "
+            "so it could answer the agent's approvals by itself"
+        ),
+        "high",
+    ),
+    "background": (
+        (
+            "starts work that goes on after the cell ends (threads, timers), which could act later "
+            "without you"
+        ),
+        "medium",
+    ),
     "privilege": ("uses administrator rights", "high"),
     "network": ("sends data over the network", "medium"),
     "install": ("installs packages", "medium"),
@@ -159,7 +172,22 @@ _PY_CELL_MAGICS = {"time", "timeit", "capture", "prun", "debug"}
 _SAFE_CELL_MAGICS = {"markdown", "latex"}
 _INSTALL_MAGICS = {"pip", "conda", "mamba", "micromamba", "uv"}
 _PY_LINE_MAGICS = {"time", "timeit", "prun", "debug"}
-_SHELL_LINE_MAGICS = {"sx", "system", "sc", "alias", "!", "ls", "cat", "less", "more", "man", "ldir", "lf", "lk", "lx"}
+_SHELL_LINE_MAGICS = {
+    "sx",
+    "system",
+    "sc",
+    "alias",
+    "!",
+    "ls",
+    "cat",
+    "less",
+    "more",
+    "man",
+    "ldir",
+    "lf",
+    "lk",
+    "lx",
+}
 _SAFE_LINE_MAGICS = {
     "matplotlib", "who", "whos", "who_ls", "autoreload", "aimport", "load_ext", "reload_ext",
     "precision", "pprint", "xmode", "pwd", "lsmagic", "magic", "history", "pinfo", "pinfo2", "pdoc",
@@ -168,7 +196,19 @@ _SAFE_LINE_MAGICS = {
 }  # fmt: skip
 _WRITE_LINE_MAGICS = {"store", "save", "logstart", "mkdir", "cp", "mv", "bookmark", "pycat"}
 _EVAL_LINE_MAGICS = {"run", "load", "recall", "rerun", "macro", "edit", "paste", "cpaste"}
-_QUIET_PIP = {"list", "show", "freeze", "check", "help", "--version", "-V", "config", "index", "search", "info"}
+_QUIET_PIP = {
+    "list",
+    "show",
+    "freeze",
+    "check",
+    "help",
+    "--version",
+    "-V",
+    "config",
+    "index",
+    "search",
+    "info",
+}
 
 
 def _ipython_method(method: str, args: list[str | None], hits: _Hits, depth: int) -> None:
@@ -186,7 +226,16 @@ def _ipython_method(method: str, args: list[str | None], hits: _Hits, depth: int
     elif method == "run_cell_magic":
         line = (args[1] if len(args) > 1 else None) or ""
         _cell_magic(str(args[0]).lstrip("%"), line, args[2] if len(args) > 2 else None, hits, depth)
-    elif method in ("run_cell", "ex", "ev", "run_code", "safe_execfile", "safe_run_module", "push", "user_ns"):
+    elif method in (
+        "run_cell",
+        "ex",
+        "ev",
+        "run_code",
+        "safe_execfile",
+        "safe_run_module",
+        "push",
+        "user_ns",
+    ):
         hits.add("eval", f"get_ipython().{method}")
     else:
         hits.add("magic", f"get_ipython().{method}")
@@ -218,7 +267,15 @@ def _line_magic(name: str, line: str | None, hits: _Hits, depth: int) -> None:
         return
     words = line.split()
     if name in _INSTALL_MAGICS:
-        if words[:1] in (["install"], ["add"], ["sync"], ["uninstall"], ["remove"], ["update"], ["upgrade"]):
+        if words[:1] in (
+            ["install"],
+            ["add"],
+            ["sync"],
+            ["uninstall"],
+            ["remove"],
+            ["update"],
+            ["upgrade"],
+        ):
             hits.add("install", f"%{name} {line}")
         elif words[:1] and words[0] not in _QUIET_PIP:
             hits.add("install", f"%{name} {words[0]}")
@@ -270,7 +327,9 @@ def _scan(
         hits.add("unparsed", "")
         _scan_text(code, hits, depth)
         return
-    PythonScan(hits.add, lambda method, args: _ipython_method(method, args, hits, depth)).scan(tree, context)
+    PythonScan(hits.add, lambda method, args: _ipython_method(method, args, hits, depth)).scan(
+        tree, context
+    )
 
 
 _TEXT_PATTERNS: list[tuple[Category, re.Pattern[str]]] = [
@@ -298,7 +357,9 @@ def _scan_text(code: str, hits: _Hits, depth: int) -> None:
             tree = ast.parse(line.strip())
         except (SyntaxError, ValueError):
             continue
-        PythonScan(hits.add, lambda method, args: _ipython_method(method, args, hits, depth)).scan(tree)
+        PythonScan(hits.add, lambda method, args: _ipython_method(method, args, hits, depth)).scan(
+            tree
+        )
     for match in re.finditer(r"get_ipython\(\)\.(system|getoutput)\((['\"])(.*?)\2\)", code):
         scan_shell(match.group(3), hits.add)
     for category, pattern in _TEXT_PATTERNS:

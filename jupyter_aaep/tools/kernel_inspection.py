@@ -25,8 +25,10 @@ async def _notebook_kernel(ctx: ToolContext) -> str | None:
     return info.kernel_id if info is not None else None
 
 
-_NO_KERNEL = ("The notebook has no running kernel, so it has no variables yet. Running a cell starts "
-              "one (run_cell), or the user can start it in JupyterLab.")
+_NO_KERNEL = (
+    "The notebook has no running kernel, so it has no variables yet. Running a cell starts "
+    "one (run_cell), or the user can start it in JupyterLab."
+)
 
 
 @aaep_tool(risk_level="low", read_only=True, label="list variables")
@@ -45,21 +47,35 @@ async def list_variables(ctx: ToolContext, limit: int = 50) -> ToolResult:
     kernel_id = await _notebook_kernel(ctx)
     if kernel_id is None:
         return ToolResult(content=_NO_KERNEL, summary="The notebook has no running kernel.")
-    answer = await run_in_kernel(ctx, kernel_id, runtime_expression("list_variables_json", min(max(limit, 1), 200)),
-                                 what="list the variables", timeout=INSPECT_TIMEOUT)
+    answer = await run_in_kernel(
+        ctx,
+        kernel_id,
+        runtime_expression("list_variables_json", min(max(limit, 1), 200)),
+        what="list the variables",
+        timeout=INSPECT_TIMEOUT,
+    )
     entries = answer.get("variables") if isinstance(answer, dict) else None
     if not isinstance(entries, list):
         raise ToolError("Could not list the variables: the kernel's answer had no variables list.")
     if not entries:
-        return ToolResult(content="The kernel has no user variables yet.", summary="No variables in the kernel yet.")
-    lines = [f"{e.get('name')} ({e.get('type')}{', ' + str(e['kind']) if e.get('kind') not in (None, 'variable') else ''})"
-             f": {e.get('summary', '')}" for e in entries if isinstance(e, dict)]
+        return ToolResult(
+            content="The kernel has no user variables yet.",
+            summary="No variables in the kernel yet.",
+        )
+    lines = [
+        f"{e.get('name')} ({e.get('type')}{', ' + str(e['kind']) if e.get('kind') not in (None, 'variable') else ''})"
+        f": {e.get('summary', '')}"
+        for e in entries
+        if isinstance(e, dict)
+    ]
     if answer.get("truncated"):
         lines.append(f"[… only the first {len(entries)} are listed; raise limit to see more.]")
     count = len(entries)
     said = f"Listed {count} variable{'s' if count != 1 else ''} in the kernel"
     names = ", ".join(str(e.get("name")) for e in entries[:8] if isinstance(e, dict))
-    return ToolResult(content="\n".join(lines), summary=f"{said}: {names}{', …' if count > 8 else ''}.")
+    return ToolResult(
+        content="\n".join(lines), summary=f"{said}: {names}{', …' if count > 8 else ''}."
+    )
 
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -85,14 +101,18 @@ async def inspect_variable(ctx: ToolContext, name: str, max_chars: int = 4000) -
     if kernel_id is None:
         raise ToolError(_NO_KERNEL)
     expression = runtime_expression("inspect_variable_json", name, min(max(max_chars, 200), 20_000))
-    answer = await run_in_kernel(ctx, kernel_id, expression, what=f"inspect {name}", timeout=INSPECT_TIMEOUT)
+    answer = await run_in_kernel(
+        ctx, kernel_id, expression, what=f"inspect {name}", timeout=INSPECT_TIMEOUT
+    )
     if not isinstance(answer, dict):
         raise ToolError(f"Could not inspect {name}: the kernel's answer was not an object.")
     if "error" in answer:
         raise ToolError(str(answer["error"]))
     description = str(answer.get("description", ""))
     kind = answer.get("type", "value")
-    return ToolResult(content=f"{name} ({kind}):\n{description}", summary=f"Inspected {name}, a {kind}.")
+    return ToolResult(
+        content=f"{name} ({kind}):\n{description}", summary=f"Inspected {name}, a {kind}."
+    )
 
 
 def kernel_inspection_tools() -> list[ToolSpec]:

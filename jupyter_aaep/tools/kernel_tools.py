@@ -68,7 +68,10 @@ MISSING_PACKAGE = (
 # -- running the runtime in the kernel ----------------------------------------------------------
 def runtime_expression(function: str, *arguments: Any) -> str:
     """``RUNTIME.function(a, b)`` with each argument a Python literal (strings as JSON text)."""
-    literals = [repr(json.dumps(a, ensure_ascii=False)) if isinstance(a, (str, dict)) else repr(a) for a in arguments]
+    literals = [
+        repr(json.dumps(a, ensure_ascii=False)) if isinstance(a, (str, dict)) else repr(a)
+        for a in arguments
+    ]
     return f"{RUNTIME}.{function}({', '.join(literals)})"
 
 
@@ -94,9 +97,13 @@ async def run_in_kernel(
 
     def progress(elapsed: float, waiting: bool) -> None:
         if waiting:
-            ctx.report_progress(f"Waiting for the kernel to {what}: it is busy running another cell.")
+            ctx.report_progress(
+                f"Waiting for the kernel to {what}: it is busy running another cell."
+            )
         else:
-            ctx.report_progress(f"Still waiting for the kernel to {what} after {_seconds(elapsed)}.")
+            ctx.report_progress(
+                f"Still waiting for the kernel to {what} after {_seconds(elapsed)}."
+            )
 
     answers = await service_of(ctx).executor.evaluate(
         kernel_id, {"aaep": expression}, timeout=timeout, on_progress=progress
@@ -113,8 +120,12 @@ def parse_answer(entry: dict[str, Any], *, what: str) -> Any:
         if name == "KeyboardInterrupt":
             raise ToolError(f"Could not {what}: the kernel was interrupted before it finished.")
         if not name:
-            raise ToolError(f"Could not {what}: the kernel gave no answer. Try again; restart the kernel if it persists.")
-        raise ToolError(f"Could not {what}: the kernel answered {name}: {mask_secrets(value)[:500]}.")
+            raise ToolError(
+                f"Could not {what}: the kernel gave no answer. Try again; restart the kernel if it persists."
+            )
+        raise ToolError(
+            f"Could not {what}: the kernel answered {name}: {mask_secrets(value)[:500]}."
+        )
     text = str((entry.get("data") or {}).get("text/plain", ""))
     try:
         value = ast.literal_eval(text)
@@ -135,7 +146,9 @@ class KernelTool(ToolSpec):
     timeout: float = TOOL_TIMEOUT
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise ToolError(f"{self.name} runs in the notebook's kernel; the server can only call it through the agent.")
+        raise ToolError(
+            f"{self.name} runs in the notebook's kernel; the server can only call it through the agent."
+        )
 
     def call_text(self, arguments: dict[str, Any]) -> str:
         """The call as people read it: ``load_sales(region='north')`` (secrets masked)."""
@@ -158,8 +171,13 @@ class KernelTool(ToolSpec):
         )
 
     async def call(self, ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
-        expression = runtime_expression("call_tool_json", self.name, arguments) [:-1] + f", {ctx.tool_call_id!r})"
-        answer = await run_in_kernel(ctx, self.kernel_id, expression, what=f"run {self.name}", timeout=self.timeout)
+        expression = (
+            runtime_expression("call_tool_json", self.name, arguments)[:-1]
+            + f", {ctx.tool_call_id!r})"
+        )
+        answer = await run_in_kernel(
+            ctx, self.kernel_id, expression, what=f"run {self.name}", timeout=self.timeout
+        )
         if not isinstance(answer, dict):
             raise ToolError(f"Could not run {self.name}: the kernel's answer was not an object.")
         if answer.get("ok") is not True:
@@ -168,13 +186,23 @@ class KernelTool(ToolSpec):
             text = f"{self.name} raised {error}"
             if frames:
                 text += "\nLast frames (most recent call last):\n" + "\n".join(frames)
-            return ToolResult(content=text, summary=f"{self.human_label().capitalize()} failed: {error[:200]}",
-                              is_error=True, error_message=f"{self.name} raised {error[:300]}")
+            return ToolResult(
+                content=text,
+                summary=f"{self.human_label().capitalize()} failed: {error[:200]}",
+                is_error=True,
+                error_message=f"{self.name} raised {error[:300]}",
+            )
         result, summary = answer.get("result"), answer.get("summary")
         content = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
         if len(content) > RESULT_CHARS:
-            content = content[:RESULT_CHARS] + f"\n[… cut: the result has {len(content):,} characters.]"
-        heard = f"{self.name} returned {summary}" if summary else f"{self.name} returned {_short(content)}"
+            content = (
+                content[:RESULT_CHARS] + f"\n[… cut: the result has {len(content):,} characters.]"
+            )
+        heard = (
+            f"{self.name} returned {summary}"
+            if summary
+            else f"{self.name} returned {_short(content)}"
+        )
         return ToolResult(content=content, summary=heard[:300])
 
 
@@ -201,19 +229,28 @@ def _bool(body: dict[str, Any], key: str, default: bool | None) -> bool | None:
 def tool_from_body(name: str, body: dict[str, Any], kernel_id: str) -> KernelTool:
     """A :class:`KernelTool` from a ``PUT`` body; RequestError 400 saying what is wrong."""
     if not TOOL_NAME.match(name) or len(name) > 64 or "." in name:
-        raise RequestError(400, f"The tool name {name!r} must be letters, digits, '_' or '-' (at most 64).")
+        raise RequestError(
+            400, f"The tool name {name!r} must be letters, digits, '_' or '-' (at most 64)."
+        )
     description = body.get("description")
     if not isinstance(description, str) or not description.strip():
         raise RequestError(400, f"Tool {name} needs a description: give the function a docstring.")
     schema = body.get("input_schema", {"type": "object", "properties": {}})
     if not isinstance(schema, dict) or schema.get("type") != "object":
-        raise RequestError(400, f"The input_schema of {name} must be a JSON Schema object with \"type\": \"object\".")
+        raise RequestError(
+            400, f'The input_schema of {name} must be a JSON Schema object with "type": "object".'
+        )
     if len(json.dumps(schema)) > MAX_SCHEMA_BYTES:
-        raise RequestError(400, f"The input_schema of {name} is larger than {MAX_SCHEMA_BYTES:,} bytes.")
+        raise RequestError(
+            400, f"The input_schema of {name} is larger than {MAX_SCHEMA_BYTES:,} bytes."
+        )
     problem = schema_problem(schema)
     if problem:
-        raise RequestError(400, f"Tool {name} was not registered: {problem}. Fix the function's type hints "
-                                "(or the schema you gave) and run the cell again.")
+        raise RequestError(
+            400,
+            f"Tool {name} was not registered: {problem}. Fix the function's type hints "
+            "(or the schema you gave) and run the cell again.",
+        )
     risk = body.get("risk_level", "low")
     if risk not in ("low", "medium", "high"):
         raise RequestError(400, f"risk_level must be low, medium or high, not {risk!r}.")
@@ -223,10 +260,16 @@ def tool_from_body(name: str, body: dict[str, Any], kernel_id: str) -> KernelToo
     if label is not None and (not isinstance(label, str) or len(label) > 80):
         raise RequestError(400, "label must be a short text (at most 80 characters) or null.")
     return KernelTool(
-        name=name, description=description.strip()[:MAX_DESCRIPTION], input_schema=schema,
-        func=_never_called, risk_level=risk, irreversible=irreversible,
+        name=name,
+        description=description.strip()[:MAX_DESCRIPTION],
+        input_schema=schema,
+        func=_never_called,
+        risk_level=risk,
+        irreversible=irreversible,
         require_confirmation=irreversible or risk == "high" if confirm is None else confirm,
-        read_only=bool(_bool(body, "read_only", False)), label=label or None, kernel_id=kernel_id,
+        read_only=bool(_bool(body, "read_only", False)),
+        label=label or None,
+        kernel_id=kernel_id,
     )
 
 
@@ -246,7 +289,9 @@ class KernelToolRegistry:
         The names of the built-in tools, which a kernel tool may not take.
     """
 
-    def __init__(self, process_token: Callable[[str], Any], reserved: Callable[[], Iterable[str]]) -> None:
+    def __init__(
+        self, process_token: Callable[[str], Any], reserved: Callable[[], Iterable[str]]
+    ) -> None:
         self._process_token = process_token
         self._reserved = reserved
         self._kernels: dict[str, _KernelEntry] = {}
@@ -258,11 +303,16 @@ class KernelToolRegistry:
             return None
         return entry
 
-    def put(self, kernel_id: str, notebook_path: str, name: str, body: dict[str, Any]) -> KernelTool:
+    def put(
+        self, kernel_id: str, notebook_path: str, name: str, body: dict[str, Any]
+    ) -> KernelTool:
         """Register (or replace) a tool of *kernel_id*; RequestError 400/409 when it cannot be."""
         if name in set(self._reserved()):
-            raise RequestError(409, f"{name} is the name of a built-in tool of the agent; give your function "
-                                    "another name (or @aaep_tool(name=...)).")
+            raise RequestError(
+                409,
+                f"{name} is the name of a built-in tool of the agent; give your function "
+                "another name (or @aaep_tool(name=...)).",
+            )
         tool = tool_from_body(name, body, kernel_id)
         token = self._process_token(kernel_id)
         if token is None:
@@ -272,8 +322,11 @@ class KernelToolRegistry:
             entry = self._kernels[kernel_id] = _KernelEntry(kernel_id, notebook_path, token)
         entry.notebook_path = notebook_path
         if name not in entry.tools and len(entry.tools) >= MAX_TOOLS_PER_KERNEL:
-            raise RequestError(409, f"This kernel already has {MAX_TOOLS_PER_KERNEL} tools; remove some with "
-                                    "%aaep tools --remove NAME first.")
+            raise RequestError(
+                409,
+                f"This kernel already has {MAX_TOOLS_PER_KERNEL} tools; remove some with "
+                "%aaep tools --remove NAME first.",
+            )
         entry.tools[name] = tool
         return tool
 
@@ -297,7 +350,9 @@ class KernelToolRegistry:
             found.extend(self.of_kernel(kernel_id))
         return found
 
-    def registry(self, builtin: Iterable[ToolSpec], notebook_path: Callable[[], str | None]) -> LiveToolRegistry:
+    def registry(
+        self, builtin: Iterable[ToolSpec], notebook_path: Callable[[], str | None]
+    ) -> LiveToolRegistry:
         """One chat's registry: the built-in tools, then this notebook's kernel tools of the moment."""
         return LiveToolRegistry(builtin, lambda: self.for_notebook(notebook_path()))
 

@@ -54,7 +54,9 @@ def expand(text: str, environ: dict[str, str] | os._Environ[str]) -> str:
 def _strings(value: Any, what: str) -> dict[str, str]:
     if value is None:
         return {}
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
         raise ValueError(f"{what} must be an object of text values")
     return {k: expand(v, os.environ) for k, v in value.items()}
 
@@ -66,28 +68,38 @@ def _entry(name: str, body: Any) -> ServerConfig:
         raise ValueError("it must be an object")  # noqa: TRY004 - one kind of problem: a sentence
     approval = body.get("approval")
     if approval not in (None, "always", "hints"):
-        raise ValueError(f"\"approval\" must be \"always\" or \"hints\", not {approval!r}")
+        raise ValueError(f'"approval" must be "always" or "hints", not {approval!r}')
     kind = body.get("type") or ("http" if "url" in body else "stdio")
     if kind in ("http", "streamable-http", "streamable_http"):
         url = body.get("url")
         if not isinstance(url, str) or not url.strip():
-            raise ValueError("an http server needs a \"url\"")
+            raise ValueError('an http server needs a "url"')
         url = expand(url, os.environ)
         if not url.startswith(("http://", "https://")):
             raise ValueError(f"its url must start with http:// or https://, not {url[:40]!r}")
-        return ServerConfig(name, "http", url=url, headers=_strings(body.get("headers"), "\"headers\""),
-                            always_ask=approval == "always")
+        return ServerConfig(
+            name,
+            "http",
+            url=url,
+            headers=_strings(body.get("headers"), '"headers"'),
+            always_ask=approval == "always",
+        )
     if kind != "stdio":
-        raise ValueError(f"its type must be \"stdio\" or \"http\", not {kind!r}")
+        raise ValueError(f'its type must be "stdio" or "http", not {kind!r}')
     command = body.get("command")
     if not isinstance(command, str) or not command.strip():
-        raise ValueError("a stdio server needs a \"command\"")
+        raise ValueError('a stdio server needs a "command"')
     args = body.get("args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise ValueError("\"args\" must be a list of text")
-    return ServerConfig(name, "stdio", command=expand(command, os.environ),
-                        args=tuple(expand(a, os.environ) for a in args),
-                        env=_strings(body.get("env"), "\"env\""), always_ask=approval == "always")
+        raise ValueError('"args" must be a list of text')
+    return ServerConfig(
+        name,
+        "stdio",
+        command=expand(command, os.environ),
+        args=tuple(expand(a, os.environ) for a in args),
+        env=_strings(body.get("env"), '"env"'),
+        always_ask=approval == "always",
+    )
 
 
 def read_config(path: Path) -> tuple[list[ServerConfig], list[ServerProblem]]:
@@ -97,23 +109,39 @@ def read_config(path: Path) -> tuple[list[ServerConfig], list[ServerProblem]]:
     except FileNotFoundError:
         return [], []
     except OSError as error:
-        return [], [ServerProblem("", f"The tool server list {path} could not be read ({error.strerror}).")]
+        return [], [
+            ServerProblem("", f"The tool server list {path} could not be read ({error.strerror}).")
+        ]
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        return [], [ServerProblem("", f"The tool server list {path} is not valid JSON (line {error.lineno}: "
-                                      f"{error.msg}); no tool servers were started.")]
+        return [], [
+            ServerProblem(
+                "",
+                f"The tool server list {path} is not valid JSON (line {error.lineno}: "
+                f"{error.msg}); no tool servers were started.",
+            )
+        ]
     servers_json = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(servers_json, dict):
-        return [], [ServerProblem("", f"The tool server list {path} has no \"mcpServers\" object; "
-                                      "no tool servers were started.")]
+        return [], [
+            ServerProblem(
+                "",
+                f'The tool server list {path} has no "mcpServers" object; '
+                "no tool servers were started.",
+            )
+        ]
     servers: list[ServerConfig] = []
     problems: list[ServerProblem] = []
     for name, body in servers_json.items():
         try:
             servers.append(_entry(str(name), body))
         except ValueError as error:
-            problems.append(ServerProblem(str(name), f"The tool server {name} in {path} was not started: {error}."))
+            problems.append(
+                ServerProblem(
+                    str(name), f"The tool server {name} in {path} was not started: {error}."
+                )
+            )
     return servers, problems
 
 

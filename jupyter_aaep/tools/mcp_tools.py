@@ -65,9 +65,16 @@ class MCPTool(ToolSpec):
             terse=f"{label}.",
             detail=f"Using {label}, with {redacted}.{outside}",
             action=f"Use {label}, with the arguments shown.",
-            consequence=("What it does is up to that server; the agent cannot undo it." if self.irreversible
-                         else None),
-            extra_context={"code": shown, "tool_server": self.server.config.name, "open_world": self.open_world},
+            consequence=(
+                "What it does is up to that server; the agent cannot undo it."
+                if self.irreversible
+                else None
+            ),
+            extra_context={
+                "code": shown,
+                "tool_server": self.server.config.name,
+                "open_world": self.open_world,
+            },
             args_summary=redacted,
         )
 
@@ -89,12 +96,24 @@ class MCPTool(ToolSpec):
                 texts.append(item.text)
             elif kind == "image":
                 size = len(item.data) * 3 // 4
-                if item.mime_type not in IMAGE_TYPES or size > MAX_IMAGE_BYTES or images >= self.max_images:
+                if (
+                    item.mime_type not in IMAGE_TYPES
+                    or size > MAX_IMAGE_BYTES
+                    or images >= self.max_images
+                ):
                     dropped += 1
                     continue
                 images += 1
-                blocks.append({"type": "image",
-                               "source": {"type": "base64", "media_type": item.mime_type, "data": item.data}})
+                blocks.append(
+                    {
+                        "type": "image",
+                        "source": {
+                            "type": "base64",
+                            "media_type": item.mime_type,
+                            "data": item.data,
+                        },
+                    }
+                )
             elif kind == "resource_link":
                 texts.append(f"[A link to {item.uri}]")
             elif kind == "resource":
@@ -112,9 +131,15 @@ class MCPTool(ToolSpec):
         label = self.human_label()
         if result.is_error:
             reason = " ".join(text.split())[:300] or "no details"
-            return ToolResult(content=text or "The tool failed.", is_error=True,
-                              summary=f"{label} failed: {reason}", error_message=reason)
-        heard = f"Finished: {label}." + (f" It returned {images} image{'s' if images != 1 else ''}." if images else "")
+            return ToolResult(
+                content=text or "The tool failed.",
+                is_error=True,
+                summary=f"{label} failed: {reason}",
+                error_message=reason,
+            )
+        heard = f"Finished: {label}." + (
+            f" It returned {images} image{'s' if images != 1 else ''}." if images else ""
+        )
         content: str | list[dict[str, Any]] = text or "Done."
         if blocks:
             content = ([{"type": "text", "text": text}] if text else []) + blocks
@@ -141,9 +166,15 @@ class _Server:
     _errlog: TextIO | None = None
 
     def start(self) -> None:
-        if self.config.transport == "stdio" and not command_allowed(self.config.command, self.allowed):
-            self.status, self.problem = "refused", (
-                f"The administrator does not allow starting tool servers with {self.config.command}.")
+        if self.config.transport == "stdio" and not command_allowed(
+            self.config.command, self.allowed
+        ):
+            self.status, self.problem = (
+                "refused",
+                (
+                    f"The administrator does not allow starting tool servers with {self.config.command}."
+                ),
+            )
             log.warning("AAEP: tool server %s not started: %s", self.config.name, self.problem)
             return
         self._ready, self._close = asyncio.Event(), asyncio.Event()
@@ -182,14 +213,21 @@ class _Server:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            client = await stack.enter_async_context(create_mcp_http_client(headers=self.config.headers or None))
+            client = await stack.enter_async_context(
+                create_mcp_http_client(headers=self.config.headers or None)
+            )
             return streamable_http_client(self.config.url, http_client=client)
         from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self._errlog = open(self.log_dir / f"aaep-mcp-{self.config.name}.log", "a", encoding="utf-8")  # noqa: SIM115, ASYNC230 - a local file, once per start
-        params = StdioServerParameters(command=self.config.command, args=list(self.config.args),
-                                       env={**get_default_environment(), **self.config.env})
+        self._errlog = open(  # noqa: ASYNC230, SIM115
+            self.log_dir / f"aaep-mcp-{self.config.name}.log", "a", encoding="utf-8"
+        )
+        params = StdioServerParameters(
+            command=self.config.command,
+            args=list(self.config.args),
+            env={**get_default_environment(), **self.config.env},
+        )
         return stdio_client(params, errlog=self._errlog)
 
     def _usable(self, listed: Iterable[Any]) -> list[MCPTool]:
@@ -199,27 +237,51 @@ class _Server:
             made = self._tool(tool)
             problem = schema_problem(made.input_schema)
             if problem or made.name in tools:
-                log.warning("AAEP: tool %s of the tool server %s was left out: %s.", tool.name, self.config.name,
-                            problem or "its name clashes with another of its tools")
+                log.warning(
+                    "AAEP: tool %s of the tool server %s was left out: %s.",
+                    tool.name,
+                    self.config.name,
+                    problem or "its name clashes with another of its tools",
+                )
                 continue
             tools[made.name] = made
         return list(tools.values())
 
     def _tool(self, tool: Any) -> MCPTool:
         hints = tool.annotations
-        title = tool.title or (hints.title if hints else None) or tool.name.replace("_", " ").replace("-", " ")
+        title = (
+            tool.title
+            or (hints.title if hints else None)
+            or tool.name.replace("_", " ").replace("-", " ")
+        )
         read_only = bool(hints and hints.read_only_hint) and not self.config.always_ask
-        destructive = self.config.always_ask or not read_only and (
-            hints is None or hints.destructive_hint is None or hints.destructive_hint)
+        destructive = (
+            self.config.always_ask
+            or not read_only
+            and (hints is None or hints.destructive_hint is None or hints.destructive_hint)
+        )
         open_world = self.config.always_ask or hints is None or hints.open_world_hint is not False
-        schema = tool.input_schema if isinstance(tool.input_schema, dict) else {"type": "object", "properties": {}}
+        schema = (
+            tool.input_schema
+            if isinstance(tool.input_schema, dict)
+            else {"type": "object", "properties": {}}
+        )
         server_text = f"From the {self.config.name} tool server. "
         return MCPTool(
-            name=f"mcp__{self.config.name}__{_UNSAFE.sub('_', tool.name)}"[:64], description=(server_text + (tool.description or title))[:4000],
-            input_schema=schema, func=_never_called, risk_level="medium" if destructive else "low",
-            irreversible=destructive, require_confirmation=destructive, read_only=read_only,
-            label=f"{title}, from the {self.config.name} server", server=self, remote_name=tool.name, title=title,
-            open_world=open_world, max_images=self.max_images,
+            name=f"mcp__{self.config.name}__{_UNSAFE.sub('_', tool.name)}"[:64],
+            description=(server_text + (tool.description or title))[:4000],
+            input_schema=schema,
+            func=_never_called,
+            risk_level="medium" if destructive else "low",
+            irreversible=destructive,
+            require_confirmation=destructive,
+            read_only=read_only,
+            label=f"{title}, from the {self.config.name} server",
+            server=self,
+            remote_name=tool.name,
+            title=title,
+            open_world=open_world,
+            max_images=self.max_images,
         )
 
     async def _session(self) -> Any:
@@ -232,7 +294,9 @@ class _Server:
             except asyncio.TimeoutError:
                 pass
         if self.session is None:
-            raise ToolError(f"The {self.config.name} tool server is not available: {self.problem or 'it did not start.'}")
+            raise ToolError(
+                f"The {self.config.name} tool server is not available: {self.problem or 'it did not start.'}"
+            )
         return self.session
 
     async def call(self, name: str, arguments: dict[str, Any], progress: Any, title: str) -> Any:
@@ -242,18 +306,23 @@ class _Server:
             progress(done, total, message)
 
         try:
-            return await session.call_tool(name, arguments, read_timeout_seconds=self.timeout,
-                                           progress_callback=on_progress)
+            return await session.call_tool(
+                name, arguments, read_timeout_seconds=self.timeout, progress_callback=on_progress
+            )
         except Exception as error:
             text = str(error)
             if "timed out" in text.lower() or isinstance(error, TimeoutError):
-                raise ToolError(f"The {self.config.name} tool server did not answer within "
-                                f"{self.timeout:g} seconds; {title} was stopped.") from error
+                raise ToolError(
+                    f"The {self.config.name} tool server did not answer within "
+                    f"{self.timeout:g} seconds; {title} was stopped."
+                ) from error
             self.session, self.status = None, "stopped"
             self.problem = f"it stopped while running {title} ({text or type(error).__name__})."
             self._close.set()
-            raise ToolError(f"The {self.config.name} tool server stopped while running {title} "
-                            f"({text or type(error).__name__}); it will be started again on the next call.") from error
+            raise ToolError(
+                f"The {self.config.name} tool server stopped while running {title} "
+                f"({text or type(error).__name__}); it will be started again on the next call."
+            ) from error
 
     async def stop(self) -> None:
         self._close.set()
@@ -266,10 +335,19 @@ class _Server:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "name": self.config.name, "transport": self.config.transport, "status": self.status,
+            "name": self.config.name,
+            "transport": self.config.transport,
+            "status": self.status,
             "message": self.problem,
-            "tools": [{"name": t.name, "title": t.human_label(), "read_only": t.read_only,
-                       "asks": t.require_confirmation} for t in self.tools],
+            "tools": [
+                {
+                    "name": t.name,
+                    "title": t.human_label(),
+                    "read_only": t.read_only,
+                    "asks": t.require_confirmation,
+                }
+                for t in self.tools
+            ],
         }
 
 
@@ -282,7 +360,9 @@ def _why(config: ServerConfig, error: BaseException, timeout: float) -> str:
     if inner:
         return _why(config, inner[0], timeout)
     if config.transport == "http":
-        return mask_secrets(f"{config.url} did not accept the connection ({error or type(error).__name__}); check its url and headers.")[:300]
+        return mask_secrets(
+            f"{config.url} did not accept the connection ({error or type(error).__name__}); check its url and headers."
+        )[:300]
     return f"it could not start ({type(error).__name__}: {error or 'no details'})."[:300]
 
 
@@ -290,15 +370,32 @@ class MCPServers:
     """Every configured server: started after the loop runs, their tools for the registry,
     their state for ``GET /aaep/v1/mcp/servers``, closed when Jupyter stops."""
 
-    def __init__(self, config_file: Path, *, timeout: float, log_dir: Path, allowed: tuple[str, ...] | None,
-                 max_images: int = 2, start_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        config_file: Path,
+        *,
+        timeout: float,
+        log_dir: Path,
+        allowed: tuple[str, ...] | None,
+        max_images: int = 2,
+        start_timeout: float = 30.0,
+    ) -> None:
         self.config_file = config_file
         self.problems: list[ServerProblem] = []
         configs, self.problems = read_config(config_file)
         for problem in self.problems:
             log.warning("AAEP: %s", problem.sentence)
-        self.servers = [_Server(c, timeout, log_dir, allowed, max_images=max_images,
-                                start_timeout=max(timeout, start_timeout)) for c in configs]
+        self.servers = [
+            _Server(
+                c,
+                timeout,
+                log_dir,
+                allowed,
+                max_images=max_images,
+                start_timeout=max(timeout, start_timeout),
+            )
+            for c in configs
+        ]
         self._started = False
 
     def start(self) -> None:
@@ -329,8 +426,11 @@ class MCPServers:
         self.start()
         return {
             "config_file": str(self.config_file),
-            "servers": [s.describe() for s in self.servers] + [
-                {"name": p.name, "status": "invalid", "message": p.sentence, "tools": []} for p in self.problems],
+            "servers": [s.describe() for s in self.servers]
+            + [
+                {"name": p.name, "status": "invalid", "message": p.sentence, "tools": []}
+                for p in self.problems
+            ],
         }
 
     async def close(self) -> None:

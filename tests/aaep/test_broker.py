@@ -33,7 +33,12 @@ def clarification(**extra) -> dict:
 
 
 def reply(event: dict, kind: str = "confirmation", **fields) -> dict:
-    body = {"type": f"{kind}.reply", "reply_token": event["reply_token"], "subscription_id": SUB, "timestamp": SessionClock().now()}
+    body = {
+        "type": f"{kind}.reply",
+        "reply_token": event["reply_token"],
+        "subscription_id": SUB,
+        "timestamp": SessionClock().now(),
+    }
     body.update(fields)
     return body
 
@@ -128,7 +133,10 @@ async def test_malformed_confirmation_replies_are_ignored(mutation: dict) -> Non
 
 async def test_clarification_kinds_and_choices() -> None:
     broker = ReplyBroker()
-    multiple = clarification(accepted_response_kinds=["multiple_choice"], choices=[{"value": "a", "label": "A"}, {"value": "b", "label": "B"}])
+    multiple = clarification(
+        accepted_response_kinds=["multiple_choice"],
+        choices=[{"value": "a", "label": "A"}, {"value": "b", "label": "B"}],
+    )
     request = broker.open_clarification(multiple)
     assert not broker.submit(reply(multiple, "clarification", response="c"))
     assert not broker.submit(reply(multiple, "clarification", response=1))
@@ -147,5 +155,7 @@ async def test_clarification_kinds_and_choices() -> None:
     free = clarification()
     broker.open_clarification(free)
     assert not broker.submit(reply(free, "clarification", response=None))
-    assert not broker.submit(reply(free, "confirmation", decision="accept")), "type must match the request"
+    assert not broker.submit(reply(free, "confirmation", decision="accept")), (
+        "type must match the request"
+    )
     assert broker.submit(reply(free, "clarification", response="Lagos"))

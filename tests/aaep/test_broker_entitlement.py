@@ -10,13 +10,23 @@ from jupyter_aaep.aaep.ids import new_reply_token, new_session_id, new_subscript
 
 
 def confirmation(default: str = "reject") -> dict:
-    return {"reply_token": new_reply_token(), "session_id": new_session_id(), "timestamp": SessionClock().now(),
-            "timeout_seconds": 60, "default_decision": default}
+    return {
+        "reply_token": new_reply_token(),
+        "session_id": new_session_id(),
+        "timestamp": SessionClock().now(),
+        "timeout_seconds": 60,
+        "default_decision": default,
+    }
 
 
 def reply(event: dict, subscription_id: str, decision: str = "accept") -> dict:
-    return {"type": "confirmation.reply", "reply_token": event["reply_token"], "decision": decision,
-            "subscription_id": subscription_id, "timestamp": SessionClock().now()}
+    return {
+        "type": "confirmation.reply",
+        "reply_token": event["reply_token"],
+        "decision": decision,
+        "subscription_id": subscription_id,
+        "timestamp": SessionClock().now(),
+    }
 
 
 async def test_the_hook_decides_who_may_answer() -> None:
@@ -70,7 +80,9 @@ async def test_ignored_replies_are_logged_with_the_reason_never_the_whole_token(
     broker = ReplyBroker()
     event = confirmation()
     request = broker.open_confirmation(event)
-    anonymous = {k: v for k, v in reply(event, new_subscription_id()).items() if k != "subscription_id"}
+    anonymous = {
+        k: v for k, v in reply(event, new_subscription_id()).items() if k != "subscription_id"
+    }
     with caplog.at_level(logging.WARNING, logger="jupyter_aaep.aaep.broker"):
         assert not broker.submit(anonymous)
         assert not broker.submit({**anonymous, "subscription_id": "nope"})

@@ -908,7 +908,9 @@ def test_cli_with_schemas(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     bad = write_jsonl(tmp_path / "bad.jsonl", events)
     assert main([str(bad), "--schemas", schema_dir]) == 0
     out = capsys.readouterr().out
-    assert f"{bad}:2: warning (SHOULD): aaep:agent.state.changed evt_A0001 at $.summary_normal" in out
+    assert (
+        f"{bad}:2: warning (SHOULD): aaep:agent.state.changed evt_A0001 at $.summary_normal" in out
+    )
     assert out.splitlines()[-1].endswith("0 violations, 1 warning")
     assert main([str(bad), "--schemas", schema_dir, "--profile", "jupyter-aaep"]) == 1
     out = capsys.readouterr().out
@@ -921,7 +923,9 @@ def test_cli_validates_against_the_shipped_schemas_by_default(
 ) -> None:
     monkeypatch.delenv("AAEP_SCHEMA_DIR", raising=False)
     events = valid_session()
-    events[1] = changed(events[1], producer={**events[1]["producer"], "team": "x"})  # closed object: a MUST
+    events[1] = changed(
+        events[1], producer={**events[1]["producer"], "team": "x"}
+    )  # closed object: a MUST
     bad = write_jsonl(tmp_path / "bad.jsonl", events)
     assert main([str(bad)]) == 1
     assert f"{bad}:2: schema: aaep:agent.state.changed" in capsys.readouterr().out
@@ -934,7 +938,11 @@ def _spec_minimal(events: list[Event]) -> list[Event]:
     a producer with its agent_id only, urgency only where it is mandatory (critical)."""
     out = []
     for event in events:
-        event = {k: v for k, v in event.items() if k not in ("aaep_version", "localization_hints", "verbosity")}
+        event = {
+            k: v
+            for k, v in event.items()
+            if k not in ("aaep_version", "localization_hints", "verbosity")
+        }
         event["producer"] = {"agent_id": event["producer"]["agent_id"]}
         if event.get("urgency") != "critical":
             event.pop("urgency", None)
@@ -975,7 +983,11 @@ def test_the_validator_levels_directly() -> None:
     ours = SchemaValidator.from_dir(profile="jupyter-aaep")
     event = _spec_minimal(valid_session())[0]
     warnings = spec.validate(event)
-    assert {w.path for w in warnings} >= {"$.aaep_version", "$.urgency", "$.localization_hints.primary_language"}
+    assert {w.path for w in warnings} >= {
+        "$.aaep_version",
+        "$.urgency",
+        "$.localization_hints.primary_language",
+    }
     with pytest.raises(SchemaViolation):
         ours.validate(event)
     assert ours.validate(valid_session()[0]) == [] and spec.validate(valid_session()[0]) == []
@@ -996,7 +1008,9 @@ def test_cli_without_jsonschema_checks_the_sequence_and_says_so(
     )
     log = write_jsonl(tmp_path / "events.jsonl", valid_session())
     assert main([str(log)]) == 0
-    assert "jsonschema is not installed, so schema validation was skipped" in capsys.readouterr().out
+    assert (
+        "jsonschema is not installed, so schema validation was skipped" in capsys.readouterr().out
+    )
 
 
 def test_cli_without_format_checks_skips_the_default_but_refuses_a_named_folder(
@@ -1010,7 +1024,9 @@ def test_cli_without_format_checks_skips_the_default_but_refuses_a_named_folder(
     monkeypatch.setattr(schemas.SchemaValidator, "from_dir", classmethod(no_formats))
     log = write_jsonl(tmp_path / "events.jsonl", valid_session())
     assert main([str(log)]) == 0
-    assert "schema validation was skipped: jsonschema cannot check formats" in capsys.readouterr().out
+    assert (
+        "schema validation was skipped: jsonschema cannot check formats" in capsys.readouterr().out
+    )
     assert main([str(log), "--schemas", str(schemas.SHIPPED_SCHEMA_DIR)]) == 2
     assert "install jsonschema[format]" in capsys.readouterr().err
 

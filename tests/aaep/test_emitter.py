@@ -73,6 +73,8 @@ def test_slow_subscriber_overflows_and_is_dropped(caplog) -> None:
 
 
 def test_list_subscriber_helpers() -> None:
-    sub = ListSubscriber([{"type": "aaep:agent.tool.invoked"}, {"type": "aaep:agent.tool.completed"}])
+    sub = ListSubscriber(
+        [{"type": "aaep:agent.tool.invoked"}, {"type": "aaep:agent.tool.completed"}]
+    )
     assert sub.types() == ["tool.invoked", "tool.completed"]
     assert len(sub.of_type("tool.completed")) == 1

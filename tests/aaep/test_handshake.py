@@ -15,21 +15,33 @@ PRODUCER = Producer(model="claude-test")
 
 
 def request(capabilities: dict | None = None, **fields) -> dict:
-    body = {"type": "subscription.request", "aaep_version": "1.0.0", "subscriber_id": "screen-reader",
-            "capabilities": {} if capabilities is None else capabilities}
+    body = {
+        "type": "subscription.request",
+        "aaep_version": "1.0.0",
+        "subscriber_id": "screen-reader",
+        "capabilities": {} if capabilities is None else capabilities,
+    }
     body.update(fields)
     return body
 
 
 def answer(caps: dict | None = None, **fields):
-    return negotiate(request(caps, **fields), producer=PRODUCER, manifest_uri="http://127.0.0.1:8888/aaep/v1/manifest")
+    return negotiate(
+        request(caps, **fields),
+        producer=PRODUCER,
+        manifest_uri="http://127.0.0.1:8888/aaep/v1/manifest",
+    )
 
 
 def test_accepted_answers_validate_and_honour_what_was_asked(aaep_schema_validator) -> None:
     asked = {
-        "max_events_per_second": 5, "preferred_verbosity": "terse", "languages": ["en-US"],
-        "supports_confirmation_reply": True, "supports_clarification_reply": True,
-        "coalesce_boundaries": ["sentence", "completion"], "supported_conformance_levels": [1, 2, 3],
+        "max_events_per_second": 5,
+        "preferred_verbosity": "terse",
+        "languages": ["en-US"],
+        "supports_confirmation_reply": True,
+        "supports_clarification_reply": True,
+        "coalesce_boundaries": ["sentence", "completion"],
+        "supported_conformance_levels": [1, 2, 3],
         "event_filters": {"include": ["aaep:agent.*"], "exclude": ["aaep:agent.tool.*"]},
     }
     result = answer(asked, subscriber_name="NVDA bridge", subscriber_version="2.1")
@@ -39,7 +51,10 @@ def test_accepted_answers_validate_and_honour_what_was_asked(aaep_schema_validat
     honoured = result.message["honored_capabilities"]
     assert honoured["max_events_per_second"] == 5
     assert honoured["preferred_verbosity"] == "terse"
-    assert honoured["event_filters"] == {"include": ["aaep:agent.*"], "exclude": ["aaep:agent.tool.*"]}
+    assert honoured["event_filters"] == {
+        "include": ["aaep:agent.*"],
+        "exclude": ["aaep:agent.tool.*"],
+    }
     assert honoured["supported_conformance_levels"] == [1, 2, 3]
     assert result.message["subscription_id"].startswith("sub_")
     assert result.message["producer"]["manifest_uri"].endswith("/aaep/v1/manifest")
@@ -88,11 +103,27 @@ def test_rejections_carry_the_right_reason(aaep_schema_validator, caps, fields, 
     assert result.reason_message.endswith(".")
 
 
-@pytest.mark.parametrize("bad", [None, [], "subscription.request", {"type": "subscription.request"},
-                                 {"type": "subscription.request", "aaep_version": "1.0.0", "subscriber_id": "",
-                                  "capabilities": {}},
-                                 {"type": "subscription.request", "aaep_version": "1.0.0", "subscriber_id": "x",
-                                  "capabilities": []}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        [],
+        "subscription.request",
+        {"type": "subscription.request"},
+        {
+            "type": "subscription.request",
+            "aaep_version": "1.0.0",
+            "subscriber_id": "",
+            "capabilities": {},
+        },
+        {
+            "type": "subscription.request",
+            "aaep_version": "1.0.0",
+            "subscriber_id": "x",
+            "capabilities": [],
+        },
+    ],
+)
 def test_malformed_requests_are_still_answered(aaep_schema_validator, bad) -> None:
     result = negotiate(bad, producer=PRODUCER)
     assert isinstance(result, Rejected) and result.malformed
@@ -100,7 +131,13 @@ def test_malformed_requests_are_still_answered(aaep_schema_validator, bad) -> No
 
 
 def test_extension_capabilities_are_ignored_not_refused(aaep_schema_validator) -> None:
-    result = answer({"acme:haptics": {"pattern": "short"}, "cognitive_load": "low", "supported_extensions": ["https://x.example/ext"]})
+    result = answer(
+        {
+            "acme:haptics": {"pattern": "short"},
+            "cognitive_load": "low",
+            "supported_extensions": ["https://x.example/ext"],
+        }
+    )
     assert isinstance(result, Accepted)
     assert result.message["honored_capabilities"]["supported_extensions"] == []
     assert "cognitive_load" in result.message["negotiation_notes"]
@@ -111,37 +148,60 @@ def test_renegotiation_applies_changes_on_top_of_the_request(aaep_schema_validat
     first = answer({"max_events_per_second": 10, "preferred_verbosity": "detailed"})
     assert isinstance(first, Accepted)
     again = renegotiate(
-        {"type": "subscription.renegotiate", "subscription_id": first.subscription_id,
-         "capabilities": {"max_events_per_second": 2}},
-        first.requested, producer=PRODUCER,
+        {
+            "type": "subscription.renegotiate",
+            "subscription_id": first.subscription_id,
+            "capabilities": {"max_events_per_second": 2},
+        },
+        first.requested,
+        producer=PRODUCER,
     )
     assert isinstance(again, Accepted) and again.subscription_id == first.subscription_id
     assert again.terms.max_events_per_second == 2 and again.terms.preferred_verbosity == "detailed"
     aaep_schema_validator.validate(again.message)
     refused = renegotiate(
-        {"type": "subscription.renegotiate", "subscription_id": first.subscription_id,
-         "capabilities": {"languages": ["fr-FR"]}},
-        first.requested, producer=PRODUCER,
+        {
+            "type": "subscription.renegotiate",
+            "subscription_id": first.subscription_id,
+            "capabilities": {"languages": ["fr-FR"]},
+        },
+        first.requested,
+        producer=PRODUCER,
     )
     assert isinstance(refused, Rejected) and refused.reason_code == "capabilities_incompatible"
-    for bad in ({"type": "subscription.renegotiate", "subscription_id": "nope", "capabilities": {}},
-                {"type": "subscription.renegotiate", "subscription_id": first.subscription_id, "capabilities": 3},
-                {"type": "subscription.renegotiate", "subscription_id": first.subscription_id, "capabilities": {},
-                 "extra": 1},
-                {"type": "other"}):
+    for bad in (
+        {"type": "subscription.renegotiate", "subscription_id": "nope", "capabilities": {}},
+        {
+            "type": "subscription.renegotiate",
+            "subscription_id": first.subscription_id,
+            "capabilities": 3,
+        },
+        {
+            "type": "subscription.renegotiate",
+            "subscription_id": first.subscription_id,
+            "capabilities": {},
+            "extra": 1,
+        },
+        {"type": "other"},
+    ):
         result = renegotiate(bad, first.requested, producer=PRODUCER)
         assert isinstance(result, Rejected) and result.malformed
         aaep_schema_validator.validate(result.message)
 
 
 def test_manifest_lists_what_the_producer_offers() -> None:
-    manifest = build_manifest(PRODUCER, endpoints={"events": "/aaep/v1/events"}, contact="ops@example.org")
+    manifest = build_manifest(
+        PRODUCER, endpoints={"events": "/aaep/v1/events"}, contact="ops@example.org"
+    )
     assert manifest["type"] == "aaep:producer.manifest"
     assert manifest["aaep_versions_supported"] == ["1.0.0"]
     assert manifest["conformance_levels_supported"] == [1, 2, 3]
     assert len(manifest["event_types_emitted"]) == 12
     assert manifest["languages_supported"] == ["en-US"] and manifest["signed"] is False
-    assert manifest["endpoints"]["events"] == "/aaep/v1/events" and manifest["contact"] == "ops@example.org"
+    assert (
+        manifest["endpoints"]["events"] == "/aaep/v1/events"
+        and manifest["contact"] == "ops@example.org"
+    )
 
 
 def test_protocol_modules_load_no_jupyter_tornado_or_anthropic() -> None:
@@ -150,5 +210,7 @@ def test_protocol_modules_load_no_jupyter_tornado_or_anthropic() -> None:
         "import jupyter_aaep.aaep.subscription, jupyter_aaep.aaep.handshake, jupyter_aaep.aaep.manifest\n"
         "print(','.join(m for m in ('tornado', 'jupyter_server', 'anthropic', 'traitlets') if m in sys.modules))\n"
     )
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert loaded == ""

@@ -12,8 +12,22 @@ from jupyter_aaep.aaep.redaction import (
     restore_masked,
 )
 
-SCANNER_WORDS = ("password", "api_key", "secret_key", "private_key", "bearer ", "authorization:", "x-api-key",
-                 "ssh-rsa", "ssh-ed25519", "begin private key", "aws_secret", "github_pat_", "ghp_", "sk-")
+SCANNER_WORDS = (
+    "password",
+    "api_key",
+    "secret_key",
+    "private_key",
+    "bearer ",
+    "authorization:",
+    "x-api-key",
+    "ssh-rsa",
+    "ssh-ed25519",
+    "begin private key",
+    "aws_secret",
+    "github_pat_",
+    "ghp_",
+    "sk-",
+)
 
 
 @pytest.mark.parametrize(
@@ -43,7 +57,12 @@ def test_secret_values_are_masked_and_scanner_safe(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["Plot the task-list of low-risk-items", "df.groupby('region').mean()", "/home/user/data/file_name_2024.csv", ""],
+    [
+        "Plot the task-list of low-risk-items",
+        "df.groupby('region').mean()",
+        "/home/user/data/file_name_2024.csv",
+        "",
+    ],
 )
 def test_ordinary_text_is_left_alone(text: str) -> None:
     assert mask_secrets(text) == text
@@ -51,10 +70,20 @@ def test_ordinary_text_is_left_alone(text: str) -> None:
 
 def test_secret_named_arguments_are_dropped_and_counted() -> None:
     redacted = redact_arguments(
-        {"url": "https://api.example.com", "api_key": "x", "Password": "y", "opts": {"token": "z", "n": 1}, "tags": ["a", "sk-ab12cd34"]}
+        {
+            "url": "https://api.example.com",
+            "api_key": "x",
+            "Password": "y",
+            "opts": {"token": "z", "n": 1},
+            "tags": ["a", "sk-ab12cd34"],
+        }
     )
     assert redacted.hidden_count == 2
-    assert redacted.shown == {"url": "https://api.example.com", "opts": {"n": 1}, "tags": ["a", "[hidden]"]}
+    assert redacted.shown == {
+        "url": "https://api.example.com",
+        "opts": {"n": 1},
+        "tags": ["a", "[hidden]"],
+    }
     summary = redacted.summary()
     assert summary.endswith("2 sensitive arguments hidden")
     assert "api_key" not in summary.lower() and "password" not in summary.lower()
@@ -64,7 +93,15 @@ def test_secret_named_arguments_are_dropped_and_counted() -> None:
 
 
 def test_secret_names() -> None:
-    for name in ("api_key", "apiKey", "ACCESS_KEY", "client_secret", "auth_header", "session_token", "passwd"):
+    for name in (
+        "api_key",
+        "apiKey",
+        "ACCESS_KEY",
+        "client_secret",
+        "auth_header",
+        "session_token",
+        "passwd",
+    ):
         assert is_secret_name(name), name
     for name in ("cell_id", "path", "source", "timeout_seconds"):
         assert not is_secret_name(name), name

@@ -36,10 +36,17 @@ def test_envelope_is_complete_and_sequenced() -> None:
     session.change_state("thinking")
     assert session.change_state("thinking") is None
     session.emit(ProgressUpdated(progress=Progress(percent=50, description="Half way")))
-    session.emit(SessionErrored(error_category="transient", urgency="background", summary=Summary("Failed.")))
+    session.emit(
+        SessionErrored(error_category="transient", urgency="background", summary=Summary("Failed."))
+    )
     first, state, progress, errored = events.events
     assert first["@context"] == "https://aaep-protocol.org/context/v1"
-    assert first["producer"] == {"agent_id": "jupyter-aaep", "agent_version": "0.1.0", "agent_name": "Jupyter notebook agent", "model": "claude-test"}
+    assert first["producer"] == {
+        "agent_id": "jupyter-aaep",
+        "agent_version": "0.1.0",
+        "agent_name": "Jupyter notebook agent",
+        "model": "claude-test",
+    }
     assert first["correlation_id"] == "trace-1" and first["verbosity"] == "normal"
     assert [e["sequence_number"] for e in events.events] == [0, 1, 2, 3]
     assert state["urgency"] == "background" and progress["urgency"] == "background"
@@ -72,8 +79,13 @@ def test_safety_rule_and_confirmation_payload() -> None:
     assert default_decision_for(irreversible=False, risk_level="medium") == "reject"
     assert default_decision_for(irreversible=False, risk_level="low") == "accept"
     payload = AwaitingConfirmation(
-        action="a", consequence="c", reply_token="rpl_1", timeout_seconds=5, default_decision="reject",
-        allowed_replies=("accept", "reject"), summary=Summary("Confirm?", terse="?", detailed="Confirm it?"),
+        action="a",
+        consequence="c",
+        reply_token="rpl_1",
+        timeout_seconds=5,
+        default_decision="reject",
+        allowed_replies=("accept", "reject"),
+        summary=Summary("Confirm?", terse="?", detailed="Confirm it?"),
     ).to_payload()
     assert payload["allowed_replies"] == ["accept", "reject"]
     assert payload["summary_terse"] == "?" and payload["summary_detailed"] == "Confirm it?"

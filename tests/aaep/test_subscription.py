@@ -37,22 +37,39 @@ class Clock:
 
 
 def started(session: Session) -> None:
-    session.emit(SessionStarted(summary=Summary("Started.", terse="Go.", detailed="Started working, in detail.")))
+    session.emit(
+        SessionStarted(
+            summary=Summary("Started.", terse="Go.", detailed="Started working, in detail.")
+        )
+    )
 
 
 def tool_call(session: Session) -> None:
     session.change_state("calling_tool")
-    session.emit(ToolInvoked(tool="lookup", tool_call_id="call_1", summary=Summary("Looking it up.")))
-    session.emit(ToolCompleted(tool="lookup", status="success", tool_call_id="call_1", summary=Summary("Found it.")))
+    session.emit(
+        ToolInvoked(tool="lookup", tool_call_id="call_1", summary=Summary("Looking it up."))
+    )
+    session.emit(
+        ToolCompleted(
+            tool="lookup", status="success", tool_call_id="call_1", summary=Summary("Found it.")
+        )
+    )
 
 
 def confirmation(session: Session) -> dict:
     session.change_state("awaiting_input")
-    return session.emit(AwaitingConfirmation(
-        action="Delete the table.", consequence="It cannot be undone.", reply_token=new_reply_token(),
-        timeout_seconds=300, default_decision="reject", risk_level="high", irreversible=True,
-        summary=Summary("Approve deleting the table?"),
-    ))
+    return session.emit(
+        AwaitingConfirmation(
+            action="Delete the table.",
+            consequence="It cannot be undone.",
+            reply_token=new_reply_token(),
+            timeout_seconds=300,
+            default_decision="reject",
+            risk_level="high",
+            irreversible=True,
+            summary=Summary("Approve deleting the table?"),
+        )
+    )
 
 
 def answer(session: Session, text: str) -> None:
@@ -78,8 +95,10 @@ def names(messages: list[dict]) -> list[str]:
 
 
 def test_filters_exclude_but_critical_events_pass(aaep_schema_validator) -> None:
-    terms = Terms(event_filter=EventFilter(exclude=("aaep:agent.tool.*", "aaep:agent.state.changed")),
-                  supports_confirmation_reply=True)
+    terms = Terms(
+        event_filter=EventFilter(exclude=("aaep:agent.tool.*", "aaep:agent.state.changed")),
+        supports_confirmation_reply=True,
+    )
     session, subscription = setup(terms)
     started(session)
     tool_call(session)
@@ -93,7 +112,9 @@ def test_filters_exclude_but_critical_events_pass(aaep_schema_validator) -> None
 
 
 def test_include_filter_with_exact_type_and_uri_form() -> None:
-    terms = Terms(event_filter=EventFilter(include=("https://aaep-protocol.org/types/agent.session.*",)))
+    terms = Terms(
+        event_filter=EventFilter(include=("https://aaep-protocol.org/types/agent.session.*",))
+    )
     session, subscription = setup(terms)
     started(session)
     tool_call(session)
@@ -137,12 +158,21 @@ def test_rate_limit_merges_states_and_chunks_and_keeps_outputs_valid(aaep_schema
         assert len(ready) <= 1, "never more than one message per token"
         seen += ready
         clock.now += 1.0
-    assert names(seen) == ["user_input.accepted", "session.started", "state.changed", "output.streaming",
-                           "session.completed"]
+    assert names(seen) == [
+        "user_input.accepted",
+        "session.started",
+        "state.changed",
+        "output.streaming",
+        "session.completed",
+    ]
     state, chunk = seen[2], seen[3]
     assert (state["from_state"], state["to_state"]) == ("idle", "writing_output")
     assert chunk["chunk"] == "One sentence here. Two sentences here. Three at the end."
-    assert chunk["position"] == 0 and chunk["complete"] is True and chunk["coalesce_hint"] == "completion"
+    assert (
+        chunk["position"] == 0
+        and chunk["complete"] is True
+        and chunk["coalesce_hint"] == "completion"
+    )
     for event in seen[1:]:
         aaep_schema_validator.validate(event)
 
@@ -150,7 +180,9 @@ def test_rate_limit_merges_states_and_chunks_and_keeps_outputs_valid(aaep_schema
 def test_critical_bypasses_the_bucket_after_its_own_sessions_backlog() -> None:
     clock = Clock()
     emitter = Emitter()
-    subscription = Subscription(Terms(max_events_per_second=1, supports_confirmation_reply=True), clock=clock)
+    subscription = Subscription(
+        Terms(max_events_per_second=1, supports_confirmation_reply=True), clock=clock
+    )
     emitter.subscribe(subscription)
     first = Session(emitter, Producer(model="m"))
     other = Session(emitter, Producer(model="m"))
@@ -162,8 +194,13 @@ def test_critical_bypasses_the_bucket_after_its_own_sessions_backlog() -> None:
     ready = subscription.take_ready()
     # The confirmation goes out at once, after its own session's backlog (in order, free of the
     # bucket); the other session keeps its place and waits for the next token.
-    assert names(ready) == ["state.changed", "tool.invoked", "tool.completed", "state.changed",
-                            "awaiting.confirmation"]
+    assert names(ready) == [
+        "state.changed",
+        "tool.invoked",
+        "tool.completed",
+        "state.changed",
+        "awaiting.confirmation",
+    ]
     assert [e["session_id"] for e in ready] == [first.id] * 5
     clock.now += 1
     assert subscription.take_ready() == [], "the flushed backlog put the bucket into debt"
@@ -188,7 +225,9 @@ def test_boundaries_hold_chunks_until_a_negotiated_boundary(aaep_schema_validato
     out.finish()
     last = subscription.take_ready()
     assert [c["chunk"] for c in last] == ["Next paragraph. More. "]
-    assert last[0]["position"] == len("First sentence. Second sentence.\n\n") and last[0]["complete"]
+    assert (
+        last[0]["position"] == len("First sentence. Second sentence.\n\n") and last[0]["complete"]
+    )
     for event in chunks + last:
         aaep_schema_validator.validate(event)
 
@@ -205,7 +244,10 @@ def test_word_only_subscribers_get_sentences_labelled_word() -> None:
     out.finish()
     chunks += subscription.take_ready()
     chunks = [e for e in chunks if e["type"].endswith("output.streaming")]
-    assert [(c["chunk"], c["coalesce_hint"]) for c in chunks] == [("Hello there. ", "word"), ("Bye.", "word")]
+    assert [(c["chunk"], c["coalesce_hint"]) for c in chunks] == [
+        ("Hello there. ", "word"),
+        ("Bye.", "word"),
+    ]
 
 
 def test_progress_updates_collapse_to_the_latest_under_pressure() -> None:
@@ -213,7 +255,11 @@ def test_progress_updates_collapse_to_the_latest_under_pressure() -> None:
     session, subscription = setup(Terms(max_events_per_second=1), clock)
     started(session)
     for percent in (10, 20, 30):
-        session.emit(ProgressUpdated(progress=Progress(percent=percent), summary=Summary(f"{percent} percent.")))
+        session.emit(
+            ProgressUpdated(
+                progress=Progress(percent=percent), summary=Summary(f"{percent} percent.")
+            )
+        )
     assert names(subscription.take_ready()) == ["session.started"]
     clock.now += 1
     progress = subscription.take_ready()
@@ -222,7 +268,9 @@ def test_progress_updates_collapse_to_the_latest_under_pressure() -> None:
 
 def test_state_changes_that_cancel_out_are_dropped_but_leaving_awaiting_input_is_kept() -> None:
     clock = Clock()
-    session, subscription = setup(Terms(max_events_per_second=1, supports_confirmation_reply=True), clock)
+    session, subscription = setup(
+        Terms(max_events_per_second=1, supports_confirmation_reply=True), clock
+    )
     started(session)
     session.change_state("thinking")
     session.change_state("calling_tool")

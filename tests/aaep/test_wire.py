@@ -18,15 +18,24 @@ def test_clean_values_come_back_unchanged_and_uncopied() -> None:
 
 
 def test_lone_surrogates_are_replaced_wherever_they_are() -> None:
-    event = {"kind": "note", "path": "data\udcff.csv", "nested": {"lines": ["ok", "bad \ud800"]}, "key\udc80": 1}
+    event = {
+        "kind": "note",
+        "path": "data\udcff.csv",
+        "nested": {"lines": ["ok", "bad \ud800"]},
+        "key\udc80": 1,
+    }
     clean, problems = sanitize(event)
     assert clean["path"] == f"data{REPLACEMENT}.csv"
     assert clean["nested"]["lines"] == ["ok", f"bad {REPLACEMENT}"]
     assert f"key{REPLACEMENT}" in clean
     assert event["path"] == "data\udcff.csv"  # the original is left alone
-    assert sorted(problems) == sorted([
-        "path: lone surrogate replaced", "nested.lines[1]: lone surrogate replaced",
-        "key\udc80: lone surrogate replaced"])
+    assert sorted(problems) == sorted(
+        [
+            "path: lone surrogate replaced",
+            "nested.lines[1]: lone surrogate replaced",
+            "key\udc80: lone surrogate replaced",
+        ]
+    )
     dumps(clean).encode("utf-8")  # no UnicodeEncodeError
 
 
@@ -44,8 +53,15 @@ def test_what_json_cannot_hold_is_made_representable() -> None:
     for _ in range(100):
         cursor.append([])
         cursor = cursor[0]
-    value = {"nan": math.nan, "inf": -math.inf, "set": {1}, "tuple": (1, "x"), 3: "int key",
-             "loop": loop, "deep": deep}
+    value = {
+        "nan": math.nan,
+        "inf": -math.inf,
+        "set": {1},
+        "tuple": (1, "x"),
+        3: "int key",
+        "loop": loop,
+        "deep": deep,
+    }
     clean, problems = sanitize(value)
     assert clean["nan"] is None and clean["inf"] is None
     assert clean["set"] == "{1}" and clean["tuple"] == [1, "x"] and clean["3"] == "int key"
@@ -74,4 +90,8 @@ def test_the_emitter_repairs_an_event_before_history_and_subscribers(caplog) -> 
     assert emitter.history[0]["text"] == f"out {REPLACEMENT}"
     assert [e["text"] for e in emitter.history] == [f"out {REPLACEMENT}", "fine"]
     warnings = [r.getMessage() for r in caplog.records]
-    assert len(warnings) == 1 and "kernel.output" in warnings[0] and "text: lone surrogate replaced" in warnings[0]
+    assert (
+        len(warnings) == 1
+        and "kernel.output" in warnings[0]
+        and "text: lone surrogate replaced" in warnings[0]
+    )

@@ -48,7 +48,11 @@ class Harness:
 
     async def ask(self, text: str) -> SessionResult:
         return await self.loop().run(
-            self.session(), self.history, text, chat=ChatContext(approval=self.policy), control=self.control
+            self.session(),
+            self.history,
+            text,
+            chat=ChatContext(approval=self.policy),
+            control=self.control,
         )
 
     def start(self, text: str) -> asyncio.Task[SessionResult]:

@@ -30,8 +30,12 @@ class ForeignLock:
     """Another process holding the database in an EXCLUSIVE transaction until :meth:`release`."""
 
     def __init__(self, path: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", _HOLD, str(path)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _HOLD, str(path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "locked"
 
     def release(self) -> float:
@@ -46,8 +50,11 @@ class SmallDisk:
     def __init__(self, where: Path, size: str = "4m") -> None:
         self.where = where
         where.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(where)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(where)],
+            check=True,
+            capture_output=True,
+        )
         self.filler = where / "filler"
 
     def fill(self) -> None:

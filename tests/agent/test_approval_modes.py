@@ -29,7 +29,14 @@ TOOLS = {tool.name: tool for tool in notebook_tools()}
 PLAIN = ActionPreview(summary="Doing it.")
 FLAGGED = ActionPreview(summary="Running cell 1.", risk_flags=("deletes files (shutil.rmtree)",))
 
-CHANGES = ("create_cell", "edit_cell", "delete_cell", "move_cell", "clear_outputs", "interrupt_kernel")
+CHANGES = (
+    "create_cell",
+    "edit_cell",
+    "delete_cell",
+    "move_cell",
+    "clear_outputs",
+    "interrupt_kernel",
+)
 RUNS = ("run_cell", "run_all_cells", "restart_kernel")
 READS = ("get_notebook_state", "list_notebooks", "list_files", "read_file")
 
@@ -40,7 +47,11 @@ def asks(mode: str, tool: str, preview: ActionPreview = PLAIN) -> bool:
 
 def test_the_three_modes_have_wire_values_and_honest_names() -> None:
     assert APPROVAL_MODES == ("ask", "ask_all", "auto")
-    assert MODE_LABELS == {"ask": "Ask before running code", "ask_all": "Ask before every change", "auto": "Auto"}
+    assert MODE_LABELS == {
+        "ask": "Ask before running code",
+        "ask_all": "Ask before every change",
+        "auto": "Auto",
+    }
     assert REMEMBERED_MODES == ("ask", "ask_all")
     assert {*CHANGES, *RUNS, *READS} <= set(TOOLS)
 
@@ -74,7 +85,11 @@ def test_reading_never_asks(tool: str) -> None:
 
 
 def test_auto_answers_for_the_user_except_flagged_code() -> None:
-    auto, ask_all, ask = ApprovalPolicy(mode="auto"), ApprovalPolicy(mode="ask_all"), ApprovalPolicy()
+    auto, ask_all, ask = (
+        ApprovalPolicy(mode="auto"),
+        ApprovalPolicy(mode="ask_all"),
+        ApprovalPolicy(),
+    )
     assert auto.auto_approves(PLAIN) and not auto.auto_approves(FLAGGED)
     assert asks("auto", "run_cell", FLAGGED), "a risky cell still asks in auto"
     assert not ask.auto_approves(PLAIN) and not ask_all.auto_approves(PLAIN)
@@ -112,7 +127,9 @@ def test_a_user_tool_that_changes_something_asks_before_every_change() -> None:
         return "3"
 
     review = ApprovalPolicy(mode="ask_all")
-    assert review.needs_confirmation(tag_rows, PLAIN) and not review.needs_confirmation(count_rows, PLAIN)
+    assert review.needs_confirmation(tag_rows, PLAIN) and not review.needs_confirmation(
+        count_rows, PLAIN
+    )
     assert not ApprovalPolicy().needs_confirmation(tag_rows, PLAIN)
 
 
@@ -120,12 +137,20 @@ def test_modes_are_set_by_name_and_restored_unless_auto() -> None:
     policy = ApprovalPolicy()
     policy.set_mode("ask_all")
     assert policy.mode == "ask_all"
-    with pytest.raises(ValueError, match=r"ask \(Ask before running code\), ask_all \(Ask before every change\), "
-                                         r"auto \(Auto\), not 'review'"):
+    with pytest.raises(
+        ValueError,
+        match=r"ask \(Ask before running code\), ask_all \(Ask before every change\), "
+        r"auto \(Auto\), not 'review'",
+    ):
         policy.set_mode("review")
     assert policy.mode == "ask_all"
-    for stored, default, expected in [("ask", "auto", "ask"), ("ask_all", "ask", "ask_all"),
-                                      ("auto", "ask", "ask"), ("auto", "ask_all", "ask_all"), ("junk", "ask", "ask")]:
+    for stored, default, expected in [
+        ("ask", "auto", "ask"),
+        ("ask_all", "ask", "ask_all"),
+        ("auto", "ask", "ask"),
+        ("auto", "ask_all", "ask_all"),
+        ("junk", "ask", "ask"),
+    ]:
         restored = ApprovalPolicy(mode=default)  # type: ignore[arg-type]
         restored.restore(stored)
         assert restored.mode == expected, (stored, default)
@@ -137,13 +162,18 @@ def test_modes_are_set_by_name_and_restored_unless_auto() -> None:
 async def test_the_mode_is_chosen_at_creation_stored_and_restored(tmp_path: Path) -> None:
     db = tmp_path / "chats.sqlite3"
     async with FakeAnthropic() as fake:
-        client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
+        client = anthropic.AsyncAnthropic(
+            base_url=fake.base_url, api_key=fake.api_key, max_retries=0
+        )
 
         def runner(store: ChatStore, default: str) -> ChatRunner:
-            return ChatRunner(client_factory=lambda: client, config=AgentConfig(model="claude-test"),
-                              registry_factory=lambda chat: ToolRegistry(conversation_tools()),
-                              policy_factory=lambda: ApprovalPolicy(mode=default),  # type: ignore[arg-type]
-                              persistence=ChatPersistence(store))
+            return ChatRunner(
+                client_factory=lambda: client,
+                config=AgentConfig(model="claude-test"),
+                registry_factory=lambda chat: ToolRegistry(conversation_tools()),
+                policy_factory=lambda: ApprovalPolicy(mode=default),  # type: ignore[arg-type]
+                persistence=ChatPersistence(store),
+            )
 
         store = ChatStore(str(db))
         first = runner(store, "ask")
@@ -155,7 +185,11 @@ async def test_the_mode_is_chosen_at_creation_stored_and_restored(tmp_path: Path
         with pytest.raises(InvalidInput, match="approval mode must be one of"):
             first.create_chat("a.ipynb", approval_mode="sometimes")
         assert [c.describe()["approval_mode"] for c in (plain, review, switched, auto)] == [
-            "ask", "ask_all", "ask_all", "auto"]
+            "ask",
+            "ask_all",
+            "ask_all",
+            "auto",
+        ]
         await first.shutdown()
         assert store.flush()
         store.close()
@@ -177,13 +211,21 @@ def test_a_changed_line_an_added_line_and_removed_lines_in_words() -> None:
     new = "import math\nx = 2\ny = 2\nprint(x)\nprint(y)\n"
     diff = describe_change(old, new)
     assert diff.summary == "2 lines changed, 1 removed"
-    assert diff.text == ("Line 2 changed from 'x = 1' to 'x = 2'. Line 5 changed from 'a = 1' to 'print(y)'. "
-                         "Line 6 removed: 'b = 2'.")
+    assert diff.text == (
+        "Line 2 changed from 'x = 1' to 'x = 2'. Line 5 changed from 'a = 1' to 'print(y)'. "
+        "Line 6 removed: 'b = 2'."
+    )
     marks = [(line.kind, line.old_line, line.new_line, line.text) for line in diff.lines]
-    assert marks[:3] == [("context", 1, 1, "import math"), ("removed", 2, None, "x = 1"), ("added", None, 2, "x = 2")]
+    assert marks[:3] == [
+        ("context", 1, 1, "import math"),
+        ("removed", 2, None, "x = 1"),
+        ("added", None, 2, "x = 2"),
+    ]
     assert ("removed", 6, None, "b = 2") in marks and not diff.truncated
 
-    grown = describe_change("a = 1\nb = 2", "# setup\na = 1\nb = 3\n\nprint(a)\nprint(b)\nprint(a + b)")
+    grown = describe_change(
+        "a = 1\nb = 2", "# setup\na = 1\nb = 3\n\nprint(a)\nprint(b)\nprint(a + b)"
+    )
     assert grown.summary == "1 line changed, 5 added"
     assert grown.sentences == [
         "Line 1 added: '# setup'.",
@@ -195,11 +237,19 @@ def test_a_changed_line_an_added_line_and_removed_lines_in_words() -> None:
 
 def test_indentation_line_endings_and_no_change_are_said_plainly() -> None:
     assert describe_change("if x:\ny()", "if x:\n    y()").sentences == [
-        "Line 2 changed its indentation from none to 4 spaces: 'y()'."]
-    assert describe_change("\tz()", "  z()").text == "Line 1 changed its indentation from 1 tab to 2 spaces: 'z()'."
+        "Line 2 changed its indentation from none to 4 spaces: 'y()'."
+    ]
+    assert (
+        describe_change("\tz()", "  z()").text
+        == "Line 1 changed its indentation from 1 tab to 2 spaces: 'z()'."
+    )
     assert describe_change("x = 1", "x = 1\n").text == "Only the line endings change."
     same = describe_change("x = 1", "x = 1")
-    assert same.text == "The text stays the same." and same.summary == "No line changes" and same.lines == []
+    assert (
+        same.text == "The text stays the same."
+        and same.summary == "No line changes"
+        and same.lines == []
+    )
     created = describe_change("", "print(1)")
     assert created.text == "Line 1 added: 'print(1)'." and created.summary == "1 line added"
 
@@ -215,8 +265,15 @@ def test_a_long_rewrite_stays_bounded_and_says_what_was_left_out() -> None:
     assert wide.sentences[0].endswith("…'.") and len(wide.sentences[0]) < 120
     assert len(wide.lines[0].text) == 300 and wide.lines[0].text.endswith("…")
     as_json: dict[str, Any] = diff.to_json()
-    assert as_json["summary"] == "100 lines changed" and as_json["text"].startswith("Line 2 changed from 'v1 = 1'")
-    assert as_json["lines"][0] == {"kind": "context", "text": "v0 = 0", "old_line": 1, "new_line": 1}
+    assert as_json["summary"] == "100 lines changed" and as_json["text"].startswith(
+        "Line 2 changed from 'v1 = 1'"
+    )
+    assert as_json["lines"][0] == {
+        "kind": "context",
+        "text": "v0 = 0",
+        "old_line": 1,
+        "new_line": 1,
+    }
 
 
 async def test_rejecting_a_change_tells_the_model_nothing_was_changed() -> None:
@@ -242,28 +299,58 @@ async def test_rejecting_a_change_tells_the_model_nothing_was_changed() -> None:
         return "renamed"
 
     async with FakeAnthropic() as fake:
-        fake.add(Turn(tool_uses=[ToolUse("rename_column", {"name": "price"})]), Turn(text="Left it as it was."))
-        client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
+        fake.add(
+            Turn(tool_uses=[ToolUse("rename_column", {"name": "price"})]),
+            Turn(text="Left it as it was."),
+        )
+        client = anthropic.AsyncAnthropic(
+            base_url=fake.base_url, api_key=fake.api_key, max_retries=0
+        )
         emitter, heard, broker = Emitter(), ListSubscriber(), ReplyBroker()
         emitter.subscribe(heard)
-        loop = AgentLoop(client, ToolRegistry([rename_column]), broker=broker, config=AgentConfig(model="claude-test"))
+        loop = AgentLoop(
+            client,
+            ToolRegistry([rename_column]),
+            broker=broker,
+            config=AgentConfig(model="claude-test"),
+        )
         chat = ChatContext(approval=ApprovalPolicy(mode="ask_all"))
         import asyncio
 
-        task = asyncio.ensure_future(loop.run(Session(emitter, Producer(model="claude-test")), [], "rename it",
-                                              chat=chat, control=RunControl()))
+        task = asyncio.ensure_future(
+            loop.run(
+                Session(emitter, Producer(model="claude-test")),
+                [],
+                "rename it",
+                chat=chat,
+                control=RunControl(),
+            )
+        )
         for _ in range(500):
             if heard.of_type("awaiting.confirmation"):
                 break
             await asyncio.sleep(0.01)
         [asked] = heard.of_type("awaiting.confirmation")
-        assert broker.submit({"type": "confirmation.reply", "reply_token": asked["reply_token"], "decision": "reject",
-                              "subscription_id": new_subscription_id(), "timestamp": SessionClock().now()})
+        assert broker.submit(
+            {
+                "type": "confirmation.reply",
+                "reply_token": asked["reply_token"],
+                "decision": "reject",
+                "subscription_id": new_subscription_id(),
+                "timestamp": SessionClock().now(),
+            }
+        )
         result = await asyncio.wait_for(task, 20)
         await client.close()
     assert result.status == "completed" and touched == []
     assert not heard.of_type("tool.invoked")
-    [tool_result] = [b for b in fake.requests[-1].body["messages"][-1]["content"] if b.get("type") == "tool_result"]
+    [tool_result] = [
+        b
+        for b in fake.requests[-1].body["messages"][-1]["content"]
+        if b.get("type") == "tool_result"
+    ]
     assert tool_result["is_error"] is True
-    assert tool_result["content"].startswith("The user declined: they rejected this change, so rename_column was "
-                                             "not applied and nothing was changed.")
+    assert tool_result["content"].startswith(
+        "The user declined: they rejected this change, so rename_column was "
+        "not applied and nothing was changed."
+    )

@@ -186,8 +186,14 @@ def test_corpus_rates() -> None:
         ("o = open\no('x', 'w')", "writes, moves or copies files (open(…, 'w'))"),
         ("import pathlib\npathlib.Path('x').touch()", "writes, moves or copies files (.touch())"),
         ("open('/proc/self/environ')", "reads credentials or secrets (/proc/self/environ)"),
-        ("import os\nos.environ['GITHUB_TOKEN']", "reads credentials or secrets (environment variable GITHUB_TOKEN)"),
-        ("import os\nos.environ['X'] = '1'", "reads environment variables, which can hold keys (sets X)"),
+        (
+            "import os\nos.environ['GITHUB_TOKEN']",
+            "reads credentials or secrets (environment variable GITHUB_TOKEN)",
+        ),
+        (
+            "import os\nos.environ['X'] = '1'",
+            "reads environment variables, which can hold keys (sets X)",
+        ),
         ("x = [", "could not be checked because it is not valid Python"),
         ("%sql SELECT 1", "runs an IPython magic that can do anything (%sql)"),
         ("import signal\nsignal.alarm(1)", "uses operating-system functions (signal.alarm)"),
@@ -214,32 +220,77 @@ def test_flagged_environment_reads_are_high_risk_only_for_secrets() -> None:
     ("source", "reason"),
     [
         # folding
-        ("import os\nopen(os.path.join('/proc', pid, 'environ'))", "reads credentials or secrets (/proc/*/environ)"),
-        ("open('/proc/' + pid + '/' + name)", "reads credentials or secrets (a computed /proc path)"),
-        ("open(sep.join(['', 'proc', 'self', 'environ']))", "reads credentials or secrets (/proc/self/environ)"),
-        ("open('/'.join(['', 'proc', 'self', 'environ']))", "reads credentials or secrets (/proc/self/environ)"),
-        ("from pathlib import Path\nopen(Path('/proc/self/environ'))", "reads credentials or secrets (/proc/self/environ)"),
+        (
+            "import os\nopen(os.path.join('/proc', pid, 'environ'))",
+            "reads credentials or secrets (/proc/*/environ)",
+        ),
+        (
+            "open('/proc/' + pid + '/' + name)",
+            "reads credentials or secrets (a computed /proc path)",
+        ),
+        (
+            "open(sep.join(['', 'proc', 'self', 'environ']))",
+            "reads credentials or secrets (/proc/self/environ)",
+        ),
+        (
+            "open('/'.join(['', 'proc', 'self', 'environ']))",
+            "reads credentials or secrets (/proc/self/environ)",
+        ),
+        (
+            "from pathlib import Path\nopen(Path('/proc/self/environ'))",
+            "reads credentials or secrets (/proc/self/environ)",
+        ),
         ("open(chr(47) + 'proc/1/environ')", "reads credentials or secrets (/proc/1/environ)"),
         ("a, o = 1, open\no('x', 'a')", "writes, moves or copies files (open(…, 'a'))"),
         ("open.__call__('x', 'w')", "hides what it calls (open.__call__)"),
-        ("import pandas as pd\npd.io.common.os.system('id')", "hides what it calls (pandas.io.common.os.system)"),
+        (
+            "import pandas as pd\npd.io.common.os.system('id')",
+            "hides what it calls (pandas.io.common.os.system)",
+        ),
         ("def f():\n    m.system('id')\nimport os as m", "runs shell commands (os.system, id)"),
         ("import ctypes\nctypes.x = 1", "uses operating-system functions (ctypes.x)"),
-        ("import importlib.util\nimportlib.util.spec_from_file_location('m', 'm.py')", "hides what it calls"),
-        ("get_ipython().system", "runs an IPython magic that can do anything (get_ipython().system)"),
-        ("from pathlib import Path\nPath('x').open('w')", "writes, moves or copies files (Path.open(…, 'w'))"),
+        (
+            "import importlib.util\nimportlib.util.spec_from_file_location('m', 'm.py')",
+            "hides what it calls",
+        ),
+        (
+            "get_ipython().system",
+            "runs an IPython magic that can do anything (get_ipython().system)",
+        ),
+        (
+            "from pathlib import Path\nPath('x').open('w')",
+            "writes, moves or copies files (Path.open(…, 'w'))",
+        ),
         ("for p in paths:\n    p.open('w')", "writes, moves or copies files (.open('w'))"),
         ("import numpy\nvars(numpy)", "hides what it calls (vars() of a module)"),
         ("s3.upload_file('a', 'b', 'c')", "sends data over the network (.upload_file())"),
-        ("from IPython.display import HTML\nHTML('<script>alert(1)</script>')", "runs JavaScript in your browser"),
+        (
+            "from IPython.display import HTML\nHTML('<script>alert(1)</script>')",
+            "runs JavaScript in your browser",
+        ),
         ("open('x', **options)", "writes, moves or copies files (open with a computed mode)"),
         ("open(*args)", "writes, moves or copies files (open with a computed mode)"),
         ("getattr(obj, '__globals__')", "hides what it calls (getattr of __globals__)"),
-        ("import os\nos.environ.update({'A': '1'})", "reads environment variables, which can hold keys (os.environ.update)"),
-        ("import os\nos.environ[key]", "reads credentials or secrets (a computed environment variable)"),
-        ("import os\nos.environ.copy()", "reads credentials or secrets (all environment variables)"),
-        ("import requests\nrequests.request('POST', 'https://x')", "sends data over the network (requests.request)"),
-        ("import subprocess\nsubprocess.run(cmd)", "runs shell commands (subprocess.run, a computed command)"),
+        (
+            "import os\nos.environ.update({'A': '1'})",
+            "reads environment variables, which can hold keys (os.environ.update)",
+        ),
+        (
+            "import os\nos.environ[key]",
+            "reads credentials or secrets (a computed environment variable)",
+        ),
+        (
+            "import os\nos.environ.copy()",
+            "reads credentials or secrets (all environment variables)",
+        ),
+        (
+            "import requests\nrequests.request('POST', 'https://x')",
+            "sends data over the network (requests.request)",
+        ),
+        (
+            "import subprocess\nsubprocess.run(cmd)",
+            "runs shell commands (subprocess.run, a computed command)",
+        ),
         ("import subprocess\nsubprocess.run(['rm', path])", "deletes files or folders (rm)"),
         ("import os\nos.system(f'rm -rf {path}')", "deletes files or folders (rm -rf)"),
         ("!X=1 python -m pip install pandas", "installs packages (pip install pandas)"),
@@ -247,11 +298,26 @@ def test_flagged_environment_reads_are_high_risk_only_for_secrets() -> None:
         ("!'unterminated", "runs shell commands"),
         # IPython methods and magics
         ("get_ipython().system('')", "runs shell commands (!)"),
-        ("get_ipython().run_line_magic(name, '')", "runs an IPython magic that can do anything (a computed magic)"),
-        ("get_ipython().run_cell('print(1)')", "runs code built from strings (get_ipython().run_cell)"),
-        ("get_ipython().kernel", "runs an IPython magic that can do anything (get_ipython().kernel)"),
-        ("get_ipython().run_cell_magic('time', '', body)", "runs an IPython magic that can do anything (%%time with a computed body)"),
-        ("get_ipython().run_line_magic('time', arg)", "runs an IPython magic that can do anything (%time with a computed argument)"),
+        (
+            "get_ipython().run_line_magic(name, '')",
+            "runs an IPython magic that can do anything (a computed magic)",
+        ),
+        (
+            "get_ipython().run_cell('print(1)')",
+            "runs code built from strings (get_ipython().run_cell)",
+        ),
+        (
+            "get_ipython().kernel",
+            "runs an IPython magic that can do anything (get_ipython().kernel)",
+        ),
+        (
+            "get_ipython().run_cell_magic('time', '', body)",
+            "runs an IPython magic that can do anything (%%time with a computed body)",
+        ),
+        (
+            "get_ipython().run_line_magic('time', arg)",
+            "runs an IPython magic that can do anything (%time with a computed argument)",
+        ),
         ("%%script python\nimport os\nos.remove('x')", "deletes files or folders (os.remove)"),
         ("%%bash\n", "runs shell commands (%%bash)"),
         ("%%sql\nSELECT 1", "runs an IPython magic that can do anything (%%sql)"),
@@ -327,13 +393,16 @@ def test_importing_a_risky_function_asks(source: str, reason: str) -> None:
     assert reason in scan_code(source)
 
 
-@pytest.mark.parametrize("source", [
-    "from jupyter_aaep.kernel.client import KernelClient\nKernelClient.from_environment().send({})",
-    "import jupyter_aaep.kernel.client as c\nc.KernelClient.from_environment()",
-    "token = os.environ['AAEP_KERNEL_SECRET']",
-    "requests.post(base + 'aaep/v1/kernel/messages', json=reply)",
-    "headers = {'X-AAEP-Kernel-Secret': secret}",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from jupyter_aaep.kernel.client import KernelClient\nKernelClient.from_environment().send({})",
+        "import jupyter_aaep.kernel.client as c\nc.KernelClient.from_environment()",
+        "token = os.environ['AAEP_KERNEL_SECRET']",
+        "requests.post(base + 'aaep/v1/kernel/messages', json=reply)",
+        "headers = {'X-AAEP-Kernel-Secret': secret}",
+    ],
+)
 def test_code_that_could_answer_the_agents_own_requests_always_asks(source: str) -> None:
     findings = scan(source)
     assert any(f.category == "agent" and f.severity == "high" for f in findings), findings
@@ -341,4 +410,9 @@ def test_code_that_could_answer_the_agents_own_requests_always_asks(source: str)
 
 
 def test_defining_kernel_tools_is_not_flagged() -> None:
-    assert scan_code("from jupyter_aaep import aaep_tool\n\n@aaep_tool\ndef f(x: int) -> int:\n    return x\n") == ()
+    assert (
+        scan_code(
+            "from jupyter_aaep import aaep_tool\n\n@aaep_tool\ndef f(x: int) -> int:\n    return x\n"
+        )
+        == ()
+    )

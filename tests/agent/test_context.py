@@ -27,8 +27,14 @@ BIG = "a notebook cell; " * 200
 def request(i: int, *, result: str = BIG, answer: str = "answer") -> list[dict[str, Any]]:
     return [
         {"role": "user", "content": [{"type": "text", "text": f"question {i}"}]},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{i}", "name": "read", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": result}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": f"toolu_{i}", "name": "read", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": result}],
+        },
         {"role": "assistant", "content": [{"type": "text", "text": f"{answer} {i}"}]},
     ]
 
@@ -40,7 +46,9 @@ def chat(n: int, **kwargs: Any) -> list[dict[str, Any]]:
 
 
 def valid(history: list[dict[str, Any]]) -> list[str]:
-    return validate_request({"model": "m", "max_tokens": 5, "messages": history}, {"anthropic-version": "x"})
+    return validate_request(
+        {"model": "m", "max_tokens": 5, "messages": history}, {"anthropic-version": "x"}
+    )
 
 
 def results(history: list[dict[str, Any]]) -> list[str]:
@@ -66,23 +74,38 @@ def test_clearing_keeps_the_most_recent_results_and_says_how_to_get_them_back() 
     assert clear_tool_results(history, 2) == 2
     contents = results(history)
     assert contents[2:] == [BIG, BIG]
-    assert contents[0].startswith("[Cleared to keep the conversation") and "Call read again" in contents[0]
+    assert (
+        contents[0].startswith("[Cleared to keep the conversation")
+        and "Call read again" in contents[0]
+    )
     assert history[2]["content"][0]["is_error"] is True  # an error stays an error
-    assert clear_tool_results(history, 2) == 0  # already cleared: nothing changes, the cache survives
+    assert (
+        clear_tool_results(history, 2) == 0
+    )  # already cleared: nothing changes, the cache survives
     assert valid(history) == []
 
 
 def test_identical_results_become_references_that_survive_clearing() -> None:
     history = chat(1)[:-1]
     history.append({"role": "user", "content": [{"type": "text", "text": "again"}]})
-    history.append({"role": "assistant", "content": [
-        {"type": "tool_use", "id": "toolu_b", "name": "read", "input": {}},
-        {"type": "tool_use", "id": "toolu_c", "name": "read", "input": {}}]})
-    new = [{"type": "tool_result", "tool_use_id": "toolu_b", "content": BIG},
-           {"type": "tool_result", "tool_use_id": "toolu_c", "content": BIG},
-           {"type": "tool_result", "tool_use_id": "toolu_d", "content": "short", "is_error": True}]
+    history.append(
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "toolu_b", "name": "read", "input": {}},
+                {"type": "tool_use", "id": "toolu_c", "name": "read", "input": {}},
+            ],
+        }
+    )
+    new = [
+        {"type": "tool_result", "tool_use_id": "toolu_b", "content": BIG},
+        {"type": "tool_result", "tool_use_id": "toolu_c", "content": BIG},
+        {"type": "tool_result", "tool_use_id": "toolu_d", "content": "short", "is_error": True},
+    ]
     deduped = dedupe_results(history, new)
-    assert deduped[0]["content"].startswith("[Unchanged: identical to the earlier result of read (call toolu_0)")
+    assert deduped[0]["content"].startswith(
+        "[Unchanged: identical to the earlier result of read (call toolu_0)"
+    )
     assert deduped[1]["content"].startswith("[Unchanged") and deduped[2] == new[2]
     history.append({"role": "user", "content": deduped[:2]})
     # Clearing the original hands its content to the first reference that stays; the other follows it.
@@ -95,8 +118,10 @@ def test_identical_results_become_references_that_survive_clearing() -> None:
 
 def test_first_result_of_a_batch_is_the_original_for_the_rest() -> None:
     history: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": "go"}]}]
-    new = [{"type": "tool_result", "tool_use_id": "toolu_1", "content": BIG},
-           {"type": "tool_result", "tool_use_id": "toolu_2", "content": BIG}]
+    new = [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": BIG},
+        {"type": "tool_result", "tool_use_id": "toolu_2", "content": BIG},
+    ]
     out = dedupe_results(history, new)
     assert out[0]["content"] == BIG and "(call toolu_1)" in out[1]["content"]
 
@@ -104,8 +129,12 @@ def test_first_result_of_a_batch_is_the_original_for_the_rest() -> None:
 def test_compaction_folds_whole_requests_into_a_summary_and_stays_valid() -> None:
     history = chat(5, answer="The answer is long enough to be clipped. " * 20)
     # A stopped session left a tool result in front of the next request's words.
-    history[8]["content"].insert(0, {"type": "tool_result", "tool_use_id": "toolu_1", "content": "stopped"})
-    folded = compact(history, lambda h: sum(estimate_tokens(b) for m in h for b in m["content"]) < 3000)
+    history[8]["content"].insert(
+        0, {"type": "tool_result", "tool_use_id": "toolu_1", "content": "stopped"}
+    )
+    folded = compact(
+        history, lambda h: sum(estimate_tokens(b) for m in h for b in m["content"]) < 3000
+    )
     assert 2 <= folded < 5
     summary = history[0]["content"][0]["text"]
     assert summary.startswith(SUMMARY_HEADER)
@@ -123,16 +152,23 @@ def test_report_sentences() -> None:
     assert not ContextReport()
     assert ContextReport(cleared=1).sentence() == (
         "To stay within the model's context window, 1 old tool result was set aside; "
-        "the agent can run those tools again if needed.")
+        "the agent can run those tools again if needed."
+    )
     assert "6 old tool results were set aside" in ContextReport(cleared=6).sentence()
-    assert ContextReport(summarised=2).sentence().startswith("Earlier parts of this chat were summarised")
+    assert (
+        ContextReport(summarised=2)
+        .sentence()
+        .startswith("Earlier parts of this chat were summarised")
+    )
     both = ContextReport(cleared=3, summarised=1)
     both.merge(ContextReport(cleared=1))
     assert both.cleared == 4 and "summarised and 4 old tool results set aside" in both.sentence()
 
 
 def manager(window: int = 10_000, **settings: Any) -> ContextManager:
-    return ContextManager(ContextSettings(window=window, **settings), ContextState(), model="m", max_tokens=1000)
+    return ContextManager(
+        ContextSettings(window=window, **settings), ContextState(), model="m", max_tokens=1000
+    )
 
 
 def test_request_start_clears_in_one_batch_when_the_forecast_does_not_fit() -> None:
@@ -161,10 +197,20 @@ def test_a_message_too_large_on_its_own_is_refused_and_left_out() -> None:
     assert caught.value.tool is None and "Your message is about" in str(caught.value)
     assert "shorter message" in caught.value.hint
     assert history[0]["content"][0]["text"].startswith("[A message of about")
-    answer = [{"role": "user", "content": "hi"},
-              {"role": "assistant", "content": [{"type": "text", "text": "y" * 60_000},
-                                                {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {}}]},
-              {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}]
+    answer = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "y" * 60_000},
+                {"type": "tool_use", "id": "toolu_1", "name": "read", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}],
+        },
+    ]
     with pytest.raises(ContextTooLarge, match="An earlier answer of the agent is about"):
         m.prepare(answer, 500)
 
@@ -173,7 +219,10 @@ def test_server_edit_is_offered_past_half_the_window_until_refused() -> None:
     m = manager()
     assert m.server_edit(1000) is None
     edit = m.server_edit(m.usable // 2)
-    assert edit is not None and edit["edits"][0]["trigger"] == {"type": "input_tokens", "value": m.high}
+    assert edit is not None and edit["edits"][0]["trigger"] == {
+        "type": "input_tokens",
+        "value": m.high,
+    }
     m.refused()
     assert m.server_edit(m.usable) is None and m.state.server_edits is False
     m.accepted()
@@ -187,7 +236,12 @@ def test_observe_calibrates_and_mirrors_server_edits() -> None:
     assert m.state.ratio == pytest.approx(1.5)
     m.observe(history, sent_estimate=1000, prompt_tokens=10**6, edits=None)
     assert m.state.ratio == 4.0  # clamped
-    m.observe(history, sent_estimate=1, prompt_tokens=1, edits={"applied_edits": [{"cleared_tool_uses": 2}]})
+    m.observe(
+        history,
+        sent_estimate=1,
+        prompt_tokens=1,
+        edits={"applied_edits": [{"cleared_tool_uses": 2}]},
+    )
     assert m.state.ratio == 4.0 and m.pending.cleared == 2
     report = m.prepare(history, 10)
     assert report.cleared >= 2  # announced with the next request

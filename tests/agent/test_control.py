@@ -60,7 +60,10 @@ def user_texts(message: dict[str, Any]) -> list[str]:
 
 # -- thinking (the model's stream is stalled) ----------------------------------------------------
 async def test_pause_while_thinking_holds_the_tools_until_resume(harness: Harness, calls) -> None:
-    harness.fake.add(Turn(tool_uses=[ToolUse("lookup", {"key": "a"})], stall_after_chunks=0), Turn(text="Found it."))
+    harness.fake.add(
+        Turn(tool_uses=[ToolUse("lookup", {"key": "a"})], stall_after_chunks=0),
+        Turn(text="Found it."),
+    )
     task = harness.start("find a")
     await until(lambda: len(harness.fake.requests) == 1)
     assert harness.control.pause() is True
@@ -75,13 +78,18 @@ async def test_pause_while_thinking_holds_the_tools_until_resume(harness: Harnes
 
     assert guide(harness, "use key b as well") == "on_resume"
     receipt = harness.events.of_type("progress.updated")[-1]
-    assert receipt["summary_normal"] == "Guidance received: use key b as well. It applies when you resume."
+    assert (
+        receipt["summary_normal"]
+        == "Guidance received: use key b as well. It applies when you resume."
+    )
     assert harness.control.resume() is True
     result = await task
 
     assert result.status == "completed" and calls == [("lookup", {"key": "a"})]
     assert ("paused", "thinking") in states(harness)
-    resumed = next(e for e in harness.events.of_type("state.changed") if e["from_state"] == "paused")
+    resumed = next(
+        e for e in harness.events.of_type("state.changed") if e["from_state"] == "paused"
+    )
     assert resumed["summary_normal"] == "Resumed."
     last = harness.fake.requests[1].body["messages"][-1]["content"]
     assert last[0]["type"] == "tool_result", "tool results stay first in the message"
@@ -89,22 +97,36 @@ async def test_pause_while_thinking_holds_the_tools_until_resume(harness: Harnes
 
 
 async def test_guidance_while_thinking_applies_at_the_next_turn(harness: Harness, calls) -> None:
-    harness.fake.add(Turn(tool_uses=[ToolUse("lookup", {"key": "a"})], stall_after_chunks=0), Turn(text="Ok."))
+    harness.fake.add(
+        Turn(tool_uses=[ToolUse("lookup", {"key": "a"})], stall_after_chunks=0), Turn(text="Ok.")
+    )
     task = harness.start("find a")
     await until(lambda: len(harness.fake.requests) == 1)
     assert guide(harness, "skip the plots") == "next_turn"
-    assert "It applies at the next step." in harness.events.of_type("progress.updated")[-1]["summary_normal"]
+    assert (
+        "It applies at the next step."
+        in harness.events.of_type("progress.updated")[-1]["summary_normal"]
+    )
     await release_until(harness, task.done)
     assert (await task).status == "completed"
-    assert user_texts(harness.fake.requests[1].body["messages"][-1])[-1] == f"{STEERING_PREFIX} skip the plots"
+    assert (
+        user_texts(harness.fake.requests[1].body["messages"][-1])[-1]
+        == f"{STEERING_PREFIX} skip the plots"
+    )
     assert "paused" not in [to for _, to in states(harness)]
 
 
 # -- streaming output ------------------------------------------------------------------------
-async def test_guidance_sent_while_a_turn_streams_is_in_the_very_next_request(harness: Harness) -> None:
+async def test_guidance_sent_while_a_turn_streams_is_in_the_very_next_request(
+    harness: Harness,
+) -> None:
     """The turn ends with end_turn; the guidance still reaches the model, in the next request."""
     harness.fake.add(
-        Turn(text="Plotting column A in blue. This takes a moment", text_chunk_size=5, stall_after_chunks=7),
+        Turn(
+            text="Plotting column A in blue. This takes a moment",
+            text_chunk_size=5,
+            stall_after_chunks=7,
+        ),
         Turn(text="Switched to red."),
     )
     task = harness.start("plot A")
@@ -121,13 +143,17 @@ async def test_guidance_sent_while_a_turn_streams_is_in_the_very_next_request(ha
 
 
 async def test_pause_while_streaming_the_answer_pauses_before_the_end(harness: Harness) -> None:
-    harness.fake.add(Turn(text="First part. Second part comes", text_chunk_size=4, stall_after_chunks=4))
+    harness.fake.add(
+        Turn(text="First part. Second part comes", text_chunk_size=4, stall_after_chunks=4)
+    )
     task = harness.start("explain")
     await harness.wait_for("output.streaming")
     assert harness.control.pause() is True
     await release_until(harness, lambda: harness.control.paused)
     assert states(harness)[-1] == ("writing_output", "paused")
-    assert harness.events.of_type("output.streaming")[-1]["complete"] is True, "output closes before the pause"
+    assert harness.events.of_type("output.streaming")[-1]["complete"] is True, (
+        "output closes before the pause"
+    )
     assert not task.done()
     assert harness.control.resume() is True
     result = await task
@@ -141,7 +167,9 @@ async def test_pause_keeps_a_confirmation_alive_past_its_timeout(harness: Harnes
     task = harness.start("run it")
     confirmation = await harness.wait_for("awaiting.confirmation")
     assert harness.control.pause() is True
-    assert states(harness)[-1] == ("awaiting_input", "paused"), "while waiting for a reply, the pause is at once"
+    assert states(harness)[-1] == ("awaiting_input", "paused"), (
+        "while waiting for a reply, the pause is at once"
+    )
     await asyncio.sleep(1.5)  # past the 1-second timeout
     assert not task.done() and len(harness.broker.pending()) == 1 and calls == []
     assert harness.reply(confirmation, "accept"), "the reply still counts while paused"
@@ -155,7 +183,9 @@ async def test_pause_keeps_a_confirmation_alive_past_its_timeout(harness: Harnes
     assert ("awaiting_input", "calling_tool") in states(harness)
 
 
-async def test_after_resume_the_timeout_runs_on_from_where_it_stopped(harness: Harness, calls) -> None:
+async def test_after_resume_the_timeout_runs_on_from_where_it_stopped(
+    harness: Harness, calls
+) -> None:
     harness.policy.timeouts = {"low": 1, "medium": 1, "high": 1}
     harness.fake.add(Turn(tool_uses=[ToolUse("run_code", {"code": "x"})]), Turn(text="Not run."))
     task = harness.start("run it")
@@ -165,14 +195,21 @@ async def test_after_resume_the_timeout_runs_on_from_where_it_stopped(harness: H
     harness.control.pause()
     await asyncio.sleep(1.2)
     harness.control.resume()
-    assert (request.deadline - announced).total_seconds() >= 1.1, "the deadline moved by the paused time"
+    assert (request.deadline - announced).total_seconds() >= 1.1, (
+        "the deadline moved by the paused time"
+    )
     result = await task  # nobody answers: the default (reject) applies a second later
     assert result.status == "completed" and calls == []
-    assert "did not answer in time" in harness.fake.requests[1].body["messages"][-1]["content"][0]["content"].lower()
+    assert (
+        "did not answer in time"
+        in harness.fake.requests[1].body["messages"][-1]["content"][0]["content"].lower()
+    )
 
 
 async def test_pause_during_a_question_and_guidance_with_resume(harness: Harness) -> None:
-    harness.fake.add(Turn(tool_uses=[ToolUse("ask_user", {"question": "Which file?"})]), Turn(text="Thanks."))
+    harness.fake.add(
+        Turn(tool_uses=[ToolUse("ask_user", {"question": "Which file?"})]), Turn(text="Thanks.")
+    )
     task = harness.start("load data")
     question = await harness.wait_for("awaiting.clarification")
     harness.control.pause()
@@ -205,8 +242,10 @@ async def test_pause_while_a_tool_runs_takes_effect_before_the_next_tool(harness
         return f"cell {index} ran"
 
     harness.add_tools([run_cell])
-    harness.fake.add(Turn(tool_uses=[ToolUse("run_cell", {"index": 1}), ToolUse("run_cell", {"index": 2})]),
-                     Turn(text="Both ran."))
+    harness.fake.add(
+        Turn(tool_uses=[ToolUse("run_cell", {"index": 1}), ToolUse("run_cell", {"index": 2})]),
+        Turn(text="Both ran."),
+    )
     task = harness.start("run cells 1 and 2")
     await until(lambda: ran == ["start 1"])
     harness.control.pause()
@@ -239,7 +278,9 @@ def _assert_closed_then_clean(harness: Harness, stopped: str, *, partial: str = 
     assert note["role"] == "assistant" and note["content"][-1]["text"].endswith(STOPPED_NOTE)
     if partial:
         assert note["content"][-1]["text"].startswith(partial)
-    assert user_texts(messages[-1]) == ["what next?"], "the new request is not merged into the stopped one"
+    assert user_texts(messages[-1]) == ["what next?"], (
+        "the new request is not merged into the stopped one"
+    )
     first = next(m for m in messages if m["role"] == "user")
     assert stopped in user_texts(first)
 
@@ -259,7 +300,9 @@ async def test_stop_in_every_phase_closes_the_request(harness: Harness, calls, p
     if phase == "thinking":
         harness.fake.add(Turn(text="never", stall_after_chunks=0))
     elif phase in ("streaming", "paused"):
-        harness.fake.add(Turn(text="Half an answer. And more", text_chunk_size=4, stall_after_chunks=5))
+        harness.fake.add(
+            Turn(text="Half an answer. And more", text_chunk_size=4, stall_after_chunks=5)
+        )
     elif phase == "confirmation":
         harness.fake.add(Turn(tool_uses=[ToolUse("run_code", {"code": "x"})]))
     else:
@@ -298,23 +341,32 @@ async def test_guidance_settings_change_the_turn_cap_mid_run(harness: Harness, c
     )
     task = harness.start("look everything up")
     await until(lambda: len(harness.fake.requests) == 1)
-    harness.control.guide(Guidance(text="only two steps", session_id=None, settings={"max_turns": 2}))
+    harness.control.guide(
+        Guidance(text="only two steps", session_id=None, settings={"max_turns": 2})
+    )
     await release_until(harness, task.done)
     result = await task
     assert result.status == "errored" and len(harness.fake.requests) == 2
     errored = harness.events.of_type("session.errored")[0]
-    assert errored["error_code"] == "TURN_LIMIT_REACHED" and "after 2 model turns" in errored["summary_normal"]
+    assert (
+        errored["error_code"] == "TURN_LIMIT_REACHED"
+        and "after 2 model turns" in errored["summary_normal"]
+    )
 
 
 # -- errors per step ---------------------------------------------------------------------------------
-async def test_a_failing_tool_is_reported_and_a_failing_loop_ends_the_session(harness: Harness, monkeypatch) -> None:
+async def test_a_failing_tool_is_reported_and_a_failing_loop_ends_the_session(
+    harness: Harness, monkeypatch
+) -> None:
     @aaep_tool(read_only=True, label="break")
     async def broken() -> str:
         """Always fails."""
         raise RuntimeError("disk on fire")
 
     harness.add_tools([broken])
-    harness.fake.add(Turn(tool_uses=[ToolUse("broken", {})]), Turn(text="The tool failed; here is why."))
+    harness.fake.add(
+        Turn(tool_uses=[ToolUse("broken", {})]), Turn(text="The tool failed; here is why.")
+    )
     result = await harness.ask("try it")
     assert result.status == "completed", "a failing tool is a failed step, not a failed session"
     assert "disk on fire" in harness.last_tool_results()[0]["content"]
@@ -336,7 +388,9 @@ async def test_a_failing_tool_is_reported_and_a_failing_loop_ends_the_session(ha
 # -- small rules -------------------------------------------------------------------------------------
 async def test_resume_before_the_safe_point_cancels_the_pause(harness: Harness, calls) -> None:
     assert harness.control.pause() is False, "nothing to pause before the session started"
-    harness.fake.add(Turn(tool_uses=[ToolUse("lookup", {"key": "a"})], stall_after_chunks=0), Turn(text="Ok."))
+    harness.fake.add(
+        Turn(tool_uses=[ToolUse("lookup", {"key": "a"})], stall_after_chunks=0), Turn(text="Ok.")
+    )
     task = harness.start("find a")
     await until(lambda: len(harness.fake.requests) == 1)
     assert harness.control.pause() is True and harness.control.resume() is True
@@ -352,7 +406,10 @@ def test_the_note_says_who_stopped_the_request() -> None:
     assert stopped_note(RunControl()) == STOPPED_NOTE
     assert "new request instead" in stopped_note(RunControl(reason="superseded_by_new_request"))
     assert "server" in stopped_note(RunControl(cancelled_by="system", reason="server_shutdown"))
-    assert stopped_note(RunControl(cancelled_by="timeout", reason="x")) == "[Stopped before finishing.]"
+    assert (
+        stopped_note(RunControl(cancelled_by="timeout", reason="x"))
+        == "[Stopped before finishing.]"
+    )
 
 
 def test_the_note_of_an_errored_request_and_the_done_phrases() -> None:
@@ -360,16 +417,23 @@ def test_the_note_of_an_errored_request_and_the_done_phrases() -> None:
 
     assert errored_note("The model service is overloaded right now.") == (
         "[This request ended with an error before it was finished: The model service is overloaded right now. "
-        "Do not pick it up again unless the user asks.]")
+        "Do not pick it up again unless the user asks.]"
+    )
     assert "finished: Broken\n text." not in errored_note("Broken\n text")
     assert "finished: Broken text. Do not" in errored_note("Broken\n text")
     assert "finished: unknown error. Do not" in errored_note("  ")
     assert len(errored_note("x" * 5000)) < 320
     assert done_phrase([]) == "Done." and done_terse([]) == ""
     assert done_phrase(["run a cell"]) == "Done, but 1 step failed: run a cell."
-    assert done_phrase(["run a cell", "run a cell", "read"]) == "Done, but 3 steps failed: run a cell, read."
+    assert (
+        done_phrase(["run a cell", "run a cell", "read"])
+        == "Done, but 3 steps failed: run a cell, read."
+    )
     assert done_phrase([f"t{i}" for i in range(7)]).endswith("t4 and more.")
-    assert done_terse(["a"]) == "Done, 1 step failed." and done_terse(["a", "b"]) == "Done, 2 steps failed."
+    assert (
+        done_terse(["a"]) == "Done, 1 step failed."
+        and done_terse(["a", "b"]) == "Done, 2 steps failed."
+    )
     assert was_declined("The user declined: run_code was not run.", "run_code")
     assert was_declined("run_code was not run: the approval request was withdrawn.", "run_code")
     assert not was_declined("Cell 3 failed: the file was not run.", "run_code")
@@ -380,8 +444,13 @@ async def test_a_request_opened_while_paused_starts_frozen(harness: Harness) -> 
     from jupyter_aaep.aaep.clock import SessionClock
 
     harness.broker.pause_session("sess_x1")
-    event = {"reply_token": "rpl_abcdefabcdef0123", "session_id": "sess_x1", "timestamp": SessionClock().now(),
-             "timeout_seconds": 1, "default_decision": "reject"}
+    event = {
+        "reply_token": "rpl_abcdefabcdef0123",
+        "session_id": "sess_x1",
+        "timestamp": SessionClock().now(),
+        "timeout_seconds": 1,
+        "default_decision": "reject",
+    }
     request = harness.broker.open_confirmation(event)
     assert request.paused_at_ms is not None
     waiting = asyncio.ensure_future(harness.broker.wait(request))

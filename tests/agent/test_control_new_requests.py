@@ -33,14 +33,20 @@ async def release_until(fake: Any, predicate: Any, timeout: float = 10.0) -> Non
 
 
 def receipts(seen: ListSubscriber) -> list[dict]:
-    return [e for e in seen.of_type("progress.updated") if e["summary_normal"].startswith("Guidance received")]
+    return [
+        e
+        for e in seen.of_type("progress.updated")
+        if e["summary_normal"].startswith("Guidance received")
+    ]
 
 
 def sent_texts(message: dict) -> list[str]:
     return [b["text"] for b in message["content"] if b.get("type") == "text"]
 
 
-async def test_guidance_before_a_superseding_session_starts_is_received_once(runner: ChatRunner) -> None:
+async def test_guidance_before_a_superseding_session_starts_is_received_once(
+    runner: ChatRunner,
+) -> None:
     chat = runner.create_chat("a.ipynb")
     seen = ListSubscriber()
     chat.emitter.subscribe(seen)
@@ -59,18 +65,25 @@ async def test_guidance_before_a_superseding_session_starts_is_received_once(run
 
     got = receipts(seen)
     assert len(got) == 1 and got[0]["session_id"] == second
-    assert got[0]["summary_normal"] == "Guidance received: only the big table. It applies at the next step."
+    assert (
+        got[0]["summary_normal"]
+        == "Guidance received: only the big table. It applies at the next step."
+    )
     mine = [e["type"].rsplit(".", 2)[-2:] for e in seen.events if e.get("session_id") == second]
     assert mine[0] == ["session", "started"], "the receipt follows the session's start"
     assert item.applied and chat.results[-1].status == "completed"
     # It reached the model in the new session's first request, after the new request's text.
     assert sent_texts(fake.requests[-1].body["messages"][-1]) == [
-        "never mind, count the rows", f"{STEERING_PREFIX} only the big table"]
+        "never mind, count the rows",
+        f"{STEERING_PREFIX} only the big table",
+    ]
     cancelled = seen.of_type("session.cancelled")
     assert [e["session_id"] for e in cancelled] == [first]
 
 
-async def test_guidance_while_nothing_runs_is_received_by_the_new_session_start(runner: ChatRunner) -> None:
+async def test_guidance_while_nothing_runs_is_received_by_the_new_session_start(
+    runner: ChatRunner,
+) -> None:
     chat = runner.create_chat("a.ipynb")
     seen = ListSubscriber()
     chat.emitter.subscribe(seen)
@@ -79,20 +92,28 @@ async def test_guidance_while_nothing_runs_is_received_by_the_new_session_start(
     assert applies == "new_session"
     await chat.task
     started = seen.of_type("session.started")
-    assert [e["session_id"] for e in started] == [session_id] and started[0]["request_text"] == "summarise"
+    assert [e["session_id"] for e in started] == [session_id] and started[0][
+        "request_text"
+    ] == "summarise"
     assert receipts(seen) == [], "the session's start is the receipt: not said twice"
 
 
-async def test_a_message_while_paused_in_a_confirmation_replaces_the_request(runner: ChatRunner) -> None:
+async def test_a_message_while_paused_in_a_confirmation_replaces_the_request(
+    runner: ChatRunner,
+) -> None:
     chat = runner.create_chat("a.ipynb")
     seen = ListSubscriber()
     chat.emitter.subscribe(seen)
     fake = runner.fake  # type: ignore[attr-defined]
-    fake.add(Turn(tool_uses=[ToolUse("drop_table", {"name": "t"})]), Turn(text="Here are the rows."))
+    fake.add(
+        Turn(tool_uses=[ToolUse("drop_table", {"name": "t"})]), Turn(text="Here are the rows.")
+    )
     first = runner.submit(chat.chat_id, "drop t")
     await wait_until(lambda: chat.session is not None and chat.session.state == "awaiting_input")
     assert runner.pause(chat.chat_id) and chat.paused
-    assert chat.waiting_for_user and not chat.working, "paused inside an approval, it still waits for you"
+    assert chat.waiting_for_user and not chat.working, (
+        "paused inside an approval, it still waits for you"
+    )
 
     second = runner.submit(chat.chat_id, "show me the rows instead")
     assert second != first
@@ -101,9 +122,13 @@ async def test_a_message_while_paused_in_a_confirmation_replaces_the_request(run
     old = [e for e in seen.events if e.get("session_id") == first]
     end = old[-1]
     assert end["type"] == "aaep:agent.session.cancelled"
-    assert end["cancellation_reason"] == "superseded_by_new_request" and end["cancelled_by"] == "user"
-    assert end["summary_normal"] == ("Your new message replaced this request. What it was waiting for did not "
-                                     "run. Changes made so far are kept.")
+    assert (
+        end["cancellation_reason"] == "superseded_by_new_request" and end["cancelled_by"] == "user"
+    )
+    assert end["summary_normal"] == (
+        "Your new message replaced this request. What it was waiting for did not "
+        "run. Changes made so far are kept."
+    )
     assert not any(e["type"].endswith("tool.invoked") for e in old), "the table was never dropped"
     assert runner.broker.pending() == [], "the approval request is withdrawn"
     assert chat.results[-1].status == "completed" and not chat.paused
@@ -113,7 +138,9 @@ async def test_a_message_while_paused_in_a_confirmation_replaces_the_request(run
     assert sent_texts(sent[-1]) == ["show me the rows instead"]
 
 
-async def test_a_message_while_paused_between_turns_is_still_busy_for_submit(runner: ChatRunner) -> None:
+async def test_a_message_while_paused_between_turns_is_still_busy_for_submit(
+    runner: ChatRunner,
+) -> None:
     """Paused while thinking (no approval waiting), a message is guidance for the server, and
     submit refuses to start a second session beside the paused one."""
     chat = runner.create_chat("a.ipynb")

@@ -32,7 +32,10 @@ def encoded(width: int, height: int, fmt: str = "PNG") -> str:
 
 def image_block(width: int = 40, height: int = 30, fmt: str = "PNG") -> dict:
     mime = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}[fmt]
-    return {"type": "image", "source": {"type": "base64", "media_type": mime, "data": encoded(width, height, fmt)}}
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": mime, "data": encoded(width, height, fmt)},
+    }
 
 
 @pytest.mark.parametrize("fmt", ["PNG", "JPEG", "GIF", "WEBP"])
@@ -44,7 +47,12 @@ def test_unknown_or_broken_data_has_no_size_and_costs_the_most() -> None:
     assert image_size(base64.b64encode(b"not an image at all").decode()) is None
     assert image_size("%%%not base64") is None
     assert image_tokens({"type": "image", "source": {"type": "base64", "data": "AAAA"}}) == 1600
-    assert image_tokens({"type": "image", "source": {"type": "url", "url": "https://example.invalid/x.png"}}) == 1600
+    assert (
+        image_tokens(
+            {"type": "image", "source": {"type": "url", "url": "https://example.invalid/x.png"}}
+        )
+        == 1600
+    )
 
 
 def test_tokens_follow_the_pixels_as_the_api_bills_them() -> None:
@@ -56,7 +64,11 @@ def test_tokens_follow_the_pixels_as_the_api_bills_them() -> None:
 def test_an_image_is_estimated_by_its_pixels_not_its_base64() -> None:
     block = image_block(750, 200)
     as_text = len(json.dumps(block)) // 4
-    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "Cell 1 ran."}, block]}
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "content": [{"type": "text", "text": "Cell 1 ran."}, block],
+    }
     estimate = estimate_tokens(result)
     assert 200 <= estimate < 260 and estimate < as_text
     bare, images = strip_image_data(result)
@@ -65,12 +77,30 @@ def test_an_image_is_estimated_by_its_pixels_not_its_base64() -> None:
 
 
 def conversation(images: int) -> list[dict]:
-    history: list[dict] = [{"role": "user", "content": [{"type": "text", "text": "Plot it"}, image_block()]}]
+    history: list[dict] = [
+        {"role": "user", "content": [{"type": "text", "text": "Plot it"}, image_block()]}
+    ]
     for n in range(images - 1):
-        history.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{n}", "name": "run_cell", "input": {}}]})
-        history.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{n}", "content": [{"type": "text", "text": f"run {n}"}, image_block()]}
-        ]})
+        history.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": f"toolu_{n}", "name": "run_cell", "input": {}}
+                ],
+            }
+        )
+        history.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"toolu_{n}",
+                        "content": [{"type": "text", "text": f"run {n}"}, image_block()],
+                    }
+                ],
+            }
+        )
     return history
 
 
@@ -79,7 +109,13 @@ def count_images(history: list[dict]) -> int:
         1
         for m in history
         for b in m["content"]
-        for inner in ([b] if b.get("type") == "image" else b.get("content") if isinstance(b.get("content"), list) else [])
+        for inner in (
+            [b]
+            if b.get("type") == "image"
+            else b.get("content")
+            if isinstance(b.get("content"), list)
+            else []
+        )
         if inner.get("type") == "image"
     )
 
@@ -91,7 +127,10 @@ def test_only_the_most_recent_images_are_kept() -> None:
     # The oldest went first: the user's own image, then the first two results; each says why.
     assert history[0]["content"][1] == {"type": "text", "text": IMAGE_REMOVED}
     first_result = history[2]["content"][0]["content"]
-    assert first_result == [{"type": "text", "text": "run 0"}, {"type": "text", "text": IMAGE_REMOVED}]
+    assert first_result == [
+        {"type": "text", "text": "run 0"},
+        {"type": "text", "text": IMAGE_REMOVED},
+    ]
     assert history[-1]["content"][0]["content"][1]["type"] == "image"
     assert limit_images(history, 2) == 0  # nothing more to do
     assert limit_images(history, 0) == 2 and count_images(history) == 0
@@ -99,11 +138,15 @@ def test_only_the_most_recent_images_are_kept() -> None:
 
 def test_the_context_manager_applies_the_image_limit_before_every_request() -> None:
     history = conversation(4)
-    manager = ContextManager(ContextSettings(max_images=1), ContextState(), model="claude-test", max_tokens=1000)
+    manager = ContextManager(
+        ContextSettings(max_images=1), ContextState(), model="claude-test", max_tokens=1000
+    )
     manager.prepare(history, 100, request_start=True)
     assert count_images(history) == 1
     off = conversation(3)
-    ContextManager(ContextSettings(strategy="off", max_images=2), ContextState(), model="m", max_tokens=1000).prepare(off, 10)
+    ContextManager(
+        ContextSettings(strategy="off", max_images=2), ContextState(), model="m", max_tokens=1000
+    ).prepare(off, 10)
     assert count_images(off) == 2  # even when context management is off: the API limits images too
 
 
@@ -132,5 +175,7 @@ def test_text_only_and_assistant_messages_are_left_alone() -> None:
         {"role": "user", "content": [image_block(), image_block()]},
     ]
     assert limit_images(history, 1) == 1
-    assert history[0]["content"] == "Plot it" and history[1]["content"] == [{"type": "text", "text": "Done"}]
+    assert history[0]["content"] == "Plot it" and history[1]["content"] == [
+        {"type": "text", "text": "Done"}
+    ]
     assert [b["type"] for b in history[2]["content"]] == ["text", "image"]

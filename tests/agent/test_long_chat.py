@@ -33,7 +33,8 @@ def reads_in_request(request: RecordedRequest) -> int:
     for message in reversed(request.body["messages"]):
         content = message["content"] if isinstance(message["content"], list) else []
         if message["role"] == "user" and any(
-            b.get("type") == "text" and not str(b.get("text", "")).startswith(SUMMARY_HEADER) for b in content
+            b.get("type") == "text" and not str(b.get("text", "")).startswith(SUMMARY_HEADER)
+            for b in content
         ):
             return count
         count += sum(1 for b in content if b.get("type") == "tool_result")
@@ -64,7 +65,9 @@ def notebook_tool(chars: int, *, changing: bool = True) -> Any:
 class Chat:
     """One chat on the loop: history, usage and context state kept across its sessions."""
 
-    def __init__(self, client: anthropic.AsyncAnthropic, config: AgentConfig, tools: list[Any]) -> None:
+    def __init__(
+        self, client: anthropic.AsyncAnthropic, config: AgentConfig, tools: list[Any]
+    ) -> None:
         self.client = client
         self.config = config
         self.registry = ToolRegistry(tools)
@@ -80,7 +83,11 @@ class Chat:
         return await loop.run(session, self.history, text, chat=self.context)
 
     def announcements(self) -> list[str]:
-        return [e["summary_normal"] for e in self.events.of_type("state.changed") if e["to_state"] == COMPACTING]
+        return [
+            e["summary_normal"]
+            for e in self.events.of_type("state.changed")
+            if e["to_state"] == COMPACTING
+        ]
 
 
 @pytest.fixture
@@ -88,7 +95,9 @@ async def client_for() -> AsyncIterator[Any]:
     clients: list[anthropic.AsyncAnthropic] = []
 
     def make(fake: FakeAnthropic) -> anthropic.AsyncAnthropic:
-        clients.append(anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0))
+        clients.append(
+            anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
+        )
         return clients[-1]
 
     yield make
@@ -97,16 +106,21 @@ async def client_for() -> AsyncIterator[Any]:
 
 
 def config(window: int, **context: Any) -> AgentConfig:
-    return AgentConfig(model=MODEL, max_tokens=1024, context=ContextSettings(window=window, **context))
+    return AgentConfig(
+        model=MODEL, max_tokens=1024, context=ContextSettings(window=window, **context)
+    )
 
 
-@pytest.mark.parametrize("server_edits", [True, False], ids=["server-offers-editing", "client-fallback"])
+@pytest.mark.parametrize(
+    "server_edits", [True, False], ids=["server-offers-editing", "client-fallback"]
+)
 async def test_long_chat_in_a_small_window_never_fails_and_says_so_once_per_compaction(
     client_for: Any, server_edits: bool
 ) -> None:
     answer = "Here is what the notebook does, cell by cell, in some detail. " * 25  # ~400 tokens
-    async with FakeAnthropic(responder=reader(2, answer), context_window=12_000,
-                             context_management=server_edits) as fake:
+    async with FakeAnthropic(
+        responder=reader(2, answer), context_window=12_000, context_management=server_edits
+    ) as fake:
         chat = Chat(client_for(fake), config(12_000), [notebook_tool(4800)])
         results = [await chat.ask(f"Request {i}: what changed in the notebook?") for i in range(15)]
     assert [r.status for r in results] == ["completed"] * 15
@@ -114,8 +128,13 @@ async def test_long_chat_in_a_small_window_never_fails_and_says_so_once_per_comp
     refused = [r for r in fake.requests if r.status == 400]
     assert len(refused) == (0 if server_edits else 1)  # the fallback is learned once, for the chat
     if not server_edits:
-        assert "context_management" in refused[0].body and chat.context.context.server_edits is False
-        assert all("context_management" not in r.body for r in fake.requests[fake.requests.index(refused[0]) + 1:])
+        assert (
+            "context_management" in refused[0].body and chat.context.context.server_edits is False
+        )
+        assert all(
+            "context_management" not in r.body
+            for r in fake.requests[fake.requests.index(refused[0]) + 1 :]
+        )
     # One sentence per compaction, and both kinds happened in this chat.
     said = chat.announcements()
     assert len(said) == chat.context.context.compactions >= 2
@@ -138,28 +157,49 @@ async def test_moving_breakpoint_reads_the_previous_turns_from_cache(client_for:
     assert len(requests) == 6
     for request in requests:
         body = request.body
-        marks = [b for m in body["messages"] for b in m["content"] if isinstance(b, dict) and "cache_control" in b]
+        marks = [
+            b
+            for m in body["messages"]
+            for b in m["content"]
+            if isinstance(b, dict) and "cache_control" in b
+        ]
         assert marks == [body["messages"][-1]["content"][-1]]  # only the last block of the request
-        total = len(marks) + sum("cache_control" in b for b in body["system"]) + sum(
-            "cache_control" in t for t in body["tools"])
+        total = (
+            len(marks)
+            + sum("cache_control" in b for b in body["system"])
+            + sum("cache_control" in t for t in body["tools"])
+        )
         assert total == 3  # system, tools, moving: within the limit of 4
     assert all("cache_control" not in b for m in chat.history for b in m["content"])
     # Each request reads the whole previous request from the cache and writes only what is new.
     for before, after in itertools.pairwise(requests):
-        assert after.usage is not None and after.usage.cache_read_input_tokens == before.prompt_tokens
+        assert (
+            after.usage is not None and after.usage.cache_read_input_tokens == before.prompt_tokens
+        )
         assert after.usage.input_tokens == 0
     # The second and third reads of an unchanged notebook were sent as references to the first.
-    results = [b for b in requests[2].body["messages"][-1]["content"] if b.get("type") == "tool_result"]
-    assert results[0]["content"].startswith("[Unchanged: identical to the earlier result of read_notebook")
+    results = [
+        b for b in requests[2].body["messages"][-1]["content"] if b.get("type") == "tool_result"
+    ]
+    assert results[0]["content"].startswith(
+        "[Unchanged: identical to the earlier result of read_notebook"
+    )
 
 
-async def test_without_the_moving_breakpoint_the_conversation_is_not_cached(client_for: Any) -> None:
+async def test_without_the_moving_breakpoint_the_conversation_is_not_cached(
+    client_for: Any,
+) -> None:
     async with FakeAnthropic(responder=reader(2), min_cacheable_tokens=1) as fake:
         cfg = config(200_000)
         cfg.cache_conversation = False
         chat = Chat(client_for(fake), cfg, [notebook_tool(2000)])
         await chat.ask("Read it.")
-    assert all("cache_control" not in b for r in fake.requests for m in r.body["messages"] for b in m["content"])
+    assert all(
+        "cache_control" not in b
+        for r in fake.requests
+        for m in r.body["messages"]
+        for b in m["content"]
+    )
     last = fake.requests[-1]
     assert last.usage is not None and last.usage.input_tokens > last.usage.cache_read_input_tokens
 
@@ -174,16 +214,25 @@ async def test_server_edits_are_mirrored_into_the_history(client_for: Any) -> No
     assert edited[0].body["context_management"]["edits"][0]["type"] == "clear_tool_uses_20250919"
     # The request after the server's edit already carries the cleared results itself.
     after = fake.requests[fake.requests.index(edited[0]) + 1]
-    contents = [b["content"] for m in after.body["messages"] for b in m["content"] if b.get("type") == "tool_result"]
-    assert sum(c.startswith("[Cleared to keep the conversation") for c in contents) >= edited[0].applied_edits[0][
-        "cleared_tool_uses"]
+    contents = [
+        b["content"]
+        for m in after.body["messages"]
+        for b in m["content"]
+        if b.get("type") == "tool_result"
+    ]
+    assert (
+        sum(c.startswith("[Cleared to keep the conversation") for c in contents)
+        >= edited[0].applied_edits[0]["cleared_tool_uses"]
+    )
     assert any("set aside" in s for s in chat.announcements())
     assert fake.problems == []
 
 
 async def test_a_smaller_window_announced_by_the_server_is_learned(client_for: Any) -> None:
     # The client believes the window is 200 000 tokens; the compatible server has 9 000.
-    async with FakeAnthropic(responder=reader(3), context_window=9_000, context_management=False) as fake:
+    async with FakeAnthropic(
+        responder=reader(3), context_window=9_000, context_management=False
+    ) as fake:
         chat = Chat(client_for(fake), config(200_000), [notebook_tool(8000)])
         results = [await chat.ask(f"Request {i}") for i in range(3)]
     assert [r.status for r in results] == ["completed"] * 3
@@ -193,7 +242,9 @@ async def test_a_smaller_window_announced_by_the_server_is_learned(client_for: A
     assert fake.problems == []
 
 
-async def test_a_tool_result_larger_than_the_window_is_named_and_the_chat_goes_on(client_for: Any) -> None:
+async def test_a_tool_result_larger_than_the_window_is_named_and_the_chat_goes_on(
+    client_for: Any,
+) -> None:
     calls = itertools.count()
 
     @aaep_tool(read_only=True, label="dump the data")
@@ -212,7 +263,11 @@ async def test_a_tool_result_larger_than_the_window_is_named_and_the_chat_goes_o
         later = await chat.ask("what now?")
     assert failed.status == "errored"
     event = failed.terminal_event
-    assert event is not None and event["error_code"] == "CONTEXT_TOO_LARGE" and event["recoverable"] is True
+    assert (
+        event is not None
+        and event["error_code"] == "CONTEXT_TOO_LARGE"
+        and event["recoverable"] is True
+    )
     assert "The result of the tool dump_data is about" in event["summary_normal"]
     assert "Ask for a smaller part" in event["remediation_hint"]
     assert later.status == "completed"
@@ -227,7 +282,9 @@ async def test_usage_and_cost_per_session_and_per_chat(client_for: Any) -> None:
         chat = Chat(client_for(fake), cfg, [notebook_tool(6000, changing=False)])
         first = await chat.ask("Read it.")
         second = await chat.ask("Again.")
-    per_request = [(r.usage, r.message["usage"]["output_tokens"]) for r in fake.requests if r.message]
+    per_request = [
+        (r.usage, r.message["usage"]["output_tokens"]) for r in fake.requests if r.message
+    ]
     for result, chunk in ((first, per_request[:2]), (second, per_request[2:])):
         usage = result.usage
         assert usage.requests == 2
@@ -235,13 +292,19 @@ async def test_usage_and_cost_per_session_and_per_chat(client_for: Any) -> None:
         assert usage.cache_read_tokens == sum(u.cache_read_input_tokens for u, _ in chunk if u)
         assert usage.cache_write_tokens == sum(u.cache_creation_input_tokens for u, _ in chunk if u)
         assert usage.output_tokens == sum(o for _, o in chunk)
-        expected = (usage.input_tokens * 2 + usage.output_tokens * 10 + usage.cache_write_tokens * 2.5
-                    + usage.cache_read_tokens * 0.2) / 1e6
+        expected = (
+            usage.input_tokens * 2
+            + usage.output_tokens * 10
+            + usage.cache_write_tokens * 2.5
+            + usage.cache_read_tokens * 0.2
+        ) / 1e6
         assert usage.cost_usd == pytest.approx(expected)
         assert "model requests used" in result.terminal_event["summary_detailed"]  # type: ignore[index]
     assert second.usage.cache_read_tokens > 0
     total = chat.context.usage
-    assert total.requests == 4 and total.cost_usd == pytest.approx(first.usage.cost_usd + second.usage.cost_usd)
+    assert total.requests == 4 and total.cost_usd == pytest.approx(
+        first.usage.cost_usd + second.usage.cost_usd
+    )
 
 
 async def test_budget_stops_the_chat_with_a_clear_announcement(client_for: Any) -> None:
@@ -255,18 +318,26 @@ async def test_budget_stops_the_chat_with_a_clear_announcement(client_for: Any) 
     for result in (first, second):
         event = result.terminal_event
         assert result.status == "errored" and event is not None
-        assert event["error_code"] == "BUDGET_REACHED" and event["error_category"] == "requires_user"
+        assert (
+            event["error_code"] == "BUDGET_REACHED" and event["error_category"] == "requires_user"
+        )
         assert event["summary_normal"].startswith("Stopped: this chat has used about $")
         assert "chat_budget_usd" in event["remediation_hint"]
     # The tool call of the first request was answered, so the history stays valid.
-    assert chat.history[1]["content"][0]["type"] == "tool_use" and chat.history[2]["content"][0]["type"] == "tool_result"
+    assert (
+        chat.history[1]["content"][0]["type"] == "tool_use"
+        and chat.history[2]["content"][0]["type"] == "tool_result"
+    )
 
 
 async def test_chat_view_reports_usage(client_for: Any) -> None:
     async with FakeAnthropic(responder=reader(1)) as fake:
         client = client_for(fake)
-        runner = ChatRunner(client_factory=lambda: client, registry_factory=lambda chat: ToolRegistry(
-            [notebook_tool(2000)]), config=AgentConfig(model=MODEL, budget_usd=5.0))
+        runner = ChatRunner(
+            client_factory=lambda: client,
+            registry_factory=lambda chat: ToolRegistry([notebook_tool(2000)]),
+            config=AgentConfig(model=MODEL, budget_usd=5.0),
+        )
         chat = runner.create_chat("analysis.ipynb")
         runner.submit(chat.chat_id, "Read it.")
         assert chat.task is not None
@@ -278,7 +349,8 @@ async def test_chat_view_reports_usage(client_for: Any) -> None:
     (session,) = usage["sessions"]
     assert session["session_id"] == result.terminal_event["session_id"]  # type: ignore[index]
     assert session["input_tokens"] + session["cache_read_input_tokens"] + session[
-        "cache_creation_input_tokens"] == sum(r.prompt_tokens or 0 for r in fake.requests)
+        "cache_creation_input_tokens"
+    ] == sum(r.prompt_tokens or 0 for r in fake.requests)
 
 
 def test_moving_breakpoint_edge_cases() -> None:
@@ -287,9 +359,17 @@ def test_moving_breakpoint_edge_cases() -> None:
     assert _with_moving_breakpoint([]) == []
     plain = [{"role": "user", "content": "hi"}]
     assert _with_moving_breakpoint(plain) == [
-        {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}]
-    thinking = [{"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"}]}]
-    assert _with_moving_breakpoint(thinking) is thinking  # thinking blocks cannot carry a breakpoint
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}],
+        }
+    ]
+    thinking = [
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "t", "signature": "s"}]}
+    ]
+    assert (
+        _with_moving_breakpoint(thinking) is thinking
+    )  # thinking blocks cannot carry a breakpoint
     empty = [{"role": "user", "content": ""}]
     assert _with_moving_breakpoint(empty) is empty
 

@@ -31,7 +31,9 @@ async def test_a_tools_terse_and_detailed_results_reach_listeners_masked(harness
         return "seen"
 
     harness.add_tools([measure_data, look_around])
-    harness.fake.add(Turn(tool_uses=[ToolUse("measure_data", {}), ToolUse("look_around", {})]), Turn(text="ok"))
+    harness.fake.add(
+        Turn(tool_uses=[ToolUse("measure_data", {}), ToolUse("look_around", {})]), Turn(text="ok")
+    )
     result = await harness.ask("measure")
 
     assert result.status == "completed"
@@ -60,12 +62,17 @@ async def test_a_tools_error_reaches_listeners_without_ids_or_tool_names(harness
         raise ToolError(f"Cell 3 (id {cell_id}): check_cell timed out after 5 seconds.")
 
     harness.add_tools([check_cell])
-    harness.fake.add(Turn(tool_uses=[ToolUse("check_cell", {"cell_id": "6d6fe3bd"})]), Turn(text="ok"))
+    harness.fake.add(
+        Turn(tool_uses=[ToolUse("check_cell", {"cell_id": "6d6fe3bd"})]), Turn(text="ok")
+    )
     await harness.ask("check")
 
     completed = harness.events.of_type("tool.completed")[0]
     assert completed["status"] == "error"
     assert completed["error_message"] == "Cell 3: check a cell timed out after 5 seconds."
-    assert completed["summary_normal"] == "Check a cell failed: Cell 3: check a cell timed out after 5 seconds."
+    assert (
+        completed["summary_normal"]
+        == "Check a cell failed: Cell 3: check a cell timed out after 5 seconds."
+    )
     # The model still reads the exact text, id included.
     assert "6d6fe3bd" in str(harness.last_tool_results()[0]["content"])

@@ -34,7 +34,11 @@ async def runner():
         clients: list[anthropic.AsyncAnthropic] = []
 
         def client_factory() -> anthropic.AsyncAnthropic:
-            clients.append(anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0))
+            clients.append(
+                anthropic.AsyncAnthropic(
+                    base_url=fake.base_url, api_key=fake.api_key, max_retries=0
+                )
+            )
             return clients[-1]
 
         runner = ChatRunner(
@@ -68,8 +72,13 @@ async def test_sessions_keep_chat_history_and_publish_aaep_events_only(runner: C
     first = runner.submit(chat.chat_id, "hello")
     assert chat.status == "running"
     await chat.task
-    assert seen.events[0]["type"] == "aaep:agent.session.started" and seen.events[0]["session_id"] == first
-    assert all("@context" in event for event in seen.events), "no non-AAEP acknowledgement by default"
+    assert (
+        seen.events[0]["type"] == "aaep:agent.session.started"
+        and seen.events[0]["session_id"] == first
+    )
+    assert all("@context" in event for event in seen.events), (
+        "no non-AAEP acknowledgement by default"
+    )
     second = runner.submit(chat.chat_id, "again")
     await chat.task
     assert first != second
@@ -84,16 +93,23 @@ async def test_sessions_keep_chat_history_and_publish_aaep_events_only(runner: C
     assert runner.replay(chat.chat_id, after_event_id="evt_unknown") == replay
 
 
-async def test_the_conformance_switch_acknowledges_input_before_the_session(runner: ChatRunner) -> None:
+async def test_the_conformance_switch_acknowledges_input_before_the_session(
+    runner: ChatRunner,
+) -> None:
     runner.acknowledge_input = True
     chat = runner.create_chat(None)
     seen = ListSubscriber()
     chat.emitter.subscribe(seen)
     runner.fake.add(Turn(text="Hi there."))  # type: ignore[attr-defined]
     session_id = runner.submit(chat.chat_id, "hello")
-    assert seen.events == [{"kind": "user_input.accepted", "session_id": session_id, "chat_id": chat.chat_id}]
+    assert seen.events == [
+        {"kind": "user_input.accepted", "session_id": session_id, "chat_id": chat.chat_id}
+    ]
     await chat.task
-    assert seen.events[1]["type"] == "aaep:agent.session.started" and seen.events[1]["session_id"] == session_id
+    assert (
+        seen.events[1]["type"] == "aaep:agent.session.started"
+        and seen.events[1]["session_id"] == session_id
+    )
 
 
 async def test_busy_stop_and_bad_input(runner: ChatRunner) -> None:
@@ -182,13 +198,17 @@ async def test_without_edit_records_there_is_nothing_to_undo(runner: ChatRunner)
         ((0, 0, 3), "Undid the agent's changes to a.ipynb: restored 3 cells the agent changed."),
         (
             (1, 0, 1),
-            ("Undid the agent's changes to a.ipynb: removed 1 cell the agent added "
-            "and restored 1 cell the agent changed."),
+            (
+                "Undid the agent's changes to a.ipynb: removed 1 cell the agent added "
+                "and restored 1 cell the agent changed."
+            ),
         ),
         (
             (1, 2, 1),
-            ("Undid the agent's changes to a.ipynb: removed 1 cell the agent added, "
-            "put back 2 cells the agent deleted and restored 1 cell the agent changed."),
+            (
+                "Undid the agent's changes to a.ipynb: removed 1 cell the agent added, "
+                "put back 2 cells the agent deleted and restored 1 cell the agent changed."
+            ),
         ),
         ((0, 0, 0), "Nothing to undo: a.ipynb already holds none of the agent's changes."),
     ],

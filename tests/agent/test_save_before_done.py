@@ -28,8 +28,11 @@ async def test_the_save_comes_before_the_terminal_event(harness: Harness, saved:
         return saved
 
     result = await harness.loop().run(
-        harness.session(), harness.history, "Change it.",
-        chat=ChatContext(approval=harness.policy, save_changes=save), control=harness.control,
+        harness.session(),
+        harness.history,
+        "Change it.",
+        chat=ChatContext(approval=harness.policy, save_changes=save),
+        control=harness.control,
     )
     assert result.status == "completed"
     assert len(seen_at_save) == 1 and "session.completed" not in seen_at_save[0]
@@ -46,6 +49,11 @@ async def test_a_session_without_tools_does_not_save(harness: Harness) -> None:
         calls.append(1)
         return True
 
-    await harness.loop().run(harness.session(), harness.history, "Hi.",
-                             chat=ChatContext(approval=harness.policy, save_changes=save), control=harness.control)
+    await harness.loop().run(
+        harness.session(),
+        harness.history,
+        "Hi.",
+        chat=ChatContext(approval=harness.policy, save_changes=save),
+        control=harness.control,
+    )
     assert calls == []

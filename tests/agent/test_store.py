@@ -48,19 +48,27 @@ class Rig:
         self.stores: list[ChatStore] = []
 
     def runner(self, *, store: ChatStore | None = None, recover: bool = True) -> ChatRunner:
-        for earlier in self.stores:  # what the previous "process" queued is on disk, as after its stop
+        for (
+            earlier
+        ) in self.stores:  # what the previous "process" queued is on disk, as after its stop
             assert earlier.flush()
         store = store or ChatStore(str(self.path))
         self.stores.append(store)
 
         def client() -> anthropic.AsyncAnthropic:
-            self.clients.append(anthropic.AsyncAnthropic(base_url=self.fake.base_url, api_key=self.fake.api_key,
-                                                         max_retries=0))
+            self.clients.append(
+                anthropic.AsyncAnthropic(
+                    base_url=self.fake.base_url, api_key=self.fake.api_key, max_retries=0
+                )
+            )
             return self.clients[-1]
 
-        runner = ChatRunner(client_factory=client, config=AgentConfig(model="claude-test"),
-                            registry_factory=lambda chat: ToolRegistry([*conversation_tools(), slow_step]),
-                            persistence=ChatPersistence(store))
+        runner = ChatRunner(
+            client_factory=client,
+            config=AgentConfig(model="claude-test"),
+            registry_factory=lambda chat: ToolRegistry([*conversation_tools(), slow_step]),
+            persistence=ChatPersistence(store),
+        )
         if recover:
             runner.persistence.recover(runner.producer)  # type: ignore[union-attr]
         return runner
@@ -110,7 +118,10 @@ async def test_a_chat_comes_back_after_a_restart_with_history_events_and_title(r
     again.emitter._history.clear()  # older than what memory keeps: the stored log answers
     assert second.replay(chat.chat_id, middle) == events[4:]
     again.emitter.restore_history(events)
-    assert [s for (s,) in stored_rows(rig.path, "SELECT status FROM sessions")] == ["completed", "completed"]
+    assert [s for (s,) in stored_rows(rig.path, "SELECT status FROM sessions")] == [
+        "completed",
+        "completed",
+    ]
     usage = json.loads(stored_rows(rig.path, "SELECT usage FROM sessions LIMIT 1")[0][0])
     assert usage["output_tokens"] > 0
     assert stored_rows(rig.path, "PRAGMA journal_mode")[0][0] == "wal"
@@ -119,7 +130,10 @@ async def test_a_chat_comes_back_after_a_restart_with_history_events_and_title(r
     rig.fake.add(Turn(text="Yes."))
     second.submit(chat.chat_id, "do you remember?")
     await again.task  # type: ignore[misc]
-    assert [m["role"] for m in rig.fake.requests[-1].body["messages"]] == ["user", "assistant"] * 2 + ["user"]
+    assert [m["role"] for m in rig.fake.requests[-1].body["messages"]] == [
+        "user",
+        "assistant",
+    ] * 2 + ["user"]
     await second.shutdown()
 
 
@@ -128,7 +142,10 @@ async def test_every_model_request_and_tool_call_is_a_step_record(rig: Rig) -> N
     GATE.set()
     first = rig.runner()
     chat = first.create_chat("analysis.ipynb")
-    rig.fake.add(Turn(text="Loading.", tool_uses=[ToolUse("slow_step", {"name": "load"})]), Turn(text="Loaded."))
+    rig.fake.add(
+        Turn(text="Loading.", tool_uses=[ToolUse("slow_step", {"name": "load"})]),
+        Turn(text="Loaded."),
+    )
     session_id = first.submit(chat.chat_id, "load the data")
     await chat.task  # type: ignore[misc]
     await first.shutdown()
@@ -136,17 +153,28 @@ async def test_every_model_request_and_tool_call_is_a_step_record(rig: Rig) -> N
     second = rig.runner()  # the same file, opened again
     steps = second.persistence.store.steps(session_id)  # type: ignore[union-attr]
     assert [(s.kind, s.status, s.name) for s in steps] == [
-        ("model_request", "success", "claude-test"), ("tool", "success", "slow_step"),
-        ("model_request", "success", "claude-test")]
+        ("model_request", "success", "claude-test"),
+        ("tool", "success", "slow_step"),
+        ("model_request", "success", "claude-test"),
+    ]
     asked, tool, answered = steps
     assert asked.text == "The model asked for 1 tool." and answered.text == "The model answered."
     sent = [r.usage for r in rig.fake.requests]
     for step, reported in zip((asked, answered), sent, strict=True):
         assert reported is not None
-        assert step.input_tokens == reported.input_tokens and step.output_tokens is not None and step.output_tokens > 0
+        assert (
+            step.input_tokens == reported.input_tokens
+            and step.output_tokens is not None
+            and step.output_tokens > 0
+        )
         assert step.cache_read_tokens == reported.cache_read_input_tokens
         assert step.cache_write_tokens == reported.cache_creation_input_tokens
-        assert step.latency_ms is not None and step.latency_ms >= 0 and step.error is None and step.created
+        assert (
+            step.latency_ms is not None
+            and step.latency_ms >= 0
+            and step.error is None
+            and step.created
+        )
     assert tool.text == "Finished: slow step.", tool.text
     assert tool.latency_ms is not None and tool.input_tokens is None and tool.error is None
     assert sum(s.output_tokens or 0 for s in steps) == chat.usage.output_tokens
@@ -165,7 +193,9 @@ async def test_every_model_request_and_tool_call_is_a_step_record(rig: Rig) -> N
     assert failed.to_json()["status"] == "error" and "input_tokens" not in failed.to_json()
 
 
-async def test_chats_are_listed_newest_first_in_pages_and_follow_a_renamed_notebook(rig: Rig) -> None:
+async def test_chats_are_listed_newest_first_in_pages_and_follow_a_renamed_notebook(
+    rig: Rig,
+) -> None:
     runner = rig.runner()
     made = [runner.create_chat("a.ipynb") for _ in range(5)]
     for index, chat in enumerate(made):
@@ -189,9 +219,18 @@ async def test_chats_are_listed_newest_first_in_pages_and_follow_a_renamed_noteb
     # The notebook is renamed: its chats are found under the new path through its file id.
     ids = {"a.ipynb": "file-1", "renamed.ipynb": "file-1"}
     store = rig.stores[-1]
-    store.save_chat(StoredChat(chat_id="chat_f", notebook_path="a.ipynb", file_id="file-1", title="t",
-                               created="2026-02-01T00:00:00.000Z", updated="2026-02-01T00:00:00.000Z",
-                               approval_mode="ask", can_continue=False))
+    store.save_chat(
+        StoredChat(
+            chat_id="chat_f",
+            notebook_path="a.ipynb",
+            file_id="file-1",
+            title="t",
+            created="2026-02-01T00:00:00.000Z",
+            updated="2026-02-01T00:00:00.000Z",
+            approval_mode="ask",
+            can_continue=False,
+        )
+    )
     store.flush()
     fresh.persistence = ChatPersistence(store, file_id=ids.get)
     found, _ = fresh.page("renamed.ipynb")
@@ -212,8 +251,9 @@ async def test_idle_chats_are_evicted_from_memory_and_loaded_again_on_demand(rig
 
 
 @pytest.mark.open_sessions
-async def test_a_session_cut_by_a_restart_is_closed_as_errored_and_can_be_continued(rig: Rig,
-                                                                                    aaep_event_audit: SequenceChecker) -> None:
+async def test_a_session_cut_by_a_restart_is_closed_as_errored_and_can_be_continued(
+    rig: Rig, aaep_event_audit: SequenceChecker
+) -> None:
     first = rig.runner()
     chat = first.create_chat("analysis.ipynb")
     rig.fake.add(Turn(tool_uses=[ToolUse("slow_step", {"name": "load"})]))
@@ -228,19 +268,28 @@ async def test_a_session_cut_by_a_restart_is_closed_as_errored_and_can_be_contin
     again = second.get(chat.chat_id)
     last = again.emitter.history[-1]
     assert last["type"] == "aaep:agent.session.errored" and last["session_id"] == session_id
-    assert (last["error_code"], last["error_category"], last["recoverable"], last["remediation_hint"]) == (
-        "SERVER_RESTARTED", "transient", True, RESTART_HINT)
+    assert (
+        last["error_code"],
+        last["error_category"],
+        last["recoverable"],
+        last["remediation_hint"],
+    ) == ("SERVER_RESTARTED", "transient", True, RESTART_HINT)
     history = again.emitter.history
-    assert [e["event_id"] for e in history[:len(seen)]] == seen, "nothing lost or duplicated"
-    closing = history[len(seen):]
-    assert [e["type"].removeprefix("aaep:agent.") for e in closing] == ["tool.completed", "session.errored"]
+    assert [e["event_id"] for e in history[: len(seen)]] == seen, "nothing lost or duplicated"
+    closing = history[len(seen) :]
+    assert [e["type"].removeprefix("aaep:agent.") for e in closing] == [
+        "tool.completed",
+        "session.errored",
+    ]
     assert closing[0]["status"] == "error" and "server stopped" in closing[0]["error_message"]
     assert second.replay(chat.chat_id, seen[-1]) == closing
     assert again.describe()["can_continue"] is True
     assert rig.stores[-1].running_sessions() == []
     assert rig.stores[-1].flush()
     [step] = [s for s in rig.stores[-1].steps(session_id) if s.kind == "tool"]
-    assert (step.name, step.status) == ("slow_step", "error") and "server stopped" in (step.error or "")
+    assert (step.name, step.status) == ("slow_step", "error") and "server stopped" in (
+        step.error or ""
+    )
     third = rig.runner()  # a second restart closes nothing twice
     assert third.get(chat.chat_id).emitter.history[-1]["event_id"] == last["event_id"]
 
@@ -250,7 +299,10 @@ async def test_a_session_cut_by_a_restart_is_closed_as_errored_and_can_be_contin
     await again.task  # type: ignore[misc]
     sent = rig.fake.requests[-1].body["messages"]
     assert sent[0]["content"][0]["text"] == "load the data"
-    assert sent[1]["content"][0]["type"] == "tool_use" and sent[2]["content"][0]["type"] == "tool_result"
+    assert (
+        sent[1]["content"][0]["type"] == "tool_use"
+        and sent[2]["content"][0]["type"] == "tool_result"
+    )
     assert "Continue that request" in rig.fake.requests[-1].last_user_text
     assert again.describe()["can_continue"] is False
     with pytest.raises(ChatBusy, match="nothing to continue"):
@@ -260,9 +312,18 @@ async def test_a_session_cut_by_a_restart_is_closed_as_errored_and_can_be_contin
 
 async def test_an_in_memory_store_and_the_runner_without_one() -> None:
     store = ChatStore(":memory:")
-    store.save_chat(StoredChat(chat_id="chat_m", notebook_path="n.ipynb", file_id=None, title="m",
-                               created="2026-01-01T00:00:00.000Z", updated="2026-01-01T00:00:00.000Z",
-                               approval_mode="ask", can_continue=False))
+    store.save_chat(
+        StoredChat(
+            chat_id="chat_m",
+            notebook_path="n.ipynb",
+            file_id=None,
+            title="m",
+            created="2026-01-01T00:00:00.000Z",
+            updated="2026-01-01T00:00:00.000Z",
+            approval_mode="ask",
+            can_continue=False,
+        )
+    )
     store.append_event("chat_m", {"kind": "note", "event_id": None})
     assert store.flush()
     assert [c.chat_id for c in store.list_chats(notebook_path="n.ipynb")] == ["chat_m"]
@@ -271,7 +332,9 @@ async def test_an_in_memory_store_and_the_runner_without_one() -> None:
     store.close()
     plain = ChatRunner(client_factory=lambda: None, registry_factory=lambda chat: ToolRegistry([]))  # type: ignore[arg-type,return-value]
     chat = plain.create_chat(None)
-    assert plain.storage_problem is None and plain.stored_events_after(chat.chat_id, "evt_x") is None
+    assert (
+        plain.storage_problem is None and plain.stored_events_after(chat.chat_id, "evt_x") is None
+    )
     assert plain.page()[0] == [chat]
 
 
@@ -284,6 +347,7 @@ class Notebooks:
 
     def begin_record(self, chat_id: str, session_id: str, path: str, on_change: Any) -> Any:
         from jupyter_aaep.notebook.edit_record import EditRecord
+
         self.records.append(EditRecord(path, session_id, on_change=on_change))
         return self.records[-1]
 
@@ -292,10 +356,17 @@ class Notebooks:
 
     async def undo(self, path: str, records: list[Any]) -> Any:
         from jupyter_aaep.notebook.edit_record import EditRecord
-        created = {op.cell_id for r in records for op in EditRecord.from_json(r).operations  # type: ignore[union-attr]
-                   if op.kind == "create"}
+
+        created = {
+            op.cell_id
+            for r in records
+            for op in EditRecord.from_json(r).operations  # type: ignore[union-attr]
+            if op.kind == "create"
+        }
         self.cells[path] = [c for c in self.cells[path] if c["id"] not in created]
-        return type("Report", (), {"removed": len(created), "added": 0, "restored": 0, "kept": []})()
+        return type(
+            "Report", (), {"removed": len(created), "added": 0, "restored": 0, "kept": []}
+        )()
 
     async def save(self, path: str) -> bool:
         return True
@@ -303,6 +374,7 @@ class Notebooks:
 
 async def test_edit_records_survive_a_restart(rig: Rig) -> None:
     from jupyter_aaep.notebook.edit_record import CellOperation
+
     notebooks = Notebooks()
     first = rig.runner()
     first.services = {"notebook": notebooks}
@@ -314,11 +386,16 @@ async def test_edit_records_survive_a_restart(rig: Rig) -> None:
     session_id = first.submit(chat.chat_id, "change it")
     await chat.task  # type: ignore[misc]
     notebooks.cells["nb.ipynb"].append({"id": "b", "source": "2"})
-    notebooks.records[-1].add(CellOperation("create", "b", after={"source": "2", "cell_type": "code"}))
+    notebooks.records[-1].add(
+        CellOperation("create", "b", after={"source": "2", "cell_type": "code"})
+    )
     second = rig.runner()
     second.services = {"notebook": notebooks}
     again = second.get(chat.chat_id)
-    assert list(again.snapshots) == [session_id] and again.snapshots[session_id]["operations"][0]["cell_id"] == "b"
+    assert (
+        list(again.snapshots) == [session_id]
+        and again.snapshots[session_id]["operations"][0]["cell_id"] == "b"
+    )
     assert second.page("nb.ipynb")[0][0].describe()["undoable_sessions"] == [session_id]  # type: ignore[union-attr]
     await second.revert(chat.chat_id)
     assert notebooks.cells["nb.ipynb"] == [{"id": "a", "source": "1"}]
@@ -327,41 +404,63 @@ async def test_edit_records_survive_a_restart(rig: Rig) -> None:
 
 
 @pytest.mark.open_sessions
-async def test_recovery_closes_an_open_output_and_skips_a_session_that_never_spoke(rig: Rig) -> None:
+async def test_recovery_closes_an_open_output_and_skips_a_session_that_never_spoke(
+    rig: Rig,
+) -> None:
     from jupyter_aaep.aaep import Emitter, Producer, Session, SessionStarted, Summary
     from jupyter_aaep.aaep.events import OutputStreaming
 
     store = ChatStore(str(rig.path))
     rig.stores.append(store)
-    store.save_chat(StoredChat(chat_id="chat_o", notebook_path=None, file_id=None, title="o",
-                               created="2026-01-01T00:00:00.000Z", updated="2026-01-01T00:00:00.000Z",
-                               approval_mode="ask", can_continue=False))
+    store.save_chat(
+        StoredChat(
+            chat_id="chat_o",
+            notebook_path=None,
+            file_id=None,
+            title="o",
+            created="2026-01-01T00:00:00.000Z",
+            updated="2026-01-01T00:00:00.000Z",
+            approval_mode="ask",
+            can_continue=False,
+        )
+    )
     emitter = Emitter()
     session = Session(emitter, Producer(model="m"))
-    emitter.subscribe(type("ToStore", (), {"deliver": lambda self, e: store.append_event("chat_o", e)})())
+    emitter.subscribe(
+        type("ToStore", (), {"deliver": lambda self, e: store.append_event("chat_o", e)})()
+    )
     session.emit(SessionStarted(summary=Summary("Started.")))
     store.session_started("chat_o", session.id, "2026-01-01T00:00:00.000Z")
     session.change_state("thinking")
     session.change_state("writing_output")
     session.emit(OutputStreaming(chunk="Half an answer", position=0, complete=False))
-    store.session_started("chat_o", "sess_" + "0" * 32, "2026-01-01T00:00:00.000Z")  # no event ever published
+    store.session_started(
+        "chat_o", "sess_" + "0" * 32, "2026-01-01T00:00:00.000Z"
+    )  # no event ever published
     runner = rig.runner()
     loaded = runner.get("chat_o")
     tail = loaded.emitter.history[-2:]
-    assert [e["type"].removeprefix("aaep:agent.") for e in tail] == ["output.streaming", "session.errored"]
+    assert [e["type"].removeprefix("aaep:agent.") for e in tail] == [
+        "output.streaming",
+        "session.errored",
+    ]
     assert tail[0]["complete"] is True and tail[0]["position"] == len("Half an answer")
     assert rig.stores[-1].running_sessions() == []
     assert ChatPersistence(store, file_id=lambda path: 1 / 0).file_id_of("x.ipynb") is None  # type: ignore[arg-type,return-value]
 
 
-async def test_a_chats_model_choice_survives_a_restart_and_old_databases_are_upgraded(rig: Rig) -> None:
+async def test_a_chats_model_choice_survives_a_restart_and_old_databases_are_upgraded(
+    rig: Rig,
+) -> None:
     # A database written by the previous schema (version 2: no model columns) opens and upgrades.
     rig.path.parent.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(rig.path) as conn:
-        conn.execute("CREATE TABLE chats (chat_id TEXT PRIMARY KEY, notebook_path TEXT, file_id TEXT, "
-                     "title TEXT NOT NULL DEFAULT '', created TEXT NOT NULL, updated TEXT NOT NULL, "
-                     "approval_mode TEXT NOT NULL DEFAULT 'ask', history TEXT NOT NULL DEFAULT '[]', "
-                     "can_continue INTEGER NOT NULL DEFAULT 0)")
+        conn.execute(
+            "CREATE TABLE chats (chat_id TEXT PRIMARY KEY, notebook_path TEXT, file_id TEXT, "
+            "title TEXT NOT NULL DEFAULT '', created TEXT NOT NULL, updated TEXT NOT NULL, "
+            "approval_mode TEXT NOT NULL DEFAULT 'ask', history TEXT NOT NULL DEFAULT '[]', "
+            "can_continue INTEGER NOT NULL DEFAULT 0)"
+        )
         conn.execute("INSERT INTO chats (chat_id, created, updated) VALUES ('chat_old', 'a', 'a')")
     first = rig.runner()
     assert first.get("chat_old").model is None, "an old chat uses the server's default"

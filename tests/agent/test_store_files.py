@@ -30,8 +30,16 @@ def mode(path: Path) -> int:
 
 
 def a_chat(chat_id: str) -> StoredChat:
-    return StoredChat(chat_id=chat_id, notebook_path=None, file_id=None, title="t", created="2026-01-01T00:00:00.000Z",
-                      updated="2026-01-01T00:00:00.000Z", approval_mode="ask", can_continue=False)
+    return StoredChat(
+        chat_id=chat_id,
+        notebook_path=None,
+        file_id=None,
+        title="t",
+        created="2026-01-01T00:00:00.000Z",
+        updated="2026-01-01T00:00:00.000Z",
+        approval_mode="ask",
+        can_continue=False,
+    )
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o000], indirect=True, ids=["umask-022", "umask-000"])
@@ -40,13 +48,21 @@ def test_a_new_store_is_private_with_its_wal_and_shared_memory(tmp_path: Path, u
     store = ChatStore(str(path))
     try:
         store.save_chat(a_chat("chat_1"))
-        store.save_history("chat_1", [{"role": "user", "content": "a secret plan"}], updated="2026-01-02T00:00:00.000Z")
+        store.save_history(
+            "chat_1",
+            [{"role": "user", "content": "a secret plan"}],
+            updated="2026-01-02T00:00:00.000Z",
+        )
         assert store.flush()
         wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
         assert wal.exists() and shm.exists(), "SQLite made its companion files"
         assert mode(path.parent) == 0o700
-        assert {p.name: mode(p) for p in (path, wal, shm)} == {p.name: 0o600 for p in (path, wal, shm)}
-        with sqlite3.connect(path) as other:  # a reader of the user's own (a backup tool) leaves them as they are
+        assert {p.name: mode(p) for p in (path, wal, shm)} == {
+            p.name: 0o600 for p in (path, wal, shm)
+        }
+        with sqlite3.connect(
+            path
+        ) as other:  # a reader of the user's own (a backup tool) leaves them as they are
             assert other.execute("SELECT title FROM chats").fetchone() == ("t",)
         assert mode(wal) == 0o600 and mode(shm) == 0o600
     finally:
@@ -55,7 +71,9 @@ def test_a_new_store_is_private_with_its_wal_and_shared_memory(tmp_path: Path, u
 
 
 @pytest.mark.parametrize("umask", [0o022], indirect=True)
-def test_a_store_readable_by_others_is_tightened_once_with_a_log_line(tmp_path: Path, umask: int, caplog: Any) -> None:
+def test_a_store_readable_by_others_is_tightened_once_with_a_log_line(
+    tmp_path: Path, umask: int, caplog: Any
+) -> None:
     path = tmp_path / "aaep" / "chats.sqlite3"
     path.parent.mkdir(mode=0o755)
     with sqlite3.connect(path) as conn:  # as an earlier version left it: the umask's modes
@@ -76,7 +94,9 @@ def test_a_store_readable_by_others_is_tightened_once_with_a_log_line(tmp_path: 
     assert mode(path.parent) == 0o700 and mode(path) == 0o600
 
 
-def test_a_shared_folder_named_in_db_path_is_left_open_but_the_files_are_private(tmp_path: Path) -> None:
+def test_a_shared_folder_named_in_db_path_is_left_open_but_the_files_are_private(
+    tmp_path: Path,
+) -> None:
     folder = tmp_path / "home"
     folder.mkdir(mode=0o755)
     os.chmod(folder, 0o755)

@@ -51,8 +51,11 @@ async def long_step(name: str) -> str:
     return f"{name} done"
 
 
-async def wait_until(condition: Callable[[], bool], timeout: float = 30.0,
-                     what: str | Callable[[], str] = "condition") -> None:
+async def wait_until(
+    condition: Callable[[], bool],
+    timeout: float = 30.0,
+    what: str | Callable[[], str] = "condition",
+) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -64,22 +67,41 @@ class Process:
     """One "server process": a store on the file and a runner told of the store's health
     on its loop, as the server extension does."""
 
-    def __init__(self, fake: FakeAnthropic, path: Path, *, lock_timeout: float = 0.3, retry_max_seconds: float = 0.2,
-                 **store_options: Any) -> None:
+    def __init__(
+        self,
+        fake: FakeAnthropic,
+        path: Path,
+        *,
+        lock_timeout: float = 0.3,
+        retry_max_seconds: float = 0.2,
+        **store_options: Any,
+    ) -> None:
         self.fake = fake
         self.clients: list[anthropic.AsyncAnthropic] = []
-        self.store = ChatStore(str(path), lock_timeout=lock_timeout, retry_max_seconds=retry_max_seconds,
-                               **store_options)
+        self.store = ChatStore(
+            str(path),
+            lock_timeout=lock_timeout,
+            retry_max_seconds=retry_max_seconds,
+            **store_options,
+        )
         loop = asyncio.get_running_loop()
-        self.store.on_health = lambda health: loop.call_soon_threadsafe(self.runner.storage_changed, health)
-        self.runner = ChatRunner(client_factory=self._client, config=AgentConfig(model="claude-test"),
-                                 registry_factory=lambda chat: ToolRegistry([*conversation_tools(), long_step]),
-                                 persistence=ChatPersistence(self.store))
+        self.store.on_health = lambda health: loop.call_soon_threadsafe(
+            self.runner.storage_changed, health
+        )
+        self.runner = ChatRunner(
+            client_factory=self._client,
+            config=AgentConfig(model="claude-test"),
+            registry_factory=lambda chat: ToolRegistry([*conversation_tools(), long_step]),
+            persistence=ChatPersistence(self.store),
+        )
         self.recovered = self.runner.persistence.recover(self.runner.producer)  # type: ignore[union-attr]
 
     def _client(self) -> anthropic.AsyncAnthropic:
-        self.clients.append(anthropic.AsyncAnthropic(base_url=self.fake.base_url, api_key=self.fake.api_key,
-                                                     max_retries=0))
+        self.clients.append(
+            anthropic.AsyncAnthropic(
+                base_url=self.fake.base_url, api_key=self.fake.api_key, max_retries=0
+            )
+        )
         return self.clients[-1]
 
     async def ask(self, chat: Chat, text: str, answer: str) -> None:
@@ -93,15 +115,22 @@ class Process:
         GATE.clear()
         self.fake.add(Turn(tool_uses=[ToolUse("long_step", {"name": "load"})]), Turn(text=answer))
         self.runner.submit(chat.chat_id, text)
-        await wait_until(lambda: bool(notices(chat, NOT_SAVED)) or not chat.running,
-                         what=lambda: f"the chat to hear it is not saved ({self.store.health}, "
-                                      f"{[e['type'] for e in chat.emitter.history[-6:]]})")
+        await wait_until(
+            lambda: bool(notices(chat, NOT_SAVED)) or not chat.running,
+            what=lambda: (
+                f"the chat to hear it is not saved ({self.store.health}, "
+                f"{[e['type'] for e in chat.emitter.history[-6:]]})"
+            ),
+        )
         assert chat.running, "the notice came while the request was running"
         GATE.set()
         await chat.task  # type: ignore[misc]
         assert chat.results[-1].answer == answer, "the agent keeps working while nothing is saved"
-        assert all(e.get("status") != "error" for e in chat.emitter.history
-                   if e.get("type") == "aaep:agent.tool.completed"), "the long step itself worked"
+        assert all(
+            e.get("status") != "error"
+            for e in chat.emitter.history
+            if e.get("type") == "aaep:agent.tool.completed"
+        ), "the long step itself worked"
 
     async def close(self) -> None:
         await self.runner.shutdown()
@@ -111,8 +140,11 @@ class Process:
 
 
 def notices(chat: Chat, words: str) -> list[dict[str, Any]]:
-    return [e for e in chat.emitter.history if e.get("type") == "aaep:agent.progress.updated"
-            and words in str(e.get("summary_normal"))]
+    return [
+        e
+        for e in chat.emitter.history
+        if e.get("type") == "aaep:agent.progress.updated" and words in str(e.get("summary_normal"))
+    ]
 
 
 @pytest.fixture
@@ -125,19 +157,27 @@ async def fake() -> AsyncIterator[FakeAnthropic]:
         assert fake.problems == []
 
 
-async def check_everything_stored(fake: FakeAnthropic, path: Path, chat: Chat, answers: list[str]) -> None:
+async def check_everything_stored(
+    fake: FakeAnthropic, path: Path, chat: Chat, answers: list[str]
+) -> None:
     """A later process finds every session completed, with its events, and nothing to recover."""
     later = Process(fake, path)
     try:
         assert later.recovered == [], "no session shows as interrupted by a restart"
         with sqlite3.connect(path) as conn:
-            statuses = [s for (s,) in conn.execute("SELECT status FROM sessions WHERE chat_id=? ORDER BY started",
-                                                   (chat.chat_id,))]
+            statuses = [
+                s
+                for (s,) in conn.execute(
+                    "SELECT status FROM sessions WHERE chat_id=? ORDER BY started", (chat.chat_id,)
+                )
+            ]
         assert statuses == ["completed"] * len(answers)
         again = later.runner.get(chat.chat_id)
         history = str(again.history)
         positions = [history.find(answer) for answer in answers]
-        assert -1 not in positions and positions == sorted(positions), "the model history has every answer, in order"
+        assert -1 not in positions and positions == sorted(positions), (
+            "the model history has every answer, in order"
+        )
         ends = [e for e in again.emitter.history if e.get("type") == "aaep:agent.session.completed"]
         assert len(ends) == len(answers), "every session's events are stored, its end included"
         checker = SequenceChecker()  # the stored log reads as well-formed sessions
@@ -150,15 +190,21 @@ async def check_everything_stored(fake: FakeAnthropic, path: Path, chat: Chat, a
 
 def told_once_each_way(chat: Chat, advice: str) -> None:
     degraded, recovered = notices(chat, NOT_SAVED), notices(chat, SAVED_AGAIN)
-    assert len(degraded) == 1 and len(recovered) == 1, [e.get("summary_normal") for e in degraded + recovered]
+    assert len(degraded) == 1 and len(recovered) == 1, [
+        e.get("summary_normal") for e in degraded + recovered
+    ]
     assert advice in degraded[0]["summary_normal"], degraded[0]["summary_normal"]
-    assert "free some disk space" not in degraded[0]["summary_normal"].lower() or advice == "disk is full"
+    assert (
+        "free some disk space" not in degraded[0]["summary_normal"].lower()
+        or advice == "disk is full"
+    )
     assert degraded[0]["urgency"] == "normal" and recovered[0]["urgency"] == "normal"
     assert "everything from while it was not" in recovered[0]["summary_normal"]
 
 
 async def test_a_foreign_lock_then_release_loses_nothing_and_tells_the_chat_once_each_way(
-        fake: FakeAnthropic, tmp_path: Path) -> None:
+    fake: FakeAnthropic, tmp_path: Path
+) -> None:
     path = tmp_path / "aaep" / "chats.sqlite3"
     process = Process(fake, path)
     try:
@@ -172,7 +218,9 @@ async def test_a_foreign_lock_then_release_loses_nothing_and_tells_the_chat_once
         await wait_until(lambda: process.store.ok, what="storing to resume")
         recovery = time.monotonic() - released
         assert recovery < 2.0, f"storing resumed {recovery:.2f} s after the lock was released"
-        await process.ask(chat, "four", "Fourth.")  # hears, after it started, that saving works again
+        await process.ask(
+            chat, "four", "Fourth."
+        )  # hears, after it started, that saving works again
         told_once_each_way(chat, "another program is using the chat database")
         assert process.store.flush()
     finally:
@@ -181,7 +229,8 @@ async def test_a_foreign_lock_then_release_loses_nothing_and_tells_the_chat_once
 
 
 async def test_a_full_disk_then_freed_space_loses_nothing_and_tells_the_chat_once_each_way(
-        fake: FakeAnthropic, tmp_path: Path) -> None:
+    fake: FakeAnthropic, tmp_path: Path
+) -> None:
     reason = skip_reason("full", tmp_path)
     if reason:
         pytest.skip(reason)
@@ -208,7 +257,8 @@ async def test_a_full_disk_then_freed_space_loses_nothing_and_tells_the_chat_onc
 
 
 async def test_a_read_only_database_at_start_runs_without_saving_then_heals(
-        fake: FakeAnthropic, tmp_path: Path, caplog: Any) -> None:
+    fake: FakeAnthropic, tmp_path: Path, caplog: Any
+) -> None:
     reason = skip_reason("read_only", tmp_path)
     if reason:
         pytest.skip(reason)
@@ -221,13 +271,17 @@ async def test_a_read_only_database_at_start_runs_without_saving_then_heals(
     try:
         with caplog.at_level(logging.INFO, logger="jupyter_aaep"):
             process = Process(fake, path)
-        lines = [r for r in caplog.records if "chat" in r.getMessage() and r.levelno >= logging.WARNING]
+        lines = [
+            r for r in caplog.records if "chat" in r.getMessage() and r.levelno >= logging.WARNING
+        ]
         assert len(lines) == 1 and lines[0].exc_info is None, [r.getMessage() for r in lines]
         assert "cannot be written" in lines[0].getMessage() and "writable" in lines[0].getMessage()
         assert not process.store.ok and process.store.health.cause == "read_only"
         again = process.runner.get(chat.chat_id)  # what was stored can still be read
         assert again.title == "one"
-        await process.ask(again, "two", "Second.")  # told at its start: the store was down before it
+        await process.ask(
+            again, "two", "Second."
+        )  # told at its start: the store was down before it
         assert len(notices(again, NOT_SAVED)) == 1
         assert "read-only" in notices(again, NOT_SAVED)[0]["summary_normal"]
         immutable(path, False)
@@ -242,7 +296,9 @@ async def test_a_read_only_database_at_start_runs_without_saving_then_heals(
 
 
 @pytest.mark.slow
-async def test_a_thirty_second_foreign_lock_with_the_default_wait(fake: FakeAnthropic, tmp_path: Path) -> None:
+async def test_a_thirty_second_foreign_lock_with_the_default_wait(
+    fake: FakeAnthropic, tmp_path: Path
+) -> None:
     """The issue's case at its real length, with the server's default lock wait and retry pause (5 s)."""
     path = tmp_path / "aaep" / "chats.sqlite3"
     process = Process(fake, path, lock_timeout=5.0, retry_max_seconds=5.0)
@@ -263,22 +319,35 @@ async def test_a_thirty_second_foreign_lock_with_the_default_wait(fake: FakeAnth
         assert process.store.flush()
     finally:
         await process.close()
-    await check_everything_stored(fake, path, chat, ["First.", "Second.", "During 0.", "During 1.", "During 2.",
-                                                     "After."])
+    await check_everything_stored(
+        fake, path, chat, ["First.", "Second.", "During 0.", "During 1.", "During 2.", "After."]
+    )
 
 
 async def test_the_queue_is_bounded_and_the_notice_says_what_was_given_up(tmp_path: Path) -> None:
     path = tmp_path / "chats.sqlite3"
     healths: list[StoreHealth] = []
-    store = ChatStore(str(path), lock_timeout=0.1, retry_max_seconds=0.1, queue_limit=50, on_health=healths.append)
-    chat = StoredChat(chat_id="chat_q", notebook_path=None, file_id=None, title="q", created="2026-01-01T00:00:00.000Z",
-                      updated="2026-01-01T00:00:00.000Z", approval_mode="ask", can_continue=False)
+    store = ChatStore(
+        str(path), lock_timeout=0.1, retry_max_seconds=0.1, queue_limit=50, on_health=healths.append
+    )
+    chat = StoredChat(
+        chat_id="chat_q",
+        notebook_path=None,
+        file_id=None,
+        title="q",
+        created="2026-01-01T00:00:00.000Z",
+        updated="2026-01-01T00:00:00.000Z",
+        approval_mode="ask",
+        can_continue=False,
+    )
     store.save_chat(chat)
     assert store.flush()
     lock = ForeignLock(path)
     store.session_started("chat_q", "sess_a", "2026-01-01T00:00:01.000Z")
     for number in range(200):
-        store.append_event("chat_q", {"event_id": f"evt_{number}", "session_id": "sess_a", "n": number})
+        store.append_event(
+            "chat_q", {"event_id": f"evt_{number}", "session_id": "sess_a", "n": number}
+        )
     store.session_ended("sess_a", "completed", "2026-01-01T00:00:02.000Z", {"type": "end"}, None)
     for number in range(30):  # one chat row, however often it changed
         store.save_chat(StoredChat(**{**chat.__dict__, "title": f"title {number}"}))
@@ -290,7 +359,9 @@ async def test_the_queue_is_bounded_and_the_notice_says_what_was_given_up(tmp_pa
     assert store.flush(10)
     store.close()
     with sqlite3.connect(path) as conn:
-        kept = [n for (n,) in conn.execute("SELECT json_extract(body, '$.n') FROM events ORDER BY seq")]
+        kept = [
+            n for (n,) in conn.execute("SELECT json_extract(body, '$.n') FROM events ORDER BY seq")
+        ]
         assert kept == list(range(150, 200)), "the newest 50 steps wait; the oldest are given up"
         assert list(conn.execute("SELECT status FROM sessions")) == [("completed",)]
         assert list(conn.execute("SELECT title FROM chats")) == [("title 29",)]
@@ -299,7 +370,9 @@ async def test_the_queue_is_bounded_and_the_notice_says_what_was_given_up(tmp_pa
     assert "150 recorded steps" in recovered_words(healths[-1])[1]
 
 
-async def test_an_unreadable_database_at_start_is_one_sentence_and_no_history(tmp_path: Path, caplog: Any) -> None:
+async def test_an_unreadable_database_at_start_is_one_sentence_and_no_history(
+    tmp_path: Path, caplog: Any
+) -> None:
     path = tmp_path / "chats.sqlite3"
     path.write_bytes(b"this is not a database, it is a text file " * 200)
     with caplog.at_level(logging.INFO, logger="jupyter_aaep"):
@@ -309,8 +382,18 @@ async def test_an_unreadable_database_at_start_is_one_sentence_and_no_history(tm
         assert all(r.exc_info is None for r in caplog.records), "a sentence, not a traceback"
         assert len([r for r in warnings if "cannot be written" in r.getMessage()]) == 1
         assert not store.ok and store.list_chats() == [] and store.load_chat("x") is None
-        store.save_chat(StoredChat(chat_id="chat_x", notebook_path=None, file_id=None, title="x", created="x",
-                                   updated="x", approval_mode="ask", can_continue=False))
+        store.save_chat(
+            StoredChat(
+                chat_id="chat_x",
+                notebook_path=None,
+                file_id=None,
+                title="x",
+                created="x",
+                updated="x",
+                approval_mode="ask",
+                can_continue=False,
+            )
+        )
         assert not store.flush(0.5), "the write waits in memory"
     finally:
         store.close()

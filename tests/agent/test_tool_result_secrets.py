@@ -15,14 +15,16 @@ if TYPE_CHECKING:
 
 KEY = "sk-ant-api03-" + "Qx9" * 12
 # A real 1×1 PNG: the fake Messages API checks image data as the service does.
-PNG_1X1 = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG_1X1}}
 
 
 @aaep_tool(read_only=True, label="show the settings")
 async def show_settings() -> ToolResult:
     """Show the settings, with a picture."""
-    return ToolResult(content=[{"type": "text", "text": f"token={KEY} ready"}, IMAGE], summary="Shown.")
+    return ToolResult(
+        content=[{"type": "text", "text": f"token={KEY} ready"}, IMAGE], summary="Shown."
+    )
 
 
 @aaep_tool(read_only=True, label="fail loudly")
@@ -44,5 +46,8 @@ async def test_text_blocks_and_errors_are_masked_images_are_not(harness: Harness
     assert KEY not in json.dumps(harness.fake.requests[-1].body)
     shown, failed = results
     assert shown["content"][1]["text"] == "token=[hidden] ready" and shown["content"][2] == IMAGE
-    assert shown["content"][0]["text"].startswith("<data source=") and shown["content"][-1]["text"] == "</data>"
+    assert (
+        shown["content"][0]["text"].startswith("<data source=")
+        and shown["content"][-1]["text"] == "</data>"
+    )
     assert failed["is_error"] and unwrap(failed["content"]) == "could not connect with [hidden]"

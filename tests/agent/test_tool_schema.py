@@ -24,10 +24,19 @@ MALFORMED = [
     # More of the same family.
     ({"type": "object", "properties": {"a": {"type": "text"}}}, "type"),
     ({"type": "object", "properties": {"a": {"enum": "abc"}}}, "enum"),
-    ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}, "not among the properties"),
+    (
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]},
+        "not among the properties",
+    ),
     ({"type": "object", "properties": []}, "properties"),
     ({"type": "object", "properties": {"a": {"anyOf": []}}}, "anyOf"),
-    ({"type": "object", "properties": {"a": {"type": "array", "items": {"anyOf": [{"type": 3}]}}}}, "type"),
+    (
+        {
+            "type": "object",
+            "properties": {"a": {"type": "array", "items": {"anyOf": [{"type": 3}]}}},
+        },
+        "type",
+    ),
     ({"type": "array"}, '"type": "object"'),
     ("not a schema", '"type": "object"'),
 ]
@@ -47,14 +56,27 @@ def test_the_argument_checker_is_total(schema: Any, _: str) -> None:
         assert problem is None or isinstance(problem, str)
 
 
-@pytest.mark.parametrize("schema", [
-    {"type": "object", "properties": {}},
-    {"type": "object", "properties": {"a": {"type": ["string", "null"], "description": "A name."}},
-     "required": ["a"]},
-    {"type": "object", "properties": {"a": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
-                                      "b": {"type": "array", "items": {"type": "number", "minimum": 0}},
-                                      "c": {"enum": ["x", "y"]}, "d": {}, "e": True}},
-])
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {}},
+        {
+            "type": "object",
+            "properties": {"a": {"type": ["string", "null"], "description": "A name."}},
+            "required": ["a"],
+        },
+        {
+            "type": "object",
+            "properties": {
+                "a": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
+                "b": {"type": "array", "items": {"type": "number", "minimum": 0}},
+                "c": {"enum": ["x", "y"]},
+                "d": {},
+                "e": True,
+            },
+        },
+    ],
+)
 def test_schemas_the_checker_understands_pass(schema: dict[str, Any]) -> None:
     assert schema_problem(schema) is None
     assert check_arguments(schema, {}) in (None, "missing required argument 'a'")
@@ -72,7 +94,9 @@ def test_the_registry_refuses_a_tool_whose_schema_it_cannot_use() -> None:
         """Return a."""
         return a
 
-    broken = replace(fine, name="broken", input_schema={"type": "object", "properties": {"a": "notadict"}})
+    broken = replace(
+        fine, name="broken", input_schema={"type": "object", "properties": {"a": "notadict"}}
+    )
     registry = ToolRegistry([fine])
     with pytest.raises(ValueError, match="cannot be offered to the model: .*properties/a"):
         registry.add(broken)
@@ -82,14 +106,19 @@ def test_the_registry_refuses_a_tool_whose_schema_it_cannot_use() -> None:
 async def test_a_session_with_a_bad_tool_keeps_working(harness: Any) -> None:
     """Second line of defence: a tool whose schema slipped past registration gets an error
     result when the model calls it, and the session goes on to its answer."""
+
     @aaep_tool
     def lookup(a: int) -> int:
         """Look a up."""
         return a
 
-    bad = replace(lookup, input_schema={"type": "object", "properties": {"a": {"anyOf": "xy"}}, "required": 5})
+    bad = replace(
+        lookup, input_schema={"type": "object", "properties": {"a": {"anyOf": "xy"}}, "required": 5}
+    )
     harness.registry._tools["lookup"] = bad  # as if registered before this check existed
-    harness.fake.add(Turn(tool_uses=[ToolUse("lookup", {"a": 1})]), Turn(text="The tool is broken; here is why."))
+    harness.fake.add(
+        Turn(tool_uses=[ToolUse("lookup", {"a": 1})]), Turn(text="The tool is broken; here is why.")
+    )
     result = await harness.ask("look it up")
     assert result.status == "completed"
     [outcome] = harness.last_tool_results()

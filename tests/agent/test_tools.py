@@ -28,7 +28,10 @@ def test_numpy_and_google_docstrings() -> None:
     str
         Ignored.
     """
-    assert parse_docstring(numpy) == ("Summary line.\n\nMore text.", {"a": "First continued.", "b": "Second."})
+    assert parse_docstring(numpy) == (
+        "Summary line.\n\nMore text.",
+        {"a": "First continued.", "b": "Second."},
+    )
     google = """Do it.
 
     Args:
@@ -59,7 +62,11 @@ def test_decorator_with_and_without_parentheses() -> None:
         return "ok"
 
     assert plain(3) == 6, "decorated functions stay callable"
-    assert plain.model_schema()["input_schema"] == {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+    assert plain.model_schema()["input_schema"] == {
+        "type": "object",
+        "properties": {"x": {"type": "integer"}},
+        "required": ["x"],
+    }
     assert not plain.require_confirmation and plain.default_decision == "accept"
     assert fancy.name == "renamed" and fancy.description == "Custom."
     assert fancy.require_confirmation and fancy.default_decision == "reject"
@@ -96,8 +103,14 @@ def test_invalid_declarations() -> None:
     ],
 )
 def test_argument_checking(arguments, problem) -> None:
-    def f(n: int, mode: Literal["a", "b"] = "a", tags: list[str] | None = None, either: int | str | None = None,
-          ratio: float = 1.0, opts: dict | None = None) -> None:
+    def f(
+        n: int,
+        mode: Literal["a", "b"] = "a",
+        tags: list[str] | None = None,
+        either: int | str | None = None,
+        ratio: float = 1.0,
+        opts: dict | None = None,
+    ) -> None:
         """F."""
 
     schema = make_tool(f).input_schema

@@ -19,7 +19,9 @@ def test_default_prices_follow_the_model_family() -> None:
 
 
 def test_overrides_win_and_bad_ones_are_explained() -> None:
-    table = PriceTable({"claude-sonnet": {"input": 1, "output": 2, "cache_read": 0.05}, "x": Price(9, 9)})
+    table = PriceTable(
+        {"claude-sonnet": {"input": 1, "output": 2, "cache_read": 0.05}, "x": Price(9, 9)}
+    )
     price = table.for_model("claude-sonnet-4-5")
     assert (price.input, price.output, price.write, price.read) == (1.0, 2.0, 1.25, 0.05)
     assert table.for_model("x-1").input == 9
@@ -30,8 +32,15 @@ def test_overrides_win_and_bad_ones_are_explained() -> None:
 def test_usage_adds_requests_and_prices_each_kind() -> None:
     total = Usage()
     price = Price(input=3.0, output=15.0)
-    one = total.add({"input_tokens": 1000, "output_tokens": 200, "cache_read_input_tokens": 10_000,
-                     "cache_creation_input_tokens": 2000}, price)
+    one = total.add(
+        {
+            "input_tokens": 1000,
+            "output_tokens": 200,
+            "cache_read_input_tokens": 10_000,
+            "cache_creation_input_tokens": 2000,
+        },
+        price,
+    )
     assert one.cost_usd == pytest.approx((1000 * 3 + 200 * 15 + 10_000 * 0.3 + 2000 * 3.75) / 1e6)
 
     class Reported:  # the SDK's Usage model: attributes, and None when a count is absent
@@ -41,10 +50,19 @@ def test_usage_adds_requests_and_prices_each_kind() -> None:
         cache_creation_input_tokens = None
 
     total.add(Reported(), price)
-    assert (total.requests, total.input_tokens, total.output_tokens, total.prompt_tokens) == (2, 1005, 207, 13_005)
+    assert (total.requests, total.input_tokens, total.output_tokens, total.prompt_tokens) == (
+        2,
+        1005,
+        207,
+        13_005,
+    )
     assert total.to_json() == {
-        "requests": 2, "input_tokens": 1005, "output_tokens": 207, "cache_read_input_tokens": 10_000,
-        "cache_creation_input_tokens": 2000, "estimated_cost_usd": round(total.cost_usd, 6),
+        "requests": 2,
+        "input_tokens": 1005,
+        "output_tokens": 207,
+        "cache_read_input_tokens": 10_000,
+        "cache_creation_input_tokens": 2000,
+        "estimated_cost_usd": round(total.cost_usd, 6),
     }
     assert total.sentence() == (
         "2 model requests used 13,005 prompt tokens, 10,000 of them read from the cache and 207 output "
@@ -56,15 +74,25 @@ def test_sentences_for_people() -> None:
     assert Usage().sentence() == "No model requests were made."
     one = Usage()
     one.add({"input_tokens": 10, "output_tokens": 1}, Price(1, 1))
-    assert one.sentence() == "1 model request used 10 prompt tokens and 1 output token, about $0.0000."
+    assert (
+        one.sentence() == "1 model request used 10 prompt tokens and 1 output token, about $0.0000."
+    )
     assert dollars(0) == "$0.00" and dollars(1.234) == "$1.23" and dollars(0.00123) == "$0.0012"
 
 
-def test_a_request_listener_is_told_and_a_failing_one_never_breaks_the_loop(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_request_listener_is_told_and_a_failing_one_never_breaks_the_loop(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     from jupyter_aaep.agent.usage import ModelRequest
 
     usage = Usage()
-    record = ModelRequest(session_id="ses_1", model="claude-test", status="success", latency_ms=12, usage=Usage(requests=1))
+    record = ModelRequest(
+        session_id="ses_1",
+        model="claude-test",
+        status="success",
+        latency_ms=12,
+        usage=Usage(requests=1),
+    )
     usage.request_finished(record)  # nobody listens: nothing happens
     told: list[ModelRequest] = []
     usage.on_request = told.append
@@ -92,4 +120,6 @@ def test_the_offline_demo_model_has_tokens_and_no_price() -> None:
     assert total.to_json()["input_tokens"] == 1200
     assert total.sentence() == "1 model request used 1,200 prompt tokens and 80 output tokens."
     assert Usage().to_json()["estimated_cost_usd"] == 0.0  # nothing asked yet: nothing spent
-    assert PriceTable({"local-llm": None}).for_model("local-llm-7b") is None  # an option can say so too
+    assert (
+        PriceTable({"local-llm": None}).for_model("local-llm-7b") is None
+    )  # an option can say so too

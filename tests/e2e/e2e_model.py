@@ -149,7 +149,10 @@ def run_everything(results: list[dict[str, Any]]) -> Turn:
 
 LONG_CELL_CODE = "\n".join(
     ["# Summarise the temperatures, one statistic per line"]
-    + [f"stat_{i:02d} = sorted(celsius)[{i} % len(celsius)]  # the {i}. value in ascending order" for i in range(1, 17)]
+    + [
+        f"stat_{i:02d} = sorted(celsius)[{i} % len(celsius)]  # the {i}. value in ascending order"
+        for i in range(1, 17)
+    ]
     + ["print(stat_01, stat_16)"]
 )
 """An 18-line cell, the size the layout tests put up for approval."""

@@ -112,7 +112,14 @@ def test_axe_finds_nothing_in_any_state(ui: PanelPage, fake_model: Any, theme: s
         if theme != "light":
             ui.set_theme("light")  # the theme is a user setting of the shared server
     found = {state: violations for state, violations in results.items() if violations}
-    assert set(results) == {"idle", "streaming", "clarification", "confirmation", "error", "nothing-to-undo"}
+    assert set(results) == {
+        "idle",
+        "streaming",
+        "clarification",
+        "confirmation",
+        "error",
+        "nothing-to-undo",
+    }
     assert not found, json.dumps(found, indent=1)
 
 
@@ -150,8 +157,12 @@ def test_live_regions_during_a_scripted_session(ui: PanelPage, lab: LabServer) -
     for summary in results:
         assert everything.count(summary) == 1, (summary, everything)
     assert "Starting:" not in everything
-    assert len(assertive) == 1 and "Approval needed, medium risk: Run cell 4" in assertive[0]["text"], assertive
-    assert everything.index(results[0]) < everything.index("Approval needed"), "the step before the question"
+    assert (
+        len(assertive) == 1 and "Approval needed, medium risk: Run cell 4" in assertive[0]["text"]
+    ), assertive
+    assert everything.index(results[0]) < everything.index("Approval needed"), (
+        "the step before the question"
+    )
     assert "Press Ctrl+Shift+A to go to it." in assertive[0]["text"]
     assert everything.count("Approved") == 1, "the outcome of the approval is said once"
     completed = next(e for e in events if e["type"] == "aaep:agent.session.completed")
@@ -256,9 +267,9 @@ def test_keyboard_only_visible_focus_shortcuts_and_no_focus_stealing(
     ui.screenshot("a11y-keyboard-confirmation")
     ui.page.keyboard.press("Control+Shift+Enter")
     expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You approved this.")
-    assert ui.page.evaluate("() => document.activeElement.matches('[data-request-id] .jp-AAEPCard-outcome')"), (
-        ui.focused()
-    )
+    assert ui.page.evaluate(
+        "() => document.activeElement.matches('[data-request-id] .jp-AAEPCard-outcome')"
+    ), ui.focused()
     expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible(timeout=60_000)
 
     # Stop with its shortcut, from the message box.

@@ -26,7 +26,9 @@ def test_only_the_allowed_approval_modes_are_offered_and_the_lock_is_said(ui: Pa
 
     ui.page.keyboard.press("Control+Shift+O")
     ui.wait_focus(COMPOSER)
-    ui.tab_until(lambda f: f.get("tag") == "select" and "Ask before" in f.get("name", ""), backwards=True)
+    ui.tab_until(
+        lambda f: f.get("tag") == "select" and "Ask before" in f.get("name", ""), backwards=True
+    )
     said = ui.page.evaluate(
         """() => document.activeElement.getAttribute('aria-describedby').split(' ')
                .map(id => document.getElementById(id).textContent).join(' ')"""

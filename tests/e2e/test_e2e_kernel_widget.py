@@ -95,7 +95,9 @@ def test_aaep_in_a_cell_approve_with_the_keyboard(ui: PanelPage) -> None:
     page.keyboard.press("Escape")
     stops = ui.tab_until(lambda f: f.get("name") == "Approve running cell 2", limit=60)
     focused = ui.focused() or {}
-    assert focused.get("tag") == "button" and (focused.get("outline") or focused.get("shadow")), stops
+    assert focused.get("tag") == "button" and (focused.get("outline") or focused.get("shadow")), (
+        stops
+    )
     page.keyboard.press("Enter")
 
     expect(view).to_contain_text(FINAL.replace("**", ""), timeout=60_000)

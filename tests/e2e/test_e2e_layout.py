@@ -62,10 +62,16 @@ def test_an_18_line_approval_fits_a_laptop_screen(ui: PanelPage, size: tuple[int
         report[theme] = measured
         ui.screenshot(f"layout-{width}x{height}-{theme}")
         names = [b["name"] for b in measured["buttons"]]
-        assert any(n.startswith("Approve") for n in names) and any(n.startswith("Reject") for n in names), names
-        assert all(b["inView"] and b["inTranscript"] for b in measured["buttons"]), json.dumps(measured, indent=1)
+        assert any(n.startswith("Approve") for n in names) and any(
+            n.startswith("Reject") for n in names
+        ), names
+        assert all(b["inView"] and b["inTranscript"] for b in measured["buttons"]), json.dumps(
+            measured, indent=1
+        )
         assert measured["focusedCard"], "the card has the focus"
-        assert measured["transcriptHeight"] >= 0.6 * measured["panelHeight"], json.dumps(measured, indent=1)
+        assert measured["transcriptHeight"] >= 0.6 * measured["panelHeight"], json.dumps(
+            measured, indent=1
+        )
         assert measured["clipped"] == [], measured["clipped"]
         violations = ui.axe()
         assert violations == [], json.dumps(violations, indent=2)

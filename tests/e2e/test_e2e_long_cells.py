@@ -31,7 +31,9 @@ LINES = [
 ]
 
 
-def test_a_long_cell_i_run_shows_its_progress_answers_how_far_and_ends_in_one_sentence(ui: PanelPage) -> None:
+def test_a_long_cell_i_run_shows_its_progress_answers_how_far_and_ends_in_one_sentence(
+    ui: PanelPage,
+) -> None:
     ui.open_notebook()
     panel = ui.open_panel()  # the notebook's chat exists from here: runs are told in it
     ui.record_live_regions()

@@ -38,7 +38,9 @@ def _open_by_keyboard(ui: PanelPage) -> None:
     ui.wait_focus(COMPOSER, timeout=30)
     ui.panel.locator(".jp-AAEPPanel-connection.jp-mod-open").wait_for()
     said = ui.wait_announced("Agent panel for ")
-    assert said["text"] == f"Agent panel for {ui.notebook}. No messages yet. Type your request.", said
+    assert said["text"] == f"Agent panel for {ui.notebook}. No messages yet. Type your request.", (
+        said
+    )
 
 
 def _ask_by_keyboard(ui: PanelPage, text: str) -> None:
@@ -97,10 +99,16 @@ def _walk_of_the_panel(ui: PanelPage) -> None:
     assert paragraphs <= 4, walk
     assert "Enter to send" not in walk, "the hint is the message box's description, not read again"
     composer = ui.panel.locator(COMPOSER)
-    expect(composer).to_have_accessible_description(re.compile("Enter to send, Shift\\+Enter for a new line\\.$"))
-    expect(ui.panel.get_by_role("form", name=re.compile("^(Message to the agent|Steer the agent)$"))).to_have_count(1)
+    expect(composer).to_have_accessible_description(
+        re.compile("Enter to send, Shift\\+Enter for a new line\\.$")
+    )
+    expect(
+        ui.panel.get_by_role("form", name=re.compile("^(Message to the agent|Steer the agent)$"))
+    ).to_have_count(1)
     status = ui.panel.locator(".jp-AAEPPanel-status .jp-sr-only")
-    expect(status).to_have_text(re.compile(rf"^Notebook {re.escape(ui.notebook)}, waiting for you, connected$"))
+    expect(status).to_have_text(
+        re.compile(rf"^Notebook {re.escape(ui.notebook)}, waiting for you, connected$")
+    )
 
 
 def _texts(log: list[dict[str, Any]]) -> list[str]:
@@ -160,7 +168,11 @@ def test_a_session_is_narrated_by_the_rules(ui: PanelPage) -> None:
 
     # 1. The order of events: the step that led to the question before the question.
     assert whole.index("Created code cell 4, after cell 3.") < whole.index("Approval needed"), said
-    assert whole.index("Approval needed") < whole.index("Approved in the panel.") < whole.index("Cell 4 ran:"), said
+    assert (
+        whole.index("Approval needed")
+        < whole.index("Approved in the panel.")
+        < whole.index("Cell 4 ran:")
+    ), said
     assert whole.index(INTRO.split(".")[0]) < whole.index("Created code cell 4"), said
     alerts = [e["text"] for e in log if e["politeness"] == "assertive"]
     assert len(alerts) == 1 and alerts[0].endswith("Press Ctrl+Shift+A to go to it."), alerts

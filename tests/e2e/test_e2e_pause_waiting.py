@@ -16,7 +16,9 @@ from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
-ASK_CONVERT = "Add a cell that converts the temperatures to Fahrenheit and run it. I will pause first."
+ASK_CONVERT = (
+    "Add a cell that converts the temperatures to Fahrenheit and run it. I will pause first."
+)
 
 
 def press_in_box(ui: PanelPage, key: str) -> None:
@@ -39,7 +41,9 @@ def test_pause_and_resume_around_a_waiting_approval_keep_it_answerable(ui: Panel
     expect(card.get_by_role("button", name=re.compile("^Approve"))).to_be_visible()
     banner = panel.locator(".jp-AAEPPanel-pendingBanner")
     expect(banner).to_contain_text("waiting for your answer")
-    expect(panel.locator(".jp-AAEPComposer-hint")).to_contain_text("cancels it and starts a new request")
+    expect(panel.locator(".jp-AAEPComposer-hint")).to_contain_text(
+        "cancels it and starts a new request"
+    )
     ui.screenshot("pause-1-approval-paused")
 
     ui.reload()  # after a reload too
@@ -57,8 +61,11 @@ def test_pause_and_resume_around_a_waiting_approval_keep_it_answerable(ui: Panel
     ui.wait_focus("[data-request-id]")
     ui.page.keyboard.press("Control+Shift+Enter")
     expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You approved this.")
-    expect(ui.page.locator(".jp-NotebookPanel .jp-CodeCell").filter(has_text="fahrenheit = [round")
-           .locator(".jp-OutputArea-output")).to_contain_text(FAHRENHEIT_OUTPUT, timeout=60_000)
+    expect(
+        ui.page.locator(".jp-NotebookPanel .jp-CodeCell")
+        .filter(has_text="fahrenheit = [round")
+        .locator(".jp-OutputArea-output")
+    ).to_contain_text(FAHRENHEIT_OUTPUT, timeout=60_000)
     expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible()
     ui.screenshot("pause-2-approved-after-resume")
 
@@ -85,7 +92,9 @@ def test_a_question_answered_while_paused_by_typing_in_the_message_box(ui: Panel
     # Taken, and acted on only at the resume: the session stays paused until then.
     ui.page.wait_for_timeout(1000)
     expect(panel.locator(".jp-AAEPPanel-runState")).to_have_text("Paused")
-    expect(panel.locator(".jp-AAEPMessage-agent").filter(has_text=city_answer("Lagos"))).to_have_count(0)
+    expect(
+        panel.locator(".jp-AAEPMessage-agent").filter(has_text=city_answer("Lagos"))
+    ).to_have_count(0)
     press_in_box(ui, "Alt+p")
     expect(panel.locator(".jp-AAEPMessage-agent").last).to_contain_text(city_answer("Lagos"))
     expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible()

@@ -45,8 +45,12 @@ DESCRIPTION = """() => document.activeElement.getAttribute('aria-describedby').s
 def review_edit(results: list[dict[str, Any]]) -> Turn:
     """Propose one edit; then say what happened to it (rejected or applied)."""
     if not results:
-        return Turn(text=PROPOSE, tool_uses=[ToolUse("edit_cell", {"cell_id": MEANS_CELL, "source": NEW_SOURCE})],
-                    chunk_delay=PACE, text_chunk_size=5)
+        return Turn(
+            text=PROPOSE,
+            tool_uses=[ToolUse("edit_cell", {"cell_id": MEANS_CELL, "source": NEW_SOURCE})],
+            chunk_delay=PACE,
+            text_chunk_size=5,
+        )
     rejected = results[-1].get("is_error") and "rejected this change" in result_text(results[-1])
     return Turn(text=LEFT_AS_IS if rejected else APPLIED, chunk_delay=PACE, text_chunk_size=5)
 
@@ -74,7 +78,9 @@ def declined_results(requests: list[RecordedRequest]) -> list[str]:
     return out
 
 
-def test_review_every_change_reject_leaves_the_cell_and_approve_applies(ui: PanelPage, fake_model) -> None:
+def test_review_every_change_reject_leaves_the_cell_and_approve_applies(
+    ui: PanelPage, fake_model
+) -> None:
     ui.open_notebook()
     panel = ui.open_panel()
     original = means_cell_text(ui)
@@ -83,36 +89,52 @@ def test_review_every_change_reject_leaves_the_cell_and_approve_applies(ui: Pane
     # Keyboard only: from the message box back to the approval mode, one step up.
     ui.page.keyboard.press("Control+Shift+O")
     ui.wait_focus(COMPOSER)
-    ui.tab_until(lambda f: f.get("tag") == "select" and "Ask before" in f.get("name", ""), backwards=True)
+    ui.tab_until(
+        lambda f: f.get("tag") == "select" and "Ask before" in f.get("name", ""), backwards=True
+    )
     select = panel.locator("select.jp-AAEPPanel-approvalMode")
     expect(select).to_have_value("ask")
     assert select.locator("option").all_inner_texts() == [
-        "Ask before every change", "Ask before running code", "Auto"]
+        "Ask before every change",
+        "Ask before running code",
+        "Auto",
+    ]
     ui.page.keyboard.press("ArrowUp")
     expect(select).to_have_value("ask_all")
     described = ui.page.evaluate(DESCRIPTION)
     assert "asks before every change" in described and "not a sandbox" in described, described
     # The mode goes to the server on the chat's socket, and the server accepts it.
     for _ in range(50):
-        if any(f.get("kind") == "approval_mode.accepted" and f.get("approval_mode") == "ask_all" for f in ui.received):
+        if any(
+            f.get("kind") == "approval_mode.accepted" and f.get("approval_mode") == "ask_all"
+            for f in ui.received
+        ):
             break
         ui.page.wait_for_timeout(100)
-    assert any(f.get("kind") == "approval_mode" and f.get("mode") == "ask_all" for f in ui.sent), ui.sent
-    assert any(f.get("kind") == "approval_mode.accepted" and f.get("status") == 200 for f in ui.received), ui.received
+    assert any(f.get("kind") == "approval_mode" and f.get("mode") == "ask_all" for f in ui.sent), (
+        ui.sent
+    )
+    assert any(
+        f.get("kind") == "approval_mode.accepted" and f.get("status") == 200 for f in ui.received
+    ), ui.received
 
     ui.record_live_regions()
     ui.ask(ASK)
     card = panel.locator(".jp-AAEPCard-confirmation").last
     expect(card).to_have_class(re.compile("jp-mod-pending"))
     diff = card.locator(".jp-AAEPDiff")
-    expect(diff.locator(".jp-AAEPDiff-caption")).to_have_text("Changes to cell 3: 1 line changed, 1 added")
+    expect(diff.locator(".jp-AAEPDiff-caption")).to_have_text(
+        "Changes to cell 3: 1 line changed, 1 added"
+    )
     words = diff.locator(".jp-AAEPDiff-words li")
     expect(words).to_have_count(2)
     expect(words.first).to_have_text(
         "Line 1 changed from 'print(f\"Mean temperature: {statistics.mean(temperatures):.1f} °C\")' "
         "to 'print(f\"Mean temperature: {statistics.mean(temperatures):.2f} °C\")'."
     )
-    expect(words.nth(1)).to_have_text("Line 3 added: 'print(f\"Warmest day: {max(temperatures)} °C\")'.")
+    expect(words.nth(1)).to_have_text(
+        "Line 3 added: 'print(f\"Warmest day: {max(temperatures)} °C\")'."
+    )
     # The marked lines: a marker on every changed line (never colour alone), hidden from
     # screen readers, which get the words instead.
     lines = diff.locator(".jp-AAEPDiff-lines")
@@ -123,7 +145,9 @@ def test_review_every_change_reject_leaves_the_cell_and_approve_applies(ui: Pane
     assert "246e7258" not in card.inner_text() and "edit_cell" not in card.inner_text()
     ui.wait_announced("Approval needed", "assertive")
     assert means_cell_text(ui) == original, "nothing changes while the user decides"
-    expect(card).to_contain_text("it will be rejected")  # silence never applies a change under review
+    expect(card).to_contain_text(
+        "it will be rejected"
+    )  # silence never applies a change under review
     ui.screenshot("review-1-diff-light")
     ui.page.set_viewport_size({"width": 1400, "height": 2000})  # the whole card, unscrolled
     ui.page.wait_for_timeout(300)
@@ -141,7 +165,9 @@ def test_review_every_change_reject_leaves_the_cell_and_approve_applies(ui: Pane
     ui.wait_focus("[data-request-id]")
     # Focused, the card's description carries the change in words (not the marked lines).
     heard = ui.page.evaluate(DESCRIPTION)
-    assert "Changes to cell 3: 1 line changed, 1 added" in heard and "Line 3 added: 'print(f" in heard, heard
+    assert (
+        "Changes to cell 3: 1 line changed, 1 added" in heard and "Line 3 added: 'print(f" in heard
+    ), heard
     assert "Line 1 changed from" in heard and "+ added line" not in heard, heard
     ui.tab_until(lambda f: f.get("name") == "Reject")
     ui.page.keyboard.press("Space")
@@ -150,7 +176,9 @@ def test_review_every_change_reject_leaves_the_cell_and_approve_applies(ui: Pane
     expect(panel.locator(".jp-AAEPNotice.jp-mod-completed").last).to_be_visible()
     assert means_cell_text(ui) == original
     declined = declined_results(fake_model.requests)
-    assert declined and "rejected this change, so edit_cell was not applied" in declined[-1], declined
+    assert declined and "rejected this change, so edit_cell was not applied" in declined[-1], (
+        declined
+    )
     ui.screenshot("review-3-rejected")
 
     # Asked again: this time approved with the keyboard, and the cell changes.

@@ -78,9 +78,9 @@ def test_ask_stream_approve_with_the_keyboard_and_the_cell_runs(ui: PanelPage) -
     expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You approved this.")
     # The buttons are gone; the focus is on the card's short outcome (the card is not read
     # again) and does not move again.
-    assert ui.page.evaluate("() => document.activeElement.matches('[data-request-id] .jp-AAEPCard-outcome')"), (
-        ui.focused()
-    )
+    assert ui.page.evaluate(
+        "() => document.activeElement.matches('[data-request-id] .jp-AAEPCard-outcome')"
+    ), ui.focused()
     ui.watch_focus()
 
     # The cell runs in the notebook's kernel; its output appears in the notebook.
@@ -131,7 +131,9 @@ def test_stop_mid_run_is_shown_and_announced(ui: PanelPage, fake_model) -> None:
     answer = panel.locator(".jp-AAEPMessage-agent.jp-mod-streaming")
     expect(answer).to_contain_text("Sentence 3")
     # The status line names what the agent does (it is writing its answer).
-    expect(panel.locator(".jp-AAEPPanel-runState")).to_have_text(re.compile("^(Writing|Thinking|Working)$"))
+    expect(panel.locator(".jp-AAEPPanel-runState")).to_have_text(
+        re.compile("^(Writing|Thinking|Working)$")
+    )
     stop = panel.locator(".jp-AAEPPanel-stop")
     expect(stop).to_have_attribute("aria-disabled", "false")
     ui.screenshot("session-5-streaming")
@@ -336,8 +338,12 @@ def test_undo_removes_the_agents_cell_and_says_so_once(ui: PanelPage) -> None:
         """() => document.activeElement.getAttribute('aria-describedby').split(' ')
                  .map(id => document.getElementById(id).textContent).join(' ')"""
     )
-    assert "the changes the agent made to the notebook in its latest request" in description, description
-    assert "as they were before" not in description, "Undo no longer promises the whole notebook back"
+    assert "the changes the agent made to the notebook in its latest request" in description, (
+        description
+    )
+    assert "as they were before" not in description, (
+        "Undo no longer promises the whole notebook back"
+    )
     ui.screenshot("session-11-undo-button")
     ui.watch_focus()
     ui.page.keyboard.press("Enter")
@@ -414,8 +420,11 @@ def test_run_all_cells_shows_every_cell_and_a_failed_cell_reads_failed(ui: Panel
     ui.wait_focus("[data-request-id]")
     focused = ui.page.locator("[data-request-id]:focus")
     expect(focused).to_have_accessible_description(
-        re.compile(r"Code to run: 3 cells, in this order Cell 2 import statistics.*Cell 3 .*Cell 4 "
-                   + re.escape(BROKEN_CODE), re.DOTALL)
+        re.compile(
+            r"Code to run: 3 cells, in this order Cell 2 import statistics.*Cell 3 .*Cell 4 "
+            + re.escape(BROKEN_CODE),
+            re.DOTALL,
+        )
     )
     stops = ui.tab_until(lambda f: f.get("name") == "Approve")
     assert len(stops) == 1, stops
@@ -434,7 +443,9 @@ def test_run_all_cells_shows_every_cell_and_a_failed_cell_reads_failed(ui: Panel
     expect(panel.locator(".jp-AAEPMessage-agent").last).to_contain_text(RUN_ALL_ANSWER)
     expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_be_visible()
     ui.wait_announced("Cell 4 failed: NameError: name 'df' is not defined.")
-    ui.wait_announced("Done, but 1 step failed")  # the session's end says so too, not a bare "Done."
+    ui.wait_announced(
+        "Done, but 1 step failed"
+    )  # the session's end says so too, not a bare "Done."
     violations = ui.axe()
     assert violations == [], violations
     ui.screenshot("session-15-failed-step")
@@ -496,7 +507,9 @@ def test_approval_mode_says_what_auto_does_not_protect_against(ui: PanelPage) ->
     panel = ui.open_panel()
     ui.page.keyboard.press("Control+Shift+O")
     ui.wait_focus(COMPOSER)
-    ui.tab_until(lambda f: f.get("tag") == "select" and "Ask before" in f.get("name", ""), backwards=True)
+    ui.tab_until(
+        lambda f: f.get("tag") == "select" and "Ask before" in f.get("name", ""), backwards=True
+    )
     describe = """() => document.activeElement.getAttribute('aria-describedby').split(' ')
                    .map(id => document.getElementById(id).textContent).join(' ')"""
     said = ui.page.evaluate(describe)

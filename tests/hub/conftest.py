@@ -20,15 +20,21 @@ def scripted_model(request: RecordedRequest) -> Turn:
     """'book …': read the notebook, book a room (asks for approval), then say so; 'ping': 'pong'."""
     text = request.last_user_text.lower()
     results = sum(
-        1 for message in request.body.get("messages") or [] if isinstance(message.get("content"), list)
-        for block in message["content"] if isinstance(block, dict) and block.get("type") == "tool_result"
+        1
+        for message in request.body.get("messages") or []
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
     )
     if "ping" in text:
         return Turn(text="pong")
     if results == 0 and "book" in text:
         return Turn(tool_uses=[ToolUse("get_notebook_state", {})])
     if results == 1:
-        return Turn(text="Booking it.", tool_uses=[ToolUse("book_meeting_room", {"room": "F2", "when": "today"})])
+        return Turn(
+            text="Booking it.",
+            tool_uses=[ToolUse("book_meeting_room", {"room": "F2", "when": "today"})],
+        )
     return Turn(text="The room is booked.")
 
 

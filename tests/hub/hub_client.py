@@ -21,16 +21,30 @@ def is_type(suffix: str) -> Callable[[dict[str, Any]], bool]:
     return lambda message: str(message.get("type", "")).endswith(suffix)
 
 
-async def api(user: User, method: str, path: str, body: Any = None, *, token: str | None = None,
-              base: str | None = None) -> httpx.Response:
+async def api(
+    user: User,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    token: str | None = None,
+    base: str | None = None,
+) -> httpx.Response:
     headers = {"Authorization": f"token {token or user.token}"}
     async with httpx.AsyncClient(timeout=60) as client:
-        return await client.request(method, (base or user.server_url) + path, json=body, headers=headers)
+        return await client.request(
+            method, (base or user.server_url) + path, json=body, headers=headers
+        )
 
 
 def confirmation_reply(event: dict[str, Any], decision: str = "accept") -> dict[str, Any]:
-    return {"type": "confirmation.reply", "reply_token": event["reply_token"], "decision": decision,
-            "subscription_id": new_subscription_id(), "timestamp": SessionClock().now()}
+    return {
+        "type": "confirmation.reply",
+        "reply_token": event["reply_token"],
+        "decision": decision,
+        "subscription_id": new_subscription_id(),
+        "timestamp": SessionClock().now(),
+    }
 
 
 class SSEReader:
@@ -43,8 +57,11 @@ class SSEReader:
 
     async def __aenter__(self) -> SSEReader:  # noqa: PYI034
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(60.0))
-        self._context = self._client.stream("GET", self.url, headers={"Authorization": f"token {self.token}",
-                                                                      "Accept": "text/event-stream"})
+        self._context = self._client.stream(
+            "GET",
+            self.url,
+            headers={"Authorization": f"token {self.token}", "Accept": "text/event-stream"},
+        )
         self._response = await self._context.__aenter__()
         self.status = self._response.status_code
         self._lines = self._response.aiter_lines()
@@ -59,7 +76,9 @@ class SSEReader:
                 return json.loads("".join(data))  # type: ignore[no-any-return]
         raise EOFError("the stream ended")
 
-    async def until(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 60) -> list[dict[str, Any]]:
+    async def until(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 60
+    ) -> list[dict[str, Any]]:
         seen: list[dict[str, Any]] = []
 
         async def read() -> None:
@@ -76,7 +95,9 @@ class SSEReader:
         await self._client.aclose()
 
 
-async def websocket(user: User, path: str, *, subprotocols: list[str] | None = None) -> WebSocketClientConnection:
+async def websocket(
+    user: User, path: str, *, subprotocols: list[str] | None = None
+) -> WebSocketClientConnection:
     url = (user.server_url + path).replace("http://", "ws://", 1)
     request = HTTPRequest(url, headers={"Authorization": f"token {user.token}"})
     return await websocket_connect(request, subprotocols=subprotocols)
@@ -85,6 +106,7 @@ async def websocket(user: User, path: str, *, subprotocols: list[str] | None = N
 async def close(connection: WebSocketClientConnection) -> None:
     """Close and wait until the socket is really closed (else it is left for the garbage collector)."""
     connection.close()
+
     async def drain() -> None:
         while await connection.read_message() is not None:
             pass
@@ -98,8 +120,11 @@ async def close(connection: WebSocketClientConnection) -> None:
         stream.close()
 
 
-async def frames_until(connection: WebSocketClientConnection, predicate: Callable[[dict[str, Any]], bool],
-                       timeout: float = 60) -> list[dict[str, Any]]:
+async def frames_until(
+    connection: WebSocketClientConnection,
+    predicate: Callable[[dict[str, Any]], bool],
+    timeout: float = 60,
+) -> list[dict[str, Any]]:
     seen: list[dict[str, Any]] = []
 
     async def read() -> None:
@@ -115,18 +140,39 @@ async def frames_until(connection: WebSocketClientConnection, predicate: Callabl
     return seen
 
 
-async def run_in_kernel(user: User, kernel_id: str, code: str, timeout: float = 60) -> tuple[str, list[str]]:
+async def run_in_kernel(
+    user: User, kernel_id: str, code: str, timeout: float = 60
+) -> tuple[str, list[str]]:
     """Execute *code* through the kernel's channels WebSocket (through the proxy); its text
     output (streams and plain-text results) and any error tracebacks' last lines."""
     connection = await websocket(user, f"api/kernels/{kernel_id}/channels")
     msg_id = uuid.uuid4().hex
-    await connection.write_message(json.dumps({
-        "header": {"msg_id": msg_id, "username": user.name, "session": uuid.uuid4().hex, "msg_type": "execute_request",
-                   "version": "5.3", "date": SessionClock().now()},
-        "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
-        "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
-                    "allow_stdin": False, "stop_on_error": True},
-    }))
+    await connection.write_message(
+        json.dumps(
+            {
+                "header": {
+                    "msg_id": msg_id,
+                    "username": user.name,
+                    "session": uuid.uuid4().hex,
+                    "msg_type": "execute_request",
+                    "version": "5.3",
+                    "date": SessionClock().now(),
+                },
+                "parent_header": {},
+                "metadata": {},
+                "channel": "shell",
+                "buffers": [],
+                "content": {
+                    "code": code,
+                    "silent": False,
+                    "store_history": False,
+                    "user_expressions": {},
+                    "allow_stdin": False,
+                    "stop_on_error": True,
+                },
+            }
+        )
+    )
     text: list[str] = []
     errors: list[str] = []
 

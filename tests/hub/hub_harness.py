@@ -34,7 +34,12 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 PROXY = ROOT / ".hub-deps" / "node_modules" / ".bin" / "configurable-http-proxy"
-SITE_PACKAGES = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+SITE_PACKAGES = (
+    Path(sys.prefix)
+    / "lib"
+    / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    / "site-packages"
+)
 GATEWAY = "aaep-gateway"
 TOOLS = "jupyter_aaep.testing.conformance_tools:CONFORMANCE_TOOLS"
 
@@ -50,8 +55,10 @@ def missing() -> str | None:
     except ImportError:
         return "jupyterhub is not installed in this environment (pip install -e '.[test]')"
     if base_interpreter() is None:
-        return ("no Python interpreter of this version is reachable by other users (this venv's base is "
-                "inside a private folder and there is no /usr/bin/python3.X of the same version)")
+        return (
+            "no Python interpreter of this version is reachable by other users (this venv's base is "
+            "inside a private folder and there is no /usr/bin/python3.X of the same version)"
+        )
     if not PROXY.exists():
         return "configurable-http-proxy is not installed: run scripts/hub-deps"
     return None
@@ -68,7 +75,10 @@ def _reachable_by_everyone(path: Path) -> bool:
 def base_interpreter() -> Path | None:
     """A Python of this version that the test users can run."""
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    for candidate in (Path(getattr(sys, "_base_executable", sys.executable)), Path(f"/usr/bin/python{version}")):
+    for candidate in (
+        Path(getattr(sys, "_base_executable", sys.executable)),
+        Path(f"/usr/bin/python{version}"),
+    ):
         if _reachable_by_everyone(candidate):
             return candidate
     return None
@@ -85,13 +95,19 @@ def shared_environment(workdir: Path) -> Path:
     interpreter = base_interpreter()
     assert interpreter is not None
     env = workdir / "shared-env"
-    subprocess.run([str(interpreter), "-m", "venv", "--without-pip", str(env)], check=True, capture_output=True)
+    subprocess.run(
+        [str(interpreter), "-m", "venv", "--without-pip", str(env)], check=True, capture_output=True
+    )
     version = f"python{sys.version_info[0]}.{sys.version_info[1]}"
     (env / "lib" / version / "site-packages" / "_aaep_hub_tests.pth").write_text(
-        f"import site; site.addsitedir({str(SITE_PACKAGES)!r})\n")
+        f"import site; site.addsitedir({str(SITE_PACKAGES)!r})\n"
+    )
     for path in [env, *env.rglob("*")]:
-        os.chmod(path, 0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644, follow_symlinks=False) \
-            if not path.is_symlink() else None
+        os.chmod(
+            path,
+            0o755 if path.is_dir() or os.access(path, os.X_OK) else 0o644,
+            follow_symlinks=False,
+        ) if not path.is_symlink() else None
     return env / "bin" / "python"
 
 
@@ -118,7 +134,9 @@ class User:
 
 def create_user() -> User:
     name = f"aaep{secrets.token_hex(4)}"
-    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True, capture_output=True)
+    subprocess.run(
+        ["useradd", "--create-home", "--shell", "/bin/sh", name], check=True, capture_output=True
+    )
     entry = pwd.getpwnam(name)
     return User(name, entry.pw_uid, Path(entry.pw_dir))
 
@@ -150,13 +168,21 @@ def kill_processes_of(uid: int) -> None:
             pass
 
 
-def run_as(user: User, python: Path | None, code: str, timeout: float = 30,
-           stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run_as(
+    user: User, python: Path | None, code: str, timeout: float = 30, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run Python *code* as *user* (their uid and groups), the way any of their processes would,
     with the users' Python (:func:`shared_environment`)."""
     assert python is not None
-    return subprocess.run(["runuser", "-u", user.name, "--", str(python), "-I", "-c", code], input=stdin, check=False,
-                          capture_output=True, text=True, timeout=timeout, cwd="/")
+    return subprocess.run(
+        ["runuser", "-u", user.name, "--", str(python), "-I", "-c", code],
+        input=stdin,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd="/",
+    )
 
 
 @dataclass
@@ -191,7 +217,9 @@ class Hub:
 
     def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         headers = {"Authorization": f"token {self.service_token}"}
-        return httpx.request(method, f"{self.url}/hub/api/{path}", headers=headers, timeout=60, **kwargs)
+        return httpx.request(
+            method, f"{self.url}/hub/api/{path}", headers=headers, timeout=60, **kwargs
+        )
 
     # -- configuration ----------------------------------------------------------------------------
     def write_config(self, policy: dict[str, Any]) -> Path:
@@ -199,7 +227,9 @@ class Hub:
         # read but not write, on JUPYTER_CONFIG_PATH.
         policy_dir = self.workdir / "etc-jupyter"
         policy_dir.mkdir()
-        (policy_dir / "jupyter_server_config.json").write_text(json.dumps({"AAEPExtension": policy}))
+        (policy_dir / "jupyter_server_config.json").write_text(
+            json.dumps({"AAEPExtension": policy})
+        )
         os.chmod(policy_dir, 0o755)
         os.chmod(policy_dir / "jupyter_server_config.json", 0o644)
         gateway_dir = self.workdir / "gateway"
@@ -258,10 +288,18 @@ c.JupyterHub.load_roles = [{{
         self.python = shared_environment(self.workdir)
         config = self.write_config(policy)
         self._log_file = log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "JUPYTER", "AAEP_"))}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("ANTHROPIC_", "JUPYTER", "AAEP_"))
+        }
         self.process = subprocess.Popen(
             [str(Path(sys.prefix) / "bin" / "jupyterhub"), "-f", str(config)],
-            cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            cwd=self.workdir,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
         )
         self._wait(lambda: self.api("GET", "").status_code == 200, 60, "the hub to answer")
 
@@ -269,7 +307,9 @@ c.JupyterHub.load_roles = [{{
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
-                raise AssertionError(f"the hub exited while waiting for {what}:\n{self.log()[-4000:]}")
+                raise AssertionError(
+                    f"the hub exited while waiting for {what}:\n{self.log()[-4000:]}"
+                )
             try:
                 if condition():
                     return
@@ -294,12 +334,16 @@ c.JupyterHub.load_roles = [{{
             assert model is not None
             user.server_url = f"{self.url}/user/{user.name}/"
             user.direct_url = model["url"] if model["url"].startswith("http") else ""
-            answer = self.api("POST", f"users/{user.name}/tokens", json={"note": "hub tests", "expires_in": 3600})
+            answer = self.api(
+                "POST", f"users/{user.name}/tokens", json={"note": "hub tests", "expires_in": 3600}
+            )
             assert answer.status_code == 201, answer.text
             user.token = answer.json()["token"]
 
     def wait_ready(self, user: User) -> None:
-        self._wait(lambda: (self.server_model(user) or {}).get("ready"), 90, f"{user.name}'s server")
+        self._wait(
+            lambda: (self.server_model(user) or {}).get("ready"), 90, f"{user.name}'s server"
+        )
 
     def server_model(self, user: User) -> dict[str, Any] | None:
         answer = self.api("GET", f"users/{user.name}")
@@ -315,6 +359,7 @@ c.JupyterHub.load_roles = [{{
     def stop(self) -> None:
         if self.process is None:
             return
+
         def stop_server(user: User) -> None:
             try:
                 self.api("DELETE", f"users/{user.name}/server")
@@ -327,7 +372,9 @@ c.JupyterHub.load_roles = [{{
         try:
             self.process.wait(20)
         except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)  # the hub's own process group (start_new_session)
+            os.killpg(
+                self.process.pid, signal.SIGKILL
+            )  # the hub's own process group (start_new_session)
             self.process.wait(5)
         self.process = None
         self._log_file.close()

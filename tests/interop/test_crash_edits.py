@@ -20,9 +20,20 @@ from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 pytestmark = pytest.mark.slow
 
 NOTEBOOK = {
-    "cells": [{"id": cid, "cell_type": "code", "source": f"{cid} = 1", "metadata": {}, "outputs": [],
-               "execution_count": None} for cid in ("a", "b", "c")],
-    "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+    "cells": [
+        {
+            "id": cid,
+            "cell_type": "code",
+            "source": f"{cid} = 1",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+        }
+        for cid in ("a", "b", "c")
+    ],
+    "metadata": {},
+    "nbformat": 4,
+    "nbformat_minor": 5,
 }
 
 Check = Callable[[list[dict[str, Any]]], bool]
@@ -34,14 +45,26 @@ def _source(cell: dict[str, Any]) -> str:
 
 EDITS: dict[str, tuple[ToolUse, Check, str]] = {
     # kind: (the agent's call, "is it in the file?", how the recovered session names it)
-    "create": (ToolUse("create_cell", {"source": "crash_new = 1"}),
-               lambda cells: any(_source(c) == "crash_new = 1" for c in cells), "the new cell 'crash_new = 1'"),
-    "edit": (ToolUse("edit_cell", {"cell_id": "a", "source": "a = 'edited'"}),
-             lambda cells: _source(cells[0]) == "a = 'edited'", "the edit of the cell that now begins 'a = 1'"),
-    "delete": (ToolUse("delete_cell", {"cell_id": "b"}),
-               lambda cells: all(c["id"] != "b" for c in cells), "the deletion of the cell that began 'b = 1'"),
-    "move": (ToolUse("move_cell", {"cell_id": "c", "position": 1}),
-             lambda cells: cells[0]["id"] == "c", "the move of the cell that begins 'c = 1'"),
+    "create": (
+        ToolUse("create_cell", {"source": "crash_new = 1"}),
+        lambda cells: any(_source(c) == "crash_new = 1" for c in cells),
+        "the new cell 'crash_new = 1'",
+    ),
+    "edit": (
+        ToolUse("edit_cell", {"cell_id": "a", "source": "a = 'edited'"}),
+        lambda cells: _source(cells[0]) == "a = 'edited'",
+        "the edit of the cell that now begins 'a = 1'",
+    ),
+    "delete": (
+        ToolUse("delete_cell", {"cell_id": "b"}),
+        lambda cells: all(c["id"] != "b" for c in cells),
+        "the deletion of the cell that began 'b = 1'",
+    ),
+    "move": (
+        ToolUse("move_cell", {"cell_id": "c", "position": 1}),
+        lambda cells: cells[0]["id"] == "c",
+        "the move of the cell that begins 'c = 1'",
+    ),
 }
 
 
@@ -53,10 +76,13 @@ def fake_model() -> Iterator[FakeAnthropic]:
     fake.stop()
 
 
-@pytest.mark.parametrize(("kind", "after"), [("create", 0.0), ("edit", 0.3), ("delete", 0.6), ("move", 1.0),
-                                             ("create", 0.1)])
-def test_a_kill_right_after_an_edit_loses_nothing_unsaid(tmp_path: Path, fake_model: FakeAnthropic,
-                                                         kind: str, after: float) -> None:
+@pytest.mark.parametrize(
+    ("kind", "after"),
+    [("create", 0.0), ("edit", 0.3), ("delete", 0.6), ("move", 1.0), ("create", 0.1)],
+)
+def test_a_kill_right_after_an_edit_loses_nothing_unsaid(
+    tmp_path: Path, fake_model: FakeAnthropic, kind: str, after: float
+) -> None:
     call, in_file, named = EDITS[kind]
     home = tmp_path / "server"
     (home / "root").mkdir(parents=True)
@@ -68,7 +94,11 @@ def test_a_kill_right_after_an_edit_loses_nothing_unsaid(tmp_path: Path, fake_mo
         chat_id = server.api("POST", "aaep/v1/chats", {"notebook_path": "work.ipynb"})["chat_id"]
         reader = SSEReader(server, chat_id)
         fake_model.add(Turn(tool_uses=[call]), Turn(text="Checking.", stall_after_chunks=0))
-        server.api("POST", f"aaep/v1/chats/{chat_id}/messages", {"kind": "user_input", "text": f"{kind} a cell"})
+        server.api(
+            "POST",
+            f"aaep/v1/chats/{chat_id}/messages",
+            {"kind": "user_input", "text": f"{kind} a cell"},
+        )
         reader.wait(lambda ev: "tool.completed" in kinds(ev), f"the {kind}")
         completed = next(e for e in reader.events if e["type"].endswith("tool.completed"))
         assert completed["status"] == "success", completed
@@ -89,9 +119,14 @@ def test_a_kill_right_after_an_edit_loses_nothing_unsaid(tmp_path: Path, fake_mo
         if saved:
             assert "The agent's changes until then are in the notebook's file." in said, said
         else:
-            assert f"These changes by the agent may be missing from the notebook's file: {named}." in said, said
+            assert (
+                f"These changes by the agent may be missing from the notebook's file: {named}."
+                in said
+            ), said
         assert "is kept" not in said
-        print(f"{kind} killed {after:.1f} s after the edit: {'on disk' if saved else 'named as missing'}")
+        print(
+            f"{kind} killed {after:.1f} s after the edit: {'on disk' if saved else 'named as missing'}"
+        )
     finally:
         if reader is not None:
             reader.close()

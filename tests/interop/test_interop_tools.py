@@ -49,8 +49,11 @@ def tool(name: str) -> str:
     """A console script of the pinned tools, next to this interpreter."""
     path = BIN / name
     if not path.exists():
-        pytest.fail(f"{name} is not installed in {BIN}: run pip install -e '.[test]' (it pins "
-                    "aaep-cli-debug==1.0.0 and aaep-tools==1.0.0).", pytrace=False)
+        pytest.fail(
+            f"{name} is not installed in {BIN}: run pip install -e '.[test]' (it pins "
+            "aaep-cli-debug==1.0.0 and aaep-tools==1.0.0).",
+            pytrace=False,
+        )
     return str(path)
 
 
@@ -60,7 +63,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def stop(process: subprocess.Popen[bytes], *, first: int = signal.SIGINT, grace: float = 10.0) -> None:
+def stop(
+    process: subprocess.Popen[bytes], *, first: int = signal.SIGINT, grace: float = 10.0
+) -> None:
     """Stop a process this test started, by its PID: *first*, then SIGKILL after *grace* s."""
     if process.poll() is not None:
         return
@@ -94,35 +99,62 @@ class Server:
         dirs = {name: self.home / name for name in ("root", "config", "data", "runtime", "ipython")}
         for path in dirs.values():
             path.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "ANTHROPIC_BASE_URL": self.model_url, "ANTHROPIC_API_KEY": self.api_key,
-               "JUPYTER_CONFIG_DIR": str(dirs["config"]), "JUPYTER_DATA_DIR": str(dirs["data"]),
-               "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]), "IPYTHONDIR": str(dirs["ipython"]),
-               "PYTHONUNBUFFERED": "1"}
+        env = {
+            **os.environ,
+            "ANTHROPIC_BASE_URL": self.model_url,
+            "ANTHROPIC_API_KEY": self.api_key,
+            "JUPYTER_CONFIG_DIR": str(dirs["config"]),
+            "JUPYTER_DATA_DIR": str(dirs["data"]),
+            "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
+            "IPYTHONDIR": str(dirs["ipython"]),
+            "PYTHONUNBUFFERED": "1",
+        }
         env.pop("ANTHROPIC_AUTH_TOKEN", None)
-        args = [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root",
-                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-                f"--ServerApp.root_dir={dirs['root']}", "--IdentityProvider.token=",
-                "--ServerApp.disable_check_xsrf=True", "--ServerApp.jpserver_extensions=jupyter_aaep=True",
-                f"--AAEPExtension.extra_tools={TOOLS}", "--AAEPExtension.model=claude-interop",
-                # The tools notice a Ctrl-C only when bytes arrive: keep them coming.
-                "--AAEPExtension.sse_keepalive_seconds=0.5"]
+        args = [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            "--allow-root",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={dirs['root']}",
+            "--IdentityProvider.token=",
+            "--ServerApp.disable_check_xsrf=True",
+            "--ServerApp.jpserver_extensions=jupyter_aaep=True",
+            f"--AAEPExtension.extra_tools={TOOLS}",
+            "--AAEPExtension.model=claude-interop",
+            # The tools notice a Ctrl-C only when bytes arrive: keep them coming.
+            "--AAEPExtension.sse_keepalive_seconds=0.5",
+        ]
         with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(args, cwd=dirs["root"], env=env, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                args, cwd=dirs["root"], env=env, stdout=log, stderr=subprocess.STDOUT
+            )
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"jupyter server exited with {self.process.returncode}:\n{self.log()}")
+                raise RuntimeError(
+                    f"jupyter server exited with {self.process.returncode}:\n{self.log()}"
+                )
             try:
                 self.api("GET", "aaep/v1/chats")
                 return self
             except (urllib.error.URLError, ConnectionError, OSError):
                 time.sleep(0.25)
-        raise RuntimeError(f"jupyter server did not answer within {START_TIMEOUT:.0f} s:\n{self.log()}")
+        raise RuntimeError(
+            f"jupyter server did not answer within {START_TIMEOUT:.0f} s:\n{self.log()}"
+        )
 
     def api(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self.url}{path}", data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"{self.url}{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             raw = response.read()
         return json.loads(raw) if raw else None
@@ -160,11 +192,15 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def wait_for(condition: Callable[[], bool], what: str, timeout: float, diagnose: Callable[[], str]) -> None:
+def wait_for(
+    condition: Callable[[], bool], what: str, timeout: float, diagnose: Callable[[], str]
+) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            pytest.fail(f"Timed out after {timeout:.0f} s waiting for {what}.\n{diagnose()}", pytrace=False)
+            pytest.fail(
+                f"Timed out after {timeout:.0f} s waiting for {what}.\n{diagnose()}", pytrace=False
+            )
         time.sleep(0.1)
 
 
@@ -173,25 +209,52 @@ def names(events: list[dict[str, Any]]) -> list[str]:
 
 
 def test_aaep_listen_approves_and_aaep_capture_records_only_valid_aaep_events(
-        server: Server, fake_model: FakeAnthropic, tmp_path: Path, aaep_schema_validator: SchemaValidator) -> None:
+    server: Server,
+    fake_model: FakeAnthropic,
+    tmp_path: Path,
+    aaep_schema_validator: SchemaValidator,
+) -> None:
     chat_id = server.api("POST", "aaep/v1/chats", {})["chat_id"]
     endpoint = f"{server.url}aaep/v1/chats/{chat_id}"
     listened, captured = tmp_path / "listen.jsonl", tmp_path / "capture.jsonl"
-    outputs = {name: (tmp_path / f"{name}.out", tmp_path / f"{name}.err") for name in ("listen", "capture")}
+    outputs = {
+        name: (tmp_path / f"{name}.out", tmp_path / f"{name}.err") for name in ("listen", "capture")
+    }
     commands = {
-        "listen": [tool("aaep-listen"), "--endpoint", endpoint, "--auto-accept", "--no-color", "--save", str(listened)],
-        "capture": [tool("aaep-capture"), "--endpoint", endpoint, "--output", str(captured), "--timeout", "120"],
+        "listen": [
+            tool("aaep-listen"),
+            "--endpoint",
+            endpoint,
+            "--auto-accept",
+            "--no-color",
+            "--save",
+            str(listened),
+        ],
+        "capture": [
+            tool("aaep-capture"),
+            "--endpoint",
+            endpoint,
+            "--output",
+            str(captured),
+            "--timeout",
+            "120",
+        ],
     }
     # The model holds its first answer until both tools are listening (a new stream gets the
     # running session from its start), then asks to book a room, then says it is done.
     fake_model.add(
-        Turn(text="I will book Room A for tomorrow at 2pm.",
-             tool_uses=[ToolUse("book_meeting_room", {"room": "Room A", "when": "tomorrow at 2pm"})],
-             stall_after_chunks=0),
+        Turn(
+            text="I will book Room A for tomorrow at 2pm.",
+            tool_uses=[ToolUse("book_meeting_room", {"room": "Room A", "when": "tomorrow at 2pm"})],
+            stall_after_chunks=0,
+        ),
         Turn(text="Room A is booked for tomorrow at 2pm."),
     )
-    session_id = server.api("POST", f"aaep/v1/chats/{chat_id}/messages",
-                            {"kind": "user_input", "text": "Book Room A for tomorrow at 2pm."})["session_id"]
+    session_id = server.api(
+        "POST",
+        f"aaep/v1/chats/{chat_id}/messages",
+        {"kind": "user_input", "text": "Book Room A for tomorrow at 2pm."},
+    )["session_id"]
     processes: dict[str, subprocess.Popen[bytes]] = {}
 
     def diagnose() -> str:
@@ -203,20 +266,36 @@ def test_aaep_listen_approves_and_aaep_capture_records_only_valid_aaep_events(
         return "\n".join(parts)
 
     def has(path: Path, event_type: str) -> bool:
-        return any(e.get("type") == f"aaep:agent.{event_type}" and e.get("session_id") == session_id
-                   for e in read_jsonl(path))
+        return any(
+            e.get("type") == f"aaep:agent.{event_type}" and e.get("session_id") == session_id
+            for e in read_jsonl(path)
+        )
 
     try:
         for name, command in commands.items():
             out, err = outputs[name]
             with out.open("wb") as stdout, err.open("wb") as stderr:
-                processes[name] = subprocess.Popen(command, stdout=stdout, stderr=stderr, cwd=tmp_path)
-        wait_for(lambda: has(listened, "session.started") and has(captured, "session.started"),
-                 "both tools to receive the session", 30, diagnose)
+                processes[name] = subprocess.Popen(
+                    command, stdout=stdout, stderr=stderr, cwd=tmp_path
+                )
+        wait_for(
+            lambda: has(listened, "session.started") and has(captured, "session.started"),
+            "both tools to receive the session",
+            30,
+            diagnose,
+        )
         fake_model.release()
-        wait_for(lambda: has(captured, "session.completed") and has(listened, "session.completed")
-                 or has(captured, "session.errored") or has(captured, "session.cancelled"),
-                 "the session to end", SESSION_TIMEOUT, diagnose)
+        wait_for(
+            lambda: (
+                has(captured, "session.completed")
+                and has(listened, "session.completed")
+                or has(captured, "session.errored")
+                or has(captured, "session.cancelled")
+            ),
+            "the session to end",
+            SESSION_TIMEOUT,
+            diagnose,
+        )
     finally:
         for process in processes.values():
             stop(process)
@@ -231,14 +310,18 @@ def test_aaep_listen_approves_and_aaep_capture_records_only_valid_aaep_events(
     # What aaep-capture recorded: the whole session, AAEP events only, the action after the approval.
     capture = read_jsonl(captured)
     session = [e for e in capture if e.get("session_id") == session_id]
-    assert capture == session, f"only this session's events are on the chat's stream: {names(capture)}"
+    assert capture == session, (
+        f"only this session's events are on the chat's stream: {names(capture)}"
+    )
     kinds = names(session)
     assert kinds[0] == "session.started" and kinds[-1] == "session.completed", diagnose()
     asked = kinds.index("awaiting.confirmation")
     invoked, completed = kinds.index("tool.invoked"), kinds.index("tool.completed")
     assert asked < invoked < completed, kinds
     resumed = session[asked + 1]
-    assert resumed["type"] == "aaep:agent.state.changed" and resumed["from_state"] == "awaiting_input"
+    assert (
+        resumed["type"] == "aaep:agent.state.changed" and resumed["from_state"] == "awaiting_input"
+    )
     assert session[invoked]["tool"] == session[completed]["tool"] == "book_meeting_room"
     assert session[completed]["status"] == "success"
 
@@ -259,7 +342,9 @@ def test_aaep_listen_approves_and_aaep_capture_records_only_valid_aaep_events(
     log = server.log()
     token = session[asked]["reply_token"]
     assert "AAEP reply ignored" not in log, log[-3000:]
-    assert re.search(r"AAEP reply without subscription_id \(reply_token rpl_\w{4}…\) attributed to sub_", log), log[-3000:]
+    assert re.search(
+        r"AAEP reply without subscription_id \(reply_token rpl_\w{4}…\) attributed to sub_", log
+    ), log[-3000:]
     assert token not in log, "a whole reply token reached the server log"
 
     # aaep-validate, with the schemas its wheel does not ship (see validate_with_aaep_tools).

@@ -59,7 +59,9 @@ class SSEReader:
                         self.ids.append(ident or "")
                     ident, data = None, []
         except (OSError, http.client.HTTPException, ValueError, AttributeError) as error:
-            self.error = error  # the server went away (the point), or close() shut the response under us
+            self.error = (
+                error  # the server went away (the point), or close() shut the response under us
+            )
         finally:
             self.ended.set()
 
@@ -67,7 +69,9 @@ class SSEReader:
         deadline = time.monotonic() + timeout
         while not predicate(self.events):
             if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}: {[e['type'] for e in self.events]}")
+                raise AssertionError(
+                    f"timed out waiting for {what}: {[e['type'] for e in self.events]}"
+                )
             time.sleep(0.05)
 
     def close(self) -> None:
@@ -86,8 +90,9 @@ def fake_model() -> Iterator[FakeAnthropic]:
     fake.stop()
 
 
-def test_a_server_restart_mid_session_loses_nothing(tmp_path: Path, fake_model: FakeAnthropic,
-                                                    aaep_schema_validator: SchemaValidator) -> None:
+def test_a_server_restart_mid_session_loses_nothing(
+    tmp_path: Path, fake_model: FakeAnthropic, aaep_schema_validator: SchemaValidator
+) -> None:
     home = tmp_path / "server"
     (home / "root").mkdir(parents=True)
     notebook = home / "root" / "work.ipynb"
@@ -99,21 +104,34 @@ def test_a_server_restart_mid_session_loses_nothing(tmp_path: Path, fake_model: 
         reader = SSEReader(server, chat_id)
         readers.append(reader)
         fake_model.add(
-            Turn(text="I will add the cell.", tool_uses=[ToolUse("create_cell", {"source": "answer = 41 + 1"})]),
+            Turn(
+                text="I will add the cell.",
+                tool_uses=[ToolUse("create_cell", {"source": "answer = 41 + 1"})],
+            ),
             Turn(text="Now I check it.", stall_after_chunks=0),  # the server stops during this turn
         )
-        session_id = server.api("POST", f"aaep/v1/chats/{chat_id}/messages",
-                                {"kind": "user_input", "text": "Add a cell computing the answer."})["session_id"]
-        reader.wait(lambda ev: "tool.completed" in kinds(ev) and kinds(ev)[-1] == "state.changed"
-                    and ev[-1]["to_state"] == "thinking", "the second model turn")
+        session_id = server.api(
+            "POST",
+            f"aaep/v1/chats/{chat_id}/messages",
+            {"kind": "user_input", "text": "Add a cell computing the answer."},
+        )["session_id"]
+        reader.wait(
+            lambda ev: (
+                "tool.completed" in kinds(ev)
+                and kinds(ev)[-1] == "state.changed"
+                and ev[-1]["to_state"] == "thinking"
+            ),
+            "the second model turn",
+        )
         time.sleep(0.3)  # let the store's writer catch up, as it would in normal use
         seen = list(reader.events)
         assert server.process is not None
         stop(server.process, first=signal.SIGTERM, grace=20.0)  # by PID
         assert reader.ended.wait(10)
         reader.close()
-        assert not any(k.startswith("session.") and k != "session.started" for k in kinds(reader.events)), \
-            "the stop is not announced as a cancellation: the next start closes the session"
+        assert not any(
+            k.startswith("session.") and k != "session.started" for k in kinds(reader.events)
+        ), "the stop is not announced as a cancellation: the next start closes the session"
         log_before = server.log()
 
         # The same data directory, a new process.
@@ -123,7 +141,10 @@ def test_a_server_restart_mid_session_loses_nothing(tmp_path: Path, fake_model: 
         listing = server.api("GET", "aaep/v1/chats?notebook_path=work.ipynb&limit=5")
         assert [c["chat_id"] for c in listing["chats"]] == [chat_id] and listing["next"] is None
         described = listing["chats"][0]
-        assert described["can_continue"] is True and described["title"] == "Add a cell computing the answer."
+        assert (
+            described["can_continue"] is True
+            and described["title"] == "Add a cell computing the answer."
+        )
 
         again = SSEReader(server, chat_id, last_event_id=reader.ids[len(seen) - 1])
         readers.append(again)
@@ -133,7 +154,10 @@ def test_a_server_restart_mid_session_loses_nothing(tmp_path: Path, fake_model: 
         errored = missed[-1]
         assert errored["session_id"] == session_id
         assert (errored["error_code"], errored["error_category"], errored["recoverable"]) == (
-            "SERVER_RESTARTED", "transient", True)
+            "SERVER_RESTARTED",
+            "transient",
+            True,
+        )
         assert errored["remediation_hint"] == "Choose Continue to pick up where the agent stopped."
         whole = seen + missed
         ids = [e["event_id"] for e in whole]
@@ -148,17 +172,24 @@ def test_a_server_restart_mid_session_loses_nothing(tmp_path: Path, fake_model: 
 
         # The agent's edit reached the disk before the server stopped.
         cells = json.loads(notebook.read_text())["cells"]
-        sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells]
+        sources = [
+            "".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells
+        ]
         assert "answer = 41 + 1" in sources, (sources, log_before[-3000:])
 
         # Continue: a new session from the stored history.
         fake_model.add(Turn(text="The cell is there; the answer is 42."))
-        answer = server.api("POST", f"aaep/v1/chats/{chat_id}/messages", {"kind": "control", "action": "continue"})
+        answer = server.api(
+            "POST", f"aaep/v1/chats/{chat_id}/messages", {"kind": "control", "action": "continue"}
+        )
         assert answer["session_id"] != session_id
         again.wait(lambda ev: "session.completed" in kinds(ev), "the continued session to complete")
         sent = fake_model.requests[-1].body["messages"]
         assert sent[0]["content"][0]["text"] == "Add a cell computing the answer."
-        assert any(b.get("type") == "tool_use" and b.get("name") == "create_cell" for b in sent[1]["content"])
+        assert any(
+            b.get("type") == "tool_use" and b.get("name") == "create_cell"
+            for b in sent[1]["content"]
+        )
         assert sent[2]["content"][0]["type"] == "tool_result"
         assert "Continue that request" in fake_model.requests[-1].last_user_text
         assert server.api("GET", f"aaep/v1/chats/{chat_id}")["can_continue"] is False
@@ -169,7 +200,8 @@ def test_a_server_restart_mid_session_loses_nothing(tmp_path: Path, fake_model: 
 
 
 def test_an_edit_reported_done_is_on_disk_even_if_the_server_is_killed_at_once(
-        tmp_path: Path, fake_model: FakeAnthropic) -> None:
+    tmp_path: Path, fake_model: FakeAnthropic
+) -> None:
     """SIGKILL right after ``session.completed``, well inside the shared document's 1 s autosave
     delay: the session's end saved the notebook, and the completed session stays completed."""
     home = tmp_path / "server"
@@ -181,19 +213,30 @@ def test_an_edit_reported_done_is_on_disk_even_if_the_server_is_killed_at_once(
     try:
         chat_id = server.api("POST", "aaep/v1/chats", {"notebook_path": "work.ipynb"})["chat_id"]
         reader = SSEReader(server, chat_id)
-        fake_model.add(Turn(tool_uses=[ToolUse("create_cell", {"source": "saved = True"})]), Turn(text="Added."))
-        server.api("POST", f"aaep/v1/chats/{chat_id}/messages", {"kind": "user_input", "text": "Add a cell."})
+        fake_model.add(
+            Turn(tool_uses=[ToolUse("create_cell", {"source": "saved = True"})]),
+            Turn(text="Added."),
+        )
+        server.api(
+            "POST",
+            f"aaep/v1/chats/{chat_id}/messages",
+            {"kind": "user_input", "text": "Add a cell."},
+        )
         reader.wait(lambda ev: "session.completed" in kinds(ev), "the session to complete")
         time.sleep(0.2)  # the save runs right after the terminal event; the autosave would wait 1 s
         assert server.process is not None
         stop(server.process, first=signal.SIGKILL, grace=10.0)
-        sources = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-                   for c in json.loads(notebook.read_text())["cells"]]
+        sources = [
+            "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in json.loads(notebook.read_text())["cells"]
+        ]
         assert "saved = True" in sources, server.log()[-3000:]
         server.port = Server(home, "", "").port
         server.start()
         view = server.api("GET", f"aaep/v1/chats/{chat_id}")
-        assert kinds(view["transcript"])[-1] == "session.completed" and view["can_continue"] is False
+        assert (
+            kinds(view["transcript"])[-1] == "session.completed" and view["can_continue"] is False
+        )
     finally:
         if reader is not None:
             reader.close()

@@ -23,19 +23,25 @@ def test_enable_creates_the_file_once(tmp_path: Path) -> None:
     assert oct(path.stat().st_mode & 0o777) == oct(0o644)
     assert autoload.enable(path) is False  # idempotent
     assert autoload.is_enabled(path)
-    assert [p.name for p in path.parent.iterdir()] == ["ipython_kernel_config.json"]  # no temporary left
+    assert [p.name for p in path.parent.iterdir()] == [
+        "ipython_kernel_config.json"
+    ]  # no temporary left
 
 
 def test_enable_and_disable_keep_what_others_wrote(tmp_path: Path) -> None:
     path = tmp_path / "ipython_kernel_config.json"
-    theirs = {"InteractiveShellApp": {"extensions": ["autoreload"], "exec_lines": ["%autoreload 2"]},
-              "IPKernelApp": {"matplotlib": "inline"}}
+    theirs = {
+        "InteractiveShellApp": {"extensions": ["autoreload"], "exec_lines": ["%autoreload 2"]},
+        "IPKernelApp": {"matplotlib": "inline"},
+    }
     path.write_text(json.dumps(theirs))
     os.chmod(path, 0o600)
     assert autoload.enable(path)
     merged = json.loads(path.read_text())
-    assert merged["InteractiveShellApp"] == {"extensions": ["autoreload", "jupyter_aaep"],
-                                             "exec_lines": ["%autoreload 2"]}
+    assert merged["InteractiveShellApp"] == {
+        "extensions": ["autoreload", "jupyter_aaep"],
+        "exec_lines": ["%autoreload 2"],
+    }
     assert merged["IPKernelApp"] == {"matplotlib": "inline"}
     assert path.stat().st_mode & 0o777 == 0o600  # the owner's permissions are kept
     assert autoload.disable(path) is True
@@ -51,13 +57,18 @@ def test_disable_removes_a_file_that_only_held_our_entry(tmp_path: Path) -> None
     assert autoload.disable(path) is False  # no file: nothing to do
 
 
-@pytest.mark.parametrize(("content", "problem"), [
-    ("{not json", "is not valid JSON"),
-    ("[1, 2]", "does not hold a JSON object"),
-    ('{"InteractiveShellApp": []}', "InteractiveShellApp is not an object"),
-    ('{"InteractiveShellApp": {"extensions": "autoreload"}}', "extensions is not a list"),
-])
-def test_a_file_we_do_not_understand_is_left_alone(tmp_path: Path, content: str, problem: str) -> None:
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("{not json", "is not valid JSON"),
+        ("[1, 2]", "does not hold a JSON object"),
+        ('{"InteractiveShellApp": []}', "InteractiveShellApp is not an object"),
+        ('{"InteractiveShellApp": {"extensions": "autoreload"}}', "extensions is not a list"),
+    ],
+)
+def test_a_file_we_do_not_understand_is_left_alone(
+    tmp_path: Path, content: str, problem: str
+) -> None:
     path = tmp_path / "ipython_kernel_config.json"
     path.write_text(content)
     with pytest.raises(autoload.AutoloadError, match=problem):
@@ -77,7 +88,9 @@ def test_an_unwritable_folder_is_a_sentence(tmp_path: Path) -> None:
     if os.geteuid() == 0:
         blocker = tmp_path / "file"
         blocker.write_text("")
-        path = blocker / "ipython_kernel_config.json"  # a folder that is a file: fails even for root
+        path = (
+            blocker / "ipython_kernel_config.json"
+        )  # a folder that is a file: fails even for root
     else:
         tmp_path.chmod(0o500)
         path = tmp_path / "sub" / "ipython_kernel_config.json"
@@ -102,19 +115,28 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     (tmp_path / "etc" / "ipython" / "ipython_kernel_config.json").write_text("{oops")
     assert autoload.main(["enable", *prefix]) == 1
     assert "not valid JSON" in capsys.readouterr().err
-    assert autoload.config_path(str(tmp_path)) == tmp_path / "etc" / "ipython" / "ipython_kernel_config.json"
+    assert (
+        autoload.config_path(str(tmp_path))
+        == tmp_path / "etc" / "ipython" / "ipython_kernel_config.json"
+    )
 
 
 def test_python_dash_m(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "jupyter_aaep.kernel.autoload", "enable", "--prefix", str(tmp_path)],
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter_aaep.kernel.autoload", "enable", "--prefix", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert autoload.is_enabled(autoload.config_path(str(tmp_path)))
 
 
 @pytest.mark.parametrize("enabled", [True, False])
-def test_the_server_sets_it_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                     caplog: pytest.LogCaptureFixture, enabled: bool) -> None:
+def test_the_server_sets_it_at_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, enabled: bool
+) -> None:
     from jupyter_aaep.server.app import AAEPExtension
 
     path = tmp_path / "ipython_kernel_config.json"
@@ -123,8 +145,11 @@ def test_the_server_sets_it_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyP
         autoload.enable(path)
     monkeypatch.setattr(autoload, "config_path", lambda prefix=None: path)
     kernels = SimpleNamespace(start_kernel=None)
-    fake = SimpleNamespace(kernel_autoload=enabled, log=logging.getLogger("test-autoload"),
-                           server=SimpleNamespace(kernel_manager=kernels))
+    fake = SimpleNamespace(
+        kernel_autoload=enabled,
+        log=logging.getLogger("test-autoload"),
+        server=SimpleNamespace(kernel_manager=kernels),
+    )
     with caplog.at_level(logging.INFO, "test-autoload"):
         AAEPExtension._configure_kernel_autoload(fake)  # type: ignore[arg-type]
     assert autoload.is_enabled(path) is enabled
@@ -135,6 +160,8 @@ def test_the_server_sets_it_at_start(tmp_path: Path, monkeypatch: pytest.MonkeyP
         AAEPExtension._configure_kernel_autoload(fake)  # type: ignore[arg-type]
     assert "is not valid JSON" in caplog.text
     if enabled:  # the server's own kernels still get %aaep, through their command line
-        assert "through their command line instead" in caplog.text and kernels.start_kernel is not None
+        assert (
+            "through their command line instead" in caplog.text and kernels.start_kernel is not None
+        )
     else:
         assert "%load_ext jupyter_aaep" in caplog.text and kernels.start_kernel is None

@@ -33,12 +33,18 @@ class Stub(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
-        self.seen.append({"method": self.command, "path": self.path, "body": body,
-                          "headers": self.headers})
-        why = CREDENTIALS.check(self.headers.get("X-AAEP-Kernel-Id", ""), self.command, self.path, body,
-                                stamp=self.headers.get("X-AAEP-Kernel-Time", ""),
-                                nonce=self.headers.get("X-AAEP-Kernel-Nonce", ""),
-                                given=self.headers.get("X-AAEP-Kernel-Signature", ""))
+        self.seen.append(
+            {"method": self.command, "path": self.path, "body": body, "headers": self.headers}
+        )
+        why = CREDENTIALS.check(
+            self.headers.get("X-AAEP-Kernel-Id", ""),
+            self.command,
+            self.path,
+            body,
+            stamp=self.headers.get("X-AAEP-Kernel-Time", ""),
+            nonce=self.headers.get("X-AAEP-Kernel-Nonce", ""),
+            given=self.headers.get("X-AAEP-Kernel-Signature", ""),
+        )
         if why is not None:
             return self._json(403, {"message": f"Refused: {why}."})
         route = self.routes.get((self.command, self.path.split("?")[0]))
@@ -82,15 +88,23 @@ def client_for(url: str, **kwargs: Any) -> KernelClient:
 def test_signed_calls_reach_the_endpoints(stub: tuple[str, type[Stub]]) -> None:
     url, handler = stub
     api = "/base/aaep/v1/kernel/"
-    handler.routes.update({
-        ("GET", api + "status"): (200, {"status": "idle", "tools": []}),
-        ("PUT", api + "tools/load_sales"): (200, {"name": "load_sales", "registered": True}),
-        ("DELETE", api + "tools/load_sales"): (200, {}),
-        ("POST", api + "requests"): (202, {"chat_id": "c1", "input_id": "i1", "status": "started"}),
-        ("POST", api + "messages"): (200, {"kind": "control.accepted"}),
-        ("POST", api + "subscriptions"): (200, {"type": "subscription.confirmed", "subscription_id": "sub_1"}),
-        ("GET", api + "tools"): (200, {"tools": [{"name": "load_sales"}]}),
-    })
+    handler.routes.update(
+        {
+            ("GET", api + "status"): (200, {"status": "idle", "tools": []}),
+            ("PUT", api + "tools/load_sales"): (200, {"name": "load_sales", "registered": True}),
+            ("DELETE", api + "tools/load_sales"): (200, {}),
+            ("POST", api + "requests"): (
+                202,
+                {"chat_id": "c1", "input_id": "i1", "status": "started"},
+            ),
+            ("POST", api + "messages"): (200, {"kind": "control.accepted"}),
+            ("POST", api + "subscriptions"): (
+                200,
+                {"type": "subscription.confirmed", "subscription_id": "sub_1"},
+            ),
+            ("GET", api + "tools"): (200, {"tools": [{"name": "load_sales"}]}),
+        }
+    )
 
     @aaep_tool(risk_level="medium")
     def load_sales(region: str) -> None:
@@ -103,9 +117,14 @@ def test_signed_calls_reach_the_endpoints(stub: tuple[str, type[Stub]]) -> None:
     assert json.loads(put["body"])["risk_level"] == "medium"
     assert put["headers"]["Content-Type"] == "application/json"
     assert client.delete_tool("load_sales") == {}
-    assert client.start_request("Plot {df}", [{"name": "df", "description": "a frame"}])["input_id"] == "i1"
-    assert json.loads(handler.seen[-1]["body"]) == {"text": "Plot {df}",
-                                                    "context": [{"name": "df", "description": "a frame"}]}
+    assert (
+        client.start_request("Plot {df}", [{"name": "df", "description": "a frame"}])["input_id"]
+        == "i1"
+    )
+    assert json.loads(handler.seen[-1]["body"]) == {
+        "text": "Plot {df}",
+        "context": [{"name": "df", "description": "a frame"}],
+    }
     assert client.send({"kind": "control", "action": "stop"}) == {"kind": "control.accepted"}
     assert client.subscribe({"verbosity": "normal"})["subscription_id"] == "sub_1"
     assert client.tools() == [{"name": "load_sales"}]
@@ -115,13 +134,18 @@ def test_signed_calls_reach_the_endpoints(stub: tuple[str, type[Stub]]) -> None:
 
 def test_the_servers_sentence_is_the_error(stub: tuple[str, type[Stub]]) -> None:
     url, handler = stub
-    handler.routes[("GET", "/base/aaep/v1/kernel/status")] = (409, {"message": "This kernel is not attached to a notebook."})
+    handler.routes[("GET", "/base/aaep/v1/kernel/status")] = (
+        409,
+        {"message": "This kernel is not attached to a notebook."},
+    )
     with pytest.raises(KernelAPIError, match="not attached to a notebook") as caught:
         client_for(url).status()
     assert caught.value.status == 409
     with pytest.raises(KernelAPIError, match="signature is wrong"):
         client_for(url, secret="wrong").status()
-    with pytest.raises(KernelAPIError, match="signature is wrong"):  # another kernel's id with my credential
+    with pytest.raises(
+        KernelAPIError, match="signature is wrong"
+    ):  # another kernel's id with my credential
         client_for(url, kernel="another-kernel").status()
     with pytest.raises(KernelAPIError, match=r"has no kernel API \(HTTP 404\)"):
         client_for(url).tools()
@@ -130,11 +154,15 @@ def test_the_servers_sentence_is_the_error(stub: tuple[str, type[Stub]]) -> None
 
 
 def test_a_server_that_is_gone_is_named() -> None:
-    with pytest.raises(KernelAPIError, match=r"at http://127.0.0.1:9/ does not answer .*Start JupyterLab again"):
+    with pytest.raises(
+        KernelAPIError, match=r"at http://127.0.0.1:9/ does not answer .*Start JupyterLab again"
+    ):
         KernelClient("http://127.0.0.1:9", SECRET, KERNEL, timeout=2).status()
 
 
-def test_from_environment_says_what_is_missing(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_from_environment_says_what_is_missing(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with pytest.raises(KernelAPIError) as caught:
         KernelClient.from_environment(environ={})
     message = str(caught.value)
@@ -148,12 +176,23 @@ def test_from_environment_says_what_is_missing(tmp_path: Any, monkeypatch: pytes
     shell = SimpleNamespace(kernel=SimpleNamespace(session=SimpleNamespace(key=b"connection-key")))
     import ipykernel.connect
 
-    monkeypatch.setattr(ipykernel.connect, "get_connection_file", lambda: str(tmp_path / f"kernel-{KERNEL}.json"))
+    monkeypatch.setattr(
+        ipykernel.connect, "get_connection_file", lambda: str(tmp_path / f"kernel-{KERNEL}.json")
+    )
     client = KernelClient.from_environment(shell, environ=env)
-    assert (client.kernel_id, client.secret, client.server_url) == (KERNEL, SECRET, "http://127.0.0.1:1/")
+    assert (client.kernel_id, client.secret, client.server_url) == (
+        KERNEL,
+        SECRET,
+        "http://127.0.0.1:1/",
+    )
     # The id the server put into the kernel's environment wins over the connection file's name.
-    assert KernelClient.from_environment(shell, environ={**env, "AAEP_KERNEL_ID": "given"}).kernel_id == "given"
-    monkeypatch.setattr(ipykernel.connect, "get_connection_file", lambda: str(tmp_path / "mine.json"))
+    assert (
+        KernelClient.from_environment(shell, environ={**env, "AAEP_KERNEL_ID": "given"}).kernel_id
+        == "given"
+    )
+    monkeypatch.setattr(
+        ipykernel.connect, "get_connection_file", lambda: str(tmp_path / "mine.json")
+    )
     with pytest.raises(KernelAPIError, match="does not carry a kernel id"):
         KernelClient.from_environment(shell, environ=env)
 
@@ -190,7 +229,9 @@ def test_sse_parser_handles_split_frames_and_comments() -> None:
     assert parser.feed(b"\ndata: not json\n\n") == [(None, {"kind": "x"})]
 
 
-def test_event_stream_resumes_after_a_drop_and_ends_on_refusal(stub: tuple[str, type[Stub]]) -> None:
+def test_event_stream_resumes_after_a_drop_and_ends_on_refusal(
+    stub: tuple[str, type[Stub]],
+) -> None:
     url, handler = stub
     connections: list[dict[str, Any]] = []
 
@@ -216,7 +257,10 @@ def test_event_stream_resumes_after_a_drop_and_ends_on_refusal(stub: tuple[str, 
         return seen
 
     assert asyncio.run(read()) == [{"n": 1}, {"n": 2}]
-    assert connections[0] == {"path": "/base/aaep/v1/kernel/events?subscription_id=sub_1", "last": None}
+    assert connections[0] == {
+        "path": "/base/aaep/v1/kernel/events?subscription_id=sub_1",
+        "last": None,
+    }
     assert connections[1]["last"] == "e1" and "last_event_id=e1" in connections[1]["path"]
     assert connections[2]["last"] == "e2"
 

@@ -179,7 +179,9 @@ def test_call_tool_non_serialisable_results_are_described() -> None:
     result = json.loads(runtime.call_tool_json("frame"))
     assert result["ok"] and result["result"].startswith("pandas DataFrame: 2 rows x 1 columns")
     assert result["summary"] == "pandas DataFrame: 2 rows x 1 columns"
-    assert json.loads(runtime.call_tool_json("thing"))["result"].startswith("object: <object object at")
+    assert json.loads(runtime.call_tool_json("thing"))["result"].startswith(
+        "object: <object object at"
+    )
     assert json.loads(runtime.call_tool_json("nan"))["result"] == "dict with 1 item: {'value': nan}"
     assert json.loads(runtime.call_tool_json("huge"))["result"].startswith("list with 100000 items")
 
@@ -220,9 +222,16 @@ def test_tool_result_async_tool_and_context_param() -> None:
 
     for spec in (rich, failing, later):
         runtime.register(spec)
-    assert json.loads(runtime.call_tool_json("rich")) == {"ok": True, "result": "done", "summary": "It is done"}
+    assert json.loads(runtime.call_tool_json("rich")) == {
+        "ok": True,
+        "result": "done",
+        "summary": "It is done",
+    }
     assert json.loads(runtime.call_tool_json("failing"))["error"] == "No data for 2031"
-    assert json.loads(runtime.call_tool_json("later", '{"x": 3}', "toolu_1"))["result"] == {"x": 3, "call": "toolu_1"}
+    assert json.loads(runtime.call_tool_json("later", '{"x": 3}', "toolu_1"))["result"] == {
+        "x": 3,
+        "call": "toolu_1",
+    }
 
 
 def test_registry_and_payload() -> None:
@@ -244,7 +253,9 @@ def test_registry_and_payload() -> None:
     assert runtime.remove("drop") and not runtime.remove("drop")
 
 
-def test_tool_defined_hooks_run_and_a_failing_hook_is_skipped(caplog: pytest.LogCaptureFixture) -> None:
+def test_tool_defined_hooks_run_and_a_failing_hook_is_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     seen: list[str] = []
 
     def broken(spec: Any) -> None:
@@ -252,6 +263,7 @@ def test_tool_defined_hooks_run_and_a_failing_hook_is_skipped(caplog: pytest.Log
 
     agent_tools.TOOL_DEFINED_HOOKS[:0] = [broken, lambda spec: seen.append(spec.name)]
     try:
+
         @aaep_tool
         def hooked() -> None:
             """Hooked."""
@@ -272,14 +284,27 @@ def test_list_variables() -> None:
         """Double it."""
         return 2 * x
 
-    namespace = {"df": pd.DataFrame({"a": [1]}), "n": 3, "_hidden": 1, "np": np, "helper": helper,
-                 "my_tool": my_tool, "In": [], "Thing": Hangs, "odd": Hangs()}
+    namespace = {
+        "df": pd.DataFrame({"a": [1]}),
+        "n": 3,
+        "_hidden": 1,
+        "np": np,
+        "helper": helper,
+        "my_tool": my_tool,
+        "In": [],
+        "Thing": Hangs,
+        "odd": Hangs(),
+    }
     answer = json.loads(runtime.list_variables_json(50, namespace))
     assert answer["truncated"] is False
     rows = {row["name"]: row for row in answer["variables"]}
     assert list(rows) == ["df", "n", "odd", "helper", "my_tool", "Thing"]
-    assert rows["df"] == {"name": "df", "type": "DataFrame", "kind": "variable",
-                          "summary": "pandas DataFrame: 1 rows x 1 columns"}
+    assert rows["df"] == {
+        "name": "df",
+        "type": "DataFrame",
+        "kind": "variable",
+        "summary": "pandas DataFrame: 1 rows x 1 columns",
+    }
     assert rows["helper"]["kind"] == "function" and "Double it" in rows["helper"]["summary"]
     assert rows["my_tool"]["summary"].startswith("kernel tool my_tool()")
     assert rows["Thing"]["kind"] == "class"
@@ -295,11 +320,20 @@ def test_inspect_variable() -> None:
     assert answer["description"].startswith("pandas DataFrame: 2 rows x 1 columns")
     columns = json.loads(runtime.inspect_variable_json("df.columns", 4000, namespace))
     assert columns["type"] == "Index"
-    assert "no variable named 'nope'" in json.loads(runtime.inspect_variable_json("nope", 100, namespace))["error"]
-    assert "not a variable name" in json.loads(runtime.inspect_variable_json("1+1", 100, namespace))["error"]
+    assert (
+        "no variable named 'nope'"
+        in json.loads(runtime.inspect_variable_json("nope", 100, namespace))["error"]
+    )
+    assert (
+        "not a variable name"
+        in json.loads(runtime.inspect_variable_json("1+1", 100, namespace))["error"]
+    )
     missing = json.loads(runtime.inspect_variable_json("df.nothing", 100, namespace))["error"]
     assert missing.startswith("Reading df.nothing failed: AttributeError")
-    assert "its repr raised" in json.loads(runtime.inspect_variable_json("bad", 100, namespace))["description"]
+    assert (
+        "its repr raised"
+        in json.loads(runtime.inspect_variable_json("bad", 100, namespace))["description"]
+    )
 
 
 def test_list_variables_stays_within_its_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -310,4 +344,7 @@ def test_list_variables_stays_within_its_time_budget(monkeypatch: pytest.MonkeyP
     assert time.monotonic() - started < 4
     assert [row["name"] for row in rows] == ["slow", "next", "last"]
     assert "took more than 2 seconds" in rows[0]["summary"]
-    assert all(row["summary"].startswith("not described: describing the variables before") for row in rows[1:])
+    assert all(
+        row["summary"].startswith("not described: describing the variables before")
+        for row in rows[1:]
+    )

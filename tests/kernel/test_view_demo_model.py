@@ -11,23 +11,48 @@ from jupyter_aaep.testing.demo_model import demo_model, kernel_tool_call
 
 TOOLS = [
     {"name": "get_notebook_state", "input_schema": {"type": "object", "properties": {}}},
-    {"name": "quarterly_sales", "input_schema": {"type": "object", "properties": {
-        "region": {"type": "string"}, "year": {"type": "integer"}}}},
+    {
+        "name": "quarterly_sales",
+        "input_schema": {
+            "type": "object",
+            "properties": {"region": {"type": "string"}, "year": {"type": "integer"}},
+        },
+    },
 ]
 # As the server writes it (server/kernel_handlers.py): each description inside its data block.
-CONTEXT = ("<kernel_variables>\nThe request names these variables of the notebook's kernel; the kernel described "
-           "them (bounded, a few values only):\n"
-           + data_block("kernel variable sales_2024", "dict with 4 items: {'Q1': 410, 'Q2': 455, 'Q3': 520, 'Q4': 610}")
-           + "\n</kernel_variables>")
-REQUEST = 'Compare {sales_2024} with quarterly_sales("north") and tell me which quarter grew the most'
+CONTEXT = (
+    "<kernel_variables>\nThe request names these variables of the notebook's kernel; the kernel described "
+    "them (bounded, a few values only):\n"
+    + data_block(
+        "kernel variable sales_2024",
+        "dict with 4 items: {'Q1': 410, 'Q2': 455, 'Q3': 520, 'Q4': 610}",
+    )
+    + "\n</kernel_variables>"
+)
+REQUEST = (
+    'Compare {sales_2024} with quarterly_sales("north") and tell me which quarter grew the most'
+)
 
 
 def request(text: str, *results: tuple[dict[str, Any], str, bool]) -> SimpleNamespace:
     messages: list[dict[str, Any]] = [{"role": "user", "content": [{"type": "text", "text": text}]}]
     for number, (use, content, error) in enumerate(results):
-        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{number}", **use}]})
-        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_{number}",
-                                                      "content": content, **({"is_error": True} if error else {})}]})
+        messages.append(
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{number}", **use}]}
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"toolu_{number}",
+                        "content": content,
+                        **({"is_error": True} if error else {}),
+                    }
+                ],
+            }
+        )
     return SimpleNamespace(body={"messages": messages, "tools": TOOLS})
 
 
@@ -47,7 +72,10 @@ def test_the_answer_compares_with_the_described_variable() -> None:
     result = json.dumps({"Q1": 450, "Q2": 470, "Q3": 610, "Q4": 640})
     turn = demo_model(request(f"{REQUEST}\n\n{CONTEXT}", (use, result, False)))
     assert turn.tool_uses == []
-    assert "quarterly_sales(region='north') returned 4 values, 2,170 in total; the highest is Q4 with 640." in turn.text
+    assert (
+        "quarterly_sales(region='north') returned 4 values, 2,170 in total; the highest is Q4 with 640."
+        in turn.text
+    )
     assert "Compared with sales_2024, **Q3 grew the most**: from 520 to 610 (+90)." in turn.text
     assert "| Q2 | 455 | 470 | +15 |" in turn.text and "offline demo model" in turn.text
 
@@ -55,8 +83,12 @@ def test_the_answer_compares_with_the_described_variable() -> None:
 def test_failures_and_refusals_are_said() -> None:
     use = {"name": "quarterly_sales", "input": {"region": "west"}}
     failed = demo_model(request(REQUEST, (use, "ValueError: No sales for 'west' in 2025.", True)))
-    assert failed.text.startswith("quarterly_sales failed: ValueError: No sales for 'west' in 2025.")
-    declined = demo_model(request(REQUEST, (use, "The user declined: the function was not run.", True)))
+    assert failed.text.startswith(
+        "quarterly_sales failed: ValueError: No sales for 'west' in 2025."
+    )
+    declined = demo_model(
+        request(REQUEST, (use, "The user declined: the function was not run.", True))
+    )
     assert declined.text == "Understood, I did not call quarterly_sales."
     odd = demo_model(request(REQUEST, (use, "a plain text result", False)))
     assert "returned: a plain text result" in odd.text

@@ -26,17 +26,38 @@ def session_events() -> list[dict]:
     session.emit(SessionStarted(summary=Summary(normal="Working on your request.")))
     session.change_state("thinking")
     session.change_state("calling_tool")
-    session.emit(ToolInvoked(tool="run_cell", tool_call_id="call_1", summary=Summary(normal="Running cell 4.")))
-    session.emit(ProgressUpdated(
-        progress=Progress(percent=40.0, step=40, total_steps=100, description="training 40 of 100, about 3 minutes left"),
-        summary=Summary(normal="Cell 4: training 40 of 100, about 3 min left."), eta_ms=180_000, urgency="normal",
-    ))
-    session.emit(ProgressUpdated(
-        progress=Progress(description="running for 2 minutes 10 seconds"),
-        summary=Summary(normal="Cell 5 is still running after 2 min 10 s."),
-    ))
-    session.emit(ToolCompleted(tool="run_cell", tool_call_id="call_1", status="success",
-                               summary=Summary(normal="Cell 4 ran: accuracy 0.91.")))
+    session.emit(
+        ToolInvoked(
+            tool="run_cell", tool_call_id="call_1", summary=Summary(normal="Running cell 4.")
+        )
+    )
+    session.emit(
+        ProgressUpdated(
+            progress=Progress(
+                percent=40.0,
+                step=40,
+                total_steps=100,
+                description="training 40 of 100, about 3 minutes left",
+            ),
+            summary=Summary(normal="Cell 4: training 40 of 100, about 3 min left."),
+            eta_ms=180_000,
+            urgency="normal",
+        )
+    )
+    session.emit(
+        ProgressUpdated(
+            progress=Progress(description="running for 2 minutes 10 seconds"),
+            summary=Summary(normal="Cell 5 is still running after 2 min 10 s."),
+        )
+    )
+    session.emit(
+        ToolCompleted(
+            tool="run_cell",
+            tool_call_id="call_1",
+            status="success",
+            summary=Summary(normal="Cell 4 ran: accuracy 0.91."),
+        )
+    )
     session.change_state("thinking")
     session.emit(SessionCompleted(summary=Summary(normal="Done.")))
     return heard.events
@@ -52,8 +73,13 @@ def test_progress_is_a_real_progressbar_and_goes_away_when_the_step_ends() -> No
     bar = re.search(r"<div [^>]*role=\"progressbar\"[^>]*>", html)
     assert bar is not None
     tag = bar.group(0)
-    assert 'aria-valuenow="40"' in tag and 'aria-valuemin="0"' in tag and 'aria-valuemax="100"' in tag
-    assert 'aria-valuetext="training 40 of 100, about 3 minutes left"' in tag and 'aria-label="Progress"' in tag
+    assert (
+        'aria-valuenow="40"' in tag and 'aria-valuemin="0"' in tag and 'aria-valuemax="100"' in tag
+    )
+    assert (
+        'aria-valuetext="training 40 of 100, about 3 minutes left"' in tag
+        and 'aria-label="Progress"' in tag
+    )
     assert 'style="width:40.0%"' in html
 
     # Nothing countable: an indeterminate bar (no value), its text says how long it ran.

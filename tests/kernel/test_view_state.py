@@ -41,7 +41,9 @@ from jupyter_aaep.testing.fake_anthropic import ErrorReply, FakeAnthropic, ToolU
 @pytest.fixture
 async def chat() -> AsyncIterator[Chat]:
     async with FakeAnthropic() as fake:
-        client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
+        client = anthropic.AsyncAnthropic(
+            base_url=fake.base_url, api_key=fake.api_key, max_retries=0
+        )
         async with client:
             yield Chat(fake, client)
         assert fake.problems == [], fake.problems
@@ -96,7 +98,8 @@ async def test_a_confirmation_answered_elsewhere_shows_the_outcome_and_closes(ch
     [step] = only(state, StepItem)
     assert step.status == "success" and step.summary == "Running cell 3."
     assert "Cell 3 ran and printed 45." in step_html(step) and step_html(step).startswith(
-        '<p class="jp-AAEPView-step jp-mod-success"><strong>Done:</strong>')
+        '<p class="jp-AAEPView-step jp-mod-success"><strong>Done:</strong>'
+    )
     final = next(a for a in only(state, AnswerItem) if "45" in a.text)
     assert final.complete
     html = answer_html(final)
@@ -114,10 +117,17 @@ async def test_an_answer_given_here_is_not_credited_elsewhere(chat: Chat) -> Non
     assert item is not None and item.state == "sending" and not item.open
     assert state.mark_sending(request["reply_token"], "accept") is None  # one answer per request
     assert "Sending your answer (Approve)" in request_outcome_html(item, now=0.0)
-    message = confirmation_reply(item, "accept", subscription_id="sub_abc", timestamp="2026-01-01T00:00:00.000Z")
-    assert message == {"type": "confirmation.reply", "reply_token": request["reply_token"], "decision": "accept",
-                       "subscription_id": "sub_abc", "timestamp": "2026-01-01T00:00:00.000Z",
-                       "decided_by": "user:notebook-widget"}
+    message = confirmation_reply(
+        item, "accept", subscription_id="sub_abc", timestamp="2026-01-01T00:00:00.000Z"
+    )
+    assert message == {
+        "type": "confirmation.reply",
+        "reply_token": request["reply_token"],
+        "decision": "accept",
+        "subscription_id": "sub_abc",
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "decided_by": "user:notebook-widget",
+    }
     seen = len(chat.events.events)
     assert chat.answer(request, "accept")
     await chat.task  # type: ignore[attr-defined]
@@ -133,11 +143,16 @@ async def test_a_failed_send_lets_the_user_answer_again(chat: Chat) -> None:
     state.reply_failed(request["reply_token"], "The jupyter-aaep server does not answer.")
     item = state.request(request["reply_token"])
     assert item is not None and item.open
-    assert "Your answer was not sent: The jupyter-aaep server does not answer. Try again" in request_outcome_html(item, 0.0)
+    assert (
+        "Your answer was not sent: The jupyter-aaep server does not answer. Try again"
+        in request_outcome_html(item, 0.0)
+    )
     chat.answer(request, "reject")
     await chat.task  # type: ignore[attr-defined]
     feed(state, list(chat.events.events))
-    assert item.outcome.startswith("Answered elsewhere (for example in the side panel): You rejected it")
+    assert item.outcome.startswith(
+        "Answered elsewhere (for example in the side panel): You rejected it"
+    )
 
 
 async def test_only_its_own_session_is_followed(chat: Chat) -> None:
@@ -162,7 +177,14 @@ async def test_only_its_own_session_is_followed(chat: Chat) -> None:
 
 async def test_a_question_with_choices(chat: Chat) -> None:
     chat.fake.add(
-        Turn(tool_uses=[ToolUse("ask_user", {"question": "Which unit <b>now</b>?", "choices": ["Celsius", "Fahrenheit"]})]),
+        Turn(
+            tool_uses=[
+                ToolUse(
+                    "ask_user",
+                    {"question": "Which unit <b>now</b>?", "choices": ["Celsius", "Fahrenheit"]},
+                )
+            ]
+        ),
         Turn(text="Celsius it is."),
     )
     task = chat.start("pick a unit")
@@ -172,9 +194,13 @@ async def test_a_question_with_choices(chat: Chat) -> None:
     [item] = only(state, RequestItem)
     assert item.kind == "clarification" and item.open
     assert "Question for you:</strong> Which unit &lt;b&gt;now&lt;/b&gt;?" in request_html(item)
-    assert "the agent goes on without an answer in" in countdown_text(item, now=item.deadline() - 65)  # type: ignore[operator]
+    assert "the agent goes on without an answer in" in countdown_text(
+        item, now=item.deadline() - 65
+    )  # type: ignore[operator]
     assert countdown_text(item, now=item.deadline() - 65).endswith("in 1 min 5 s.")  # type: ignore[operator]
-    reply = clarification_reply(item, " Celsius ", subscription_id="sub_x", timestamp="2026-01-01T00:00:00.000Z")
+    reply = clarification_reply(
+        item, " Celsius ", subscription_id="sub_x", timestamp="2026-01-01T00:00:00.000Z"
+    )
     assert reply["response"] == "Celsius" and reply["type"] == "clarification.reply"
     state.mark_sending(item.token, "Celsius")
     chat.answer(question, "Celsius")
@@ -191,16 +217,23 @@ async def test_a_failed_session_says_what_to_do(chat: Chat) -> None:
     [end] = only(state, NoticeItem)
     assert state.ended == "errored" and end.variant == "errored" and end.hint
     html = notice_html(end)
-    assert html.count(end.hint) == 1 and "What to do:" in html and "<strong>Failed:</strong>" in html
+    assert (
+        html.count(end.hint) == 1 and "What to do:" in html and "<strong>Failed:</strong>" in html
+    )
 
 
 def test_reply_values_follow_the_accepted_kinds() -> None:
     def item(kinds: list[str]) -> RequestItem:
-        return RequestItem("request:rpl_a", {"reply_token": "rpl_a", "accepted_response_kinds": kinds},
-                           kind="clarification")
+        return RequestItem(
+            "request:rpl_a",
+            {"reply_token": "rpl_a", "accepted_response_kinds": kinds},
+            kind="clarification",
+        )
 
     def reply(kinds: list[str], text: str) -> Any:
-        return clarification_reply(item(kinds), text, subscription_id="sub_a", timestamp="t")["response"]
+        return clarification_reply(item(kinds), text, subscription_id="sub_a", timestamp="t")[
+            "response"
+        ]
 
     assert reply(["yes_no"], "Yes") is True and reply(["yes_no"], "no") is False
     assert reply(["numeric"], "42") == 42 and reply(["numeric"], "2.5") == 2.5
@@ -218,10 +251,14 @@ def test_button_names_say_what_they_do() -> None:
     assert phrase({"tool": "load_sales"}) == "calling load sales"
     assert action_phrase({}) == "this action"
     # A change reviewed in "ask before every change" is named by what it does, not by its tool.
-    assert phrase({"tool": "edit_cell", "change": {"kind": "edit", "cell_number": 3}}) == "editing cell 3"
+    assert (
+        phrase({"tool": "edit_cell", "change": {"kind": "edit", "cell_number": 3}})
+        == "editing cell 3"
+    )
     assert phrase({"change": {"kind": "delete", "cell_number": 4}}) == "deleting cell 4"
-    assert phrase({"change": {"kind": "create", "cell_number": 2, "where": "after cell 1 ('Load')"}}) == (
-        "adding a cell after cell 1 ('Load')")
+    assert phrase(
+        {"change": {"kind": "create", "cell_number": 2, "where": "after cell 1 ('Load')"}}
+    ) == ("adding a cell after cell 1 ('Load')")
     assert phrase({"change": {"kind": "move"}}) == "moving a cell"
 
 
@@ -237,9 +274,17 @@ def test_markdown_is_a_safe_subset() -> None:
     assert "<ol><li>first</li><li>second</li></ol>" in html
     assert "<pre><code>&lt;img src=x onerror=alert(1)&gt;</code></pre>" in html
     assert "<img" not in html and html.endswith("<p>after</p>")
-    assert markdown_to_html("```python\nstill streaming") == "<pre><code>still streaming</code></pre>"
-    assert markdown_to_html("2 * 3 * 4 and snake_case_name") == "<p>2 * 3 * 4 and snake_case_name</p>"
-    table = markdown_to_html("Totals:\n\n| Item | 2024 |\n|---|---:|\n| Q1 | <b>4</b> |\n| Q2 | 5 |\nafter")
-    assert table == ('<p>Totals:</p><table><thead><tr><th scope="col">Item</th><th scope="col">2024</th></tr></thead>'
-                     "<tbody><tr><td>Q1</td><td>&lt;b&gt;4&lt;/b&gt;</td></tr><tr><td>Q2</td><td>5</td></tr></tbody>"
-                     "</table><p>after</p>")
+    assert (
+        markdown_to_html("```python\nstill streaming") == "<pre><code>still streaming</code></pre>"
+    )
+    assert (
+        markdown_to_html("2 * 3 * 4 and snake_case_name") == "<p>2 * 3 * 4 and snake_case_name</p>"
+    )
+    table = markdown_to_html(
+        "Totals:\n\n| Item | 2024 |\n|---|---:|\n| Q1 | <b>4</b> |\n| Q2 | 5 |\nafter"
+    )
+    assert table == (
+        '<p>Totals:</p><table><thead><tr><th scope="col">Item</th><th scope="col">2024</th></tr></thead>'
+        "<tbody><tr><td>Q1</td><td>&lt;b&gt;4&lt;/b&gt;</td></tr><tr><td>Q2</td><td>5</td></tr></tbody>"
+        "</table><p>after</p>"
+    )

@@ -41,13 +41,19 @@ class Bridge:
 
     def subscribe(self, request: dict[str, Any]) -> dict[str, Any]:
         self.subscribed.append(request)
-        return {"type": "subscription.accepted", "subscription_id": "sub_widget1", "aaep_version": "1.0.0"}
+        return {
+            "type": "subscription.accepted",
+            "subscription_id": "sub_widget1",
+            "aaep_version": "1.0.0",
+        }
 
     async def _events(self) -> AsyncIterator[dict[str, Any]]:
         while True:
             yield await self.queue.get()
 
-    def events(self, subscription_id: str | None, last_event_id: str | None = None) -> AsyncIterator[dict[str, Any]]:
+    def events(
+        self, subscription_id: str | None, last_event_id: str | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
         assert subscription_id == "sub_widget1"
         return self._events()
 
@@ -77,7 +83,9 @@ class Bridge:
 @pytest.fixture
 async def bridge() -> AsyncIterator[Bridge]:
     async with FakeAnthropic() as fake:
-        client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
+        client = anthropic.AsyncAnthropic(
+            base_url=fake.base_url, api_key=fake.api_key, max_retries=0
+        )
         async with client:
             b = Bridge(Chat(fake, client))
             b.loop = asyncio.get_running_loop()  # type: ignore[attr-defined]
@@ -120,16 +128,29 @@ def text_of(view: LiveView) -> str:
 
 
 async def test_approve_in_the_widget_runs_the_step_and_shows_the_answer(bridge: Bridge) -> None:
-    bridge.chat.fake.add(Turn(text="I will run cell 3.", tool_uses=[ToolUse("run_code", {"cell": 3})]), Turn(text=FINAL))
-    view = LiveView(bridge, "Run cell 3 for me", context=[{"name": "df", "description": "a DataFrame"}])
+    bridge.chat.fake.add(
+        Turn(text="I will run cell 3.", tool_uses=[ToolUse("run_code", {"cell": 3})]),
+        Turn(text=FINAL),
+    )
+    view = LiveView(
+        bridge, "Run cell 3 for me", context=[{"name": "df", "description": "a DataFrame"}]
+    )
     assert "You asked the agent:</strong> Run cell 3 for me" in text_of(view)
     task = view.start()
-    await until(lambda: [b for b in buttons(view) if b.description == "Approve running cell 3"], "the Approve button")
+    await until(
+        lambda: [b for b in buttons(view) if b.description == "Approve running cell 3"],
+        "the Approve button",
+    )
     assert bridge.subscribed == [subscription_request()]
     assert bridge.subscribed[0]["capabilities"]["supports_confirmation_reply"] is True
-    assert bridge.requests == [("Run cell 3 for me", [{"name": "df", "description": "a DataFrame"}])]
+    assert bridge.requests == [
+        ("Run cell 3 for me", [{"name": "df", "description": "a DataFrame"}])
+    ]
     approve, reject = buttons(view)
-    assert (approve.description, reject.description) == ("Approve running cell 3", "Reject running cell 3")
+    assert (approve.description, reject.description) == (
+        "Approve running cell 3",
+        "Reject running cell 3",
+    )
     assert not approve.disabled and not reject.disabled
     assert "If you do not answer, it will be" in text_of(view)
 
@@ -151,10 +172,14 @@ async def test_approve_in_the_widget_runs_the_step_and_shows_the_answer(bridge: 
 
 
 async def test_a_question_is_answered_from_the_text_box(bridge: Bridge) -> None:
-    bridge.chat.fake.add(Turn(tool_uses=[ToolUse("ask_user", {"question": "Which year?"})]), Turn(text="2024 it is."))
+    bridge.chat.fake.add(
+        Turn(tool_uses=[ToolUse("ask_user", {"question": "Which year?"})]), Turn(text="2024 it is.")
+    )
     view = LiveView(bridge, "Which year should I use?")
     view.start()
-    send = await until(lambda: [b for b in buttons(view) if b.description == "Send answer"], "the Send button")
+    send = await until(
+        lambda: [b for b in buttons(view) if b.description == "Send answer"], "the Send button"
+    )
     send[0].click()  # nothing typed: said in the card, nothing sent
     assert "Type an answer first" in text_of(view) and bridge.sent == []
     box = next(w for w in _all(view) if isinstance(w, widgets.Text))
@@ -185,9 +210,18 @@ async def test_a_reply_that_cannot_be_sent_is_said_and_can_be_given_again(bridge
     assert "You rejected it" in text_of(view)
 
 
-async def test_a_refused_subscription_says_the_request_was_not_sent(bridge: Bridge, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bridge, "subscribe", lambda request: {
-        "type": "subscription.rejected", "reason_code": "rate_limit", "reason_message": "Too many subscriptions."})
+async def test_a_refused_subscription_says_the_request_was_not_sent(
+    bridge: Bridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        bridge,
+        "subscribe",
+        lambda request: {
+            "type": "subscription.rejected",
+            "reason_code": "rate_limit",
+            "reason_message": "Too many subscriptions.",
+        },
+    )
     view = LiveView(bridge, "anything")
     await asyncio.wait_for(view.start(), 5)
     assert bridge.requests == []
@@ -196,7 +230,9 @@ async def test_a_refused_subscription_says_the_request_was_not_sent(bridge: Brid
     assert "Your request was not sent." in shown
 
 
-async def test_the_countdown_moves_while_the_request_waits(bridge: Bridge, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_countdown_moves_while_the_request_waits(
+    bridge: Bridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(view_module, "TICK", 0.05)
     clock = [time.time()]
     bridge.chat.fake.add(Turn(tool_uses=[ToolUse("run_code", {"cell": 1})]), Turn(text="Ok."))
@@ -205,7 +241,10 @@ async def test_the_countdown_moves_while_the_request_waits(bridge: Bridge, monke
     await until(lambda: buttons(view), "the buttons")
     before = view._cards[next(iter(view._cards))].outcome.value
     clock[0] += 30
-    await until(lambda: view._cards[next(iter(view._cards))].outcome.value != before, "the countdown to move")
+    await until(
+        lambda: view._cards[next(iter(view._cards))].outcome.value != before,
+        "the countdown to move",
+    )
     buttons(view)[0].click()
     await until(lambda: view.state.ended, "the session to end")
 
@@ -228,7 +267,12 @@ async def test_a_request_sent_while_the_agent_works_follows_that_session(bridge:
 
     def as_guidance(text: str, context: list[dict[str, str]]) -> dict[str, Any]:
         bridge.requests.append((text, context))
-        return {"chat_id": "chat-1", "input_id": "gd_1", "session_id": running, "status": "guidance"}
+        return {
+            "chat_id": "chat-1",
+            "input_id": "gd_1",
+            "session_id": running,
+            "status": "guidance",
+        }
 
     bridge.start_request = as_guidance  # type: ignore[method-assign]
     view = LiveView(bridge, "also do this")
@@ -245,9 +289,18 @@ async def test_a_stream_that_ends_early_or_is_closed_is_said(bridge: Bridge) -> 
     view = LiveView(bridge, "say hello")
     task = view.start()
     await until(lambda: view.state.session_id, "the session")
-    view.take({"type": "subscription.close", "subscription_id": "sub_widget1", "reason_code": "stream_limit",
-               "reason_message": "Too many streams from this client."})
-    assert "The server closed the live view&#x27;s subscription (Too many streams from this client.)" in text_of(view)
+    view.take(
+        {
+            "type": "subscription.close",
+            "subscription_id": "sub_widget1",
+            "reason_code": "stream_limit",
+            "reason_message": "Too many streams from this client.",
+        }
+    )
+    assert (
+        "The server closed the live view&#x27;s subscription (Too many streams from this client.)"
+        in text_of(view)
+    )
     await view.stop()
     assert task.cancelled() or task.done()
     assert bridge.sent[-1]["type"] == "subscription.close"  # said goodbye while stopping

@@ -24,7 +24,9 @@ FINAL = "Cell 3 printed **45**. The `total` is <script>alert(1)</script> done."
 @aaep_tool(risk_level="medium", require_confirmation=True)
 def run_code(cell: int) -> ToolResult:
     """Run one cell of the notebook (a stand-in for run_cell, with the same preview)."""
-    return ToolResult(content=f"Cell {cell} ran. Output: 45", summary=f"Cell {cell} ran and printed 45.")
+    return ToolResult(
+        content=f"Cell {cell} ran. Output: 45", summary=f"Cell {cell} ran and printed 45."
+    )
 
 
 @run_code.preview
@@ -47,14 +49,19 @@ class Chat:
         self.events = ListSubscriber()
         self.emitter.subscribe(self.events)
         self.broker = ReplyBroker()
-        self.loop = AgentLoop(client, ToolRegistry([*conversation_tools(), run_code]), broker=self.broker,
-                              config=AgentConfig(model="claude-test"))
+        self.loop = AgentLoop(
+            client,
+            ToolRegistry([*conversation_tools(), run_code]),
+            broker=self.broker,
+            config=AgentConfig(model="claude-test"),
+        )
         self.history: list[dict[str, Any]] = []
 
     def start(self, text: str) -> asyncio.Task[Any]:
         session = Session(self.emitter, Producer(model="claude-test"))
         return asyncio.ensure_future(
-            self.loop.run(session, self.history, text, chat=ChatContext(approval=ApprovalPolicy())))
+            self.loop.run(session, self.history, text, chat=ChatContext(approval=ApprovalPolicy()))
+        )
 
     async def wait_for(self, suffix: str, count: int = 1) -> dict[str, Any]:
         for _ in range(1000):
@@ -66,10 +73,12 @@ class Chat:
 
     def answer(self, event: dict[str, Any], value: Any) -> bool:
         kind = "confirmation" if event["type"].endswith("confirmation") else "clarification"
-        return self.broker.submit({
-            "type": f"{kind}.reply", "reply_token": event["reply_token"],
-            "subscription_id": new_subscription_id(), "timestamp": SessionClock().now(),
-            ("decision" if kind == "confirmation" else "response"): value,
-        })
-
-
+        return self.broker.submit(
+            {
+                "type": f"{kind}.reply",
+                "reply_token": event["reply_token"],
+                "subscription_id": new_subscription_id(),
+                "timestamp": SessionClock().now(),
+                ("decision" if kind == "confirmation" else "response"): value,
+            }
+        )

@@ -18,21 +18,45 @@ def _write(tmp_path: Path, data: object) -> Path:
     return path
 
 
-def test_stdio_and_http_entries_with_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stdio_and_http_entries_with_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FILES_ROOT", "/data")
     monkeypatch.setenv("API_TOKEN", "s3cret")
     monkeypatch.delenv("NOT_SET", raising=False)
-    path = _write(tmp_path, {"mcpServers": {
-        "files": {"command": "npx", "args": ["server-filesystem", "${FILES_ROOT}"], "env": {"MODE": "${NOT_SET:-ro}"}},
-        "remote": {"type": "http", "url": "https://example.invalid/mcp", "headers": {"Authorization": "Bearer ${API_TOKEN}"},
-                   "approval": "always"},
-    }})
+    path = _write(
+        tmp_path,
+        {
+            "mcpServers": {
+                "files": {
+                    "command": "npx",
+                    "args": ["server-filesystem", "${FILES_ROOT}"],
+                    "env": {"MODE": "${NOT_SET:-ro}"},
+                },
+                "remote": {
+                    "type": "http",
+                    "url": "https://example.invalid/mcp",
+                    "headers": {"Authorization": "Bearer ${API_TOKEN}"},
+                    "approval": "always",
+                },
+            }
+        },
+    )
     servers, problems = read_config(path)
     assert problems == []
     files, remote = servers
-    assert (files.transport, files.command, files.args, files.env) == ("stdio", "npx", ("server-filesystem", "/data"), {"MODE": "ro"})
+    assert (files.transport, files.command, files.args, files.env) == (
+        "stdio",
+        "npx",
+        ("server-filesystem", "/data"),
+        {"MODE": "ro"},
+    )
     assert not files.always_ask
-    assert (remote.transport, remote.headers, remote.always_ask) == ("http", {"Authorization": "Bearer s3cret"}, True)
+    assert (remote.transport, remote.headers, remote.always_ask) == (
+        "http",
+        {"Authorization": "Bearer s3cret"},
+        True,
+    )
 
 
 def test_a_missing_file_is_no_servers_and_a_broken_one_a_sentence(tmp_path: Path) -> None:
@@ -44,15 +68,20 @@ def test_a_missing_file_is_no_servers_and_a_broken_one_a_sentence(tmp_path: Path
 
 
 def test_a_bad_entry_is_left_out_and_the_others_load(tmp_path: Path) -> None:
-    path = _write(tmp_path, {"mcpServers": {
-        "good": {"command": "python"},
-        "nocommand": {"args": []},
-        "badargs": {"command": "x", "args": "one"},
-        "badurl": {"type": "http", "url": "ftp://x"},
-        "badapproval": {"command": "x", "approval": "never"},
-        "oddkind": {"type": "sse", "url": "http://x"},
-        "bad name": {"command": "x"},
-    }})
+    path = _write(
+        tmp_path,
+        {
+            "mcpServers": {
+                "good": {"command": "python"},
+                "nocommand": {"args": []},
+                "badargs": {"command": "x", "args": "one"},
+                "badurl": {"type": "http", "url": "ftp://x"},
+                "badapproval": {"command": "x", "approval": "never"},
+                "oddkind": {"type": "sse", "url": "http://x"},
+                "bad name": {"command": "x"},
+            }
+        },
+    )
     servers, problems = read_config(path)
     assert [s.name for s in servers] == ["good"]
     said = {p.name: p.sentence for p in problems}

@@ -21,9 +21,13 @@ SCHEMA = {"type": "object", "properties": {}}
 
 
 def _tool(always: bool = False, **hints: object) -> object:
-    server = _Server(ServerConfig("files", "stdio", command="x", always_ask=always), 5, Path("."), None)
+    server = _Server(
+        ServerConfig("files", "stdio", command="x", always_ask=always), 5, Path("."), None
+    )
     annotations = ToolAnnotations(**hints) if hints else None  # type: ignore[arg-type]
-    return server._tool(Tool(name="write_file", title="Write File", input_schema=SCHEMA, annotations=annotations))
+    return server._tool(
+        Tool(name="write_file", title="Write File", input_schema=SCHEMA, annotations=annotations)
+    )
 
 
 async def _asks(tool: object, mode: str) -> bool:
@@ -32,42 +36,76 @@ async def _asks(tool: object, mode: str) -> bool:
     return policy.needs_confirmation(tool, preview)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize(("hints", "always", "ask", "ask_all"), [
-    ({"read_only_hint": True}, False, False, False),
-    ({"read_only_hint": True}, True, True, True),       # "approval": "always" trusts no hint
-    ({"destructive_hint": False}, False, False, True),  # a change that says it is harmless
-    ({"destructive_hint": True}, False, True, True),
-    ({}, False, True, True),                            # no annotations: destructive by default
-])
-def test_annotations_decide_who_asks(hints: dict[str, object], always: bool, ask: bool, ask_all: bool) -> None:
+@pytest.mark.parametrize(
+    ("hints", "always", "ask", "ask_all"),
+    [
+        ({"read_only_hint": True}, False, False, False),
+        ({"read_only_hint": True}, True, True, True),  # "approval": "always" trusts no hint
+        ({"destructive_hint": False}, False, False, True),  # a change that says it is harmless
+        ({"destructive_hint": True}, False, True, True),
+        ({}, False, True, True),  # no annotations: destructive by default
+    ],
+)
+def test_annotations_decide_who_asks(
+    hints: dict[str, object], always: bool, ask: bool, ask_all: bool
+) -> None:
     tool = _tool(always, **hints)
     assert asyncio.run(_asks(tool, "ask")) is ask
     assert asyncio.run(_asks(tool, "ask_all")) is ask_all
-    assert tool.name == "mcp__files__write_file" and tool.human_label() == "Write File, from the files server"  # type: ignore[attr-defined]
+    assert (
+        tool.name == "mcp__files__write_file"
+        and tool.human_label() == "Write File, from the files server"
+    )  # type: ignore[attr-defined]
 
 
 def test_the_preview_shows_the_arguments_and_says_when_it_reaches_out() -> None:
-    preview = asyncio.run(_tool(destructive_hint=True).describe(ToolContext("c"), {"path": "a", "token": "sk-ant-api03-" + "x" * 40}))
+    preview = asyncio.run(
+        _tool(destructive_hint=True).describe(
+            ToolContext("c"), {"path": "a", "token": "sk-ant-api03-" + "x" * 40}
+        )
+    )
     assert json.loads(preview.extra_context["code"])["path"] == "a"
-    assert "sk-ant-api03-xxxx" not in preview.extra_context["code"]  # secrets masked in what is shown
-    assert preview.summary == "Using Write File, from the files server. It reaches outside this machine."
-    closed = asyncio.run(_tool(read_only_hint=True, open_world_hint=False).describe(ToolContext("c"), {}))
+    assert (
+        "sk-ant-api03-xxxx" not in preview.extra_context["code"]
+    )  # secrets masked in what is shown
+    assert (
+        preview.summary
+        == "Using Write File, from the files server. It reaches outside this machine."
+    )
+    closed = asyncio.run(
+        _tool(read_only_hint=True, open_world_hint=False).describe(ToolContext("c"), {})
+    )
     assert closed.summary == "Using Write File, from the files server."
 
 
 @pytest.mark.slow
-def test_a_call_that_takes_too_long_is_stopped_and_the_session_stays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_call_that_takes_too_long_is_stopped_and_the_session_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("NOTES_DIR", str(tmp_path))
     path = tmp_path / "mcp.json"
-    path.write_text(json.dumps({"mcpServers": {"notes": {"command": sys.executable, "args": [str(SCRIPT)],
-                                                        "env": {"NOTES_DIR": str(tmp_path)}}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "notes": {
+                        "command": sys.executable,
+                        "args": [str(SCRIPT)],
+                        "env": {"NOTES_DIR": str(tmp_path)},
+                    }
+                }
+            }
+        )
+    )
 
     async def run() -> None:
         servers = MCPServers(path, timeout=1.5, log_dir=tmp_path, allowed=None)
         try:
             await servers.wait_started(20)
             tools = {t.name: t for t in servers.tools()}
-            with pytest.raises(ToolError, match=r"did not answer within 1.5 seconds; Count Slowly was stopped"):
+            with pytest.raises(
+                ToolError, match=r"did not answer within 1.5 seconds; Count Slowly was stopped"
+            ):
                 await tools["mcp__notes__count_slowly"].call(ToolContext("c"), {"to": 200})
             result = await tools["mcp__notes__read_note"].call(ToolContext("d"), {"name": "x"})
             assert result.content == "There is no note x."

@@ -15,11 +15,18 @@ def test_paths_inside_the_root_are_normalised(path: str) -> None:
     assert check_notebook_path(path) in ("a.ipynb", "reports/q3.ipynb")
 
 
-@pytest.mark.parametrize(("path", "said"), [
-    ("../a.ipynb", "outside the Jupyter root"), ("a/../../b.ipynb", "outside the Jupyter root"),
-    ("/etc/a.ipynb", "relative to the Jupyter root"), ("C:\\x\\a.ipynb", "relative to the Jupyter root"),
-    ("notes.txt", "not a notebook"), ("", "notebook_path is required"), (42, "notebook_path is required"),
-])
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        ("../a.ipynb", "outside the Jupyter root"),
+        ("a/../../b.ipynb", "outside the Jupyter root"),
+        ("/etc/a.ipynb", "relative to the Jupyter root"),
+        ("C:\\x\\a.ipynb", "relative to the Jupyter root"),
+        ("notes.txt", "not a notebook"),
+        ("", "notebook_path is required"),
+        (42, "notebook_path is required"),
+    ],
+)
 def test_other_paths_are_refused_with_a_sentence(path: object, said: str) -> None:
     with pytest.raises(ToolError, match=said):
         check_notebook_path(path)
@@ -29,10 +36,14 @@ def test_tool_descriptions_are_honest() -> None:
     state, run, create = mcp_tool(get_notebook_state), mcp_tool(run_cell), mcp_tool(create_cell)
     assert state.annotations.read_only_hint and not state.annotations.destructive_hint
     assert run.annotations.destructive_hint and not run.annotations.read_only_hint
-    assert create.annotations.destructive_hint is False and create.annotations.read_only_hint is False
+    assert (
+        create.annotations.destructive_hint is False and create.annotations.read_only_hint is False
+    )
     assert all(t.annotations.open_world_hint is False for t in (state, run, create))
     assert state.input_schema["required"][0] == "notebook_path"
-    assert run_cell.input_schema.get("properties", {}).get("notebook_path") is None  # the agent's own is untouched
+    assert (
+        run_cell.input_schema.get("properties", {}).get("notebook_path") is None
+    )  # the agent's own is untouched
 
 
 def test_clients_are_heard_by_their_names() -> None:
@@ -44,8 +55,11 @@ def test_clients_are_heard_by_their_names() -> None:
 def test_the_bridge_finds_the_server_serving_this_folder(tmp_path) -> None:
     inner = tmp_path / "work"
     inner.mkdir()
-    servers = [{"url": "http://a/", "root_dir": "/elsewhere"}, {"url": "http://b/", "root_dir": str(tmp_path)},
-               {"url": "http://c/", "root_dir": str(inner)}]
+    servers = [
+        {"url": "http://a/", "root_dir": "/elsewhere"},
+        {"url": "http://b/", "root_dir": str(tmp_path)},
+        {"url": "http://c/", "root_dir": str(inner)},
+    ]
     assert find_server(servers, str(inner))["url"] == "http://c/"
     assert find_server(servers, "/nowhere")["url"] == "http://a/"
     assert find_server([], "/x") is None

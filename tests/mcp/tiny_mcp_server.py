@@ -20,21 +20,32 @@ NOTES = Path(os.environ["NOTES_DIR"])
 
 def _png(width: int, height: int) -> bytes:
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
 
 
-@server.tool(title="Read Note", annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+@server.tool(
+    title="Read Note", annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False)
+)
 def read_note(name: str) -> str:
     """Read one note."""
     path = NOTES / name
     return path.read_text() if path.exists() else f"There is no note {name}."
 
 
-@server.tool(title="Write Note", annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
+@server.tool(
+    title="Write Note", annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False)
+)
 def write_note(name: str, text: str) -> str:
     """Write (or overwrite) one note."""
     (NOTES / name).write_text(text)
@@ -47,7 +58,9 @@ def red_square() -> Image:
     return Image(data=_png(8, 8), format="png")
 
 
-@server.tool(title="Count Slowly", annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+@server.tool(
+    title="Count Slowly", annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False)
+)
 async def count_slowly(to: int, ctx: Context) -> str:
     """Count, reporting progress."""
     for i in range(1, to + 1):

@@ -56,14 +56,25 @@ async def run_to_the_end(ctx: ToolContext, cell_id: str) -> tuple[list[str], Any
 
 
 @on_server_loop
-async def test_progress_is_read_from_what_each_cell_reports(notebook_file, make_ctx, quick_windows) -> None:
-    path = notebook_file("long.ipynb", [
-        {"id": "text", "source": TQDM_TEXT}, {"id": "widget", "source": TQDM_NOTEBOOK},
-        {"id": "bar", "source": INT_PROGRESS}, {"id": "steps", "source": STEPS}, {"id": "silent", "source": SILENT},
-    ])
+async def test_progress_is_read_from_what_each_cell_reports(
+    notebook_file, make_ctx, quick_windows
+) -> None:
+    path = notebook_file(
+        "long.ipynb",
+        [
+            {"id": "text", "source": TQDM_TEXT},
+            {"id": "widget", "source": TQDM_NOTEBOOK},
+            {"id": "bar", "source": INT_PROGRESS},
+            {"id": "steps", "source": STEPS},
+            {"id": "silent", "source": SILENT},
+        ],
+    )
     expectations = {
-        "text": ("accuracy 0.91", True), "widget": ("fitted", True), "bar": ("loaded", True),
-        "steps": ("all steps done", True), "silent": ("", False),
+        "text": ("accuracy 0.91", True),
+        "widget": ("fitted", True),
+        "bar": ("loaded", True),
+        "steps": ("all steps done", True),
+        "silent": ("", False),
     }
     for number, (cell_id, (final, counted)) in enumerate(expectations.items(), 1):
         progress = Progress()
@@ -79,7 +90,10 @@ async def test_progress_is_read_from_what_each_cell_reports(notebook_file, make_
         assert final in str(result.content) and final in result.summary, (cell_id, result.summary)
         percents = [c["percent"] for c in progress.calls if c.get("percent") is not None]
         if counted:
-            assert percents and percents == sorted(percents), (cell_id, percents)  # rise, never back
+            assert percents and percents == sorted(percents), (
+                cell_id,
+                percents,
+            )  # rise, never back
             assert 0 < percents[-1] <= 100
             last = [c for c in progress.calls if c.get("percent") is not None][-1]
             assert last["total_steps"] == 30 and 1 <= last["step"] <= 30, (cell_id, last)
@@ -94,14 +108,25 @@ async def test_progress_is_read_from_what_each_cell_reports(notebook_file, make_
 
 
 @on_server_loop
-async def test_run_all_cells_stops_waiting_not_running(notebook_file, make_ctx, quick_windows) -> None:
-    path = notebook_file("all.ipynb", [
-        {"id": "a", "source": "x = 1"}, {"id": "slow", "source": SILENT}, {"id": "c", "source": "print(x + 1)"},
-    ])
+async def test_run_all_cells_stops_waiting_not_running(
+    notebook_file, make_ctx, quick_windows
+) -> None:
+    path = notebook_file(
+        "all.ipynb",
+        [
+            {"id": "a", "source": "x = 1"},
+            {"id": "slow", "source": SILENT},
+            {"id": "c", "source": "print(x + 1)"},
+        ],
+    )
     ctx = make_ctx(path)
     result = await run_all_cells(ctx)
-    assert "Cell 2 is still running" in result.content and "Cell 3 has not run yet" in result.content
-    assert "from_cell_id='c'" in result.content and result.summary.startswith("Ran 1 cell; cell 2 is still running")
+    assert (
+        "Cell 2 is still running" in result.content and "Cell 3 has not run yet" in result.content
+    )
+    assert "from_cell_id='c'" in result.content and result.summary.startswith(
+        "Ran 1 cell; cell 2 is still running"
+    )
     done = await wait_for_cell(ctx, cell_id="slow", timeout_seconds=10)
     assert "ran in" in done.content
     rest = await run_all_cells(ctx, from_cell_id="c")
@@ -109,13 +134,20 @@ async def test_run_all_cells_stops_waiting_not_running(notebook_file, make_ctx, 
 
 
 @on_server_loop
-async def test_interrupt_kernel_stops_a_cell_left_running(notebook_file, make_ctx, quick_windows) -> None:
-    path = notebook_file("spin.ipynb", [{"id": "spin", "source": "import time\nwhile True:\n    time.sleep(0.05)"}])
+async def test_interrupt_kernel_stops_a_cell_left_running(
+    notebook_file, make_ctx, quick_windows
+) -> None:
+    path = notebook_file(
+        "spin.ipynb", [{"id": "spin", "source": "import time\nwhile True:\n    time.sleep(0.05)"}]
+    )
     ctx = make_ctx(path)
     first = await run_cell(ctx, cell_id="spin")
     assert "Cell 1 is still running" in first.content
     await asyncio.sleep(1.5)
-    assert "Cell 1 is still running" in (await wait_for_cell(ctx, cell_id="spin", timeout_seconds=0.5)).content
+    assert (
+        "Cell 1 is still running"
+        in (await wait_for_cell(ctx, cell_id="spin", timeout_seconds=0.5)).content
+    )
     stopped = await interrupt_kernel(ctx)
     assert stopped.summary.startswith("Interrupted the kernel. Cell 1 stopped after ")
     nb = await quick_windows.open(path)
@@ -123,7 +155,10 @@ async def test_interrupt_kernel_stops_a_cell_left_running(notebook_file, make_ct
     assert nb.cell("spin")["execution_state"] == "idle"
     # A time limit the model sets still works.
     limited = await run_cell(ctx, cell_id="spin", timeout_seconds=1)
-    assert "Cell 1 is still running" in limited.content and "time limit of 1 seconds" in limited.content
+    assert (
+        "Cell 1 is still running" in limited.content
+        and "time limit of 1 seconds" in limited.content
+    )
     with pytest.raises(Exception, match="time limit of 1 seconds"):
         await wait_for_cell(ctx, cell_id="spin", timeout_seconds=10)
 
@@ -133,9 +168,19 @@ async def test_interrupt_kernel_stops_a_cell_left_running(notebook_file, make_ct
 
 @pytest.fixture
 def chat_news(service: Any, jp_serverapp: Any, jp_asyncio_loop: asyncio.AbstractEventLoop) -> Any:
-    runner = ChatRunner(client_factory=lambda: None, registry_factory=lambda chat: ToolRegistry(),  # type: ignore[arg-type,return-value]
-                        services={"notebook": service})
-    news = LongRunNews(runner, service, Producer(model="claude-test"), person_runs_after=1.0, announce_seconds=1.0, min_gap=0.5)
+    runner = ChatRunner(
+        client_factory=lambda: None,
+        registry_factory=lambda chat: ToolRegistry(),  # type: ignore[arg-type,return-value]
+        services={"notebook": service},
+    )
+    news = LongRunNews(
+        runner,
+        service,
+        Producer(model="claude-test"),
+        person_runs_after=1.0,
+        announce_seconds=1.0,
+        min_gap=0.5,
+    )
     runner.services = {"notebook": service, "long_runs": news}
     yield runner, news
     jp_asyncio_loop.run_until_complete(news.close())
@@ -145,7 +190,9 @@ def chat_ctx(runner: ChatRunner, path: str) -> tuple[ToolContext, ListSubscriber
     chat = runner.create_chat(path)
     heard = ListSubscriber()
     chat.emitter.subscribe(heard)
-    ctx = ToolContext(tool_call_id="call_1", chat_id=chat.chat_id, notebook_path=path, services=runner.services)
+    ctx = ToolContext(
+        tool_call_id="call_1", chat_id=chat.chat_id, notebook_path=path, services=runner.services
+    )
     return ctx, heard, chat.chat_id
 
 
@@ -158,18 +205,29 @@ async def test_a_cell_left_running_is_announced_once_when_it_ends(
     ctx, heard, chat_id = chat_ctx(runner, path)
     first = await run_cell(ctx, cell_id="fit")
     assert "still running" in first.content
-    assert news.still_running_note(chat_id) == "Cell 1 is still running; you will hear when it ends."
+    assert (
+        news.still_running_note(chat_id) == "Cell 1 is still running; you will hear when it ends."
+    )
     answer = how_far_along(news.running(path))
-    assert answer["sentence"].startswith("Cell 1 is still running (") and answer["running"][0]["started_by"] == "agent"
+    assert (
+        answer["sentence"].startswith("Cell 1 is still running (")
+        and answer["running"][0]["started_by"] == "agent"
+    )
     assert answer["running"][0]["value_text"]
     await wait_for(lambda: bool(heard.of_type("session.completed")), what="the end", timeout=15)
     await asyncio.sleep(1)
     ends = heard.of_type("session.completed") + heard.of_type("session.errored")
     assert len(ends) == 1 and ends[0]["summary_normal"].startswith("Cell 1 finished after ")
-    assert ends[0]["summary_normal"].endswith(": 'all steps done'.")  # its result, not a progress line
+    assert ends[0]["summary_normal"].endswith(
+        ": 'all steps done'."
+    )  # its result, not a progress line
     started = heard.of_type("session.started")
     assert len(started) == 1 and started[0]["requested_by"] == "kernel:agent-run"
-    percents = [e["progress"]["percent"] for e in heard.of_type("progress.updated") if "percent" in e["progress"]]
+    percents = [
+        e["progress"]["percent"]
+        for e in heard.of_type("progress.updated")
+        if "percent" in e["progress"]
+    ]
     assert percents == sorted(percents)
     assert news.still_running_note(chat_id) is None
     assert how_far_along(news.running(path))["sentence"] == "No cell is running in this notebook."
@@ -203,9 +261,17 @@ async def test_a_long_cell_the_person_runs_is_announced(
 ) -> None:
     runner, news = chat_news
     code = "import time\nfor i in range(1, 26):\n    print(f'epoch {i}/25', flush=True)\n    time.sleep(0.1)\nprint('accuracy 0.91')"
-    path = notebook_file("person.ipynb", [{"id": "setup", "source": "x = 1"}, {"id": "train", "source": code},
-                                          {"id": "boom", "source": "import time\ntime.sleep(1.5)\nraise ValueError('bad shape')"}])
-    await run_cell(make_ctx(path), cell_id="setup")  # starts the kernel (an agent run: never told here)
+    path = notebook_file(
+        "person.ipynb",
+        [
+            {"id": "setup", "source": "x = 1"},
+            {"id": "train", "source": code},
+            {"id": "boom", "source": "import time\ntime.sleep(1.5)\nraise ValueError('bad shape')"},
+        ],
+    )
+    await run_cell(
+        make_ctx(path), cell_id="setup"
+    )  # starts the kernel (an agent run: never told here)
     ctx, heard, _ = chat_ctx(runner, path)
     news.start()
     kernel = await quick_windows.kernel(path)
@@ -223,11 +289,18 @@ async def test_a_long_cell_the_person_runs_is_announced(
         answer = how_far_along(news.running(path))
         assert answer["running"] and answer["running"][0]["started_by"] == "person"
         assert answer["sentence"].startswith("Cell 2 is still running (")
-        told = await wait_for_cell(ctx, cell_id="train", timeout_seconds=1)  # the agent cannot wait on it
-        assert told.content.startswith("Cell 2 is still running (") and "The person started it" in told.content
+        told = await wait_for_cell(
+            ctx, cell_id="train", timeout_seconds=1
+        )  # the agent cannot wait on it
+        assert (
+            told.content.startswith("Cell 2 is still running (")
+            and "The person started it" in told.content
+        )
         await wait_for(lambda: bool(heard.of_type("session.completed")), what="the end", timeout=15)
         person.execute("import time\ntime.sleep(1.5)\nraise ValueError('bad shape')")
-        await wait_for(lambda: bool(heard.of_type("session.errored")), what="the failure", timeout=15)
+        await wait_for(
+            lambda: bool(heard.of_type("session.errored")), what="the failure", timeout=15
+        )
     finally:
         person.stop_channels()
     completed = heard.of_type("session.completed")
@@ -236,6 +309,9 @@ async def test_a_long_cell_the_person_runs_is_announced(
     assert completed[0]["summary_normal"].endswith(": accuracy 0.91.")
     failed = heard.of_type("session.errored")
     assert len(failed) == 1 and failed[0]["summary_normal"].startswith("Cell 3 failed after ")
-    assert failed[0]["summary_normal"].endswith("ValueError: bad shape.") and failed[0]["urgency"] == "critical"
+    assert (
+        failed[0]["summary_normal"].endswith("ValueError: bad shape.")
+        and failed[0]["urgency"] == "critical"
+    )
     assert all("quick" not in e.get("summary_normal", "") for e in heard.events)
     assert all(e["requested_by"] == "kernel:person-run" for e in heard.of_type("session.started"))

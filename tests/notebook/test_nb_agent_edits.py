@@ -53,7 +53,10 @@ the agent's edit sooner was saved by the agent, not by the autosave."""
 
 @pytest.fixture
 def jp_server_config(jp_server_config: dict[str, Any]) -> dict[str, Any]:
-    jp_server_config["YDocExtension"] = {**jp_server_config["YDocExtension"], "document_save_delay": ROOM_SAVE_DELAY}
+    jp_server_config["YDocExtension"] = {
+        **jp_server_config["YDocExtension"],
+        "document_save_delay": ROOM_SAVE_DELAY,
+    }
     return jp_server_config
 
 
@@ -66,7 +69,9 @@ class Rig:
 
     def __init__(self, fake: FakeAnthropic, service: Any) -> None:
         self.fake = fake
-        self.client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
+        self.client = anthropic.AsyncAnthropic(
+            base_url=fake.base_url, api_key=fake.api_key, max_retries=0
+        )
         self.runner = ChatRunner(
             client_factory=lambda: self.client,
             registry_factory=lambda chat: ToolRegistry([*conversation_tools(), *notebook_tools()]),
@@ -121,49 +126,84 @@ def on_disk(root: Path, path: str) -> list[tuple[str, str]]:
         cells = json.loads((root / path).read_text())["cells"]
     except ValueError:
         return []
-    return [(c["id"], "".join(c["source"]) if isinstance(c["source"], list) else c["source"]) for c in cells]
+    return [
+        (c["id"], "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+        for c in cells
+    ]
 
 
 @on_server_loop
 async def test_undo_keeps_a_collaborators_edit_and_cell_and_reverts_only_the_agents(
-        notebook_file, service, browser) -> None:
-    path = notebook_file("undo.ipynb", [code("a", "x = 1"), code("b", "y = 2"), code("c", "z = 3"),
-                                        code("d", "w = 4")])
+    notebook_file, service, browser
+) -> None:
+    path = notebook_file(
+        "undo.ipynb",
+        [code("a", "x = 1"), code("b", "y = 2"), code("c", "z = 3"), code("d", "w = 4")],
+    )
     with FakeAnthropic() as fake:
         rig = Rig(fake, service)
         chat = rig.chat(path)
-        fake.add(Turn(tool_uses=[
-            ToolUse("edit_cell", {"cell_id": "a", "source": "x = 100"}),
-            ToolUse("edit_cell", {"cell_id": "b", "source": "y = 200"}),
-            ToolUse("create_cell", {"source": "print(x, y)", "after_cell_id": "b"}),
-            ToolUse("delete_cell", {"cell_id": "d"}),
-        ]), Turn(text="Changed the cells."))
+        fake.add(
+            Turn(
+                tool_uses=[
+                    ToolUse("edit_cell", {"cell_id": "a", "source": "x = 100"}),
+                    ToolUse("edit_cell", {"cell_id": "b", "source": "y = 200"}),
+                    ToolUse("create_cell", {"source": "print(x, y)", "after_cell_id": "b"}),
+                    ToolUse("delete_cell", {"cell_id": "d"}),
+                ]
+            ),
+            Turn(text="Changed the cells."),
+        )
         async with browser(path) as doc:
             await rig.run(chat, "change the numbers")
-            await wait_for(lambda: len(doc.ycells) == 4 and cell_by_id(doc, "b")["source"] == "y = 200",
-                           what="the agent's edits in the collaborator's copy")
+            await wait_for(
+                lambda: len(doc.ycells) == 4 and cell_by_id(doc, "b")["source"] == "y = 200",
+                what="the agent's edits in the collaborator's copy",
+            )
             # The collaborator changes the agent's cell b, edits c (never touched by the agent), adds a cell.
             with doc.ydoc.transaction():
                 b = doc.ycells[1]["source"]
                 b.insert(len(str(b)), "  # checked")
                 c = doc.ycells[3]["source"]
                 c.insert(len(str(c)), "\nz += 1")
-                doc.ycells.append(doc.create_ycell({"id": "mine", "cell_type": "code", "source": "mine = True",
-                                                    "metadata": {}, "outputs": [], "execution_count": None}))
+                doc.ycells.append(
+                    doc.create_ycell(
+                        {
+                            "id": "mine",
+                            "cell_type": "code",
+                            "source": "mine = True",
+                            "metadata": {},
+                            "outputs": [],
+                            "execution_count": None,
+                        }
+                    )
+                )
             live = await service.open(path)
-            await wait_for(lambda: "mine" in live.cell_ids(), what="the collaborator's cell on the server")
-            assert chat.describe()["undoable_sessions"] == [chat.results[-1].terminal_event["session_id"]]
+            await wait_for(
+                lambda: "mine" in live.cell_ids(), what="the collaborator's cell on the server"
+            )
+            assert chat.describe()["undoable_sessions"] == [
+                chat.results[-1].terminal_event["session_id"]
+            ]
 
             notice = await rig.runner.revert(chat.chat_id)
-            expected = [("a", "x = 1"), ("b", "y = 200  # checked"), ("c", "z = 3\nz += 1"), ("d", "w = 4"),
-                        ("mine", "mine = True")]
+            expected = [
+                ("a", "x = 1"),
+                ("b", "y = 200  # checked"),
+                ("c", "z = 3\nz += 1"),
+                ("d", "w = 4"),
+                ("mine", "mine = True"),
+            ]
             assert sources(await service.open(path)) == expected
-            await wait_for(lambda: sources(doc) == expected, what="the undo in the collaborator's copy")
+            await wait_for(
+                lambda: sources(doc) == expected, what="the undo in the collaborator's copy"
+            )
         assert (notice["removed"], notice["added"], notice["restored"]) == (1, 1, 1)
         assert notice["kept"] == ["Kept cell 2: it was changed after the agent's edit."]
         assert notice["summary"] == (
             "Undid the agent's changes to undo.ipynb: removed 1 cell the agent added, put back 1 cell the agent "
-            "deleted and restored 1 cell the agent changed. Kept cell 2: it was changed after the agent's edit.")
+            "deleted and restored 1 cell the agent changed. Kept cell 2: it was changed after the agent's edit."
+        )
         await rig.client.close()
 
 
@@ -176,12 +216,24 @@ async def test_a_read_only_session_has_nothing_to_undo(notebook_file, service, b
         fake.add(Turn(tool_uses=[ToolUse("get_notebook_state", {})]), Turn(text="It sets x."))
         async with browser(path) as doc:
             await rig.run(chat, "explain this notebook")
-            doc.ycells.append(doc.create_ycell({"id": "mine", "cell_type": "code", "source": "mine = 1",
-                                                "metadata": {}, "outputs": [], "execution_count": None}))
+            doc.ycells.append(
+                doc.create_ycell(
+                    {
+                        "id": "mine",
+                        "cell_type": "code",
+                        "source": "mine = 1",
+                        "metadata": {},
+                        "outputs": [],
+                        "execution_count": None,
+                    }
+                )
+            )
             live = await service.open(path)
             await wait_for(lambda: "mine" in live.cell_ids(), what="the collaborator's cell")
             assert chat.describe()["undoable_sessions"] == []
-            with pytest.raises(InvalidInput, match="nothing to undo: the agent has not changed this notebook"):
+            with pytest.raises(
+                InvalidInput, match="nothing to undo: the agent has not changed this notebook"
+            ):
                 await rig.runner.revert(chat.chat_id)
             assert [c for c, _ in sources(await service.open(path))] == ["a", "mine"]
         await rig.client.close()
@@ -189,14 +241,18 @@ async def test_a_read_only_session_has_nothing_to_undo(notebook_file, service, b
 
 async def _type_during_the_models_turn(rig: Rig, doc: Any, cell_index: int, text: str) -> None:
     """Wait for the notebook to be read, then type *text* at the end of a cell (as the collaborator)."""
-    await wait_for(lambda: any(e.get("type") == "aaep:agent.tool.completed" for e in rig.heard.events),
-                   what="the model's read")
+    await wait_for(
+        lambda: any(e.get("type") == "aaep:agent.tool.completed" for e in rig.heard.events),
+        what="the model's read",
+    )
     ysource = doc.ycells[cell_index]["source"]
     ysource.insert(len(str(ysource).encode()), text)
 
 
 @on_server_loop
-async def test_a_line_added_between_the_read_and_the_edit_is_merged(notebook_file, service, browser) -> None:
+async def test_a_line_added_between_the_read_and_the_edit_is_merged(
+    notebook_file, service, browser
+) -> None:
     before = "import math\n\nradius = 2\narea = math.pi * radius"
     path = notebook_file("merge.ipynb", [code("a", before)])
     with FakeAnthropic() as fake:
@@ -204,9 +260,21 @@ async def test_a_line_added_between_the_read_and_the_edit_is_merged(notebook_fil
         chat = rig.chat(path)
         fake.add(
             Turn(tool_uses=[ToolUse("get_notebook_state", {})]),
-            Turn(delay=1.5, tool_uses=[ToolUse("edit_cell", {
-                "cell_id": "a", "version": version_tag(before),
-                "source": before.replace("area = math.pi * radius", "area = math.pi * radius ** 2")})]),
+            Turn(
+                delay=1.5,
+                tool_uses=[
+                    ToolUse(
+                        "edit_cell",
+                        {
+                            "cell_id": "a",
+                            "version": version_tag(before),
+                            "source": before.replace(
+                                "area = math.pi * radius", "area = math.pi * radius ** 2"
+                            ),
+                        },
+                    )
+                ],
+            ),
             Turn(text="Fixed the formula."),
         )
         async with browser(path) as doc:
@@ -225,7 +293,8 @@ async def test_a_line_added_between_the_read_and_the_edit_is_merged(notebook_fil
 
 @on_server_loop
 async def test_an_edit_of_the_lines_someone_changed_is_refused_and_the_model_told(
-        notebook_file, service, browser) -> None:
+    notebook_file, service, browser
+) -> None:
     before = "rate = 0.1\nprint(rate)"
     path = notebook_file("refuse.ipynb", [code("a", before)])
     with FakeAnthropic() as fake:
@@ -233,14 +302,27 @@ async def test_an_edit_of_the_lines_someone_changed_is_refused_and_the_model_tol
         chat = rig.chat(path)
         fake.add(
             Turn(tool_uses=[ToolUse("get_notebook_state", {})]),
-            Turn(delay=1.5, tool_uses=[ToolUse("edit_cell", {
-                "cell_id": "a", "version": version_tag(before), "source": "rate = 0.2\nprint(rate)"})]),
+            Turn(
+                delay=1.5,
+                tool_uses=[
+                    ToolUse(
+                        "edit_cell",
+                        {
+                            "cell_id": "a",
+                            "version": version_tag(before),
+                            "source": "rate = 0.2\nprint(rate)",
+                        },
+                    )
+                ],
+            ),
             Turn(text="I will read it again."),
         )
         async with browser(path) as doc:
             rig.runner.submit(chat.chat_id, "raise the rate")
-            await wait_for(lambda: any(e.get("type") == "aaep:agent.tool.completed" for e in rig.heard.events),
-                           what="the model's read")
+            await wait_for(
+                lambda: any(e.get("type") == "aaep:agent.tool.completed" for e in rig.heard.events),
+                what="the model's read",
+            )
             ysource = doc.ycells[0]["source"]
             ysource.insert(len("rate = 0.1"), "5")  # the person's own change on the same line
             await chat.task
@@ -248,18 +330,26 @@ async def test_an_edit_of_the_lines_someone_changed_is_refused_and_the_model_tol
             assert cell_by_id(doc, "a")["source"] == "rate = 0.15\nprint(rate)"
         assert (await service.open(path)).cell("a")["source"] == "rate = 0.15\nprint(rate)"
         told = rig.tool_results()[-1]
-        assert told.startswith("Cell 1 changed since you read it and your edit and the other change touch the "
-                               "same lines, so nothing was changed. Read it again"), told
-        assert any("the agent's edit was not applied, so the other change stays" in line for line in rig.said())
+        assert told.startswith(
+            "Cell 1 changed since you read it and your edit and the other change touch the "
+            "same lines, so nothing was changed. Read it again"
+        ), told
+        assert any(
+            "the agent's edit was not applied, so the other change stays" in line
+            for line in rig.said()
+        )
         assert chat.snapshots == {}, "a refused edit changed nothing: nothing to undo"
         await rig.client.close()
 
 
 @on_server_loop
 async def test_typing_in_a_cell_the_agent_moves_loses_no_keystroke(
-        notebook_file, make_ctx, service, browser) -> None:
-    path = notebook_file("move.ipynb", [code("a", "a = 1"), code("b", "b = 2"), code("c", "c = 3"),
-                                        code("t", "typed = '")])
+    notebook_file, make_ctx, service, browser
+) -> None:
+    path = notebook_file(
+        "move.ipynb",
+        [code("a", "a = 1"), code("b", "b = 2"), code("c", "c = 3"), code("t", "typed = '")],
+    )
     typed = "the quick brown fox jumps over the lazy dog"
     async with browser(path) as doc:
         ytext = doc.ycells[3]["source"]  # the shared text the person's editor is bound to
@@ -275,9 +365,14 @@ async def test_typing_in_a_cell_the_agent_moves_loses_no_keystroke(
         await typing
         expected = "typed = '" + typed
         live = await service.open(path)
-        await wait_for(lambda: live.cell("t")["source"] == expected, what="every keystroke on the server")
+        await wait_for(
+            lambda: live.cell("t")["source"] == expected, what="every keystroke on the server"
+        )
         assert live.cell_ids() == ["t", "a", "b", "c"]
-        await wait_for(lambda: [c for c, _ in sources(doc)] == ["t", "a", "b", "c"], what="the order in the copy")
+        await wait_for(
+            lambda: [c for c, _ in sources(doc)] == ["t", "a", "b", "c"],
+            what="the order in the copy",
+        )
         assert doc.ycells[0]["source"] is ytext or str(doc.ycells[0]["source"]) == expected
         lost = len(expected) - len(live.cell("t")["source"])
         print(f"keystrokes lost while the agent moved the cell: {lost} of {len(typed)}")
@@ -288,7 +383,8 @@ async def test_typing_in_a_cell_the_agent_moves_loses_no_keystroke(
 
 @on_server_loop
 async def test_another_programs_write_during_a_session_is_reported(
-        notebook_file, service, browser, jp_root_dir) -> None:
+    notebook_file, service, browser, jp_root_dir
+) -> None:
     path = notebook_file("oob.ipynb", [code("a", "x = 1")])
     with FakeAnthropic() as fake:
         rig = Rig(fake, service)
@@ -300,25 +396,37 @@ async def test_another_programs_write_during_a_session_is_reported(
         )
         async with browser(path) as doc:
             rig.runner.submit(chat.chat_id, "add a cell")
-            await wait_for(lambda: any("agent_cell" in s for _, s in on_disk(jp_root_dir, path)),
-                           what="the agent's cell on disk")
+            await wait_for(
+                lambda: any("agent_cell" in s for _, s in on_disk(jp_root_dir, path)),
+                what="the agent's cell on disk",
+            )
             await asyncio.sleep(0.3)
-            write_notebook(jp_root_dir, path, [code("a", "x = 1"), code("other", "from_another_program = 1")])
-            await wait_for(lambda: cell_by_id(doc, "other") is not None, timeout=15, what="the room's reload")
+            write_notebook(
+                jp_root_dir, path, [code("a", "x = 1"), code("other", "from_another_program = 1")]
+            )
+            await wait_for(
+                lambda: cell_by_id(doc, "other") is not None, timeout=15, what="the room's reload"
+            )
             result = await chat.task
         told = rig.tool_results()[-1]
-        assert told.startswith("[Notice] Another program rewrote the notebook's file and Jupyter reloaded it; "
-                               "these changes by the agent are gone: the new cell 'agent_cell = 1'."), told
+        assert told.startswith(
+            "[Notice] Another program rewrote the notebook's file and Jupyter reloaded it; "
+            "these changes by the agent are gone: the new cell 'agent_cell = 1'."
+        ), told
         heard = rig.said()
         assert any("these changes by the agent are gone" in line for line in heard), heard
         end = result.terminal_event
-        assert end["summary_terse"] != "Done." and "are gone: the new cell 'agent_cell = 1'" in end["summary_normal"]
+        assert (
+            end["summary_terse"] != "Done."
+            and "are gone: the new cell 'agent_cell = 1'" in end["summary_normal"]
+        )
         await rig.client.close()
 
 
 @on_server_loop
 async def test_each_agent_edit_is_on_disk_within_a_fraction_of_a_second(
-        notebook_file, service, jp_root_dir) -> None:
+    notebook_file, service, jp_root_dir
+) -> None:
     """The room's own autosave waits for its delay; the agent's edit is saved right after it."""
     path = notebook_file("saved.ipynb", [code("a", "x = 1")])
     with FakeAnthropic() as fake:
@@ -326,14 +434,21 @@ async def test_each_agent_edit_is_on_disk_within_a_fraction_of_a_second(
         chat = rig.chat(path)
         fake.add(
             Turn(tool_uses=[ToolUse("create_cell", {"source": "saved_soon = 1"})]),
-            Turn(delay=5.0, text="Added."),  # the session is still running while the file is checked
+            Turn(
+                delay=5.0, text="Added."
+            ),  # the session is still running while the file is checked
         )
         rig.runner.submit(chat.chat_id, "add a cell")
-        await wait_for(lambda: any(e.get("type") == "aaep:agent.tool.completed" for e in rig.heard.events),
-                       what="the edit")
+        await wait_for(
+            lambda: any(e.get("type") == "aaep:agent.tool.completed" for e in rig.heard.events),
+            what="the edit",
+        )
         done = time.monotonic()
-        await wait_for(lambda: any(s == "saved_soon = 1" for _, s in on_disk(jp_root_dir, path)),
-                       timeout=3, what="the edit on disk")
+        await wait_for(
+            lambda: any(s == "saved_soon = 1" for _, s in on_disk(jp_root_dir, path)),
+            timeout=3,
+            what="the edit on disk",
+        )
         delay_ms = (time.monotonic() - done) * 1000
         print(f"save delay after an agent edit: {delay_ms:.0f} ms")
         assert delay_ms < 800
@@ -342,14 +457,24 @@ async def test_each_agent_edit_is_on_disk_within_a_fraction_of_a_second(
 
 
 @on_server_loop
-async def test_undo_of_moves_and_cleared_outputs_and_stale_deletes(notebook_file, make_ctx, service) -> None:
+async def test_undo_of_moves_and_cleared_outputs_and_stale_deletes(
+    notebook_file, make_ctx, service
+) -> None:
     stream = {"output_type": "stream", "name": "stdout", "text": "hello\n"}
-    path = notebook_file("more.ipynb", [code("a", "a = 1"), code("b", "b = 2"),
-                                        {"id": "c", "source": "print('hello')", "outputs": [stream]}])
+    path = notebook_file(
+        "more.ipynb",
+        [
+            code("a", "a = 1"),
+            code("b", "b = 2"),
+            {"id": "c", "source": "print('hello')", "outputs": [stream]},
+        ],
+    )
     ctx = make_ctx(path)
     record = service.begin_record("chat-1", "sess-1", path)
     with pytest.raises(Exception, match="Cell 1 changed since you read it"):
-        await delete_cell(ctx, cell_id="a", version=version_tag("a = 0"))  # read before someone changed it
+        await delete_cell(
+            ctx, cell_id="a", version=version_tag("a = 0")
+        )  # read before someone changed it
     assert record.empty, "a refused change is not recorded"
     await move_cell(ctx, cell_id="c", position=1, version=version_tag("print('hello')"))
     await clear_outputs(ctx, cell_ids=["c"])
@@ -372,7 +497,8 @@ async def test_undo_of_moves_and_cleared_outputs_and_stale_deletes(notebook_file
 
 @on_server_loop
 async def test_typing_in_a_cell_the_agent_edits_loses_no_keystroke(
-        notebook_file, make_ctx, service, browser) -> None:
+    notebook_file, make_ctx, service, browser
+) -> None:
     before = "total = 0\nnote = '"
     path = notebook_file("typing.ipynb", [code("t", before)])
     typed = "typed while the agent edits the first line"
@@ -388,15 +514,21 @@ async def test_typing_in_a_cell_the_agent_edits_loses_no_keystroke(
 
         typing = asyncio.ensure_future(type_slowly())
         await asyncio.sleep(0.3)
-        result = await edit_cell(ctx, cell_id="t", source="total = 100\nnote = '", version=version_tag(before))
+        result = await edit_cell(
+            ctx, cell_id="t", source="total = 100\nnote = '", version=version_tag(before)
+        )
         await typing
         expected = "total = 100\nnote = '" + typed
         live = await service.open(path)
-        await wait_for(lambda: live.cell("t")["source"] == expected and str(ytext) == expected,
-                       what="the edit and every keystroke on both sides")
+        await wait_for(
+            lambda: live.cell("t")["source"] == expected and str(ytext) == expected,
+            what="the edit and every keystroke on both sides",
+        )
     lost = len(typed) - (len(live.cell("t")["source"]) - len("total = 100\nnote = '"))
     print(f"keystrokes lost while the agent edited the cell: {lost} of {len(typed)}")
-    assert lost == 0 and result.summary == "Edited cell 1, keeping the change someone made meanwhile."
+    assert (
+        lost == 0 and result.summary == "Edited cell 1, keeping the change someone made meanwhile."
+    )
 
 
 @pytest.fixture
@@ -404,21 +536,35 @@ def collaborator(jp_fetch, jp_http_port, jp_base_url, jp_auth_header) -> Any:
     """A room client that also publishes its editor's cursor in the awareness, as JupyterLab does."""
 
     @asynccontextmanager
-    async def connect(path: str) -> AsyncIterator[tuple[YNotebook, Callable[[int, int], Awaitable[None]]]]:
-        response = await jp_fetch("api", "collaboration", "session", path, method="PUT",
-                                  body=json.dumps({"format": "json", "type": "notebook"}))
+    async def connect(
+        path: str,
+    ) -> AsyncIterator[tuple[YNotebook, Callable[[int, int], Awaitable[None]]]]:
+        response = await jp_fetch(
+            "api",
+            "collaboration",
+            "session",
+            path,
+            method="PUT",
+            body=json.dumps({"format": "json", "type": "notebook"}),
+        )
         session = json.loads(response.body.decode())
         room = f"json:notebook:{session['fileId']}"
-        url = (f"ws://127.0.0.1:{jp_http_port}{jp_base_url}api/collaboration/room/{room}"
-               f"?sessionId={session['sessionId']}")
+        url = (
+            f"ws://127.0.0.1:{jp_http_port}{jp_base_url}api/collaboration/room/{room}"
+            f"?sessionId={session['sessionId']}"
+        )
         websocket = await websocket_connect(HTTPRequest(url, headers=dict(jp_auth_header)))
         doc = YNotebook()
         awareness = Awareness(doc.ydoc)
 
         async def put_cursor(cell_index: int, offset: int) -> None:
             """Place the cursor in a cell (a Yjs relative position, as JupyterLab's editor does)."""
-            position = StickyIndex.new(doc.ycells[cell_index]["source"], offset, Assoc.AFTER).to_json()
-            awareness.set_local_state({"user": {"name": "Ada"}, "cursors": [{"anchor": position, "head": position}]})
+            position = StickyIndex.new(
+                doc.ycells[cell_index]["source"], offset, Assoc.AFTER
+            ).to_json()
+            awareness.set_local_state(
+                {"user": {"name": "Ada"}, "cursors": [{"anchor": position, "head": position}]}
+            )
             update = awareness.encode_awareness_update([awareness.client_id])
             await websocket.write_message(create_awareness_message(update), binary=True)
 
@@ -435,18 +581,34 @@ def collaborator(jp_fetch, jp_http_port, jp_base_url, jp_auth_header) -> Any:
 
 @on_server_loop
 async def test_a_cell_someone_has_their_cursor_in_stays_alive_when_moved(
-        notebook_file, make_ctx, service, collaborator) -> None:
+    notebook_file, make_ctx, service, collaborator
+) -> None:
     """Not typing, only there: the room's awareness shows their cursor, so the cell is kept."""
-    path = notebook_file("cursor.ipynb", [code("a", "a = 1"), code("b", "b = 2"), code("here", "here = 3")])
+    path = notebook_file(
+        "cursor.ipynb", [code("a", "a = 1"), code("b", "b = 2"), code("here", "here = 3")]
+    )
     async with collaborator(path) as (doc, put_cursor):
         ytext = doc.ycells[2]["source"]
         await put_cursor(2, 4)
         live = await service.open(path)
-        await wait_for(lambda: service.documents.cursors(path), what="the cursor in the room's awareness")
-        assert live.cells_with_cursors(await service.documents.cursors(path), {"a", "b", "here"}) == {"here"}
+        await wait_for(
+            lambda: service.documents.cursors(path), what="the cursor in the room's awareness"
+        )
+        assert live.cells_with_cursors(
+            await service.documents.cursors(path), {"a", "b", "here"}
+        ) == {"here"}
         await move_cell(make_ctx(path), cell_id="here", position=1)
-        await wait_for(lambda: [c for c, _ in sources(doc)] == ["here", "a", "b"], what="the move in the copy")
-        ytext.insert(len("here"), "_still")  # the person types after the move, in the text their editor holds
-        await wait_for(lambda: (live.cell("here")["source"] if "here" in live.cell_ids() else "") == "here_still = 3",
-                       what="their typing on the server")
+        await wait_for(
+            lambda: [c for c, _ in sources(doc)] == ["here", "a", "b"], what="the move in the copy"
+        )
+        ytext.insert(
+            len("here"), "_still"
+        )  # the person types after the move, in the text their editor holds
+        await wait_for(
+            lambda: (
+                (live.cell("here")["source"] if "here" in live.cell_ids() else "")
+                == "here_still = 3"
+            ),
+            what="their typing on the server",
+        )
         assert doc.ycells[0]["source"] is ytext or str(doc.ycells[0]["source"]) == "here_still = 3"

@@ -101,7 +101,11 @@ def test_ordinary_data_science_is_not_flagged(source: str) -> None:
         ("!sudo apt-get install -y graphviz", "uses administrator rights (sudo)", "high"),
         ("import os\nos._exit(0)", "stops or resets the kernel (os._exit)", "medium"),
         ("%reset -f", "stops or resets the kernel (%reset)", "medium"),
-        ("%%writefile helper.py\nprint(1)", "writes, moves or copies files (%%writefile helper.py)", "medium"),
+        (
+            "%%writefile helper.py\nprint(1)",
+            "writes, moves or copies files (%%writefile helper.py)",
+            "medium",
+        ),
         (
             "import os\nhome = os.environ.get('HOME')",
             "reads environment variables, which can hold keys (HOME)",
@@ -138,11 +142,16 @@ def test_one_reason_per_category() -> None:
 
 
 @on_server_loop
-async def test_run_cell_reads_a_cell_with_the_imports_of_the_others(notebook_file, make_ctx) -> None:
+async def test_run_cell_reads_a_cell_with_the_imports_of_the_others(
+    notebook_file, make_ctx
+) -> None:
     """An alias imported in one cell (run earlier, or approved on its own) is seen in the next."""
     path = notebook_file(
         "alias.ipynb",
-        [{"id": "imp", "source": "import subprocess as sp"}, {"id": "use", "source": "sp.run(['make'])"}],
+        [
+            {"id": "imp", "source": "import subprocess as sp"},
+            {"id": "use", "source": "sp.run(['make'])"},
+        ],
     )
     run_cell = {tool.name: tool for tool in notebook_tools()}["run_cell"]
     imports = await run_cell.describe(make_ctx(path), {"cell_id": "imp"})

@@ -31,7 +31,9 @@ def demo_fake() -> Any:
 
 def demo_cells() -> list[dict[str, Any]]:
     cells = json.loads(DEMO.read_text(encoding="utf-8"))["cells"]
-    return [{"id": c["id"], "cell_type": c["cell_type"], "source": "".join(c["source"])} for c in cells]
+    return [
+        {"id": c["id"], "cell_type": c["cell_type"], "source": "".join(c["source"])} for c in cells
+    ]
 
 
 def answer(agent: Agent) -> str:
@@ -92,5 +94,11 @@ async def test_explain_then_fix_the_error(notebook_file, service, demo_fake) -> 
     assert (await asyncio.wait_for(approve_all(agent, task), 90)) == 1
     await agent.client.close()
     fixed = answer(agent)
-    assert "Cell 3 failed with NameError: name 'statistics' is not defined. statistics is defined in cell 2" in fixed
-    assert "Done. All code cells ran without errors. The last cell printed: Mean temperature: 22.8 °C" in fixed
+    assert (
+        "Cell 3 failed with NameError: name 'statistics' is not defined. statistics is defined in cell 2"
+        in fixed
+    )
+    assert (
+        "Done. All code cells ran without errors. The last cell printed: Mean temperature: 22.8 °C"
+        in fixed
+    )

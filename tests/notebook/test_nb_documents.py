@@ -190,7 +190,9 @@ def test_package_exports() -> None:
 
 
 @on_server_loop
-async def test_undo_reverts_the_recorded_operations_live(notebook_file, make_ctx, service, browser) -> None:
+async def test_undo_reverts_the_recorded_operations_live(
+    notebook_file, make_ctx, service, browser
+) -> None:
     path = notebook_file("undo.ipynb", [code("a", "1"), code("b", "2")])
     ctx = make_ctx(path)
     record = service.begin_record("chat-1", "sess-1", path)

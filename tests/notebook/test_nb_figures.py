@@ -74,8 +74,14 @@ def test_what_is_not_sent_is_said() -> None:
     outputs = [
         {"output_type": "display_data", "data": {"image/svg+xml": svg}},
         {"output_type": "display_data", "data": {"image/png": "%%% not base64"}},
-        {"output_type": "display_data", "data": {"image/png": base64.b64encode(b"text, not a picture").decode()}},
-        {"output_type": "display_data", "data": {"image/png": png(20, 20), "text/plain": "<Figure>"}},
+        {
+            "output_type": "display_data",
+            "data": {"image/png": base64.b64encode(b"text, not a picture").decode()},
+        },
+        {
+            "output_type": "display_data",
+            "data": {"image/png": png(20, 20), "text/plain": "<Figure>"},
+        },
         {"output_type": "display_data", "data": {"image/png": png(20, 20)}},
         {"output_type": "display_data", "data": {"image/png": png(20, 20)}},
     ]
@@ -93,7 +99,9 @@ def test_what_is_not_sent_is_said() -> None:
 def test_a_mislabelled_figure_is_sent_under_its_real_type() -> None:
     out = io.BytesIO()
     Image.new("RGB", (40, 30)).save(out, format="JPEG")
-    block, _, _ = prepare_image("image/png", base64.b64encode(out.getvalue()).decode(), ImageBudget())
+    block, _, _ = prepare_image(
+        "image/png", base64.b64encode(out.getvalue()).decode(), ImageBudget()
+    )
     assert block is not None and block["source"]["media_type"] == "image/jpeg"
 
 
@@ -108,27 +116,45 @@ def fake_model() -> Any:
     assert fake.problems == [], fake.problems
 
 
-def make_loop(fake: FakeAnthropic, service: Any, path: str, **context: Any) -> tuple[AgentLoop, ChatContext, Emitter, ListSubscriber, ReplyBroker]:
+def make_loop(
+    fake: FakeAnthropic, service: Any, path: str, **context: Any
+) -> tuple[AgentLoop, ChatContext, Emitter, ListSubscriber, ReplyBroker]:
     client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
     broker = ReplyBroker()
     emitter, events = Emitter(), ListSubscriber()
     emitter.subscribe(events)
-    chat = ChatContext(chat_id="chat-1", notebook_path=path, services={"notebook": service},
-                       approval=ApprovalPolicy())
-    loop = AgentLoop(client, ToolRegistry(notebook_tools()), broker=broker,
-                     config=AgentConfig(model="claude-test", context=ContextSettings(**context)))
+    chat = ChatContext(
+        chat_id="chat-1",
+        notebook_path=path,
+        services={"notebook": service},
+        approval=ApprovalPolicy(),
+    )
+    loop = AgentLoop(
+        client,
+        ToolRegistry(notebook_tools()),
+        broker=broker,
+        config=AgentConfig(model="claude-test", context=ContextSettings(**context)),
+    )
     return loop, chat, emitter, events, broker
 
 
 def approve(broker: ReplyBroker, event: dict[str, Any]) -> None:
-    assert broker.submit({"type": "confirmation.reply", "reply_token": event["reply_token"],
-                          "subscription_id": new_subscription_id(), "timestamp": SessionClock().now(),
-                          "decision": "accept"})
+    assert broker.submit(
+        {
+            "type": "confirmation.reply",
+            "reply_token": event["reply_token"],
+            "subscription_id": new_subscription_id(),
+            "timestamp": SessionClock().now(),
+            "decision": "accept",
+        }
+    )
 
 
 @on_server_loop
 async def test_the_model_receives_the_plot_it_drew(notebook_file, service, fake_model) -> None:
-    path = notebook_file("plot.ipynb", [{"id": "plot", "source": PLOT}, {"id": "plot2", "source": PLOT}])
+    path = notebook_file(
+        "plot.ipynb", [{"id": "plot", "source": PLOT}, {"id": "plot2", "source": PLOT}]
+    )
     fake_model.add(
         Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "plot"})]),
         Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "plot2"})]),
@@ -138,12 +164,22 @@ async def test_the_model_receives_the_plot_it_drew(notebook_file, service, fake_
     loop, chat, emitter, events, broker = make_loop(fake_model, service, path, max_images=2)
     history: list[dict[str, Any]] = []
     task = asyncio.ensure_future(
-        loop.run(Session(emitter, Producer(model="claude-test")), history, "Plot it twice.", chat=chat)
+        loop.run(
+            Session(emitter, Producer(model="claude-test")), history, "Plot it twice.", chat=chat
+        )
     )
     for count in (1, 2):
-        approve(broker, await wait_for(lambda c=count: len(events.of_type("awaiting.confirmation")) >= c
-                                       and events.of_type("awaiting.confirmation")[c - 1], timeout=60,
-                                       what=f"confirmation {count}"))
+        approve(
+            broker,
+            await wait_for(
+                lambda c=count: (
+                    len(events.of_type("awaiting.confirmation")) >= c
+                    and events.of_type("awaiting.confirmation")[c - 1]
+                ),
+                timeout=60,
+                what=f"confirmation {count}",
+            ),
+        )
     result = await asyncio.wait_for(task, 90)
     await loop.client.close()
     assert result.status == "completed"
@@ -152,10 +188,14 @@ async def test_the_model_receives_the_plot_it_drew(notebook_file, service, fake_
     [figure] = after_first.images
     assert figure["source"]["media_type"] in ("image/png", "image/jpeg")
     width, height = size_of(figure)
-    assert max(width, height) == 1024 and width > height  # about 2000×1250 from the kernel, downscaled
+    assert (
+        max(width, height) == 1024 and width > height
+    )  # about 2000×1250 from the kernel, downscaled
     result_block = after_first.body["messages"][-1]["content"][0]
     assert result_block["type"] == "tool_result" and result_block["content"][1]["type"] == "text"
-    assert result_block["content"][0]["text"].startswith("<data source=")  # the result is data (issue 16)
+    assert result_block["content"][0]["text"].startswith(
+        "<data source="
+    )  # the result is data (issue 16)
     shown = re.search(r"\[image/png (\d+)×(\d+)", result_block["content"][1]["text"])
     assert shown and int(shown.group(1)) > 1024  # the model reads the figure's real size too
     # The prompt counts the figure by its pixels (about 1400 tokens), not by its base64.
@@ -174,15 +214,33 @@ async def test_the_model_receives_the_plot_it_drew(notebook_file, service, fake_
 
 @on_server_loop
 async def test_view_figure_refuses_a_cell_without_a_figure(notebook_file, make_ctx) -> None:
-    path = notebook_file("none.ipynb", [{"id": "t", "source": "print(1)", "outputs": [
-        {"output_type": "stream", "name": "stdout", "text": "1\n"}]},
-        {"id": "f", "source": "show()", "outputs": [
-            {"output_type": "stream", "name": "stdout", "text": "drawing\n"},
-            {"output_type": "display_data", "data": {"image/png": png(64, 48), "text/plain": "<Figure>"},
-             "metadata": {}}]}])
+    path = notebook_file(
+        "none.ipynb",
+        [
+            {
+                "id": "t",
+                "source": "print(1)",
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": "1\n"}],
+            },
+            {
+                "id": "f",
+                "source": "show()",
+                "outputs": [
+                    {"output_type": "stream", "name": "stdout", "text": "drawing\n"},
+                    {
+                        "output_type": "display_data",
+                        "data": {"image/png": png(64, 48), "text/plain": "<Figure>"},
+                        "metadata": {},
+                    },
+                ],
+            },
+        ],
+    )
     with pytest.raises(ToolError, match="Cell 1 shows no figure"):
         await view_figure(make_ctx(path), cell_id="t")
-    with pytest.raises(ToolError, match="Output 0 of cell 2 is not a figure; its figures are outputs 1"):
+    with pytest.raises(
+        ToolError, match="Output 0 of cell 2 is not a figure; its figures are outputs 1"
+    ):
         await view_figure(make_ctx(path), cell_id="f", output_index=0)
     result = await view_figure(make_ctx(path), cell_id="f", output_index=1)
     assert isinstance(result.content, list) and result.content[1]["type"] == "image"

@@ -170,7 +170,9 @@ async def test_read_a_csv_header_rows_and_row_count(data, make_ctx) -> None:
     assert lines[0].endswith("3 columns, 1,204 rows")
     assert lines[1] == "columns: region, month, amount"
     assert lines[2] == "region,month,amount" and lines[3] == "north,1,0"
-    assert len(lines) == 3 + 20 + 1 and lines[-1].startswith("[… cut: showed the first 20 rows of 1,204")
+    assert len(lines) == 3 + 20 + 1 and lines[-1].startswith(
+        "[… cut: showed the first 20 rows of 1,204"
+    )
     assert result.summary == "Read the header and first 20 rows of data/sales.csv (1,204 rows)."
 
     tsv = await read_file(make_ctx("x.ipynb"), path="data/people.tsv")
@@ -255,7 +257,9 @@ async def test_other_encodings_empty_files_and_a_cut_character(data, make_ctx) -
     # The head stops inside a two-byte character: it is left out, not shown as garbage.
     (data / "accents.txt").write_text("é" * 200_000)
     accents = await read_file(make_ctx("x.ipynb"), path="data/accents.txt")
-    assert "\ufffd" not in text_of(accents) and "[… line cut: 131,072 characters]" in text_of(accents)
+    assert "\ufffd" not in text_of(accents) and "[… line cut: 131,072 characters]" in text_of(
+        accents
+    )
     assert accents.summary == "Read the first 1 line of data/accents.txt (1 line)."
 
 
@@ -284,7 +288,10 @@ async def test_parquet_without_pyarrow_says_what_is_missing(data, make_ctx, monk
     monkeypatch.setattr(builtins, "__import__", no_pyarrow)
     result = await read_file(make_ctx("x.ipynb"), path="data/t.parquet")
     assert "pyarrow is not installed" in text_of(result) and "72 bytes" in text_of(result)
-    assert result.summary == "data/t.parquet is a Parquet file; its contents cannot be shown without pyarrow."
+    assert (
+        result.summary
+        == "data/t.parquet is a Parquet file; its contents cannot be shown without pyarrow."
+    )
 
 
 def test_tools_are_read_only_low_risk_and_registered() -> None:
@@ -313,11 +320,15 @@ async def test_the_agent_lists_and_reads_files_without_asking(data, service) -> 
         emitter, events = Emitter(), ListSubscriber()
         emitter.subscribe(events)
         loop = AgentLoop(
-            client, ToolRegistry(notebook_tools()), broker=ReplyBroker(),
+            client,
+            ToolRegistry(notebook_tools()),
+            broker=ReplyBroker(),
             config=AgentConfig(model="claude-test"),
         )
         chat = ChatContext(
-            chat_id="chat-1", notebook_path="x.ipynb", services={"notebook": service},
+            chat_id="chat-1",
+            notebook_path="x.ipynb",
+            services={"notebook": service},
             approval=ApprovalPolicy(),
         )
         session = Session(emitter, Producer(model="claude-test"))

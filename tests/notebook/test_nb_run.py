@@ -105,7 +105,10 @@ async def test_outputs_stream_into_the_browser_while_the_cell_runs(
         cell = cell_by_id(doc, "slow")
         assert stream_text(cell) == final and cell["execution_count"] == 1
         # Listeners hear the first line of what it printed and how much more there is.
-        assert result.summary.startswith("Cell 1 ran") and ": line 0. Plus 4 more lines." in result.summary
+        assert (
+            result.summary.startswith("Cell 1 ran")
+            and ": line 0. Plus 4 more lines." in result.summary
+        )
         assert result.detail is not None and "line 4" in result.detail
         assert "Cell 1 (id slow) ran in" in result.content and "line 4" in result.content
         assert any("still running after" in p for p in progress)
@@ -131,7 +134,10 @@ async def test_outputs_stream_into_the_browser_while_the_cell_runs(
         text = mixed.content[0]["text"]
         assert "[image/png 3×2" in text and "42" in text
         # Said: the first line a person sees in the output area, how much more, the image.
-        assert mixed.summary.startswith("Cell 2 ran: 'second'") and "It showed 1 image." in mixed.summary
+        assert (
+            mixed.summary.startswith("Cell 2 ran: 'second'")
+            and "It showed 1 image." in mixed.summary
+        )
         assert mixed.detail is not None and "progress 100%" in mixed.detail and "42" in mixed.detail
 
         await run_cell(ctx, cell_id="clearing")
@@ -166,7 +172,10 @@ async def test_closed_notebook_is_edited_run_and_autosaved(
     await create_cell(ctx, source="print('never')")
 
     all_result = await run_all_cells(ctx)
-    assert all_result.summary == "Ran 3 cells, stopped at the error. Cell 3 failed: ValueError: stop here."
+    assert (
+        all_result.summary
+        == "Ran 3 cells, stopped at the error. Cell 3 failed: ValueError: stop here."
+    )
     assert all_result.is_error and all_result.error_message == "Cell 3: ValueError: stop here"
     assert "Stopped at cell 3" in all_result.content and "stop here" in all_result.content
 
@@ -348,9 +357,18 @@ def test_the_failure_line_is_one_plain_line() -> None:
     from jupyter_aaep.tools._run_tools import _error_line
 
     assert _error_line([{"output_type": "stream", "text": "hi"}]) is None
-    colored = {"output_type": "error", "ename": "NameError", "evalue": "name \x1b[31m'df'\x1b[0m is not defined"}
+    colored = {
+        "output_type": "error",
+        "ename": "NameError",
+        "evalue": "name \x1b[31m'df'\x1b[0m is not defined",
+    }
     assert _error_line([colored]) == "NameError: name 'df' is not defined"
-    assert _error_line([{"output_type": "error", "ename": "KeyboardInterrupt", "evalue": ""}]) == "KeyboardInterrupt"
-    long = _error_line([{"output_type": "error", "ename": "ValueError", "evalue": "x" * 1000 + "\nsecond line"}])
+    assert (
+        _error_line([{"output_type": "error", "ename": "KeyboardInterrupt", "evalue": ""}])
+        == "KeyboardInterrupt"
+    )
+    long = _error_line(
+        [{"output_type": "error", "ename": "ValueError", "evalue": "x" * 1000 + "\nsecond line"}]
+    )
     assert long is not None and long.startswith("ValueError: xxx") and "second line" not in long
     assert len(long) <= 400

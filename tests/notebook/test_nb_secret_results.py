@@ -18,7 +18,9 @@ KEY = "sk-ant-api03-" + "Zq7" * 12  # built here so the literal does not sit in 
 
 @on_server_loop
 async def test_a_printed_key_is_masked_in_what_the_model_receives(
-    notebook_file, service, fake_model  # noqa: F811
+    notebook_file,
+    service,
+    fake_model,
 ) -> None:
     path = notebook_file("leak.ipynb", [{"id": "c1", "source": f"print('key is {KEY}')"}])
     fake_model.add(
@@ -43,14 +45,20 @@ async def test_a_printed_key_is_masked_in_what_the_model_receives(
 
 @on_server_loop
 async def test_an_edit_of_a_cell_with_a_key_keeps_the_key(
-    notebook_file, service, fake_model  # noqa: F811
+    notebook_file,
+    service,
+    fake_model,
 ) -> None:
     source = f"API_KEY = '{KEY}'\nrows = 10"
     path = notebook_file("edit.ipynb", [{"id": "c1", "source": source}])
     fake_model.add(
         Turn(tool_uses=[ToolUse("get_notebook_state", {})]),
         # The model writes back what it read: the key is a mask there.
-        Turn(tool_uses=[ToolUse("edit_cell", {"cell_id": "c1", "source": "API_KEY = [hidden]\nrows = 20"})]),
+        Turn(
+            tool_uses=[
+                ToolUse("edit_cell", {"cell_id": "c1", "source": "API_KEY = [hidden]\nrows = 20"})
+            ]
+        ),
         Turn(tool_uses=[ToolUse("create_cell", {"source": "KEY2 = [hidden]"})]),
         Turn(text="Done."),
     )

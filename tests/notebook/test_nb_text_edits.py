@@ -20,13 +20,16 @@ def shared(text: str) -> tuple[Doc, Text, list[Any]]:
     return doc, ytext, deltas
 
 
-@pytest.mark.parametrize("old,new", [
-    ("x = 1\nprint(x)", "x = 100\nprint(x)"),
-    ("café = 1\n😀 = 2", "café = 10\n😀 = 2\nthé = 3"),
-    ("abc", ""),
-    ("", "abc"),
-    ("λ = 1", "λ = 1"),
-])
+@pytest.mark.parametrize(
+    "old,new",
+    [
+        ("x = 1\nprint(x)", "x = 100\nprint(x)"),
+        ("café = 1\n😀 = 2", "café = 10\n😀 = 2\nthé = 3"),
+        ("abc", ""),
+        ("", "abc"),
+        ("λ = 1", "λ = 1"),
+    ],
+)
 def test_apply_text_reaches_the_new_text(old: str, new: str) -> None:
     _, ytext, _ = shared(old)
     assert apply_text(ytext, new) is (old != new)
@@ -37,7 +40,9 @@ def test_apply_text_changes_only_the_differing_span() -> None:
     """A whole replacement would delete everything; a cursor elsewhere in the cell would jump."""
     _, ytext, deltas = shared("import math\nradius = 2\narea = math.pi * radius\n")
     apply_text(ytext, "import math\nradius = 2\narea = math.pi * radius ** 2\n")
-    assert deltas == [[{"retain": len("import math\nradius = 2\narea = math.pi * radius")}, {"insert": " ** 2"}]]
+    assert deltas == [
+        [{"retain": len("import math\nradius = 2\narea = math.pi * radius")}, {"insert": " ** 2"}]
+    ]
 
 
 def test_a_concurrent_typist_keeps_their_characters() -> None:
@@ -52,24 +57,31 @@ def test_a_concurrent_typist_keeps_their_characters() -> None:
     assert str(agent_text) == "a = 5\nb = 20\n"
 
 
-@pytest.mark.parametrize("base,ours,theirs,merged", [
-    ("a\nb\nc", "A\nb\nc", "a\nb\nc\nd", "A\nb\nc\nd"),  # a line added at the end survives
-    ("a = 1", "a = 2", "a = 1\nb = 2", "a = 2\nb = 2"),  # added right after the changed line
-    ("a = 1", "a = 2", "b = 0\na = 1", "b = 0\na = 2"),  # added right before it
-    ("a\nb\nc\n", "A\nb\nc\n", "a\nb\nC\n", "A\nb\nC\n"),  # changes of different lines
-    ("a\nb", "a\nb", "a\nB", "a\nB"),  # the agent changed nothing
-    ("a\nb", "a\nX", "a\nX", "a\nX"),  # both made the same change
-])
-def test_merge_keeps_both_changes_when_they_touch_different_lines(base: str, ours: str, theirs: str,
-                                                                   merged: str) -> None:
+@pytest.mark.parametrize(
+    "base,ours,theirs,merged",
+    [
+        ("a\nb\nc", "A\nb\nc", "a\nb\nc\nd", "A\nb\nc\nd"),  # a line added at the end survives
+        ("a = 1", "a = 2", "a = 1\nb = 2", "a = 2\nb = 2"),  # added right after the changed line
+        ("a = 1", "a = 2", "b = 0\na = 1", "b = 0\na = 2"),  # added right before it
+        ("a\nb\nc\n", "A\nb\nc\n", "a\nb\nC\n", "A\nb\nC\n"),  # changes of different lines
+        ("a\nb", "a\nb", "a\nB", "a\nB"),  # the agent changed nothing
+        ("a\nb", "a\nX", "a\nX", "a\nX"),  # both made the same change
+    ],
+)
+def test_merge_keeps_both_changes_when_they_touch_different_lines(
+    base: str, ours: str, theirs: str, merged: str
+) -> None:
     assert merge_three_way(base, ours, theirs) == merged
 
 
-@pytest.mark.parametrize("base,ours,theirs", [
-    ("rate = 0.1\nprint(rate)", "rate = 0.2\nprint(rate)", "rate = 0.15\nprint(rate)"),
-    ("a\nb\n", "a\nX\nb\n", "a\nY\nb\n"),  # different lines inserted at the same place
-    ("a\nb\nc", "a\nc", "a\nb2\nc"),  # the agent deleted the line the person changed
-])
+@pytest.mark.parametrize(
+    "base,ours,theirs",
+    [
+        ("rate = 0.1\nprint(rate)", "rate = 0.2\nprint(rate)", "rate = 0.15\nprint(rate)"),
+        ("a\nb\n", "a\nX\nb\n", "a\nY\nb\n"),  # different lines inserted at the same place
+        ("a\nb\nc", "a\nc", "a\nb2\nc"),  # the agent deleted the line the person changed
+    ],
+)
 def test_merge_refuses_changes_of_the_same_lines(base: str, ours: str, theirs: str) -> None:
     assert merge_three_way(base, ours, theirs) is None
 
@@ -81,21 +93,37 @@ def test_version_tags_are_short_and_follow_the_text() -> None:
 def test_the_record_names_what_a_file_lacks() -> None:
     record = EditRecord("n.ipynb", "s1")
     record.add(CellOperation("create", "new", after={"source": "made = 1", "cell_type": "code"}))
-    record.add(CellOperation("edit", "a", before={"source": "a = 1"}, after={"source": "a = 2", "cell_type": "code"}))
+    record.add(
+        CellOperation(
+            "edit", "a", before={"source": "a = 1"}, after={"source": "a = 2", "cell_type": "code"}
+        )
+    )
     record.add(CellOperation("delete", "d", before={"id": "d", "source": "gone = 1"}))
     stored = EditRecord.from_json(record.to_json())
     assert stored is not None and stored.operations == record.operations
     on_disk = [{"id": "a", "source": "a = 1"}, {"id": "d", "source": "gone = 1"}]
     assert stored.missing_from(on_disk) == [
-        "the new cell 'made = 1'", "the edit of the cell that now begins 'a = 1'",
-        "the deletion of the cell that began 'gone = 1'"]
-    assert stored.missing_from([{"id": "a", "source": "a = 2"}, {"id": "new", "source": "made = 1"}]) == []
-    assert EditRecord.from_json({"path": "n.ipynb", "cells": []}) is None, "old whole-notebook snapshots"
+        "the new cell 'made = 1'",
+        "the edit of the cell that now begins 'a = 1'",
+        "the deletion of the cell that began 'gone = 1'",
+    ]
+    assert (
+        stored.missing_from([{"id": "a", "source": "a = 2"}, {"id": "new", "source": "made = 1"}])
+        == []
+    )
+    assert EditRecord.from_json({"path": "n.ipynb", "cells": []}) is None, (
+        "old whole-notebook snapshots"
+    )
 
 
 def test_the_record_names_a_move_the_file_lacks() -> None:
     record = EditRecord("n.ipynb", "s1")
-    record.add(CellOperation("move", "c", before={"source": "c = 3"}, after={"prev": None}, index=2, prev="b"))
-    assert record.missing_from([{"id": "a", "source": "a"}, {"id": "b", "source": "b"},
-                                {"id": "c", "source": "c = 3"}]) == ["the move of the cell that begins 'c = 3'"]
+    record.add(
+        CellOperation(
+            "move", "c", before={"source": "c = 3"}, after={"prev": None}, index=2, prev="b"
+        )
+    )
+    assert record.missing_from(
+        [{"id": "a", "source": "a"}, {"id": "b", "source": "b"}, {"id": "c", "source": "c = 3"}]
+    ) == ["the move of the cell that begins 'c = 3'"]
     assert record.missing_from([{"id": "c", "source": "c = 3"}, {"id": "a", "source": "a"}]) == []

@@ -19,9 +19,13 @@ from jupyter_aaep.tools.notebook import notebook_tools
 
 @on_server_loop
 async def test_revert_puts_back_what_the_session_changed(notebook_file, service) -> None:
-    path = notebook_file("undo.ipynb", [{"id": "keep", "source": "x = 1"}, {"id": "gone", "source": "y = 2"}])
+    path = notebook_file(
+        "undo.ipynb", [{"id": "keep", "source": "x = 1"}, {"id": "gone", "source": "y = 2"}]
+    )
     with FakeAnthropic() as fake:
-        client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
+        client = anthropic.AsyncAnthropic(
+            base_url=fake.base_url, api_key=fake.api_key, max_retries=0
+        )
         runner = ChatRunner(
             client_factory=lambda: client,
             registry_factory=lambda chat: ToolRegistry([*conversation_tools(), *notebook_tools()]),
@@ -34,11 +38,13 @@ async def test_revert_puts_back_what_the_session_changed(notebook_file, service)
         with pytest.raises(InvalidInput, match="nothing to undo"):
             await runner.revert(chat.chat_id)
         fake.add(
-            Turn(tool_uses=[
-                ToolUse("edit_cell", {"cell_id": "keep", "source": "x = 100"}),
-                ToolUse("delete_cell", {"cell_id": "gone"}),
-                ToolUse("create_cell", {"source": "# new", "cell_type": "markdown"}),
-            ]),
+            Turn(
+                tool_uses=[
+                    ToolUse("edit_cell", {"cell_id": "keep", "source": "x = 100"}),
+                    ToolUse("delete_cell", {"cell_id": "gone"}),
+                    ToolUse("create_cell", {"source": "# new", "cell_type": "markdown"}),
+                ]
+            ),
             Turn(text="Changed three cells."),
         )
         runner.submit(chat.chat_id, "rewrite the notebook")
@@ -50,14 +56,22 @@ async def test_revert_puts_back_what_the_session_changed(notebook_file, service)
 
         notice = await runner.revert(chat.chat_id)
         restored = await service.open(path)
-        assert [(c["id"], c["source"]) for c in restored.cells()] == [("keep", "x = 1"), ("gone", "y = 2")]
-        assert notice["kind"] == "notebook.reverted" and notice["removed"] == 1 and notice["added"] == 1
+        assert [(c["id"], c["source"]) for c in restored.cells()] == [
+            ("keep", "x = 1"),
+            ("gone", "y = 2"),
+        ]
+        assert (
+            notice["kind"] == "notebook.reverted"
+            and notice["removed"] == 1
+            and notice["added"] == 1
+        )
         assert notice["summary"] == (
             "Undid the agent's changes to undo.ipynb: removed 1 cell the agent added, "
             "put back 1 cell the agent deleted and restored 1 cell the agent changed."
         )
         assert all(e.get("kind") != "notebook.reverted" for e in heard.events), (
-            "the undo is the answer to its request; the AAEP stream carries AAEP events only")
+            "the undo is the answer to its request; the AAEP stream carries AAEP events only"
+        )
         with pytest.raises(InvalidInput):
             await runner.revert(chat.chat_id)  # that snapshot is used up
         await client.close()
@@ -65,7 +79,9 @@ async def test_revert_puts_back_what_the_session_changed(notebook_file, service)
 
 @on_server_loop
 async def test_no_snapshot_without_a_notebook_service(notebook_file) -> None:
-    runner: Any = ChatRunner(client_factory=lambda: None, registry_factory=lambda chat: ToolRegistry())  # type: ignore[arg-type,return-value]
+    runner: Any = ChatRunner(
+        client_factory=lambda: None, registry_factory=lambda chat: ToolRegistry()
+    )  # type: ignore[arg-type,return-value]
     chat = runner.create_chat("x.ipynb")
     with pytest.raises(InvalidInput):
         await runner.revert(chat.chat_id)

@@ -54,9 +54,15 @@ def stream(text: str, name: str = "stderr") -> tuple[str, dict]:
 def test_a_carriage_return_bar_is_followed_and_never_goes_back() -> None:
     tracker = ProgressTracker()
     seen = []
-    for i, chunk in enumerate(["\r  0%|  | 0/50 [00:00<?, ?it/s]", "\r 20%|██ | 10/50 [00:01<00:04]",
-                               "\r 10%|█ | 5/50 [00:01<00:04]",  # a stale redraw: ignored
-                               "\r 60%|██████ | 30/50 [00:03<00:02]", "\r100%|██████████| 50/50 [00:05<00:00]\n"]):
+    for i, chunk in enumerate(
+        [
+            "\r  0%|  | 0/50 [00:00<?, ?it/s]",
+            "\r 20%|██ | 10/50 [00:01<00:04]",
+            "\r 10%|█ | 5/50 [00:01<00:04]",  # a stale redraw: ignored
+            "\r 60%|██████ | 30/50 [00:03<00:02]",
+            "\r100%|██████████| 50/50 [00:05<00:00]\n",
+        ]
+    ):
         reading = tracker.feed(*stream(chunk), now=float(i))
         if reading is not None:
             seen.append(reading.percent)
@@ -85,8 +91,18 @@ def comm(kind: str, comm_id: str, **state) -> tuple[str, dict]:
 
 def test_widget_progress_bars_are_read_from_their_state() -> None:
     tracker = ProgressTracker()
-    tracker.feed(*comm("comm_open", "w1", _model_name="IntProgressModel", value=0, min=0, max=200,
-                       description="Training"), now=0)
+    tracker.feed(
+        *comm(
+            "comm_open",
+            "w1",
+            _model_name="IntProgressModel",
+            value=0,
+            min=0,
+            max=200,
+            description="Training",
+        ),
+        now=0,
+    )
     reading = tracker.feed(*comm("comm_msg", "w1", value=50), now=10)
     assert reading is not None
     assert (reading.percent, reading.current, reading.total) == (25, 50, 200)
@@ -94,18 +110,44 @@ def test_widget_progress_bars_are_read_from_their_state() -> None:
     # No estimate from the widget itself: a linear one from the rate (25 % in 10 s).
     assert reading.eta_seconds == pytest.approx(30)
     # tqdm.notebook's HTML beside the bar gives its own estimate.
-    reading = tracker.feed(*comm("comm_open", "h1", _model_name="HTMLModel",
-                                 value="50/200\u2007[00:10&lt;00:42,\u20074.9it/s]"), now=10.5)
+    reading = tracker.feed(
+        *comm(
+            "comm_open",
+            "h1",
+            _model_name="HTMLModel",
+            value="50/200\u2007[00:10&lt;00:42,\u20074.9it/s]",
+        ),
+        now=10.5,
+    )
     assert reading is not None and reading.eta_seconds == 42
     # A float bar without counts.
     tracker = ProgressTracker()
-    tracker.feed(*comm("comm_open", "f", _model_name="FloatProgressModel", value=0.0, min=0.0, max=1.0), now=0)
+    tracker.feed(
+        *comm("comm_open", "f", _model_name="FloatProgressModel", value=0.0, min=0.0, max=1.0),
+        now=0,
+    )
     reading = tracker.feed(*comm("comm_msg", "f", value=0.5), now=2)
     assert reading is not None and reading.percent == 50 and reading.current is None
     # Other widgets and tqdm's "no total" bar report nothing.
-    assert tracker.feed(*comm("comm_open", "b", _model_name="ButtonModel", description="Go"), now=3) is None
-    assert tracker.feed(*comm("comm_open", "i", _model_name="FloatProgressModel", value=1, min=0, max=1,
-                              bar_style="info"), now=3) is None
+    assert (
+        tracker.feed(*comm("comm_open", "b", _model_name="ButtonModel", description="Go"), now=3)
+        is None
+    )
+    assert (
+        tracker.feed(
+            *comm(
+                "comm_open",
+                "i",
+                _model_name="FloatProgressModel",
+                value=1,
+                min=0,
+                max=1,
+                bar_style="info",
+            ),
+            now=3,
+        )
+        is None
+    )
 
 
 # -- pacing ------------------------------------------------------------------------------------
@@ -123,11 +165,15 @@ def simulate(seconds: float, reading_at, *, step: float = 0.25, **pacer_options)
 
 
 def linear(seconds: float):
-    return lambda now: ProgressReading(percent=min(100.0, 100 * now / seconds), current=int(now), total=int(seconds))
+    return lambda now: ProgressReading(
+        percent=min(100.0, 100 * now / seconds), current=int(now), total=int(seconds)
+    )
 
 
-@pytest.mark.parametrize("reading_at", [linear(120), lambda now: None,
-                                        lambda now: ProgressReading(description="x", current=None)])
+@pytest.mark.parametrize(
+    "reading_at",
+    [linear(120), lambda now: None, lambda now: ProgressReading(description="x", current=None)],
+)
 def test_a_two_minute_cell_is_heard_at_a_bearable_rate(reading_at) -> None:
     beats = simulate(120, reading_at)
     times = [t for t, _ in beats]
@@ -162,7 +208,9 @@ def test_words() -> None:
     assert duration_words(130) == "2 min 10 s"
     assert duration_words(3900) == "1 h 5 min"
     assert duration_words(130, short=False) == "2 minutes 10 seconds"
-    reading = ProgressReading(percent=40, current=40, total=100, description="training", eta_seconds=178)
+    reading = ProgressReading(
+        percent=40, current=40, total=100, description="training", eta_seconds=178
+    )
     assert progress_phrase(reading) == "training 40 of 100, about 3 min left"
     assert value_text(reading, 130) == "training 40 of 100, about 3 minutes left"
     assert value_text(None, 130) == "running for 2 minutes 10 seconds"

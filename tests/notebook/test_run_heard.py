@@ -13,7 +13,9 @@ from jupyter_aaep.notebook.executor import ExecutionResult
 from jupyter_aaep.notebook.service import CellRun
 from jupyter_aaep.tools._run_text import heard_run, kernel_language
 
-KERNEL = KernelInfo(kernel_id="k", name="python3", display_name="Python 3 (ipykernel)", execution_state="idle")
+KERNEL = KernelInfo(
+    kernel_id="k", name="python3", display_name="Python 3 (ipykernel)", execution_state="idle"
+)
 
 
 def run(outputs: list[dict[str, Any]], elapsed: float = 0.2, status: str = "ok") -> CellRun:
@@ -27,7 +29,12 @@ def stream(text: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("display", "language"),
-    [("Python 3 (ipykernel)", "Python"), ("R", "R"), ("Julia 1.10.2", "Julia"), ("Python [conda env:base]", "Python")],
+    [
+        ("Python 3 (ipykernel)", "Python"),
+        ("R", "R"),
+        ("Julia 1.10.2", "Julia"),
+        ("Python [conda env:base]", "Python"),
+    ],
 )
 def test_kernels_are_called_by_their_language(display: str, language: str) -> None:
     assert kernel_language(display) == language
@@ -42,16 +49,32 @@ def test_the_first_line_is_said_and_the_whole_output_is_in_the_detail() -> None:
 
 
 def test_a_returned_value_counts_as_output_and_images_are_counted() -> None:
-    value = {"output_type": "execute_result", "data": {"text/plain": "[70.7, 71.8]"}, "metadata": {}}
-    plot = {"output_type": "display_data", "data": {"image/png": "iVBOR", "text/plain": "<Figure>"}, "metadata": {}}
+    value = {
+        "output_type": "execute_result",
+        "data": {"text/plain": "[70.7, 71.8]"},
+        "metadata": {},
+    }
+    plot = {
+        "output_type": "display_data",
+        "data": {"image/png": "iVBOR", "text/plain": "<Figure>"},
+        "metadata": {},
+    }
     assert heard_run(run([value])).normal == "Cell 4 ran: [70.7, 71.8]."
     assert heard_run(run([plot])).normal == "Cell 4 ran and showed 1 image."
     assert heard_run(run([])).normal == "Cell 4 ran and had no output."
-    assert heard_run(run([value, plot], elapsed=12)).normal == "Cell 4 ran after 12 seconds: [70.7, 71.8]. It showed 1 image."
+    assert (
+        heard_run(run([value, plot], elapsed=12)).normal
+        == "Cell 4 ran after 12 seconds: [70.7, 71.8]. It showed 1 image."
+    )
 
 
 def test_an_error_is_said_by_its_line() -> None:
-    error = {"output_type": "error", "ename": "NameError", "evalue": "name 'df' is not defined", "traceback": []}
+    error = {
+        "output_type": "error",
+        "ename": "NameError",
+        "evalue": "name 'df' is not defined",
+        "traceback": [],
+    }
     heard = heard_run(run([stream("loading\n"), error], status="error"))
     assert heard.normal == "Cell 4 failed: NameError: name 'df' is not defined."
     assert heard.terse == "Cell 4 failed: NameError: name 'df' is not defined."

@@ -48,13 +48,20 @@ def aaep_config() -> dict[str, Any]:
 
 
 @pytest.fixture
-def jp_server_config(fake_model: FakeAnthropic, aaep_config: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def jp_server_config(
+    fake_model: FakeAnthropic, aaep_config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_model.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", fake_model.api_key)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     return {
         "ServerApp": {"jpserver_extensions": {"jupyter_aaep": True}},
-        "AAEPExtension": {"model": "claude-test", "sse_keepalive_seconds": 0.5, "extra_tools": [TOOLS], **aaep_config},
+        "AAEPExtension": {
+            "model": "claude-test",
+            "sse_keepalive_seconds": 0.5,
+            "extra_tools": [TOOLS],
+            **aaep_config,
+        },
     }
 
 
@@ -67,13 +74,20 @@ def extension(jp_serverapp: Any) -> Any:
 def api(jp_fetch: Any) -> Callable[..., Any]:
     """``await api("chats", method="POST", body={...})`` → (status, JSON body or None, headers)."""
 
-    async def call(*parts: str, method: str = "GET", body: Any = None, raw: bytes | str | None = None,
-                   **kwargs: Any) -> tuple[int, Any, Any]:
+    async def call(
+        *parts: str,
+        method: str = "GET",
+        body: Any = None,
+        raw: bytes | str | None = None,
+        **kwargs: Any,
+    ) -> tuple[int, Any, Any]:
         if body is not None:
             raw = json.dumps(body)
         if method == "POST" and raw is None:
             raw = b""
-        response = await jp_fetch("aaep", "v1", *parts, method=method, body=raw, raise_error=False, **kwargs)
+        response = await jp_fetch(
+            "aaep", "v1", *parts, method=method, body=raw, raise_error=False, **kwargs
+        )
         text = response.body.decode() if response.body else ""
         return response.code, (json.loads(text) if text else None), response.headers
 
@@ -94,8 +108,12 @@ def new_chat(api: Callable[..., Any]) -> Callable[..., Any]:
 def sse(jp_http_port: int, jp_base_url: str, jp_auth_header: dict[str, str]) -> Callable[..., SSE]:
     """``async with sse(chat_id) as stream:`` reads a chat's SSE stream (``None`` = all chats)."""
 
-    def open_stream(chat_id: str | None, *, params: dict[str, str] | None = None,
-                    headers: dict[str, str] | None = None) -> SSE:
+    def open_stream(
+        chat_id: str | None,
+        *,
+        params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> SSE:
         path = f"aaep/v1/chats/{chat_id}/events" if chat_id else "aaep/v1/events"
         url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}{path}"
         return SSE(url, headers={**jp_auth_header, **(headers or {})}, params=params)
@@ -112,7 +130,9 @@ def ws(jp_ws_fetch: Any) -> Callable[..., Any]:
 
 
 @pytest.fixture(params=["post", "websocket"])
-def send(request: pytest.FixtureRequest, api: Callable[..., Any], ws: Callable[..., Any]) -> Iterator[Callable[..., Any]]:
+def send(
+    request: pytest.FixtureRequest, api: Callable[..., Any], ws: Callable[..., Any]
+) -> Iterator[Callable[..., Any]]:
     """``await send(chat_id, message)`` → (status, answer or None): the message POSTed to the
     chat's ``/messages``, or sent as a WebSocket frame with a ``request_id`` whose answer is
     the frame echoing it. Tests that take it run over both transports; the answer is the same

@@ -31,27 +31,55 @@ def _private_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def jp_server_config(fake_model: FakeAnthropic, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def jp_server_config(
+    fake_model: FakeAnthropic, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_model.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", fake_model.api_key)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     return {
-        "ServerApp": {"jpserver_extensions": {"jupyter_aaep": True, "jupyter_server_ydoc": True,
-                                              "jupyter_server_fileid": True}},
+        "ServerApp": {
+            "jpserver_extensions": {
+                "jupyter_aaep": True,
+                "jupyter_server_ydoc": True,
+                "jupyter_server_fileid": True,
+            }
+        },
         "SQLiteYStore": {"db_path": str(jp_root_dir / ".rtc_test.db")},
-        "BaseFileIdManager": {"root_dir": str(jp_root_dir), "db_path": str(jp_root_dir / ".fid_test.db"),
-                              "db_journal_mode": "OFF"},
+        "BaseFileIdManager": {
+            "root_dir": str(jp_root_dir),
+            "db_path": str(jp_root_dir / ".fid_test.db"),
+            "db_journal_mode": "OFF",
+        },
         "YDocExtension": {"document_save_delay": 0.2, "document_cleanup_delay": 60},
-        "AAEPExtension": {"model": "claude-test", "sse_keepalive_seconds": 0.5, "db_path": ":memory:"},
+        "AAEPExtension": {
+            "model": "claude-test",
+            "sse_keepalive_seconds": 0.5,
+            "db_path": ":memory:",
+        },
     }
 
 
 def write_notebook(root: Path, path: str, sources: list[str]) -> str:
-    cells = [{"cell_type": "code", "id": f"c{i + 1}", "source": source, "metadata": {}, "outputs": [],
-              "execution_count": None} for i, source in enumerate(sources)]
-    notebook = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                            "language": "python"}},
-                "nbformat": 4, "nbformat_minor": 5}
+    cells = [
+        {
+            "cell_type": "code",
+            "id": f"c{i + 1}",
+            "source": source,
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+        }
+        for i, source in enumerate(sources)
+    ]
+    notebook = {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (root / path).write_text(json.dumps(notebook))
     return path
 
@@ -103,20 +131,30 @@ class Kernels:
         self.root = root
         self.started: list[UserKernel] = []
 
-    async def notebook(self, path: str = "k.ipynb", sources: list[str] | None = None, *,
-                       load: bool = True) -> UserKernel:
+    async def notebook(
+        self, path: str = "k.ipynb", sources: list[str] | None = None, *, load: bool = True
+    ) -> UserKernel:
         write_notebook(self.root, path, sources or ["print('hello')"])
         body = {"path": path, "name": path, "type": "notebook", "kernel": {"name": "python3"}}
-        session = json.loads((await self.jp_fetch("api", "sessions", method="POST", body=json.dumps(body))).body)
+        session = json.loads(
+            (await self.jp_fetch("api", "sessions", method="POST", body=json.dumps(body))).body
+        )
         return await self._connect(session["kernel"]["id"], path, session["id"], load)
 
     async def bare(self) -> UserKernel:
         """A kernel no notebook uses (POST /api/kernels)."""
-        kernel = json.loads((await self.jp_fetch("api", "kernels", method="POST",
-                                                 body=json.dumps({"name": "python3"}))).body)
+        kernel = json.loads(
+            (
+                await self.jp_fetch(
+                    "api", "kernels", method="POST", body=json.dumps({"name": "python3"})
+                )
+            ).body
+        )
         return await self._connect(kernel["id"], "", None, True)
 
-    async def _connect(self, kernel_id: str, path: str, session_id: str | None, load: bool) -> UserKernel:
+    async def _connect(
+        self, kernel_id: str, path: str, session_id: str | None, load: bool
+    ) -> UserKernel:
         client = self.serverapp.kernel_manager.get_kernel(kernel_id).client()
         client.start_channels()
         await client.wait_for_ready(timeout=60)
@@ -134,7 +172,9 @@ class Kernels:
 
 
 @pytest.fixture
-def kernels(jp_fetch: Any, jp_serverapp: Any, jp_root_dir: Path, jp_asyncio_loop: asyncio.AbstractEventLoop) -> Any:
+def kernels(
+    jp_fetch: Any, jp_serverapp: Any, jp_root_dir: Path, jp_asyncio_loop: asyncio.AbstractEventLoop
+) -> Any:
     started = Kernels(jp_fetch, jp_serverapp, jp_root_dir)
     yield started
     jp_asyncio_loop.run_until_complete(started.close())
@@ -147,10 +187,21 @@ def kernel_api(jp_http_port: int, jp_base_url: str, extension: Any) -> Callable[
     ``query=`` and ``headers=`` forge the parts (``sent`` in the answer's list of headers is
     kept on ``call.last`` for replays)."""
 
-    async def call(kernel: UserKernel | None, path: str, *, method: str = "GET", body: Any = None,
-                   key: bytes | None = None, kernel_id: str | None = None, stamp: str | None = None,
-                   nonce: str | None = None, query: str = "", headers: dict[str, str] | None = None,
-                   sign: bool = True, replay: dict[str, str] | None = None) -> tuple[int, Any]:
+    async def call(
+        kernel: UserKernel | None,
+        path: str,
+        *,
+        method: str = "GET",
+        body: Any = None,
+        key: bytes | None = None,
+        kernel_id: str | None = None,
+        stamp: str | None = None,
+        nonce: str | None = None,
+        query: str = "",
+        headers: dict[str, str] | None = None,
+        sign: bool = True,
+        replay: dict[str, str] | None = None,
+    ) -> tuple[int, Any]:
         url_path = f"{jp_base_url}aaep/v1/kernel/{path}" + (f"?{query}" if query else "")
         data = b"" if body is None else json.dumps(body).encode()
         sent: dict[str, str] = {}
@@ -160,18 +211,31 @@ def kernel_api(jp_http_port: int, jp_base_url: str, extension: Any) -> Callable[
             ident = kernel_id or (kernel.kernel_id if kernel else "")
             sent["X-AAEP-Kernel-Id"] = ident
             if sign:
-                signing_key = key if key is not None else (
-                    extension.kernel_credentials.for_kernel(kernel.kernel_id).encode() if kernel else b"")
+                signing_key = (
+                    key
+                    if key is not None
+                    else (
+                        extension.kernel_credentials.for_kernel(kernel.kernel_id).encode()
+                        if kernel
+                        else b""
+                    )
+                )
                 stamp_ = stamp if stamp is not None else f"{time.time():.3f}"
                 nonce_ = nonce if nonce is not None else uuid.uuid4().hex
                 sent["X-AAEP-Kernel-Time"] = stamp_
                 sent["X-AAEP-Kernel-Nonce"] = nonce_
-                sent["X-AAEP-Kernel-Signature"] = kernel_signature(signing_key, method, url_path, data,
-                                                                   stamp=stamp_, nonce=nonce_)
+                sent["X-AAEP-Kernel-Signature"] = kernel_signature(
+                    signing_key, method, url_path, data, stamp=stamp_, nonce=nonce_
+                )
         sent.update(headers or {})
         call.last = dict(sent)  # type: ignore[attr-defined]
-        request = HTTPRequest(f"http://127.0.0.1:{jp_http_port}{url_path}", method=method, headers=sent,
-                              body=data if method in ("POST", "PUT") else None, request_timeout=30)
+        request = HTTPRequest(
+            f"http://127.0.0.1:{jp_http_port}{url_path}",
+            method=method,
+            headers=sent,
+            body=data if method in ("POST", "PUT") else None,
+            request_timeout=30,
+        )
         try:
             response = await AsyncHTTPClient().fetch(request)
         except HTTPClientError as error:
@@ -186,7 +250,11 @@ def kernel_api(jp_http_port: int, jp_base_url: str, extension: Any) -> Callable[
 async def wait_idle(extension: Any, chat_id: str, timeout: float = 60) -> list[dict[str, Any]]:
     """Wait until the chat's session ended; its AAEP events."""
     chat = extension.runner.get(chat_id)
-    await wait_until(lambda: not chat.running and chat.session is not None, timeout=timeout, what="the session to end")
+    await wait_until(
+        lambda: not chat.running and chat.session is not None,
+        timeout=timeout,
+        what="the session to end",
+    )
     return [e for e in chat.emitter.history if "@context" in e]
 
 
@@ -214,5 +282,17 @@ def new_name() -> str:
     return f"nb_{uuid.uuid4().hex[:8]}.ipynb"
 
 
-__all__ = ["Kernels", "UserKernel", "_private_cwd", "jp_server_config", "kernel_api", "kernels", "new_name", "of",
-           "result_text", "tool_results", "wait_idle", "write_notebook"]
+__all__ = [
+    "Kernels",
+    "UserKernel",
+    "_private_cwd",
+    "jp_server_config",
+    "kernel_api",
+    "kernels",
+    "new_name",
+    "of",
+    "result_text",
+    "tool_results",
+    "wait_idle",
+    "write_notebook",
+]

@@ -22,18 +22,34 @@ from jupyter_aaep.aaep.ids import new_subscription_id
 T = TypeVar("T")
 
 
-def live_server_config(fake_model: Any, root: Path, monkeypatch: Any, **aaep: Any) -> dict[str, Any]:
+def live_server_config(
+    fake_model: Any, root: Path, monkeypatch: Any, **aaep: Any
+) -> dict[str, Any]:
     """Jupyter with jupyter-aaep and collaboration (as kernel_helpers), plus AAEPExtension options."""
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_model.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", fake_model.api_key)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     return {
-        "ServerApp": {"jpserver_extensions": {"jupyter_aaep": True, "jupyter_server_ydoc": True,
-                                              "jupyter_server_fileid": True}},
+        "ServerApp": {
+            "jpserver_extensions": {
+                "jupyter_aaep": True,
+                "jupyter_server_ydoc": True,
+                "jupyter_server_fileid": True,
+            }
+        },
         "SQLiteYStore": {"db_path": str(root / ".rtc_test.db")},
-        "BaseFileIdManager": {"root_dir": str(root), "db_path": str(root / ".fid_test.db"), "db_journal_mode": "OFF"},
+        "BaseFileIdManager": {
+            "root_dir": str(root),
+            "db_path": str(root / ".fid_test.db"),
+            "db_journal_mode": "OFF",
+        },
         "YDocExtension": {"document_save_delay": 0.2, "document_cleanup_delay": 60},
-        "AAEPExtension": {"model": "claude-test", "sse_keepalive_seconds": 0.5, "db_path": ":memory:", **aaep},
+        "AAEPExtension": {
+            "model": "claude-test",
+            "sse_keepalive_seconds": 0.5,
+            "db_path": ":memory:",
+            **aaep,
+        },
     }
 
 
@@ -42,12 +58,16 @@ def mcp_url(port: int, base_url: str) -> str:
 
 
 @asynccontextmanager
-async def mcp_client(url: str, headers: dict[str, str], *, name: str = "claude-code") -> AsyncIterator[ClientSession]:
+async def mcp_client(
+    url: str, headers: dict[str, str], *, name: str = "claude-code"
+) -> AsyncIterator[ClientSession]:
     """An initialised MCP client session, introducing itself as *name*."""
     http = create_mcp_http_client(headers=headers)
     async with http, streamable_http_client(url, http_client=http) as streams:
         read, write = streams[0], streams[1]
-        async with ClientSession(read, write, client_info=Implementation(name=name, version="2.1.0")) as session:
+        async with ClientSession(
+            read, write, client_info=Implementation(name=name, version="2.1.0")
+        ) as session:
             await session.initialize()
             yield session
 
@@ -60,8 +80,13 @@ async def off_loop(agent: Callable[[], Awaitable[T]]) -> T:
 
 def reply(confirmation: dict[str, Any], decision: str) -> dict[str, Any]:
     """A person's answer, as the panel sends it."""
-    return {"type": "confirmation.reply", "reply_token": confirmation["reply_token"],
-            "subscription_id": new_subscription_id(), "timestamp": SessionClock().now(), "decision": decision}
+    return {
+        "type": "confirmation.reply",
+        "reply_token": confirmation["reply_token"],
+        "subscription_id": new_subscription_id(),
+        "timestamp": SessionClock().now(),
+        "decision": decision,
+    }
 
 
 def is_type(suffix: str) -> Callable[[dict[str, Any]], bool]:

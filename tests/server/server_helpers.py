@@ -36,7 +36,9 @@ class SSE:
     async def __aenter__(self) -> SSE:  # noqa: PYI034
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0))
         self._queue: asyncio.Queue[Frame | None] = asyncio.Queue()
-        self._stream = self._client.stream("GET", self.url, headers=self.headers, params=self.params)
+        self._stream = self._client.stream(
+            "GET", self.url, headers=self.headers, params=self.params
+        )
         response = await self._stream.__aenter__()
         self.status = response.status_code
         self.response_headers = dict(response.headers)
@@ -82,7 +84,9 @@ class SSE:
             raise EOFError("the stream ended")
         return frame.data
 
-    async def until(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 10.0) -> list[dict[str, Any]]:
+    async def until(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 10.0
+    ) -> list[dict[str, Any]]:
         """Messages up to and including the first that matches."""
         seen: list[dict[str, Any]] = []
         loop = asyncio.get_running_loop()
@@ -119,7 +123,9 @@ def types(messages: list[dict[str, Any]]) -> list[str]:
     return [str(m.get("type") or m.get("kind")).removeprefix("aaep:agent.") for m in messages]
 
 
-async def wait_until(condition: Callable[[], bool], timeout: float = 5.0, what: str = "condition") -> None:
+async def wait_until(
+    condition: Callable[[], bool], timeout: float = 5.0, what: str = "condition"
+) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():

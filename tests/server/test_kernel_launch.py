@@ -12,8 +12,10 @@ from jupyter_aaep.server.kernel_launch import (
     is_ipython_kernel,
 )
 
-SPECS = {"python3": ["/env/bin/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-         "ir": ["R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"]}
+SPECS = {
+    "python3": ["/env/bin/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+    "ir": ["R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"],
+}
 
 
 class Manager:
@@ -21,7 +23,9 @@ class Manager:
 
     def __init__(self) -> None:
         self.calls: list[dict[str, Any]] = []
-        self.kernel_spec_manager = SimpleNamespace(get_kernel_spec=lambda name: SimpleNamespace(argv=SPECS[name]))
+        self.kernel_spec_manager = SimpleNamespace(
+            get_kernel_spec=lambda name: SimpleNamespace(argv=SPECS[name])
+        )
 
     async def start_kernel(self, **kwargs: Any) -> str:
         self.calls.append(kwargs)
@@ -38,4 +42,6 @@ def test_only_ipython_kernels_get_the_argument_once() -> None:
     assert manager.calls[0]["extra_arguments"] == ["--x", ARGUMENT]
     assert manager.calls[1]["extra_arguments"] == [ARGUMENT]
     assert "extra_arguments" not in manager.calls[2]
-    assert is_ipython_kernel(["python", "-m", "ipykernel", "-f", "c"]) and not is_ipython_kernel(SPECS["ir"])
+    assert is_ipython_kernel(["python", "-m", "ipykernel", "-f", "c"]) and not is_ipython_kernel(
+        SPECS["ir"]
+    )

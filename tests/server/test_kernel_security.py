@@ -24,7 +24,7 @@ from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 pytestmark = pytest.mark.slow
 
-ANSWERER = '''
+ANSWERER = """
 import threading, time, datetime
 from jupyter_aaep.kernel.client import KernelClient, KernelAPIError
 _client = KernelClient.from_environment()
@@ -53,27 +53,45 @@ def _answer():
 
 threading.Thread(target=_answer, daemon=True).start()
 print("answerer started")
-'''
+"""
 FLAGGED = "import os\nos.system('touch pwned.txt')\n"
 
 
-def _signed(extension: Any, kernel_id: str, method: str, url_path: str, body: bytes = b"") -> dict[str, str]:
+def _signed(
+    extension: Any, kernel_id: str, method: str, url_path: str, body: bytes = b""
+) -> dict[str, str]:
     stamp, nonce = f"{time.time():.3f}", uuid.uuid4().hex
     key = extension.kernel_credentials.for_kernel(kernel_id).encode()
-    return {"X-AAEP-Kernel-Id": kernel_id, "X-AAEP-Kernel-Time": stamp, "X-AAEP-Kernel-Nonce": nonce,
-            "X-AAEP-Kernel-Signature": kernel_signature(key, method, url_path, body, stamp=stamp, nonce=nonce)}
+    return {
+        "X-AAEP-Kernel-Id": kernel_id,
+        "X-AAEP-Kernel-Time": stamp,
+        "X-AAEP-Kernel-Nonce": nonce,
+        "X-AAEP-Kernel-Signature": kernel_signature(
+            key, method, url_path, body, stamp=stamp, nonce=nonce
+        ),
+    }
 
 
 async def _chat(api: Any, path: str, mode: str | None = None) -> str:
     status, body, _ = await api("chats", method="POST", body={"notebook_path": path})
     assert status == 201
     if mode is not None:
-        await api("chats", body["chat_id"], "messages", method="POST", body={"kind": "approval_mode", "mode": mode})
+        await api(
+            "chats",
+            body["chat_id"],
+            "messages",
+            method="POST",
+            body={"kind": "approval_mode", "mode": mode},
+        )
     return str(body["chat_id"])
 
 
 def _heard(events: list[dict[str, Any]]) -> str:
-    return " ".join(str(e.get(k, "")) for e in events for k in ("summary_terse", "summary_normal", "summary_detailed"))
+    return " ".join(
+        str(e.get(k, ""))
+        for e in events
+        for k in ("summary_terse", "summary_normal", "summary_detailed")
+    )
 
 
 @pytest.mark.parametrize("mode", ["auto", "ask"])
@@ -85,10 +103,17 @@ async def test_a_background_thread_in_the_kernel_cannot_approve_a_flagged_cell(
     kernel = await kernels.notebook(path, ["print('setup')", FLAGGED])
     assert "answerer started" in await kernel.run(ANSWERER)
     chat_id = await _chat(api, path, mode)
-    fake_model.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text="It did not run."))
+    fake_model.add(
+        Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text="It did not run.")
+    )
     async with sse(chat_id):  # the person's panel is open, and the person does not answer
-        status, _, _ = await api("chats", chat_id, "messages", method="POST",
-                                 body={"kind": "user_input", "text": "Run the second cell."})
+        status, _, _ = await api(
+            "chats",
+            chat_id,
+            "messages",
+            method="POST",
+            body={"kind": "user_input", "text": "Run the second cell."},
+        )
         assert status == 202
         events = await wait_idle(extension, chat_id)
     # The thread tried, and every try was refused with a sentence.
@@ -112,9 +137,17 @@ async def test_in_auto_mode_kernel_answers_are_refused_even_when_enabled(
         kernel = await kernels.notebook(path, ["print('setup')", FLAGGED])
         await kernel.run(ANSWERER)
         chat_id = await _chat(api, path, "auto")
-        fake_model.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text="It did not run."))
+        fake_model.add(
+            Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text="It did not run.")
+        )
         async with sse(chat_id):
-            await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "Run cell 2."})
+            await api(
+                "chats",
+                chat_id,
+                "messages",
+                method="POST",
+                body={"kind": "user_input", "text": "Run cell 2."},
+            )
             events = await wait_idle(extension, chat_id)
         attempts = json.loads(await kernel.run("import json; print(json.dumps(attempts))"))
         assert attempts and all("approves automatically" in a for a in attempts), attempts
@@ -134,9 +167,17 @@ async def test_in_ask_mode_with_kernel_answers_on_only_a_shown_request_can_be_an
         kernel = await kernels.notebook(path, ["print('setup')", FLAGGED])
         await kernel.run(ANSWERER)
         chat_id = await _chat(api, path)
-        fake_model.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text="It did not run."))
+        fake_model.add(
+            Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text="It did not run.")
+        )
         async with sse(chat_id):
-            await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "Run cell 2."})
+            await api(
+                "chats",
+                chat_id,
+                "messages",
+                method="POST",
+                body={"kind": "user_input", "text": "Run cell 2."},
+            )
             events = await wait_idle(extension, chat_id)
         attempts = json.loads(await kernel.run("import json; print(json.dumps(attempts))"))
         assert attempts and all("not shown" in a for a in attempts), attempts
@@ -145,11 +186,26 @@ async def test_in_ask_mode_with_kernel_answers_on_only_a_shown_request_can_be_an
         extension.kernel_replies = False
 
 
-ENDPOINTS = [("GET", "status", None), ("GET", "tools", None), ("PUT", "tools/stolen", {"description": "x"}),
-             ("DELETE", "tools/add_numbers", None), ("POST", "requests", {"text": "hello"}),
-             ("POST", "subscriptions", {"type": "subscription.request", "aaep_version": "1.0.0",
-                                        "subscriber_id": "x", "capabilities": {}}),
-             ("POST", "messages", {"kind": "control", "action": "stop"}), ("GET", "events", None)]
+ENDPOINTS = [
+    ("GET", "status", None),
+    ("GET", "tools", None),
+    ("PUT", "tools/stolen", {"description": "x"}),
+    ("DELETE", "tools/add_numbers", None),
+    ("POST", "requests", {"text": "hello"}),
+    (
+        "POST",
+        "subscriptions",
+        {
+            "type": "subscription.request",
+            "aaep_version": "1.0.0",
+            "subscriber_id": "x",
+            "capabilities": {},
+        },
+    ),
+    ("POST", "messages", {"kind": "control", "action": "stop"}),
+    ("GET", "events", None),
+]
+
 
 async def test_kernel_a_cannot_act_as_kernel_b_with_anything_it_can_read(
     kernels, kernel_api, extension, jp_serverapp, fake_model
@@ -159,7 +215,7 @@ async def test_kernel_a_cannot_act_as_kernel_b_with_anything_it_can_read(
     pid = int((await victim.run("import os; print(os.getpid())")).strip())
     # The thief reads every file of the user's runtime folder and the victim's environment.
     runtime = jp_serverapp.runtime_dir
-    code = f'''
+    code = f"""
 import glob, json, os, re
 candidates = set()
 for name in glob.glob({str(runtime)!r} + "/**/*", recursive=True):
@@ -171,18 +227,22 @@ for name in glob.glob({str(runtime)!r} + "/**/*", recursive=True):
 environ = open("/proc/{pid}/environ", "rb").read().decode(errors="replace")
 pairs = dict(item.split("=", 1) for item in environ.split("\\0") if "=" in item)
 print(json.dumps({{"secret_in_environ": pairs.get("AAEP_KERNEL_SECRET"), "candidates": sorted(candidates)}}))
-'''
+"""
     found = json.loads(await thief.run(code))
     # The victim's credential is no longer readable from /proc/<pid>/environ (scrubbed at load).
     real = extension.kernel_credentials.for_kernel(victim.kernel_id)
     assert found["secret_in_environ"] is not None and real not in found["secret_in_environ"]
     assert real not in found["candidates"]
-    keys = [c.encode() for c in found["candidates"]] + [found["secret_in_environ"].encode(), victim.key,
-                                                       extension.kernel_credentials.for_kernel(thief.kernel_id).encode()]
+    keys = [c.encode() for c in found["candidates"]] + [
+        found["secret_in_environ"].encode(),
+        victim.key,
+        extension.kernel_credentials.for_kernel(thief.kernel_id).encode(),
+    ]
     for method, endpoint, body in ENDPOINTS:
         for key in keys:
-            status, answer = await kernel_api(thief, endpoint, method=method, body=body,
-                                              kernel_id=victim.kernel_id, key=key)
+            status, answer = await kernel_api(
+                thief, endpoint, method=method, body=body, kernel_id=victim.kernel_id, key=key
+            )
             assert status == 403, (method, endpoint, status, answer)
     # And with its own credential, the thief cannot name the victim's chat.
     fake_model.add(Turn(text="Hello."))
@@ -193,11 +253,18 @@ print(json.dumps({{"secret_in_environ": pairs.get("AAEP_KERNEL_SECRET"), "candid
     for method, endpoint, body in ENDPOINTS:
         if endpoint.startswith("tools"):
             continue  # tools belong to the kernel, not a chat
-        status, answer = await kernel_api(thief, endpoint, method=method, body=body, query=f"chat_id={victims_chat}")
-        assert status == 403 and "not one of this notebook's chats" in answer["message"], (endpoint, answer)
+        status, answer = await kernel_api(
+            thief, endpoint, method=method, body=body, query=f"chat_id={victims_chat}"
+        )
+        assert status == 403 and "not one of this notebook's chats" in answer["message"], (
+            endpoint,
+            answer,
+        )
 
 
-async def test_a_signed_request_is_accepted_once_and_only_when_fresh(kernels, kernel_api, jp_fetch) -> None:
+async def test_a_signed_request_is_accepted_once_and_only_when_fresh(
+    kernels, kernel_api, jp_fetch
+) -> None:
     kernel = await kernels.notebook(new_name(), load=False)
     assert (await kernel_api(kernel, "status", nonce="a" * 32))[0] == 200
     status, body = await kernel_api(kernel, "status", replay=kernel_api.last)
@@ -226,28 +293,59 @@ async def test_a_kernel_reply_reaches_the_chat_that_asked_and_says_where_it_came
         asking = await _chat(api, path)
         newest = await _chat(api, path)  # a newer chat of the same notebook, idle
         assert newest != asking
-        handshake = {"type": "subscription.request", "aaep_version": "1.0.0", "subscriber_id": "kernel-view",
-                     "capabilities": {"supports_confirmation_reply": True}}
-        status, accepted = await kernel_api(kernel, "subscriptions", method="POST", body=handshake,
-                                            query=f"chat_id={asking}")
+        handshake = {
+            "type": "subscription.request",
+            "aaep_version": "1.0.0",
+            "subscriber_id": "kernel-view",
+            "capabilities": {"supports_confirmation_reply": True},
+        }
+        status, accepted = await kernel_api(
+            kernel, "subscriptions", method="POST", body=handshake, query=f"chat_id={asking}"
+        )
         assert status == 201, accepted
         subscription = accepted["subscription_id"]
-        url_path = f"{jp_base_url}aaep/v1/kernel/events?subscription_id={subscription}&chat_id={asking}"
+        url_path = (
+            f"{jp_base_url}aaep/v1/kernel/events?subscription_id={subscription}&chat_id={asking}"
+        )
         headers = _signed(extension, kernel.kernel_id, "GET", url_path)
         async with SSE(f"http://127.0.0.1:{jp_http_port}{url_path}", headers=headers) as view:
             assert view.status == 200
-            fake_model.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]), Turn(text="It ran."))
-            await api("chats", asking, "messages", method="POST", body={"kind": "user_input", "text": "Run it."})
-            shown = (await view.until(lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30))[-1]
-            reply = {"type": "confirmation.reply", "reply_token": shown["reply_token"], "decision": "accept",
-                     "subscription_id": subscription, "timestamp": shown["timestamp"]}
-            status, _ = await kernel_api(kernel, "messages", method="POST", body=reply, query=f"chat_id={asking}")
+            fake_model.add(
+                Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]), Turn(text="It ran.")
+            )
+            await api(
+                "chats",
+                asking,
+                "messages",
+                method="POST",
+                body={"kind": "user_input", "text": "Run it."},
+            )
+            shown = (
+                await view.until(
+                    lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30
+                )
+            )[-1]
+            reply = {
+                "type": "confirmation.reply",
+                "reply_token": shown["reply_token"],
+                "decision": "accept",
+                "subscription_id": subscription,
+                "timestamp": shown["timestamp"],
+            }
+            status, _ = await kernel_api(
+                kernel, "messages", method="POST", body=reply, query=f"chat_id={asking}"
+            )
             assert status == 204
             events = await wait_idle(extension, asking)
-        approved = [e for e in of(events, "state.changed") if e.get("from_state") == "awaiting_input"]
+        approved = [
+            e for e in of(events, "state.changed") if e.get("from_state") == "awaiting_input"
+        ]
         assert approved[-1]["summary_normal"] == "Approved from the notebook."
         assert [e["tool"] for e in of(events, "tool.invoked")] == ["run_cell"]
-        assert not extension.runner.get(newest).running and extension.runner.get(newest).session is None
+        assert (
+            not extension.runner.get(newest).running
+            and extension.runner.get(newest).session is None
+        )
     finally:
         extension.kernel_replies = False
 
@@ -261,37 +359,71 @@ async def test_a_reply_for_another_notebooks_request_is_refused(
         await kernels.notebook(path, ["print(1)"])
         other = await kernels.notebook(new_name())
         chat_id = await _chat(api, path)
-        fake_model.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]), Turn(text="Stopped."))
+        fake_model.add(
+            Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]), Turn(text="Stopped.")
+        )
         panel = sse(chat_id)
         await panel.__aenter__()
-        await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "Run it."})
+        await api(
+            "chats",
+            chat_id,
+            "messages",
+            method="POST",
+            body={"kind": "user_input", "text": "Run it."},
+        )
         chat = extension.runner.get(chat_id)
         from server_helpers import wait_until
 
         await wait_until(lambda: bool(extension.runner.broker.pending()), what="the confirmation")
         token = extension.runner.broker.pending()[0].token
-        reply = {"type": "confirmation.reply", "reply_token": token, "decision": "accept",
-                 "subscription_id": "sub_0123456789abcdef", "timestamp": "2030-01-01T00:00:00.000Z"}
+        reply = {
+            "type": "confirmation.reply",
+            "reply_token": token,
+            "decision": "accept",
+            "subscription_id": "sub_0123456789abcdef",
+            "timestamp": "2030-01-01T00:00:00.000Z",
+        }
         status, body = await kernel_api(other, "messages", method="POST", body=reply)
         assert status == 403 and "another notebook" in body["message"]
         assert chat.running and extension.runner.broker.pending()
-        await api("chats", chat_id, "messages", method="POST", body={"kind": "control", "action": "stop"})
+        await api(
+            "chats", chat_id, "messages", method="POST", body={"kind": "control", "action": "stop"}
+        )
         await wait_idle(extension, chat_id)
         await panel.__aexit__(None, None, None)
     finally:
         extension.kernel_replies = False
 
 
-async def test_malformed_kernel_tool_schemas_are_refused_at_registration(kernels, kernel_api) -> None:
+async def test_malformed_kernel_tool_schemas_are_refused_at_registration(
+    kernels, kernel_api
+) -> None:
     kernel = await kernels.notebook(new_name(), load=False)
-    for schema in ({"type": "object", "properties": {"a": "notadict"}},
-                   {"type": "object", "properties": {"a": {"anyOf": "xy"}}},
-                   {"type": "object", "properties": {"a": {"type": "array", "items": "x"}}},
-                   {"type": "object", "properties": {"a": {"type": "string"}}, "required": 5}):
-        status, body = await kernel_api(kernel, "tools/broken", method="PUT",
-                                        body={"description": "Broken.", "input_schema": schema})
-        assert status == 400 and "was not registered" in body["message"] and "run the cell again" in body["message"]
+    for schema in (
+        {"type": "object", "properties": {"a": "notadict"}},
+        {"type": "object", "properties": {"a": {"anyOf": "xy"}}},
+        {"type": "object", "properties": {"a": {"type": "array", "items": "x"}}},
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": 5},
+    ):
+        status, body = await kernel_api(
+            kernel,
+            "tools/broken",
+            method="PUT",
+            body={"description": "Broken.", "input_schema": schema},
+        )
+        assert (
+            status == 400
+            and "was not registered" in body["message"]
+            and "run the cell again" in body["message"]
+        )
     assert (await kernel_api(kernel, "tools"))[1] == {"tools": []}
-    status, _ = await kernel_api(kernel, "tools/fine", method="PUT", body={
-        "description": "Fine.", "input_schema": {"type": "object", "properties": {"a": {"type": "integer"}}}})
+    status, _ = await kernel_api(
+        kernel,
+        "tools/fine",
+        method="PUT",
+        body={
+            "description": "Fine.",
+            "input_schema": {"type": "object", "properties": {"a": {"type": "integer"}}},
+        },
+    )
     assert status == 200

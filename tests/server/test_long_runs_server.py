@@ -26,20 +26,39 @@ pytestmark = pytest.mark.slow
 LONG = "import time\nfor i in range(1, 41):\n    print(f'epoch {i}/40', flush=True)\n    time.sleep(0.1)\nprint('accuracy 0.91')"
 
 
-async def test_the_agent_ends_its_turn_while_its_cell_runs(kernels, api, extension, fake_model, sse) -> None:
+async def test_the_agent_ends_its_turn_while_its_cell_runs(
+    kernels, api, extension, fake_model, sse
+) -> None:
     extension.toolbox.services["notebook"].run_cell_wait_seconds = 1.0
     path = new_name()
     await kernels.notebook(path, [LONG])
     status, body, _ = await api("chats", method="POST", body={"notebook_path": path})
     chat_id = body["chat_id"]
-    fake_model.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]),
-                   Turn(text="Training runs; I will not wait for it."))
+    fake_model.add(
+        Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]),
+        Turn(text="Training runs; I will not wait for it."),
+    )
     async with sse(chat_id) as panel:
-        status, _, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "Train it."})
+        status, _, _ = await api(
+            "chats",
+            chat_id,
+            "messages",
+            method="POST",
+            body={"kind": "user_input", "text": "Train it."},
+        )
         assert status == 202
-        confirmation = (await panel.until(lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30))[-1]
-        reply = {"type": "confirmation.reply", "reply_token": confirmation["reply_token"],
-                 "subscription_id": new_subscription_id(), "timestamp": SessionClock().now(), "decision": "accept"}
+        confirmation = (
+            await panel.until(
+                lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30
+            )
+        )[-1]
+        reply = {
+            "type": "confirmation.reply",
+            "reply_token": confirmation["reply_token"],
+            "subscription_id": new_subscription_id(),
+            "timestamp": SessionClock().now(),
+            "decision": "accept",
+        }
         await api("chats", chat_id, "messages", method="POST", body=reply)
         events = await wait_idle(extension, chat_id)
         # The model read "still running" (nothing was interrupted) …
@@ -47,17 +66,27 @@ async def test_the_agent_ends_its_turn_while_its_cell_runs(kernels, api, extensi
         assert "Cell 1 is still running (" in result and "wait_for_cell" in result
         # … and the session's last words say the cell still runs.
         completed = of(events, "session.completed")[-1]
-        assert completed["summary_normal"].endswith("Cell 1 is still running; you will hear when it ends.")
+        assert completed["summary_normal"].endswith(
+            "Cell 1 is still running; you will hear when it ends."
+        )
         # How far along? while it runs.
         status, answer, _ = await api("chats", chat_id, "progress")
         assert status == 200 and answer["sentence"].startswith("Cell 1 is still running (")
-        assert answer["running"][0]["cell_id"] == "c1" and answer["running"][0]["started_by"] == "agent"
+        assert (
+            answer["running"][0]["cell_id"] == "c1"
+            and answer["running"][0]["started_by"] == "agent"
+        )
         # Its end: one sentence, once, in a session of its own in the chat.
         chat = extension.runner.get(chat_id)
-        await wait_until(lambda: len(of(chat.emitter.history, "session.completed")) >= 2, timeout=20,
-                         what="the cell's end")
+        await wait_until(
+            lambda: len(of(chat.emitter.history, "session.completed")) >= 2,
+            timeout=20,
+            what="the cell's end",
+        )
         await asyncio.sleep(1)
-    ends = of(chat.emitter.history, "session.completed") + of(chat.emitter.history, "session.errored")
+    ends = of(chat.emitter.history, "session.completed") + of(
+        chat.emitter.history, "session.errored"
+    )
     told = [e for e in ends if e["session_id"] != completed["session_id"]]
     assert len(told) == 1 and told[0]["summary_normal"].startswith("Cell 1 finished after ")
     assert told[0]["summary_normal"].endswith(": accuracy 0.91.")
@@ -69,8 +98,11 @@ def test_the_long_run_options_are_checked() -> None:
     extension = AAEPExtension()
     assert extension.run_cell_wait_seconds == 30 and extension.progress_announce_seconds == 60
     assert extension.announce_person_runs_after_seconds == 10
-    for name, bad in (("run_cell_wait_seconds", 0.5), ("progress_announce_seconds", 5),
-                      ("announce_person_runs_after_seconds", -1)):
+    for name, bad in (
+        ("run_cell_wait_seconds", 0.5),
+        ("progress_announce_seconds", 5),
+        ("announce_person_runs_after_seconds", -1),
+    ):
         with pytest.raises(TraitError, match=name):
             setattr(extension, name, bad)
     extension.announce_person_runs_after_seconds = 0  # off

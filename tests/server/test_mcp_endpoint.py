@@ -19,7 +19,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def jp_server_config(fake_model: Any, jp_root_dir: Any, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def jp_server_config(
+    fake_model: Any, jp_root_dir: Any, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
     """The live-notebook server of kernel_helpers, with outside agents' sessions ending after 1 s idle."""
     return live_server_config(fake_model, jp_root_dir, monkeypatch, mcp_idle_seconds=1.0)
 
@@ -36,11 +38,16 @@ async def _chat_of(api: Any, path: str) -> str:
     return str(body["chats"][0]["chat_id"])
 
 
-async def test_an_unauthenticated_client_is_refused_and_nothing_is_created(url, extension, api) -> None:
+async def test_an_unauthenticated_client_is_refused_and_nothing_is_created(
+    url, extension, api
+) -> None:
     assert (await api("chats"))[0] == 200
     async with httpx.AsyncClient() as client:
-        response = await client.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
-                                     headers={"Accept": "application/json, text/event-stream"})
+        response = await client.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}},
+            headers={"Accept": "application/json, text/event-stream"},
+        )
     assert response.status_code in (401, 403)
     assert list(extension.runner.chats()) == []  # no chat, no session: nothing ran
 
@@ -51,24 +58,49 @@ async def test_tools_are_the_agents_own_with_honest_annotations(url, jp_auth_hea
             return (await client.list_tools()).tools
 
     listed = {tool.name: tool for tool in await off_loop(agent)}
-    for name in ("get_notebook_state", "create_cell", "edit_cell", "move_cell", "delete_cell", "run_cell",
-                 "run_all_cells", "interrupt_kernel", "list_notebooks", "list_files", "read_file",
-                 "list_variables", "inspect_variable", "view_figure"):
+    for name in (
+        "get_notebook_state",
+        "create_cell",
+        "edit_cell",
+        "move_cell",
+        "delete_cell",
+        "run_cell",
+        "run_all_cells",
+        "interrupt_kernel",
+        "list_notebooks",
+        "list_files",
+        "read_file",
+        "list_variables",
+        "inspect_variable",
+        "view_figure",
+    ):
         assert name in listed, name
     assert "ask_user" not in listed and "request_handoff" not in listed  # they talk to our own user
     for tool in listed.values():
         assert tool.input_schema["required"][0] == "notebook_path"
         assert tool.annotations.open_world_hint is False and tool.title and "_" not in tool.title
-    state, run, delete, create = (listed[n].annotations for n in ("get_notebook_state", "run_cell", "delete_cell", "create_cell"))
+    state, run, delete, create = (
+        listed[n].annotations
+        for n in ("get_notebook_state", "run_cell", "delete_cell", "create_cell")
+    )
     assert state.read_only_hint is True and state.destructive_hint is False
-    assert run.read_only_hint is False and run.destructive_hint is True and delete.destructive_hint is True
+    assert (
+        run.read_only_hint is False
+        and run.destructive_hint is True
+        and delete.destructive_hint is True
+    )
     assert create.read_only_hint is False and create.destructive_hint is False  # it only adds
     assert listed["run_cell"].title == "Run a cell"
 
 
-def agent_calls(url: str, headers: dict[str, str], *calls: tuple[str, dict[str, Any]],
-                progress: list[str] | None = None, cancel: threading.Event | None = None,
-                hold: threading.Event | None = None) -> Any:
+def agent_calls(
+    url: str,
+    headers: dict[str, str],
+    *calls: tuple[str, dict[str, Any]],
+    progress: list[str] | None = None,
+    cancel: threading.Event | None = None,
+    hold: threading.Event | None = None,
+) -> Any:
     """An outside agent making *calls* in order over one MCP session; returns their results.
     With *cancel*, the last call is cancelled once the event is set (the SDK sends notifications/cancelled)."""
 
@@ -80,7 +112,9 @@ def agent_calls(url: str, headers: dict[str, str], *calls: tuple[str, dict[str, 
         results = []
         async with mcp_client(url, headers) as client:
             for name, arguments in calls:
-                call = asyncio.ensure_future(client.call_tool(name, arguments, progress_callback=on_progress))
+                call = asyncio.ensure_future(
+                    client.call_tool(name, arguments, progress_callback=on_progress)
+                )
                 if cancel is not None and (name, arguments) == calls[-1]:
                     while not cancel.is_set():
                         await asyncio.sleep(0.05)
@@ -96,19 +130,27 @@ def agent_calls(url: str, headers: dict[str, str], *calls: tuple[str, dict[str, 
     return asyncio.ensure_future(off_loop(agent))
 
 
-async def test_a_burst_of_reads_and_edits_is_one_narrated_session(url, jp_auth_header, jp_root_dir, api, sse) -> None:
+async def test_a_burst_of_reads_and_edits_is_one_narrated_session(
+    url, jp_auth_header, jp_root_dir, api, sse
+) -> None:
     path = write_notebook(jp_root_dir, new_name(), ["x = 1"])
     chat_id = await _chat_of_new(api, path)
     async with sse(chat_id) as panel:
-        state, created = await agent_calls(url, dict(jp_auth_header), ("get_notebook_state", {"notebook_path": path}),
-                                           ("create_cell", {"notebook_path": path, "source": "y = x + 1"}))
+        state, created = await agent_calls(
+            url,
+            dict(jp_auth_header),
+            ("get_notebook_state", {"notebook_path": path}),
+            ("create_cell", {"notebook_path": path, "source": "y = x + 1"}),
+        )
         events = await panel.until(is_type("session.completed"), timeout=15)
     assert not state.is_error and "x = 1" in text_of(state)
     assert not created.is_error, text_of(created)
     _, body, _ = await api("chats", chat_id)
     transcript = body["transcript"]
     started = [e for e in transcript if is_type("session.started")(e)]
-    assert len(started) == 1 and started[0]["summary_normal"] == f"Claude Code is working on {path}."
+    assert (
+        len(started) == 1 and started[0]["summary_normal"] == f"Claude Code is working on {path}."
+    )
     assert started[0]["producer"]["agent_name"] == "Claude Code"
     said = [e["summary_normal"] for e in transcript if "summary_normal" in e]
     assert "Read the notebook: 1 cell, kernel not started." in said
@@ -119,32 +161,56 @@ async def test_a_burst_of_reads_and_edits_is_one_narrated_session(url, jp_auth_h
     print("NARRATION:", " ".join(said))
 
 
-async def test_running_code_waits_for_a_person_rejected_runs_nothing(url, jp_auth_header, api, sse, kernels) -> None:  # noqa: F811
+async def test_running_code_waits_for_a_person_rejected_runs_nothing(
+    url,
+    jp_auth_header,
+    api,
+    sse,
+    kernels,
+) -> None:
     path = new_name()
     kernel = await kernels.notebook(path, ["ran = 'yes'\nprint('hello from the cell')"])
     chat_id = await _chat_of_new(api, path)
     progress: list[str] = []
     async with sse(chat_id) as panel:
-        call = agent_calls(url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"}),
-                           progress=progress)
+        call = agent_calls(
+            url,
+            dict(jp_auth_header),
+            ("run_cell", {"notebook_path": path, "cell_id": "c1"}),
+            progress=progress,
+        )
         confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
         assert "ran = 'yes'" in confirmation["extra_context"]["code"]
         await asyncio.sleep(2.5)  # the client hears that it waits for a person
         assert not call.done()
-        status, _, _ = await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "reject"))
+        status, _, _ = await api(
+            "chats", chat_id, "messages", method="POST", body=reply(confirmation, "reject")
+        )
         assert status == 204
         [result] = await asyncio.wait_for(call, 20)
-    assert result.is_error and "declined" in text_of(result) and "run_cell was not run" in text_of(result)
+    assert (
+        result.is_error
+        and "declined" in text_of(result)
+        and "run_cell was not run" in text_of(result)
+    )
     assert any("approve" in p for p in progress)
     assert "nothing" in await kernel.run("print(globals().get('ran', 'nothing'))")
 
 
-async def test_running_code_approved_returns_its_output(url, jp_auth_header, api, sse, kernels) -> None:  # noqa: F811
+async def test_running_code_approved_returns_its_output(
+    url,
+    jp_auth_header,
+    api,
+    sse,
+    kernels,
+) -> None:
     path = new_name()
     kernel = await kernels.notebook(path, ["ran = 'yes'\nprint('hello from the cell')"])
     chat_id = await _chat_of_new(api, path)
     async with sse(chat_id) as panel:
-        call = agent_calls(url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"}))
+        call = agent_calls(
+            url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"})
+        )
         confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
         await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept"))
         [result] = await asyncio.wait_for(call, 60)
@@ -152,31 +218,53 @@ async def test_running_code_approved_returns_its_output(url, jp_auth_header, api
     assert "yes" in await kernel.run("print(ran)")
 
 
-async def test_a_client_that_cancels_withdraws_the_confirmation(url, jp_auth_header, api, sse, kernels) -> None:  # noqa: F811
+async def test_a_client_that_cancels_withdraws_the_confirmation(
+    url,
+    jp_auth_header,
+    api,
+    sse,
+    kernels,
+) -> None:
     path = new_name()
     kernel = await kernels.notebook(path, ["ran = 'yes'"])
     chat_id = await _chat_of_new(api, path)
     cancel = threading.Event()
     async with sse(chat_id) as panel:
-        call = agent_calls(url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"}),
-                           cancel=cancel)
+        call = agent_calls(
+            url,
+            dict(jp_auth_header),
+            ("run_cell", {"notebook_path": path, "cell_id": "c1"}),
+            cancel=cancel,
+        )
         confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
         cancel.set()
         withdrawn = await panel.until(lambda m: "withdrew" in str(m.get("summary_normal", "")), 15)
-        await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept"))  # too late
+        await api(
+            "chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept")
+        )  # too late
         await asyncio.wait_for(call, 20)
     assert withdrawn[-1]["to_state"] == "thinking"
     assert "nothing" in await kernel.run("print(globals().get('ran', 'nothing'))")
 
 
-async def test_stop_in_the_panel_stops_the_outside_agent(url, jp_auth_header, api, sse, kernels) -> None:  # noqa: F811
+async def test_stop_in_the_panel_stops_the_outside_agent(
+    url,
+    jp_auth_header,
+    api,
+    sse,
+    kernels,
+) -> None:
     path = new_name()
     await kernels.notebook(path, ["ran = 'yes'"])
     chat_id = await _chat_of_new(api, path)
     async with sse(chat_id) as panel:
-        call = agent_calls(url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"}))
+        call = agent_calls(
+            url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"})
+        )
         await panel.until(is_type("awaiting.confirmation"), 30)
-        status, _, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "control", "action": "stop"})
+        status, _, _ = await api(
+            "chats", chat_id, "messages", method="POST", body={"kind": "control", "action": "stop"}
+        )
         assert status == 202
         cancelled = (await panel.until(is_type("session.cancelled"), 15))[-1]
         [result] = await asyncio.wait_for(call, 15)
@@ -184,26 +272,39 @@ async def test_stop_in_the_panel_stops_the_outside_agent(url, jp_auth_header, ap
     assert result.is_error and "stopped" in text_of(result)
 
 
-async def test_the_person_cannot_start_the_agent_while_an_outside_agent_works(url, jp_auth_header, jp_root_dir,
-                                                                             api, sse) -> None:
+async def test_the_person_cannot_start_the_agent_while_an_outside_agent_works(
+    url, jp_auth_header, jp_root_dir, api, sse
+) -> None:
     path = write_notebook(jp_root_dir, new_name(), ["x = 1"])
     chat_id = await _chat_of_new(api, path)
     hold = threading.Event()
     async with sse(chat_id) as panel:
-        call = agent_calls(url, dict(jp_auth_header), ("get_notebook_state", {"notebook_path": path}), hold=hold)
+        call = agent_calls(
+            url, dict(jp_auth_header), ("get_notebook_state", {"notebook_path": path}), hold=hold
+        )
         await panel.until(is_type("tool.completed"), 15)
-        status, body, _ = await api("chats", chat_id, "messages", method="POST",
-                                    body={"kind": "user_input", "text": "Tidy up."})
+        status, body, _ = await api(
+            "chats",
+            chat_id,
+            "messages",
+            method="POST",
+            body={"kind": "user_input", "text": "Tidy up."},
+        )
         hold.set()
         await asyncio.wait_for(call, 15)
         await panel.until(is_type("session.completed"), 15)
-    assert status == 409 and body["message"].startswith(f"Claude Code is working on {path} right now.")
+    assert status == 409 and body["message"].startswith(
+        f"Claude Code is working on {path} right now."
+    )
 
 
-async def test_bad_calls_get_sentences_and_nothing_runs(url, jp_auth_header, jp_root_dir, extension) -> None:
+async def test_bad_calls_get_sentences_and_nothing_runs(
+    url, jp_auth_header, jp_root_dir, extension
+) -> None:
     path = write_notebook(jp_root_dir, new_name(), ["x = 1"])
     results = await agent_calls(
-        url, dict(jp_auth_header),
+        url,
+        dict(jp_auth_header),
         ("get_notebook_state", {"notebook_path": "../../etc/passwd.ipynb"}),
         ("get_notebook_state", {"notebook_path": "/etc/x.ipynb"}),
         ("get_notebook_state", {"notebook_path": "nowhere.ipynb"}),

@@ -35,7 +35,11 @@ def _config(tmp_path: Path, **extra: Any) -> dict[str, Any]:
     notes = tmp_path / "notes"
     notes.mkdir(exist_ok=True)
     servers = {
-        "notes": {"command": sys.executable, "args": [str(SERVER_SCRIPT)], "env": {"NOTES_DIR": "${AAEP_TEST_NOTES}"}},
+        "notes": {
+            "command": sys.executable,
+            "args": [str(SERVER_SCRIPT)],
+            "env": {"NOTES_DIR": "${AAEP_TEST_NOTES}"},
+        },
         "missing": {"command": str(tmp_path / "no-such-server")},
         **extra,
     }
@@ -45,7 +49,9 @@ def _config(tmp_path: Path, **extra: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def aaep_config(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def aaep_config(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
     """The tiny server and a missing one; a test's ``indirect`` parameter adds settings."""
     monkeypatch.setenv("AAEP_TEST_NOTES", str(tmp_path / "notes"))
     extra = getattr(request, "param", {})
@@ -59,21 +65,35 @@ async def _chat(api: Any, extension: Any, text: str) -> str:
     status, body, _ = await api("chats", method="POST", body={"notebook_path": "mcp.ipynb"})
     assert status == 201
     chat_id = str(body["chat_id"])
-    status, body, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": text})
+    status, body, _ = await api(
+        "chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": text}
+    )
     assert status == 202, body
     return chat_id
 
 
 def _reply(confirmation: dict[str, Any], decision: str) -> dict[str, Any]:
-    return {"type": "confirmation.reply", "reply_token": confirmation["reply_token"],
-            "subscription_id": new_subscription_id(), "timestamp": SessionClock().now(), "decision": decision}
+    return {
+        "type": "confirmation.reply",
+        "reply_token": confirmation["reply_token"],
+        "subscription_id": new_subscription_id(),
+        "timestamp": SessionClock().now(),
+        "decision": decision,
+    }
 
 
-async def test_read_only_tools_run_unasked_with_images_and_progress(api, extension, fake_model, tmp_path) -> None:
+async def test_read_only_tools_run_unasked_with_images_and_progress(
+    api, extension, fake_model, tmp_path
+) -> None:
     (tmp_path / "notes" / "todo").write_text("buy milk")
     fake_model.add(
-        Turn(tool_uses=[ToolUse("mcp__notes__read_note", {"name": "todo"}), ToolUse("mcp__notes__red_square", {}),
-                        ToolUse("mcp__notes__count_slowly", {"to": 3})]),
+        Turn(
+            tool_uses=[
+                ToolUse("mcp__notes__read_note", {"name": "todo"}),
+                ToolUse("mcp__notes__red_square", {}),
+                ToolUse("mcp__notes__count_slowly", {"to": 3}),
+            ]
+        ),
         Turn(text="Milk, a red square, and three."),
     )
     chat_id = await _chat(api, extension, "What is on my list?")
@@ -81,44 +101,77 @@ async def test_read_only_tools_run_unasked_with_images_and_progress(api, extensi
     assert not of(events, "awaiting.confirmation")
     assert [c["status"] for c in of(events, "tool.completed")] == ["success"] * 3
     offered = {t["name"]: t for t in fake_model.requests[0].body["tools"]}
-    assert offered["mcp__notes__write_note"]["description"].startswith("From the notes tool server. Write")
+    assert offered["mcp__notes__write_note"]["description"].startswith(
+        "From the notes tool server. Write"
+    )
     read, image, count = tool_results(fake_model)
     assert result_text(read) == "buy milk"
     assert len(fake_model.requests[1].images) == 1
-    assert [b["type"] for b in image["content"]] == ["text", "image", "text"]  # inside its data block
+    assert [b["type"] for b in image["content"]] == [
+        "text",
+        "image",
+        "text",
+    ]  # inside its data block
     assert fake_model.requests[1].images[0]["source"]["media_type"] == "image/png"
     assert result_text(count) == "Counted to 3."
     progress = [e for e in of(events, "progress.updated")]
     assert any("Counted 2 of 3" in json.dumps(e) for e in progress), progress
-    said = [e[key] for e in of(events, "tool.invoked") + of(events, "tool.completed")
-            for key in ("summary_terse", "summary_normal", "summary_detailed") if e.get(key)]
+    said = [
+        e[key]
+        for e in of(events, "tool.invoked") + of(events, "tool.completed")
+        for key in ("summary_terse", "summary_normal", "summary_detailed")
+        if e.get(key)
+    ]
     assert "Using Read Note, from the notes server." in said
     assert "Finished: Red Square, from the notes server. It returned 1 image." in said
-    assert "Using Red Square, from the notes server. It reaches outside this machine." in said  # no openWorldHint
+    assert (
+        "Using Red Square, from the notes server. It reaches outside this machine." in said
+    )  # no openWorldHint
     assert not [text for text in said if "mcp__" in text or "read_note" in text]
 
 
-async def test_a_destructive_tool_asks_and_a_rejection_does_nothing(api, extension, fake_model, sse, tmp_path) -> None:
+async def test_a_destructive_tool_asks_and_a_rejection_does_nothing(
+    api, extension, fake_model, sse, tmp_path
+) -> None:
     note = tmp_path / "notes" / "plan"
-    fake_model.add(Turn(tool_uses=[ToolUse("mcp__notes__write_note", {"name": "plan", "text": "sell"})]),
-                   Turn(text="Not written."),
-                   Turn(tool_uses=[ToolUse("mcp__notes__write_note", {"name": "plan", "text": "keep"})]),
-                   Turn(text="Written."))
+    fake_model.add(
+        Turn(tool_uses=[ToolUse("mcp__notes__write_note", {"name": "plan", "text": "sell"})]),
+        Turn(text="Not written."),
+        Turn(tool_uses=[ToolUse("mcp__notes__write_note", {"name": "plan", "text": "keep"})]),
+        Turn(text="Written."),
+    )
     status, body, _ = await api("chats", method="POST", body={"notebook_path": "mcp.ipynb"})
     chat_id = body["chat_id"]
     await extension.mcp_servers.wait_started(30)
     seen: set[str] = set()
     async with sse(chat_id) as panel:
         for decision in ("reject", "accept"):
-            status, _, _ = await api("chats", chat_id, "messages", method="POST",
-                                     body={"kind": "user_input", "text": "Write the plan."})
+            status, _, _ = await api(
+                "chats",
+                chat_id,
+                "messages",
+                method="POST",
+                body={"kind": "user_input", "text": "Write the plan."},
+            )
             assert status == 202
-            confirmation = (await panel.until(lambda m: str(m.get("type", "")).endswith("awaiting.confirmation")
-                                              and m.get("reply_token") not in seen, 30))[-1]
+            confirmation = (
+                await panel.until(
+                    lambda m: (
+                        str(m.get("type", "")).endswith("awaiting.confirmation")
+                        and m.get("reply_token") not in seen
+                    ),
+                    30,
+                )
+            )[-1]
             seen.add(confirmation["reply_token"])
-            assert json.loads(confirmation["extra_context"]["code"]) == {"name": "plan", "text": "sell" if decision == "reject" else "keep"}
+            assert json.loads(confirmation["extra_context"]["code"]) == {
+                "name": "plan",
+                "text": "sell" if decision == "reject" else "keep",
+            }
             assert "Write Note, from the notes server" in json.dumps(confirmation)
-            status, _, _ = await api("chats", chat_id, "messages", method="POST", body=_reply(confirmation, decision))
+            status, _, _ = await api(
+                "chats", chat_id, "messages", method="POST", body=_reply(confirmation, decision)
+            )
             assert status == 204
             await wait_idle(extension, chat_id)
             if decision == "reject":
@@ -126,10 +179,14 @@ async def test_a_destructive_tool_asks_and_a_rejection_does_nothing(api, extensi
     assert note.read_text() == "keep"
 
 
-async def test_a_crash_is_a_sentence_and_the_next_call_reconnects(api, extension, fake_model, tmp_path) -> None:
-    fake_model.add(Turn(tool_uses=[ToolUse("mcp__notes__crash", {})]),
-                   Turn(tool_uses=[ToolUse("mcp__notes__read_note", {"name": "none"})]),
-                   Turn(text="Back."))
+async def test_a_crash_is_a_sentence_and_the_next_call_reconnects(
+    api, extension, fake_model, tmp_path
+) -> None:
+    fake_model.add(
+        Turn(tool_uses=[ToolUse("mcp__notes__crash", {})]),
+        Turn(tool_uses=[ToolUse("mcp__notes__read_note", {"name": "none"})]),
+        Turn(text="Back."),
+    )
     chat_id = await _chat(api, extension, "Crash and read.")
     events = await wait_idle(extension, chat_id)
     crashed, read = of(events, "tool.completed")
@@ -146,11 +203,15 @@ async def test_the_status_says_which_servers_run_and_why_one_did_not(api, extens
     assert status == 200
     servers = {s["name"]: s for s in body["servers"]}
     assert servers["notes"]["status"] == "ready"
-    assert {t["title"] for t in servers["notes"]["tools"]} >= {"Write Note, from the notes server", "Read Note, from the notes server"}
+    assert {t["title"] for t in servers["notes"]["tools"]} >= {
+        "Write Note, from the notes server",
+        "Read Note, from the notes server",
+    }
     assert servers["missing"]["status"] == "failed"
-    assert servers["missing"]["message"] == f"the command {Path(body['config_file']).parent / 'no-such-server'} was not found."
-
-
+    assert (
+        servers["missing"]["message"]
+        == f"the command {Path(body['config_file']).parent / 'no-such-server'} was not found."
+    )
 
 
 @pytest.mark.parametrize("aaep_config", [{"allowed_mcp_stdio_commands": ["node"]}], indirect=True)
@@ -159,7 +220,10 @@ async def test_the_administrators_command_list_is_enforced(api, extension, fake_
     _, body, _ = await api("mcp", "servers")
     notes = next(s for s in body["servers"] if s["name"] == "notes")
     assert notes["status"] == "refused" and notes["tools"] == []
-    assert notes["message"] == f"The administrator does not allow starting tool servers with {sys.executable}."
+    assert (
+        notes["message"]
+        == f"The administrator does not allow starting tool servers with {sys.executable}."
+    )
     fake_model.add(Turn(text="I can still talk."))
     chat_id = await _chat(api, extension, "Hello?")
     events = await wait_idle(extension, chat_id)
@@ -168,15 +232,20 @@ async def test_the_administrators_command_list_is_enforced(api, extension, fake_
 
 
 @pytest.fixture
-def over_http(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def over_http(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
     """A remote (Streamable HTTP) server: this Jupyter server's own MCP endpoint, once with the
     login token in ``headers`` (taken from the environment with ``${VAR}``) and once without."""
     port, base = request.getfixturevalue("jp_http_port"), request.getfixturevalue("jp_base_url")
     monkeypatch.setenv("AAEP_TEST_AUTH", f"token {TOKEN}")
     url = f"http://127.0.0.1:{port}{base}aaep/v1/mcp"
     monkeypatch.setenv("AAEP_TEST_NOTES", str(tmp_path / "notes"))
-    return _config(tmp_path, jupyter={"type": "http", "url": url, "headers": {"Authorization": "${AAEP_TEST_AUTH}"}},
-                   nologin={"type": "http", "url": url})
+    return _config(
+        tmp_path,
+        jupyter={"type": "http", "url": url, "headers": {"Authorization": "${AAEP_TEST_AUTH}"}},
+        nologin={"type": "http", "url": url},
+    )
 
 
 @pytest.mark.parametrize("aaep_config", [pytest.param(None, id="http")], indirect=True)
@@ -188,4 +257,5 @@ async def test_a_remote_server_over_http_with_headers(api, extension) -> None:
     assert servers["jupyter"]["transport"] == "http"
     assert "mcp__jupyter__run_cell" in {t["name"] for t in servers["jupyter"]["tools"]}
     assert servers["nologin"]["status"] == "failed" and servers["nologin"]["message"].endswith(
-        "did not accept the connection (Server returned an error response); check its url and headers.")
+        "did not accept the connection (Server returned an error response); check its url and headers."
+    )

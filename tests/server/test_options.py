@@ -21,7 +21,10 @@ def test_lists_every_own_option_with_help_and_default_and_nothing_inherited() ->
         block = next(b for b in text.split("\n\n") if b.startswith(f"--AAEPExtension.{name}="))
         assert trait.help and trait.help.split()[0] in block, name
         computed = AAEPExtension().trait_defaults(name)
-        assert f"Default: {trait.default_value_repr()}" in block or f"on this machine {computed!r}" in block, name
+        assert (
+            f"Default: {trait.default_value_repr()}" in block
+            or f"on this machine {computed!r}" in block
+        ), name
     assert "Default: computed at start-up; on this machine '" in text  # db_path, not ''
 
 
@@ -47,6 +50,9 @@ def test_main_prints_help_or_config(capsys) -> None:
 def test_runs_as_a_module() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "jupyter_aaep.server.options"],
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     assert "--AAEPExtension.model=<Unicode>" in done.stdout

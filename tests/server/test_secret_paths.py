@@ -36,13 +36,35 @@ def connection_info() -> dict:
 
 def _notebook(root: Path, path: str) -> None:
     cells = [
-        {"cell_type": "code", "id": "c1", "metadata": {}, "execution_count": 1,
-         "source": f"engine = create_engine({DB_URL!r})\nprint(engine)",
-         "outputs": [{"output_type": "stream", "name": "stdout", "text": f"Engine({DB_URL})\nkey {KEY}\n"}]},
-        {"cell_type": "markdown", "id": "m1", "metadata": {}, "source": f"Connect with `{DB_URL}`."},
+        {
+            "cell_type": "code",
+            "id": "c1",
+            "metadata": {},
+            "execution_count": 1,
+            "source": f"engine = create_engine({DB_URL!r})\nprint(engine)",
+            "outputs": [
+                {
+                    "output_type": "stream",
+                    "name": "stdout",
+                    "text": f"Engine({DB_URL})\nkey {KEY}\n",
+                }
+            ],
+        },
+        {
+            "cell_type": "markdown",
+            "id": "m1",
+            "metadata": {},
+            "source": f"Connect with `{DB_URL}`.",
+        },
     ]
-    notebook = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                            "language": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+    notebook = {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (root / path).write_text(json.dumps(notebook))
 
 
@@ -52,7 +74,9 @@ async def test_no_secret_reaches_the_model_on_any_path(
     path = new_name()
     kernel = await kernels.notebook(path)
     _notebook(jp_root_dir, path)  # the notebook as saved, with an output that printed the secrets
-    (jp_root_dir / "settings.ini").write_text(f"[db]\nurl = {DB_URL}\npassword = {PASSWORD}\ntoken = {KEY}\n")
+    (jp_root_dir / "settings.ini").write_text(
+        f"[db]\nurl = {DB_URL}\npassword = {PASSWORD}\ntoken = {KEY}\n"
+    )
     assert "connection_info is ready" in await kernel.run(TOOL)
     await kernel.run(f"db_url = {DB_URL!r}\napi_key = {KEY!r}")
     status, created, _ = await api("chats", method="POST", body={"notebook_path": path})
@@ -60,28 +84,51 @@ async def test_no_secret_reaches_the_model_on_any_path(
 
     # The @ picker's variable summaries (what the panel may attach).
     status, picker, _ = await api("chats", chat_id, "variables")
-    assert status == 200 and {v["name"] for v in picker["variables"]} >= {"db_url", "api_key"}, picker
+    assert status == 200 and {v["name"] for v in picker["variables"]} >= {"db_url", "api_key"}, (
+        picker
+    )
     assert not any(s in json.dumps(picker) for s in SECRETS), picker
 
     # @-attachments (a cell with its outputs), outputs and markdown (the notebook's state), a file,
     # and a kernel tool's result, in one session.
     fake_model.add(
-        Turn(tool_uses=[ToolUse("get_notebook_state", {}), ToolUse("read_file", {"path": "settings.ini"}),
-                        ToolUse("connection_info", {}), ToolUse("inspect_variable", {"name": "db_url"})]),
+        Turn(
+            tool_uses=[
+                ToolUse("get_notebook_state", {}),
+                ToolUse("read_file", {"path": "settings.ini"}),
+                ToolUse("connection_info", {}),
+                ToolUse("inspect_variable", {"name": "db_url"}),
+            ]
+        ),
         Turn(text="The database is db.example; I did not see its password."),
     )
-    status, body, _ = await api("chats", chat_id, "messages", method="POST", body={
-        "kind": "user_input", "text": "Where is the database?",
-        "context": [{"type": "cell", "cell_id": "c1"}, {"type": "variable", "name": "db_url"}]})
+    status, body, _ = await api(
+        "chats",
+        chat_id,
+        "messages",
+        method="POST",
+        body={
+            "kind": "user_input",
+            "text": "Where is the database?",
+            "context": [{"type": "cell", "cell_id": "c1"}, {"type": "variable", "name": "db_url"}],
+        },
+    )
     assert status == 202, body
     await wait_idle(extension, chat_id)
 
     # %aaep {var}: the kernel's descriptions of the variables the request names.
     fake_model.add(Turn(text="It is a URL."))
     await kernel.run("%load_ext jupyter_aaep")
-    status, body = await kernel_api(kernel, "requests", method="POST", body={
-        "text": "What is {db_url}?", "context": [{"name": "db_url", "description": f"str: {DB_URL!r}; key {KEY}"}]},
-        query=f"chat_id={chat_id}")
+    status, body = await kernel_api(
+        kernel,
+        "requests",
+        method="POST",
+        body={
+            "text": "What is {db_url}?",
+            "context": [{"name": "db_url", "description": f"str: {DB_URL!r}; key {KEY}"}],
+        },
+        query=f"chat_id={chat_id}",
+    )
     assert status == 202, body
     await wait_idle(extension, chat_id)
 
@@ -91,4 +138,6 @@ async def test_no_secret_reaches_the_model_on_any_path(
         assert secret not in sent, secret
     # What is around the secrets did arrive: the masking hid the values only.
     assert "postgresql://admin:[hidden]@db.example" in sent
-    assert sent.count("postgresql://admin:[hidden]@db.example") >= 6  # attachment, output, markdown, file, tool, {var}
+    assert (
+        sent.count("postgresql://admin:[hidden]@db.example") >= 6
+    )  # attachment, output, markdown, file, tool, {var}

@@ -12,37 +12,70 @@ from jupyter_aaep.testing.fake_anthropic import Turn
 
 async def test_a_chat_can_start_in_any_mode_and_switch(api, new_chat) -> None:
     for mode in ("ask", "ask_all", "auto"):
-        status, chat, _ = await api("chats", method="POST", body={"notebook_path": "a.ipynb", "approval_mode": mode})
+        status, chat, _ = await api(
+            "chats", method="POST", body={"notebook_path": "a.ipynb", "approval_mode": mode}
+        )
         assert status == 201 and chat["approval_mode"] == mode
-    status, body, _ = await api("chats", method="POST", body={"notebook_path": "a.ipynb", "approval_mode": "review"})
+    status, body, _ = await api(
+        "chats", method="POST", body={"notebook_path": "a.ipynb", "approval_mode": "review"}
+    )
     assert status == 400
     assert body["message"].startswith(
         "approval_mode says 'review', but the approval mode must be one of: ask (Ask before running code), "
-        "ask_all (Ask before every change), auto (Auto).")
+        "ask_all (Ask before every change), auto (Auto)."
+    )
 
     chat_id = await new_chat()
-    status, body, _ = await api("chats", chat_id, "messages", method="POST",
-                                body={"kind": "approval_mode", "mode": "ask_all"})
-    assert status == 200 and body == {"kind": "approval_mode.accepted", "chat_id": chat_id, "approval_mode": "ask_all"}
+    status, body, _ = await api(
+        "chats",
+        chat_id,
+        "messages",
+        method="POST",
+        body={"kind": "approval_mode", "mode": "ask_all"},
+    )
+    assert status == 200 and body == {
+        "kind": "approval_mode.accepted",
+        "chat_id": chat_id,
+        "approval_mode": "ask_all",
+    }
     _, view, _ = await api("chats", chat_id)
     assert view["approval_mode"] == "ask_all"
-    status, body, _ = await api("chats", chat_id, "messages", method="POST",
-                                body={"kind": "approval_mode", "mode": "always"})
+    status, body, _ = await api(
+        "chats",
+        chat_id,
+        "messages",
+        method="POST",
+        body={"kind": "approval_mode", "mode": "always"},
+    )
     assert status == 400 and "ask_all (Ask before every change)" in body["message"]
 
 
 async def test_guidance_settings_take_the_new_mode(api, new_chat, fake_model, extension) -> None:
     chat_id = await new_chat()
     fake_model.add(Turn(text="Understood."))  # with nothing running, guidance starts a session
-    status, body, _ = await api("chats", chat_id, "messages", method="POST", body={
-        "kind": "guidance", "text": "check with me before each change", "settings": {"approval_mode": "ask_all"}})
+    status, body, _ = await api(
+        "chats",
+        chat_id,
+        "messages",
+        method="POST",
+        body={
+            "kind": "guidance",
+            "text": "check with me before each change",
+            "settings": {"approval_mode": "ask_all"},
+        },
+    )
     assert status == 202, body
     _, view, _ = await api("chats", chat_id)
     assert view["approval_mode"] == "ask_all"
     chat = extension.runner.get(chat_id)
     await wait_until(lambda: not chat.running, timeout=10, what="the guided session to end")
-    status, body, _ = await api("chats", chat_id, "messages", method="POST", body={
-        "kind": "guidance", "text": "x", "settings": {"approval_mode": "sometimes"}})
+    status, body, _ = await api(
+        "chats",
+        chat_id,
+        "messages",
+        method="POST",
+        body={"kind": "guidance", "text": "x", "settings": {"approval_mode": "sometimes"}},
+    )
     assert status == 400 and "it must be one of: ask (Ask before running code)" in body["message"]
 
 
@@ -65,7 +98,9 @@ async def test_a_stored_chat_is_listed_with_the_mode_it_comes_back_in(api, exten
     its own ask or ask_all, never auto."""
     made = {}
     for mode in ("ask_all", "auto"):
-        _, chat, _ = await api("chats", method="POST", body={"notebook_path": "kept.ipynb", "approval_mode": mode})
+        _, chat, _ = await api(
+            "chats", method="POST", body={"notebook_path": "kept.ipynb", "approval_mode": mode}
+        )
         made[mode] = chat["chat_id"]
     assert extension.store.flush()
     for chat_id in made.values():

@@ -19,20 +19,34 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_extension_point_and_config_file() -> None:
     assert _jupyter_server_extension_points() == [{"module": "jupyter_aaep", "app": AAEPExtension}]
-    config = json.loads((REPO / "jupyter-config" / "server-config" / "jupyter_aaep.json").read_text())
+    config = json.loads(
+        (REPO / "jupyter-config" / "server-config" / "jupyter_aaep.json").read_text()
+    )
     assert config == {"ServerApp": {"jpserver_extensions": {"jupyter_aaep": True}}}
     pyproject = (REPO / "pyproject.toml").read_text()
-    assert '"jupyter-config/server-config/jupyter_aaep.json" = "etc/jupyter/jupyter_server_config.d/jupyter_aaep.json"' in pyproject
+    assert (
+        '"jupyter-config/server-config/jupyter_aaep.json" = "etc/jupyter/jupyter_server_config.d/jupyter_aaep.json"'
+        in pyproject
+    )
 
 
 def test_traitlets_validate() -> None:
     app = AAEPExtension()
-    assert app.approval_mode == "ask" and app.sse_keepalive_seconds == 10 and app.require_reply_sender is False
+    assert (
+        app.approval_mode == "ask"
+        and app.sse_keepalive_seconds == 10
+        and app.require_reply_sender is False
+    )
     assert app.db_path.endswith(os.path.join("aaep", "chats.sqlite3"))
     app.confirmation_timeouts = {"high": 600}
     assert app.confirmation_timeouts == {"low": 90, "medium": 180, "high": 600}
-    for name, value in [("confirmation_timeouts", {"extreme": 1}), ("confirmation_timeouts", {"low": 0}),
-                        ("max_turns", 0), ("sse_keepalive_seconds", 0), ("approval_mode", "never")]:
+    for name, value in [
+        ("confirmation_timeouts", {"extreme": 1}),
+        ("confirmation_timeouts", {"low": 0}),
+        ("max_turns", 0),
+        ("sse_keepalive_seconds", 0),
+        ("approval_mode", "never"),
+    ]:
         with pytest.raises(TraitError):
             setattr(app, name, value)
     for trait in app.class_own_traits(config=True).values():
@@ -44,10 +58,14 @@ async def test_server_loads_with_tools_and_exports_its_url(extension, jp_servera
     assert names[:2] == ["ask_user", "request_handoff"]
     assert {"fetch_data", "book_meeting_room", "send_email", "delete_record"} <= set(names)
     assert os.environ["AAEP_SERVER_URL"] == jp_serverapp.connection_url
-    assert "AAEP_KERNEL_SECRET" not in os.environ  # each kernel gets its own, in its own environment
+    assert (
+        "AAEP_KERNEL_SECRET" not in os.environ
+    )  # each kernel gets its own, in its own environment
 
 
-@pytest.mark.parametrize("aaep_config", [{"extra_tools": ["no.such.module:tool", "json:dumps", "broken"]}])
+@pytest.mark.parametrize(
+    "aaep_config", [{"extra_tools": ["no.such.module:tool", "json:dumps", "broken"]}]
+)
 async def test_bad_extra_tools_are_logged_and_skipped(capfd, extension) -> None:
     names = [tool.name for tool in extension.toolbox.tools]
     assert "fetch_data" not in names and "ask_user" in names
@@ -68,7 +86,9 @@ async def test_start_up_log_names_model_key_and_storage(capfd, jp_serverapp) -> 
 async def test_manifest(api) -> None:
     status, manifest, _ = await api("manifest")
     assert status == 200
-    assert manifest["type"] == "aaep:producer.manifest" and manifest["conformance_levels_supported"] == [1, 2, 3]
+    assert manifest["type"] == "aaep:producer.manifest" and manifest[
+        "conformance_levels_supported"
+    ] == [1, 2, 3]
     assert manifest["endpoints"]["chat_events"].endswith("/aaep/v1/chats/{chat_id}/events")
 
 
@@ -90,20 +110,30 @@ async def test_create_list_and_show_chats(api, jp_base_url) -> None:
     assert view["approval_mode"] == "ask"
 
 
-async def test_chat_view_has_transcript_and_pending_requests(api, new_chat, fake_model, sse) -> None:
+async def test_chat_view_has_transcript_and_pending_requests(
+    api, new_chat, fake_model, sse
+) -> None:
     from jupyter_aaep.testing.fake_anthropic import ToolUse
 
     chat_id = await new_chat()
     fake_model.add(Turn(tool_uses=[ToolUse("delete_record", {"record_id": "67890"})]))
     async with sse(chat_id) as stream:
-        await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "delete it"})
+        await api(
+            "chats",
+            chat_id,
+            "messages",
+            method="POST",
+            body={"kind": "user_input", "text": "delete it"},
+        )
         await stream.until(of_type("awaiting.confirmation"))
         _, view, _ = await api("chats", chat_id)
         assert view["status"] == "running" and view["state"] == "awaiting_input"
         assert types(view["transcript"])[0] == "session.started"
         assert all("@context" in e for e in view["transcript"])
         assert [e["type"] for e in view["pending_requests"]] == ["aaep:agent.awaiting.confirmation"]
-        status, _, _ = await api("chats", chat_id, "messages", method="POST", body={"kind": "control", "action": "stop"})
+        status, _, _ = await api(
+            "chats", chat_id, "messages", method="POST", body={"kind": "control", "action": "stop"}
+        )
         assert status == 202
         await stream.until(of_type("session.cancelled"))
     _, view, _ = await api("chats", chat_id)
@@ -122,8 +152,12 @@ async def test_chat_view_has_transcript_and_pending_requests(api, new_chat, fake
     ],
 )
 async def test_bad_chat_bodies(api, raw, status, fragment) -> None:
-    code, body, _ = await api("chats", method="POST", raw=raw.encode("latin-1") if raw == "\xff" else raw,
-                              headers={"Content-Type": "application/json"})
+    code, body, _ = await api(
+        "chats",
+        method="POST",
+        raw=raw.encode("latin-1") if raw == "\xff" else raw,
+        headers={"Content-Type": "application/json"},
+    )
     if raw == "":
         assert code == 201  # an empty body creates a chat without a notebook
         return
@@ -133,10 +167,12 @@ async def test_bad_chat_bodies(api, raw, status, fragment) -> None:
 
 
 async def test_unknown_chats_are_404_with_a_message(api, sse) -> None:
-    for parts, method, body in [(("chats", "chat_nope"), "GET", None),
-                                (("chats", "chat_nope", "messages"), "POST", {"kind": "user_input", "text": "hi"}),
-                                (("chats", "chat_nope", "messages"), "POST", {"type": "confirmation.reply"}),
-                                (("chats", "chat_nope", "events"), "GET", None)]:
+    for parts, method, body in [
+        (("chats", "chat_nope"), "GET", None),
+        (("chats", "chat_nope", "messages"), "POST", {"kind": "user_input", "text": "hi"}),
+        (("chats", "chat_nope", "messages"), "POST", {"type": "confirmation.reply"}),
+        (("chats", "chat_nope", "events"), "GET", None),
+    ]:
         status, answer, _ = await api(*parts, method=method, body=body)
         assert status == 404, parts
         assert "There is no chat with id 'chat_nope'" in answer["message"]
@@ -149,8 +185,10 @@ async def test_oversized_bodies_are_refused(api, new_chat) -> None:
     assert status == 413 and "1 MiB" in body["message"]
 
 
-@pytest.mark.parametrize("aaep_config", [{"approval_mode": "auto", "clarification_timeout": 45,
-                                          "confirmation_timeouts": {"low": 30}}])
+@pytest.mark.parametrize(
+    "aaep_config",
+    [{"approval_mode": "auto", "clarification_timeout": 45, "confirmation_timeouts": {"low": 30}}],
+)
 async def test_new_chats_take_the_configured_approval_policy(api, extension) -> None:
     _, chat, _ = await api("chats", method="POST", body={"notebook_path": "x.ipynb"})
     assert chat["approval_mode"] == "auto"

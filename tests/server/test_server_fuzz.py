@@ -47,34 +47,68 @@ VALID: dict[str, dict[str, Any]] = {
     "user_input": {"kind": "user_input", "text": "Plot column A"},
     "control": {"kind": "control", "action": "revert", "session_id": "sess_abc"},
     "approval_mode": {"kind": "approval_mode", "mode": "ask"},
-    "confirmation.reply": {"type": "confirmation.reply", "reply_token": "rpl_abc", "decision": "accept",
-                           "subscription_id": "sub_abc", "timestamp": "2026-05-24T14:22:24.812Z",
-                           "decided_by": "user:x", "decision_rationale": "ok", "modified_action": {"a": 1},
-                           "correlation_id": "c"},
-    "clarification.reply": {"type": "clarification.reply", "reply_token": "rpl_abc", "response": "Lagos",
-                            "subscription_id": "sub_abc", "timestamp": "2026-05-24T14:22:24.812Z",
-                            "confidence": 0.5},
-    "subscription.request": {
-        "type": "subscription.request", "aaep_version": "1.0.0", "subscriber_id": "fuzz", "subscriber_name": "F",
-        "subscriber_version": "1", "subscriber_manifest_uri": "https://x", "correlation_id": "c",
-        "extensions": {"x": {}},
-        "capabilities": {"max_events_per_second": 5, "preferred_verbosity": "terse", "languages": ["en-US"],
-                         "supports_confirmation_reply": True, "supports_clarification_reply": False,
-                         "coalesce_boundaries": ["sentence"], "event_filters": {"include": ["aaep:agent.*"],
-                                                                                "exclude": ["aaep:agent.tool.*"]},
-                         "supported_conformance_levels": [1, 2], "supported_extensions": ["https://e"],
-                         "cognitive_load": "low", "pace_wpm": 180, "accept_signed_manifests_only": False},
+    "confirmation.reply": {
+        "type": "confirmation.reply",
+        "reply_token": "rpl_abc",
+        "decision": "accept",
+        "subscription_id": "sub_abc",
+        "timestamp": "2026-05-24T14:22:24.812Z",
+        "decided_by": "user:x",
+        "decision_rationale": "ok",
+        "modified_action": {"a": 1},
+        "correlation_id": "c",
     },
-    "subscription.renegotiate": {"type": "subscription.renegotiate", "subscription_id": "sub_abc",
-                                 "capabilities": {"preferred_verbosity": "terse", "languages": ["en"]},
-                                 "correlation_id": "c"},
-    "subscription.close": {"type": "subscription.close", "subscription_id": "sub_abc", "reason_code": "done",
-                           "reason_message": "bye"},
+    "clarification.reply": {
+        "type": "clarification.reply",
+        "reply_token": "rpl_abc",
+        "response": "Lagos",
+        "subscription_id": "sub_abc",
+        "timestamp": "2026-05-24T14:22:24.812Z",
+        "confidence": 0.5,
+    },
+    "subscription.request": {
+        "type": "subscription.request",
+        "aaep_version": "1.0.0",
+        "subscriber_id": "fuzz",
+        "subscriber_name": "F",
+        "subscriber_version": "1",
+        "subscriber_manifest_uri": "https://x",
+        "correlation_id": "c",
+        "extensions": {"x": {}},
+        "capabilities": {
+            "max_events_per_second": 5,
+            "preferred_verbosity": "terse",
+            "languages": ["en-US"],
+            "supports_confirmation_reply": True,
+            "supports_clarification_reply": False,
+            "coalesce_boundaries": ["sentence"],
+            "event_filters": {"include": ["aaep:agent.*"], "exclude": ["aaep:agent.tool.*"]},
+            "supported_conformance_levels": [1, 2],
+            "supported_extensions": ["https://e"],
+            "cognitive_load": "low",
+            "pace_wpm": 180,
+            "accept_signed_manifests_only": False,
+        },
+    },
+    "subscription.renegotiate": {
+        "type": "subscription.renegotiate",
+        "subscription_id": "sub_abc",
+        "capabilities": {"preferred_verbosity": "terse", "languages": ["en"]},
+        "correlation_id": "c",
+    },
+    "subscription.close": {
+        "type": "subscription.close",
+        "subscription_id": "sub_abc",
+        "reason_code": "done",
+        "reason_message": "bye",
+    },
 }
 MESSAGE_KINDS = [kind for kind in VALID if kind != "new chat"]
 
 
-def typed_paths(shape: Shape, value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], Shape]]:
+def typed_paths(
+    shape: Shape, value: Any, path: tuple[Any, ...] = ()
+) -> list[tuple[tuple[Any, ...], Shape]]:
     """Every place in a valid message whose JSON type the spec fixes, with its shape."""
     found: list[tuple[tuple[Any, ...], Shape]] = []
     if path and not isinstance(shape, Anything):
@@ -114,13 +148,22 @@ def json_types(shape: Shape) -> set[str]:
     return set()
 
 
-SURROGATE_TEXT = st.builds(lambda a, s, b: a + s + b, st.text(max_size=5),
-                           st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),  # alone: never a pair
-                           st.text(max_size=5))
+SURROGATE_TEXT = st.builds(
+    lambda a, s, b: a + s + b,
+    st.text(max_size=5),
+    st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),  # alone: never a pair
+    st.text(max_size=5),
+)
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=20) | SURROGATE_TEXT,
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+    | SURROGATE_TEXT,
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
     max_leaves=10,
 )
 
@@ -132,7 +175,9 @@ def wrong_typed(draw: Any) -> tuple[str, str, tuple[Any, ...]]:
     message = json.loads(json.dumps(VALID[kind]))
     path, shape = draw(st.sampled_from(typed_paths(SPECS[kind].shape, message)))
     allowed = json_types(shape)
-    value = draw(JSON_VALUES.filter(lambda v: type(v).__name__ not in allowed and not accepts(shape, v)))
+    value = draw(
+        JSON_VALUES.filter(lambda v: type(v).__name__ not in allowed and not accepts(shape, v))
+    )
     target = message
     for step in path[:-1]:
         target = target[step]
@@ -146,14 +191,31 @@ def _nest(depth: int, inner: str) -> str:
 
 JUNK = st.one_of(
     st.integers(33, 4000).map(lambda n: _nest(n, "")),
-    st.integers(33, 4000).map(lambda n: '{"kind": "user_input", "text": "x", "x": ' + _nest(n, "1") + "}"),
+    st.integers(33, 4000).map(
+        lambda n: '{"kind": "user_input", "text": "x", "x": ' + _nest(n, "1") + "}"
+    ),
     st.integers(17, 2000).map(lambda n: '{"a":' * n + "1" + "}" * n),
-    st.builds(lambda kind, text: json.dumps({**VALID[kind], **({"text": text} if kind == "user_input" else
-                                                                 {"reply_token": text} if "reply" in kind else
-                                                                 {"subscriber_id": text} if kind.startswith("sub")
-                                                                 else {"notebook_path": text})}),
-              st.sampled_from(list(VALID)), SURROGATE_TEXT),
-    st.integers(100_001, 300_000).map(lambda n: json.dumps({"kind": "user_input", "text": "a" * n})),
+    st.builds(
+        lambda kind, text: json.dumps(
+            {
+                **VALID[kind],
+                **(
+                    {"text": text}
+                    if kind == "user_input"
+                    else {"reply_token": text}
+                    if "reply" in kind
+                    else {"subscriber_id": text}
+                    if kind.startswith("sub")
+                    else {"notebook_path": text}
+                ),
+            }
+        ),
+        st.sampled_from(list(VALID)),
+        SURROGATE_TEXT,
+    ),
+    st.integers(100_001, 300_000).map(
+        lambda n: json.dumps({"kind": "user_input", "text": "a" * n})
+    ),
     st.just('{"kind": "user_input", "text": "' + "b" * (1 << 20) + '"}'),
     JSON_VALUES.filter(lambda v: not isinstance(v, dict)).map(json.dumps),
     st.dictionaries(st.text(max_size=10), JSON_VALUES, max_size=4).map(json.dumps),
@@ -175,8 +237,13 @@ def draw_all(strategy: Any, count: int = EXAMPLES_PER_FAMILY) -> list[Any]:
     """The same *count* examples of *strategy* on every run."""
     drawn: list[Any] = []
 
-    @settings(max_examples=count, derandomize=True, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=count,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(strategy)
     def collect(example: Any) -> None:
         drawn.append(example)
@@ -212,21 +279,35 @@ async def test_fuzzed_input_never_gets_a_5xx_and_the_server_keeps_serving(
         status, body, _ = await api(*parts, method="POST", raw=raw)
         sent += 1
         wanted = 204 if kind in REPLY_TYPES and not has_lone_surrogate(raw) else 400
-        expect(status == wanted and (status == 204 or "." in body["message"]),
-               f"{kind} {path}: {status} {body} for {raw[:200]}", status)
+        expect(
+            status == wanted and (status == 204 or "." in body["message"]),
+            f"{kind} {path}: {status} {body} for {raw[:200]}",
+            status,
+        )
         if kind in MESSAGE_KINDS:
             status, body, _ = await api("replies", method="POST", raw=raw)
             sent += 1
             expect(status < 500, f"/replies {kind}: {status} {body}", status)
     for raw in junk:
-        for parts in (("chats",), ("chats", chat_id, "messages"), ("replies",), ("messages",), ("subscriptions",)):
+        for parts in (
+            ("chats",),
+            ("chats", chat_id, "messages"),
+            ("replies",),
+            ("messages",),
+            ("subscriptions",),
+        ):
             status, body, _ = await api(*parts, method="POST", raw=raw)
             sent += 1
-            expect(400 <= status < 500 or (parts == ("chats",) and status == 201) or (status == 204),
-                   f"{parts} junk: {status} {body} for {raw[:120]!r}", status)
+            expect(
+                400 <= status < 500 or (parts == ("chats",) and status == 201) or (status == 204),
+                f"{parts} junk: {status} {body} for {raw[:120]!r}",
+                status,
+            )
     subscriptions = [raw for kind, raw, _ in typed if kind == "subscription.request"]
     for raw in subscriptions:
-        status, body, _ = await api("subscriptions", method="POST", raw=raw, params={"chat_id": chat_id})
+        status, body, _ = await api(
+            "subscriptions", method="POST", raw=raw, params={"chat_id": chat_id}
+        )
         sent += 1
         expect(status == 400, f"/subscriptions: {status} {body}", status)
 
@@ -234,12 +315,18 @@ async def test_fuzzed_input_never_gets_a_5xx_and_the_server_keeps_serving(
     base = f"http://127.0.0.1:{jp_http_port}{jp_base_url}aaep/v1/"
     async with httpx.AsyncClient(timeout=10) as client:
         for index, value in enumerate(queries):
-            header = {"Last-Event-ID": value} if index % 3 == 0 and "\r" not in value and "\n" not in value else {}
+            header = (
+                {"Last-Event-ID": value}
+                if index % 3 == 0 and "\r" not in value and "\n" not in value
+                else {}
+            )
             name = ("last_event_id", "subscription_id", "notebook_path")[index % 3]
             for path in (f"chats/{chat_id}/events", "events", "chats", f"chats/{value[:20]}"):
                 url = f"{base}{path}?{name}={value}" if not header else f"{base}{path}"
                 try:
-                    async with client.stream("GET", url, headers={**jp_auth_header, **header}) as got:
+                    async with client.stream(
+                        "GET", url, headers={**jp_auth_header, **header}
+                    ) as got:
                         status = got.status_code
                 except (httpx.InvalidURL, UnicodeEncodeError, httpx.LocalProtocolError):
                     continue  # the client itself refuses to send it
@@ -259,27 +346,47 @@ async def test_fuzzed_input_never_gets_a_5xx_and_the_server_keeps_serving(
         except asyncio.TimeoutError:
             failures.append(f"ws: no answer to {str(frame)[:200]!r}")
             continue
-        expect(answer is not None and (answer.get("kind") == "error" or str(answer.get("kind")).endswith(".accepted")) and answer.get("status", 0) < 500,
-               f"ws: {answer} for {str(frame)[:120]!r}", (answer or {}).get("status", 0))
+        expect(
+            answer is not None
+            and (answer.get("kind") == "error" or str(answer.get("kind")).endswith(".accepted"))
+            and answer.get("status", 0) < 500,
+            f"ws: {answer} for {str(frame)[:120]!r}",
+            (answer or {}).get("status", 0),
+        )
         if answer is None:
             connection = await ws(chat_id)
     await connection.write_message(json.dumps({"kind": "approval_mode", "mode": "ask"}))
     probe = await read_frame(connection)
-    expect(probe is not None and probe["kind"] == "approval_mode.accepted", f"ws after fuzzing: {probe}")
+    expect(
+        probe is not None and probe["kind"] == "approval_mode.accepted",
+        f"ws after fuzzing: {probe}",
+    )
     expect(connection.close_code is None, f"ws closed: {connection.close_code}")
     connection.close()
 
     # nothing reached the model, and a normal session still works end to end
-    expect(fake_model.requests == [], f"fuzzing started {len(fake_model.requests)} model request(s)")
+    expect(
+        fake_model.requests == [], f"fuzzing started {len(fake_model.requests)} model request(s)"
+    )
     fake_model.add(Turn(text="Still here. All good."))
     async with sse(chat_id) as stream:
-        status, body, _ = await api("chats", chat_id, "messages", method="POST",
-                                    body={"kind": "user_input", "text": "Are you there?"})
+        status, body, _ = await api(
+            "chats",
+            chat_id,
+            "messages",
+            method="POST",
+            body={"kind": "user_input", "text": "Are you there?"},
+        )
         assert status == 202, body
         session = await stream.until(of_type("session.completed"), timeout=20)
     assert "".join(m.get("chunk", "") for m in session).startswith("Still here.")
     with capsys.disabled():
-        print(f"\nfuzz: {sent} inputs sent ({len(typed)} typed, {len(junk)} junk, {len(queries)} query strings), "
-              f"{server_errors} answered 5xx, {len(failures)} unexpected answers")
-    assert server_errors == 0 and not failures, f"{server_errors} 5xx; {len(failures)} of {sent} inputs got an unexpected answer:\n" + "\n".join(failures[:20])
+        print(
+            f"\nfuzz: {sent} inputs sent ({len(typed)} typed, {len(junk)} junk, {len(queries)} query strings), "
+            f"{server_errors} answered 5xx, {len(failures)} unexpected answers"
+        )
+    assert server_errors == 0 and not failures, (
+        f"{server_errors} 5xx; {len(failures)} of {sent} inputs got an unexpected answer:\n"
+        + "\n".join(failures[:20])
+    )
     await asyncio.sleep(0)

@@ -44,13 +44,24 @@ async def _kernel_environment(serverapp: Any, kernel_id: str) -> dict[str, str |
 
 async def _start_kernels(jp_fetch: Any) -> list[str]:
     """One kernel through a notebook session (as JupyterLab starts them), one directly."""
-    body = {"path": "env.ipynb", "name": "env.ipynb", "type": "notebook", "kernel": {"name": "python3"}}
-    session = json.loads((await jp_fetch("api", "sessions", method="POST", body=json.dumps(body))).body)
-    kernel = json.loads((await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "python3"}))).body)
+    body = {
+        "path": "env.ipynb",
+        "name": "env.ipynb",
+        "type": "notebook",
+        "kernel": {"name": "python3"},
+    }
+    session = json.loads(
+        (await jp_fetch("api", "sessions", method="POST", body=json.dumps(body))).body
+    )
+    kernel = json.loads(
+        (await jp_fetch("api", "kernels", method="POST", body=json.dumps({"name": "python3"}))).body
+    )
     return [session["kernel"]["id"], kernel["id"]]
 
 
-async def test_kernels_do_not_see_the_model_key(jp_fetch, jp_serverapp, fake_model, extension) -> None:
+async def test_kernels_do_not_see_the_model_key(
+    jp_fetch, jp_serverapp, fake_model, extension
+) -> None:
     for kernel_id in await _start_kernels(jp_fetch):
         seen = await _kernel_environment(jp_serverapp, kernel_id)
         assert {name: seen[name] for name in WITHHELD} == dict.fromkeys(WITHHELD)
@@ -72,7 +83,9 @@ class TestInheriting:
     def aaep_config(self) -> dict[str, Any]:
         return {"kernels_inherit_model_credentials": True}
 
-    async def test_with_the_setting_on_kernels_inherit_it(self, jp_fetch, jp_serverapp, fake_model) -> None:
+    async def test_with_the_setting_on_kernels_inherit_it(
+        self, jp_fetch, jp_serverapp, fake_model
+    ) -> None:
         for kernel_id in await _start_kernels(jp_fetch):
             seen = await _kernel_environment(jp_serverapp, kernel_id)
             assert seen["ANTHROPIC_API_KEY"] == fake_model.api_key
@@ -81,7 +94,11 @@ class TestInheriting:
 
 
 def test_credentials_leave_the_environment_and_come_back_at_stop() -> None:
-    environ = {"ANTHROPIC_API_KEY": "sk-ant-start", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "HOME": "/h"}
+    environ = {
+        "ANTHROPIC_API_KEY": "sk-ant-start",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+        "HOME": "/h",
+    }
     held = ModelCredentials(withhold=True, environ=environ)
     assert environ == {"HOME": "/h"}
     assert held.configured()
@@ -95,7 +112,11 @@ def test_credentials_leave_the_environment_and_come_back_at_stop() -> None:
     held.discard("ANTHROPIC_AUTH_TOKEN")
     assert not held.configured()
     held.restore()  # only what the process started with goes back
-    assert environ == {"HOME": "/h", "ANTHROPIC_API_KEY": "sk-ant-start", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    assert environ == {
+        "HOME": "/h",
+        "ANTHROPIC_API_KEY": "sk-ant-start",
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
+    }
 
 
 def test_inheriting_leaves_the_environment_alone() -> None:

@@ -40,13 +40,22 @@ async def test_the_picker_offers_the_offline_demo_model_and_no_claude(api) -> No
 async def test_usage_counts_tokens_and_offers_no_cost(api, new_chat, sse) -> None:
     chat_id = await new_chat("demo.ipynb")
     async with sse(chat_id) as stream:
-        status, _, _ = await api("chats", chat_id, "messages", method="POST",
-                                 body={"kind": "user_input", "text": "what can you do"})
+        status, _, _ = await api(
+            "chats",
+            chat_id,
+            "messages",
+            method="POST",
+            body={"kind": "user_input", "text": "what can you do"},
+        )
         assert status == 202
         await stream.until(of_type("session.completed"), timeout=20)
     _, view, _ = await api("chats", chat_id)
     usage = view["usage"]
-    prompt = usage["input_tokens"] + usage["cache_read_input_tokens"] + usage["cache_creation_input_tokens"]
+    prompt = (
+        usage["input_tokens"]
+        + usage["cache_read_input_tokens"]
+        + usage["cache_creation_input_tokens"]
+    )
     assert usage["requests"] >= 1 and prompt > 0 and usage["output_tokens"] > 0, usage
     assert usage["estimated_cost_usd"] is None
     assert all(s["estimated_cost_usd"] is None for s in usage["sessions"])

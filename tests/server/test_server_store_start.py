@@ -22,22 +22,37 @@ def aaep_config(tmp_path: Path) -> dict[str, Any]:
 
 
 async def test_an_unopenable_database_is_one_sentence_and_the_agent_still_answers(
-        api, extension, fake_model, caplog) -> None:
+    api, extension, fake_model, caplog
+) -> None:
     started = caplog.get_records("setup")  # the server started while the fixtures were set up
-    said = [r for r in started if r.levelno >= logging.WARNING and "AAEP chat store" in r.getMessage()]
+    said = [
+        r for r in started if r.levelno >= logging.WARNING and "AAEP chat store" in r.getMessage()
+    ]
     assert len(said) == 1, [r.getMessage() for r in said]
     assert said[0].exc_info is None and "Traceback" not in said[0].getMessage()
-    assert "cannot be written" in said[0].getMessage() and "runs without saving chats" in said[0].getMessage()
+    assert (
+        "cannot be written" in said[0].getMessage()
+        and "runs without saving chats" in said[0].getMessage()
+    )
     status, chat, _ = await api("chats", method="POST", body={})
     assert status == 201 and chat["saved"] is False
     fake_model.add(Turn(text="Answered without history."))
-    status, _, _ = await api("chats", chat["chat_id"], "messages", method="POST",
-                             body={"kind": "user_input", "text": "hello"})
+    status, _, _ = await api(
+        "chats",
+        chat["chat_id"],
+        "messages",
+        method="POST",
+        body={"kind": "user_input", "text": "hello"},
+    )
     assert status == 202
     live = extension.runner.get(chat["chat_id"])
     await wait_until(lambda: not live.running, what="the session to end")
     assert live.results[-1].answer == "Answered without history."
-    heard = [e for e in live.emitter.history if "not being saved right now" in str(e.get("summary_normal"))]
+    heard = [
+        e
+        for e in live.emitter.history
+        if "not being saved right now" in str(e.get("summary_normal"))
+    ]
     assert len(heard) == 1 and "server log" in heard[0]["summary_normal"]
     status, listing, _ = await api("chats")
     assert status == 200 and chat["chat_id"] in [c["chat_id"] for c in listing["chats"]]

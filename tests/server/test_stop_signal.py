@@ -44,17 +44,37 @@ def test_sigint_is_routed_to_the_servers_stop_and_put_back(monkeypatch: pytest.M
 def test_a_real_server_without_a_terminal_stops_cleanly_on_sigint(tmp_path: Path) -> None:
     """A jupyter server with the extension, stdin not a TTY: SIGINT ends it in seconds, and our
     shutdown is in its log."""
-    command = [sys.executable, "-m", "jupyter_server", "--no-browser", "--ServerApp.port=0", "--ServerApp.ip=127.0.0.1",
-               "--ServerApp.token=t", f"--ServerApp.root_dir={tmp_path}", "--allow-root",
-               f"--AAEPExtension.db_path={tmp_path / 'chats.sqlite3'}", "--AAEPExtension.kernel_autoload=False"]
-    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt")}
+    command = [
+        sys.executable,
+        "-m",
+        "jupyter_server",
+        "--no-browser",
+        "--ServerApp.port=0",
+        "--ServerApp.ip=127.0.0.1",
+        "--ServerApp.token=t",
+        f"--ServerApp.root_dir={tmp_path}",
+        "--allow-root",
+        f"--AAEPExtension.db_path={tmp_path / 'chats.sqlite3'}",
+        "--AAEPExtension.kernel_autoload=False",
+    ]
+    env = {
+        "HOME": str(tmp_path),
+        "PATH": "/usr/bin:/bin",
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "rt"),
+    }
     log = tmp_path / "server.log"
     with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env
+        )
         try:
             deadline = time.monotonic() + 90
-            while "is running at" not in log.read_text() and "Jupyter Server" not in log.read_text():
-                assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            while (
+                "is running at" not in log.read_text() and "Jupyter Server" not in log.read_text()
+            ):
+                assert process.poll() is None and time.monotonic() < deadline, log.read_text()[
+                    -3000:
+                ]
                 time.sleep(0.2)
             while "jupyter_aaep | extension was successfully loaded" not in log.read_text():
                 assert time.monotonic() < deadline, log.read_text()[-3000:]
@@ -69,5 +89,7 @@ def test_a_real_server_without_a_terminal_stops_cleanly_on_sigint(tmp_path: Path
                 process.kill()
                 process.wait()
     text = log.read_text()
-    assert "AAEP agent: shutting down the server at /; 0 running session(s) closed" in text, text[-3000:]
+    assert "AAEP agent: shutting down the server at /; 0 running session(s) closed" in text, text[
+        -3000:
+    ]
     assert elapsed < 15

@@ -412,10 +412,25 @@ def _conversation(turns: int, *, size: str = BIG) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     for i in range(turns):
         messages.append({"role": "user", "content": [{"type": "text", "text": f"question {i}"}]})
-        messages.append({"role": "assistant", "content": [
-            {"type": "tool_use", "id": f"toolu_{i}", "name": "get_notebook_state", "input": {}}]})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": size}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": f"toolu_{i}",
+                        "name": "get_notebook_state",
+                        "input": {},
+                    }
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": size}],
+            }
+        )
         messages.append({"role": "assistant", "content": [{"type": "text", "text": f"answer {i}"}]})
     messages.append({"role": "user", "content": [{"type": "text", "text": "next"}]})
     return messages
@@ -423,7 +438,10 @@ def _conversation(turns: int, *, size: str = BIG) -> list[dict[str, Any]]:
 
 def _mark_last(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     last = messages[-1]
-    blocks = [*last["content"][:-1], {**last["content"][-1], "cache_control": {"type": "ephemeral"}}]
+    blocks = [
+        *last["content"][:-1],
+        {**last["content"][-1], "cache_control": {"type": "ephemeral"}},
+    ]
     return [*messages[:-1], {**last, "content": blocks}]
 
 
@@ -436,13 +454,25 @@ def test_token_estimate_is_four_characters_a_token_over_each_block() -> None:
     ]
     assert count_tokens(body) == sum(u.tokens for u in units)
     # cache_control does not count, so marking a block never changes its size.
-    marked = {"messages": [{"role": "user", "content": [{"type": "text", "text": "Hello", "cache_control": {"type": "ephemeral"}}]}]}
+    marked = {
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Hello", "cache_control": {"type": "ephemeral"}}
+                ],
+            }
+        ]
+    }
     assert count_tokens(marked) == units[1].tokens
 
 
 async def test_prompt_too_long_is_the_services_400_and_uses_no_script_entry() -> None:
     messages = _conversation(4)  # about 8 000 tokens
-    async with FakeAnthropic([Turn(text="ok")], context_window=5000) as fake, client_for(fake, max_retries=0) as client:
+    async with (
+        FakeAnthropic([Turn(text="ok")], context_window=5000) as fake,
+        client_for(fake, max_retries=0) as client,
+    ):
         with pytest.raises(anthropic.BadRequestError) as caught:
             await stream_final(client, messages)
         body = caught.value.body
@@ -456,22 +486,35 @@ async def test_prompt_too_long_is_the_services_400_and_uses_no_script_entry() ->
     assert fake.problems == []
 
 
-SYSTEM = [{"type": "text", "text": "You are helpful. " * 300, "cache_control": {"type": "ephemeral"}}]
+SYSTEM = [
+    {"type": "text", "text": "You are helpful. " * 300, "cache_control": {"type": "ephemeral"}}
+]
 
 
 def _extend(messages: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
     """The conversation one tool round later, as the agent would send it next."""
     return [
         *messages,
-        {"role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_x{n}", "name": "get_notebook_state", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"toolu_x{n}", "content": BIG}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": f"toolu_x{n}", "name": "get_notebook_state", "input": {}}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": f"toolu_x{n}", "content": BIG}],
+        },
     ]
 
 
 async def test_cache_accounting_reads_the_previous_prefix_and_writes_the_new_part() -> None:
     base = _conversation(2)
     later = _extend(base, 1)
-    edited = [{"role": "user", "content": [{"type": "text", "text": "question 0, edited"}]}, *later[1:]]
+    edited = [
+        {"role": "user", "content": [{"type": "text", "text": "question 0, edited"}]},
+        *later[1:],
+    ]
     script = [Turn(text=t) for t in "abcde"]
     async with FakeAnthropic(script) as fake, client_for(fake) as client:
         one = await stream_final(client, _mark_last(base), system=SYSTEM)
@@ -482,19 +525,33 @@ async def test_cache_accounting_reads_the_previous_prefix_and_writes_the_new_par
     sizes = [r.prompt_tokens or 0 for r in fake.requests]
     system_tokens = count_tokens({"system": SYSTEM})
     # First request: everything up to the last breakpoint is written, nothing read.
-    assert (one.usage.cache_read_input_tokens, one.usage.cache_creation_input_tokens, one.usage.input_tokens) == (
-        0, sizes[0], 0)
+    assert (
+        one.usage.cache_read_input_tokens,
+        one.usage.cache_creation_input_tokens,
+        one.usage.input_tokens,
+    ) == (0, sizes[0], 0)
     # Second: the previous breakpoint lies within the look-back, so the first prompt is read.
-    assert (two.usage.cache_read_input_tokens, two.usage.cache_creation_input_tokens, two.usage.input_tokens) == (
-        sizes[0], sizes[1] - sizes[0], 0)
+    assert (
+        two.usage.cache_read_input_tokens,
+        two.usage.cache_creation_input_tokens,
+        two.usage.input_tokens,
+    ) == (sizes[0], sizes[1] - sizes[0], 0)
     # The same request again reads everything.
-    assert (three.usage.cache_read_input_tokens, three.usage.cache_creation_input_tokens) == (sizes[1], 0)
+    assert (three.usage.cache_read_input_tokens, three.usage.cache_creation_input_tokens) == (
+        sizes[1],
+        0,
+    )
     # One changed byte early on: only the system prompt before it is still a hit.
     assert (four.usage.cache_read_input_tokens, four.usage.cache_creation_input_tokens) == (
-        system_tokens, sizes[3] - system_tokens)
+        system_tokens,
+        sizes[3] - system_tokens,
+    )
     # No breakpoint on the messages: they are plain input.
-    assert (five.usage.cache_read_input_tokens, five.usage.cache_creation_input_tokens, five.usage.input_tokens) == (
-        system_tokens, 0, sizes[4] - system_tokens)
+    assert (
+        five.usage.cache_read_input_tokens,
+        five.usage.cache_creation_input_tokens,
+        five.usage.input_tokens,
+    ) == (system_tokens, 0, sizes[4] - system_tokens)
     assert [r.usage.total for r in fake.requests if r.usage] == sizes
     assert fake.problems == []
 
@@ -503,8 +560,9 @@ async def test_usage_is_in_message_start_and_message_delta() -> None:
     async with (
         FakeAnthropic([Turn(text="hi")]) as fake,
         client_for(fake) as client,
-        client.messages.stream(model=MODEL, max_tokens=10, messages=_mark_last(_conversation(1)),
-                               system=SYSTEM) as stream,
+        client.messages.stream(
+            model=MODEL, max_tokens=10, messages=_mark_last(_conversation(1)), system=SYSTEM
+        ) as stream,
     ):
         events = [event async for event in stream]
     start = next(e for e in events if e.type == "message_start")
@@ -518,24 +576,41 @@ async def test_usage_is_in_message_start_and_message_delta() -> None:
 def test_cache_rules_minimum_length_lifetime_and_lookback() -> None:
     now = [1000.0]
     cache = PromptCache(min_cacheable_tokens=1024, clock=lambda: now[0])
-    short = {"messages": _mark_last([{"role": "user", "content": [{"type": "text", "text": "hi"}]}])}
+    short = {
+        "messages": _mark_last([{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
+    }
     usage = cache.account("m", prompt_units(short))
-    assert (usage.cache_creation_input_tokens, usage.input_tokens) == (0, usage.total)  # too short to cache
+    assert (usage.cache_creation_input_tokens, usage.input_tokens) == (
+        0,
+        usage.total,
+    )  # too short to cache
     long_body = {"messages": _mark_last(_conversation(1))}
     units = prompt_units(long_body)
     assert cache.account("m", units).cache_creation_input_tokens == sum(u.tokens for u in units)
     assert cache.account("other-model", units).cache_read_input_tokens == 0  # caches are per model
     now[0] += 299
-    assert cache.account("m", units).cache_read_input_tokens == sum(u.tokens for u in units)  # refreshed
+    assert cache.account("m", units).cache_read_input_tokens == sum(
+        u.tokens for u in units
+    )  # refreshed
     now[0] += 299
     assert cache.account("m", units).cache_read_input_tokens > 0
     now[0] += 301
-    assert cache.account("m", units).cache_read_input_tokens == 0  # expired after five minutes unused
+    assert (
+        cache.account("m", units).cache_read_input_tokens == 0
+    )  # expired after five minutes unused
     # More than 20 new blocks after the previous breakpoint: the look-back no longer finds it.
     cache.clear()
     cache.account("m", units)
-    many = [*_conversation(1)[:-1], *[{"role": "user" if i % 2 == 0 else "assistant",
-                                       "content": [{"type": "text", "text": f"m{i}"}] * 2} for i in range(12)]]
+    many = [
+        *_conversation(1)[:-1],
+        *[
+            {
+                "role": "user" if i % 2 == 0 else "assistant",
+                "content": [{"type": "text", "text": f"m{i}"}] * 2,
+            }
+            for i in range(12)
+        ],
+    ]
     far = prompt_units({"messages": _mark_last(many)})
     assert cache.account("m", far).cache_read_input_tokens == 0
 
@@ -545,15 +620,25 @@ def test_one_hour_breakpoints_live_an_hour() -> None:
     cache = PromptCache(clock=lambda: now[0])
     messages = _conversation(1)
     last = messages[-1]
-    messages[-1] = {**last, "content": [{**last["content"][0], "cache_control": {"type": "ephemeral", "ttl": "1h"}}]}
+    messages[-1] = {
+        **last,
+        "content": [{**last["content"][0], "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+    }
     units = prompt_units({"messages": messages})
     cache.account("m", units)
     now[0] = 3000
     assert cache.account("m", units).cache_read_input_tokens == sum(u.tokens for u in units)
 
 
-EDIT = {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 5000},
-                   "keep": {"type": "tool_uses", "value": 1}}]}
+EDIT = {
+    "edits": [
+        {
+            "type": "clear_tool_uses_20250919",
+            "trigger": {"type": "input_tokens", "value": 5000},
+            "keep": {"type": "tool_uses", "value": 1},
+        }
+    ]
+}
 
 
 async def test_context_editing_clears_old_tool_results_server_side() -> None:
@@ -562,19 +647,27 @@ async def test_context_editing_clears_old_tool_results_server_side() -> None:
         FakeAnthropic([Turn(text="ok")]) as fake,
         client_for(fake) as client,
         client.beta.messages.stream(
-            model=MODEL, max_tokens=10, messages=messages, context_management=EDIT,  # type: ignore[arg-type]
+            model=MODEL,
+            max_tokens=10,
+            messages=messages,
+            context_management=EDIT,  # type: ignore[arg-type]
             betas=["context-management-2025-06-27"],
         ) as stream,
     ):
         message = await stream.get_final_message()
     (request,) = fake.requests
-    assert request.path.startswith("/v1/messages") and "context-management-2025-06-27" in request.headers["anthropic-beta"]
+    assert (
+        request.path.startswith("/v1/messages")
+        and "context-management-2025-06-27" in request.headers["anthropic-beta"]
+    )
     assert request.applied_edits is not None and request.applied_edits[0]["cleared_tool_uses"] == 3
     assert message.context_management is not None
     (applied,) = message.context_management.applied_edits
     assert applied.cleared_tool_uses == 3 and applied.cleared_input_tokens > 5000
     # The prompt was counted after the edit; the client's own history is untouched.
-    assert request.prompt_tokens is not None and request.prompt_tokens < count_tokens({"messages": messages})
+    assert request.prompt_tokens is not None and request.prompt_tokens < count_tokens(
+        {"messages": messages}
+    )
     assert messages[2]["content"][0]["content"] == BIG
     assert fake.problems == []
 
@@ -582,18 +675,29 @@ async def test_context_editing_clears_old_tool_results_server_side() -> None:
 def test_context_editing_rules() -> None:
     body = {"messages": _conversation(4)}
     edited, applied = apply_context_management({**body, "context_management": EDIT})
-    results = [b for m in edited["messages"] for b in m["content"] if b.get("type") == "tool_result"]
+    results = [
+        b for m in edited["messages"] for b in m["content"] if b.get("type") == "tool_result"
+    ]
     assert [r["content"] == CLEARED_PLACEHOLDER for r in results] == [True, True, True, False]
     # Below the trigger, or when less than clear_at_least would go, nothing changes.
     quiet = {"edits": [{**EDIT["edits"][0], "trigger": {"type": "input_tokens", "value": 10**6}}]}
     assert apply_context_management({**body, "context_management": quiet})[1] == []
-    greedy = {"edits": [{**EDIT["edits"][0], "clear_at_least": {"type": "input_tokens", "value": 10**6}}]}
+    greedy = {
+        "edits": [{**EDIT["edits"][0], "clear_at_least": {"type": "input_tokens", "value": 10**6}}]
+    }
     assert apply_context_management({**body, "context_management": greedy})[1] == []
     # Excluded tools are kept; clear_tool_inputs empties the calls too; a tool_uses trigger counts calls.
     kept = {"edits": [{**EDIT["edits"][0], "exclude_tools": ["get_notebook_state"]}]}
     assert apply_context_management({**body, "context_management": kept})[1] == []
-    inputs = {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": 2},
-                         "clear_tool_inputs": True}]}
+    inputs = {
+        "edits": [
+            {
+                "type": "clear_tool_uses_20250919",
+                "trigger": {"type": "tool_uses", "value": 2},
+                "clear_tool_inputs": True,
+            }
+        ]
+    }
     edited, applied = apply_context_management({**body, "context_management": inputs})
     assert applied[0]["cleared_tool_uses"] == 1  # default keep: the 3 most recent
     assert edited["messages"][1]["content"][0]["input"] == {}
@@ -601,14 +705,24 @@ def test_context_editing_rules() -> None:
 
 @pytest.mark.parametrize(
     "config",
-    [{"edits": [{"type": "compact_20260112"}]}, {"edits": "all"},
-     {"edits": [{"type": "clear_tool_uses_20250919", "keep": {"type": "input_tokens", "value": 3}}]}],
+    [
+        {"edits": [{"type": "compact_20260112"}]},
+        {"edits": "all"},
+        {
+            "edits": [
+                {"type": "clear_tool_uses_20250919", "keep": {"type": "input_tokens", "value": 3}}
+            ]
+        },
+    ],
 )
 async def test_context_editing_mistakes_are_400s(config: dict[str, Any]) -> None:
     async with FakeAnthropic([]) as fake, client_for(fake, max_retries=0) as client:
         with pytest.raises(anthropic.BadRequestError, match="context_management"):
             await client.beta.messages.create(
-                model=MODEL, max_tokens=10, messages=USER, context_management=config,  # type: ignore[arg-type]
+                model=MODEL,
+                max_tokens=10,
+                messages=USER,
+                context_management=config,  # type: ignore[arg-type]
                 betas=["context-management-2025-06-27"],
             )
     assert len(fake.problems) == 1
@@ -616,10 +730,18 @@ async def test_context_editing_mistakes_are_400s(config: dict[str, Any]) -> None
 
 
 async def test_a_server_without_context_editing_refuses_it() -> None:
-    async with FakeAnthropic([Turn(text="ok")], context_management=False) as fake, client_for(fake, max_retries=0) as client:
-        with pytest.raises(anthropic.BadRequestError, match="context_management: Extra inputs are not permitted"):
+    async with (
+        FakeAnthropic([Turn(text="ok")], context_management=False) as fake,
+        client_for(fake, max_retries=0) as client,
+    ):
+        with pytest.raises(
+            anthropic.BadRequestError, match="context_management: Extra inputs are not permitted"
+        ):
             await client.beta.messages.create(
-                model=MODEL, max_tokens=10, messages=USER, context_management=EDIT,  # type: ignore[arg-type]
+                model=MODEL,
+                max_tokens=10,
+                messages=USER,
+                context_management=EDIT,  # type: ignore[arg-type]
                 betas=["context-management-2025-06-27"],
             )
         # Without the parameter the same server answers, from the script entry it did not use.

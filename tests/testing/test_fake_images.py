@@ -29,7 +29,10 @@ def image(data: str, media_type: str = "image/png") -> dict:
 def request(*blocks: dict, role: str = "user") -> dict:
     messages = [{"role": "user", "content": [{"type": "text", "text": "Look"}, *blocks]}]
     if role == "assistant":
-        messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": list(blocks)}]
+        messages = [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": list(blocks)},
+        ]
     return {"model": "m", "max_tokens": 10, "messages": messages}
 
 
@@ -39,15 +42,31 @@ def in_result(*blocks: dict) -> dict:
         "max_tokens": 10,
         "messages": [
             {"role": "user", "content": "Run it"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "run_cell", "input": {}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
-                                          "content": [{"type": "text", "text": "ran"}, *blocks]}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "run_cell", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "content": [{"type": "text", "text": "ran"}, *blocks],
+                    }
+                ],
+            },
         ],
     }
 
 
 def test_valid_images_pass_in_messages_and_tool_results() -> None:
-    for fmt, mime in (("PNG", "image/png"), ("JPEG", "image/jpeg"), ("GIF", "image/gif"), ("WEBP", "image/webp")):
+    for fmt, mime in (
+        ("PNG", "image/png"),
+        ("JPEG", "image/jpeg"),
+        ("GIF", "image/gif"),
+        ("WEBP", "image/webp"),
+    ):
         assert validate_request(request(image(encoded(fmt=fmt), mime)), HEADERS) == []
         assert validate_request(in_result(image(encoded(fmt=fmt), mime)), HEADERS) == []
 
@@ -56,11 +75,20 @@ def test_valid_images_pass_in_messages_and_tool_results() -> None:
     ("block", "expected"),
     [
         (image(encoded(), "image/bmp"), "media_type: Input should be 'image/jpeg'"),
-        (image(encoded(fmt="JPEG"), "image/png"), "Image does not match the provided media type image/png"),
+        (
+            image(encoded(fmt="JPEG"), "image/png"),
+            "Image does not match the provided media type image/png",
+        ),
         (image("not base64!!"), "not valid base64"),
-        (image(base64.b64encode(b"plain bytes, no image").decode()), "not a JPEG, PNG, GIF or WebP"),
+        (
+            image(base64.b64encode(b"plain bytes, no image").decode()),
+            "not a JPEG, PNG, GIF or WebP",
+        ),
         (image(""), "must be a non-empty base64 string"),
-        ({"type": "image", "source": {"type": "bytes"}}, "must be an object with type 'base64', 'url' or 'file'"),
+        (
+            {"type": "image", "source": {"type": "bytes"}},
+            "must be an object with type 'base64', 'url' or 'file'",
+        ),
         (image(encoded(8001, 2)), "image dimensions exceed max allowed size: 8000 pixels"),
     ],
 )
@@ -73,7 +101,9 @@ def test_bad_images_are_refused_with_the_service_s_words(block: dict, expected: 
 def test_size_count_and_place_limits() -> None:
     big = "A" * (5 * 1024 * 1024 + 4)
     assert "image exceeds 5 MB maximum" in validate_request(request(image(big)), HEADERS)[0]
-    assert "may only appear in user messages" in " ".join(validate_request(request(image(encoded()), role="assistant"), HEADERS))
+    assert "may only appear in user messages" in " ".join(
+        validate_request(request(image(encoded()), role="assistant"), HEADERS)
+    )
     small = image(encoded(10, 10))
     assert validate_request(request(*[small] * 100), HEADERS) == []
     assert "Too many images: 101" in validate_request(request(*[small] * 101), HEADERS)[0]
@@ -99,7 +129,9 @@ def test_images_count_by_pixels_not_by_base64() -> None:
 def test_the_sdk_gets_a_400_and_the_fake_records_the_problem() -> None:
     with FakeAnthropic([Turn(text="I see a square.")]) as fake:
         client = anthropic.Anthropic(base_url=fake.base_url, api_key=fake.api_key, max_retries=0)
-        with pytest.raises(anthropic.BadRequestError, match="does not match the provided media type"):
+        with pytest.raises(
+            anthropic.BadRequestError, match="does not match the provided media type"
+        ):
             client.messages.create(**request(image(encoded(fmt="JPEG"), "image/png")))
         reply = client.messages.create(**request(image(encoded(750, 400))))
         client.close()

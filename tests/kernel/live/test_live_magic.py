@@ -34,11 +34,17 @@ async def test_the_magic_is_there_without_load_ext(kernels, extension, jp_fetch)
     config = json.loads(autoload.config_path().read_text())
     assert config["InteractiveShellApp"]["extensions"].count("jupyter_aaep") == 1
     kernel = await kernels.notebook(new_name(), load=False)
-    printed = await kernel.run("import sys; print(sys.prefix); print('aaep' in get_ipython().magics_manager.magics['line'], "
-                               "'aaep' in get_ipython().magics_manager.magics['cell'])")
+    printed = await kernel.run(
+        "import sys; print(sys.prefix); print('aaep' in get_ipython().magics_manager.magics['line'], "
+        "'aaep' in get_ipython().magics_manager.magics['cell'])"
+    )
     assert printed.split() == [sys.prefix, "True", "True"]
     help_text = await kernel.run("%aaep --help")
-    assert "%aaep <request>" in help_text and "%aaep tools --remove NAME" in help_text and "{name}" in help_text
+    assert (
+        "%aaep <request>" in help_text
+        and "%aaep tools --remove NAME" in help_text
+        and "{name}" in help_text
+    )
     # A restarted kernel has it again.
     await jp_fetch("api", "kernels", kernel.kernel_id, "restart", method="POST", body=b"")
     await kernel.client.wait_for_ready(timeout=60)
@@ -49,22 +55,39 @@ async def test_status_and_tools_from_cells(kernels, kernel_api) -> None:
     path = new_name()
     kernel = await kernels.notebook(path, load=False)
     printed = await kernel.run(TOOL)
-    assert printed.strip() == ("Kernel tool load_sales is ready: this notebook's agent can call it from its next turn.")
-    assert await kernel.run("print(load_sales('north'))") == "{'region': 'north', 'year': 2025}\n"  # still callable
+    assert printed.strip() == (
+        "Kernel tool load_sales is ready: this notebook's agent can call it from its next turn."
+    )
+    assert (
+        await kernel.run("print(load_sales('north'))") == "{'region': 'north', 'year': 2025}\n"
+    )  # still callable
     listing = await kernel.run("%aaep tools")
-    assert "can call 1 kernel tool:" in listing and "load_sales (medium risk): Load one region's sales." in listing
+    assert (
+        "can call 1 kernel tool:" in listing
+        and "load_sales (medium risk): Load one region's sales." in listing
+    )
     status = await kernel.run("%aaep status")
     assert f"Notebook: {path}." in status and "The agent is idle." in status
     assert "Kernel tools: load_sales." in status and "The model is configured." in status
     assert "Chat: none yet" in status
     # The server runs the tool through the runtime, as the agent would.
-    answer = await kernel.run("from jupyter_aaep.kernel import runtime; print(runtime.call_tool_json('\"load_sales\"', "
-                              "'{\"region\": \"south\", \"year\": 2024}'))")
-    assert json.loads(answer) == {"ok": True, "result": {"region": "south", "year": 2024}, "summary": None}
-    assert "was removed; the agent no longer sees it" in await kernel.run("%aaep tools --remove load_sales")
+    answer = await kernel.run(
+        "from jupyter_aaep.kernel import runtime; print(runtime.call_tool_json('\"load_sales\"', "
+        '\'{"region": "south", "year": 2024}\'))'
+    )
+    assert json.loads(answer) == {
+        "ok": True,
+        "result": {"region": "south", "year": 2024},
+        "summary": None,
+    }
+    assert "was removed; the agent no longer sees it" in await kernel.run(
+        "%aaep tools --remove load_sales"
+    )
     assert (await kernel_api(kernel, "tools"))[1] == {"tools": []}
     assert "has no kernel tools" in await kernel.run("%aaep tools")
-    assert "There is no kernel tool named load_sales" in await kernel.run("%aaep tools --remove load_sales")
+    assert "There is no kernel tool named load_sales" in await kernel.run(
+        "%aaep tools --remove load_sales"
+    )
     assert "Unknown option '--bogus'" in await kernel.run("%aaep tools --bogus")
     # Control commands with nothing running say so.
     assert "nothing to stop" in await kernel.run("%aaep stop")
@@ -75,8 +98,10 @@ async def test_what_is_missing_is_said_and_nothing_is_sent(kernels, extension, f
     kernel = await kernels.notebook(new_name(), load=False)
     assert "There is no variable named 'nope'" in await kernel.run("%aaep plot {nope} by month")
     assert "{{nope}} for literal braces. The request was not sent." in kernel.printed[-1]
-    await kernel.run("import os; from jupyter_aaep.kernel import credential; secret = credential.take(); "
-                     "credential.forget()")
+    await kernel.run(
+        "import os; from jupyter_aaep.kernel import credential; secret = credential.take(); "
+        "credential.forget()"
+    )
     said = await kernel.run("%aaep status")
     assert "AAEP_KERNEL_SECRET is not set in this kernel" in said and "scripts/start" in said
     assert "Traceback" not in said
@@ -87,12 +112,16 @@ async def test_what_is_missing_is_said_and_nothing_is_sent(kernels, extension, f
     said = await kernel.run("%%aaep\nplot the sales")
     assert "AAEP_SERVER_URL and AAEP_KERNEL_SECRET are not set" in said
     # A server that went away is named too.
-    await kernel.run("os.environ['AAEP_KERNEL_SECRET'] = secret; os.environ['AAEP_SERVER_URL'] = 'http://127.0.0.1:9/'")
+    await kernel.run(
+        "os.environ['AAEP_KERNEL_SECRET'] = secret; os.environ['AAEP_SERVER_URL'] = 'http://127.0.0.1:9/'"
+    )
     assert "at http://127.0.0.1:9/ does not answer" in await kernel.run("%aaep status")
     assert fake_model.requests == [] and list(extension.runner.chats()) == []
 
 
-async def test_a_request_with_context_reaches_the_model(kernels, kernel_api, extension, fake_model) -> None:
+async def test_a_request_with_context_reaches_the_model(
+    kernels, kernel_api, extension, fake_model
+) -> None:
     pytest.importorskip("pandas")
     kernel = await kernels.notebook(new_name(), load=False)
     fake_model.add(Turn(text="It has two rows."))

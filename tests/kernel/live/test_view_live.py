@@ -51,56 +51,95 @@ def button(shown: dict[str, Any], name: str) -> dict[str, Any]:
     return next(b for b in shown["buttons"] if b["description"] == name)
 
 
-async def ask_to_run_cell_2(kernels: Any, kernel_api: Any, fake_model: Any) -> tuple[Any, str, dict[str, Any]]:
+async def ask_to_run_cell_2(
+    kernels: Any, kernel_api: Any, fake_model: Any
+) -> tuple[Any, str, dict[str, Any]]:
     """``%aaep`` in a notebook whose agent wants to run cell 2; the view once it asks."""
     kernel = await kernels.notebook(new_name(), CELLS, load=False)
-    fake_model.add(Turn(text=INTRO, tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text=FINAL))
+    fake_model.add(
+        Turn(text=INTRO, tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text=FINAL)
+    )
     printed = await kernel.run("%aaep Please run the second cell")
-    assert "Traceback" not in printed and printed.startswith("VBox("), printed  # displayed, returned at once
-    shown = await until_view(kernel, lambda s: any(b["description"] == "Approve running cell 2" for b in s["buttons"]),
-                             "the Approve button")
+    assert "Traceback" not in printed and printed.startswith("VBox("), (
+        printed
+    )  # displayed, returned at once
+    shown = await until_view(
+        kernel,
+        lambda s: any(b["description"] == "Approve running cell 2" for b in s["buttons"]),
+        "the Approve button",
+    )
     chat_id = (await kernel_api(kernel, "status"))[1]["chat_id"]
     assert chat_id and shown["subscription_id"].startswith("sub_")
     return kernel, chat_id, shown
 
 
-async def test_approve_clicked_in_the_widget_runs_the_cell(kernels, kernel_api, extension, fake_model) -> None:
-    extension.kernel_replies = True  # opt-in: approvals from the notebook (off by default, issue 16)
+async def test_approve_clicked_in_the_widget_runs_the_cell(
+    kernels, kernel_api, extension, fake_model
+) -> None:
+    extension.kernel_replies = (
+        True  # opt-in: approvals from the notebook (off by default, issue 16)
+    )
     kernel, chat_id, shown = await ask_to_run_cell_2(kernels, kernel_api, fake_model)
-    assert "Approval needed: Run cell 2" in shown["text"] and "print(6 * 7)" in shown["text"], shown["text"]
+    assert "Approval needed: Run cell 2" in shown["text"] and "print(6 * 7)" in shown["text"], (
+        shown["text"]
+    )
     assert "If you do not answer, it will be" in shown["text"]
     approve = button(shown, "Approve running cell 2")
     assert not approve["disabled"] and not button(shown, "Reject running cell 2")["disabled"]
 
     # The browser's click: a comm message on the button's comm.
     client = kernel.client
-    client.shell_channel.send(client.session.msg(
-        "comm_msg", {"comm_id": approve["model_id"], "data": {"method": "custom", "content": {"event": "click"}}}))
+    client.shell_channel.send(
+        client.session.msg(
+            "comm_msg",
+            {
+                "comm_id": approve["model_id"],
+                "data": {"method": "custom", "content": {"event": "click"}},
+            },
+        )
+    )
     events = await wait_idle(extension, chat_id)
 
     types = [e["type"].removeprefix("aaep:agent.") for e in events]
     assert types[-1] == "session.completed"
-    [invoked] = [e for e in events if e["type"].endswith("tool.invoked") and e["tool"] == "run_cell"]
-    [completed] = [e for e in events if e["type"].endswith("tool.completed") and e["tool_call_id"] == invoked["tool_call_id"]]
+    [invoked] = [
+        e for e in events if e["type"].endswith("tool.invoked") and e["tool"] == "run_cell"
+    ]
+    [completed] = [
+        e
+        for e in events
+        if e["type"].endswith("tool.completed") and e["tool_call_id"] == invoked["tool_call_id"]
+    ]
     assert completed["status"] == "success"
     assert "42" in result_text(tool_results(fake_model)[0])  # the agent's cell ran in this kernel
     final = await until_view(kernel, lambda s: s["ended"] == "completed", "the end of the session")
     assert "Cell 2 printed 42, the answer." in final["text"]
-    assert "Approved from the notebook." in final["text"] and "Answered elsewhere" not in final["text"]
+    assert (
+        "Approved from the notebook." in final["text"] and "Answered elsewhere" not in final["text"]
+    )
     # The pressed button keeps the focus and tells the outcome; the other one is disabled.
     assert [(b["description"], b["disabled"]) for b in final["buttons"]] == [
-        ("Approved from the notebook.", False), ("Reject running cell 2", True)]
+        ("Approved from the notebook.", False),
+        ("Reject running cell 2", True),
+    ]
     assert final["status"] == "Done."
 
 
-async def test_by_default_the_widget_sends_the_person_to_the_panel(kernels, kernel_api, extension, fake_model) -> None:
+async def test_by_default_the_widget_sends_the_person_to_the_panel(
+    kernels, kernel_api, extension, fake_model
+) -> None:
     """Approvals from the notebook are off: the card shows the request and where to answer it,
     and no button that kernel code could press."""
     kernel = await kernels.notebook(new_name(), CELLS, load=False)
-    fake_model.add(Turn(text=INTRO, tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text=FINAL))
+    fake_model.add(
+        Turn(text=INTRO, tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text=FINAL)
+    )
     await kernel.run("%aaep Please run the second cell")
-    shown = await until_view(kernel, lambda s: "Approve or reject this in the side panel" in s["text"],
-                             "the way to the panel")
+    shown = await until_view(
+        kernel,
+        lambda s: "Approve or reject this in the side panel" in s["text"],
+        "the way to the panel",
+    )
     assert "Approval needed: Run cell 2" in shown["text"] and "print(6 * 7)" in shown["text"]
     assert not [b for b in shown["buttons"] if b["description"].startswith(("Approve", "Reject"))]
     chat_id = (await kernel_api(kernel, "status"))[1]["chat_id"]
@@ -109,15 +148,26 @@ async def test_by_default_the_widget_sends_the_person_to_the_panel(kernels, kern
 
 
 async def test_answered_from_the_panel_the_widget_shows_the_outcome(
-        kernels, kernel_api, extension, fake_model, jp_ws_fetch) -> None:
+    kernels, kernel_api, extension, fake_model, jp_ws_fetch
+) -> None:
     extension.kernel_replies = True
     kernel, chat_id, shown = await ask_to_run_cell_2(kernels, kernel_api, fake_model)
     # The side panel: a WebSocket subscriber of the same chat, which answers first.
     socket = await jp_ws_fetch("aaep", "v1", "chats", chat_id, "ws")
     try:
-        socket.write_message(json.dumps({
-            "type": "subscription.request", "aaep_version": "1.0.0", "subscriber_id": "test-panel",
-            "capabilities": {"supports_confirmation_reply": True, "supports_clarification_reply": True}}))
+        socket.write_message(
+            json.dumps(
+                {
+                    "type": "subscription.request",
+                    "aaep_version": "1.0.0",
+                    "subscriber_id": "test-panel",
+                    "capabilities": {
+                        "supports_confirmation_reply": True,
+                        "supports_clarification_reply": True,
+                    },
+                }
+            )
+        )
         subscription = None
         request = None
         while request is None:
@@ -127,17 +177,28 @@ async def test_answered_from_the_panel_the_widget_shows_the_outcome(
             elif str(frame.get("type", "")).endswith("awaiting.confirmation"):
                 request = frame
         assert subscription and subscription != shown["subscription_id"]
-        socket.write_message(json.dumps({
-            "type": "confirmation.reply", "reply_token": request["reply_token"], "decision": "reject",
-            "subscription_id": subscription, "timestamp": SessionClock().now()}))
+        socket.write_message(
+            json.dumps(
+                {
+                    "type": "confirmation.reply",
+                    "reply_token": request["reply_token"],
+                    "decision": "reject",
+                    "subscription_id": subscription,
+                    "timestamp": SessionClock().now(),
+                }
+            )
+        )
         await wait_idle(extension, chat_id)
     finally:
         socket.close()
     final = await until_view(kernel, lambda s: s["ended"] == "completed", "the end of the session")
     assert "Answered elsewhere (for example in the side panel): You rejected it" in final["text"]
     assert [b["disabled"] for b in final["buttons"]] == [True, True]
-    assert not [e for e in extension.runner.get(chat_id).emitter.history
-                if str(e.get("type", "")).endswith("tool.invoked") and e.get("tool") == "run_cell"]
+    assert not [
+        e
+        for e in extension.runner.get(chat_id).emitter.history
+        if str(e.get("type", "")).endswith("tool.invoked") and e.get("tool") == "run_cell"
+    ]
 
 
 NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "kernel-tools.ipynb"
@@ -153,9 +214,14 @@ class TestTheKernelToolsNotebook:
         fake.stop()
         assert fake.problems == [], fake.problems
 
-    async def test_it_runs_with_the_demo_model(self, kernels, kernel_api, extension, jp_root_dir) -> None:
-        cells = {c["id"]: "".join(c["source"]) for c in json.loads(NOTEBOOK.read_text())["cells"]
-                 if c["cell_type"] == "code"}
+    async def test_it_runs_with_the_demo_model(
+        self, kernels, kernel_api, extension, jp_root_dir
+    ) -> None:
+        cells = {
+            c["id"]: "".join(c["source"])
+            for c in json.loads(NOTEBOOK.read_text())["cells"]
+            if c["cell_type"] == "code"
+        }
         extension.kernel_replies = True  # "Try next" approves in the view
         kernel = await kernels.notebook(new_name(), list(cells.values()), load=False)
         assert "Kernel tool quarterly_sales is ready" in await kernel.run(cells["kt-tool"])
@@ -170,9 +236,15 @@ class TestTheKernelToolsNotebook:
             await asyncio.sleep(0.1)
         assert chat_id, "the view never sent the request"
         events = await wait_idle(extension, chat_id)
-        assert [e["tool"] for e in events if e["type"].endswith("tool.invoked")] == ["quarterly_sales"]
-        shown = await until_view(kernel, lambda s: s["ended"] == "completed", "the end of the session")
-        assert "Compared with sales_2024, Q3 grew the most: from 520 to 610 (+90)." in shown["text"], shown["text"]
+        assert [e["tool"] for e in events if e["type"].endswith("tool.invoked")] == [
+            "quarterly_sales"
+        ]
+        shown = await until_view(
+            kernel, lambda s: s["ended"] == "completed", "the end of the session"
+        )
+        assert (
+            "Compared with sales_2024, Q3 grew the most: from 520 to 610 (+90)." in shown["text"]
+        ), shown["text"]
         assert "Done: Calling the notebook function quarterly_sales." in shown["text"]
         assert "quarterly_sales (low risk)" in await kernel.run(cells["kt-tools"])
         assert "The agent is idle." in await kernel.run(cells["kt-status"])
@@ -180,13 +252,25 @@ class TestTheKernelToolsNotebook:
         # "Try next": a tool that asks first, approved in the view.
         assert "Kernel tool save_report is ready" in await kernel.run(cells["kt-save"])
         await kernel.run('%aaep Please save_report("growth.txt", "Q3 grew the most") for me')
-        asking = await until_view(kernel, lambda s: any(b["description"] == "Approve calling save report"
-                                                        for b in s["buttons"]), "the Approve button")
+        asking = await until_view(
+            kernel,
+            lambda s: any(b["description"] == "Approve calling save report" for b in s["buttons"]),
+            "the Approve button",
+        )
         assert "save_report(filename='growth.txt', text='Q3 grew the most')" in asking["text"]
         approve = button(asking, "Approve calling save report")
-        kernel.client.shell_channel.send(kernel.client.session.msg(
-            "comm_msg", {"comm_id": approve["model_id"], "data": {"method": "custom", "content": {"event": "click"}}}))
+        kernel.client.shell_channel.send(
+            kernel.client.session.msg(
+                "comm_msg",
+                {
+                    "comm_id": approve["model_id"],
+                    "data": {"method": "custom", "content": {"event": "click"}},
+                },
+            )
+        )
         await wait_idle(extension, chat_id)
-        done = await until_view(kernel, lambda s: s["ended"] == "completed", "the end of the second session")
+        done = await until_view(
+            kernel, lambda s: s["ended"] == "completed", "the end of the second session"
+        )
         assert "Saved 16 characters to growth.txt." in done["text"], done["text"]
         assert (jp_root_dir / "growth.txt").read_text() == "Q3 grew the most\n"
