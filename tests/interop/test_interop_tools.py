@@ -86,10 +86,12 @@ class Server:
     api_key: str
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    base_url: str = "/"
+    """Jupyter's base URL (``/user/<name>/`` under JupyterHub)."""
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
+        return f"http://127.0.0.1:{self.port}{self.base_url}"
 
     @property
     def log_path(self) -> Path:
@@ -118,6 +120,7 @@ class Server:
             "--allow-root",
             "--ServerApp.ip=127.0.0.1",
             f"--ServerApp.port={self.port}",
+            f"--ServerApp.base_url={self.base_url}",
             "--ServerApp.port_retries=0",
             f"--ServerApp.root_dir={dirs['root']}",
             "--IdentityProvider.token=",

@@ -38,7 +38,9 @@ class SSEReader:
         headers = {"Accept": "text/event-stream"}
         if last_event_id:
             headers["Last-Event-ID"] = last_event_id
-        self.conn.request("GET", f"/aaep/v1/chats/{chat_id}/events", headers=headers)
+        self.conn.request(
+            "GET", f"{server.base_url}aaep/v1/chats/{chat_id}/events", headers=headers
+        )
         self.response = self.conn.getresponse()
         assert self.response.status == 200, self.response.read()
         threading.Thread(target=self._read, daemon=True).start()
@@ -90,14 +92,16 @@ def fake_model() -> Iterator[FakeAnthropic]:
     fake.stop()
 
 
+# Also under a JupyterHub user's base URL (an escaped name in it), as each user's server runs there.
+@pytest.mark.parametrize("base_url", ["/", "/user/a%40b/"])
 def test_a_server_restart_mid_session_loses_nothing(
-    tmp_path: Path, fake_model: FakeAnthropic, aaep_schema_validator: SchemaValidator
+    tmp_path: Path, fake_model: FakeAnthropic, aaep_schema_validator: SchemaValidator, base_url: str
 ) -> None:
     home = tmp_path / "server"
     (home / "root").mkdir(parents=True)
     notebook = home / "root" / "work.ipynb"
     notebook.write_text(json.dumps(NOTEBOOK))
-    server = Server(home, fake_model.base_url, fake_model.api_key).start()
+    server = Server(home, fake_model.base_url, fake_model.api_key, base_url=base_url).start()
     readers: list[SSEReader] = []
     try:
         chat_id = server.api("POST", "aaep/v1/chats", {"notebook_path": "work.ipynb"})["chat_id"]
