@@ -4,7 +4,8 @@ A person clicks into the second of three code cells and asks the agent to move t
 the end. The scripted model reads the notebook (``get_notebook_state``) and moves the cell with
 the version it read. As soon as the move starts, the person types a comment into the cell with
 the keyboard, a key every few tens of milliseconds, so the keys arrive before, during and after
-the server changes the cells. Once both are over, the moved cell (now last) holds every typed
+the server changes the cells (the server says it saw someone typing in the cell it moved: the
+overlap is checked, not hoped for). Once both are over, the moved cell (now last) holds every typed
 character, the notebook view still shows all three cells with their text, the saved file holds
 the typed text in that cell, and the panel narrates the move. Earlier, real JupyterLab lost 55
 of 61 keystrokes here and the notebook view went blank. Screenshot:
@@ -171,6 +172,12 @@ def run_scenario(ui: PanelPage) -> dict[str, Any]:
         "visible": visible,
         "narration": narration,
         "on_disk": sources,
+        "progress": [
+            str(f.get("summary_normal", ""))
+            for f in ui.received
+            if f.get("type") == "aaep:agent.progress.updated"
+        ],
+        "live": [e["text"] for e in ui.live_log()],
         "errors": [e for e in ui.console_errors if "aaep" in e.lower()],
     }
 
@@ -187,6 +194,12 @@ def test_typing_in_a_cell_the_agent_moves_loses_nothing(moved: dict[str, Any]) -
     narration = moved["narration"]
     assert "Moved cell 2 to position 3" in narration, narration
     assert "move_cell" not in narration and "id second" not in narration, narration
+    assert any("Moved cell 2 to position 3" in said for said in moved["live"]), moved["live"]
+    # The server saw the person in the cell when it moved it (so the keys overlapped the move).
+    assert (
+        "Someone is typing in cell 2; the agent moved it without interrupting them."
+        in moved["progress"]
+    ), moved["progress"]
     # On disk after saving: the typed text is in the moved cell, now last.
     assert moved["on_disk"] == [
         ("first", CELLS["first"]),
