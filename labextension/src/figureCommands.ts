@@ -23,8 +23,12 @@ function isCodeCell(cell: Cell | null | undefined): cell is CodeCell {
 
 /** The outputs of a code cell as plain objects. */
 function outputsOf(cell: CodeCell): { data: Record<string, unknown>; metadata: Record<string, unknown> }[] {
-  const outputs = cell.model.outputs;
-  const list = [];
+  // A cell a collaborator's or the agent's move re-created is disposed: its outputs are gone.
+  const outputs = cell.isDisposed ? null : cell.model?.outputs;
+  const list: { data: Record<string, unknown>; metadata: Record<string, unknown> }[] = [];
+  if (!outputs) {
+    return list;
+  }
   for (let i = 0; i < outputs.length; i++) {
     const output = outputs.get(i);
     list.push({

@@ -208,11 +208,5 @@ def test_typing_in_a_cell_the_agent_moves_loses_nothing(moved: dict[str, Any]) -
     ], moved["on_disk"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Panel bug: when the move re-creates the cells it passes, the panel's alt-text pass "
-    "(labextension/src/figureCommands.ts applyAltText -> outputsOf, on activeCellChanged) reads "
-    "the outputs of a disposed cell: TypeError: Cannot read properties of null (reading 'length').",
-)
 def test_the_panel_throws_no_error_while_cells_move(moved: dict[str, Any]) -> None:
     assert not moved["errors"], moved["errors"]
