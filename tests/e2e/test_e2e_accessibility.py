@@ -286,9 +286,19 @@ def test_keyboard_only_visible_focus_shortcuts_and_no_focus_stealing(
 
 def _palette(ui: PanelPage, command_label: str) -> None:
     """Run a command from the command palette, with the keyboard."""
-    ui.page.keyboard.press("Control+Shift+C")
     search = ui.page.locator(".lm-CommandPalette-input")
-    expect(search).to_be_focused()
+    for attempt in range(
+        3
+    ):  # on a loaded machine the first key press can land before the shell is ready
+        ui.page.keyboard.press("Control+Shift+C")
+        try:
+            expect(search).to_be_focused(timeout=5000)
+            break
+        except AssertionError:
+            if attempt == 2:
+                raise
+            if search.is_visible():  # open, but the focus went elsewhere: close it and try again
+                ui.page.keyboard.press("Escape")
     # Typed into the search box itself: stray keys in a notebook in command mode edit it.
     search.fill(command_label)
     expect(ui.page.locator(".lm-CommandPalette-item.lm-mod-active")).to_contain_text(command_label)

@@ -124,7 +124,10 @@ async def test_describe_this_figure_and_store_it_as_alt_text(
     assert notebooks["status"] == "idle"
 
     def saved() -> bool:
-        outputs = json.loads((jp_root_dir / path).read_text())["cells"][1]["outputs"]
+        try:  # the agent's edits are saved soon after they are made: the file may be mid-write
+            outputs = json.loads((jp_root_dir / path).read_text())["cells"][1]["outputs"]
+        except (json.JSONDecodeError, OSError):
+            return False
         return outputs[1].get("metadata", {}).get("image/png", {}).get("alt") == DESCRIPTION
 
     await wait_until(saved, timeout=10, what="the alt text on disk")

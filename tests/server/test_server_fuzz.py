@@ -309,7 +309,7 @@ async def test_fuzzed_input_never_gets_a_5xx_and_the_server_keeps_serving(
             "subscriptions", method="POST", raw=raw, params={"chat_id": chat_id}
         )
         sent += 1
-        expect(status == 400, f"/subscriptions: {status} {body}", status)
+        expect(status == 400, f"/subscriptions: {status} {body} for {raw[:300]!r}", status)
 
     # GET with odd Last-Event-ID and query strings: a 4xx, or a stream that opens (then we leave)
     base = f"http://127.0.0.1:{jp_http_port}{jp_base_url}aaep/v1/"
