@@ -30,10 +30,10 @@ def _private_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
-@pytest.fixture
-def jp_server_config(
-    fake_model: FakeAnthropic, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+def live_server_config(
+    fake_model: Any, root: Path, monkeypatch: Any, **aaep: Any
 ) -> dict[str, Any]:
+    """Jupyter with jupyter-aaep and collaboration on the fake model, plus AAEPExtension options."""
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_model.base_url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", fake_model.api_key)
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
@@ -45,10 +45,10 @@ def jp_server_config(
                 "jupyter_server_fileid": True,
             }
         },
-        "SQLiteYStore": {"db_path": str(jp_root_dir / ".rtc_test.db")},
+        "SQLiteYStore": {"db_path": str(root / ".rtc_test.db")},
         "BaseFileIdManager": {
-            "root_dir": str(jp_root_dir),
-            "db_path": str(jp_root_dir / ".fid_test.db"),
+            "root_dir": str(root),
+            "db_path": str(root / ".fid_test.db"),
             "db_journal_mode": "OFF",
         },
         "YDocExtension": {"document_save_delay": 0.2, "document_cleanup_delay": 60},
@@ -56,8 +56,16 @@ def jp_server_config(
             "model": "claude-test",
             "sse_keepalive_seconds": 0.5,
             "db_path": ":memory:",
+            **aaep,
         },
     }
+
+
+@pytest.fixture
+def jp_server_config(
+    fake_model: FakeAnthropic, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Any]:
+    return live_server_config(fake_model, jp_root_dir, monkeypatch)
 
 
 def write_notebook(root: Path, path: str, sources: list[str]) -> str:

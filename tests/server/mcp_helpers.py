@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, TypeVar
 
+from kernel_helpers import live_server_config  # noqa: F401 - re-exported for the MCP tests
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -20,37 +20,6 @@ from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.aaep.ids import new_subscription_id
 
 T = TypeVar("T")
-
-
-def live_server_config(
-    fake_model: Any, root: Path, monkeypatch: Any, **aaep: Any
-) -> dict[str, Any]:
-    """Jupyter with jupyter-aaep and collaboration (as kernel_helpers), plus AAEPExtension options."""
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_model.base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", fake_model.api_key)
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    return {
-        "ServerApp": {
-            "jpserver_extensions": {
-                "jupyter_aaep": True,
-                "jupyter_server_ydoc": True,
-                "jupyter_server_fileid": True,
-            }
-        },
-        "SQLiteYStore": {"db_path": str(root / ".rtc_test.db")},
-        "BaseFileIdManager": {
-            "root_dir": str(root),
-            "db_path": str(root / ".fid_test.db"),
-            "db_journal_mode": "OFF",
-        },
-        "YDocExtension": {"document_save_delay": 0.2, "document_cleanup_delay": 60},
-        "AAEPExtension": {
-            "model": "claude-test",
-            "sse_keepalive_seconds": 0.5,
-            "db_path": ":memory:",
-            **aaep,
-        },
-    }
 
 
 def mcp_url(port: int, base_url: str) -> str:
