@@ -310,8 +310,9 @@ def _check_capabilities(caps: Mapping[str, Any]) -> None:
     def bad(message: str) -> _Malformed:
         return _Malformed("capabilities_incompatible", message)
 
+    # Present means an integer: null is not "no limit" (the schema has no null), it is malformed.
     rate = caps.get("max_events_per_second")
-    if rate is not None and (not _is_int(rate) or not 1 <= rate <= 100_000):
+    if "max_events_per_second" in caps and (not _is_int(rate) or not 1 <= rate <= 100_000):
         raise bad("max_events_per_second must be a whole number from 1 to 100000.")
     if "preferred_verbosity" in caps and not (
         isinstance(caps["preferred_verbosity"], str) and caps["preferred_verbosity"] in VERBOSITIES
@@ -369,7 +370,7 @@ def _check_capabilities(caps: Mapping[str, Any]) -> None:
     ):
         raise bad("cognitive_load must be low, medium or high.")
     pace = caps.get("pace_wpm")
-    if pace is not None and (not _is_int(pace) or not 50 <= pace <= 1000):
+    if "pace_wpm" in caps and (not _is_int(pace) or not 50 <= pace <= 1000):
         raise bad("pace_wpm must be a whole number from 50 to 1000.")
     for name, value in caps.items():
         if name not in _KNOWN_CAPABILITIES and not isinstance(value, Mapping):

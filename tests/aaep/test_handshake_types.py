@@ -18,6 +18,9 @@ from jupyter_aaep.aaep.session import Producer
         {"languages": [["en-US"]]},
         {"supported_conformance_levels": [[1]]},
         {"event_filters": {"include": [["aaep:agent.*"]]}},
+        # null is not an integer: the schema gives these no null, so absent and null differ
+        {"pace_wpm": None},
+        {"max_events_per_second": None},
     ],
 )
 def test_unhashable_values_are_rejected_as_malformed(capabilities) -> None:

@@ -86,6 +86,12 @@ async def _chat(api: Any, path: str, mode: str | None = None) -> str:
     return str(body["chat_id"])
 
 
+def _all_refused(attempts: list[str], reason: str) -> bool:
+    """Every try was refused for *reason*, except a try that raced the request's own time-out:
+    a token no longer pending is ignored with 204 ("sent") and never answers (AAEP §6.3.4)."""
+    return any(reason in a for a in attempts) and all(reason in a or a == "sent" for a in attempts)
+
+
 def _heard(events: list[dict[str, Any]]) -> str:
     return " ".join(
         str(e.get(k, ""))
@@ -150,7 +156,7 @@ async def test_in_auto_mode_kernel_answers_are_refused_even_when_enabled(
             )
             events = await wait_idle(extension, chat_id)
         attempts = json.loads(await kernel.run("import json; print(json.dumps(attempts))"))
-        assert attempts and all("approves automatically" in a for a in attempts), attempts
+        assert _all_refused(attempts, "approves automatically"), attempts
         assert not (jp_root_dir / "pwned.txt").exists() and "Approved" not in _heard(events)
     finally:
         extension.kernel_replies = False
@@ -180,7 +186,7 @@ async def test_in_ask_mode_with_kernel_answers_on_only_a_shown_request_can_be_an
             )
             events = await wait_idle(extension, chat_id)
         attempts = json.loads(await kernel.run("import json; print(json.dumps(attempts))"))
-        assert attempts and all("not shown" in a for a in attempts), attempts
+        assert _all_refused(attempts, "not shown"), attempts
         assert not (jp_root_dir / "pwned.txt").exists() and "Approved" not in _heard(events)
     finally:
         extension.kernel_replies = False
