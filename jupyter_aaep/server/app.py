@@ -29,7 +29,7 @@ from jupyter_server.serverapp import ServerApp
 from jupyter_server.utils import url_path_join
 from traitlets import Bool, Dict, Enum, Float, Integer, List, TraitError, Unicode, default, validate
 
-from .. import __version__
+from .._version import __version__
 from ..aaep.broker import ReplyBroker
 from ..aaep.session import Producer
 from ..agent.approval import APPROVAL_MODES, ApprovalPolicy
