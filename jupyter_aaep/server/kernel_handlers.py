@@ -45,7 +45,7 @@ from .messages import REPLY_TYPES, Response, classify
 from .sse import EventStreamHandler
 
 if TYPE_CHECKING:
-    from ..agent.runner import Chat
+    from ..agent.chat import Chat
     from .service import AAEPService
 
 KERNEL_HEADER = "X-AAEP-Kernel-Id"

@@ -24,7 +24,8 @@ from ..agent.prompts import describe_figure_request
 from ..errors import RequestError, ToolError
 
 if TYPE_CHECKING:
-    from ..agent.runner import Chat, ChatRunner
+    from ..agent.chat import Chat
+    from ..agent.runner import ChatRunner
 
 __all__ = ["MAX_CONTEXT_ITEMS", "kernel_variables", "request_attachment", "save_alt_text"]
 

@@ -30,7 +30,8 @@ from ..aaep.broker import PendingRequest, short_token
 from ..aaep.emitter import Event
 from ..aaep.handshake import Rejected
 from ..aaep.ids import is_valid_id
-from ..agent.runner import SUPPORTS, Chat, ChatRunner
+from ..agent.chat import SUPPORTS, Chat
+from ..agent.runner import ChatRunner
 from ..agent.store import StoredChat
 from ..errors import InvalidInput, RequestError
 from .messages import (

@@ -46,7 +46,7 @@ from ..aaep.subscription import Subscription
 
 if TYPE_CHECKING:
     from ..aaep.broker import ReplyBroker
-    from ..agent.runner import Chat
+    from ..agent.chat import Chat
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from ..agent.tools import ToolRegistry, ToolSpec
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
 
-    from ..agent.runner import Chat
+    from ..agent.chat import Chat
 
 
 def load_tool_reference(reference: str) -> list[ToolSpec]:
