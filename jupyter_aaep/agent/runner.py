@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -29,6 +29,7 @@ from .chat_context import ChatContext
 from .control import MAX_TURNS_LIMIT, Applies, Guidance, RunControl
 from .loop import AgentConfig, AgentLoop, SessionResult
 from .persistence import CONTINUE_AFTER_ERROR, CONTINUE_TEXT, ChatPersistence, Discard
+from .services import AgentServices, SessionEdits
 from .store import StoredChat, decode_cursor, encode_cursor
 from .store_health import StoreHealth
 from .tools import ToolRegistry
@@ -55,7 +56,8 @@ class ChatRunner:
     registry_factory
         Returns the tools a chat offers (called per session).
     services
-        Collaborators handed to tools through ``ToolContext.services``.
+        The host's collaborators (the notebook service, the follower of long cell runs),
+        handed to tools through ``ToolContext.services``.
     acknowledge_input
         Publish ``{"kind": "user_input.accepted", "session_id", "chat_id"}`` on the chat's
         stream before each session. Not an AAEP event: only the AAEP conformance suite needs
@@ -71,7 +73,7 @@ class ChatRunner:
         registry_factory: Callable[[Chat], ToolRegistry],
         config: AgentConfig | None = None,
         producer: Producer | None = None,
-        services: Mapping[str, Any] | None = None,
+        services: AgentServices | None = None,
         policy_factory: Callable[[], ApprovalPolicy] = ApprovalPolicy,
         broker: ReplyBroker | None = None,
         acknowledge_input: bool = False,
@@ -82,7 +84,7 @@ class ChatRunner:
         self.registry_factory = registry_factory
         self.config = config or AgentConfig()
         self.producer = producer or Producer(model=self.config.model)
-        self.services: Mapping[str, Any] = services or {}
+        self.services: AgentServices = services or AgentServices()
         self.policy_factory = policy_factory
         self.broker = broker or ReplyBroker()
         self._chats: dict[str, Chat] = {}
@@ -316,21 +318,19 @@ class ChatRunner:
 
     def _still_running(self, chat: Chat) -> Callable[[], str | None] | None:
         """What the chat's follower of long cell runs says at the end of a session, if any."""
-        follower = self.services.get("long_runs")
-        note = getattr(follower, "still_running_note", None)
-        if note is None:
+        follower = self.services.long_runs
+        if follower is None:
             return None
-        return lambda: note(chat.chat_id)
+        return lambda: follower.still_running_note(chat.chat_id)
 
     async def save_notebook(self, chat: Chat) -> bool:
         """Put the agent's edits on disk now rather than after the shared document's autosave
         delay; False when they may not be there yet."""
-        notebooks = self.services.get("notebook")
-        save = getattr(notebooks, "save", None)
-        if save is None or not chat.notebook_path:
+        notebooks = self.services.notebook
+        if notebooks is None or not chat.notebook_path:
             return True  # no notebook service or no notebook: nothing the agent could have edited
         try:
-            return bool(await save(chat.notebook_path))
+            return bool(await notebooks.save(chat.notebook_path))
         except Exception as error:  # noqa: BLE001 - the autosave still follows; the log says why
             log.warning(
                 "could not save %s at the end of the session: %s", chat.notebook_path, error
@@ -376,12 +376,12 @@ class ChatRunner:
         )
         return self.submit(chat_id, CONTINUE_TEXT if restarted else CONTINUE_AFTER_ERROR)
 
-    def begin_record(self, chat: Chat, session: Session) -> Any:
+    def begin_record(self, chat: Chat, session: Session) -> SessionEdits | None:
         """Record what the session changes in the notebook (for undo, saving and recovery)."""
-        begin = getattr(self.services.get("notebook"), "begin_record", None)
-        if begin is None or not chat.notebook_path:
+        notebooks = self.services.notebook
+        if notebooks is None or not chat.notebook_path:
             return None
-        return begin(
+        return notebooks.begin_record(
             chat.chat_id,
             session.id,
             chat.notebook_path,
@@ -389,11 +389,11 @@ class ChatRunner:
         )
 
     def end_record(self, chat: Chat) -> None:
-        end = getattr(self.services.get("notebook"), "end_record", None)
-        if end is not None:
-            end(chat.chat_id)
+        notebooks = self.services.notebook
+        if notebooks is not None:
+            notebooks.end_record(chat.chat_id)
 
-    def _recorded(self, chat: Chat, record: Any) -> None:
+    def _recorded(self, chat: Chat, record: SessionEdits) -> None:
         """The agent changed the notebook: store the session's record and save the notebook soon."""
         chat.snapshots.pop(record.session_id, None)
         chat.snapshots[record.session_id] = record
@@ -414,16 +414,16 @@ class ChatRunner:
         chat.pending_save = None  # an edit made while this save runs schedules the next one
         await self.save_notebook(chat)
 
-    async def _lost_changes(self, record: Any) -> str | None:
+    async def _lost_changes(self, record: SessionEdits | None) -> str | None:
         """At the session's end: the agent's edits another program's write took away, said once."""
-        lost_edits = getattr(self.services.get("notebook"), "lost_edits", None)
-        if record is None or lost_edits is None:
+        notebooks = self.services.notebook
+        if record is None or notebooks is None:
             return None
         try:
-            await lost_edits(record)
+            await notebooks.lost_edits(record)
         except Exception as error:  # noqa: BLE001 - the notebook may be gone; the tools said so
             log.debug("could not check the notebook for lost edits: %s", error)
-        lost = list(getattr(record, "lost", []))
+        lost = list(record.lost)
         if not lost:
             return None
         return (
@@ -440,7 +440,7 @@ class ChatRunner:
         chat = self.get(chat_id)
         if chat.running:
             raise ChatBusy("The agent is still working. Stop it before undoing its changes.")
-        notebooks = self.services.get("notebook")
+        notebooks = self.services.notebook
         if notebooks is None or not chat.notebook_path or not chat.snapshots:
             raise InvalidInput(
                 "There is nothing to undo: the agent has not changed this notebook in this chat "
@@ -659,7 +659,7 @@ def _cells(count: int) -> str:
 
 
 def undo_summary(
-    path: str, *, removed: int, added: int, restored: int, kept: list[str] | None = None
+    path: str, *, removed: int, added: int, restored: int, kept: Sequence[str] | None = None
 ) -> str:
     """What an undo did, naming only what happened, and each cell it kept.
 

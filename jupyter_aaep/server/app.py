@@ -484,7 +484,7 @@ class AAEPExtension(ExtensionApp):
         )
         self.toolbox = Toolbox(log=self.log)
         self.toolbox.load(self.server, self.extra_tools)
-        notebooks = self.toolbox.services.get("notebook")
+        notebooks = self.toolbox.notebooks
         if notebooks is not None:
             notebooks.image_max_edge = self.model_image_max_edge
             notebooks.max_images = min(notebooks.max_images, self.model_images_per_request)
@@ -502,7 +502,7 @@ class AAEPExtension(ExtensionApp):
             registry_factory=self.toolbox.registry_for,
             config=config,
             producer=producer,
-            services=self.toolbox.services,
+            services=self.toolbox.agent_services(),
             policy_factory=self._policy,
             broker=broker,
             acknowledge_input=self.conformance_input_ack,
@@ -517,7 +517,7 @@ class AAEPExtension(ExtensionApp):
                 person_runs_after=self.announce_person_runs_after_seconds,
                 announce_seconds=self.progress_announce_seconds,
             )
-            self.toolbox.services["long_runs"] = self.long_runs
+            self.runner.services = self.toolbox.agent_services(long_runs=self.long_runs)
         self.runner.on_chat_loaded = self.hub.attach_chat
         if self.store is not None:
             self.runner.persistence = ChatPersistence(self.store, file_id=self._file_id)
@@ -531,6 +531,7 @@ class AAEPExtension(ExtensionApp):
                 self.clients, default=self.model, configured=self.models, locked=self.lock_models
             ),
             policy=self.admin_policy,
+            toolbox=self.toolbox,
         )
         self._secret = secrets.token_urlsafe(32)
         self.kernel_credentials = KernelCredentials(self._secret.encode())
@@ -562,7 +563,7 @@ class AAEPExtension(ExtensionApp):
             allowed=self.admin_policy.mcp_stdio_commands,
             max_images=self.model_images_per_request,
         )
-        self.toolbox.services["mcp"] = servers
+        self.toolbox.mcp = servers
         return servers
 
     def initialize_handlers(self) -> None:

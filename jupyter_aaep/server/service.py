@@ -48,6 +48,7 @@ from .models import ModelCatalog
 from .policy import AdminPolicy
 from .request_context import request_attachment, save_alt_text
 from .streams import Stream, StreamHub, Transport
+from .toolbox import Toolbox
 from .validation import check_last_event_id, check_subscription_id, validate
 
 if TYPE_CHECKING:
@@ -79,8 +80,11 @@ class AAEPService:
         url_for: Callable[[str], str],
         models: ModelCatalog | None = None,
         policy: AdminPolicy | None = None,
+        toolbox: Toolbox | None = None,
     ) -> None:
         self.runner = runner
+        self.toolbox = toolbox or Toolbox(log=log)
+        """The tools and the collaborators the server's own endpoints use (kernel tools, MCP)."""
         self.policy = policy or AdminPolicy()
         self.hub = hub
         self.url_for = url_for
