@@ -117,6 +117,11 @@ class _Waiting:
     since: float = field(default_factory=time.monotonic)
 
 
+SERVER_RECONNECT_GRACE = 30.0
+"""Seconds a server's pending request waits for its subscriber to come back, unless configured
+(``reconnect_grace_seconds``); a hub built in code applies the default at once."""
+
+
 class StreamHub:
     """Every stream and subscription of the server, and the broker's view of who can answer."""
 
