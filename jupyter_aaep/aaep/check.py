@@ -19,7 +19,6 @@ stricter promises (every SHOULD, a fully named producer), as this project's test
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.util
 import json
 import sys
@@ -29,6 +28,7 @@ from typing import Any
 
 from jupyter_aaep.aaep import _check_rules as r
 from jupyter_aaep.aaep._check_rules import RuleBreach, SessionState
+from jupyter_aaep.aaep.schema_validation import Profile, SchemaValidator, SchemaViolation
 
 __all__ = ["SequenceChecker", "SequenceViolation", "check_events", "main"]
 
@@ -285,7 +285,7 @@ def _read_jsonl(paths: list[Path]) -> list[tuple[str, Any]]:
 
 
 def _schema_checker(
-    schema_dir: str | None, *, wanted: bool = True, profile: str = "spec"
+    schema_dir: str | None, *, wanted: bool = True, profile: Profile = "spec"
 ) -> tuple[Any, type[Exception]] | None:
     """A ``SchemaValidator`` for ``schema_dir`` (default: the schemas shipped in the package,
     or ``$AAEP_SCHEMA_DIR``), or ``None`` when not wanted or jsonschema cannot check them.
@@ -300,16 +300,14 @@ def _schema_checker(
             "(pip install 'jsonschema[format]' to enable it)."
         )
         return None
-    # import_module keeps this optional test-support dependency out of static analysis.
-    schemas = importlib.import_module("jupyter_aaep.testing.schemas")
     try:
-        validator = schemas.SchemaValidator.from_dir(schema_dir, profile=profile)
+        validator = SchemaValidator.from_dir(schema_dir, profile=profile)
     except RuntimeError as exc:
         if schema_dir is not None:
             raise
         print(f"note: schema validation was skipped: {exc}.")
         return None
-    return validator, schemas.SchemaViolation
+    return validator, SchemaViolation
 
 
 def _wants_schema(message: Any) -> bool:

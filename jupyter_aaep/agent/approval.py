@@ -36,6 +36,8 @@ MODE_LABELS: dict[ApprovalMode, str] = {
     "auto": "Auto",
 }
 """What people see for each wire value (the panel's select uses the same words)."""
+DEFAULT_TIMEOUTS: dict[str, int] = {"low": 90, "medium": 180, "high": 300}
+"""Seconds a confirmation waits by risk level, unless configured (``confirmation_timeouts``)."""
 
 
 def mode_choices() -> str:
@@ -62,9 +64,7 @@ class ApprovalPolicy:
     mode: ApprovalMode = "ask"
     allowed: tuple[ApprovalMode, ...] = APPROVAL_MODES
     """The modes the server's administrator lets users choose (admin policy); all by default."""
-    timeouts: dict[str, int] = field(
-        default_factory=lambda: {"low": 90, "medium": 180, "high": 300}
-    )
+    timeouts: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_TIMEOUTS))
     clarification_timeout: int = 300
 
     def needs_confirmation(self, tool: ToolSpec, preview: ActionPreview) -> bool:

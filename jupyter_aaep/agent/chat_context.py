@@ -6,12 +6,12 @@ dispatcher.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from .approval import ApprovalPolicy
 from .context import ContextState
+from .services import AgentServices
 from .usage import Usage
 
 
@@ -21,7 +21,7 @@ class ChatContext:
 
     chat_id: str | None = None
     notebook_path: str | None = None
-    services: Mapping[str, Any] = field(default_factory=dict)
+    services: AgentServices = field(default_factory=AgentServices)
     approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     usage: Usage = field(default_factory=Usage)
     """The chat's token usage so far, added to by every session (for the budget)."""

@@ -13,19 +13,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..aaep.clock import ms_to_timestamp, utc_now_ms
 from ..aaep.emitter import Emitter, Event
 from ..aaep.events import OutputStreaming, SessionErrored, Summary, ToolCompleted
 from ..aaep.session import Producer, Session
+from .chat import Chat, now_iso
 from .history import close_open_tool_uses
 from .store import ChatStore, StepRecord, StoredChat
 from .store_notices import StoreNotices
 from .usage import ModelRequest
-
-if TYPE_CHECKING:
-    from .runner import Chat
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +40,6 @@ CONTINUE_AFTER_ERROR = (
     "[The previous request ended with an error; this is an automatic message.] Continue that "
     "request from where you stopped."
 )
-
-
-def now_iso() -> str:
-    return ms_to_timestamp(utc_now_ms())
 
 
 class Discard(Emitter):

@@ -37,6 +37,12 @@ class RetentionPolicy:
     batch: int = 500
     """Most rows deleted in one transaction."""
 
+    @classmethod
+    def for_server(cls) -> RetentionPolicy:
+        """What a Jupyter server keeps unless configured (``store_keep_days``,
+        ``store_keep_mb_per_chat``); a store built in code keeps everything by default."""
+        return cls(keep_days=90.0, keep_mb_per_chat=20.0)
+
     @property
     def active(self) -> bool:
         return self.keep_days > 0 or self.keep_mb_per_chat > 0

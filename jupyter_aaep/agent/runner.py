@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import anthropic
@@ -24,141 +24,25 @@ from ..aaep.emitter import Emitter, Event
 from ..aaep.session import Producer, Session
 from ..errors import ChatBusy, InvalidInput, UnknownChat, UnknownSession
 from .approval import ApprovalPolicy
+from .chat import EVENT_HISTORY_LIMIT, Chat
 from .chat_context import ChatContext
-from .context import ContextState
 from .control import MAX_TURNS_LIMIT, Applies, Guidance, RunControl
 from .loop import AgentConfig, AgentLoop, SessionResult
-from .persistence import CONTINUE_AFTER_ERROR, CONTINUE_TEXT, ChatPersistence, Discard, now_iso
+from .persistence import CONTINUE_AFTER_ERROR, CONTINUE_TEXT, ChatPersistence, Discard
+from .services import AgentServices, SessionEdits
 from .store import StoredChat, decode_cursor, encode_cursor
 from .store_health import StoreHealth
 from .tools import ToolRegistry
-from .usage import Usage
 
 log = logging.getLogger(__name__)
 
-EVENT_HISTORY_LIMIT = 5000
-
-SUPPORTS: Mapping[str, bool] = {
-    "stop": True,
-    "pause": True,
-    "resume": True,
-    "guidance": True,
-    "approval_mode": True,
-    "revert": True,
-    "continue": True,
-}
 SNAPSHOTS_KEPT = 10
 EDIT_SAVE_DELAY = 0.15
 """Seconds after an agent edit before the notebook is saved (edits in a burst are saved once)."""
 LOADED_CHATS = 50
 """Chats kept in memory when a store holds them all; the least recently used idle ones go first."""
 TITLE_LENGTH = 80
-"""The run controls a chat accepts now (``control`` stop, pause/resume, guidance, approval mode)."""
-
-
-@dataclass
-class Chat:
-    """One conversation about one notebook."""
-
-    chat_id: str
-    notebook_path: str | None
-    emitter: Emitter = field(default_factory=lambda: Emitter(history_limit=EVENT_HISTORY_LIMIT))
-    history: list[dict[str, Any]] = field(default_factory=list)
-    approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
-    session: Session | None = None
-    task: asyncio.Task[SessionResult] | None = None
-    control: RunControl = field(default_factory=RunControl)
-    results: list[SessionResult] = field(default_factory=list)
-    snapshots: dict[str, Any] = field(default_factory=dict)
-    """What each recent session changed in the notebook (session id → its edit record, or the
-    record's stored JSON), for undo; sessions that changed nothing are not here."""
-    pending_save: asyncio.Future[Any] | None = None
-    """The save that follows the agent's latest edit (debounced by ``EDIT_SAVE_DELAY``)."""
-    usage: Usage = field(default_factory=Usage)
-    """Tokens and estimated cost of every session of this chat (for the budget and the API)."""
-    context: ContextState = field(default_factory=ContextState)
-    """What the chat learned about its context window and server (see ``agent/context.py``)."""
-    guidance: list[Guidance] = field(default_factory=list)
-    """Guidance the user sent while the agent worked, oldest first (listed in the chat view)."""
-    title: str = ""
-    """The chat's first request, clipped (for the list of earlier chats)."""
-    created: str = field(default_factory=now_iso)
-    updated: str = field(default_factory=now_iso)
-    file_id: str | None = None
-    """The notebook's id from jupyter_server_fileid, so the chat follows a renamed notebook."""
-    can_continue: bool = False
-    model: str | None = None
-    """The model the user chose for this chat (``None``: the server's default)."""
-    model_label: str | None = None
-    model_changed: bool = False
-    """The user chose a model since the last session: the next one says "Using Claude …"."""
-    """The last session was interrupted (a server restart, a recoverable error): Continue may resume it."""
-    baseline_subscribers: int = 2
-    """Subscribers that are not a person's stream (the store's writer, the server's fan-out)."""
-    held_by: str | None = None
-    """The outside agent (an MCP client, e.g. "Claude Code") whose session runs now, if any."""
-
-    def usage_report(self) -> dict[str, Any]:
-        """The chat's token usage and estimated cost, in total and per finished session."""
-        sessions = [
-            {
-                "session_id": r.terminal_event.get("session_id"),
-                "status": r.status,
-                **r.usage.to_json(),
-            }
-            for r in self.results
-            if r.terminal_event is not None
-        ]
-        return {
-            **self.usage.to_json(),
-            "sessions": sessions,
-            "context_compactions": self.context.compactions,
-        }
-
-    @property
-    def running(self) -> bool:
-        return self.task is not None and not self.task.done()
-
-    @property
-    def working(self) -> bool:
-        """Running and not waiting for the user's reply: a new message then is guidance."""
-        return self.running and self.session is not None and not self.waiting_for_user
-
-    @property
-    def waiting_for_user(self) -> bool:
-        """The session waits for a reply (a confirmation or a question), paused there or not:
-        a new message then replaces the waiting request."""
-        if not self.running or self.session is None:
-            return False
-        return (
-            self.session.state == "awaiting_input" or self.control.paused_from == "awaiting_input"
-        )
-
-    @property
-    def paused(self) -> bool:
-        return self.running and self.control.paused
-
-    @property
-    def status(self) -> str:
-        return "running" if self.running else "idle"
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "chat_id": self.chat_id,
-            "notebook_path": self.notebook_path,
-            "status": self.status,
-            "paused": self.paused,
-            "session_id": self.session.id if self.session else None,
-            "approval_mode": self.approval.mode,
-            # What clients may offer: the panel hides or disables the rest, with a reason.
-            "supports": dict(SUPPORTS),
-            "undoable_sessions": list(self.snapshots),
-            "title": self.title,
-            "created": self.created,
-            "updated": self.updated,
-            "can_continue": self.can_continue and not self.running,
-            "model": self.model,
-        }
+"""Longest chat title (the first request, clipped) in the list of earlier chats."""
 
 
 class ChatRunner:
@@ -172,7 +56,8 @@ class ChatRunner:
     registry_factory
         Returns the tools a chat offers (called per session).
     services
-        Collaborators handed to tools through ``ToolContext.services``.
+        The host's collaborators (the notebook service, the follower of long cell runs),
+        handed to tools through ``ToolContext.services``.
     acknowledge_input
         Publish ``{"kind": "user_input.accepted", "session_id", "chat_id"}`` on the chat's
         stream before each session. Not an AAEP event: only the AAEP conformance suite needs
@@ -188,7 +73,7 @@ class ChatRunner:
         registry_factory: Callable[[Chat], ToolRegistry],
         config: AgentConfig | None = None,
         producer: Producer | None = None,
-        services: Mapping[str, Any] | None = None,
+        services: AgentServices | None = None,
         policy_factory: Callable[[], ApprovalPolicy] = ApprovalPolicy,
         broker: ReplyBroker | None = None,
         acknowledge_input: bool = False,
@@ -199,7 +84,7 @@ class ChatRunner:
         self.registry_factory = registry_factory
         self.config = config or AgentConfig()
         self.producer = producer or Producer(model=self.config.model)
-        self.services: Mapping[str, Any] = services or {}
+        self.services: AgentServices = services or AgentServices()
         self.policy_factory = policy_factory
         self.broker = broker or ReplyBroker()
         self._chats: dict[str, Chat] = {}
@@ -433,21 +318,19 @@ class ChatRunner:
 
     def _still_running(self, chat: Chat) -> Callable[[], str | None] | None:
         """What the chat's follower of long cell runs says at the end of a session, if any."""
-        follower = self.services.get("long_runs")
-        note = getattr(follower, "still_running_note", None)
-        if note is None:
+        follower = self.services.long_runs
+        if follower is None:
             return None
-        return lambda: note(chat.chat_id)
+        return lambda: follower.still_running_note(chat.chat_id)
 
     async def save_notebook(self, chat: Chat) -> bool:
         """Put the agent's edits on disk now rather than after the shared document's autosave
         delay; False when they may not be there yet."""
-        notebooks = self.services.get("notebook")
-        save = getattr(notebooks, "save", None)
-        if save is None or not chat.notebook_path:
+        notebooks = self.services.notebook
+        if notebooks is None or not chat.notebook_path:
             return True  # no notebook service or no notebook: nothing the agent could have edited
         try:
-            return bool(await save(chat.notebook_path))
+            return bool(await notebooks.save(chat.notebook_path))
         except Exception as error:  # noqa: BLE001 - the autosave still follows; the log says why
             log.warning(
                 "could not save %s at the end of the session: %s", chat.notebook_path, error
@@ -493,12 +376,12 @@ class ChatRunner:
         )
         return self.submit(chat_id, CONTINUE_TEXT if restarted else CONTINUE_AFTER_ERROR)
 
-    def begin_record(self, chat: Chat, session: Session) -> Any:
+    def begin_record(self, chat: Chat, session: Session) -> SessionEdits | None:
         """Record what the session changes in the notebook (for undo, saving and recovery)."""
-        begin = getattr(self.services.get("notebook"), "begin_record", None)
-        if begin is None or not chat.notebook_path:
+        notebooks = self.services.notebook
+        if notebooks is None or not chat.notebook_path:
             return None
-        return begin(
+        return notebooks.begin_record(
             chat.chat_id,
             session.id,
             chat.notebook_path,
@@ -506,11 +389,11 @@ class ChatRunner:
         )
 
     def end_record(self, chat: Chat) -> None:
-        end = getattr(self.services.get("notebook"), "end_record", None)
-        if end is not None:
-            end(chat.chat_id)
+        notebooks = self.services.notebook
+        if notebooks is not None:
+            notebooks.end_record(chat.chat_id)
 
-    def _recorded(self, chat: Chat, record: Any) -> None:
+    def _recorded(self, chat: Chat, record: SessionEdits) -> None:
         """The agent changed the notebook: store the session's record and save the notebook soon."""
         chat.snapshots.pop(record.session_id, None)
         chat.snapshots[record.session_id] = record
@@ -531,16 +414,16 @@ class ChatRunner:
         chat.pending_save = None  # an edit made while this save runs schedules the next one
         await self.save_notebook(chat)
 
-    async def _lost_changes(self, record: Any) -> str | None:
+    async def _lost_changes(self, record: SessionEdits | None) -> str | None:
         """At the session's end: the agent's edits another program's write took away, said once."""
-        lost_edits = getattr(self.services.get("notebook"), "lost_edits", None)
-        if record is None or lost_edits is None:
+        notebooks = self.services.notebook
+        if record is None or notebooks is None:
             return None
         try:
-            await lost_edits(record)
+            await notebooks.lost_edits(record)
         except Exception as error:  # noqa: BLE001 - the notebook may be gone; the tools said so
             log.debug("could not check the notebook for lost edits: %s", error)
-        lost = list(getattr(record, "lost", []))
+        lost = list(record.lost)
         if not lost:
             return None
         return (
@@ -557,7 +440,7 @@ class ChatRunner:
         chat = self.get(chat_id)
         if chat.running:
             raise ChatBusy("The agent is still working. Stop it before undoing its changes.")
-        notebooks = self.services.get("notebook")
+        notebooks = self.services.notebook
         if notebooks is None or not chat.notebook_path or not chat.snapshots:
             raise InvalidInput(
                 "There is nothing to undo: the agent has not changed this notebook in this chat "
@@ -776,7 +659,7 @@ def _cells(count: int) -> str:
 
 
 def undo_summary(
-    path: str, *, removed: int, added: int, restored: int, kept: list[str] | None = None
+    path: str, *, removed: int, added: int, restored: int, kept: Sequence[str] | None = None
 ) -> str:
     """What an undo did, naming only what happened, and each cell it kept.
 

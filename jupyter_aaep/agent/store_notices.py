@@ -17,14 +17,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from ..aaep.events import Progress, ProgressUpdated, Summary
+from .chat import Chat
 from .store import ChatStore
 from .store_health import StoreHealth, degraded_words, recovered_words
-
-if TYPE_CHECKING:
-    from .runner import Chat
 
 
 class StoreNotices:

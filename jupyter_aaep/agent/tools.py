@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import logging
 import typing
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -22,6 +22,7 @@ from ..aaep.ids import TOOL_NAME
 from ..aaep.redaction import redact_arguments
 from ..errors import ToolError
 from .schema_from_signature import check_arguments, input_schema, parse_docstring
+from .services import AgentServices
 from .tool_schema import schema_problem
 
 log = logging.getLogger(__name__)
@@ -79,8 +80,8 @@ class ToolContext:
     tool_call_id: str
     chat_id: str | None = None
     notebook_path: str | None = None
-    services: Mapping[str, Any] = field(default_factory=dict)
-    """Collaborators provided by the host (e.g. ``services["notebook"]``)."""
+    services: AgentServices = field(default_factory=AgentServices)
+    """Collaborators provided by the host (e.g. ``services.notebook``)."""
     approved_fingerprint: str | None = None
     """The fingerprint of the preview the user accepted; ``None`` when no approval was needed."""
     _ask: Callable[..., Awaitable[Any]] | None = None

@@ -339,7 +339,7 @@ def _read_key(key_file: str | None) -> str:
     if not key:
         raise SystemExit(
             "The model gateway needs the organisation's key: set ANTHROPIC_API_KEY in the service's "
-            "environment (c.JupyterHub.services[...]['environment']) or pass --key-file."
+            "environment (the 'environment' of its entry in c.JupyterHub.services) or pass --key-file."
         )
     return key
 

@@ -21,7 +21,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 
-from .. import __version__
+from .._version import __version__
 from ..agent.tools import ToolSpec
 from ..errors import ToolError
 from .outside_agents import OutsideAgents

@@ -31,11 +31,12 @@ from ..aaep.events import (
     Summary,
 )
 from ..aaep.session import Session
+from ..agent.chat import Chat
 from ..agent.chat_context import ChatContext
 from ..agent.control import RunControl
 from ..agent.dispatch import ToolDispatcher
 from ..agent.loop import SessionResult
-from ..agent.runner import Chat, ChatRunner
+from ..agent.runner import ChatRunner
 from ..agent.tools import ToolRegistry
 from ..agent.usage import Usage
 from ..errors import ToolError

@@ -1,7 +1,7 @@
 """The live notebook as a service: shared documents, the notebook's own kernel, and what the agent changed (for undo).
 
 Build one :class:`NotebookService` per Jupyter server and hand it to tools as
-``ctx.services["notebook"]``. This package knows nothing of the agent: the tools that use it
+``ctx.services.notebook``. This package knows nothing of the agent: the tools that use it
 live in :mod:`jupyter_aaep.tools` (:func:`jupyter_aaep.tools.notebook.notebook_tools`).
 """
 

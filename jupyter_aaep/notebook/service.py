@@ -1,4 +1,4 @@
-"""``NotebookService``: what the notebook tools use (``ctx.services["notebook"]``).
+"""``NotebookService``: what the notebook tools use (``ctx.services.notebook``).
 
 One object per Jupyter server, built from the ``ServerApp``. It joins the shared documents
 (:mod:`.documents`), the kernel executor (:mod:`.executor`) and undo snapshots, and keeps the

@@ -29,19 +29,22 @@ from jupyter_server.serverapp import ServerApp
 from jupyter_server.utils import url_path_join
 from traitlets import Bool, Dict, Enum, Float, Integer, List, TraitError, Unicode, default, validate
 
-from .. import __version__
+from .._version import __version__
 from ..aaep.broker import ReplyBroker
 from ..aaep.session import Producer
-from ..agent.approval import APPROVAL_MODES, ApprovalPolicy
+from ..agent.approval import APPROVAL_MODES, DEFAULT_TIMEOUTS, ApprovalPolicy
 from ..agent.context import ContextSettings, Strategy
-from ..agent.loop import DEFAULT_MODEL, AgentConfig
+from ..agent.loop import AgentConfig
 from ..agent.persistence import ChatPersistence
 from ..agent.retention import RetentionPolicy
 from ..agent.runner import ChatRunner
 from ..agent.store import ChatStore
 from ..agent.store_health import StoreHealth
 from ..agent.usage import PriceTable
+from ..mcp.outside_agents import OutsideAgents
 from ..notebook.edit_record import missing_from_file
+from ..notebook.running import RunningCells
+from ..notebook.service import NotebookService
 from .handlers import handler_routes
 from .kernel_credentials import KernelCredentials
 from .kernel_launch import ARGUMENT as KERNEL_ARGUMENT
@@ -49,14 +52,15 @@ from .kernel_launch import add_extension_to_ipython_kernels
 from .long_runs import LongRunNews
 from .model_client import WITHHELD, ClientFactory, ModelCredentials
 from .models import ModelCatalog
+from .option_defaults import default_of
 from .policy import AdminPolicy
 from .service import AAEPService
 from .signals import stop_on_sigint_without_tty
-from .streams import StreamHub
+from .sse import EventStreamHandler
+from .streams import SERVER_RECONNECT_GRACE, StreamHub
 from .toolbox import Toolbox
 
-RISK_LEVELS = ("low", "medium", "high")
-DEFAULT_TIMEOUTS = {"low": 90, "medium": 180, "high": 300}
+RISK_LEVELS = tuple(DEFAULT_TIMEOUTS)
 EXPORTED = ("AAEP_SERVER_URL", "AAEP_KERNEL_SECRET")
 
 
@@ -66,27 +70,120 @@ class AAEPExtension(ExtensionApp):
     name = "jupyter_aaep"
     description = __doc__
 
+    # -- the model and the agent loop (AgentConfig, ContextSettings, the producer's name) -----------
     model = Unicode(
-        DEFAULT_MODEL,
+        default_of(AgentConfig, "model"),
         config=True,
         help="Anthropic model the agent uses, e.g. 'claude-sonnet-4-5'. Any model served by "
         "ANTHROPIC_BASE_URL works when that points at an Anthropic-compatible server.",
     )
+
     max_tokens = Integer(
-        8192,
+        default_of(AgentConfig, "max_tokens"),
         config=True,
         help="Most tokens the model may write in one turn. When an answer reaches it, the user is "
         "told the answer was cut off and can ask to continue.",
     )
+
     max_turns = Integer(
-        25,
+        default_of(AgentConfig, "max_turns"),
         config=True,
         help="Most model turns (a turn ends at each round of tool calls) for one user request. "
         "Reaching it ends the session with an error that says so; the user can then say 'continue'.",
     )
+
+    agent_name = Unicode(
+        default_of(Producer, "agent_name"),
+        config=True,
+        help="The agent's name in every AAEP event (producer.agent_name), as screen readers say it.",
+    )
+
+    context_window = Integer(
+        0,
+        config=True,
+        help="The model's context window in tokens. 0 (the default) looks it up by model name "
+        "(200000 for the current Claude models). Set it for an Anthropic-compatible server with a "
+        "smaller window: old tool results are cleared and old turns summarised before a request "
+        "would not fit.",
+    )
+
+    context_management = Enum(
+        ["auto", "server", "client", "off"],
+        default_value=default_of(ContextSettings, "strategy"),
+        config=True,
+        help="How a long chat is kept inside the context window. 'auto' (the default) uses the "
+        "Messages API's context editing where the server offers it and clears old tool results on "
+        "this side where it does not; 'client' never asks the server; 'off' sends the whole "
+        "conversation every time (a long chat then fails with 'prompt is too long').",
+    )
+
+    model_prices = Dict(
+        config=True,
+        help="Prices for the cost estimate, in USD per million tokens, by model-name prefix (the "
+        "longest matching prefix wins), e.g. {'claude-sonnet': {'input': 3, 'output': 15}}. "
+        "'cache_write' defaults to 1.25 x input and 'cache_read' to 0.1 x input. None instead of a price "
+        "means the model costs nothing (tokens are counted, no cost is offered), as for the offline demo "
+        "model. Models not listed keep the built-in prices of the current Claude models.",
+    )
+
+    models = List(
+        Unicode(),
+        config=True,
+        help="Models offered in the panel's model picker when the model endpoint has no Models API "
+        "(GET /v1/models); where it has one, its list is shown instead. The configured 'model' is always "
+        "offered and is the default. Each chat keeps its choice for its next requests.",
+    )
+
+    model_images_per_request = Integer(
+        default_of(ContextSettings, "max_images"),
+        config=True,
+        help="Most images (figures from cell outputs) sent to the model with one request, so it "
+        "can read plots. Older images in the conversation are replaced by a short note (the agent "
+        "can look again). 0 sends none: the model then only reads each figure's size.",
+    )
+
+    model_image_max_edge = Integer(
+        default_of(NotebookService, "image_max_edge"),
+        config=True,
+        help="Longest side, in pixels, of a figure sent to the model; larger figures are "
+        "downscaled first (and re-encoded as PNG or JPEG) to keep requests small. At least 64.",
+    )
+
+    chat_budget_usd = Float(
+        0.0,
+        config=True,
+        help="Estimated cost in USD at which a chat stops asking the model, with an announcement "
+        "that says so (the work so far is kept). 0 (the default) means no budget.",
+    )
+
+    @validate("context_window", "chat_budget_usd", "model_images_per_request")
+    def _not_negative(self, proposal: Any) -> Any:
+        if proposal["value"] < 0:
+            raise TraitError(
+                f"{proposal['trait'].name} must be 0 (none) or more, not {proposal['value']}."
+            )
+        return proposal["value"]
+
+    @validate("model_image_max_edge")
+    def _image_edge(self, proposal: Any) -> int:
+        if proposal["value"] < 64:
+            raise TraitError(
+                f"model_image_max_edge must be at least 64 pixels, not {proposal['value']}."
+            )
+        return int(proposal["value"])
+
+    @validate("model_prices")
+    def _prices(self, proposal: Any) -> dict[str, Any]:
+        try:
+            PriceTable(proposal["value"])
+        except (ValueError, AttributeError) as error:
+            raise TraitError(f"model_prices: {error}") from error
+        return dict(proposal["value"])
+
+    # -- approvals (ApprovalPolicy) ----------------------------------------------------------------
     approval_mode = Enum(
         list(APPROVAL_MODES),
-        default_value="ask",
+        default_value=default_of(ApprovalPolicy, "mode"),
         config=True,
         help="Approval mode of new chats. 'ask' (Ask before running code): the user approves running "
         "code (a cell, all cells, a kernel restart) and any tool marked risky; creating, editing, "
@@ -98,93 +195,146 @@ class AAEPExtension(ExtensionApp):
         "'auto' is not a sandbox: code the scan does not flag runs without asking. Users can switch "
         "a chat's mode at any time; a chat keeps 'ask' or 'ask_all' across restarts, never 'auto'.",
     )
+
     confirmation_timeouts = Dict(
         default_value=dict(DEFAULT_TIMEOUTS),
         config=True,
         help="Seconds a confirmation waits for the user, by risk level ('low', 'medium', 'high'), "
         "before its default decision applies (for risky or irreversible actions the default is to "
-        "reject). Missing levels keep their defaults (90, 180 and 300 s). AAEP suggests 180-600 s for "
+        "reject). Missing levels keep their defaults. AAEP suggests 180-600 s for "
         "high risk, 60-180 s for medium and 30-90 s for low.",
     )
+
     clarification_timeout = Integer(
-        300,
+        default_of(ApprovalPolicy, "clarification_timeout"),
         config=True,
         help="Seconds a question from the agent waits for the user's answer before the agent goes on "
         "without it.",
     )
+
+    @validate("confirmation_timeouts")
+    def _timeouts(self, proposal: Any) -> dict[str, int]:
+        value = proposal["value"]
+        unknown = set(value) - set(RISK_LEVELS)
+        if unknown:
+            raise TraitError(
+                f"confirmation_timeouts keys must be low, medium or high; got {sorted(unknown)}."
+            )
+        for level, seconds in value.items():
+            if (
+                not isinstance(seconds, int)
+                or isinstance(seconds, bool)
+                or not 1 <= seconds <= 86400
+            ):
+                raise TraitError(
+                    f"confirmation_timeouts[{level!r}] must be whole seconds from 1 to 86400."
+                )
+        return {**DEFAULT_TIMEOUTS, **value}
+
+    # -- admin policy (server/policy.py): settings an administrator fixes for every user -----------
+    allowed_approval_modes = List(
+        Enum(list(APPROVAL_MODES)),
+        default_value=list(APPROVAL_MODES),
+        config=True,
+        help="The approval modes users may choose for a chat, e.g. ['ask', 'ask_all'] to turn 'auto' off "
+        "for everyone. Chats start in approval_mode, which must be one of them (else the first one is "
+        "used); a chat stored in a mode no longer allowed comes back in it. A user who picks another "
+        "mode is told the administrator turned it off. The chat state reports the lock (policy.locked).",
+    )
+
+    allowed_mcp_stdio_commands = List(
+        Unicode(),
+        default_value=None,
+        allow_none=True,
+        config=True,
+        help="The commands tool servers (MCP, over stdio) may be started with, by executable name or "
+        "absolute path. None (the default) allows any command a user configures; [] allows none. "
+        "Reported in the chat state (policy.mcp_stdio_commands); the MCP client enforces it.",
+    )
+
+    lock_models = Bool(
+        False,
+        config=True,
+        help="When true, chats may use only 'model' and the models in 'models'; the model endpoint's "
+        "own list (GET /v1/models) is not offered, and a user who picks another model is told so.",
+    )
+
+    # -- the chat database (ChatStore, RetentionPolicy) --------------------------------------------
     db_path = Unicode(
         config=True,
         help="Where chats, their message history, sessions, events and undo snapshots are stored "
         "(SQLite, WAL mode), so they survive a restart. Defaults to aaep/chats.sqlite3 in the Jupyter "
         "data directory; ':memory:' keeps them in this process only (lost at exit).",
     )
+
     store_keep_days = Float(
-        90.0,
+        RetentionPolicy.for_server().keep_days,
         config=True,
         help="Days the chat database keeps the event log (every step, for replay), step records and undo "
         "snapshots of a finished request; older ones are pruned, a little at a time. The chats themselves, their "
         "messages and each request's outcome are kept. 0 keeps them without a time limit.",
     )
+
     store_keep_mb_per_chat = Float(
-        20.0,
+        RetentionPolicy.for_server().keep_mb_per_chat,
         config=True,
         help="Megabytes of event log the chat database keeps per chat; beyond that the oldest requests' events, "
         "step records and undo snapshots are pruned, whole requests at a time. 0 means no size limit. With both "
         "limits at 0 the database grows without bound.",
     )
+
     store_lock_timeout = Float(
-        5.0,
+        default_of(ChatStore, "lock_timeout"),
         config=True,
         help="Seconds a write waits while another program holds the chat database before storing counts as "
         "interrupted (the chats are told, and writes wait in memory and are retried). Must be more than 0.",
     )
+
     store_retry_max_seconds = Float(
-        5.0,
+        default_of(ChatStore, "retry_max_seconds"),
         config=True,
         help="Longest pause, in seconds, between two tries to write to a chat database that could not be "
         "written (locked, full or read-only); the pause starts at 0.1 s and doubles.",
     )
+
     store_queue_limit = Integer(
-        20000,
+        default_of(ChatStore, "queue_limit"),
         config=True,
         help="Steps of the event log kept in memory while the chat database cannot be written. When more "
         "arrive, the oldest waiting steps are given up (and counted in the notice that saving works again); "
         "chats, their messages, each request's outcome and undo snapshots always wait, whatever their number.",
     )
-    agent_name = Unicode(
-        "Jupyter notebook agent",
-        config=True,
-        help="The agent's name in every AAEP event (producer.agent_name), as screen readers say it.",
-    )
-    extra_tools = List(
-        Unicode(),
-        config=True,
-        help="Extra tools offered in every chat, as 'package.module:function' references to importable "
-        "functions decorated with @jupyter_aaep.aaep_tool (a list or tuple of tools also works). A "
-        "reference that fails to import is logged with the reason and skipped; the server keeps running.",
-    )
+
+    @default("db_path")
+    def _default_db_path(self) -> str:
+        return os.path.join(jupyter_data_dir(), "aaep", "chats.sqlite3")
+
+    # -- event streams and replies (StreamHub, the SSE handler, the reply broker) ------------------
     sse_keepalive_seconds = Float(
-        10.0,
+        default_of(EventStreamHandler.initialize, "keepalive"),
         config=True,
         help="Seconds of silence after which an SSE stream gets a ': keepalive' comment, so clients "
         "and proxies do not drop it as idle. Must be more than 0.",
     )
+
     reconnect_grace_seconds = Float(
-        30.0,
+        SERVER_RECONNECT_GRACE,
         config=True,
         help="Seconds a pending confirmation or question waits for a subscriber to come back when "
         "the last one able to answer disconnects without closing (a reloaded page, a dropped "
         "network). After that its default applies (AAEP §5.8.2). An explicit subscription.close "
         "applies the default at once. 0 applies it at once on every disconnect.",
     )
+
     max_streams_per_client = Integer(
-        32,
+        default_of(StreamHub, "max_streams_per_client"),
         config=True,
         help="Most AAEP streams (SSE or WebSocket) one client may hold open at once; a client is a "
         "Jupyter user at one network address. When a client opens one more, its least recently used "
         "stream is closed (with a subscription.close saying why) and the new one is served, so a "
         "client that leaks connections only ever locks itself out. At least 1.",
     )
+
     require_reply_sender = Bool(
         False,
         config=True,
@@ -194,6 +344,7 @@ class AAEPExtension(ExtensionApp):
         "the AAEP conformance suite needs that, as it sends a random id with every reply. When true, "
         "subscribers must start with subscription.request to learn the id they reply with.",
     )
+
     conformance_input_ack = Bool(
         False,
         config=True,
@@ -205,6 +356,39 @@ class AAEPExtension(ExtensionApp):
         "message, which would otherwise be session.started. Other subscribers (the panel, "
         "aaep-listen, aaep-capture) do not need it and would show it as an unknown event: they get "
         "the session id in the answer to user_input (the POST body or the WebSocket response frame).",
+    )
+
+    @validate("sse_keepalive_seconds")
+    def _keepalive(self, proposal: Any) -> float:
+        if proposal["value"] <= 0:
+            raise TraitError("sse_keepalive_seconds must be more than 0.")
+        return float(proposal["value"])
+
+    # -- cells and kernels (NotebookService, RunningCells, LongRunNews, kernel credentials) --------
+    run_cell_wait_seconds = Float(
+        default_of(NotebookService, "run_cell_wait_seconds"),
+        config=True,
+        help="Seconds run_cell and run_all_cells wait for a cell before answering the agent that it is "
+        "still running (with its progress and last output). The cell keeps running: nothing "
+        "interrupts it unless the model or the person set a time limit; the agent can wait more "
+        "with wait_for_cell. At least 1.",
+    )
+
+    progress_announce_seconds = Float(
+        default_of(RunningCells, "announce_seconds"),
+        config=True,
+        help="For a running cell that reports no percentage (it prints nothing countable): seconds "
+        "between progress announcements at normal verbosity. Cells that report a percentage are "
+        "announced at 25, 50 and 75 %. Never less than 15: no two progress events of a run are "
+        "closer than 15 seconds.",
+    )
+
+    announce_person_runs_after_seconds = Float(
+        default_of(LongRunNews, "person_runs_after"),
+        config=True,
+        help="A cell the person runs themselves that takes longer than this many seconds is "
+        'announced in the notebook\'s chat when it ends ("Cell 7 finished after 3 min 12 s: ..."), '
+        "with its progress while it runs. 0 turns this off.",
     )
 
     kernels_inherit_model_credentials = Bool(
@@ -230,6 +414,7 @@ class AAEPExtension(ExtensionApp):
         "true, the widget's buttons answer too, but never for a chat in auto-approve mode, never while "
         "the agent's own code runs in that kernel, and only for a request that kernel's view received.",
     )
+
     kernel_autoload = Bool(
         True,
         config=True,
@@ -239,81 +424,6 @@ class AAEPExtension(ExtensionApp):
         "ipython_kernel_config.json at start (merged: the file's other settings are kept). When "
         "false, the server takes that entry out again at start; notebooks then use %load_ext "
         "jupyter_aaep. See python -m jupyter_aaep.kernel.autoload for doing it by hand.",
-    )
-
-    context_window = Integer(
-        0,
-        config=True,
-        help="The model's context window in tokens. 0 (the default) looks it up by model name "
-        "(200000 for the current Claude models). Set it for an Anthropic-compatible server with a "
-        "smaller window: old tool results are cleared and old turns summarised before a request "
-        "would not fit.",
-    )
-    context_management = Enum(
-        ["auto", "server", "client", "off"],
-        default_value="auto",
-        config=True,
-        help="How a long chat is kept inside the context window. 'auto' (the default) uses the "
-        "Messages API's context editing where the server offers it and clears old tool results on "
-        "this side where it does not; 'client' never asks the server; 'off' sends the whole "
-        "conversation every time (a long chat then fails with 'prompt is too long').",
-    )
-    model_prices = Dict(
-        config=True,
-        help="Prices for the cost estimate, in USD per million tokens, by model-name prefix (the "
-        "longest matching prefix wins), e.g. {'claude-sonnet': {'input': 3, 'output': 15}}. "
-        "'cache_write' defaults to 1.25 x input and 'cache_read' to 0.1 x input. None instead of a price "
-        "means the model costs nothing (tokens are counted, no cost is offered), as for the offline demo "
-        "model. Models not listed keep the built-in prices of the current Claude models.",
-    )
-    models = List(
-        Unicode(),
-        config=True,
-        help="Models offered in the panel's model picker when the model endpoint has no Models API "
-        "(GET /v1/models); where it has one, its list is shown instead. The configured 'model' is always "
-        "offered and is the default. Each chat keeps its choice for its next requests.",
-    )
-    model_images_per_request = Integer(
-        4,
-        config=True,
-        help="Most images (figures from cell outputs) sent to the model with one request, so it "
-        "can read plots. Older images in the conversation are replaced by a short note (the agent "
-        "can look again). 0 sends none: the model then only reads each figure's size.",
-    )
-    model_image_max_edge = Integer(
-        1024,
-        config=True,
-        help="Longest side, in pixels, of a figure sent to the model; larger figures are "
-        "downscaled first (and re-encoded as PNG or JPEG) to keep requests small. At least 64.",
-    )
-    chat_budget_usd = Float(
-        0.0,
-        config=True,
-        help="Estimated cost in USD at which a chat stops asking the model, with an announcement "
-        "that says so (the work so far is kept). 0 (the default) means no budget.",
-    )
-    run_cell_wait_seconds = Float(
-        30.0,
-        config=True,
-        help="Seconds run_cell and run_all_cells wait for a cell before answering the agent that it is "
-        "still running (with its progress and last output). The cell keeps running: nothing "
-        "interrupts it unless the model or the person set a time limit; the agent can wait more "
-        "with wait_for_cell. At least 1.",
-    )
-    progress_announce_seconds = Float(
-        60.0,
-        config=True,
-        help="For a running cell that reports no percentage (it prints nothing countable): seconds "
-        "between progress announcements at normal verbosity. Cells that report a percentage are "
-        "announced at 25, 50 and 75 %. Never less than 15: no two progress events of a run are "
-        "closer than 15 seconds.",
-    )
-    announce_person_runs_after_seconds = Float(
-        10.0,
-        config=True,
-        help="A cell the person runs themselves that takes longer than this many seconds is "
-        'announced in the notebook\'s chat when it ends ("Cell 7 finished after 3 min 12 s: ..."), '
-        "with its progress while it runs. 0 turns this off.",
     )
 
     @validate("run_cell_wait_seconds")
@@ -334,30 +444,13 @@ class AAEPExtension(ExtensionApp):
             raise TraitError("announce_person_runs_after_seconds must be 0 (off) or more.")
         return float(proposal["value"])
 
-    # -- admin policy (server/policy.py): settings an administrator fixes for every user -----------
-    allowed_approval_modes = List(
-        Enum(list(APPROVAL_MODES)),
-        default_value=list(APPROVAL_MODES),
-        config=True,
-        help="The approval modes users may choose for a chat, e.g. ['ask', 'ask_all'] to turn 'auto' off "
-        "for everyone. Chats start in approval_mode, which must be one of them (else the first one is "
-        "used); a chat stored in a mode no longer allowed comes back in it. A user who picks another "
-        "mode is told the administrator turned it off. The chat state reports the lock (policy.locked).",
-    )
-    allowed_mcp_stdio_commands = List(
+    # -- tools (extra tools, outside agents over MCP, the user's MCP servers) ----------------------
+    extra_tools = List(
         Unicode(),
-        default_value=None,
-        allow_none=True,
         config=True,
-        help="The commands tool servers (MCP, over stdio) may be started with, by executable name or "
-        "absolute path. None (the default) allows any command a user configures; [] allows none. "
-        "Reported in the chat state (policy.mcp_stdio_commands); the MCP client enforces it.",
-    )
-    lock_models = Bool(
-        False,
-        config=True,
-        help="When true, chats may use only 'model' and the models in 'models'; the model endpoint's "
-        "own list (GET /v1/models) is not offered, and a user who picks another model is told so.",
+        help="Extra tools offered in every chat, as 'package.module:function' references to importable "
+        "functions decorated with @jupyter_aaep.aaep_tool (a list or tuple of tools also works). A "
+        "reference that fails to import is logged with the reason and skipped; the server keeps running.",
     )
 
     mcp_server = Bool(
@@ -368,8 +461,9 @@ class AAEPExtension(ExtensionApp):
         "python -m jupyter_aaep.mcp bridges stdio clients to it). Their steps are announced in the "
         "notebook's chat and wait for a person's approval as the agent's own do. False turns the endpoint off.",
     )
+
     mcp_idle_seconds = Float(
-        30.0,
+        default_of(OutsideAgents, "idle_seconds"),
         config=True,
         help="Seconds an outside agent may stay silent before its session in the notebook's chat ends "
         "('Claude Code finished'); its next call starts a new one. While its session runs, the notebook's "
@@ -384,6 +478,7 @@ class AAEPExtension(ExtensionApp):
         "the server's environment. Their tools reach the agent as mcp__{server}__{tool}. Empty (the default): "
         "{jupyter config dir}/aaep/mcp.json. A missing file means no tool servers.",
     )
+
     mcp_call_timeout_seconds = Float(
         60.0,
         config=True,
@@ -396,65 +491,13 @@ class AAEPExtension(ExtensionApp):
             raise TraitError(f"{proposal['trait'].name} must be more than 0.")
         return float(proposal["value"])
 
-    @validate("model_image_max_edge")
-    def _image_edge(self, proposal: Any) -> int:
-        if proposal["value"] < 64:
-            raise TraitError(
-                f"model_image_max_edge must be at least 64 pixels, not {proposal['value']}."
-            )
-        return int(proposal["value"])
-
-    @validate("context_window", "chat_budget_usd", "model_images_per_request")
-    def _not_negative(self, proposal: Any) -> Any:
-        if proposal["value"] < 0:
-            raise TraitError(
-                f"{proposal['trait'].name} must be 0 (none) or more, not {proposal['value']}."
-            )
-        return proposal["value"]
-
-    @validate("model_prices")
-    def _prices(self, proposal: Any) -> dict[str, Any]:
-        try:
-            PriceTable(proposal["value"])
-        except (ValueError, AttributeError) as error:
-            raise TraitError(f"model_prices: {error}") from error
-        return dict(proposal["value"])
-
-    @default("db_path")
-    def _default_db_path(self) -> str:
-        return os.path.join(jupyter_data_dir(), "aaep", "chats.sqlite3")
-
+    # -- checks shared by options of several groups ------------------------------------------------
     @validate("max_tokens", "max_turns", "clarification_timeout", "max_streams_per_client")
     def _positive(self, proposal: Any) -> int:
         value = proposal["value"]
         if value < 1:
             raise TraitError(f"{proposal['trait'].name} must be at least 1, not {value}.")
         return int(value)
-
-    @validate("sse_keepalive_seconds")
-    def _keepalive(self, proposal: Any) -> float:
-        if proposal["value"] <= 0:
-            raise TraitError("sse_keepalive_seconds must be more than 0.")
-        return float(proposal["value"])
-
-    @validate("confirmation_timeouts")
-    def _timeouts(self, proposal: Any) -> dict[str, int]:
-        value = proposal["value"]
-        unknown = set(value) - set(RISK_LEVELS)
-        if unknown:
-            raise TraitError(
-                f"confirmation_timeouts keys must be low, medium or high; got {sorted(unknown)}."
-            )
-        for level, seconds in value.items():
-            if (
-                not isinstance(seconds, int)
-                or isinstance(seconds, bool)
-                or not 1 <= seconds <= 86400
-            ):
-                raise TraitError(
-                    f"confirmation_timeouts[{level!r}] must be whole seconds from 1 to 86400."
-                )
-        return {**DEFAULT_TIMEOUTS, **value}
 
     # -- lifecycle ----------------------------------------------------------------------------------
     @property
@@ -484,7 +527,7 @@ class AAEPExtension(ExtensionApp):
         )
         self.toolbox = Toolbox(log=self.log)
         self.toolbox.load(self.server, self.extra_tools)
-        notebooks = self.toolbox.services.get("notebook")
+        notebooks = self.toolbox.notebooks
         if notebooks is not None:
             notebooks.image_max_edge = self.model_image_max_edge
             notebooks.max_images = min(notebooks.max_images, self.model_images_per_request)
@@ -502,7 +545,7 @@ class AAEPExtension(ExtensionApp):
             registry_factory=self.toolbox.registry_for,
             config=config,
             producer=producer,
-            services=self.toolbox.services,
+            services=self.toolbox.agent_services(),
             policy_factory=self._policy,
             broker=broker,
             acknowledge_input=self.conformance_input_ack,
@@ -517,7 +560,7 @@ class AAEPExtension(ExtensionApp):
                 person_runs_after=self.announce_person_runs_after_seconds,
                 announce_seconds=self.progress_announce_seconds,
             )
-            self.toolbox.services["long_runs"] = self.long_runs
+            self.runner.services = self.toolbox.agent_services(long_runs=self.long_runs)
         self.runner.on_chat_loaded = self.hub.attach_chat
         if self.store is not None:
             self.runner.persistence = ChatPersistence(self.store, file_id=self._file_id)
@@ -531,6 +574,7 @@ class AAEPExtension(ExtensionApp):
                 self.clients, default=self.model, configured=self.models, locked=self.lock_models
             ),
             policy=self.admin_policy,
+            toolbox=self.toolbox,
         )
         self._secret = secrets.token_urlsafe(32)
         self.kernel_credentials = KernelCredentials(self._secret.encode())
@@ -562,7 +606,7 @@ class AAEPExtension(ExtensionApp):
             allowed=self.admin_policy.mcp_stdio_commands,
             max_images=self.model_images_per_request,
         )
-        self.toolbox.services["mcp"] = servers
+        self.toolbox.mcp = servers
         return servers
 
     def initialize_handlers(self) -> None:
@@ -578,7 +622,6 @@ class AAEPExtension(ExtensionApp):
 
         from ..mcp.http_endpoint import MCPEndpoint
         from ..mcp.notebook_server import build_notebook_server
-        from ..mcp.outside_agents import OutsideAgents
 
         contents = self.server.contents_manager
 

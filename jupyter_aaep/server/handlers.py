@@ -166,7 +166,7 @@ class ProgressHandler(AAEPHandler):
             chat = self.service.runner.get(chat_id)
         except AAEPError as error:
             raise http_error(error) from error
-        news = self.service.runner.services.get("long_runs")
+        news = self.service.runner.services.long_runs
         self.finish(
             json.dumps(
                 how_far_along(
@@ -193,7 +193,7 @@ class MCPServersHandler(AAEPHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        servers = self.service.runner.services.get("mcp")
+        servers = self.service.toolbox.mcp
         self.finish(
             json.dumps(
                 servers.describe() if servers is not None else {"config_file": None, "servers": []}

@@ -45,7 +45,8 @@ from .messages import REPLY_TYPES, Response, classify
 from .sse import EventStreamHandler
 
 if TYPE_CHECKING:
-    from ..agent.runner import Chat
+    from ..agent.chat import Chat
+    from ..tools.kernel_tools import KernelToolRegistry
     from .service import AAEPService
 
 KERNEL_HEADER = "X-AAEP-Kernel-Id"
@@ -93,8 +94,8 @@ class KernelGateway:
         return self.service.runner
 
     @property
-    def kernel_tools(self) -> Any:
-        tools = self.runner.services.get("kernel_tools")
+    def kernel_tools(self) -> KernelToolRegistry:
+        tools = self.service.toolbox.kernel_tools
         if tools is None:
             raise RequestError(
                 409,
@@ -192,7 +193,7 @@ class KernelGateway:
                 state = "awaiting"
             elif chat.running:
                 state = "running"
-        tools = self.runner.services.get("kernel_tools")
+        tools = self.service.toolbox.kernel_tools
         return {
             "notebook_path": caller.notebook_path,
             "kernel_id": caller.kernel_id,
@@ -351,9 +352,8 @@ class KernelGateway:
             shown.add(token)
 
     def _agent_code_running(self, kernel_id: str) -> bool:
-        notebook = self.runner.services.get("notebook")
-        executor = getattr(notebook, "executor", None)
-        return bool(executor is not None and executor.is_running_code(kernel_id))
+        notebooks = self.service.toolbox.notebooks
+        return notebooks is not None and notebooks.executor.is_running_code(kernel_id)
 
 
 def describe_tool(tool: Any) -> dict[str, Any]:

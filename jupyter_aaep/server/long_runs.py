@@ -86,7 +86,7 @@ class _Watched:
 
 
 class LongRunNews:
-    """See the module docstring. One per server; ``services["long_runs"]`` for the tools."""
+    """See the module docstring. One per server; ``AgentServices.long_runs`` for the tools."""
 
     tick_seconds = 0.25
     sync_seconds = 2.0

@@ -22,9 +22,12 @@ from typing import TYPE_CHECKING, Any
 from ..agent.data_blocks import data_block, for_model
 from ..agent.prompts import describe_figure_request
 from ..errors import RequestError, ToolError
+from ..notebook.service import NotebookService
 
 if TYPE_CHECKING:
-    from ..agent.runner import Chat, ChatRunner
+    from ..agent.chat import Chat
+    from ..agent.runner import ChatRunner
+    from ..notebook.documents import LiveNotebook
 
 __all__ = ["MAX_CONTEXT_ITEMS", "kernel_variables", "request_attachment", "save_alt_text"]
 
@@ -51,8 +54,14 @@ async def request_attachment(runner: ChatRunner, chat: Chat, message: dict[str, 
     return "\n\n".join(parts) or None
 
 
-async def _open(runner: ChatRunner, chat: Chat) -> Any:
-    service = runner.services.get("notebook")
+def _notebooks(runner: ChatRunner) -> NotebookService | None:
+    """The notebook service, when the host has one of the notebook layer's own kind."""
+    service = runner.services.notebook
+    return service if isinstance(service, NotebookService) else None
+
+
+async def _open(runner: ChatRunner, chat: Chat) -> LiveNotebook:
+    service = _notebooks(runner)
     if service is None or not chat.notebook_path:
         raise RequestError(
             409,
@@ -131,7 +140,7 @@ async def kernel_variables(runner: ChatRunner, chat: Chat, *, limit: int = 100) 
     from ..agent.tools import ToolContext
     from ..tools.kernel_tools import INSPECT_TIMEOUT, run_in_kernel, runtime_expression
 
-    service = runner.services.get("notebook")
+    service = _notebooks(runner)
     if service is None or not chat.notebook_path:
         return {
             "variables": [],

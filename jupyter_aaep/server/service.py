@@ -30,7 +30,8 @@ from ..aaep.broker import PendingRequest, short_token
 from ..aaep.emitter import Event
 from ..aaep.handshake import Rejected
 from ..aaep.ids import is_valid_id
-from ..agent.runner import SUPPORTS, Chat, ChatRunner
+from ..agent.chat import SUPPORTS, Chat
+from ..agent.runner import ChatRunner
 from ..agent.store import StoredChat
 from ..errors import InvalidInput, RequestError
 from .messages import (
@@ -47,6 +48,7 @@ from .models import ModelCatalog
 from .policy import AdminPolicy
 from .request_context import request_attachment, save_alt_text
 from .streams import Stream, StreamHub, Transport
+from .toolbox import Toolbox
 from .validation import check_last_event_id, check_subscription_id, validate
 
 if TYPE_CHECKING:
@@ -78,8 +80,11 @@ class AAEPService:
         url_for: Callable[[str], str],
         models: ModelCatalog | None = None,
         policy: AdminPolicy | None = None,
+        toolbox: Toolbox | None = None,
     ) -> None:
         self.runner = runner
+        self.toolbox = toolbox or Toolbox(log=log)
+        """The tools and the collaborators the server's own endpoints use (kernel tools, MCP)."""
         self.policy = policy or AdminPolicy()
         self.hub = hub
         self.url_for = url_for

@@ -46,7 +46,7 @@ from ..aaep.subscription import Subscription
 
 if TYPE_CHECKING:
     from ..aaep.broker import ReplyBroker
-    from ..agent.runner import Chat
+    from ..agent.chat import Chat
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,11 @@ class _Waiting:
     chat_id: str | None
     accepted: Accepted
     since: float = field(default_factory=time.monotonic)
+
+
+SERVER_RECONNECT_GRACE = 30.0
+"""Seconds a server's pending request waits for its subscriber to come back, unless configured
+(``reconnect_grace_seconds``); a hub built in code applies the default at once."""
 
 
 class StreamHub:

@@ -14,12 +14,16 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..agent.conversation_tools import conversation_tools
+from ..agent.services import AgentServices, CellRunFollower
 from ..agent.tools import ToolRegistry, ToolSpec
 
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
 
-    from ..agent.runner import Chat
+    from ..agent.chat import Chat
+    from ..notebook.service import NotebookService
+    from ..tools.kernel_tools import KernelToolRegistry
+    from ..tools.mcp_tools import MCPServers
 
 
 def load_tool_reference(reference: str) -> list[ToolSpec]:
@@ -48,12 +52,23 @@ def load_tool_reference(reference: str) -> list[ToolSpec]:
 
 
 class Toolbox:
-    """The tool registry factory handed to the runner, and the services tools use."""
+    """The tool registry factory handed to the runner, and the collaborators tools use.
+
+    Each collaborator is ``None`` until it loads (the notebook layer may not)."""
 
     def __init__(self, *, log: logging.Logger) -> None:
         self.log = log
         self.tools: list[ToolSpec] = []
-        self.services: dict[str, Any] = {}
+        self.notebooks: NotebookService | None = None
+        """The live notebooks and their kernels (jupyter-collaboration)."""
+        self.kernel_tools: KernelToolRegistry | None = None
+        """Tools the notebooks' kernels define with ``@aaep_tool``."""
+        self.mcp: MCPServers | None = None
+        """The user's MCP tool servers."""
+
+    def agent_services(self, *, long_runs: CellRunFollower | None = None) -> AgentServices:
+        """What the runner hands the agent and its tools."""
+        return AgentServices(notebook=self.notebooks, long_runs=long_runs)
 
     def load(self, serverapp: ServerApp, extra_tools: Sequence[str]) -> None:
         self._add(conversation_tools(), source="built-in conversation tools")
@@ -85,17 +100,17 @@ class Toolbox:
                 error,
             )
             return
-        self.services["notebook"] = service
+        self.notebooks = service
         self._add(tools, source="notebook tools")
         self._load_kernel_tools(service)
 
-    def _load_kernel_tools(self, notebooks: Any) -> None:
+    def _load_kernel_tools(self, notebooks: NotebookService) -> None:
         """The read-only kernel tools, and the registry of tools notebooks' kernels define."""
         from ..tools.kernel_inspection import kernel_inspection_tools
         from ..tools.kernel_tools import KernelToolRegistry
 
         self._add(kernel_inspection_tools(), source="kernel inspection tools")
-        self.services["kernel_tools"] = KernelToolRegistry(
+        self.kernel_tools = KernelToolRegistry(
             notebooks.executor.process_token, reserved=lambda: [tool.name for tool in self.tools]
         )
 
@@ -117,8 +132,7 @@ class Toolbox:
         then, looked up at every turn, the notebook's kernel tools and the user's MCP servers' tools."""
         from ..tools.kernel_tools import LiveToolRegistry
 
-        kernel_tools = self.services.get("kernel_tools")
-        mcp = self.services.get("mcp")
+        kernel_tools, mcp = self.kernel_tools, self.mcp
         if kernel_tools is None and mcp is None:
             return ToolRegistry(self.tools)
 
@@ -133,9 +147,5 @@ class Toolbox:
         return LiveToolRegistry(self.tools, extra)
 
     async def close(self) -> None:
-        service = self.services.get("notebook")
-        close = getattr(service, "close", None)
-        if close is not None:
-            result = close()
-            if hasattr(result, "__await__"):
-                await result
+        if self.notebooks is not None:
+            await self.notebooks.close()

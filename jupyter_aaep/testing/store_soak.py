@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from ..aaep.emitter import Emitter
 from ..aaep.events import OutputStreaming, SessionCompleted, SessionStarted, Summary
 from ..aaep.session import Producer, Session
+from ..agent.chat import Chat
 from ..agent.persistence import ChatPersistence
-from ..agent.runner import Chat
 from ..agent.store import ChatStore
 
 ANSWER = (

@@ -4,14 +4,13 @@
 they wait, the run's paced progress (:mod:`jupyter_aaep.notebook.progress_pacing`) goes out as
 ``progress.updated`` events of the agent's session. When the window passes, the model reads
 "Cell 4 is still running (2 min 10 s; training 40 of 100, about 3 min left). Last output: …",
-the cell goes on, and the run is handed to the chat's follower (``services["long_runs"]``),
+the cell goes on, and the run is handed to the chat's follower (``services.long_runs``),
 which announces its end if no later tool call collects it first.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from ..agent.tools import ToolContext, ToolResult
 from ..notebook.errors import ExecutionTimeout, KernelBusy, KernelDied
@@ -82,7 +81,7 @@ async def wait_on(ctx: ToolContext, run: RunningCell, seconds: float) -> CellRun
 
 def hand_over(ctx: ToolContext, run: RunningCell) -> None:
     """Nobody waits for *run* now: the chat's follower announces its end."""
-    follower: Any = ctx.services.get("long_runs")
+    follower = ctx.services.long_runs
     if follower is not None and ctx.chat_id is not None:
         follower.follow(run, ctx.chat_id)
 

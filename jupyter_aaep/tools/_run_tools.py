@@ -369,7 +369,7 @@ async def wait_for_cell(ctx: ToolContext, cell_id: str, timeout_seconds: float =
     number = nb.index_of(cell_id) + 1 if cell_id in {str(c.get("id")) for c in nb.cells()} else None
     if running is None:
         where = f"Cell {number}" if number else "That cell"
-        news: Any = ctx.services.get("long_runs")
+        news = ctx.services.long_runs
         theirs = [
             r
             for r in (news.running(nb.path) if news is not None else [])

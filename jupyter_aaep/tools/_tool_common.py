@@ -13,10 +13,12 @@ MISSING = source_fingerprint("\0 the cell did not exist when this was shown")
 
 
 def service_of(ctx: ToolContext) -> NotebookService:
-    service = ctx.services.get("notebook")
-    if service is None:
+    """The host's notebook service, which the notebook tools need whole (not only the part the
+    runner calls), so a host that offers another kind gets a sentence, not an AttributeError."""
+    service = ctx.services.notebook
+    if not isinstance(service, NotebookService):
         raise ToolError("Notebook tools are not available here (no notebook service).")
-    return service  # type: ignore[no-any-return]
+    return service
 
 
 def chat_path(ctx: ToolContext, override: str | None = None) -> str:

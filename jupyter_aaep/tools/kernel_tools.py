@@ -20,7 +20,7 @@ import ast
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..aaep.ids import TOOL_NAME
 from ..aaep.redaction import mask_secrets, redact_arguments
@@ -33,9 +33,7 @@ from ..agent.tools import (
     ToolSpec,
 )
 from ..errors import RequestError, ToolError
-
-if TYPE_CHECKING:
-    from ..notebook.service import NotebookService
+from ..notebook.service import NotebookService
 
 __all__ = [
     "KernelTool",
@@ -76,10 +74,10 @@ def runtime_expression(function: str, *arguments: Any) -> str:
 
 
 def service_of(ctx: ToolContext) -> NotebookService:
-    service = ctx.services.get("notebook")
-    if service is None:
+    service = ctx.services.notebook
+    if not isinstance(service, NotebookService):
         raise ToolError("Kernel tools are not available here (the server has no notebook service).")
-    return service  # type: ignore[no-any-return]
+    return service
 
 
 def _seconds(value: float) -> str:

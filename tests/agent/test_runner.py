@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import anthropic
 import pytest
@@ -12,6 +13,7 @@ from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat, undo_summary
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 
@@ -176,9 +178,15 @@ class _NoRecords:
     async def save(self, path: str) -> bool:
         return True
 
+    def begin_record(self, chat_id: str, session_id: str, path: str, on_change: Any = None) -> None:
+        return None
+
+    def end_record(self, chat_id: str) -> None:
+        return None
+
 
 async def test_without_edit_records_there_is_nothing_to_undo(runner: ChatRunner) -> None:
-    runner.services = {"notebook": _NoRecords()}
+    runner.services = AgentServices(notebook=_NoRecords())
     chat = runner.create_chat("a.ipynb")
     runner.fake.add(Turn(text="Fine."))  # type: ignore[attr-defined]
     runner.submit(chat.chat_id, "hi")

@@ -18,6 +18,7 @@ from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.persistence import RESTART_HINT, ChatPersistence
 from jupyter_aaep.agent.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.store import ChatStore, StoredChat, decode_cursor, encode_cursor
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.testing.fake_anthropic import ErrorReply, FakeAnthropic, ToolUse, Turn
@@ -377,7 +378,7 @@ async def test_edit_records_survive_a_restart(rig: Rig) -> None:
 
     notebooks = Notebooks()
     first = rig.runner()
-    first.services = {"notebook": notebooks}
+    first.services = AgentServices(notebook=notebooks)
     chat = first.create_chat("nb.ipynb")
     rig.fake.add(Turn(text="Done."), Turn(text="Done."))
     first.submit(chat.chat_id, "read it")
@@ -390,7 +391,7 @@ async def test_edit_records_survive_a_restart(rig: Rig) -> None:
         CellOperation("create", "b", after={"source": "2", "cell_type": "code"})
     )
     second = rig.runner()
-    second.services = {"notebook": notebooks}
+    second.services = AgentServices(notebook=notebooks)
     again = second.get(chat.chat_id)
     assert (
         list(again.snapshots) == [session_id]

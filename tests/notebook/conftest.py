@@ -21,6 +21,7 @@ from pytest_jupyter.jupyter_server import *
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolContext
 from jupyter_aaep.notebook import NotebookService
 
@@ -68,7 +69,7 @@ def make_ctx(service: NotebookService) -> Callable[..., ToolContext]:
             tool_call_id="call-1",
             chat_id="chat-1",
             notebook_path=path,
-            services={"notebook": service},
+            services=AgentServices(notebook=service),
             approved_fingerprint=approved,
             _progress=progress,
         )

@@ -20,6 +20,7 @@ from nb_helpers import Progress, on_server_loop, wait_for
 from jupyter_aaep.aaep.emitter import ListSubscriber
 from jupyter_aaep.aaep.session import Producer
 from jupyter_aaep.agent.runner import ChatRunner
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolContext, ToolRegistry
 from jupyter_aaep.server.long_runs import LongRunNews, how_far_along
 from jupyter_aaep.tools.notebook import interrupt_kernel, run_all_cells, run_cell, wait_for_cell
@@ -171,7 +172,7 @@ def chat_news(service: Any, jp_serverapp: Any, jp_asyncio_loop: asyncio.Abstract
     runner = ChatRunner(
         client_factory=lambda: None,
         registry_factory=lambda chat: ToolRegistry(),  # type: ignore[arg-type,return-value]
-        services={"notebook": service},
+        services=AgentServices(notebook=service),
     )
     news = LongRunNews(
         runner,
@@ -181,7 +182,7 @@ def chat_news(service: Any, jp_serverapp: Any, jp_asyncio_loop: asyncio.Abstract
         announce_seconds=1.0,
         min_gap=0.5,
     )
-    runner.services = {"notebook": service, "long_runs": news}
+    runner.services = AgentServices(notebook=service, long_runs=news)
     yield runner, news
     jp_asyncio_loop.run_until_complete(news.close())
 

@@ -17,6 +17,7 @@ from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.agent.approval import ApprovalPolicy
 from jupyter_aaep.agent.loop import AgentConfig, AgentLoop, ChatContext, RunControl
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.notebook import NotebookService
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
@@ -46,7 +47,7 @@ class Agent:
         self.chat = ChatContext(
             chat_id="chat-1",
             notebook_path=path,
-            services={"notebook": service},
+            services=AgentServices(notebook=service),
             approval=ApprovalPolicy(),
         )
         self.control = RunControl()

@@ -33,6 +33,7 @@ from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.data_blocks import unwrap
 from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.runner import ChatRunner, InvalidInput
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.notebook._text_edits import version_tag
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
@@ -76,7 +77,7 @@ class Rig:
             client_factory=lambda: self.client,
             registry_factory=lambda chat: ToolRegistry([*conversation_tools(), *notebook_tools()]),
             config=AgentConfig(model="claude-test"),
-            services={"notebook": service},
+            services=AgentServices(notebook=service),
         )
         self.heard = ListSubscriber()
 

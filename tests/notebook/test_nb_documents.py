@@ -12,6 +12,7 @@ from jupyter_ydoc import YNotebook
 from nb_helpers import cell_by_id, on_server_loop, wait_for
 
 import jupyter_aaep.notebook as notebook_package
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import StaleApproval, ToolContext
 from jupyter_aaep.notebook import (
     CollaborationUnavailable,
@@ -52,7 +53,9 @@ async def test_without_collaboration_tools_fail_with_how_to_enable_it() -> None:
         await disabled.open("a.ipynb")
 
     service = NotebookService(fake_server({}))
-    ctx = ToolContext(tool_call_id="t", notebook_path="a.ipynb", services={"notebook": service})
+    ctx = ToolContext(
+        tool_call_id="t", notebook_path="a.ipynb", services=AgentServices(notebook=service)
+    )
     with pytest.raises(CollaborationUnavailable):
         await create_cell(ctx, source="x")
 
@@ -159,7 +162,7 @@ async def test_previews_bind_approval_to_the_source_and_carry_risk(notebook_file
     assert (await spec["restart_kernel"].describe(ctx, {})).consequence
 
     stale = make_ctx(path, approved=everything.fingerprint)
-    (await ctx.services["notebook"].open(path)).set_source("safe", "x = 3")
+    (await ctx.services.notebook.open(path)).set_source("safe", "x = 3")
     with pytest.raises(StaleApproval):
         await run_all_cells(stale)
     with pytest.raises(StaleApproval):
@@ -218,11 +221,12 @@ sys.modules.update({"pycrdt": None, "jupyter_ydoc": None, "jupyter_server_ydoc":
 import subprocess
 import sys
 from types import SimpleNamespace
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolContext
 from jupyter_aaep.notebook import CollaborationUnavailable, NotebookService
 from jupyter_aaep.tools.notebook import get_notebook_state
 service = NotebookService(SimpleNamespace(web_app=SimpleNamespace(settings={})))
-ctx = ToolContext(tool_call_id="t", notebook_path="a.ipynb", services={"notebook": service})
+ctx = ToolContext(tool_call_id="t", notebook_path="a.ipynb", services=AgentServices(notebook=service))
 try:
     asyncio.run(get_notebook_state(ctx))
 except CollaborationUnavailable as error:

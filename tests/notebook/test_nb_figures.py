@@ -19,6 +19,7 @@ from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.agent.approval import ApprovalPolicy
 from jupyter_aaep.agent.context import ContextSettings
 from jupyter_aaep.agent.loop import AgentConfig, AgentLoop, ChatContext
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolError, ToolRegistry
 from jupyter_aaep.notebook._figures import ImageBudget, figure_blocks, prepare_image
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
@@ -126,7 +127,7 @@ def make_loop(
     chat = ChatContext(
         chat_id="chat-1",
         notebook_path=path,
-        services={"notebook": service},
+        services=AgentServices(notebook=service),
         approval=ApprovalPolicy(),
     )
     loop = AgentLoop(

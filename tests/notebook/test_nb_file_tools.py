@@ -21,6 +21,7 @@ from jupyter_aaep.aaep import Emitter, ListSubscriber, Producer, ReplyBroker, Se
 from jupyter_aaep.agent.approval import ApprovalPolicy
 from jupyter_aaep.agent.loop import AgentConfig, AgentLoop, ChatContext, RunControl
 from jupyter_aaep.agent.prompts import SYSTEM_PROMPT
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolError, ToolRegistry
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from jupyter_aaep.tools._file_tools import human_size, list_files, read_file
@@ -328,7 +329,7 @@ async def test_the_agent_lists_and_reads_files_without_asking(data, service) -> 
         chat = ChatContext(
             chat_id="chat-1",
             notebook_path="x.ipynb",
-            services={"notebook": service},
+            services=AgentServices(notebook=service),
             approval=ApprovalPolicy(),
         )
         session = Session(emitter, Producer(model="claude-test"))

@@ -95,7 +95,7 @@ async def test_user_edit_in_another_cell_survives_agent_edit(
         await wait_for(
             lambda: cell_by_id(doc, "show")["source"] == "print(x, z)", what="the agent edit"
         )
-        live = await ctx.services["notebook"].open(path)
+        live = await ctx.services.notebook.open(path)
         await wait_for(
             lambda: "typed by the user" in live.cell("load")["source"],
             what="the user edit on the server",
@@ -137,7 +137,7 @@ async def test_notebook_state_and_listing(notebook_file, make_ctx) -> None:
 
     cleared = await clear_outputs(ctx, cell_ids=["show"])
     assert cleared.summary == "Cleared the outputs of 1 cell."
-    live = await ctx.services["notebook"].open(path)
+    live = await ctx.services.notebook.open(path)
     assert live.cell("show")["outputs"] == []
 
     with pytest.raises(NotebookNotFound, match="list_notebooks"):

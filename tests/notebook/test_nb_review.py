@@ -22,6 +22,7 @@ from jupyter_aaep.agent.approval import ApprovalPolicy
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.runner import ChatRunner
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import StaleApproval, ToolError, ToolRegistry
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from jupyter_aaep.tools.notebook import create_cell, delete_cell, edit_cell, notebook_tools
@@ -200,7 +201,7 @@ async def test_a_rejected_edit_leaves_the_live_notebook_untouched_and_an_approve
             client_factory=lambda: client,
             registry_factory=lambda chat: ToolRegistry([*conversation_tools(), *notebook_tools()]),
             config=AgentConfig(model="claude-test"),
-            services={"notebook": service},
+            services=AgentServices(notebook=service),
             policy_factory=lambda: ApprovalPolicy(mode="ask_all"),
         )
         chat = runner.create_chat(path)

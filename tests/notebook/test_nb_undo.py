@@ -12,6 +12,7 @@ from jupyter_aaep.aaep import ListSubscriber
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.runner import ChatBusy, ChatRunner, InvalidInput
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from jupyter_aaep.tools.notebook import notebook_tools
@@ -30,7 +31,7 @@ async def test_revert_puts_back_what_the_session_changed(notebook_file, service)
             client_factory=lambda: client,
             registry_factory=lambda chat: ToolRegistry([*conversation_tools(), *notebook_tools()]),
             config=AgentConfig(model="claude-test"),
-            services={"notebook": service},
+            services=AgentServices(notebook=service),
         )
         chat = runner.create_chat(path)
         heard = ListSubscriber()

@@ -297,7 +297,7 @@ async def test_a_tool_defined_by_the_agents_own_cell_is_offered_at_the_next_turn
     assert "triple" not in names[0] and "triple" in names[1] and "triple" in names[2]
     assert result_text(tool_results(fake_model)[0]) == "15"
     # Shutting the kernel down drops its tools.
-    registry = extension.toolbox.services["kernel_tools"]
+    registry = extension.toolbox.kernel_tools
     assert [t.name for t in registry.for_notebook(path)] == ["triple"]
     await extension.serverapp.kernel_manager.shutdown_kernel(kernel.kernel_id, now=True)
     assert registry.for_notebook(path) == []
@@ -430,7 +430,7 @@ async def test_a_slow_kernel_tool_is_interrupted_and_a_kernel_without_the_packag
         "from jupyter_aaep import aaep_tool\nimport time\n\n@aaep_tool\ndef slow() -> str:\n"
         '    """Take a long time."""\n    time.sleep(60)\n    return "late"\n'
     )
-    [tool] = extension.toolbox.services["kernel_tools"].for_notebook(path)
+    [tool] = extension.toolbox.kernel_tools.for_notebook(path)
     tool.timeout = 1.0
     chat_id = await _chat(api, path)
     fake_model.add(

@@ -29,7 +29,7 @@ LONG = "import time\nfor i in range(1, 41):\n    print(f'epoch {i}/40', flush=Tr
 async def test_the_agent_ends_its_turn_while_its_cell_runs(
     kernels, api, extension, fake_model, sse
 ) -> None:
-    extension.toolbox.services["notebook"].run_cell_wait_seconds = 1.0
+    extension.toolbox.notebooks.run_cell_wait_seconds = 1.0
     path = new_name()
     await kernels.notebook(path, [LONG])
     status, body, _ = await api("chats", method="POST", body={"notebook_path": path})

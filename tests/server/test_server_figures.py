@@ -379,7 +379,7 @@ async def test_the_at_picker_lists_the_kernel_variables(
     chat_id = await new_chat(path)
     status, body, _ = await api("chats", chat_id, "variables")
     assert status == 200 and body["variables"] == [] and "no running kernel" in body["note"]
-    service = jp_serverapp.web_app.settings["jupyter_aaep"].toolbox.services["notebook"]
+    service = jp_serverapp.web_app.settings["jupyter_aaep"].toolbox.notebooks
     await service.run_cell(path, "intro", source="temps = [3, 1, 4, 1]\nlabel = 'days'", timeout=60)
     status, body, _ = await api("chats", chat_id, "variables")
     assert status == 200, body

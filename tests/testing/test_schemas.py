@@ -1,4 +1,4 @@
-"""Tests for ``jupyter_aaep.testing.schemas``: the official AAEP schemas plus our profile.
+"""Tests for ``jupyter_aaep.aaep.schema_validation``: the official AAEP schemas plus our profile.
 
 The rest of the suite trusts this validator to say "this event is what a subscriber
 expects", so these tests pin down that it really loads the official files, that format
@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 import jupyter_aaep
-import jupyter_aaep.testing.schemas as schemas_module
+import jupyter_aaep.aaep.schema_validation as schemas_module
 from jupyter_aaep.aaep.check import check_events
-from jupyter_aaep.testing.schemas import (
+from jupyter_aaep.aaep.schema_validation import (
     SHIPPED_SCHEMA_DIR,
     SchemaValidator,
     SchemaViolation,

@@ -1,0 +1,104 @@
+"""The collaborators the host hands the agent, each named and typed by what the agent calls.
+
+The agent layer knows nothing of Jupyter, so it cannot name the notebook service or the
+server's follower of long cell runs; it names instead the few methods it calls on them
+(:class:`NotebookEdits`, :class:`CellRunFollower`). The server builds one frozen
+:class:`AgentServices` when it starts; the runner passes it to every session, and every tool
+call gets it as ``ToolContext.services``. A missing collaborator is ``None`` (a server without
+jupyter-collaboration has no notebook service): callers check, and say so in a sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["AgentServices", "CellRunFollower", "NotebookEdits", "SessionEdits", "UndoOutcome"]
+
+
+class SessionEdits(Protocol):
+    """A session's record of what it changed in its notebook (the notebook service's own
+    type); the runner keeps it for undo and stores its JSON."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def lost(self) -> Sequence[str]:
+        """The agent's edits another program's write took away (filled by ``lost_edits``)."""
+        ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+class UndoOutcome(Protocol):
+    """What an undo did, in counts of cells, for the sentence the user hears."""
+
+    @property
+    def removed(self) -> int: ...
+
+    @property
+    def added(self) -> int: ...
+
+    @property
+    def restored(self) -> int: ...
+
+    @property
+    def kept(self) -> Sequence[str]:
+        """Cells someone changed since the agent did, so they were kept as they are."""
+        ...
+
+
+class NotebookEdits(Protocol):
+    """What the runner calls on the notebook service: record a session's edits, save them,
+    find the ones lost, undo them. Records are the service's own objects; the runner only
+    hands them back (so their parameters are typed loosely)."""
+
+    async def save(self, path: str) -> bool:
+        """Put the notebook's cells on disk now; ``False`` when they may not be there yet."""
+        ...
+
+    def begin_record(
+        self,
+        chat_id: str,
+        session_id: str,
+        path: str,
+        on_change: Callable[[Any], None] | None = None,
+    ) -> SessionEdits | None:
+        """Start recording the session's edits; ``None`` when this service records none."""
+        ...
+
+    def end_record(self, chat_id: str) -> object: ...
+
+    async def lost_edits(self, record: Any) -> object:
+        """Fill ``record.lost`` with the edits a reload from disk took away."""
+        ...
+
+    async def undo(self, path: str, records: Sequence[Any]) -> UndoOutcome: ...
+
+
+class CellRunFollower(Protocol):
+    """The host's follower of cells that run longer than a tool call waits for them."""
+
+    def follow(self, run: Any, chat_id: str) -> None:
+        """Announce *run*'s progress and end in the chat (a running cell of the notebook layer)."""
+        ...
+
+    def still_running_note(self, chat_id: str) -> str | None:
+        """The sentence a session ends with while its cells still run, or ``None``."""
+        ...
+
+    def running(self, path: str | None) -> list[dict[str, Any]]:
+        """Every cell running in the notebook at *path*, the agent's or the person's."""
+        ...
+
+
+@dataclass(frozen=True)
+class AgentServices:
+    """The collaborators of the agent and its tools; ``None`` where the host has none."""
+
+    notebook: NotebookEdits | None = None
+    """The live notebooks: the notebook tools narrow it to the notebook layer's service."""
+    long_runs: CellRunFollower | None = None
+    """Announces the ends of cells that outlast a tool call."""
