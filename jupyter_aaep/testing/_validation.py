@@ -174,6 +174,9 @@ def _check_messages(messages: object, problems: list[str], cache: _CacheCount) -
     last = len(messages) - 1
     for i, message in enumerate(messages):
         path = f"messages.{i}"
+        if isinstance(message, dict) and message.get("role") == "system" and i > 0:
+            _check_system_message(message.get("content"), path, problems, cache)
+            continue
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             problems.append(f"{path}: must be an object with role 'user' or 'assistant'")
             return
@@ -188,6 +191,28 @@ def _check_messages(messages: object, problems: list[str], cache: _CacheCount) -
         else:
             turns.append((role, path, blocks))
     _check_tool_pairing(turns, problems)
+
+
+def _check_system_message(
+    content: object, path: str, problems: list[str], cache: _CacheCount
+) -> None:
+    """A system message after the first turn: instructions added mid-conversation (Claude Code
+    2.1 sends its environment this way). Text only; it is not a turn, so it neither breaks
+    the alternation of user and assistant nor separates a tool use from its result."""
+    if isinstance(content, str):
+        if not content.strip():
+            problems.append(f"{path}.content: system messages must contain non-whitespace text")
+        return
+    if not isinstance(content, list) or not content:
+        problems.append(f"{path}.content: must be a string or a non-empty list of text blocks")
+        return
+    for j, block in enumerate(content):
+        bpath = f"{path}.content.{j}"
+        if not isinstance(block, dict) or block.get("type") != "text":
+            problems.append(f"{bpath}: system messages may hold only text blocks")
+            continue
+        _check_text(block, bpath, problems)
+        cache.see(block, bpath, problems)
 
 
 def _content_blocks(

@@ -760,3 +760,56 @@ async def test_context_editing_without_the_beta_header_is_a_problem() -> None:
     assert response.status_code == 400 and "anthropic-beta" in response.json()["error"]["message"]
     assert len(fake.problems) == 1
     fake.problems.clear()
+
+
+def test_a_system_message_mid_conversation_is_accepted_as_claude_code_sends_it() -> None:
+    """Claude Code 2.1 puts its environment in a ``system`` message after the first user turn;
+    the service takes it (text only) without counting it as a turn."""
+    headers = {"anthropic-version": "2023-06-01"}
+    use = {"type": "tool_use", "id": "toolu_1", "name": "t", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}
+    system = {"role": "system", "content": [{"type": "text", "text": "# Environment"}]}
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [
+            {"role": "user", "content": "hi"},
+            system,
+            {"role": "assistant", "content": [use]},
+            system,
+            {"role": "user", "content": [result]},
+        ],
+    }
+    assert validate_request(body, headers) == []
+    first = {**body, "messages": [system, *body["messages"]]}
+    assert validate_request(first, headers) == [
+        "messages.0: must be an object with role 'user' or 'assistant'"
+    ]
+    image = {"role": "system", "content": [{"type": "image", "source": {}}]}
+    bad = {**body, "messages": [body["messages"][0], image]}
+    assert validate_request(bad, headers) == [
+        "messages.1.content.0: system messages may hold only text blocks"
+    ]
+
+
+def test_clearing_thinking_keeps_all_when_asked_and_drops_older_turns_otherwise() -> None:
+    thought = {"type": "thinking", "thinking": "hmm " * 50, "signature": "s"}
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": [thought, {"type": "text", "text": "one"}]},
+            {"role": "user", "content": "b"},
+            {"role": "assistant", "content": [thought, {"type": "text", "text": "two"}]},
+        ],
+    }
+    keep_all = {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}
+    assert apply_context_management({**body, "context_management": keep_all}) == (
+        {**body, "context_management": keep_all},
+        [],
+    )
+    one = {"edits": [{"type": "clear_thinking_20251015"}]}
+    edited, [applied] = apply_context_management({**body, "context_management": one})
+    assert edited["messages"][1]["content"] == [{"type": "text", "text": "one"}]
+    assert edited["messages"][3]["content"][0] == thought  # the newest turn keeps its thinking
+    assert applied["cleared_thinking_turns"] == 1 and applied["cleared_input_tokens"] > 0
