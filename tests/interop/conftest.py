@@ -14,7 +14,6 @@ import importlib.util
 import sys
 from pathlib import Path
 
-import pytest
 from pytest_jupyter.jupyter_server import *
 
 _REPO = Path(__file__).resolve().parents[2]
