@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 import re
+import time
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -29,6 +30,14 @@ from ..aaep.redaction import mask_secrets, redact_arguments
 from ..agent.tool_schema import schema_problem
 from ..agent.tools import ActionPreview, ToolContext, ToolResult, ToolSpec
 from ..errors import ToolError
+from ..notebook.progress import ProgressReading
+from ..notebook.progress_pacing import (
+    MIN_GAP_SECONDS,
+    ProgressPacer,
+    duration_words,
+    progress_phrase,
+    value_text,
+)
 from .mcp_config import ServerConfig, ServerProblem, command_allowed, read_config
 
 __all__ = ["MCPServers", "MCPTool"]
@@ -79,9 +88,33 @@ class MCPTool(ToolSpec):
         )
 
     async def call(self, ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
+        # A server may send progress many times a second; it is paced like a cell's run (at
+        # most one event per ``progress_min_gap``, milestones announced), not passed through.
+        label = self.human_label()
+        pacer = ProgressPacer(time.monotonic(), min_gap=self.server.progress_min_gap)
+
         def progress(done: float, total: float | None, message: str | None) -> None:
-            percent = round(100 * done / total, 1) if total else None
-            ctx.report_progress(message or f"{self.human_label()} is working.", percent=percent)
+            percent = min(100.0, round(100 * done / total, 1)) if total else None
+            reading = ProgressReading(percent=percent, current=done, total=total)
+            beat = pacer.tick(time.monotonic(), reading)
+            if beat is None:
+                return
+            told = mask_secrets(message)[:200] if message else ""
+            phrase = told or progress_phrase(reading)
+            said = (
+                f"{label}: {phrase}."
+                if phrase
+                else f"{label} is still working after {duration_words(beat.elapsed)}."
+            )
+            integral = total is not None and float(done).is_integer() and float(total).is_integer()
+            ctx.report_progress(
+                told or value_text(reading, beat.elapsed),
+                percent=percent,
+                step=max(1, int(done)) if integral and done else None,
+                total_steps=max(1, int(total)) if integral and total else None,
+                announce=beat.announce,
+                summary=said,
+            )
 
         result = await self.server.call(self.remote_name, arguments, progress, self.title)
         return self._result(result)
@@ -159,6 +192,8 @@ class _Server:
     problem: str | None = None
     tools: list[MCPTool] = field(default_factory=list)
     max_images: int = 2
+    progress_min_gap: float = MIN_GAP_SECONDS
+    """Seconds between two progress events of one call (the pacing of cell runs)."""
     session: Any = None
     _owner: asyncio.Task[None] | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
