@@ -1,6 +1,7 @@
 """A real Jupyter server for the MCP interop tests (pytest-jupyter), with the server tests' helpers.
 
-The fixtures of ``tests/server/conftest.py`` (``api``, ``sse``, ``extension``, ``fake_model``)
+The fixtures of ``tests/server/conftest.py`` (``api``, ``sse``, ``extension``, ``fake_model``,
+``jp_server_config`` with ``aaep_config``)
 and its rule that every ``async def`` test runs on the server's loop are reused here, not copied:
 that file is loaded under its own module name, and ``tests/server`` is put on the path for
 ``kernel_helpers`` and ``mcp_helpers``. The other tests here are plain functions; the only
@@ -28,5 +29,7 @@ _spec.loader.exec_module(_server)
 aaep_config = _server.aaep_config
 api = _server.api
 extension = _server.extension
+fake_model = _server.fake_model
+jp_server_config = _server.jp_server_config
 sse = _server.sse
 pytest_pycollect_makeitem = _server.pytest_pycollect_makeitem
