@@ -813,3 +813,43 @@ def test_clearing_thinking_keeps_all_when_asked_and_drops_older_turns_otherwise(
     assert edited["messages"][1]["content"] == [{"type": "text", "text": "one"}]
     assert edited["messages"][3]["content"][0] == thought  # the newest turn keeps its thinking
     assert applied["cleared_thinking_turns"] == 1 and applied["cleared_input_tokens"] > 0
+
+
+def test_a_tool_reference_loads_only_a_deferred_tool_under_the_tool_search_beta() -> None:
+    """Claude Code's ToolSearch answers with ``tool_reference`` blocks naming MCP tools it
+    declared with ``defer_loading``; the service takes them only under its beta."""
+    deferred = {
+        "name": "mcp__notebook__run_cell",
+        "description": "Run a cell.",
+        "input_schema": {"type": "object"},
+        "defer_loading": True,
+    }
+    search = {
+        "name": "ToolSearch",
+        "description": "Find tools.",
+        "input_schema": {"type": "object"},
+    }
+    use = {"type": "tool_use", "id": "toolu_1", "name": "ToolSearch", "input": {}}
+
+    def body(name: str) -> dict[str, Any]:
+        found = {"type": "tool_reference", "tool_name": name}
+        result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [found]}
+        return {
+            "model": "m",
+            "max_tokens": 10,
+            "tools": [search, deferred],
+            "messages": [
+                {"role": "user", "content": "run it"},
+                {"role": "assistant", "content": [use]},
+                {"role": "user", "content": [result]},
+            ],
+        }
+
+    beta = {"anthropic-version": "2023-06-01", "anthropic-beta": "advanced-tool-use-2025-11-20"}
+    assert validate_request(body("mcp__notebook__run_cell"), beta) == []
+    [wrong] = validate_request(body("ToolSearch"), beta)  # declared, but not deferred
+    assert wrong.startswith("messages.2.content.0.content.0.tool_name: 'ToolSearch' is not")
+    [no_beta] = validate_request(
+        body("mcp__notebook__run_cell"), {"anthropic-version": "2023-06-01"}
+    )
+    assert "advanced-tool-use-2025-11-20" in no_beta
