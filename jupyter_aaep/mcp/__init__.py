@@ -13,7 +13,23 @@ The other direction, the user's MCP servers as the agent's tools, is in
 
 from __future__ import annotations
 
-from .notebook_server import build_notebook_server, check_notebook_path, mcp_tool
-from .outside_agents import OutsideAgents
+import importlib
+from typing import Any
 
 __all__ = ["OutsideAgents", "build_notebook_server", "check_notebook_path", "mcp_tool"]
+
+_HOMES = {
+    "OutsideAgents": ".outside_agents",
+    "build_notebook_server": ".notebook_server",
+    "check_notebook_path": ".notebook_server",
+    "mcp_tool": ".notebook_server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Imported on first use: the stdio bridge (``python -m jupyter_aaep.mcp``) needs none of
+    the server side, whose imports (the MCP SDK, the agent loop) cost seconds on a busy machine,
+    longer than an MCP client waits for a stdio server to start."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name], __name__), name)

@@ -17,6 +17,8 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import struct
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -144,9 +146,23 @@ def prepare_image(
         return None, f"A {mime} figure was too large to send and cannot be downscaled here.", False
     image: Any
     try:
-        image = Image.open(io.BytesIO(raw))
-        image.load()
-    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+        try:
+            image = Image.open(io.BytesIO(raw))
+            image.load()
+        except (UnidentifiedImageError, OSError, SyntaxError):
+            repaired = _png_without_broken_extras(raw)
+            if repaired is None:
+                raise
+            raw = repaired
+            image = Image.open(io.BytesIO(raw))
+            image.load()
+    except (
+        UnidentifiedImageError,
+        OSError,
+        SyntaxError,
+        ValueError,
+        Image.DecompressionBombError,
+    ):
         return (
             None,
             f"A {mime} figure could not be read (the data is not a valid image); it was not sent.",
@@ -161,6 +177,32 @@ def prepare_image(
         image = image.convert("RGBA")
     media_type, encoded = _encode(image, budget)
     return _block(media_type, encoded), None, True
+
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_without_broken_extras(raw: bytes) -> bytes | None:
+    """The PNG without its optional chunks whose checksum is wrong, as image viewers (libpng)
+    read it: they skip such a chunk (a colour profile, metadata) and show the picture, while
+    Pillow refuses the whole file. ``None`` when it is not a PNG or nothing was skipped."""
+    if not raw.startswith(_PNG_SIGNATURE):
+        return None
+    kept, at, skipped = [_PNG_SIGNATURE], len(_PNG_SIGNATURE), False
+    while at + 12 <= len(raw):
+        (length,) = struct.unpack(">I", raw[at : at + 4])
+        end = at + 12 + length
+        if end > len(raw):
+            return None
+        kind, body = raw[at + 4 : at + 8], raw[at + 8 : at + 8 + length]
+        (checksum,) = struct.unpack(">I", raw[at + 8 + length : end])
+        optional = bool(kind[0] & 0x20)  # a lower-case first letter: an ancillary chunk
+        if optional and zlib.crc32(kind + body) & 0xFFFFFFFF != checksum:
+            skipped = True
+        else:
+            kept.append(raw[at:end])
+        at = end
+    return b"".join(kept) if skipped else None
 
 
 def figure_blocks(outputs: Sequence[dict[str, Any]], budget: ImageBudget) -> FigureBlocks:

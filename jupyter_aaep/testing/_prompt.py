@@ -25,7 +25,9 @@ Prompt cache
     miss from there on.
 
 Context editing (``context_management``, beta ``context-management-2025-06-27``)
-    Only the ``clear_tool_uses_20250919`` edit. When the prompt exceeds ``trigger`` (input
+    The ``clear_tool_uses_20250919`` edit, and ``clear_thinking_20251015`` (drops thinking
+    blocks of older assistant turns; ``keep: "all"``, Claude Code's choice, changes nothing).
+    For ``clear_tool_uses_20250919``: When the prompt exceeds ``trigger`` (input
     tokens, default 100 000; or a number of tool uses), every tool result older than the
     ``keep`` most recent tool uses (default 3) whose tool is not in ``exclude_tools`` has its
     content replaced by :data:`CLEARED_PLACEHOLDER` (and its ``tool_use`` input by ``{}`` with
@@ -242,13 +244,53 @@ def apply_context_management(body: dict[str, Any]) -> tuple[dict[str, Any], list
     applied: list[dict[str, Any]] = []
     for i, edit in enumerate(config["edits"]):
         where = f"context_management.edits.{i}"
-        if not isinstance(edit, dict) or edit.get("type") != "clear_tool_uses_20250919":
-            kind = edit.get("type") if isinstance(edit, dict) else edit
+        kind = edit.get("type") if isinstance(edit, dict) else edit
+        if isinstance(edit, dict) and kind == "clear_tool_uses_20250919":
+            body, result = _clear_tool_uses(body, edit, where)
+        elif isinstance(edit, dict) and kind == "clear_thinking_20251015":
+            body, result = _clear_thinking(body, edit, where)
+        else:
             raise ContextEditError(f"{where}.type: unsupported context management edit {kind!r}")
-        body, result = _clear_tool_uses(body, edit, where)
         if result is not None:
             applied.append(result)
     return body, applied
+
+
+def _clear_thinking(
+    body: dict[str, Any], edit: dict[str, Any], where: str
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``clear_thinking_20251015``: thinking blocks of all but the ``keep`` most recent
+    assistant turns that have them are dropped (``"all"`` keeps every one, as Claude Code asks;
+    the default keeps one)."""
+    keep_spec = edit.get("keep", {"type": "thinking_turns", "value": 1})
+    if keep_spec == "all":
+        return body, None
+    _, keep = _threshold(keep_spec, ("thinking_turns",), ("thinking_turns", 1), f"{where}.keep")
+    messages = json.loads(json.dumps(body.get("messages") or []))
+    thinking = ("thinking", "redacted_thinking")
+    turns = [
+        m
+        for m in messages
+        if isinstance(m, dict)
+        and m.get("role") == "assistant"
+        and isinstance(m.get("content"), list)
+        and any(isinstance(b, dict) and b.get("type") in thinking for b in m["content"])
+    ]
+    older = turns[: max(0, len(turns) - keep)]
+    if not older:
+        return body, None
+    freed = 0
+    for message in older:
+        kept = [
+            b for b in message["content"] if not (isinstance(b, dict) and b.get("type") in thinking)
+        ]
+        freed += _tokens(_canonical(message["content"])) - _tokens(_canonical(kept))
+        message["content"] = kept
+    return {**body, "messages": messages}, {
+        "type": "clear_thinking_20251015",
+        "cleared_thinking_turns": len(older),
+        "cleared_input_tokens": freed,
+    }
 
 
 def _clear_tool_uses(

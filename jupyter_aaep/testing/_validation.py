@@ -46,6 +46,8 @@ def decode_image(data: str) -> tuple[str, int, int] | str:
     return kind, int(width), int(height)
 
 
+TOOL_SEARCH_BETA = "advanced-tool-use-2025-11-20"
+"""The beta under which a tool result may hold ``tool_reference`` blocks (tool search)."""
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _TOOL_USE_ID = re.compile(r"^toolu_[A-Za-z0-9_-]+$")
 _TOOL_CHOICES = ("auto", "any", "tool", "none")
@@ -73,6 +75,8 @@ def validate_request(body: object, headers: Mapping[str, str]) -> list[str]:
     cache = _CacheCount()
     _check_system(body.get("system"), problems, cache)
     tool_names = _check_tools(body.get("tools"), problems, cache)
+    if TOOL_SEARCH_BETA not in headers.get("anthropic-beta", ""):
+        cache.deferred.clear()  # without the beta, nothing can be loaded by reference
     _check_tool_choice(body.get("tool_choice"), tool_names, problems)
     _check_messages(body.get("messages"), problems, cache)
     _check_image_count(cache.images, problems)
@@ -91,6 +95,7 @@ class _CacheCount:
     def __init__(self) -> None:
         self.count = 0
         self.images: list[tuple[str, int, int]] = []
+        self.deferred: set[str] = set()  # tools with defer_loading, loadable by tool_reference
 
     def see(self, owner: dict[str, Any], path: str, problems: list[str]) -> None:
         control = owner.get("cache_control")
@@ -135,6 +140,8 @@ def _check_tools(tools: object, problems: list[str], cache: _CacheCount) -> set[
             problems.append(f"tools: tool names must be unique, {name!r} appears twice")
         else:
             names.add(name)
+            if tool.get("defer_loading") is True:
+                cache.deferred.add(name)
         cache.see(tool, path, problems)
         if tool.get("type") not in (None, "custom"):
             continue  # server and built-in tools (web_search_…, bash_…) carry no schema
@@ -174,6 +181,9 @@ def _check_messages(messages: object, problems: list[str], cache: _CacheCount) -
     last = len(messages) - 1
     for i, message in enumerate(messages):
         path = f"messages.{i}"
+        if isinstance(message, dict) and message.get("role") == "system" and i > 0:
+            _check_system_message(message.get("content"), path, problems, cache)
+            continue
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             problems.append(f"{path}: must be an object with role 'user' or 'assistant'")
             return
@@ -188,6 +198,28 @@ def _check_messages(messages: object, problems: list[str], cache: _CacheCount) -
         else:
             turns.append((role, path, blocks))
     _check_tool_pairing(turns, problems)
+
+
+def _check_system_message(
+    content: object, path: str, problems: list[str], cache: _CacheCount
+) -> None:
+    """A system message after the first turn: instructions added mid-conversation (Claude Code
+    2.1 sends its environment this way). Text only; it is not a turn, so it neither breaks
+    the alternation of user and assistant nor separates a tool use from its result."""
+    if isinstance(content, str):
+        if not content.strip():
+            problems.append(f"{path}.content: system messages must contain non-whitespace text")
+        return
+    if not isinstance(content, list) or not content:
+        problems.append(f"{path}.content: must be a string or a non-empty list of text blocks")
+        return
+    for j, block in enumerate(content):
+        bpath = f"{path}.content.{j}"
+        if not isinstance(block, dict) or block.get("type") != "text":
+            problems.append(f"{bpath}: system messages may hold only text blocks")
+            continue
+        _check_text(block, bpath, problems)
+        cache.see(block, bpath, problems)
 
 
 def _content_blocks(
@@ -282,11 +314,26 @@ def _check_tool_result(
             _check_text(inner, ipath, problems)
         elif inner["type"] == "image":
             _check_image(inner, ipath, problems, cache)
+        elif inner["type"] == "tool_reference":
+            _check_tool_reference(inner, ipath, problems, cache)
         elif inner["type"] not in ("document", "search_result"):
             problems.append(
                 f"{ipath}.type: tool_result content blocks must be text, image, document or "
                 f"search_result, got {inner['type']!r}"
             )
+
+
+def _check_tool_reference(
+    block: dict[str, Any], path: str, problems: list[str], cache: _CacheCount
+) -> None:
+    """Client-side tool search (what Claude Code's ToolSearch returns): a result may load a
+    tool declared with ``defer_loading``, under the advanced-tool-use beta."""
+    name = block.get("tool_name")
+    if name not in cache.deferred:
+        problems.append(
+            f"{path}.tool_name: {name!r} is not a tool declared with defer_loading "
+            f"(tool_reference needs one, and the anthropic-beta header {TOOL_SEARCH_BETA})"
+        )
 
 
 def _check_image(block: dict[str, Any], path: str, problems: list[str], cache: _CacheCount) -> None:

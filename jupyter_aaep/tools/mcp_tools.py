@@ -19,6 +19,7 @@ import asyncio
 import json
 import logging
 import re
+import time
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -29,6 +30,15 @@ from ..aaep.redaction import mask_secrets, redact_arguments
 from ..agent.tool_schema import schema_problem
 from ..agent.tools import ActionPreview, ToolContext, ToolResult, ToolSpec
 from ..errors import ToolError
+from ..notebook._figures import ImageBudget, prepare_image
+from ..notebook.progress import ProgressReading
+from ..notebook.progress_pacing import (
+    MIN_GAP_SECONDS,
+    ProgressPacer,
+    duration_words,
+    progress_phrase,
+    value_text,
+)
 from .mcp_config import ServerConfig, ServerProblem, command_allowed, read_config
 
 __all__ = ["MCPServers", "MCPTool"]
@@ -79,9 +89,33 @@ class MCPTool(ToolSpec):
         )
 
     async def call(self, ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
+        # A server may send progress many times a second; it is paced like a cell's run (at
+        # most one event per ``progress_min_gap``, milestones announced), not passed through.
+        label = self.human_label()
+        pacer = ProgressPacer(time.monotonic(), min_gap=self.server.progress_min_gap)
+
         def progress(done: float, total: float | None, message: str | None) -> None:
-            percent = round(100 * done / total, 1) if total else None
-            ctx.report_progress(message or f"{self.human_label()} is working.", percent=percent)
+            percent = min(100.0, round(100 * done / total, 1)) if total else None
+            reading = ProgressReading(percent=percent, current=done, total=total)
+            beat = pacer.tick(time.monotonic(), reading)
+            if beat is None:
+                return
+            told = mask_secrets(message)[:200] if message else ""
+            phrase = told or progress_phrase(reading)
+            said = (
+                f"{label}: {phrase}."
+                if phrase
+                else f"{label} is still working after {duration_words(beat.elapsed)}."
+            )
+            integral = total is not None and float(done).is_integer() and float(total).is_integer()
+            ctx.report_progress(
+                told or value_text(reading, beat.elapsed),
+                percent=percent,
+                step=max(1, int(done)) if integral and done else None,
+                total_steps=max(1, int(total)) if integral and total else None,
+                announce=beat.announce,
+                summary=said,
+            )
 
         result = await self.server.call(self.remote_name, arguments, progress, self.title)
         return self._result(result)
@@ -103,17 +137,15 @@ class MCPTool(ToolSpec):
                 ):
                     dropped += 1
                     continue
-                images += 1
-                blocks.append(
-                    {
-                        "type": "image",
-                        "source": {
-                            "type": "base64",
-                            "media_type": item.mime_type,
-                            "data": item.data,
-                        },
-                    }
+                # Checked, and downscaled past the budget, exactly like a notebook's figures.
+                block, note, _ = prepare_image(
+                    item.mime_type, item.data, ImageBudget(max_images=self.max_images)
                 )
+                if block is None:
+                    texts.append(f"[{note}]")
+                    continue
+                images += 1
+                blocks.append(block)
             elif kind == "resource_link":
                 texts.append(f"[A link to {item.uri}]")
             elif kind == "resource":
@@ -159,11 +191,14 @@ class _Server:
     problem: str | None = None
     tools: list[MCPTool] = field(default_factory=list)
     max_images: int = 2
+    progress_min_gap: float = MIN_GAP_SECONDS
+    """Seconds between two progress events of one call (the pacing of cell runs)."""
     session: Any = None
     _owner: asyncio.Task[None] | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _close: asyncio.Event = field(default_factory=asyncio.Event)
     _errlog: TextIO | None = None
+    _errlog_start: int = 0
 
     def start(self) -> None:
         if self.config.transport == "stdio" and not command_allowed(
@@ -197,7 +232,8 @@ class _Server:
                 self._ready.set()
                 await self._close.wait()
         except Exception as error:  # noqa: BLE001 - any failure to start is one sentence
-            self.status, self.problem = "failed", _why(self.config, error, self.start_timeout)
+            said = self._last_words()
+            self.status, self.problem = "failed", _why(self.config, error, self.start_timeout, said)
             log.warning("AAEP: tool server %s stopped: %s", self.config.name, self.problem)
         finally:
             self.session = None
@@ -207,6 +243,23 @@ class _Server:
             if self._errlog is not None:
                 self._errlog.close()
                 self._errlog = None
+
+    def _last_words(self) -> str | None:
+        """The error line a stdio server wrote to its log while starting (what a person would
+        look for in it: "Error: Cannot find module …"), or ``None``."""
+        if self._errlog is None:
+            return None
+        try:
+            self._errlog.flush()
+            with open(self._errlog.name, encoding="utf-8", errors="replace") as log_file:
+                log_file.seek(self._errlog_start)
+                lines = [line.strip() for line in log_file.read(200_000).splitlines()]
+        except OSError:
+            return None
+        lines = [line for line in lines if line]
+        errors = [line for line in lines if _ERROR_LINE.match(line)]
+        found = errors or lines
+        return mask_secrets(found[-1])[:200] if found else None
 
     async def _transport(self, stack: AsyncExitStack) -> Any:
         if self.config.transport == "http":
@@ -223,6 +276,7 @@ class _Server:
         self._errlog = open(  # noqa: ASYNC230, SIM115
             self.log_dir / f"aaep-mcp-{self.config.name}.log", "a", encoding="utf-8"
         )
+        self._errlog_start = self._errlog.tell()
         params = StdioServerParameters(
             command=self.config.command,
             args=list(self.config.args),
@@ -351,18 +405,27 @@ class _Server:
         }
 
 
-def _why(config: ServerConfig, error: BaseException, timeout: float) -> str:
+_ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception)\b\S*:? ")
+"""A line that states an error: "Error: Cannot find module …", "ModuleNotFoundError: No module …"."""
+
+
+def _why(
+    config: ServerConfig, error: BaseException, timeout: float, said: str | None = None
+) -> str:
     if isinstance(error, TimeoutError):
         return f"it did not answer within {timeout:g} seconds of starting."
     if isinstance(error, FileNotFoundError):
         return f"the command {config.command} was not found."
     inner = getattr(error, "exceptions", None)
     if inner:
-        return _why(config, inner[0], timeout)
+        return _why(config, inner[0], timeout, said)
     if config.transport == "http":
         return mask_secrets(
             f"{config.url} did not accept the connection ({error or type(error).__name__}); check its url and headers."
         )[:300]
+    if said:
+        quoted = said.rstrip(".")
+        return f"it stopped while starting, saying “{quoted}” (its log: aaep-mcp-{config.name}.log in the Jupyter runtime folder)."
     return f"it could not start ({type(error).__name__}: {error or 'no details'})."[:300]
 
 

@@ -63,3 +63,24 @@ def test_the_bridge_finds_the_server_serving_this_folder(tmp_path) -> None:
     assert find_server(servers, str(inner))["url"] == "http://c/"
     assert find_server(servers, "/nowhere")["url"] == "http://a/"
     assert find_server([], "/x") is None
+
+
+def test_the_stdio_bridge_starts_without_the_server_side() -> None:
+    """``python -m jupyter_aaep.mcp`` imports neither the MCP SDK, the agent loop, the anthropic
+    SDK nor Jupyter server: on a busy machine those took 20 s, and Claude Code gave up on the
+    bridge as a server that failed to start (found by tests/interop/test_claude_code.py)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, runpy; sys.argv = ['jupyter_aaep.mcp', '--help']\n"
+        "try:\n    runpy.run_module('jupyter_aaep.mcp', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = ('mcp', 'mcp_types', 'anthropic', 'jupyter_server', 'jupyter_aaep.agent.loop')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy or m in heavy))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "--url" in done.stdout  # the help was printed: the bridge module really ran
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout

@@ -247,3 +247,51 @@ async def test_view_figure_refuses_a_cell_without_a_figure(notebook_file, make_c
     assert isinstance(result.content, list) and result.content[1]["type"] == "image"
     text = result.content[0]["text"]
     assert "Code:\nshow()" in text and "drawing" in text
+
+
+def _png_chunks(raw: bytes) -> list[bytes]:
+    import struct
+
+    kinds, at = [], 8
+    while at < len(raw):
+        (length,) = struct.unpack(">I", raw[at : at + 4])
+        kinds.append(raw[at + 4 : at + 8])
+        at += 12 + length
+    return kinds
+
+
+def test_a_png_with_a_broken_optional_chunk_is_read_as_image_viewers_read_it() -> None:
+    """An optional chunk (here a text note) with a wrong checksum is skipped, as libpng and
+    browsers do (server-everything's tiny image has such a colour profile); Pillow alone would
+    refuse the whole picture. A broken required chunk still makes it unreadable."""
+    import struct
+    import zlib
+
+    from PIL import PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    info.add_text("Comment", "made for the test")
+    out = io.BytesIO()
+    Image.new("RGB", (8, 6), (200, 30, 30)).save(out, format="PNG", pnginfo=info)
+    raw = bytearray(out.getvalue())
+    text_at = raw.index(b"tEXt")
+    raw[text_at + 6] ^= 0xFF  # one byte of the note changes; its checksum no longer matches
+    block, note, downscaled = prepare_image(
+        "image/png", base64.b64encode(bytes(raw)).decode(), ImageBudget()
+    )
+    assert note is None and not downscaled and block is not None
+    sent = base64.b64decode(block["source"]["data"])
+    assert b"tEXt" not in _png_chunks(sent) and b"IDAT" in _png_chunks(sent)
+    with Image.open(io.BytesIO(sent)) as image:
+        assert image.size == (8, 6)
+    header_at = bytes(raw).index(b"IHDR")
+    (length,) = struct.unpack(">I", raw[header_at - 4 : header_at])
+    raw[header_at + 4] ^= 0x01  # the width: a required chunk
+    assert (
+        zlib.crc32(bytes(raw[header_at : header_at + 4 + length]))
+        != struct.unpack(">I", raw[header_at + 4 + length : header_at + 8 + length])[0]
+    )
+    block, note, _ = prepare_image(
+        "image/png", base64.b64encode(bytes(raw)).decode(), ImageBudget()
+    )
+    assert block is None and note is not None and "could not be read" in note

@@ -96,6 +96,8 @@ async def test_read_only_tools_run_unasked_with_images_and_progress(
         ),
         Turn(text="Milk, a red square, and three."),
     )
+    for server in extension.mcp_servers.servers:  # a 3-step count in 0.15 s: unpaced here (the
+        server.progress_min_gap = 0.0  # default pacing is tests/interop/test_reference_mcp_servers)
     chat_id = await _chat(api, extension, "What is on my list?")
     events = await wait_idle(extension, chat_id)
     assert not of(events, "awaiting.confirmation")

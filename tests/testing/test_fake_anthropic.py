@@ -760,3 +760,96 @@ async def test_context_editing_without_the_beta_header_is_a_problem() -> None:
     assert response.status_code == 400 and "anthropic-beta" in response.json()["error"]["message"]
     assert len(fake.problems) == 1
     fake.problems.clear()
+
+
+def test_a_system_message_mid_conversation_is_accepted_as_claude_code_sends_it() -> None:
+    """Claude Code 2.1 puts its environment in a ``system`` message after the first user turn;
+    the service takes it (text only) without counting it as a turn."""
+    headers = {"anthropic-version": "2023-06-01"}
+    use = {"type": "tool_use", "id": "toolu_1", "name": "t", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}
+    system = {"role": "system", "content": [{"type": "text", "text": "# Environment"}]}
+    body = {
+        "model": "m",
+        "max_tokens": 10,
+        "messages": [
+            {"role": "user", "content": "hi"},
+            system,
+            {"role": "assistant", "content": [use]},
+            system,
+            {"role": "user", "content": [result]},
+        ],
+    }
+    assert validate_request(body, headers) == []
+    first = {**body, "messages": [system, *body["messages"]]}
+    assert validate_request(first, headers) == [
+        "messages.0: must be an object with role 'user' or 'assistant'"
+    ]
+    image = {"role": "system", "content": [{"type": "image", "source": {}}]}
+    bad = {**body, "messages": [body["messages"][0], image]}
+    assert validate_request(bad, headers) == [
+        "messages.1.content.0: system messages may hold only text blocks"
+    ]
+
+
+def test_clearing_thinking_keeps_all_when_asked_and_drops_older_turns_otherwise() -> None:
+    thought = {"type": "thinking", "thinking": "hmm " * 50, "signature": "s"}
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": [thought, {"type": "text", "text": "one"}]},
+            {"role": "user", "content": "b"},
+            {"role": "assistant", "content": [thought, {"type": "text", "text": "two"}]},
+        ],
+    }
+    keep_all = {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}
+    assert apply_context_management({**body, "context_management": keep_all}) == (
+        {**body, "context_management": keep_all},
+        [],
+    )
+    one = {"edits": [{"type": "clear_thinking_20251015"}]}
+    edited, [applied] = apply_context_management({**body, "context_management": one})
+    assert edited["messages"][1]["content"] == [{"type": "text", "text": "one"}]
+    assert edited["messages"][3]["content"][0] == thought  # the newest turn keeps its thinking
+    assert applied["cleared_thinking_turns"] == 1 and applied["cleared_input_tokens"] > 0
+
+
+def test_a_tool_reference_loads_only_a_deferred_tool_under_the_tool_search_beta() -> None:
+    """Claude Code's ToolSearch answers with ``tool_reference`` blocks naming MCP tools it
+    declared with ``defer_loading``; the service takes them only under its beta."""
+    deferred = {
+        "name": "mcp__notebook__run_cell",
+        "description": "Run a cell.",
+        "input_schema": {"type": "object"},
+        "defer_loading": True,
+    }
+    search = {
+        "name": "ToolSearch",
+        "description": "Find tools.",
+        "input_schema": {"type": "object"},
+    }
+    use = {"type": "tool_use", "id": "toolu_1", "name": "ToolSearch", "input": {}}
+
+    def body(name: str) -> dict[str, Any]:
+        found = {"type": "tool_reference", "tool_name": name}
+        result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [found]}
+        return {
+            "model": "m",
+            "max_tokens": 10,
+            "tools": [search, deferred],
+            "messages": [
+                {"role": "user", "content": "run it"},
+                {"role": "assistant", "content": [use]},
+                {"role": "user", "content": [result]},
+            ],
+        }
+
+    beta = {"anthropic-version": "2023-06-01", "anthropic-beta": "advanced-tool-use-2025-11-20"}
+    assert validate_request(body("mcp__notebook__run_cell"), beta) == []
+    [wrong] = validate_request(body("ToolSearch"), beta)  # declared, but not deferred
+    assert wrong.startswith("messages.2.content.0.content.0.tool_name: 'ToolSearch' is not")
+    [no_beta] = validate_request(
+        body("mcp__notebook__run_cell"), {"anthropic-version": "2023-06-01"}
+    )
+    assert "advanced-tool-use-2025-11-20" in no_beta
