@@ -35,12 +35,12 @@ from ..aaep.events import (
 from ..aaep.ids import safe_tool_name
 from ..aaep.redaction import mask_secrets
 from ..aaep.session import Session
+from ..words import elapsed_words, plural
 from ._loop_text import clip as _clip
 from ._loop_text import done_phrase as _done_phrase
 from ._loop_text import done_terse as _done_terse
 from ._loop_text import error_text as _error_text
 from ._loop_text import errored_note as _errored_note
-from ._loop_text import seconds as _seconds
 from ._loop_text import stopped_note as _stopped_note
 from ._loop_text import tool_phrase as _tool_phrase
 from ._loop_text import was_declined as _was_declined
@@ -508,7 +508,7 @@ class AgentLoop:
                 summary=Summary(
                     normal=normal,
                     terse=terse,
-                    detailed=f"{detailed} Took {_seconds(run.session.elapsed_ms(run.started_ms))}. "
+                    detailed=f"{detailed} Took {elapsed_words(run.session.elapsed_ms(run.started_ms) / 1000)}. "
                     f"{run.usage.sentence()}",
                 ),
                 duration_ms=min(run.session.elapsed_ms(run.started_ms), 86_400_000),
@@ -590,7 +590,7 @@ class AgentLoop:
 
 
 def _request_text(stop: str | None, tools: int) -> str:
-    return stop_handling(stop).step.format(tools=f"{tools} tool{'s' if tools != 1 else ''}")
+    return stop_handling(stop).step.format(tools=plural(tools, "tool"))
 
 
 def _failed_labels(dispatcher: ToolDispatcher) -> list[str]:

@@ -33,6 +33,7 @@ from ..agent.tools import (
     ToolSpec,
 )
 from ..errors import RequestError, ToolError
+from ..words import duration_words
 
 if TYPE_CHECKING:
     from ..notebook.service import NotebookService
@@ -83,7 +84,7 @@ def service_of(ctx: ToolContext) -> NotebookService:
 
 
 def _seconds(value: float) -> str:
-    return f"{value:.0f} seconds" if value >= 2 else "a moment"
+    return duration_words(value, short=False) if value >= 2 else "a moment"
 
 
 async def run_in_kernel(

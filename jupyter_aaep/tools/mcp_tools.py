@@ -29,6 +29,7 @@ from ..aaep.redaction import mask_secrets, redact_arguments
 from ..agent.tool_schema import schema_problem
 from ..agent.tools import ActionPreview, ToolContext, ToolResult, ToolSpec
 from ..errors import ToolError
+from ..words import plural
 from .mcp_config import ServerConfig, ServerProblem, command_allowed, read_config
 
 __all__ = ["MCPServers", "MCPTool"]
@@ -138,7 +139,7 @@ class MCPTool(ToolSpec):
                 error_message=reason,
             )
         heard = f"Finished: {label}." + (
-            f" It returned {images} image{'s' if images != 1 else ''}." if images else ""
+            f" It returned {plural(images, 'image')}." if images else ""
         )
         content: str | list[dict[str, Any]] = text or "Done."
         if blocks:
