@@ -29,6 +29,7 @@ from typing import Any
 from jupyter_aaep.aaep import _check_rules as r
 from jupyter_aaep.aaep._check_rules import RuleBreach, SessionState
 from jupyter_aaep.aaep.schema_validation import Profile, SchemaValidator, SchemaViolation
+from jupyter_aaep.words import plural
 
 __all__ = ["SequenceChecker", "SequenceViolation", "check_events", "main"]
 
@@ -316,10 +317,6 @@ def _wants_schema(message: Any) -> bool:
     )
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
 def main(argv: list[str] | None = None) -> int:
     """Check JSONL event logs; exit 0 clean, 1 violations, 2 unreadable input."""
     parser = argparse.ArgumentParser(
@@ -375,9 +372,9 @@ def main(argv: list[str] | None = None) -> int:
         problems += 1
         print(finding)
     print(
-        f"checked {_plural(checker.events_checked, 'event')} in "
-        f"{_plural(len(checker.sessions), 'session')}: {_plural(problems, 'violation')}"
-        + (f", {_plural(warnings, 'warning')}" if warnings else "")
+        f"checked {plural(checker.events_checked, 'event')} in "
+        f"{plural(len(checker.sessions), 'session')}: {plural(problems, 'violation')}"
+        + (f", {plural(warnings, 'warning')}" if warnings else "")
     )
     return 1 if problems else 0
 

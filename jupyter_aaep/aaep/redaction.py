@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..words import plural
+
 MASK = "[hidden]"
 
 _SECRET_NAME = re.compile(
@@ -200,8 +202,7 @@ class RedactedArguments:
         """A one-line, human-readable rendering such as ``url: https://…; 1 hidden``."""
         parts = [f"{name}: {_short_value(value)}" for name, value in self.shown.items()]
         if self.hidden_count:
-            noun = "argument" if self.hidden_count == 1 else "arguments"
-            parts.append(f"{self.hidden_count} sensitive {noun} hidden")
+            parts.append(f"{plural(self.hidden_count, 'sensitive argument')} hidden")
         text = "; ".join(parts) if parts else "no arguments"
         return text if len(text) <= max_length else text[: max_length - 1] + "…"
 

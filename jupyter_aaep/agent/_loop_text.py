@@ -6,6 +6,7 @@ from typing import Any
 
 import anthropic
 
+from ..words import plural
 from .control import ERRORED_NOTE, STOPPED_NOTE, RunControl
 
 
@@ -63,7 +64,7 @@ def _counted(labels: list[str], noun: str) -> str:
     """``"2 tools: read the notebook, run a cell"``: the count and up to five distinct labels."""
     unique = list(dict.fromkeys(labels))
     shown = ", ".join(unique[:5]) + (" and more" if len(unique) > 5 else "")
-    return f"{len(labels)} {noun}{'s' if len(labels) != 1 else ''}: {shown}"
+    return f"{plural(len(labels), noun)}: {shown}"
 
 
 def tool_phrase(labels: list[str]) -> str:
@@ -81,7 +82,7 @@ def done_phrase(failed: list[str]) -> str:
 def done_terse(failed: list[str]) -> str:
     """The terse summary when steps failed (empty when none did)."""
     count = len(failed)
-    return f"Done, {count} step{'s' if count != 1 else ''} failed." if count else ""
+    return f"Done, {plural(count, 'step')} failed." if count else ""
 
 
 def was_declined(content: Any, tool_name: str) -> bool:
@@ -97,10 +98,6 @@ def was_declined(content: Any, tool_name: str) -> bool:
         f"{tool_name} was not run:",
     )
     return content.startswith(declined)
-
-
-def seconds(ms: int) -> str:
-    return f"{ms / 1000:.1f} seconds"
 
 
 def clip(text: str, limit: int) -> str:

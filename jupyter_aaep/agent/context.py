@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..words import plural
 from ._history_edits import (
     SUMMARY_HEADER,
     Message,
@@ -157,7 +158,7 @@ class ContextReport:
 
     def sentence(self) -> str:
         """The one sentence the user hears."""
-        results = f"{self.cleared} old tool result{'s' if self.cleared != 1 else ''}"
+        results = plural(self.cleared, "old tool result")
         if self.summarised and self.cleared:
             return (
                 f"Earlier parts of this chat were summarised and {results} set aside to stay within "

@@ -33,6 +33,7 @@ from ..aaep.ids import new_call_id, new_reply_token, safe_tool_name
 from ..aaep.redaction import mask_for_model, mask_secrets, redact_arguments
 from ..aaep.session import Session
 from ..errors import ToolError
+from ..words import duration_words
 from .bulk_changes import BulkChanges
 from .data_blocks import data_content
 from .history import tool_result as _tool_result
@@ -366,10 +367,10 @@ class ToolDispatcher:
         else:
             summary = Summary(
                 normal=f"Approval needed, {risk} risk: {action} {consequence}{flags} "
-                f"If you do not answer within {_duration(timeout)}, it will be {_past(default)}.",
+                f"If you do not answer within {duration_words(timeout, short=False)}, it will be {_past(default)}.",
                 terse=f"Approve? {preview.terse or preview.summary}",
                 detailed=f"Approval needed, {risk} risk: {action} {consequence}{flags} "
-                f"If nobody answers within {_duration(timeout)}, the default is to {default} it.",
+                f"If nobody answers within {duration_words(timeout, short=False)}, the default is to {default} it.",
             )
         event = session.emit(
             AwaitingConfirmation(
@@ -450,7 +451,7 @@ class ToolDispatcher:
                 await asyncio.sleep(wait)
             if request.resolved or self.session.closed:
                 return
-            left = _duration(int(timeout * fraction))
+            left = duration_words(int(timeout * fraction), short=False)
             self.session.emit(
                 ProgressUpdated(
                     progress=Progress(
@@ -493,7 +494,7 @@ class ToolDispatcher:
                 summary=Summary(
                     normal=f"Question for you: {shown_question}{listed}",
                     terse="Question for you.",
-                    detailed=f"The agent asks: {shown_question}{listed} It waits {_duration(timeout)} for your answer.",
+                    detailed=f"The agent asks: {shown_question}{listed} It waits {duration_words(timeout, short=False)} for your answer.",
                 ),
             )
         )
@@ -634,13 +635,6 @@ def _for_listeners(text: str, spec: ToolSpec) -> str:
         if "_" in spec.name
         else told
     )
-
-
-def _duration(seconds: int) -> str:
-    if seconds < 120:
-        return f"{seconds} second{'s' if seconds != 1 else ''}"
-    minutes = seconds // 60
-    return f"{minutes} minutes"
 
 
 def _past(decision: str) -> str:

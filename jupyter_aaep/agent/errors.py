@@ -19,6 +19,7 @@ import anthropic
 
 from ..aaep.events import ErrorCategory
 from ..aaep.redaction import mask_secrets
+from ..words import duration_words
 
 
 @dataclass(frozen=True)
@@ -230,4 +231,4 @@ def _retry_after(error: BaseException) -> str | None:
         return None
     if seconds is None or seconds <= 0:
         return None
-    return f"{seconds} seconds" if seconds < 120 else f"{seconds // 60} minutes"
+    return duration_words(seconds, short=False)

@@ -1,10 +1,10 @@
 """The agent loop: one user request = one AAEP session, driven by the model's ``stop_reason``.
 
 Each turn streams one model message; text deltas become ``output.streaming`` chunks through
-the coalescer, and the loop continues only while ``stop_reason == "tool_use"`` (or
-``pause_turn``). Every ``tool_use`` gets a ``tool_result``, whatever happened to it. The
-session ends with exactly one terminal event: completed, errored (with a hint a person can
-act on) or cancelled (the run's task was cancelled; no tool or output is left open).
+the coalescer; what each ``stop_reason`` leads to (run the tools and ask again, send again
+after a ``pause_turn``, finish, or fail with a sentence) is one table, ``stop_reasons.py``.
+Every ``tool_use`` gets a ``tool_result``, whatever happened to it. The session ends with
+exactly one terminal event: completed, errored (with a hint a person can act on) or cancelled (the run's task was cancelled; no tool or output is left open).
 
 Before each model request the conversation is kept inside the context window (``context.py``:
 clearing old tool results in batches, the server's context editing where offered, compaction),
@@ -35,12 +35,12 @@ from ..aaep.events import (
 from ..aaep.ids import safe_tool_name
 from ..aaep.redaction import mask_secrets
 from ..aaep.session import Session
+from ..words import elapsed_words, plural
 from ._loop_text import clip as _clip
 from ._loop_text import done_phrase as _done_phrase
 from ._loop_text import done_terse as _done_terse
 from ._loop_text import error_text as _error_text
 from ._loop_text import errored_note as _errored_note
-from ._loop_text import seconds as _seconds
 from ._loop_text import stopped_note as _stopped_note
 from ._loop_text import tool_phrase as _tool_phrase
 from ._loop_text import was_declined as _was_declined
@@ -67,6 +67,7 @@ from .history import (
     close_stopped_request,
 )
 from .prompts import SYSTEM_PROMPT, chat_context
+from .stop_reasons import stop_handling
 from .tools import ToolRegistry
 from .usage import ModelRequest, PriceTable, Usage, dollars
 
@@ -241,13 +242,15 @@ class AgentLoop:
             session.change_state("thinking")
             message = await self._model_turn(run, history, request_start=turn == 0)
             turn += 1
-            stop = message.stop_reason
+            handling = stop_handling(message.stop_reason)
             manager = run.context
             assert manager is not None
             manager.grew(
-                append_assistant(history, message.content, keep_tool_use=stop == "tool_use")
+                append_assistant(
+                    history, message.content, keep_tool_use=handling.next == "run_tools"
+                )
             )
-            if stop == "tool_use":
+            if handling.next == "run_tools":
                 uses = [b for b in message.content if getattr(b, "type", None) == "tool_use"]
                 results = await dispatcher.run_all(uses)
                 run.tool_labels.extend(dispatcher.completed_labels)
@@ -257,14 +260,19 @@ class AgentLoop:
                     results = dedupe_results(history, results)
                 manager.grew(results)
                 append_user_blocks(history, results)
+                dispatcher.calls = []  # answered in the history: nothing of this turn is open
                 if run.handoff_reason is not None:
                     await self._save(run)
                     return self._completed(
                         run, note=f"Handed control back to you: {run.handoff_reason}"
                     )
                 continue
-            if stop == "pause_turn":
+            if handling.next == "send_again":
                 continue
+            if handling.next == "fail":
+                assert handling.failure is not None
+                await self._save(run)
+                return self._errored(run, history, handling.failure)
             if control.pause_requested:
                 await (
                     control.checkpoint()
@@ -272,7 +280,10 @@ class AgentLoop:
             if control.queue:
                 continue  # guidance that came during the last turn: the model answers it next
             await self._save(run)
-            return self._finished(run, stop)
+            note = (
+                handling.note.format(max_tokens=self.config.max_tokens) if handling.note else None
+            )
+            return self._completed(run, note=note)
         limit = control.max_turns or self.config.max_turns
         return self._errored(
             run,
@@ -286,17 +297,6 @@ class AgentLoop:
                 "or raise the limit with c.AAEPExtension.max_turns.",
             ),
         )
-
-    def _finished(self, run: _Run, stop: str | None) -> SessionResult:
-        if stop == "max_tokens":
-            return self._completed(
-                run,
-                note=f"The answer was cut off at the length limit of {self.config.max_tokens} tokens. "
-                "Ask me to continue if you need the rest.",
-            )
-        if stop == "refusal":
-            return self._completed(run, note="The model declined this request. Try rephrasing it.")
-        return self._completed(run)
 
     def _steer(self, run: _Run, history: list[dict[str, Any]]) -> None:
         """Add the guidance queued since the last request, after any tool results, as steering."""
@@ -508,7 +508,7 @@ class AgentLoop:
                 summary=Summary(
                     normal=normal,
                     terse=terse,
-                    detailed=f"{detailed} Took {_seconds(run.session.elapsed_ms(run.started_ms))}. "
+                    detailed=f"{detailed} Took {elapsed_words(run.session.elapsed_ms(run.started_ms) / 1000)}. "
                     f"{run.usage.sentence()}",
                 ),
                 duration_ms=min(run.session.elapsed_ms(run.started_ms), 86_400_000),
@@ -590,11 +590,7 @@ class AgentLoop:
 
 
 def _request_text(stop: str | None, tools: int) -> str:
-    if stop == "tool_use":
-        return f"The model asked for {tools} tool{'s' if tools != 1 else ''}."
-    if stop == "end_turn":
-        return "The model answered."
-    return f"The model stopped: {stop or 'no reason given'}."
+    return stop_handling(stop).step.format(tools=plural(tools, "tool"))
 
 
 def _failed_labels(dispatcher: ToolDispatcher) -> list[str]:

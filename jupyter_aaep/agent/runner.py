@@ -23,6 +23,7 @@ from ..aaep.broker import ReplyBroker, ReplyOrigin
 from ..aaep.emitter import Emitter, Event
 from ..aaep.session import Producer, Session
 from ..errors import ChatBusy, InvalidInput, UnknownChat, UnknownSession
+from ..words import plural
 from .approval import ApprovalPolicy
 from .chat import EVENT_HISTORY_LIMIT, Chat
 from .chat_context import ChatContext
@@ -655,7 +656,7 @@ def _refuse_if_held(chat: Chat) -> None:
 
 
 def _cells(count: int) -> str:
-    return f"{count} cell" if count == 1 else f"{count} cells"
+    return plural(count, "cell")
 
 
 def undo_summary(

@@ -20,6 +20,8 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
+from ..words import plural
+
 Cause = Literal["locked", "full", "read_only", "other"]
 
 _BY_CODE: dict[str, Cause] = {
@@ -151,7 +153,7 @@ def degraded_words(health: StoreHealth, *, limit: int) -> tuple[str, str, str]:
 def recovered_words(health: StoreHealth) -> tuple[str, str, str]:
     """Terse, normal and detailed texts telling a chat that saving works again."""
     if health.dropped:
-        steps = "1 recorded step" if health.dropped == 1 else f"{health.dropped} recorded steps"
+        steps = plural(health.dropped, "recorded step")
         normal = (
             f"This chat is being saved again. The messages and outcomes are saved, but {steps} of the "
             "event log from the time it was not saved could not be kept."

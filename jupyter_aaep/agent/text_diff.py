@@ -16,6 +16,8 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..words import plural
+
 LineKind = Literal["context", "added", "removed"]
 
 QUOTE_CHARS = 80
@@ -115,7 +117,7 @@ def describe_change(
         left = len(sentences) - (max_sentences - 1)
         sentences = [
             *sentences[: max_sentences - 1],
-            f"…and {left} more change{'s' if left != 1 else ''}.",
+            f"…and {plural(left, 'more change')}.",
         ]
         diff.truncated = True
     diff.sentences = sentences
@@ -177,11 +179,9 @@ def _indent(line: str) -> str:
     if not lead:
         return "none"
     tabs, spaces = lead.count("\t"), len(lead) - lead.count("\t")
-    parts = [
-        f"{n} {word}{'s' if n != 1 else ''}" for n, word in ((spaces, "space"), (tabs, "tab")) if n
-    ]
+    parts = [plural(n, word) for n, word in ((spaces, "space"), (tabs, "tab")) if n]
     return " and ".join(parts)
 
 
 def _lines(count: int) -> str:
-    return f"{count} line{'s' if count != 1 else ''}"
+    return plural(count, "line")

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..words import plural
+
 __all__ = ["DEFAULT_PRICES", "ModelRequest", "Price", "PriceTable", "Usage"]
 
 log = logging.getLogger(__name__)
@@ -185,7 +187,7 @@ class Usage:
         )
         cost = f", about {dollars(self.cost_usd)}" if self.priced else ""
         return (
-            f"{self.requests} model request{'s' if self.requests != 1 else ''} used "
+            f"{plural(self.requests, 'model request')} used "
             f"{_tokens(self.prompt_tokens, 'prompt')}{cached} and {_tokens(self.output_tokens, 'output')}{cost}."
         )
 
@@ -207,7 +209,7 @@ class ModelRequest:
 
 
 def _tokens(count: int, kind: str) -> str:
-    return f"{count:,} {kind} token{'s' if count != 1 else ''}"
+    return plural(count, f"{kind} token", thousands=True)
 
 
 def dollars(amount: float) -> str:

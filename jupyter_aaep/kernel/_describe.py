@@ -20,6 +20,8 @@ import types
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from ..words import plural
+
 T = TypeVar("T")
 
 REPR_SECONDS = 2.0
@@ -79,11 +81,6 @@ def clip(text: str, limit: int) -> str:
     note = f"… ({len(text) - limit} more characters)"
     keep = max(limit - len(note), 0)
     return text[:keep] + note
-
-
-def plural(count: int, word: str, many: str | None = None) -> str:
-    """``1 item``, ``3 items``."""
-    return f"{count} {word if count == 1 else many or word + 's'}"
 
 
 def type_name(value: Any) -> str:

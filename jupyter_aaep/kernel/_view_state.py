@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..aaep.clock import parse_timestamp
+from ..words import plural
 
 __all__ = [
     "AnswerItem",
@@ -99,7 +100,7 @@ def action_phrase(event: dict[str, Any]) -> str:
         return f"running cell {number}"
     cells = extra.get("cells")
     if isinstance(cells, list) and cells:
-        return "running 1 cell" if len(cells) == 1 else f"running {len(cells)} cells"
+        return f"running {plural(len(cells), 'cell')}"
     tool = extra.get("tool")
     if tool == "restart_kernel":
         return "restarting the kernel"

@@ -18,6 +18,7 @@ from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 
+from ..words import plural
 from ._describe import describe
 from .client import KernelAPIError, KernelClient
 from .runtime import lookup, register, remove
@@ -190,9 +191,7 @@ class AAEPMagics(Magics):
                 "(from jupyter_aaep import aaep_tool)."
             )
             return
-        lines = [
-            f"This notebook's agent can call {len(tools)} kernel tool{'s' if len(tools) != 1 else ''}:"
-        ]
+        lines = [f"This notebook's agent can call {plural(len(tools), 'kernel tool')}:"]
         for tool in tools:
             description = str(tool.get("description") or "").strip().splitlines()
             risk = tool.get("risk_level", "low")

@@ -40,6 +40,7 @@ from ..agent.runner import ChatRunner
 from ..agent.tools import ToolRegistry
 from ..agent.usage import Usage
 from ..errors import ToolError
+from ..words import plural
 
 log = logging.getLogger(__name__)
 
@@ -352,7 +353,7 @@ class OutsideAgents:
         self, burst: _Burst, steps: list[str], started: int, saved: bool
     ) -> dict[str, Any]:
         count = len(steps)
-        did = f"{count} step{'s' if count != 1 else ''}" if count else "no steps"
+        did = plural(count, "step") if count else "no steps"
         unsaved = "" if saved else " Its changes may not be saved to disk yet."
         listed = f" ({', '.join(dict.fromkeys(steps))})" if steps else ""
         return burst.session.emit(

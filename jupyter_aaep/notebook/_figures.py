@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..words import plural
+
 __all__ = ["MODEL_IMAGE_TYPES", "FigureBlocks", "ImageBudget", "figure_blocks", "prepare_image"]
 
 MODEL_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -225,7 +227,7 @@ def figure_blocks(outputs: Sequence[dict[str, Any]], budget: ImageBudget) -> Fig
             found.notes.append(note)
     if skipped:
         found.notes.append(
-            f"{skipped} more figure{'s were' if skipped != 1 else ' was'} not sent "
+            f"{plural(skipped, 'more figure')} {'was' if skipped == 1 else 'were'} not sent "
             f"(at most {budget.max_images} per result)."
         )
     return found

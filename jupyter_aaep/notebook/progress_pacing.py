@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..words import duration_words
 from .progress import ProgressReading
 
 __all__ = [
     "MILESTONES",
     "Beat",
     "ProgressPacer",
-    "duration_words",
     "heard",
     "progress_phrase",
     "value_text",
@@ -103,27 +103,6 @@ def heard(beat: Beat, verbosity: str) -> bool:
 
 
 # -- words --------------------------------------------------------------------------------------
-
-
-def duration_words(seconds: float, *, short: bool = True) -> str:
-    """ "40 s", "2 min 10 s", "1 h 5 min" (``short=False``: "2 minutes 10 seconds")."""
-    if seconds < 0.5:
-        return "less than a second"
-    total = round(seconds)
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if short:
-        units = (("h", hours), ("min", minutes), ("s", secs))
-    else:
-        units = (
-            ("hour" if hours == 1 else "hours", hours),
-            ("minute" if minutes == 1 else "minutes", minutes),
-            ("second" if secs == 1 else "seconds", secs),
-        )
-    parts = [f"{value} {name}" for name, value in units if value]
-    if hours:
-        parts = parts[:2] if minutes else parts[:1]  # "1 h 5 min": seconds no longer matter
-    return " ".join(parts)
 
 
 def _left(eta: float, *, short: bool) -> str:

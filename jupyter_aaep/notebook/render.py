@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
 
+from ..words import plural
 from ._text_edits import version_tag
 
 __all__ = [
@@ -266,7 +267,7 @@ class CellView:
             elif not self.outputs:
                 parts.append("not run")
             if self.outputs:
-                parts.append(f"{len(self.outputs)} output{'s' if len(self.outputs) != 1 else ''}")
+                parts.append(plural(len(self.outputs), "output"))
         return " · ".join(parts)
 
 

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..words import duration_words
 from .progress import ProgressTracker
-from .progress_pacing import Beat, ProgressPacer, duration_words, progress_phrase, value_text
+from .progress_pacing import Beat, ProgressPacer, progress_phrase, value_text
 
 if TYPE_CHECKING:
     from ._sessions import KernelInfo

@@ -13,8 +13,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
-from ..errors import AAEPError
-from .http_errors import http_error
+from .http_errors import AAEPErrorAnswers
 from .messages import MAX_MESSAGE_BYTES, Response, parse_json
 from .service import AAEPService
 
@@ -22,8 +21,9 @@ AUTH_RESOURCE = "kernels"
 """Authorised like the kernel API: see :mod:`.handlers` for why."""
 
 
-class AAEPHandler(ExtensionHandlerMixin, APIHandler):
-    """Base of every AAEP endpoint: one auth resource, JSON errors, the service injected."""
+class AAEPHandler(AAEPErrorAnswers, ExtensionHandlerMixin, APIHandler):
+    """Base of every AAEP endpoint: one auth resource, JSON errors (an ``AAEPError`` raised
+    anywhere answers with its status and sentence), the service injected."""
 
     auth_resource = AUTH_RESOURCE
 
@@ -38,10 +38,7 @@ class AAEPHandler(ExtensionHandlerMixin, APIHandler):
             raise web.HTTPError(
                 413, f"The body is {length} bytes; the limit is {MAX_MESSAGE_BYTES} bytes (1 MiB)."
             )
-        try:
-            return parse_json(self.request.body)
-        except AAEPError as error:
-            raise http_error(error) from error
+        return parse_json(self.request.body)
 
     def respond(self, response: Response) -> None:
         self.set_status(response.status)

@@ -19,9 +19,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..aaep.manifest import build_manifest
-from ..errors import AAEPError
 from .base import AAEPHandler
-from .http_errors import http_error
 from .long_runs import how_far_along
 from .messages import take_request_id
 from .request_context import kernel_variables
@@ -37,25 +35,17 @@ class ChatsHandler(AAEPHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        try:
-            page = self.service.list_chats(
-                self.get_argument("notebook_path", None),
-                limit=self.get_argument("limit", None),
-                before=self.get_argument("before", None),
-            )
-        except AAEPError as error:
-            raise http_error(error) from error
+        page = self.service.list_chats(
+            self.get_argument("notebook_path", None),
+            limit=self.get_argument("limit", None),
+            before=self.get_argument("before", None),
+        )
         self.finish(json.dumps(page))
 
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        try:
-            response = self.service.create_chat(
-                self.body_json() if self.request.body.strip() else {}
-            )
-        except AAEPError as error:
-            raise http_error(error) from error
+        response = self.service.create_chat(self.body_json() if self.request.body.strip() else {})
         self.respond(response)
 
 
@@ -65,10 +55,7 @@ class ChatHandler(AAEPHandler):
     @web.authenticated
     @authorized
     async def get(self, chat_id: str) -> None:
-        try:
-            view = self.service.chat_view(chat_id)
-        except AAEPError as error:
-            raise http_error(error) from error
+        view = self.service.chat_view(chat_id)
         self.finish(json.dumps(view))
 
 
@@ -78,10 +65,7 @@ class StepsHandler(AAEPHandler):
     @web.authenticated
     @authorized
     async def get(self, chat_id: str, session_id: str) -> None:
-        try:
-            steps = self.service.session_steps(chat_id, session_id)
-        except AAEPError as error:
-            raise http_error(error) from error
+        steps = self.service.session_steps(chat_id, session_id)
         self.finish(json.dumps(steps))
 
 
@@ -93,12 +77,9 @@ class MessagesHandler(AAEPHandler):
     @web.authenticated
     @authorized("execute")  # type: ignore[untyped-decorator]
     async def post(self, chat_id: str | None = None) -> None:
-        try:
-            body = self.body_json()
-            request_id = take_request_id(body)  # echoed, as on the socket (HTTP itself pairs them)
-            response = await self.service.handle(body, chat_id=chat_id)
-        except AAEPError as error:
-            raise http_error(error) from error
+        body = self.body_json()
+        request_id = take_request_id(body)  # echoed, as on the socket (HTTP itself pairs them)
+        response = await self.service.handle(body, chat_id=chat_id)
         if request_id is not None and response.body is not None:
             response.body["request_id"] = request_id
         self.respond(response)
@@ -110,10 +91,7 @@ class SubscriptionsHandler(AAEPHandler):
     @web.authenticated
     @authorized("read")  # type: ignore[untyped-decorator]
     async def post(self) -> None:
-        try:
-            response = self.service.subscribe(self.body_json(), self.get_argument("chat_id", None))
-        except AAEPError as error:
-            raise http_error(error) from error
+        response = self.service.subscribe(self.body_json(), self.get_argument("chat_id", None))
         self.respond(response)
 
 
@@ -147,10 +125,7 @@ class VariablesHandler(AAEPHandler):
     @web.authenticated
     @authorized("execute")  # type: ignore[untyped-decorator]
     async def get(self, chat_id: str) -> None:
-        try:
-            chat = self.service.runner.get(chat_id)
-        except AAEPError as error:
-            raise http_error(error) from error
+        chat = self.service.runner.get(chat_id)
         self.finish(json.dumps(await kernel_variables(self.service.runner, chat)))
 
 
@@ -162,10 +137,7 @@ class ProgressHandler(AAEPHandler):
     @web.authenticated
     @authorized
     async def get(self, chat_id: str) -> None:
-        try:
-            chat = self.service.runner.get(chat_id)
-        except AAEPError as error:
-            raise http_error(error) from error
+        chat = self.service.runner.get(chat_id)
         news = self.service.runner.services.long_runs
         self.finish(
             json.dumps(

@@ -39,7 +39,6 @@ from tornado import web
 from ..agent.data_blocks import data_block
 from ..errors import AAEPError, RequestError
 from .base import AAEPHandler
-from .http_errors import http_error
 from .kernel_credentials import KernelCredentials, signature
 from .messages import REPLY_TYPES, Response, classify
 from .sse import EventStreamHandler
@@ -418,16 +417,13 @@ class KernelHandler(AAEPHandler):
     async def caller(self) -> KernelCaller:
         if self.gateway.extension is None:
             self.gateway.extension = self.extensionapp
-        try:
-            caller = await self.gateway.caller(
-                self.request.method or "GET",
-                self.request.uri or "/",
-                self.request.headers,
-                self.request.body or b"",
-            )
-            return replace(caller, chat_id=self.get_query_argument("chat_id", None) or None)
-        except AAEPError as error:
-            raise http_error(error) from error
+        caller = await self.gateway.caller(
+            self.request.method or "GET",
+            self.request.uri or "/",
+            self.request.headers,
+            self.request.body or b"",
+        )
+        return replace(caller, chat_id=self.get_query_argument("chat_id", None) or None)
 
     def body_or_empty(self) -> dict[str, Any]:
         return self.body_json() if (self.request.body or b"").strip() else {}
@@ -443,10 +439,7 @@ class KernelStatusHandler(KernelHandler):
     @allow_unauthenticated
     async def get(self) -> None:
         caller = await self.caller()
-        try:
-            self.answer(self.gateway.status(caller))
-        except AAEPError as error:
-            raise http_error(error) from error
+        self.answer(self.gateway.status(caller))
 
 
 class KernelToolsHandler(KernelHandler):
@@ -455,10 +448,7 @@ class KernelToolsHandler(KernelHandler):
     @allow_unauthenticated
     async def get(self) -> None:
         caller = await self.caller()
-        try:
-            self.answer(self.gateway.tools(caller))
-        except AAEPError as error:
-            raise http_error(error) from error
+        self.answer(self.gateway.tools(caller))
 
 
 class KernelToolHandler(KernelHandler):
@@ -467,18 +457,12 @@ class KernelToolHandler(KernelHandler):
     @allow_unauthenticated
     async def put(self, name: str) -> None:
         caller = await self.caller()
-        try:
-            self.answer(self.gateway.put_tool(caller, name, self.body_json()))
-        except AAEPError as error:
-            raise http_error(error) from error
+        self.answer(self.gateway.put_tool(caller, name, self.body_json()))
 
     @allow_unauthenticated
     async def delete(self, name: str) -> None:
         caller = await self.caller()
-        try:
-            self.answer(self.gateway.delete_tool(caller, name))
-        except AAEPError as error:
-            raise http_error(error) from error
+        self.answer(self.gateway.delete_tool(caller, name))
 
 
 class KernelRequestsHandler(KernelHandler):
@@ -487,10 +471,7 @@ class KernelRequestsHandler(KernelHandler):
     @allow_unauthenticated
     async def post(self) -> None:
         caller = await self.caller()
-        try:
-            self.respond(self.gateway.request(caller, self.body_json()))
-        except AAEPError as error:
-            raise http_error(error) from error
+        self.respond(self.gateway.request(caller, self.body_json()))
 
 
 class KernelSubscriptionsHandler(KernelHandler):
@@ -499,10 +480,7 @@ class KernelSubscriptionsHandler(KernelHandler):
     @allow_unauthenticated
     async def post(self) -> None:
         caller = await self.caller()
-        try:
-            self.respond(self.gateway.subscribe(caller, self.body_json()))
-        except AAEPError as error:
-            raise http_error(error) from error
+        self.respond(self.gateway.subscribe(caller, self.body_json()))
 
 
 class KernelMessagesHandler(KernelHandler):
@@ -511,10 +489,7 @@ class KernelMessagesHandler(KernelHandler):
     @allow_unauthenticated
     async def post(self) -> None:
         caller = await self.caller()
-        try:
-            self.respond(await self.gateway.message(caller, self.body_json()))
-        except AAEPError as error:
-            raise http_error(error) from error
+        self.respond(await self.gateway.message(caller, self.body_json()))
 
 
 class KernelEventsHandler(KernelHandler, EventStreamHandler):  # type: ignore[misc]  # both initialize(**kwargs)
@@ -523,10 +498,7 @@ class KernelEventsHandler(KernelHandler, EventStreamHandler):  # type: ignore[mi
     @allow_unauthenticated
     async def get(self) -> None:
         caller = await self.caller()
-        try:
-            chat = self.gateway.chat(caller, create=True)
-        except AAEPError as error:
-            raise http_error(error) from error
+        chat = self.gateway.chat(caller, create=True)
         assert chat is not None
         await self.serve(
             chat.chat_id,

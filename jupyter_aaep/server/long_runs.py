@@ -45,12 +45,12 @@ from ..notebook.progress import ProgressReading
 from ..notebook.progress_pacing import (
     Beat,
     ProgressPacer,
-    duration_words,
     progress_phrase,
     value_text,
 )
 from ..notebook.running import RunningCell
 from ..tools._run_text import end_sentence
+from ..words import duration_words
 
 __all__ = ["AGENT_RUN", "PERSON_RUN", "LongRunNews", "how_far_along"]
 

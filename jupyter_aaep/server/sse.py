@@ -30,9 +30,7 @@ from tornado.iostream import StreamClosedError
 from ..aaep.emitter import Event
 from ..aaep.ids import is_valid_id
 from ..aaep.wire import dumps
-from ..errors import AAEPError
 from .base import AAEPHandler
-from .http_errors import http_error
 from .service import AAEPService
 from .streams import Stream, client_key
 
@@ -101,17 +99,14 @@ class EventStreamHandler(AAEPHandler):
         """Stream *chat_id*'s messages (every chat's with ``None``) to *client*, whom the
         per-client stream limit counts; the kernel endpoint reuses this after its own checks
         (*delivered* hears each message sent)."""
-        try:
-            stream = self.service.open_stream(
-                chat_id,
-                transport="sse",
-                subscription_id=self.get_argument("subscription_id", None),
-                last_event_id=self.request.headers.get("Last-Event-ID")
-                or self.get_argument("last_event_id", None),
-                client=client,
-            )
-        except AAEPError as error:
-            raise http_error(error) from error
+        stream = self.service.open_stream(
+            chat_id,
+            transport="sse",
+            subscription_id=self.get_argument("subscription_id", None),
+            last_event_id=self.request.headers.get("Last-Event-ID")
+            or self.get_argument("last_event_id", None),
+            client=client,
+        )
         self._stream = stream
         self.set_header("Content-Type", "text/event-stream; charset=utf-8")
         self.set_header("Cache-Control", "no-cache")

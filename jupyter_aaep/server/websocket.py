@@ -39,7 +39,7 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 from ..aaep.wire import dumps
 from ..errors import AAEPError
 from .base import AUTH_RESOURCE
-from .http_errors import http_error, http_status
+from .http_errors import AAEPErrorAnswers, http_status
 from .messages import (
     KINDS,
     MAX_MESSAGE_BYTES,
@@ -56,7 +56,9 @@ SUBPROTOCOL = "aaep.v1"
 log = logging.getLogger(__name__)
 
 
-class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler):
+class ChatSocketHandler(
+    AAEPErrorAnswers, ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler
+):
     """One subscriber's socket on one chat."""
 
     auth_resource = AUTH_RESOURCE
@@ -90,10 +92,7 @@ class ChatSocketHandler(ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler,
             raise web.HTTPError(
                 403, f"User is not authorized to execute on resource: {AUTH_RESOURCE}."
             )
-        try:
-            self.service.chat_view(chat_id)
-        except AAEPError as error:
-            raise http_error(error) from error
+        self.service.chat_view(chat_id)
         self.chat_id = chat_id
         await super().get(*args, **kwargs)
 

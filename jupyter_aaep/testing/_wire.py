@@ -71,7 +71,12 @@ class Turn:
     tool_uses : list of ToolUse
         ``tool_use`` blocks sent after the text block, in order.
     stop_reason : str or None
-        ``None`` means ``"tool_use"`` when there are tool uses, else ``"end_turn"``.
+        ``None`` means ``"stop_sequence"`` when ``stop_sequence`` is given, else ``"tool_use"``
+        when there are tool uses, else ``"end_turn"``. Any string is sent as it is (the SDK
+        passes a reason it does not know through), so newer reasons can be scripted.
+    stop_sequence : str or None
+        The stop sequence the answer ended on, which the service names (in ``message_delta``
+        and the final message) when ``stop_reason`` is ``"stop_sequence"``, and only then.
     delay : float
         Seconds before the first byte of the response (simulates time to first token).
     chunk_delay : float
@@ -98,6 +103,7 @@ class Turn:
     text: str = ""
     tool_uses: list[ToolUse] = field(default_factory=list)
     stop_reason: str | None = None
+    stop_sequence: str | None = None
     delay: float = 0.0
     chunk_delay: float = 0.0
     text_chunk_size: int = 6
@@ -117,6 +123,10 @@ class Turn:
             raise ValueError("error_after_chunks must be None or >= 0")
         if self.delay < 0 or self.chunk_delay < 0:
             raise ValueError("delay and chunk_delay must be >= 0")
+        if self.stop_sequence is not None and self.stop_reason not in (None, "stop_sequence"):
+            raise ValueError("stop_sequence is named only with stop_reason='stop_sequence'")
+        if self.stop_reason == "stop_sequence" and not self.stop_sequence:
+            raise ValueError("stop_reason='stop_sequence' names the sequence: set stop_sequence")
 
 
 @dataclass(frozen=True)
@@ -195,7 +205,13 @@ def build_reply(
     request that asked for context editing. Both appear in ``message_start`` (usage) and again
     in ``message_delta`` and the final message, as the service streams them.
     """
-    stop_reason = turn.stop_reason or ("tool_use" if turn.tool_uses else "end_turn")
+    stop_reason = turn.stop_reason or (
+        "stop_sequence"
+        if turn.stop_sequence is not None
+        else "tool_use"
+        if turn.tool_uses
+        else "end_turn"
+    )
     inputs = [json.dumps(tu.input) for tu in turn.tool_uses]
     output_tokens = _estimate_tokens(turn, inputs)
     usage = {
@@ -270,7 +286,7 @@ def build_reply(
                 "type": "message_delta",
                 "delta": {
                     "stop_reason": stop_reason,
-                    "stop_sequence": None,
+                    "stop_sequence": turn.stop_sequence,
                     "stop_details": stop_details,
                 },
                 "usage": {
@@ -292,6 +308,7 @@ def build_reply(
         **message,
         "content": final_content,
         "stop_reason": stop_reason,
+        "stop_sequence": turn.stop_sequence,
         "stop_details": stop_details,
         "usage": usage,
         **({"context_management": context_management} if context_management is not None else {}),

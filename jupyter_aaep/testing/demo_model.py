@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from ..agent.data_blocks import unwrap
+from ..words import noun
 from ._demo_notebook import CellInfo, NotebookView, parse_state
 from ._wire import ToolUse, Turn
 
@@ -309,7 +310,7 @@ def describe_cell(cell: CellInfo, known: frozenset[str] = frozenset()) -> str:
         parts.append(f"sets {_names(others)}")
     if facts.functions:
         parts.append(
-            f"defines the function{'s' if len(facts.functions) > 1 else ''} {_names(facts.functions)}"
+            f"defines the {noun(len(facts.functions), 'function')} {_names(facts.functions)}"
         )
     if facts.classes:
         parts.append(

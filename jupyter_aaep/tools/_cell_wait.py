@@ -14,10 +14,11 @@ import asyncio
 
 from ..agent.tools import ToolContext, ToolResult
 from ..notebook.errors import ExecutionTimeout, KernelBusy, KernelDied
-from ..notebook.progress_pacing import Beat, duration_words
+from ..notebook.progress_pacing import Beat
 from ..notebook.render import truncate
 from ..notebook.running import BeatListener, RunningCell
 from ..notebook.service import CellRun
+from ..words import duration_words
 
 __all__ = ["beat_sentence", "hand_over", "still_running", "wait_on"]
 

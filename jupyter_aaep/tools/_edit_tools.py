@@ -17,6 +17,7 @@ from ..errors import ToolError
 from ..notebook.documents import LiveNotebook
 from ..notebook.edit_record import CellOperation
 from ..notebook.render import CellView, render_cells
+from ..words import plural
 from ._agent_edits import (
     matches,
     merge_onto_current,
@@ -36,7 +37,7 @@ from ._change_preview import (
     where,
 )
 from ._run_text import describe_kernel
-from ._tool_common import chat_path, plural, service_of, target_index
+from ._tool_common import chat_path, service_of, target_index
 
 __all__ = [
     "clear_outputs",

@@ -13,6 +13,7 @@ from ..agent.tools import ToolContext, ToolResult, aaep_tool
 from ..errors import ToolError
 from ..notebook._figures import MODEL_IMAGE_TYPES, ImageBudget, figure_blocks
 from ..notebook.render import describe_image, render_outputs, truncate
+from ..words import plural
 from ._tool_common import chat_path, service_of
 
 __all__ = ["figure_outputs", "set_alt_text", "view_figure"]
@@ -72,7 +73,7 @@ async def view_figure(
     source = truncate(str(cell.get("source", "")), 6000)
     others = [o for o in outputs if not any(m in (o.get("data") or {}) for m in _FIGURE_TYPES)]
     head = (
-        f"Cell {number} (id {cell_id}) shows {len(shown)} figure{'s' if len(shown) != 1 else ''} "
+        f"Cell {number} (id {cell_id}) shows {plural(len(shown), 'figure')} "
         f"(outputs {', '.join(map(str, shown))})."
     )
     sizes = []

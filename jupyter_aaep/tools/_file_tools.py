@@ -27,7 +27,8 @@ from tornado import web
 
 from ..agent.tools import ToolContext, ToolResult, aaep_tool
 from ..errors import ToolError
-from ._tool_common import plural, service_of
+from ..words import plural
+from ._tool_common import service_of
 
 __all__ = ["list_files", "read_file"]
 
@@ -378,7 +379,7 @@ def _cut_marker(shown: int, unit: str, total: int | None, exact: bool, size: int
 def _count_phrase(total: int | None, exact: bool, unit: str) -> str:
     if total is None:
         return ""
-    return f"{'' if exact else 'about '}{total:,} {unit}{'' if total == 1 else 's'}"
+    return ("" if exact else "about ") + plural(total, unit, thousands=True)
 
 
 def _render_text(path: str, head: _Head, max_lines: int) -> tuple[str, str]:

@@ -22,6 +22,7 @@ from ..notebook._sessions import KernelInfo
 from ..notebook.progress import parse_progress_text
 from ..notebook.render import render_error, render_outputs, strip_ansi, truncate
 from ..notebook.service import CellRun
+from ..words import duration_words, elapsed_words, plural
 
 __all__ = [
     "HeardRun",
@@ -30,7 +31,6 @@ __all__ = [
     "image_blocks",
     "kernel_language",
     "run_text",
-    "seconds",
 ]
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -38,16 +38,6 @@ FIRST_LINE_CHARS = 200
 """How much of a run's first output line the normal summary says."""
 DETAIL_CHARS = 4000
 """How much of a run's text output the detailed summary (and "Hear the last output") carries."""
-
-
-def seconds(value: float) -> str:
-    """ "0.4 seconds", "12 seconds", "2 minutes 5 seconds" — for people."""
-    if value < 10:
-        return f"{value:.1f} seconds"
-    if value < 120:
-        return f"{value:.0f} seconds"
-    minutes, rest = divmod(int(value), 60)
-    return f"{minutes} minutes {rest} seconds"
 
 
 def describe_kernel(info: KernelInfo | None, requested: str | None = None) -> str:
@@ -103,13 +93,13 @@ def heard_run(run: CellRun) -> HeardRun:
     """The outcome of a run in the user's words: status, then the first line of output or the
     error line; the detailed text has the whole text output (bounded)."""
     result, n = run.result, run.number
-    took = seconds(result.elapsed) if result.elapsed >= 1 else "less than a second"
+    took = elapsed_words(result.elapsed) if result.elapsed >= 1 else "less than a second"
     after = f" after {took}" if result.elapsed >= 1 else ""
     error = _error(result.outputs)
     text = mask_secrets(_output_text(result.outputs))
     lines = _lines(text)
     images = sum(1 for o in result.outputs for m in (o.get("data") or {}) if m.startswith("image/"))
-    shown = f" It showed {images} image{'s' if images != 1 else ''}." if images else ""
+    shown = f" It showed {plural(images, 'image')}." if images else ""
     if error is not None:
         value = _lines(strip_ansi(str(error.get("evalue") or "")))
         line = mask_secrets(
@@ -135,7 +125,7 @@ def heard_run(run: CellRun) -> HeardRun:
     telling = [line for line in lines if parse_progress_text(line) is None] or lines
     first = truncate(telling[0], FIRST_LINE_CHARS)
     more = len(lines) - 1
-    rest = f" Plus {more} more line{'s' if more != 1 else ''}." if more else ""
+    rest = f" Plus {plural(more, 'more line')}." if more else ""
     slow = f" after {took}" if run.result.elapsed >= 10 else ""
     return HeardRun(
         normal=f"Cell {n} ran{slow}: {_sentence(first)}{rest}{shown}",
@@ -145,7 +135,7 @@ def heard_run(run: CellRun) -> HeardRun:
 
 
 def _images(count: int) -> str:
-    return f"{count} image{'s' if count != 1 else ''}"
+    return plural(count, "image")
 
 
 def _sentence(text: str) -> str:
@@ -203,8 +193,6 @@ def end_sentence(
     40 s: ValueError: …", "Cell 7 was interrupted after 2 min.". *number* ``None``: a cell
     no longer in the notebook ("A cell").
     """
-    from ..notebook.progress_pacing import duration_words
-
     who = f"Cell {number}" if number else "A cell"
     took = duration_words(elapsed)
     error = _error(outputs)

@@ -15,13 +15,13 @@ from ..agent.tools import ActionPreview, StaleApproval, ToolContext, ToolResult,
 from ..errors import ToolError
 from ..notebook.documents import LiveNotebook, normalize_path
 from ..notebook.errors import ExecutionTimeout, KernelBusy, KernelDied
-from ..notebook.progress_pacing import duration_words
 from ..notebook.render import render_outputs, strip_ansi, truncate
 from ..notebook.running import RunningCell
 from ..notebook.service import CellRun, NotebookService, cells_fingerprint, source_fingerprint
+from ..words import duration_words, plural
 from ._cell_wait import still_running, wait_on
 from ._run_text import heard_run, image_blocks, kernel_language, run_text
-from ._tool_common import MISSING, chat_path, plural, service_of
+from ._tool_common import MISSING, chat_path, service_of
 from .code_risk import risk_level_for, scan, scan_cells
 
 __all__ = ["interrupt_kernel", "restart_kernel", "run_all_cells", "run_cell", "wait_for_cell"]

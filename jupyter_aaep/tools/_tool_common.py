@@ -7,7 +7,7 @@ from ..errors import ToolError
 from ..notebook.documents import LiveNotebook
 from ..notebook.service import NotebookService, source_fingerprint
 
-__all__ = ["MISSING", "chat_path", "plural", "service_of", "target_index"]
+__all__ = ["MISSING", "chat_path", "service_of", "target_index"]
 
 MISSING = source_fingerprint("\0 the cell did not exist when this was shown")
 
@@ -26,10 +26,6 @@ def chat_path(ctx: ToolContext, override: str | None = None) -> str:
     if not path:
         raise ToolError("This chat is not attached to a notebook; open one in JupyterLab first.")
     return path
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def target_index(

@@ -12,6 +12,7 @@ import re
 
 from ..agent.tools import ToolContext, ToolResult, ToolSpec, aaep_tool
 from ..errors import ToolError
+from ..words import plural
 from .kernel_tools import INSPECT_TIMEOUT, run_in_kernel, runtime_expression, service_of
 
 __all__ = ["inspect_variable", "kernel_inspection_tools", "list_variables"]
@@ -71,7 +72,7 @@ async def list_variables(ctx: ToolContext, limit: int = 50) -> ToolResult:
     if answer.get("truncated"):
         lines.append(f"[… only the first {len(entries)} are listed; raise limit to see more.]")
     count = len(entries)
-    said = f"Listed {count} variable{'s' if count != 1 else ''} in the kernel"
+    said = f"Listed {plural(count, 'variable')} in the kernel"
     names = ", ".join(str(e.get("name")) for e in entries[:8] if isinstance(e, dict))
     return ToolResult(
         content="\n".join(lines), summary=f"{said}: {names}{', …' if count > 8 else ''}."

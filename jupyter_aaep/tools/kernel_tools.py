@@ -34,6 +34,7 @@ from ..agent.tools import (
 )
 from ..errors import RequestError, ToolError
 from ..notebook.service import NotebookService
+from ..words import duration_words
 
 __all__ = [
     "KernelTool",
@@ -81,7 +82,7 @@ def service_of(ctx: ToolContext) -> NotebookService:
 
 
 def _seconds(value: float) -> str:
-    return f"{value:.0f} seconds" if value >= 2 else "a moment"
+    return duration_words(value, short=False) if value >= 2 else "a moment"
 
 
 async def run_in_kernel(

@@ -35,10 +35,10 @@ from ..notebook.progress import ProgressReading
 from ..notebook.progress_pacing import (
     MIN_GAP_SECONDS,
     ProgressPacer,
-    duration_words,
     progress_phrase,
     value_text,
 )
+from ..words import duration_words, plural
 from .mcp_config import ServerConfig, ServerProblem, command_allowed, read_config
 
 __all__ = ["MCPServers", "MCPTool"]
@@ -170,7 +170,7 @@ class MCPTool(ToolSpec):
                 error_message=reason,
             )
         heard = f"Finished: {label}." + (
-            f" It returned {images} image{'s' if images != 1 else ''}." if images else ""
+            f" It returned {plural(images, 'image')}." if images else ""
         )
         content: str | list[dict[str, Any]] = text or "Done."
         if blocks:

@@ -9,11 +9,11 @@ import pytest
 from jupyter_aaep.notebook.progress import ProgressReading, ProgressTracker, parse_progress_text
 from jupyter_aaep.notebook.progress_pacing import (
     ProgressPacer,
-    duration_words,
     heard,
     progress_phrase,
     value_text,
 )
+from jupyter_aaep.words import duration_words
 
 
 @pytest.mark.parametrize(

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import typing
 from typing import Any
 
 import anthropic
 import httpx
 import httpx2  # the transport the anthropic SDK uses
 import pytest
+from anthropic.types import StopReason
 
 from jupyter_aaep.testing import ErrorReply, FakeAnthropic, RecordedRequest, ToolUse, Turn
 from jupyter_aaep.testing._prompt import (
@@ -130,16 +132,27 @@ async def test_parallel_tool_uses_round_trip() -> None:
     assert fake.problems == []
 
 
-@pytest.mark.parametrize("stop_reason", ["max_tokens", "pause_turn", "refusal"])
+@pytest.mark.parametrize(
+    "stop_reason", [r for r in typing.get_args(StopReason) if r not in ("end_turn", "tool_use")]
+)
 async def test_stop_reasons_pass_through(stop_reason: str) -> None:
-    async with (
-        FakeAnthropic([Turn(text="Partial", stop_reason=stop_reason)]) as fake,
-        client_for(fake) as client,
-    ):
+    """Every stop reason the SDK defines, streamed as the service streams it."""
+    sequence = "\n\nEND" if stop_reason == "stop_sequence" else None
+    turn = Turn(text="Partial", stop_reason=stop_reason, stop_sequence=sequence)
+    async with FakeAnthropic([turn]) as fake, client_for(fake) as client:
         message = await stream_final(client)
     assert message.stop_reason == stop_reason
+    assert message.stop_sequence == sequence  # named with its reason, and only then
     if stop_reason == "refusal":
         assert message.stop_details is not None and message.stop_details.type == "refusal"
+
+
+def test_a_stop_sequence_is_named_with_its_reason_only() -> None:
+    with pytest.raises(ValueError, match="set stop_sequence"):
+        Turn(text="x", stop_reason="stop_sequence")
+    with pytest.raises(ValueError, match="only with"):
+        Turn(text="x", stop_reason="end_turn", stop_sequence="END")
+    assert Turn(text="x", stop_sequence="END").stop_sequence == "END"
 
 
 async def test_rate_limit_is_retried_quickly() -> None:
