@@ -311,9 +311,8 @@ function sessionEnded(d: Draft, event: IAAEPEvent, name: string, summary: string
   const saidFailed = /\bsteps? failed\b/i.test(summary);
   const failedSteps = saidFailed
     ? 0
-    : d.items.filter(
-        i => i.kind === 'tool' && i.sessionId === sid && (i.status === 'error' || i.status === 'timeout')
-      ).length;
+    : d.items.filter(i => i.kind === 'tool' && i.sessionId === sid && (i.status === 'error' || i.status === 'timeout'))
+        .length;
   d.items.push({
     kind: 'notice',
     id: `end:${event.event_id}`,
@@ -366,11 +365,7 @@ function holdRequests(d: Draft, sid: string, hold: boolean, now: number): void {
 /** Resolve the pending requests of a session (someone answered, or it ended). */
 function resolveRequests(d: Draft, sid: string, state: RequestState, outcome?: string): void {
   for (const item of [...d.items]) {
-    if (
-      isRequest(item) &&
-      item.event.session_id === sid &&
-      (item.state === 'pending' || item.state === 'sending')
-    ) {
+    if (isRequest(item) && item.event.session_id === sid && (item.state === 'pending' || item.state === 'sending')) {
       patch(d, item, { state, outcome: outcome ?? item.outcome });
     }
   }

@@ -106,7 +106,9 @@ export function localId(d: Draft, prefix: string): string {
 }
 
 /** Whether an entry is a confirmation or clarification request. */
-export function isRequest(item: TranscriptItem): item is Extract<TranscriptItem, { kind: 'confirmation' | 'clarification' }> {
+export function isRequest(
+  item: TranscriptItem
+): item is Extract<TranscriptItem, { kind: 'confirmation' | 'clarification' }> {
   return item.kind === 'confirmation' || item.kind === 'clarification';
 }
 
@@ -258,7 +260,12 @@ export function addNotice(state: IChatState, variant: 'info' | 'error', text: st
 }
 
 /** Mark a request as being answered, or as answered with an outcome. */
-export function setRequestState(state: IChatState, id: string, requestState: RequestState, outcome?: string): IChatState {
+export function setRequestState(
+  state: IChatState,
+  id: string,
+  requestState: RequestState,
+  outcome?: string
+): IChatState {
   const item = state.items.find(i => i.id === id);
   if (!item || !isRequest(item)) {
     return state;

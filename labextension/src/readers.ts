@@ -4,15 +4,7 @@
  * or malformed field gives the safe default, so an older or newer server
  * still gets a working panel.
  */
-import {
-  APPROVAL_MODES,
-  DEFAULT_SUPPORTS,
-  IGuidance,
-  IPolicy,
-  ISupports,
-  IUsage,
-  OPEN_POLICY
-} from './transcript';
+import { APPROVAL_MODES, DEFAULT_SUPPORTS, IGuidance, IPolicy, ISupports, IUsage, OPEN_POLICY } from './transcript';
 
 /** Read `policy` from a chat description; an absent or malformed one locks nothing. */
 export function readPolicy(value: unknown): IPolicy {
@@ -52,7 +44,6 @@ export function readUsage(value: unknown): IUsage | null {
     compactions: count('context_compactions')
   };
 }
-
 
 /** Read `supports` from a chat description, defaulting what is missing. */
 export function readSupports(value: unknown): ISupports {

@@ -25,7 +25,6 @@ export function dollars(amount: number): string {
   return amount >= 0.01 || amount === 0 ? `$${amount.toFixed(2)}` : `$${amount.toFixed(4)}`;
 }
 
-
 /**
  * Remove a remediation hint the summary repeats at its end, so it is shown
  * and said once.
@@ -81,4 +80,3 @@ export function lastRunOutput(items: ReadonlyArray<TranscriptItem>): string | nu
 
 /** The tools whose results are cell outputs. */
 const RUN_TOOLS: ReadonlySet<string> = new Set(['run_cell', 'run_all_cells', 'wait_for_cell']);
-
