@@ -58,8 +58,43 @@ export type SessionSignal =
   | { kind: 'progress-failed'; reason: string | null }
   | { kind: 'usage'; sentence: string };
 
-/** Every kind of signal (the unit tests say each one). */
-export type SessionSignalKind = SessionSignal['kind'];
+/** Every kind of signal, so the unit tests can say each one. */
+export const SESSION_SIGNAL_KINDS = [
+  'switched',
+  'new-chat',
+  'new-chat-failed',
+  'load-failed',
+  'failed',
+  'guidance-sent',
+  'sent-as-guidance',
+  'no-guidance',
+  'nothing-to-control',
+  'cannot-control',
+  'pausing',
+  'nothing-to-continue',
+  'continuing',
+  'cannot-revert',
+  'reverted',
+  'revert-failed',
+  'mode-locked',
+  'subscription-rejected',
+  'stream-error',
+  'pending-on-open',
+  'missed',
+  'waiting-after-resync',
+  'steps-failed',
+  'expiring',
+  'last-output',
+  'no-chat',
+  'progress',
+  'progress-failed',
+  'usage'
+] as const satisfies ReadonlyArray<SessionSignal['kind']>;
+
+/** A kind of signal; the list above names every one (checked when compiling). */
+export type SessionSignalKind = (typeof SESSION_SIGNAL_KINDS)[number];
+const everyKindListed: Exclude<SessionSignal['kind'], SessionSignalKind> extends never ? true : never = true;
+void everyKindListed;
 
 /** What to say for a signal, at the person's verbosity. */
 export function sessionWords(
