@@ -141,11 +141,12 @@ test('a pause while a request waits keeps it open, its clock held; leaving for w
   model.ingest(event('state.changed', 's9', { from_state: 'awaiting_input', to_state: 'paused' }));
   assert.equal(model.pending.length, 1, 'still answerable while paused');
   assert.equal(model.status, 'paused');
-  assert.equal(request.deadline, null, 'no countdown while paused');
-  assert.ok(request.pausedRemaining > 100000);
+  // Entries are values: a change replaces the entry, so it is read again by its id.
+  assert.equal(model.item(request.id).deadline, null, 'no countdown while paused');
+  assert.ok(model.item(request.id).pausedRemaining > 100000);
   model.ingest(event('state.changed', 's9', { from_state: 'paused', to_state: 'awaiting_input' }));
   assert.equal(model.pending.length, 1);
-  assert.ok(request.deadline > Date.now() + 100000, 'the clock runs again with what it had left');
+  assert.ok(model.item(request.id).deadline > Date.now() + 100000, 'the clock runs again with what it had left');
   model.ingest(event('state.changed', 's9', { from_state: 'awaiting_input', to_state: 'calling_tool' }));
   assert.equal(model.pending.length, 0);
 });
