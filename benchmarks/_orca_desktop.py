@@ -257,8 +257,11 @@ class Desktop:
 
     def _start_accessibility_bus(self) -> None:
         self._spawn("at-spi", ["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"])
-        get_address = ("--dest=org.a11y.Bus", "/org/a11y/bus", "org.a11y.Bus.GetAddress")
-        self._wait("the accessibility bus", lambda: self._dbus_send(*get_address).returncode == 0)
+        # Asking the bus itself (NameHasOwner) activates nothing: a call to org.a11y.Bus before
+        # the launcher owns the name would start a second launcher, and this one would quit.
+        has_owner = ("--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
+                     "org.freedesktop.DBus.NameHasOwner", "string:org.a11y.Bus")
+        self._wait("the accessibility bus", lambda: "boolean true" in self._dbus_send(*has_owner).stdout)
         enable = self._dbus_send(
             "--dest=org.a11y.Bus", "/org/a11y/bus", "org.freedesktop.DBus.Properties.Set",
             "string:org.a11y.Status", "string:IsEnabled", "variant:boolean:true",
