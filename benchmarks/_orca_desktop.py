@@ -157,7 +157,7 @@ class Desktop:
         return self.workdir / "orca-debug.log"
 
     # -- starting ------------------------------------------------------------------------------
-    def __enter__(self) -> Desktop:
+    def __enter__(self) -> Desktop:  # noqa: PYI034 - a dataclass, never subclassed
         try:
             self.start()
         except BaseException:
@@ -215,7 +215,9 @@ class Desktop:
         while time.monotonic() < deadline:
             for name, process in self.processes:
                 if process.poll() is not None:
-                    raise RuntimeError(f"{name} exited ({process.returncode}) while waiting for {what}; see {self.workdir}/{name}.log")
+                    raise RuntimeError(
+                        f"{name} exited ({process.returncode}) while waiting for {what}; see {self.workdir}/{name}.log"
+                    )
             value = ready()
             if value:
                 return value
@@ -227,7 +229,17 @@ class Desktop:
         width, height = self.size
         self._spawn(
             "Xvfb",
-            ["Xvfb", "-displayfd", str(write_end), "-screen", "0", f"{width}x{height}x24", "-nolisten", "tcp", "-noreset"],
+            [
+                "Xvfb",
+                "-displayfd",
+                str(write_end),
+                "-screen",
+                "0",
+                f"{width}x{height}x24",
+                "-nolisten",
+                "tcp",
+                "-noreset",
+            ],
             pass_fds=(write_end,),
         )
         os.close(write_end)
@@ -252,19 +264,33 @@ class Desktop:
     def _dbus_send(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             ["dbus-send", "--session", "--print-reply", *args],
-            env=self.env, capture_output=True, text=True, timeout=10, check=False,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
         )
 
     def _start_accessibility_bus(self) -> None:
         self._spawn("at-spi", ["/usr/libexec/at-spi-bus-launcher", "--launch-immediately"])
         # Asking the bus itself (NameHasOwner) activates nothing: a call to org.a11y.Bus before
         # the launcher owns the name would start a second launcher, and this one would quit.
-        has_owner = ("--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",
-                     "org.freedesktop.DBus.NameHasOwner", "string:org.a11y.Bus")
-        self._wait("the accessibility bus", lambda: "boolean true" in self._dbus_send(*has_owner).stdout)
+        has_owner = (
+            "--dest=org.freedesktop.DBus",
+            "/org/freedesktop/DBus",
+            "org.freedesktop.DBus.NameHasOwner",
+            "string:org.a11y.Bus",
+        )
+        self._wait(
+            "the accessibility bus", lambda: "boolean true" in self._dbus_send(*has_owner).stdout
+        )
         enable = self._dbus_send(
-            "--dest=org.a11y.Bus", "/org/a11y/bus", "org.freedesktop.DBus.Properties.Set",
-            "string:org.a11y.Status", "string:IsEnabled", "variant:boolean:true",
+            "--dest=org.a11y.Bus",
+            "/org/a11y/bus",
+            "org.freedesktop.DBus.Properties.Set",
+            "string:org.a11y.Status",
+            "string:IsEnabled",
+            "variant:boolean:true",
         )
         if enable.returncode != 0:
             raise RuntimeError(f"could not enable accessibility: {enable.stderr.strip()}")
@@ -273,23 +299,46 @@ class Desktop:
         self._spawn(
             "pulseaudio",
             [
-                "pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--disallow-exit",
-                "--system=false", "--use-pid-file=false",
+                "pulseaudio",
+                "-n",
+                "--daemonize=no",
+                "--exit-idle-time=-1",
+                "--disallow-exit",
+                "--system=false",
+                "--use-pid-file=false",
                 "--load=module-native-protocol-unix",
                 "--load=module-null-sink sink_name=silence",
                 "--load=module-always-sink",
             ],
         )
-        self._wait("PulseAudio", lambda: subprocess.run(
-            ["pactl", "set-default-sink", "silence"], env=self.env, capture_output=True, check=False
-        ).returncode == 0)
+        self._wait(
+            "PulseAudio",
+            lambda: (
+                subprocess.run(
+                    ["pactl", "set-default-sink", "silence"],
+                    env=self.env,
+                    capture_output=True,
+                    check=False,
+                ).returncode
+                == 0
+            ),
+        )
 
     def _start_speech(self) -> None:
         logs = self.workdir / "speechd"
         logs.mkdir(exist_ok=True)
         self._spawn(
             "speech-dispatcher",
-            ["speech-dispatcher", "--run-single", "--log-level", "5", "--log-dir", str(logs), "--timeout", "0"],
+            [
+                "speech-dispatcher",
+                "--run-single",
+                "--log-level",
+                "5",
+                "--log-dir",
+                str(logs),
+                "--timeout",
+                "0",
+            ],
         )
         socket_path = self.workdir / "run" / "speech-dispatcher" / "speechd.sock"
         self._wait("speech-dispatcher", socket_path.exists)
@@ -314,8 +363,17 @@ class Desktop:
         # The terminal's other end stays open here until the end: a terminal nobody holds open
         # reads as closed (EIO) before Orca has opened it.
         self._pty_slave = slave
-        self._spawn("orca", ["orca", "--replace", "--user-prefs", str(prefs), "--debug-file", os.ttyname(slave)])
-        self._wait("Orca", lambda: any("SPEECH OUTPUT: 'Screen reader on" in line for _, line in self.orca_log.snapshot()), 40)
+        self._spawn(
+            "orca",
+            ["orca", "--replace", "--user-prefs", str(prefs), "--debug-file", os.ttyname(slave)],
+        )
+        self._wait(
+            "Orca",
+            lambda: any(
+                "SPEECH OUTPUT: 'Screen reader on" in line for _, line in self.orca_log.snapshot()
+            ),
+            40,
+        )
         time.sleep(1.5)  # "Screen reader on." is said before Orca listens to the browser
 
     def start_chromium(self, url: str = "about:blank") -> str:
@@ -330,11 +388,19 @@ class Desktop:
                 "--remote-debugging-address=127.0.0.1",
                 f"--remote-debugging-port={self.devtools_port}",
                 "--force-renderer-accessibility",
-                "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--no-first-run", "--no-default-browser-check", "--disable-features=Translate",
-                "--password-store=basic", "--use-mock-keychain",
-                "--window-position=0,0", f"--window-size={width},{height}",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--disable-features=Translate",
+                "--password-store=basic",
+                "--use-mock-keychain",
+                "--window-position=0,0",
+                f"--window-size={width},{height}",
                 url,
             ],
         )
@@ -352,14 +418,23 @@ class Desktop:
 
     # -- keys -----------------------------------------------------------------------------
     def xdotool(self, *args: str) -> str:
-        done = subprocess.run(["xdotool", *args], env=self.env, capture_output=True, text=True, timeout=20, check=False)
+        done = subprocess.run(
+            ["xdotool", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"xdotool {' '.join(args)} failed: {done.stderr.strip()}")
         return done.stdout.strip()
 
     def focus_browser(self) -> None:
         """Give Chromium's window the X focus (there is no window manager to do it)."""
-        window = self.xdotool("search", "--sync", "--onlyvisible", "--class", "chromium").splitlines()[-1]
+        window = self.xdotool(
+            "search", "--sync", "--onlyvisible", "--class", "chromium"
+        ).splitlines()[-1]
         self.xdotool("windowfocus", "--sync", window)
 
     def key(self, *keys: str) -> float:

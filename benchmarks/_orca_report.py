@@ -38,7 +38,9 @@ def _grams(text: str, n: int = 5) -> set[tuple[str, ...]]:
     return {tuple(ws[i : i + n]) for i in range(len(ws) - n + 1)}
 
 
-def _card_reads(utterances: Sequence[Utterance], jump: float) -> tuple[Utterance | None, list[Utterance]]:
+def _card_reads(
+    utterances: Sequence[Utterance], jump: float
+) -> tuple[Utterance | None, list[Utterance]]:
     """The card's reading (the longest utterance Orca queued within 3 s of the jump: the
     focused card's content) and every utterance that reads it again (half or more of a later
     utterance's five-word runs come from it)."""
@@ -49,19 +51,94 @@ def _card_reads(utterances: Sequence[Utterance], jump: float) -> tuple[Utterance
         return None, []
     body = _grams(reading.text)
     again = [
-        u for u in after
-        if u.msg_id != reading.msg_id and u.queued > reading.queued and len(words(u.text)) >= 15
+        u
+        for u in after
+        if u.msg_id != reading.msg_id
+        and u.queued > reading.queued
+        and len(words(u.text)) >= 15
         and len(_grams(u.text) & body) >= 0.5 * max(1, len(_grams(u.text)))
     ]
     return reading, [reading, *again]
 
 
-def report(session: Any, utterances: Sequence[Utterance], origin: float, out: Path) -> str:
+def _why_unspoken(text: str, orca_log: Sequence[str]) -> str | None:
+    """Orca's own reason for not speaking *text*, from its debug log."""
+    head = text[:30]
+    for index, line in enumerate(orca_log):
+        if head in line and "OBJECT EVENT" in line:
+            after = "\n".join(orca_log[index + 1 : index + 14])
+            if "due to flood" in after:
+                return "never spoken: Orca skipped its event (event flood)"
+            if "Zombie" in after:
+                return "never spoken: its node was already replaced when Orca got to it"
+            return "never spoken: Orca handled its event but said nothing"
+    if any(head in line and "Queueing object:" in line for line in orca_log):
+        return "never spoken: Orca queued its event and dropped it unhandled"
+    if orca_log:
+        return "never spoken: no event for it reached Orca"
+    return None
+
+
+def _reread(
+    utterances: Sequence[Utterance], card_after: str, approve: float | None
+) -> list[Utterance]:
+    """Utterances after the answer that read the card again (most of their words are the
+    card's words, as it reads when the focus is back on it)."""
+    if not card_after or approve is None:
+        return []
+    card = set(words(card_after))
+    found = []
+    for u in utterances:
+        ws = words(u.text)
+        if u.queued >= approve and len(ws) >= 3 and sum(w in card for w in ws) >= 0.8 * len(ws):
+            found.append(u)
+    return found
+
+
+def _transcript(utterances: Sequence[Utterance], origin: float) -> str:
+    """What was heard, with runs of echoed keys ("P", "l", "space"…) folded into one note."""
+    parts: list[str] = []
+    keys = 0
+    for u in utterances:
+        heard = u.heard_text()
+        if u.queued < origin or not heard:
+            continue
+        if (
+            len(words(u.text)) <= 2
+            and len(u.text.strip()) <= 14
+            and not u.text.strip().endswith(".")
+        ):
+            keys += 1
+            if keys <= 3:
+                parts.append(heard)
+            continue
+        if keys > 3:
+            parts.append(f"[… {keys - 3} more echoed keys]")
+        keys = 0
+        parts.append(heard)
+    if keys > 3:
+        parts.append(f"[… {keys - 3} more echoed keys]")
+    return " ".join(parts)
+
+
+def report(
+    session: Any,
+    utterances: Sequence[Utterance],
+    origin: float,
+    out: Path,
+    orca_log: Sequence[str] = (),
+) -> str:
     marks = session.marks
     hearings = [hearing(e["time"], e["text"], e["politeness"], utterances) for e in session.live]
-    alert = next((h for h in hearings if abs(h.written - marks.get("alert written", -1)) < 1e-3), None)
+    for h in hearings:
+        if h.utterance is None:
+            h.fate = _why_unspoken(h.text, orca_log) or h.fate
+    alert = next(
+        (h for h in hearings if abs(h.written - marks.get("alert written", -1)) < 1e-3), None
+    )
     jump, approve = marks.get("jump"), marks.get("approve")
     reading, reads = _card_reads(utterances, jump) if jump else (None, [])
+    reread = _reread(utterances, session.card_after, approve)
     approved = first_heard(utterances, "approved", approve) if approve else None
     never = [h for h in hearings if h.fate != "heard"]
     heard = [h for h in hearings if h.lag is not None]
@@ -73,12 +150,20 @@ def report(session: Any, utterances: Sequence[Utterance], origin: float, out: Pa
         "approval_alert_heard_s": alert.latency if alert else None,
         "approval_alert_fate": alert.fate if alert else "no assertive write",
         "card_until_answerable_s": answerable,
-        "card_reading_s": (reading.finished - reading.begun) if reading and reading.begun and reading.finished else None,
+        "card_reading_s": (reading.finished - reading.begun)
+        if reading and reading.begun and reading.finished
+        else None,
         "card_reading_fate": reading.status if reading else None,
         "approved_heard_after_key_s": (approved[1] - approve) if approved and approve else None,
         "card_read_times": len(reads),
+        "focus_back_on_card_after_answer": bool(session.card_after),
+        "card_read_again_after_answer": [u.heard_text() for u in reread],
+        "approved_heard_in": approved[0].text if approved else None,
         "written": len(hearings),
-        "never_heard": [{"text": h.text, "fate": h.fate, "written_s": round(h.written - origin, 2)} for h in never],
+        "never_heard": [
+            {"text": h.text, "fate": h.fate, "written_s": round(h.written - origin, 2)}
+            for h in never
+        ],
         "max_speech_lag_s": worst.lag if worst else None,
         "max_speech_lag_at": worst.text if worst else None,
         "end_of_turn_lag_s": last.lag if last else None,
@@ -86,27 +171,52 @@ def report(session: Any, utterances: Sequence[Utterance], origin: float, out: Pa
     }
     lines = ["", "=" * 78, "A keyboard-only session under Orca: figures", "=" * 78]
     lines += [
-        f"Approval alert heard after it was written: {_secs(figures['approval_alert_heard_s'])} "
-        f"({figures['approval_alert_fate']}; target ≤ 10 s)",
-        f"From reaching the card until it can be answered: {_secs(answerable)} "
-        f"(the card's first reading: {_secs(figures['card_reading_s'])}, {figures['card_reading_fate']}; target ≤ 40 s)",
-        f"\"Approved\" heard after the key press: {_secs(figures['approved_heard_after_key_s'])} (target ≤ 10 s)",
-        f"Card read {len(reads)} time(s){' — READ TWICE' if len(reads) > 1 else ''} (target: once)",
+        (
+            f"Approval alert heard after it was written: {_secs(figures['approval_alert_heard_s'])} "
+            f"({figures['approval_alert_fate']}; target ≤ 10 s)"
+        ),
+        (
+            f"From reaching the card until it can be answered: {_secs(answerable)} "
+            f"(the card's first reading: {_secs(figures['card_reading_s'])}, {figures['card_reading_fate']}; target ≤ 40 s)"
+        ),
+        f'"Approved" heard after the key press: {_secs(figures["approved_heard_after_key_s"])} (target ≤ 10 s)',
+        f"  (heard in: {approved[0].text[:90]!r})"
+        if approved
+        else '  (the word "approved" was never heard)',
+        f"Card's content read {len(reads)} time(s){' — READ TWICE' if len(reads) > 1 else ''} (target: once); "
+        f"focus back on the card after the answer: {'yes' if session.card_after else 'no'}"
+        + (
+            f", and Orca read it again: {' / '.join(repr(u.heard_text()[:80]) for u in reread)}"
+            if reread
+            else ""
+        ),
         f"Written announcements: {len(hearings)}; never heard: {len(never)} (target 0)",
     ]
     for h in never:
         lines.append(f"    - [{h.politeness}] {h.text!r}: {h.fate}")
     if worst:
-        lines.append(f"Speech lag behind the agent: largest {_secs(worst.lag)} (at {worst.text[:60]!r})")
+        lines.append(
+            f"Speech lag behind the agent: largest {_secs(worst.lag)} (at {worst.text[:60]!r})"
+        )
     if last:
-        lines.append(f"At the end of the turn: {last.text[:60]!r} heard {_secs(last.lag)} after it was written")
+        lines.append(
+            f"At the end of the turn: {last.text[:60]!r} heard {_secs(last.lag)} after it was written"
+        )
     lines.append(f"Whole session: {figures['session_s']:.0f} s")
 
+    lines += ["", "Moments (seconds from the start):"]
+    lines += [
+        f"  {_clock(at, origin)}  {name}"
+        for name, at in sorted(marks.items(), key=lambda kv: kv[1])
+    ]
     lines += ["", "Keys (seconds from the start):"]
     lines += [f"  {_clock(at, origin)}  {label}" for at, label in session.keys]
     if session.tab_stops:
         lines.append(f"  Tab stops on the way to Approve: {session.tab_stops}")
-    lines += ["", "Written to live regions → what speech made of it (written / first word / last word):"]
+    lines += [
+        "",
+        "Written to live regions → what speech made of it (written / first word / last word):",
+    ]
     for h in hearings:
         lines.append(
             f"  {_clock(h.written, origin)} {_clock(h.start, origin)} {_clock(h.end, origin)}  "
@@ -116,11 +226,17 @@ def report(session: Any, utterances: Sequence[Utterance], origin: float, out: Pa
     for u in utterances:
         if u.queued < origin:
             continue
-        shown = u.text if u.status == "played" else f"{u.heard_text()} [{u.status}: {u.text[len(u.heard_text()):].strip()[:80]!r} not heard]"
+        shown = (
+            u.text
+            if u.status == "played"
+            else f"{u.heard_text()} [{u.status}: {u.text[len(u.heard_text()) :].strip()[:80]!r} not heard]"
+        )
         if u.status == "dropped":
             shown = f"[dropped, never heard: {u.text[:100]!r}]"
-        lines.append(f"  {_clock(u.queued, origin)} {_clock(u.begun, origin)} {_clock(u.finished, origin)}  {shown}")
-    heard_text = " ".join(u.heard_text() for u in utterances if u.queued >= origin and u.heard_text())
+        lines.append(
+            f"  {_clock(u.queued, origin)} {_clock(u.begun, origin)} {_clock(u.finished, origin)}  {shown}"
+        )
+    heard_text = _transcript(utterances, origin)
     lines += ["", "The transcript of what Orca said, as one text:", "", heard_text, ""]
     if session.problems:
         lines += ["Notes: " + "; ".join(session.problems)]
@@ -128,7 +244,9 @@ def report(session: Any, utterances: Sequence[Utterance], origin: float, out: Pa
 
     (out / "figures.json").write_text(json.dumps(figures, indent=1, ensure_ascii=False))
     (out / "live-writes.json").write_text(json.dumps(session.live, indent=1, ensure_ascii=False))
-    (out / "utterances.json").write_text(json.dumps([_utterance(u) for u in utterances], indent=1, ensure_ascii=False))
+    (out / "utterances.json").write_text(
+        json.dumps([_utterance(u) for u in utterances], indent=1, ensure_ascii=False)
+    )
     (out / "transcript.txt").write_text(heard_text + "\n")
     (out / "report.txt").write_text("\n".join(lines) + "\n")
     (out / "card.txt").write_text(session.card_text + "\n")
@@ -137,8 +255,14 @@ def report(session: Any, utterances: Sequence[Utterance], origin: float, out: Pa
 
 def _utterance(u: Utterance) -> dict[str, Any]:
     return {
-        "id": u.msg_id, "text": u.text, "status": u.status, "queued": u.queued, "begun": u.begun,
-        "finished": u.finished, "heard": u.heard_text(), "marks": len(u.marks),
+        "id": u.msg_id,
+        "text": u.text,
+        "status": u.status,
+        "queued": u.queued,
+        "begun": u.begun,
+        "finished": u.finished,
+        "heard": u.heard_text(),
+        "marks": len(u.marks),
     }
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 _STAMP = re.compile(r"^\[\w{3} (\w{3} +\d+ \d\d:\d\d:\d\d \d{4}) : (\d+)\]")
 _QUEUE = re.compile(r"Queueing message \|(.*)")
-_QUEUE_END = re.compile(r"(.*)\| with priority (\d+)\s*$", re.S)
+_QUEUE_END = re.compile(r"(.*)\| with priority (\d+)\s*$", re.DOTALL)
 _REPLY = re.compile(r"REPLY:\|(\d{3})-(\d+)\s*$")
 _TAG = re.compile(r"<[^>]*>")
 _WORD = re.compile(r"[\w']+")
@@ -60,7 +60,11 @@ class Utterance:
         return self.ended if self.ended is not None else self.cancelled
 
     def word_spans(self) -> list[tuple[str, int]]:
-        return [(m.group(0).lower().strip("'"), m.start()) for m in _WORD.finditer(self.text) if m.group(0).strip("'")]
+        return [
+            (m.group(0).lower().strip("'"), m.start())
+            for m in _WORD.finditer(self.text)
+            if m.group(0).strip("'")
+        ]
 
     def heard_upto(self) -> int:
         """Character offset up to which the utterance was heard (its length when played)."""
@@ -96,15 +100,38 @@ def ssml_text(ssml: str) -> str:
     return html.unescape(_TAG.sub("", ssml))
 
 
+def _apply(utterance: Utterance, code: str, at: float, mark: int | None = None) -> None:
+    if code == "701":
+        utterance.begun = at
+    elif code == "702":
+        utterance.ended = at
+    elif code == "703":
+        utterance.cancelled = at
+    elif code == "700" and mark is not None:
+        utterance.marks.append((at, mark))
+
+
 def parse(lines: Iterable[str]) -> list[Utterance]:
-    """Every message of the log, in the order they were queued."""
+    """Every message of the log, in the order they were queued.
+
+    A message that starts at once may be reported begun (701) before its id is logged (225):
+    such early events wait for their message.
+    """
     by_id: dict[int, Utterance] = {}
+    early: dict[int, list[tuple[str, float, int | None]]] = {}
     now = 0.0
     pending: list[str] | None = None  # a queued text spanning lines
     waiting_text: str | None = None  # queued, waiting for its id
     waiting_at = 0.0
     mark_for: int | None = None
     mark_lines = 0
+
+    def event(msg_id: int, code: str, at: float, mark: int | None = None) -> None:
+        if msg_id in by_id:
+            _apply(by_id[msg_id], code, at, mark)
+        else:
+            early.setdefault(msg_id, []).append((code, at, mark))
+
     for line in lines:
         stamp = _stamp(line)
         if stamp is not None:
@@ -119,8 +146,8 @@ def parse(lines: Iterable[str]) -> list[Utterance]:
         if mark_for is not None and stamp is None:
             mark_lines += 1
             mark = re.match(r"700-(\d+):(\d+)\s*$", line)
-            if mark and mark_for in by_id:
-                by_id[mark_for].marks.append((now, int(mark.group(1))))
+            if mark:
+                event(mark_for, "700", now, int(mark.group(1)))
                 mark_for = None
             elif mark_lines > 3:
                 mark_for = None
@@ -137,19 +164,16 @@ def parse(lines: Iterable[str]) -> list[Utterance]:
         if not reply:
             continue
         code, msg_id = reply.group(1), int(reply.group(2))
-        if code == "225" and waiting_text is not None:
-            by_id[msg_id] = Utterance(msg_id, waiting_text, waiting_at)
-            waiting_text = None
-        elif msg_id in by_id:
-            utterance = by_id[msg_id]
-            if code == "701":
-                utterance.begun = now
-            elif code == "702":
-                utterance.ended = now
-            elif code == "703":
-                utterance.cancelled = now
-            elif code == "700":
-                mark_for, mark_lines = msg_id, 0
+        if code == "225":
+            if waiting_text is not None:
+                utterance = by_id[msg_id] = Utterance(msg_id, waiting_text, waiting_at)
+                waiting_text = None
+                for args in early.pop(msg_id, []):
+                    _apply(utterance, *args)
+        elif code == "700":
+            mark_for, mark_lines = msg_id, 0
+        elif code in ("701", "702", "703"):
+            event(msg_id, code, now)
     return sorted(by_id.values(), key=lambda u: (u.queued, u.msg_id))
 
 
@@ -190,7 +214,13 @@ class Hearing:
         return None if self.end is None else self.end - self.written
 
 
-def hearing(written: float, text: str, politeness: str, utterances: Sequence[Utterance], window: float = 15.0) -> Hearing:
+def hearing(
+    written: float,
+    text: str,
+    politeness: str,
+    utterances: Sequence[Utterance],
+    window: float = 15.0,
+) -> Hearing:
     """Match a written string to the first utterance queued after it that contains its words."""
     wanted = words(text)
     for utterance in utterances:
@@ -212,10 +242,14 @@ def hearing(written: float, text: str, politeness: str, utterances: Sequence[Utt
         else:
             fate = "still " + utterance.status
         return Hearing(written, text, politeness, utterance, begin, end, fate)
-    return Hearing(written, text, politeness, None, None, None, "never spoken (Orca did not pass it on)")
+    return Hearing(
+        written, text, politeness, None, None, None, "never spoken (Orca did not pass it on)"
+    )
 
 
-def first_heard(utterances: Sequence[Utterance], phrase: str, after: float) -> tuple[Utterance, float] | None:
+def first_heard(
+    utterances: Sequence[Utterance], phrase: str, after: float
+) -> tuple[Utterance, float] | None:
     """The first utterance queued after *after* in which *phrase* was heard, and when."""
     wanted = words(phrase)
     for utterance in utterances:

@@ -38,7 +38,7 @@ import sys
 import time
 import traceback
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,20 +46,33 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "e2e"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _orca_desktop import Desktop, missing_programs  # noqa: E402
-from _orca_report import report  # noqa: E402
-from _orca_speech import hearing, idle_since, parse  # noqa: E402
-from e2e_lab import LabServer  # noqa: E402
-from e2e_model import LONG_CELL_CODE, ScriptedModel, _turn  # noqa: E402
+from _orca_desktop import Desktop, missing_programs
+from _orca_report import report
+from _orca_speech import hearing, idle_since, parse
+from e2e_lab import LabServer
+from e2e_model import ScriptedModel, _turn
 
-from jupyter_aaep.testing.demo_model import result_text  # noqa: E402
-from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn  # noqa: E402
+from jupyter_aaep.testing.demo_model import result_text
+from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 
 REQUEST = "Please summarise the temperatures in a new cell and run it."
-INTRO = "I will add a cell that summarises the temperatures. Then I will run it, with your approval."
+INTRO = (
+    "I will add a cell that summarises the temperatures. Then I will run it, with your approval."
+)
 RUN_TEXT = "The cell is in place. Now I will run it."
 FINAL = "The summary ran. The coolest reading is 21.5 degrees and the warmest is 24.0."
-PANEL = ".jp-AAEPPanel"
+CELL_CODE = "\n".join(
+    [
+        "# Summarise the temperatures, one statistic per line",
+        "celsius = [21.5, 22.1, 23.4, 22.8, 24.0]",
+    ]
+    + [
+        f"stat_{i:02d} = sorted(celsius)[{i} % len(celsius)]  # the {i}. value in ascending order"
+        for i in range(1, 16)
+    ]
+    + ["print(min(celsius), max(celsius))"]
+)
+"""18 lines, runs on its own (the size issue 17 measures)."""
 
 # Every string written into a live region, stamped in page time (Date.now(), the same clock).
 _LIVE_RECORDER = """
@@ -111,6 +124,27 @@ _FOCUSED = """
 """
 
 
+# The card the jump focused, known again after a re-render by its request id.
+_REMEMBER_CARD = """
+() => {
+  const el = document.activeElement;
+  const holder = el && el.closest('[data-request-id]');
+  window.__orcaCard = { el, id: holder ? holder.dataset.requestId : '' };
+}
+"""
+_CARD_FOCUSED = """
+() => {
+  const card = window.__orcaCard || {};
+  const el = document.activeElement;
+  if (!el || el === document.body) { return ''; }
+  const holder = el.closest('[data-request-id]');
+  const same = el === card.el || (!!card.id && !!holder && holder.dataset.requestId === card.id
+    && !(el.tagName === 'BUTTON'));
+  return same ? (el.innerText || el.getAttribute('aria-label') || ' ') : '';
+}
+"""
+
+
 def _poll(read: Any, pick: Any, cap: float) -> list[Any]:
     """Call *read* until *pick* finds something in it (or *cap* seconds pass)."""
     deadline = time.time() + cap
@@ -122,12 +156,17 @@ def _poll(read: Any, pick: Any, cap: float) -> list[Any]:
     return []
 
 
+_SPEAKING = "SPEECH DISPATCHER: Speaking"
 _MODE = re.compile(r"WEB: (Using focus mode|Staying in focus mode|Not using focus mode)")
 
 
 def orca_in_focus_mode(desktop: Desktop, since: float) -> bool:
     """Whether Orca's last decision (its debug log) after *since* was focus mode."""
-    decisions = [m.group(1) for at, line in desktop.orca_log.snapshot() if at >= since and (m := _MODE.search(line))]
+    decisions = [
+        m.group(1)
+        for at, line in desktop.orca_log.snapshot()
+        if at >= since and (m := _MODE.search(line))
+    ]
     return bool(decisions) and not decisions[-1].startswith("Not")
 
 
@@ -143,7 +182,7 @@ def _confirmation_timeout(chat: dict[str, Any]) -> float:
 def summarise_and_run(results: list[dict[str, Any]]) -> Turn:
     """Say what it will do, add the 18-line cell, ask to run it, then answer in one sentence."""
     if not results:
-        return _turn(INTRO, ToolUse("create_cell", {"source": LONG_CELL_CODE, "cell_type": "code"}))
+        return _turn(INTRO, ToolUse("create_cell", {"source": CELL_CODE, "cell_type": "code"}))
     created = re.search(r"Created code cell \d+ \(id ([^)]+)\)", result_text(results[-1]))
     if created:
         return _turn(RUN_TEXT, ToolUse("run_cell", {"cell_id": created.group(1)}))
@@ -159,7 +198,10 @@ class Session:
     live: list[dict[str, Any]] = field(default_factory=list)
     card_text: str = ""
     tab_stops: list[str] = field(default_factory=list)
+    card_after: str = ""
+    """The card's text when the focus went back to it after the answer ("" if it did not)."""
     problems: list[str] = field(default_factory=list)
+    started: float = 0.0
 
 
 class Listener:
@@ -171,12 +213,23 @@ class Listener:
     def utterances(self) -> list[Any]:
         return parse(line for _, line in self.desktop.speech_log.snapshot())
 
-    def until_quiet(self, since: float, quiet: float = 1.2, cap: float = 60.0, need_speech: bool = True) -> float:
+    def until_quiet(
+        self, since: float, quiet: float = 1.2, cap: float = 60.0, need_speech: bool = True
+    ) -> float:
         """Wait until nothing queued after *since* is still to be said, for *quiet* seconds."""
         deadline = time.time() + cap
         while time.time() < deadline:
             recent = [u for u in self.utterances() if u.queued >= since - 0.05]
             idle = idle_since(recent) if recent or not need_speech else None
+            # speech-dispatcher's log may lag (it is written in blocks); Orca's is live: while
+            # Orca has sent more than the log shows, something is still to be said.
+            sent = sum(
+                1
+                for at, line in self.desktop.orca_log.snapshot()
+                if at >= since and _SPEAKING in line
+            )
+            if sent > len(recent):
+                idle = None
             if idle is not None and time.time() - max(idle, since) >= quiet:
                 return max(idle, since)
             time.sleep(0.2)
@@ -199,9 +252,16 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
 
     session = Session()
     with ExitStack() as stack:
-        fake = FakeAnthropic(responder=ScriptedModel({"summarise the temperatures": summarise_and_run})).start()
+        fake = FakeAnthropic(
+            responder=ScriptedModel({"summarise the temperatures": summarise_and_run})
+        ).start()
         stack.callback(fake.stop)
-        lab = LabServer(home=out / "lab", model_url=fake.base_url, api_key=fake.api_key, log_path=out / "jupyter.log")
+        lab = LabServer(
+            home=out / "lab",
+            model_url=fake.base_url,
+            api_key=fake.api_key,
+            log_path=out / "jupyter.log",
+        )
         stack.callback(lab.stop)
         lab.start()
         notebook = lab.notebook("orca-session.ipynb")
@@ -222,7 +282,10 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
             return at
 
         def live() -> list[dict[str, Any]]:
-            return [{**e, "time": e["time"] / 1000} for e in page.evaluate("() => window.__orcaLive || []")]
+            return [
+                {**e, "time": e["time"] / 1000}
+                for e in page.evaluate("() => window.__orcaLive || []")
+            ]
 
         def focused() -> dict[str, Any]:
             return page.evaluate(_FOCUSED) or {}
@@ -245,14 +308,23 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
         time.sleep(2.0)
 
         opened = key("Ctrl+Shift+Y (open the agent panel)", "ctrl+shift+y")
-        wait_for("the focus in the panel's message box", lambda: (f := focused()) and f.get("inPanel") and f.get("editable"), 30)
+        wait_for(
+            "the focus in the panel's message box",
+            lambda: (f := focused()) and f.get("inPanel") and f.get("editable"),
+            30,
+        )
         # Listen to where you are, as a person does before typing: the panel's first words,
         # then until Orca is quiet.
-        said = next((e["time"] for e in _poll(live, lambda es: [e for e in es if e["time"] >= opened], 15)), opened)
+        said = next(
+            (e["time"] for e in _poll(live, lambda es: [e for e in es if e["time"] >= opened], 15)),
+            opened,
+        )
         listener.until_quiet(said, cap=args.listen_cap)
         if not orca_in_focus_mode(desktop, opened):
             # What a person does on hearing an entry in browse mode: Orca+A, for focus mode.
-            session.problems.append("Orca stayed in browse mode in the message box: pressed Orca+A (Insert+A)")
+            session.problems.append(
+                "Orca stayed in browse mode in the message box: pressed Orca+A (Insert+A)"
+            )
             toggled = key("Insert+A (Orca: focus mode)", "Insert+a")
             listener.until_quiet(toggled, quiet=0.6, cap=10)
 
@@ -262,7 +334,9 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
 
         alert = wait_for(
             "an assertive announcement (the approval alert)",
-            lambda: next((e for e in live() if e["time"] >= sent and e["politeness"] == "assertive"), None),
+            lambda: next(
+                (e for e in live() if e["time"] >= sent and e["politeness"] == "assertive"), None
+            ),
             120,
         )
         session.marks["alert written"] = alert["time"]
@@ -273,11 +347,16 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
 
         jump = key("Ctrl+Shift+A (go to the pending request)", "ctrl+shift+a")
         session.marks["jump"] = jump
-        card = wait_for("the focus on the card", lambda: (f := focused()) and f.get("inPanel") and f, 15)
+        card = wait_for(
+            "the focus on the card", lambda: (f := focused()) and f.get("inPanel") and f, 15
+        )
         session.card_text = str(card.get("name", ""))
+        page.evaluate(_REMEMBER_CARD)
         # Listen until Orca is quiet, but answer in time: a person keeps some seconds to reach
         # the button before the request expires.
-        patience = min(args.listen_cap, session.marks["request expires"] - time.time() - args.answer_margin)
+        patience = min(
+            args.listen_cap, session.marks["request expires"] - time.time() - args.answer_margin
+        )
         session.marks["card quiet"] = listener.until_quiet(jump, quiet=1.5, cap=max(patience, 1.0))
         if time.time() >= jump + patience - 0.5:
             session.problems.append(
@@ -299,18 +378,31 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
                 session.tab_stops.append(str(focused().get("name", "")).split("\n")[0][:60])
                 listener.until_quiet(at, quiet=0.6, cap=6)
             if not approve:
-                session.problems.append(f"no Approve button within 12 Tab presses (expired?): {session.tab_stops}")
+                session.problems.append(
+                    f"no Approve button within 12 Tab presses (expired?): {session.tab_stops}"
+                )
                 approve = time.time()
         session.marks["approve"] = approve
+        back = _poll(
+            lambda: page.evaluate(_CARD_FOCUSED),
+            lambda text: [text] if text else [],
+            6,
+        )
+        session.card_after = back[0] if back else ""
 
         def finished() -> bool:
             chat = lab.chat_of(notebook) or {}
             types = [str(e.get("type", "")) for e in chat.get("transcript", [])]
-            return any(t.endswith(("session.completed", "session.errored", "session.cancelled")) for t in types)
+            return any(
+                t.endswith(("session.completed", "session.errored", "session.cancelled"))
+                for t in types
+            )
 
         wait_for("the end of the turn", finished, 180)
         session.marks["turn over"] = time.time()
-        session.marks["quiet at the end"] = listener.until_quiet(approve, quiet=2.0, cap=args.tail_cap)
+        session.marks["quiet at the end"] = listener.until_quiet(
+            approve, quiet=2.0, cap=args.tail_cap
+        )
         session.live = live()
         try:
             page.screenshot(path=str(out / "end.png"))
@@ -322,33 +414,79 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=None, help="where logs and results go (default test-output/orca/<time>)")
-    parser.add_argument("--approve-with", choices=("button", "shortcut"), default="button",
-                        help="Tab to the Approve button and press Enter (default), or press Ctrl+Shift+Enter on the card")
-    parser.add_argument("--listen-cap", type=float, default=150.0, help="longest wait (s) for Orca to go quiet before the next key")
-    parser.add_argument("--answer-margin", type=float, default=20.0,
-                        help="seconds before the request expires at which the listener stops listening to the card and answers")
-    parser.add_argument("--tail-cap", type=float, default=180.0, help="longest wait (s) for the speech after the turn")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where logs and results go (default test-output/orca/<time>)",
+    )
+    parser.add_argument(
+        "--approve-with",
+        choices=("button", "shortcut"),
+        default="button",
+        help="Tab to the Approve button and press Enter (default), or press Ctrl+Shift+Enter on the card",
+    )
+    parser.add_argument(
+        "--listen-cap",
+        type=float,
+        default=150.0,
+        help="longest wait (s) for Orca to go quiet before the next key",
+    )
+    parser.add_argument(
+        "--answer-margin",
+        type=float,
+        default=20.0,
+        help="seconds before the request expires at which the listener stops listening to the card and answers",
+    )
+    parser.add_argument(
+        "--tail-cap",
+        type=float,
+        default=180.0,
+        help="longest wait (s) for the speech after the turn",
+    )
+    parser.add_argument(
+        "--again",
+        type=Path,
+        metavar="DIR",
+        help="print the report of an earlier run from its files (no new session)",
+    )
     args = parser.parse_args()
+    if args.again:
+        print(reprint(args.again))
+        return 0
     missing = missing_programs()
     if missing:
-        print(f"Missing Debian packages: {', '.join(missing)}. Run scripts/orca-deps (and scripts/e2e-deps).", file=sys.stderr)
+        print(
+            f"Missing Debian packages: {', '.join(missing)}. Run scripts/orca-deps (and scripts/e2e-deps).",
+            file=sys.stderr,
+        )
         return 2
     out = args.out or REPO / "test-output" / "orca" / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     try:
-        session, desktop, fake = run(args, out)
-    except Exception:
+        session, _desktop, fake = run(args, out)
+    except Exception:  # noqa: BLE001 - whatever failed, say where the logs are (everything is stopped)
         traceback.print_exc()
         print(f"\nThe session failed; logs are in {out}", file=sys.stderr)
         return 1
-    utterances = parse(line for _, line in desktop.speech_log.snapshot())
-    text = report(session, utterances, started, out)
-    print(text)
+    session.started = started
+    (out / "session.json").write_text(json.dumps(asdict(session), indent=1, ensure_ascii=False))
+    print(reprint(out))
     if fake.problems:
         print(f"The fake model saw problems: {fake.problems}")
     return 0
+
+
+def reprint(out: Path) -> str:
+    """The report of the run whose files are in *out* (also written to report.txt)."""
+    session = Session(**json.loads((out / "session.json").read_text()))
+    session.keys = [(at, label) for at, label in session.keys]
+    # The whole logs, complete now that everything stopped (speech-dispatcher writes in blocks).
+    desktop = out / "desktop"
+    speech = (desktop / "speechd" / "speech-dispatcher.log").read_text(errors="replace")
+    orca = (desktop / "orca-debug.log").read_text(errors="replace").splitlines()
+    return report(session, parse(speech.splitlines()), session.started, out, orca)
 
 
 if __name__ == "__main__":
