@@ -65,8 +65,17 @@ def _why_unspoken(text: str, orca_log: Sequence[str]) -> str | None:
     """Orca's own reason for not speaking *text*, from its debug log."""
     head = text[:30]
     for index, line in enumerate(orca_log):
-        if head in line and "OBJECT EVENT" in line:
-            after = "\n".join(orca_log[index + 1 : index + 14])
+        if head not in line:
+            continue
+        if "[DEAD]" in line or "defunct" in "".join(orca_log[index + 1 : index + 3]):
+            return "never spoken: its node was gone (defunct) when Orca got its event"
+        if "OBJECT EVENT" in line:
+            handling = []
+            for later in orca_log[index + 1 : index + 80]:
+                if "^^^^^ PROCESS OBJECT EVENT" in later:
+                    break
+                handling.append(later)
+            after = "\n".join(handling)
             if "due to flood" in after:
                 return "never spoken: Orca skipped its event (event flood)"
             if "Zombie" in after:
@@ -90,7 +99,8 @@ def _reread(
     found = []
     for u in utterances:
         ws = words(u.text)
-        if u.queued >= approve and len(ws) >= 3 and sum(w in card for w in ws) >= 0.8 * len(ws):
+        # Orca adds a role word or two ("clickable", "panel"): most words, not all.
+        if u.queued >= approve and len(ws) >= 3 and sum(w in card for w in ws) >= 0.7 * len(ws):
             found.append(u)
     return found
 

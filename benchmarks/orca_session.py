@@ -389,6 +389,14 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
             6,
         )
         session.card_after = back[0] if back else ""
+        if back:
+            # The card changes as the answer is sent and accepted: what Orca may read again is
+            # any of its texts in the next seconds.
+            for _ in range(10):
+                time.sleep(0.3)
+                text = page.evaluate(_CARD_FOCUSED)
+                if text and text not in session.card_after:
+                    session.card_after += "\n" + text
 
         def finished() -> bool:
             chat = lab.chat_of(notebook) or {}
