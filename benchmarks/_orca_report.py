@@ -212,6 +212,15 @@ def report(
         lines.append(
             f"At the end of the turn: {last.text[:60]!r} heard {_secs(last.lag)} after it was written"
         )
+    floods = sum("due to flood" in line for line in orca_log)
+    zombies = sum("Event source is Zombie" in line for line in orca_log)
+    figures["orca_events_skipped_in_floods"] = floods
+    figures["orca_events_from_replaced_nodes"] = zombies
+    figures["load_average"] = list(getattr(session, "load", []))
+    lines.append(
+        f"Orca skipped {floods} events in floods and met {zombies} events of replaced nodes "
+        f"(Orca's debug log); machine load average {figures['load_average']} (start, end)"
+    )
     lines.append(f"Whole session: {figures['session_s']:.0f} s")
 
     lines += ["", "Moments (seconds from the start):"]

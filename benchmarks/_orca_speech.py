@@ -219,7 +219,7 @@ def hearing(
     text: str,
     politeness: str,
     utterances: Sequence[Utterance],
-    window: float = 15.0,
+    window: float = 120.0,
 ) -> Hearing:
     """Match a written string to the first utterance queued after it that contains its words."""
     wanted = words(text)

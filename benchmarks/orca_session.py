@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -202,6 +203,8 @@ class Session:
     """The card's text when the focus went back to it after the answer ("" if it did not)."""
     problems: list[str] = field(default_factory=list)
     started: float = 0.0
+    load: list[float] = field(default_factory=list)
+    """The machine's one-minute load average at the start and at the end."""
 
 
 class Listener:
@@ -472,6 +475,7 @@ def main() -> int:
     out = args.out or REPO / "test-output" / "orca" / time.strftime("%Y%m%d-%H%M%S")
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
+    load_at_start = os.getloadavg()[0]
     try:
         session, _desktop, fake = run(args, out)
     except Exception:  # noqa: BLE001 - whatever failed, say where the logs are (everything is stopped)
@@ -479,6 +483,7 @@ def main() -> int:
         print(f"\nThe session failed; logs are in {out}", file=sys.stderr)
         return 1
     session.started = started
+    session.load = [round(load_at_start, 1), round(os.getloadavg()[0], 1)]
     (out / "session.json").write_text(json.dumps(asdict(session), indent=1, ensure_ascii=False))
     print(reprint(out))
     if fake.problems:
