@@ -308,13 +308,14 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
         page.bring_to_front()
         desktop.focus_browser()
         session.marks["lab loaded"] = time.time()
-        time.sleep(2.0)
+        # A person waits until the page has been announced as loaded.
+        listener.until_quiet(session.marks["lab loaded"], quiet=2.0, cap=30, need_speech=False)
 
         opened = key("Ctrl+Shift+Y (open the agent panel)", "ctrl+shift+y")
         wait_for(
             "the focus in the panel's message box",
             lambda: (f := focused()) and f.get("inPanel") and f.get("editable"),
-            30,
+            90,  # keys wait for Orca (it may consume them), which a busy machine slows down
         )
         # Listen to where you are, as a person does before typing: the panel's first words,
         # then until Orca is quiet.
@@ -351,7 +352,7 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
         jump = key("Ctrl+Shift+A (go to the pending request)", "ctrl+shift+a")
         session.marks["jump"] = jump
         card = wait_for(
-            "the focus on the card", lambda: (f := focused()) and f.get("inPanel") and f, 15
+            "the focus on the card", lambda: (f := focused()) and f.get("inPanel") and f, 60
         )
         session.card_text = str(card.get("name", ""))
         page.evaluate(_REMEMBER_CARD)
