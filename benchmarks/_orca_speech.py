@@ -88,12 +88,19 @@ class Utterance:
         return max(reached) if reached else self.begun
 
 
+_SECONDS: dict[str, float] = {}
+
+
 def _stamp(line: str) -> float | None:
     match = _STAMP.match(line)
     if not match:
         return None
-    seconds = time.mktime(time.strptime(match.group(1).replace("  ", " "), "%b %d %H:%M:%S %Y"))
-    return seconds + int(match.group(2)) / 1e6
+    second = match.group(1)
+    if second not in _SECONDS:
+        _SECONDS[second] = time.mktime(
+            time.strptime(second.replace("  ", " "), "%b %d %H:%M:%S %Y")
+        )
+    return _SECONDS[second] + int(match.group(2)) / 1e6
 
 
 def ssml_text(ssml: str) -> str:
@@ -111,70 +118,90 @@ def _apply(utterance: Utterance, code: str, at: float, mark: int | None = None) 
         utterance.marks.append((at, mark))
 
 
-def parse(lines: Iterable[str]) -> list[Utterance]:
-    """Every message of the log, in the order they were queued.
+class SpeechLog:
+    """Reads the log as it grows (:meth:`feed` takes only the new lines), so a listener can
+    ask every fraction of a second without reading the whole log again.
 
     A message that starts at once may be reported begun (701) before its id is logged (225):
     such early events wait for their message.
     """
-    by_id: dict[int, Utterance] = {}
-    early: dict[int, list[tuple[str, float, int | None]]] = {}
-    now = 0.0
-    pending: list[str] | None = None  # a queued text spanning lines
-    waiting_text: str | None = None  # queued, waiting for its id
-    waiting_at = 0.0
-    mark_for: int | None = None
-    mark_lines = 0
 
-    def event(msg_id: int, code: str, at: float, mark: int | None = None) -> None:
-        if msg_id in by_id:
-            _apply(by_id[msg_id], code, at, mark)
+    def __init__(self) -> None:
+        self.by_id: dict[int, Utterance] = {}
+        self._early: dict[int, list[tuple[str, float, int | None]]] = {}
+        self._now = 0.0
+        self._pending: list[str] | None = None  # a queued text spanning lines
+        self._waiting: tuple[str, float] | None = None  # queued, waiting for its id
+        self._mark_for: int | None = None
+        self._mark_lines = 0
+
+    def utterances(self) -> list[Utterance]:
+        """Every message so far, in the order they were queued."""
+        return sorted(self.by_id.values(), key=lambda u: (u.queued, u.msg_id))
+
+    def _event(self, msg_id: int, code: str, mark: int | None = None) -> None:
+        if msg_id in self.by_id:
+            _apply(self.by_id[msg_id], code, self._now, mark)
         else:
-            early.setdefault(msg_id, []).append((code, at, mark))
+            self._early.setdefault(msg_id, []).append((code, self._now, mark))
 
-    for line in lines:
+    def feed(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self._line(line)
+
+    def _line(self, line: str) -> None:
         stamp = _stamp(line)
         if stamp is not None:
-            now = stamp
+            self._now = stamp
         body = line.split("speechd:", 1)[1] if stamp is not None and "speechd:" in line else line
-        if pending is not None:
-            pending.append(line)
-            end = _QUEUE_END.match("\n".join(pending))
+        if self._pending is not None:
+            self._pending.append(line)
+            end = _QUEUE_END.match("\n".join(self._pending))
             if end:
-                waiting_text, waiting_at, pending = ssml_text(end.group(1)), now, None
-            continue
-        if mark_for is not None and stamp is None:
-            mark_lines += 1
+                self._waiting, self._pending = (ssml_text(end.group(1)), self._now), None
+            return
+        if self._mark_for is not None and stamp is None:
+            self._mark_lines += 1
             mark = re.match(r"700-(\d+):(\d+)\s*$", line)
             if mark:
-                event(mark_for, "700", now, int(mark.group(1)))
-                mark_for = None
-            elif mark_lines > 3:
-                mark_for = None
-            continue
-        queued = _QUEUE.search(body)
-        if queued:
+                self._event(self._mark_for, "700", int(mark.group(1)))
+                self._mark_for = None
+            elif self._mark_lines > 3:
+                self._mark_for = None
+            return
+        if "Queueing message |" in body:
+            queued = _QUEUE.search(body)
+            assert queued is not None
             end = _QUEUE_END.match(queued.group(1))
             if end:
-                waiting_text, waiting_at = ssml_text(end.group(1)), now
+                self._waiting = (ssml_text(end.group(1)), self._now)
             else:
-                pending = [queued.group(1)]
-            continue
+                self._pending = [queued.group(1)]
+            return
+        if "REPLY:|7" not in body and "REPLY:|225" not in body:
+            return
         reply = _REPLY.search(body)
         if not reply:
-            continue
+            return
         code, msg_id = reply.group(1), int(reply.group(2))
         if code == "225":
-            if waiting_text is not None:
-                utterance = by_id[msg_id] = Utterance(msg_id, waiting_text, waiting_at)
-                waiting_text = None
-                for args in early.pop(msg_id, []):
+            if self._waiting is not None:
+                text, at = self._waiting
+                utterance = self.by_id[msg_id] = Utterance(msg_id, text, at)
+                self._waiting = None
+                for args in self._early.pop(msg_id, []):
                     _apply(utterance, *args)
         elif code == "700":
-            mark_for, mark_lines = msg_id, 0
+            self._mark_for, self._mark_lines = msg_id, 0
         elif code in ("701", "702", "703"):
-            event(msg_id, code, now)
-    return sorted(by_id.values(), key=lambda u: (u.queued, u.msg_id))
+            self._event(msg_id, code)
+
+
+def parse(lines: Iterable[str]) -> list[Utterance]:
+    """Every message of a whole log, in the order they were queued."""
+    log = SpeechLog()
+    log.feed(lines)
+    return log.utterances()
 
 
 def idle_since(utterances: Sequence[Utterance]) -> float | None:

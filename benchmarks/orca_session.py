@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _orca_desktop import Desktop, missing_programs
 from _orca_report import report
-from _orca_speech import hearing, idle_since, parse
+from _orca_speech import SpeechLog, hearing, idle_since, parse
 from e2e_lab import LabServer
 from e2e_model import ScriptedModel, _turn
 
@@ -212,9 +212,14 @@ class Listener:
 
     def __init__(self, desktop: Desktop) -> None:
         self.desktop = desktop
+        self._log = SpeechLog()
+        self._read = 0
 
     def utterances(self) -> list[Any]:
-        return parse(line for _, line in self.desktop.speech_log.snapshot())
+        lines = self.desktop.speech_log.snapshot()
+        self._log.feed(line for _, line in lines[self._read :])
+        self._read = len(lines)
+        return self._log.utterances()
 
     def until_quiet(
         self, since: float, quiet: float = 1.2, cap: float = 60.0, need_speech: bool = True
