@@ -171,6 +171,24 @@ def orca_in_focus_mode(desktop: Desktop, since: float) -> bool:
     return bool(decisions) and not decisions[-1].startswith("Not")
 
 
+def checkout_mismatch() -> str | None:
+    """A sentence when this interpreter would serve another checkout's code or panel build."""
+    from jupyter_core.paths import jupyter_path
+
+    import jupyter_aaep
+
+    package = Path(jupyter_aaep.__file__).resolve().parent
+    if package != REPO / "jupyter_aaep":
+        return f"this Python imports jupyter_aaep from {package}, not from {REPO}"
+    for folder in jupyter_path("labextensions"):
+        panel = Path(folder, "jupyter-aaep")
+        if panel.exists():
+            if panel.resolve() != (REPO / "jupyter_aaep" / "labextension").resolve():
+                return f"JupyterLab would load the panel from {panel.resolve()}, not from {REPO}"
+            return None
+    return "the panel is not installed (scripts/setup)"
+
+
 def _confirmation_timeout(chat: dict[str, Any]) -> float:
     """Seconds the pending approval waits (its ``timeout_seconds``; 180 if not found)."""
     for event in reversed(chat.get("transcript", [])):
@@ -471,6 +489,13 @@ def main() -> int:
     if args.again:
         print(reprint(args.again))
         return 0
+    mismatch = checkout_mismatch()
+    if mismatch:
+        print(
+            f"{mismatch}: run it with the checkout's own {REPO / '.venv/bin/python'}.",
+            file=sys.stderr,
+        )
+        return 2
     missing = missing_programs()
     if missing:
         print(
