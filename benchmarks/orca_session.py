@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _orca_desktop import Desktop, missing_programs
 from _orca_report import report
-from _orca_speech import SpeechLog, hearing, idle_since, parse
+from _orca_speech import SpeechLog, hearing, idle_since, parse, words
 from e2e_lab import LabServer
 from e2e_model import ScriptedModel, _turn
 
@@ -261,6 +261,21 @@ class Listener:
             time.sleep(0.2)
         return time.time()
 
+    def until_reading(self, since: float, text: str, cap: float) -> float:
+        """Wait until Orca queued an utterance that reads from *text*; returns when (or *since*)."""
+        wanted = words(text)
+        grams = {tuple(wanted[i : i + 3]) for i in range(len(wanted) - 2)}
+        deadline = time.time() + cap
+        while time.time() < deadline:
+            for u in self.utterances():
+                said = words(u.text)
+                if u.queued >= since and any(
+                    tuple(said[i : i + 3]) in grams for i in range(len(said) - 2)
+                ):
+                    return u.queued
+            time.sleep(0.2)
+        return since
+
     def until_said(self, written: float, text: str, cap: float) -> float:
         """Wait until the utterance carrying *text* (written at *written*) is over."""
         deadline = time.time() + cap
@@ -384,7 +399,12 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
         patience = min(
             args.listen_cap, session.marks["request expires"] - time.time() - args.answer_margin
         )
-        session.marks["card quiet"] = listener.until_quiet(jump, quiet=1.5, cap=max(patience, 1.0))
+        # Orca may take seconds to get to the focus change: wait for the card's reading to be
+        # queued (an utterance with three words in a row from the card) before listening for quiet.
+        reading = listener.until_reading(jump, session.card_text, cap=min(30.0, max(patience, 1.0)))
+        session.marks["card quiet"] = listener.until_quiet(
+            reading, quiet=1.5, cap=max(patience - (time.time() - jump), 1.0)
+        )
         if time.time() >= jump + patience - 0.5:
             session.problems.append(
                 f"stopped listening to the card {args.answer_margin:.0f} s before the request expired, Orca still speaking"
@@ -413,7 +433,7 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
         back = _poll(
             lambda: page.evaluate(_CARD_FOCUSED),
             lambda text: [text] if text else [],
-            6,
+            15,
         )
         session.card_after = back[0] if back else ""
         if back:
