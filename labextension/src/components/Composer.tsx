@@ -54,6 +54,9 @@ export function Composer(props: IComposerProps): JSX.Element {
   const blocked = disabled || (running && !acceptsGuidance && waiting === null);
   const canSend = !blocked && !busy && text.trim().length > 0;
   const inputRef = useRef<HTMLTextAreaElement>(null);
+  // The hint is said once per panel visit: once the box was left for another
+  // part of the panel, the same hint is no longer its description.
+  const [heardHint, setHeardHint] = useState<string | null>(null);
   // One line that grows with what is typed (up to the CSS max-height, then it scrolls).
   useLayoutEffect(() => {
     const box = inputRef.current;
@@ -137,9 +140,15 @@ export function Composer(props: IComposerProps): JSX.Element {
         value={text}
         readOnly={blocked}
         aria-disabled={blocked}
-        aria-describedby={hintId}
+        aria-describedby={heardHint !== hint ? hintId : undefined}
         ref={inputRef}
         {...mentions.inputProps}
+        onBlur={e => {
+          const panel = e.currentTarget.closest('.jp-AAEPPanel');
+          const to = e.relatedTarget;
+          // Leaving the panel ends the visit: the next one hears the hint again.
+          setHeardHint(panel && to instanceof Node && panel.contains(to) ? hint : null);
+        }}
         onChange={e => {
           setText(e.target.value);
           mentions.changed(e.target.value, e.target.selectionStart ?? e.target.value.length);
