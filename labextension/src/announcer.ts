@@ -23,6 +23,7 @@ import { Verbosity } from './aaep';
 import { Delivery, ISpeechSink } from './delivery';
 import { IProcessedEvent } from './model';
 import { Narrator, Politeness, START_GRACE_MS } from './narrator';
+import { spokenMedia } from './speech';
 
 export { START_GRACE_MS };
 export type { Politeness };
@@ -95,7 +96,8 @@ export class Announcer implements IDisposable, ISpeechSink {
    *   (e.g. progress), so stale values are not read out.
    */
   announce(text: string, politeness: Politeness = 'polite', key?: string): void {
-    this._delivery.deliver([{ text, politeness, key, kind: 'said', asked: true }]);
+    // A command's answer (the last output, for one) is spoken media-free too.
+    this._delivery.deliver([{ text: spokenMedia(text), politeness, key, kind: 'said', asked: true }]);
   }
 
   /** Say what an AAEP event means at the current verbosity. */

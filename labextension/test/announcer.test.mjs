@@ -446,3 +446,10 @@ test('a notice without a percent is spoken at normal verbosity (the store stoppe
   mock.timers.tick(2000);
   assert.deepEqual(spoken(), ['polite: Saving this chat stopped: the disk is full.']);
 });
+
+test("a command's answer says media as what it is, never a MIME type", () => {
+  const { announcer } = make('normal', 1);
+  announcer.announce('Cell 4 ran. Output: [image/png 576×454, 27 KB]');
+  mock.timers.tick(2000);
+  assert.deepEqual(spoken(), ['polite: Cell 4 ran. Output: a figure.']);
+});
