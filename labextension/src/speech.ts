@@ -162,3 +162,33 @@ export function markdownToSpeech(markdown: string): string {
     .replace(/^[ ,]+|[ ,]+$/g, '')
     .trim();
 }
+
+/** What a kind of media is called when spoken. */
+const MEDIA_WORDS: Record<string, string> = {
+  image: 'a figure',
+  audio: 'a sound',
+  video: 'a video',
+  application: 'data',
+  text: 'text'
+};
+
+/** A MIME type the panel may meet in a summary, with optional pixel size and byte size. */
+const MEDIA =
+  /\[?\b(image|audio|video|application|text)\/(?:[a-z0-9.+-]*[a-z0-9+])(?:[ ,]+\d+\s*[×x]\s*\d+)?(?:[ ,]+\d+(?:[.,]\d+)?\s*[KMG]?i?B)?\]?/gi;
+
+/**
+ * Speak media as what it is: "[image/png 576×454, 27 KB]" becomes "a figure".
+ * A listener needs neither the MIME type nor the size (they are on screen).
+ */
+export function spokenMedia(text: string): string {
+  if (!/\/[a-z]/i.test(text)) {
+    return text;
+  }
+  return text.replace(MEDIA, (whole, type: string) => {
+    const sub = whole.split('/')[1] ?? '';
+    if (type.toLowerCase() === 'text' && !/^(plain|html|markdown|latex|csv)\b/i.test(sub)) {
+      return whole; // "text/…" in prose that is not a MIME type
+    }
+    return MEDIA_WORDS[type.toLowerCase()] ?? whole;
+  });
+}

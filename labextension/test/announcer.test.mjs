@@ -38,6 +38,7 @@ globalThis.window = globalThis;
 globalThis.document = { createElement: tag => new FakeElement(tag) };
 
 const { Announcer, START_GRACE_MS } = await import('../lib/announcer.js');
+const { SETTLE_MS } = await import('../lib/delivery.js');
 
 const fill = (text, args) => text.replace(/%(\d)/g, (_, i) => String(args[Number(i) - 1]));
 const trans = {
@@ -128,7 +129,7 @@ const ran = () => [
 test('polite speech still queued when an alert comes is said first, in the alert', () => {
   const { feed } = make('normal', 1);
   feed(event('session.started', { summary_normal: 'Started working on your request.' }));
-  mock.timers.tick(0); // the first polite write goes at once
+  mock.timers.tick(SETTLE_MS); // the first polite write goes once it settled
   created().forEach(feed);
   feed(
     event('output.streaming', {
@@ -149,8 +150,13 @@ test('polite speech still queued when an alert comes is said first, in the alert
     ),
     alert
   );
-  assert.ok(alert.endsWith('Press Ctrl+Shift+A to go to it.'), alert);
-  assert.ok(!/Risk: medium/.test(alert), 'the risk is said once (the summary has it)');
+  // The approval itself is one short sentence: what, how risky, the key.
+  assert.ok(
+    alert.endsWith(
+      'Approval needed, medium risk: Run cell 4, 3 lines of code, in the Python kernel; Ctrl+Shift+A to review.'
+    ),
+    alert
+  );
 });
 
 test('a quick step is told by its result alone; a slow one by its start, then its result', () => {
@@ -186,7 +192,7 @@ test('the same words are never said twice in a row by events; a command always a
   const { announcer, feed } = make('normal', 1);
   // The model's last sentence is "Done." and so is the end of the session.
   feed(event('output.streaming', { output_id: 'o', chunk: 'All converted. Done.', complete: true }));
-  mock.timers.tick(10);
+  mock.timers.tick(SETTLE_MS);
   feed(event('session.completed', { summary_normal: 'Done.' }));
   feed(event('state.changed', { from_state: 'thinking', to_state: 'paused', summary_normal: 'Paused.' }, 's2'));
   feed(event('state.changed', { from_state: 'paused', to_state: 'paused', summary_normal: 'Paused' }, 's3'));
@@ -257,9 +263,11 @@ test('an automatically approved step is told as such, politely, once', () => {
 function session(verbosity) {
   const { feed } = make(verbosity, 100);
   feed(event('session.started', { summary_normal: 'Started working on your request.', summary_terse: 'Started.' }));
-  mock.timers.tick(100);
+  mock.timers.tick(SETTLE_MS);
+  mock.timers.tick(200);
   created().forEach(feed);
-  mock.timers.tick(100);
+  mock.timers.tick(SETTLE_MS);
+  mock.timers.tick(200);
   feed(confirmation());
   feed(
     event('state.changed', {
@@ -269,7 +277,8 @@ function session(verbosity) {
       summary_terse: 'Approved.'
     })
   );
-  mock.timers.tick(100);
+  mock.timers.tick(SETTLE_MS);
+  mock.timers.tick(200);
   ran().forEach(feed);
   feed(event('output.streaming', { output_id: 'a', chunk: 'Half of 1 is 0.5.', complete: true }));
   feed(
@@ -288,7 +297,7 @@ test('terse: the start, the request, the cell result, the answer and the end', (
   const said = session('terse');
   assert.deepEqual(said, [
     'polite: Started.',
-    'ALERT: Approve? Run cell 4. Risk: medium. Press Ctrl+Shift+A to go to it.',
+    'ALERT: Approval needed, medium risk: Run cell 4; Ctrl+Shift+A to review.',
     'polite: Cell 4: 0.5. Half of 1 is 0.5. Done.'
   ]);
 });
@@ -298,7 +307,7 @@ test('normal: one sentence per step, no starts of quick steps, the answer once',
   assert.deepEqual(said, [
     'polite: Started working on your request.',
     'polite: Created code cell 4, after cell 3.',
-    'ALERT: Approval needed, medium risk: Run cell 4, 3 lines of code, in the Python kernel. The code runs in your kernel. If you do not answer within 90 seconds, it will be rejected. Press Ctrl+Shift+A to go to it.',
+    'ALERT: Approval needed, medium risk: Run cell 4, 3 lines of code, in the Python kernel; Ctrl+Shift+A to review.',
     'polite: Approved.',
     'polite: Cell 4 ran: 0.5. Half of 1 is 0.5. Done.'
   ]);
@@ -309,7 +318,7 @@ test('detailed: starts of steps too, detailed results when short, the answer nev
   assert.deepEqual(said, [
     'polite: Started working on your request.',
     'polite: Starting: create a cell. Created code cell 4, after cell 3.',
-    'ALERT: Approval needed, medium risk: Run cell 4, 3 lines of code, in the Python kernel. The code runs in your kernel. If you do not answer within 90 seconds, it will be rejected. Press Ctrl+Shift+A to go to it.',
+    'ALERT: Approval needed, medium risk: Run cell 4, 3 lines of code, in the Python kernel; Ctrl+Shift+A to review.',
     'polite: Approved.',
     'polite: Running cell 4. Cell 4 ran in 0.1 seconds. Output: 0.5. Half of 1 is 0.5. Done. Used 2 tools: create a cell, run a cell. Took 3.1 seconds.'
   ]);
@@ -370,7 +379,7 @@ test('a failure reason the summary already says is not said again', () => {
 test('polite speech is rate limited and merged, never dropped', () => {
   const { announcer } = make('normal', 1);
   announcer.announce('One.');
-  mock.timers.tick(0);
+  mock.timers.tick(SETTLE_MS);
   announcer.announce('Two.');
   announcer.announce('Three.');
   mock.timers.tick(500);
@@ -436,4 +445,11 @@ test('a notice without a percent is spoken at normal verbosity (the store stoppe
   );
   mock.timers.tick(2000);
   assert.deepEqual(spoken(), ['polite: Saving this chat stopped: the disk is full.']);
+});
+
+test("a command's answer says media as what it is, never a MIME type", () => {
+  const { announcer } = make('normal', 1);
+  announcer.announce('Cell 4 ran. Output: [image/png 576×454, 27 KB]');
+  mock.timers.tick(2000);
+  assert.deepEqual(spoken(), ['polite: Cell 4 ran. Output: a figure.']);
 });

@@ -28,10 +28,12 @@ export function ClarificationCard(props: IClarificationCardProps): JSX.Element {
   const { item, trans } = props;
   const event = item.event;
   const card = useRef<HTMLDivElement>(null);
-  const outcome = useFocusOutcome(card, item.state === 'pending');
+  const pressed = useRef(false);
+  const outcome = useFocusOutcome(card, item.state === 'pending', pressed);
   const onAnswer = (answered: ClarificationItem, response: string | boolean | number) => {
-    // The answer controls go away once answered: the focus goes to the outcome (useFocusOutcome).
-    card.current?.focus();
+    // The answer controls go away once answered: the focus goes to the short outcome
+    // (useFocusOutcome), never back to the card, which would be read again.
+    pressed.current = true;
     props.onAnswer(answered, response);
   };
   const titleId = useId('jp-AAEPCard-title');

@@ -54,6 +54,11 @@ export function Composer(props: IComposerProps): JSX.Element {
   const blocked = disabled || (running && !acceptsGuidance && waiting === null);
   const canSend = !blocked && !busy && text.trim().length > 0;
   const inputRef = useRef<HTMLTextAreaElement>(null);
+  // Each hint is said once per panel visit: once the box was left for another
+  // part of the panel, a hint it had is no longer its description.
+  const [heardHints, setHeardHints] = useState<ReadonlySet<string>>(() => new Set());
+  // A description is read when the box gets the focus: the hint it had then was heard.
+  const hintOnFocus = useRef<string | null>(null);
   // One line that grows with what is typed (up to the CSS max-height, then it scrolls).
   useLayoutEffect(() => {
     const box = inputRef.current;
@@ -137,9 +142,19 @@ export function Composer(props: IComposerProps): JSX.Element {
         value={text}
         readOnly={blocked}
         aria-disabled={blocked}
-        aria-describedby={hintId}
+        aria-describedby={heardHints.has(hint) ? undefined : hintId}
         ref={inputRef}
         {...mentions.inputProps}
+        onFocus={() => {
+          hintOnFocus.current = hint;
+        }}
+        onBlur={e => {
+          const to = e.relatedTarget;
+          // Going back to the notebook (the main area) ends the visit: the next one hears
+          // the hint again. Moving within the panel, or a command moving the focus, does not.
+          const left = to instanceof Element && !!to.closest('#jp-main-dock-panel');
+          setHeardHints(left ? new Set() : new Set([...heardHints, hintOnFocus.current ?? hint]));
+        }}
         onChange={e => {
           setText(e.target.value);
           mentions.changed(e.target.value, e.target.selectionStart ?? e.target.value.length);

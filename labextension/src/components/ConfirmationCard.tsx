@@ -82,7 +82,8 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
   const { item, trans, shortcuts } = props;
   const event = item.event;
   const card = useRef<HTMLDivElement>(null);
-  const outcome = useFocusOutcome(card, item.state === 'pending');
+  const pressed = useRef(false);
+  const outcome = useFocusOutcome(card, item.state === 'pending', pressed);
   const titleId = useId('jp-AAEPCard-title');
   const extra = isRecord(event.extra_context) ? event.extra_context : {};
   const code = typeof extra.code === 'string' ? extra.code : undefined;
@@ -93,18 +94,18 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
   const cellListId = useId('jp-AAEPCard-cellList');
   const riskLabelId = useId('jp-AAEPCard-riskLabel');
   const riskId = useId('jp-AAEPCard-risk');
-  const consequenceLabelId = useId('jp-AAEPCard-consequenceLabel');
-  const consequenceId = useId('jp-AAEPCard-consequence');
   const codeCaptionId = useId('jp-AAEPCard-codeCaption');
-  const codeId = useId('jp-AAEPCard-code');
+  const deadlineId = useId('jp-AAEPCard-deadline');
+  const keysId = useId('jp-AAEPCard-keys');
   const automatic = extra.auto_approved === true;
   const codeLines = code !== undefined ? Math.max(1, code.replace(/\n+$/, '').split('\n').length) : 0;
   const warnings = Array.isArray(extra.risk_flags)
     ? extra.risk_flags.filter((f): f is string => typeof f === 'string' && f.length > 0)
     : [];
   const reply = (decision: 'accept' | 'reject') => {
-    // The buttons go away once answered: the focus goes to the outcome (useFocusOutcome).
-    card.current?.focus();
+    // The buttons go away once answered: the focus goes to the short outcome
+    // (useFocusOutcome), never back to the card, which would be read again.
+    pressed.current = true;
     props.onReply(item, decision);
   };
   const keys =
@@ -130,18 +131,19 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
       ref={card}
       role="group"
       aria-labelledby={titleId}
-      // Focused (Ctrl+Shift+A), the card reads what a decision needs: the
-      // action (its name), then the risk, the consequence and the code with its
-      // length. Approve and Reject are the next two Tab stops.
+      // Focused (Ctrl+Shift+A), the card reads a summary: the action (its
+      // name), the risk, how much code ("Code to run, 18 lines"), the time
+      // left and the keys. The code itself is not in it: it is the figure
+      // below, read line by line on demand. Approve and Reject are the next
+      // two Tab stops.
       aria-describedby={[
         riskLabelId,
         riskId,
-        consequenceLabelId,
-        consequenceId,
-        ...(code !== undefined ? [codeCaptionId, codeId] : []),
-        ...(change ? diffDescriptionIds(diffId, change) : []),
-        // Each cell by itself: the list's own name would replace its content.
-        ...(cells.length > 0 ? [cellsId, ...cells.map((_, i) => `${cellListId}-${i}`)] : [])
+        ...(code !== undefined ? [codeCaptionId] : []),
+        ...(change ? diffDescriptionIds(diffId, change).slice(0, 1) : []),
+        ...(cells.length > 0 ? [cellsId] : []),
+        ...(item.deadline !== null && pending && !expired ? [`${deadlineId}-label`, deadlineId] : []),
+        ...(keys && pending && !expired ? [keysId] : [])
       ].join(' ')}
       tabIndex={-1}
       className={`jp-AAEPCard jp-AAEPCard-confirmation jp-AAEPCard-risk-${risk}${pending ? ' jp-mod-pending' : ''}`}
@@ -158,8 +160,8 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
           <span className="jp-AAEPCard-riskBadge">{riskText}</span>
           {irreversible ? ` ${trans.__('(cannot be undone)')}` : ''}
         </dd>
-        <dt id={consequenceLabelId}>{trans.__('Consequence')}</dt>
-        <dd id={consequenceId}>{str(event, 'consequence') ?? trans.__('Not described')}</dd>
+        <dt>{trans.__('Consequence')}</dt>
+        <dd>{str(event, 'consequence') ?? trans.__('Not described')}</dd>
         {warnings.length > 0 && (
           <>
             <dt>{trans.__('Warnings')}</dt>
@@ -174,8 +176,8 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
         )}
         {item.deadline !== null && pending && (
           <>
-            <dt>{trans.__('If you do not answer')}</dt>
-            <dd>
+            <dt id={`${deadlineId}-label`}>{trans.__('If you do not answer')}</dt>
+            <dd id={deadlineId}>
               {fallback === 'accept' ? trans.__('it will be approved;') : trans.__('it will be rejected;')}{' '}
               <Countdown deadline={item.deadline} active={pending} trans={trans} />
             </dd>
@@ -190,9 +192,9 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
               ? trans._n('Code to run, %1 line (%2):', 'Code to run, %1 lines (%2):', codeLines, language)
               : trans._n('Code to run, %1 line:', 'Code to run, %1 lines:', codeLines)}
           </figcaption>
-          {/* Not a Tab stop of its own (Approve comes next) and not scrolled:
-              read in browse mode, one line of code per line. */}
-          <pre id={codeId}>
+          {/* Not a Tab stop of its own (Approve comes next): the figure, named by
+              its caption, is entered in browse mode and read one line at a time. */}
+          <pre>
             <code>{code}</code>
           </pre>
         </figure>
@@ -247,7 +249,11 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
               {trans.__('Reject')}
             </button>
           </div>
-          {keys && <div className="jp-AAEPCard-keys">{keys}</div>}
+          {keys && (
+            <div id={keysId} className="jp-AAEPCard-keys">
+              {keys}
+            </div>
+          )}
         </>
       ) : (
         <p className="jp-AAEPCard-outcome" tabIndex={-1} ref={outcome}>

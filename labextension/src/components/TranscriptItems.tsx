@@ -103,6 +103,10 @@ export function ProgressStep(props: { item: Of<'progress'>; trans: TranslationBu
   // The name stays put while the value changes: screen readers then read the value.
   const name = item.cellRun ? trans.__('Progress of the running cell') : trans.__('Progress of the current step');
   const percent = item.percent !== undefined ? Math.max(0, Math.min(100, item.percent)) : undefined;
+  // What a screen reader says when the value changes: named, never a bare
+  // "40 percent", and its number in steps of 10 so it is heard now and then.
+  const step = percent !== undefined ? Math.floor(percent / 10) * 10 : undefined;
+  const spoken = item.description ?? (step !== undefined ? trans.__('%1 percent', step) : text);
   return (
     <div className={`jp-AAEPProgress${item.done ? ' jp-mod-done' : ''}`}>
       <div className="jp-AAEPProgress-label">{text}</div>
@@ -112,8 +116,8 @@ export function ProgressStep(props: { item: Of<'progress'>; trans: TranslationBu
         aria-label={name}
         aria-valuemin={0}
         aria-valuemax={100}
-        aria-valuenow={percent}
-        aria-valuetext={text}
+        aria-valuenow={step}
+        aria-valuetext={`${name}: ${spoken}`}
       >
         <div
           className={`jp-AAEPProgress-fill${percent === undefined ? ' jp-mod-indeterminate' : ''}`}

@@ -49,14 +49,16 @@ export function useId(prefix: string): string {
 
 /**
  * After a request is answered, move the focus from its card to the short outcome
- * ("You approved this."): the card's whole description is not read again. Only when the
- * focus was in the card (a person answering it); otherwise the focus is left alone.
+ * ("You approved this."), never back to the card: the card is not read again. Only when the
+ * focus was in the card or `pressed` says one of its buttons was pressed (a person answering
+ * it); otherwise the focus is left alone.
  *
  * @returns The ref for the outcome element (give it `tabIndex={-1}`).
  */
 export function useFocusOutcome(
   card: React.RefObject<HTMLElement>,
-  open: boolean
+  open: boolean,
+  pressed?: React.MutableRefObject<boolean>
 ): React.RefObject<HTMLParagraphElement> {
   const outcome = useRef<HTMLParagraphElement>(null);
   const wasOpen = useRef(open);
@@ -64,7 +66,12 @@ export function useFocusOutcome(
     const answeredNow = wasOpen.current && !open;
     wasOpen.current = open;
     const active = document.activeElement;
-    if (answeredNow && outcome.current && card.current && active && card.current.contains(active)) {
+    // A button of the card was pressed: it is gone now, so the focus fell to the page.
+    const fromCard = !!pressed?.current || (!!active && !!card.current && card.current.contains(active));
+    if (answeredNow && outcome.current && fromCard) {
+      if (pressed) {
+        pressed.current = false;
+      }
       outcome.current.focus();
     }
   });
