@@ -556,7 +556,8 @@ class ChatRunner:
         """
         chat = self.get(chat_id)
         if chat.running:
-            raise ChatBusy("The agent is still working. Stop it before undoing its changes.")
+            who = chat.held_by or "The agent"
+            raise ChatBusy(f"{who} is still working. Stop it before undoing its changes.")
         notebooks = self.services.get("notebook")
         if notebooks is None or not chat.notebook_path or not chat.snapshots:
             raise InvalidInput(

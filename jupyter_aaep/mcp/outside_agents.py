@@ -199,7 +199,7 @@ class OutsideAgents:
             )
         # The outside agent speaks through this server; its model is its own business (not known here).
         producer = replace(self.runner.producer, agent_name=client_name, model="outside-agent")
-        session = Session(chat.emitter, producer)
+        session = Session(chat.emitter, producer, actor=client_name)
         burst = _Burst(chat=chat, client_key=client_key, client_name=client_name, session=session)
         chat.session = session
         chat.control = RunControl()
@@ -267,6 +267,8 @@ class OutsideAgents:
                     self._withdrawn(burst)
                     continue
                 results = item.task.result()
+                if session.state == "calling_tool":  # its own model decides what comes next
+                    session.change_state("thinking")
                 if not item.done.done():
                     item.done.set_result(
                         results[0] if results else _error("The call produced no result.")
