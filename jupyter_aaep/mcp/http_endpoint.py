@@ -13,7 +13,9 @@ The session manager needs one task to own it for its whole life (DESIGN §13):
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import re
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -32,6 +34,25 @@ log = logging.getLogger(__name__)
 __all__ = ["MCPEndpoint", "MCPHandler"]
 
 
+MAX_BODY_BYTES = 4 * 1024 * 1024
+TOO_LARGE = (
+    f"The request is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB and was not read; send less at "
+    "once (a cell's source, for example, has at most 1,000,000 characters)."
+)
+
+
+def _rpc_error(request_id: Any, text: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32600, "message": text}}
+
+
+def _request_id(body: bytes) -> Any:
+    """The id of the request in *body*, when it can be read cheaply (for an error's answer)."""
+    match = re.match(
+        rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(\d{1,15}|"[^"\\]{0,200}")', body
+    )
+    return json.loads(match.group(1)) if match else None
+
+
 class MCPEndpoint:
     """The SDK's session manager, owned by one task from start to stop."""
 
@@ -40,7 +61,7 @@ class MCPEndpoint:
     ) -> None:
         self.agents = agents
         self.manager = StreamableHTTPSessionManager(
-            server, session_idle_timeout=session_idle_seconds
+            server, session_idle_timeout=session_idle_seconds, max_request_body_size=MAX_BODY_BYTES
         )
         self._owner: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -124,8 +145,18 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
             await self._closed.wait()
             return {"type": "http.disconnect"}
 
+        too_large = False
+
         async def send(message: MutableMapping[str, Any]) -> None:
-            nonlocal started
+            nonlocal started, too_large
+            if too_large:
+                return  # the SDK's plain-text body is replaced by a sentence
+            if message["type"] == "http.response.start" and message["status"] == 413:
+                started = too_large = True
+                self.set_status(413)
+                self.set_header("Content-Type", "application/json")
+                self.write(json.dumps(_rpc_error(_request_id(body), TOO_LARGE)))
+                return
             if message["type"] == "http.response.start":
                 started = True
                 self.set_status(message["status"])

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,7 @@ class RawClient:
         kind = response.headers.get("content-type", "")
         messages: list[Any] = []
         if "text/event-stream" in kind:
-            for line in response.text.splitlines():
+            for line in re.split(r"\r\n|\n|\r", response.text):  # SSE's line ends only
                 if line.startswith("data:") and line[5:].strip():
                     messages.append(json.loads(line[5:]))
         elif response.content:
@@ -390,35 +391,37 @@ async def test_fuzzed_mcp_input_never_gets_a_5xx_and_every_error_is_a_sentence(
                 )
 
         # 5. unauthenticated: no token, a wrong token, on every method; nothing answers but 401/403
-        for headers in ({}, {"Authorization": "token wrong"}, {"Authorization": "Bearer wrong"}):
-            for method in ("POST", "GET", "DELETE"):
-                body = json.dumps(
-                    {
-                        "jsonrpc": "2.0",
-                        "id": 1,
-                        "method": "tools/call",
-                        "params": {
-                            "name": "create_cell",
-                            "arguments": {"notebook_path": path, "source": "x"},
-                        },
-                    }
-                )
-                response = await http.request(
-                    method,
-                    url,
-                    content=body if method == "POST" else None,
-                    headers={
-                        "Accept": ACCEPT,
-                        "Content-Type": "application/json",
-                        "mcp-session-id": client.session_id,
-                        **headers,
-                    },
-                )
-                expect(
-                    response.status_code in (401, 403),
-                    f"{method} {headers}: {response.status_code}",
-                    response.status_code,
-                )
+        #    (a client of its own: the fuzzing client holds the login cookie Jupyter gave its token)
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "create_cell", "arguments": {"notebook_path": path, "source": "x"}},
+        }
+        async with httpx.AsyncClient(timeout=10) as stranger:
+            for headers in (
+                {},
+                {"Authorization": "token wrong"},
+                {"Authorization": "Bearer wrong"},
+            ):
+                for method in ("POST", "GET", "DELETE"):
+                    try:
+                        response = await stranger.request(
+                            method,
+                            url,
+                            content=json.dumps(call) if method == "POST" else None,
+                            headers={
+                                "Accept": ACCEPT,
+                                "Content-Type": "application/json",
+                                "mcp-session-id": client.session_id,
+                                **headers,
+                            },
+                        )
+                        status = response.status_code
+                    except httpx.TimeoutException:
+                        status = 0  # a stream opened for a stranger
+                    stranger.cookies.clear()
+                    expect(status in (401, 403), f"{method} {headers}: {status}", status)
 
         # the server keeps serving: the same raw session, then the SDK's own client
         status, messages = await client.call("get_notebook_state", {"notebook_path": path})
