@@ -28,6 +28,7 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from .outside_agents import OutsideAgents
+from .rpc_errors import check_message, reword
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,17 @@ TOO_LARGE = (
     f"The request is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB and was not read; send less at "
     "once (a cell's source, for example, has at most 1,000,000 characters)."
 )
+
+
+def _reworded(body: bytes) -> bytes:
+    """An SDK error body with its message as a sentence a client's model can act on."""
+    try:
+        message = json.loads(body)
+        error = message["error"]
+        error["message"] = reword(str(error.get("message", "")))
+    except (ValueError, KeyError, TypeError):
+        return json.dumps(_rpc_error(None, reword(body.decode("utf-8", "replace")))).encode()
+    return json.dumps(message).encode()
 
 
 def _rpc_error(request_id: Any, text: str) -> dict[str, Any]:
@@ -134,6 +146,13 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
             raise web.HTTPError(503, "The MCP endpoint is not running; the server log says why.")
         request = self.request
         body = request.body or b""
+        problem = check_message(body) if request.method == "POST" else None
+        if problem is not None:  # said in a sentence here, not in the SDK's parser's words
+            status, error = problem
+            self.set_status(status)
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps(error))
+            return
         sent_body = False
         started = False
 
@@ -146,11 +165,17 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
             return {"type": "http.disconnect"}
 
         too_large = False
+        error_body: bytearray | None = None
 
         async def send(message: MutableMapping[str, Any]) -> None:
-            nonlocal started, too_large
+            nonlocal started, too_large, error_body
             if too_large:
                 return  # the SDK's plain-text body is replaced by a sentence
+            if error_body is not None:  # an SDK error, reworded once it is whole
+                error_body.extend(message.get("body", b""))
+                if not message.get("more_body", False):
+                    self.write(_reworded(bytes(error_body)))
+                return
             if message["type"] == "http.response.start" and message["status"] == 413:
                 started = too_large = True
                 self.set_status(413)
@@ -162,7 +187,12 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
                 self.set_status(message["status"])
                 self.clear_header("Content-Type")
                 for key, value in message.get("headers", []):
-                    self.add_header(key.decode("latin-1"), value.decode("latin-1"))
+                    name = key.decode("latin-1")
+                    if message["status"] >= 400 and name.lower() == "content-length":
+                        continue  # the reworded body has another length
+                    self.add_header(name, value.decode("latin-1"))
+                if message["status"] >= 400:
+                    error_body = bytearray()
             elif message["type"] == "http.response.body":
                 chunk = message.get("body", b"")
                 if chunk:

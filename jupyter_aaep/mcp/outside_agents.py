@@ -192,7 +192,14 @@ class OutsideAgents:
                 "notebook at a time. Try again when it has finished (about "
                 f"{int(self.idle_seconds)} seconds after its last step)."
             )
-        if chat.running:
+        for other in (chat, *self.runner.chats(chat.notebook_path)):
+            if not other.running:
+                continue
+            if other.held_by:  # another outside agent, in another chat of the notebook
+                raise ToolError(
+                    f"{other.held_by} is working on {chat.notebook_path} right now, and one agent works on a "
+                    "notebook at a time. Try again when it has finished."
+                )
             raise ToolError(
                 f"The notebook's own agent is working on {chat.notebook_path} right now, and one agent works on "
                 "a notebook at a time. Try again when it has finished, or ask the person to stop it."
@@ -205,7 +212,10 @@ class OutsideAgents:
         chat.control = RunControl()
         chat.held_by = client_name
         self._bursts[chat.chat_id] = burst
-        chat.task = asyncio.ensure_future(self._serve(burst))
+        chat.task = task = asyncio.ensure_future(self._serve(burst))
+        # Held until the task is over (its last save included), so whoever is refused meanwhile
+        # hears who is working.
+        task.add_done_callback(lambda _: _release(chat, task))
         return burst
 
     async def _serve(self, burst: _Burst) -> SessionResult:
@@ -299,7 +309,6 @@ class OutsideAgents:
             return SessionResult("errored", "", len(steps), burst.session.terminal_event, Usage())
         finally:
             self._bursts.pop(chat.chat_id, None)
-            chat.held_by = None
             runner.broker.cancel_session(session.id)
             runner.end_record(chat)
             runner._ended(chat, session)
@@ -421,6 +430,11 @@ class OutsideAgents:
 
 _END: Any = OutsideCall.__new__(OutsideCall)
 """Put in a burst's queue to wake it when its client leaves."""
+
+
+def _release(chat: Chat, task: asyncio.Task[Any]) -> None:
+    if chat.task is task:
+        chat.held_by = None
 
 
 def _error(text: str) -> dict[str, Any]:

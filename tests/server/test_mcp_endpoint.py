@@ -7,6 +7,7 @@ own; running code waits for a person's answer on an AAEP stream; nothing runs wi
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from typing import Any
 
@@ -339,7 +340,7 @@ async def test_bad_calls_get_sentences_and_nothing_runs(
     assert "There is no notebook at 'nowhere.ipynb'" in text_of(missing)
     assert "There is no tool named 'format_disk'" in text_of(unknown)
     assert "Invalid input for create_cell" in text_of(wrong)
-    assert "notebook_path is required" in text_of(none)
+    assert "The notebook_path argument is required" in text_of(none)
     for result in results:
         assert result.is_error and text_of(result).rstrip().endswith((".", ")"))
     assert not any(c.running for c in extension.runner.chats())  # no session was started
@@ -349,3 +350,51 @@ async def _chat_of_new(api: Any, path: str) -> str:
     status, body, _ = await api("chats", method="POST", body={"notebook_path": path})
     assert status == 201, body
     return str(body["chat_id"])
+
+
+async def test_the_built_in_agent_and_an_outside_agent_never_work_on_one_notebook_at_once(
+    url, jp_auth_header, jp_root_dir, api, sse, fake_model, extension
+) -> None:
+    """Across the notebook's chats too: the outside agent's calls go to the newest chat, the
+    built-in agent may be working in an older one; each is refused with a sentence saying who
+    is working, and nothing interleaves."""
+    from jupyter_aaep.testing.fake_anthropic import Turn
+
+    path = write_notebook(jp_root_dir, new_name(), ["x = 1"])
+    older = await _chat_of_new(api, path)
+    fake_model.add(Turn(text="Thinking it over.", delay=10.0))
+    async with sse(older) as panel:
+        status, _, _ = await api(
+            "chats", older, "messages", method="POST", body={"kind": "user_input", "text": "Look."}
+        )
+        assert status == 202
+        newest = await _chat_of_new(api, path)  # the panel's chat for the notebook now
+        [refused] = await agent_calls(
+            url, dict(jp_auth_header), ("create_cell", {"notebook_path": path, "source": "y = 2"})
+        )
+        await panel.until(is_type("session.completed"), 30)
+    assert refused.is_error and text_of(refused).startswith(
+        f"The notebook's own agent is working on {path} right now"
+    )
+    while extension.runner.get(older).running:  # its task ends just after its last event
+        await asyncio.sleep(0.05)
+    hold = threading.Event()
+    async with sse(newest) as panel:
+        call = agent_calls(
+            url, dict(jp_auth_header), ("get_notebook_state", {"notebook_path": path}), hold=hold
+        )
+        await panel.until(is_type("tool.completed"), 30)
+        status, body, _ = await api(
+            "chats", older, "messages", method="POST", body={"kind": "user_input", "text": "Go."}
+        )
+        hold.set()
+        [read] = await asyncio.wait_for(call, 30)
+        await panel.until(is_type("session.completed"), 30)
+    assert not read.is_error
+    assert status == 409 and body["message"] == (
+        f"Claude Code is working on {path} right now, in another chat of this notebook. "
+        "Stop it there, or wait until it finishes, then send your request."
+    )
+    cells = json.loads((jp_root_dir / path).read_text())["cells"]
+    assert ["".join(c["source"]) for c in cells] == ["x = 1"]  # the refused edit never happened
+    assert len(fake_model.requests) == 1  # the refused request never reached the model
