@@ -146,6 +146,11 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
             raise web.HTTPError(503, "The MCP endpoint is not running; the server log says why.")
         request = self.request
         body = request.body or b""
+        # The answer is streamed (SSE: progress, then the result) in small writes; Nagle's algorithm
+        # would hold one back until the client acknowledged the one before.
+        stream = getattr(request.connection, "stream", None)
+        if stream is not None:
+            stream.set_nodelay(True)
         problem = check_message(body) if request.method == "POST" else None
         if problem is not None:  # said in a sentence here, not in the SDK's parser's words
             status, error = problem

@@ -75,6 +75,8 @@ class _Burst:
     queue: asyncio.Queue[OutsideCall] = field(default_factory=asyncio.Queue)
     last_activity: float = field(default_factory=time.monotonic)
     ending: bool = False
+    closing: bool = False
+    """It takes no more calls: idle long enough, left, stopped or failed; its session is ending."""
 
 
 class OutsideAgents:
@@ -137,7 +139,7 @@ class OutsideAgents:
         confirmation is taken back and nothing runs.
         """
         chat = self.chat_for(notebook_path)
-        burst = self._burst_for(chat, client_key, client_name)
+        burst = await self._burst_for(chat, client_key, client_name)
         self._counter += 1
         item = OutsideCall(_Use(id=f"toolu_mcp_{self._counter:06d}", name=tool, input=arguments))
         burst.last_activity = time.monotonic()
@@ -182,9 +184,22 @@ class OutsideAgents:
                 await asyncio.wait([task], timeout=5)
 
     # -- bursts ----------------------------------------------------------------------------
-    def _burst_for(self, chat: Chat, client_key: str, client_name: str) -> _Burst:
+    async def _burst_for(self, chat: Chat, client_key: str, client_name: str) -> _Burst:
         burst = self._bursts.get(chat.chat_id)
-        if burst is not None and not burst.ending and chat.running:
+        task = chat.task
+        if (
+            burst is not None
+            and task is not None
+            and not task.done()
+            and burst.client_key == client_key
+            and (burst.closing or burst.ending)
+        ):
+            # The same client is back as its session closes (idle, or it reconnected): the new
+            # session starts once the old one has closed, never refused as someone else's.
+            await asyncio.wait([task])
+            self._released(burst, task)
+            burst = self._bursts.get(chat.chat_id)
+        if burst is not None and not burst.ending and not burst.closing and chat.running:
             if burst.client_key == client_key:
                 return burst
             raise ToolError(
@@ -212,10 +227,10 @@ class OutsideAgents:
         chat.control = RunControl()
         chat.held_by = client_name
         self._bursts[chat.chat_id] = burst
-        chat.task = task = asyncio.ensure_future(self._serve(burst))
+        chat.task = started = asyncio.ensure_future(self._serve(burst))
         # Held until the task is over (its last save included), so whoever is refused meanwhile
         # hears who is working.
-        task.add_done_callback(lambda _: _release(chat, task))
+        started.add_done_callback(lambda _: self._released(burst, started))
         return burst
 
     async def _serve(self, burst: _Burst) -> SessionResult:
@@ -264,6 +279,7 @@ class OutsideAgents:
             while True:
                 item = await self._next(burst)
                 if item is None:
+                    burst.closing = True
                     break
                 if item.done.done():  # withdrawn while queued: nothing runs
                     continue
@@ -308,7 +324,7 @@ class OutsideAgents:
             )
             return SessionResult("errored", "", len(steps), burst.session.terminal_event, Usage())
         finally:
-            self._bursts.pop(chat.chat_id, None)
+            burst.closing = True
             runner.broker.cancel_session(session.id)
             runner.end_record(chat)
             runner._ended(chat, session)
@@ -345,6 +361,14 @@ class OutsideAgents:
                 await on_waiting(
                     "Paused by the person watching the notebook; it will go on when they resume."
                 )
+
+    def _released(self, burst: _Burst, task: asyncio.Task[Any]) -> None:
+        """Its task is over (its last save included): the notebook is free for others."""
+        chat = burst.chat
+        if self._bursts.get(chat.chat_id) is burst:
+            del self._bursts[chat.chat_id]
+        if chat.task is task:
+            chat.held_by = None
 
     # -- endings ---------------------------------------------------------------------------
     def _withdrawn(self, burst: _Burst) -> None:
@@ -430,11 +454,6 @@ class OutsideAgents:
 
 _END: Any = OutsideCall.__new__(OutsideCall)
 """Put in a burst's queue to wake it when its client leaves."""
-
-
-def _release(chat: Chat, task: asyncio.Task[Any]) -> None:
-    if chat.task is task:
-        chat.held_by = None
 
 
 def _error(text: str) -> dict[str, Any]:
