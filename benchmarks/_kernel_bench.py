@@ -173,8 +173,9 @@ class Bench:
 
 
 @asynccontextmanager
-async def running_server() -> AsyncIterator[Bench]:
-    """The server, with jupyter_aaep, jupyter_server_ydoc and jupyter_server_fileid, in this process."""
+async def running_server(**aaep: Any) -> AsyncIterator[Bench]:
+    """The server, with jupyter_aaep, jupyter_server_ydoc and jupyter_server_fileid, in this process
+    (*aaep*: more ``AAEPExtension`` options)."""
     with tempfile.TemporaryDirectory(prefix="aaep-bench-") as folder:
         base = Path(folder)
         root = base / "root"
@@ -209,7 +210,12 @@ async def running_server() -> AsyncIterator[Bench]:
                     "db_path": str(base / "fid.db"),
                     "db_journal_mode": "OFF",
                 },
-                "AAEPExtension": {"model": "claude-bench", "db_path": ":memory:", "max_turns": 500},
+                "AAEPExtension": {
+                    "model": "claude-bench",
+                    "db_path": ":memory:",
+                    "max_turns": 500,
+                    **aaep,
+                },
             }
         )
         app = ServerApp.instance(

@@ -61,7 +61,8 @@ STATE_PHRASES: dict[str, tuple[str, str]] = {
 }
 
 
-def state_summary(to_state: str) -> Summary:
+def state_summary(to_state: str, actor: str = "The agent") -> Summary:
+    """What a listener hears when *actor* ("The agent", "Claude Code") enters *to_state*."""
     terse, normal = STATE_PHRASES.get(
         to_state,
         (
@@ -69,6 +70,8 @@ def state_summary(to_state: str) -> Summary:
             f"The agent is now {to_state.replace('_', ' ')}.",
         ),
     )
+    if actor != "The agent" and normal.startswith("The agent "):
+        normal = actor + normal[len("The agent") :]
     return Summary(normal=normal, terse=terse)
 
 
@@ -85,6 +88,9 @@ class Session:
         A ``sess_…`` id; a fresh one by default.
     language
         BCP 47 tag of the human-readable text this producer writes.
+    actor
+        Who listeners hear at work in this session's state changes: "The agent" for our own
+        agent, an outside agent's name ("Claude Code") for its sessions.
     """
 
     def __init__(
@@ -94,6 +100,7 @@ class Session:
         *,
         session_id: str | None = None,
         language: str = "en-US",
+        actor: str = "The agent",
     ) -> None:
         if session_id is not None and not is_valid_id("sess", session_id):
             raise ValueError(f"invalid session id {session_id!r}")
@@ -101,6 +108,7 @@ class Session:
         self.emitter = emitter
         self.producer = producer
         self.language = language
+        self.actor = actor
         self.state = "idle"
         self.started = False
         self.terminal_event: Event | None = None
@@ -160,18 +168,24 @@ class Session:
         self.state = state
         self._sequence = next_sequence
 
-    def change_state(self, to_state: str, summary: Summary | None = None) -> Event | None:
-        """Move to *to_state* with a ``state.changed`` event; nothing if already there."""
+    def change_state(
+        self, to_state: str, summary: Summary | None = None, *, routine: bool | None = None
+    ) -> Event | None:
+        """Move to *to_state* with a ``state.changed`` event; nothing if already there.
+
+        *routine* (a background event) defaults to: a move into thinking/calling_tool with no
+        summary of its own; a move with its own summary (an approval decided, a question
+        answered) is worth hearing unless the caller says it is routine.
+        """
         if to_state == self.state or self.closed:
             return None
-        # Routine moves into thinking/calling_tool are background; a move with its own
-        # summary (an approval decided, a question answered) is worth hearing.
-        routine = summary is None and to_state in ("thinking", "calling_tool")
+        if routine is None:
+            routine = summary is None and to_state in ("thinking", "calling_tool")
         return self.emit(
             StateChanged(
                 from_state=self.state,
                 to_state=to_state,
-                summary=summary or state_summary(to_state),
+                summary=summary or state_summary(to_state, self.actor),
                 urgency="background" if routine else "normal",
             )
         )

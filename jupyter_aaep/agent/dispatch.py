@@ -200,7 +200,7 @@ class ToolDispatcher:
         self, call: _Call, spec: ToolSpec, preview: ActionPreview, ctx: ToolContext
     ) -> None:
         session = self.session
-        session.change_state("calling_tool")
+        session.change_state("calling_tool", _working(session.actor, spec), routine=True)
         risk = _risk(spec, preview)
         session.emit(
             ToolInvoked(
@@ -344,7 +344,7 @@ class ToolDispatcher:
             Summary(
                 normal="Approving automatically."
                 if automatic
-                else f"Waiting for your approval: {preview.summary}",
+                else f"{_waiting_who(session.actor)} for your approval: {preview.summary}",
                 terse="Approving." if automatic else "Approval needed.",
             ),
         )
@@ -365,11 +365,17 @@ class ToolDispatcher:
                 detailed=f"Approved automatically by this chat's setting, {risk} risk: {action} {consequence}{flags}",
             )
         else:
+            # An outside agent's request says whose it is; our own agent's is the chat's default.
+            needed = (
+                "Approval needed"
+                if session.actor == "The agent"
+                else f"Approval needed for {session.actor}"
+            )
             summary = Summary(
-                normal=f"Approval needed, {risk} risk: {action} {consequence}{flags} "
+                normal=f"{needed}, {risk} risk: {action} {consequence}{flags} "
                 f"If you do not answer within {duration_words(timeout, short=False)}, it will be {_past(default)}.",
                 terse=f"Approve? {preview.terse or preview.summary}",
-                detailed=f"Approval needed, {risk} risk: {action} {consequence}{flags} "
+                detailed=f"{needed}, {risk} risk: {action} {consequence}{flags} "
                 f"If nobody answers within {duration_words(timeout, short=False)}, the default is to {default} it.",
             )
         event = session.emit(
@@ -646,6 +652,20 @@ _APPROVED_BY_ORIGIN = {
     "notebook": "Approved from the notebook.",
     "policy": "Approved automatically by this chat's setting.",
 }
+
+
+def _waiting_who(actor: str) -> str:
+    return "Waiting" if actor == "The agent" else f"{actor} is waiting"
+
+
+def _working(actor: str, spec: ToolSpec) -> Summary:
+    """The state line while a step runs: who is doing what ("Claude Code is reading the
+    notebook."), in the user's words, never a tool name."""
+    return Summary(
+        normal=f"{actor} is {spec.activity()}.",
+        terse="Working.",
+        detailed=f"{actor} is {spec.activity()}; its result follows.",
+    )
 
 
 def _approved_how(outcome: Outcome, *, automatic: bool) -> str:

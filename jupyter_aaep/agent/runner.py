@@ -221,6 +221,18 @@ class ChatRunner:
         if self.persistence is not None:
             self.persistence.notices.changed(health, list(self._chats.values()))
 
+    def _refuse_if_notebook_held(self, chat: Chat) -> None:
+        """One agent per notebook, across its chats: an outside agent at work on this notebook
+        in another of its chats keeps the built-in agent from starting here."""
+        if not chat.notebook_path:
+            return
+        for other in self.chats(chat.notebook_path):
+            if other is not chat and other.running and other.held_by:
+                raise ChatBusy(
+                    f"{other.held_by} is working on {chat.notebook_path} right now, in another chat of "
+                    "this notebook. Stop it there, or wait until it finishes, then send your request."
+                )
+
     def chats(self, notebook_path: str | None = None) -> list[Chat]:
         return [
             c
@@ -255,6 +267,7 @@ class ChatRunner:
             previous = chat.task
             chat.control.cancelled_by = "user"
             chat.control.reason = "superseded_by_new_request"
+        self._refuse_if_notebook_held(chat)
         producer = replace(self.producer, model=chat.model) if chat.model else self.producer
         session = Session(chat.emitter, producer)
         chat.session = session
@@ -440,7 +453,8 @@ class ChatRunner:
         """
         chat = self.get(chat_id)
         if chat.running:
-            raise ChatBusy("The agent is still working. Stop it before undoing its changes.")
+            who = chat.held_by or "The agent"
+            raise ChatBusy(f"{who} is still working. Stop it before undoing its changes.")
         notebooks = self.services.notebook
         if notebooks is None or not chat.notebook_path or not chat.snapshots:
             raise InvalidInput(

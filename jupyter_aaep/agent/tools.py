@@ -183,6 +183,10 @@ class ToolSpec:
     def human_label(self) -> str:
         return self.label or self.name.replace("_", " ")
 
+    def activity(self) -> str:
+        """What doing it is called, to follow "… is": "reading the notebook", "running a cell"."""
+        return gerund_phrase(self.human_label())
+
     def check(self, arguments: Any) -> None:
         problem = check_arguments(self.input_schema, arguments)
         if problem:
@@ -218,6 +222,27 @@ class ToolSpec:
         if self.context_param:
             kwargs[self.context_param] = ctx
         return func(**kwargs)
+
+
+_IRREGULAR_GERUNDS = {"run": "running", "get": "getting", "set": "setting", "stop": "stopping"}
+
+
+def gerund_phrase(label: str) -> str:
+    """ "read the notebook" -> "reading the notebook"; a label that does not start with a plain
+    verb (an MCP tool's title, "Write File, from the files server") -> "using Write File, …"."""
+    verb, _, rest = label.partition(" ")
+    lower = verb.lower()
+    if not verb or verb != lower or not lower.isalpha():
+        return f"using {label}"
+    if lower in _IRREGULAR_GERUNDS:
+        doing = _IRREGULAR_GERUNDS[lower]
+    elif lower.endswith("ie"):
+        doing = lower[:-2] + "ying"
+    elif lower.endswith("e") and not lower.endswith(("ee", "ye", "oe")):
+        doing = lower[:-1] + "ing"
+    else:
+        doing = lower + "ing"
+    return f"{doing} {rest}".rstrip()
 
 
 def as_result(raw: Any) -> ToolResult:

@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import sys
+import threading
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urljoin
@@ -58,17 +59,46 @@ class Bridge:
         self.session_id: str | None = None
         self.protocol: str | None = None
         self._initialized = asyncio.Event()
+        self._stop = asyncio.Event()
+        self.refused = False
+        """The server refused the token: the bridge ends with a non-zero exit."""
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, read=None))
 
     def write(self, message: Any) -> None:
         self.out.write(json.dumps(message, separators=(",", ":")) + "\n")
         self.out.flush()
 
+    async def check(self) -> str | None:
+        """Before serving: a sentence saying why the server cannot be used (unreachable, or it
+        refuses the token), or ``None``. A GET without a session is refused by Jupyter's login
+        (401/403) before the MCP endpoint answers it (400)."""
+        try:
+            response = await self._client.get(
+                self.url, headers={**self.headers, "Accept": "text/event-stream"}
+            )
+        except httpx.HTTPError as error:
+            return f"The bridge cannot reach the Jupyter server at {self.url} ({type(error).__name__}). Is it running?"
+        if response.status_code in (401, 403):
+            self.refused = True
+            return REFUSED
+        if response.status_code == 404:
+            return (
+                f"There is no MCP endpoint at {self.url}: the server does not run jupyter-aaep, or "
+                "c.AAEPExtension.mcp_server is False."
+            )
+        return None
+
     async def run(self, lines: asyncio.Queue[str | None]) -> None:
         tasks: set[asyncio.Task[None]] = set()
+        stop = asyncio.ensure_future(self._stop.wait())
         try:
             while True:
-                line = await lines.get()
+                getting = asyncio.ensure_future(lines.get())
+                await asyncio.wait([getting, stop], return_when=asyncio.FIRST_COMPLETED)
+                if not getting.done():
+                    getting.cancel()
+                    break
+                line = getting.result()
                 if line is None:
                     break
                 if not line.strip():
@@ -87,9 +117,12 @@ class Bridge:
                 task = asyncio.ensure_future(self.forward(message))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
-            if tasks:
+            if tasks and not self._stop.is_set():
                 await asyncio.wait(tasks)
         finally:
+            stop.cancel()
+            for task in tasks:
+                task.cancel()
             await self.close()
 
     async def forward(self, message: Any) -> None:
@@ -104,11 +137,9 @@ class Bridge:
                 "POST", self.url, json=message, headers=headers
             ) as response:
                 if response.status_code in (401, 403):
-                    self._error(
-                        request_id,
-                        "The Jupyter server refused the bridge's token. Set JUPYTER_TOKEN to the "
-                        "server's token (jupyter server list shows it).",
-                    )
+                    self.refused = True
+                    self._error(request_id, REFUSED)
+                    self._stop.set()
                     return
                 session = response.headers.get("mcp-session-id")
                 if session:
@@ -182,18 +213,27 @@ class Bridge:
         await self._client.aclose()
 
 
+REFUSED = (
+    "The Jupyter server refused the bridge's token. Set JUPYTER_TOKEN to the server's token "
+    "(jupyter server list shows it), then start the bridge again."
+)
+
+
 def _rpc_error(request_id: Any, code: int, text: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": text}}
 
 
-async def _read_stdin(lines: asyncio.Queue[str | None]) -> None:
+def _read_stdin(lines: asyncio.Queue[str | None]) -> None:
+    """Lines of stdin into *lines* from a daemon thread (a blocked read never holds up the exit),
+    then ``None`` at end of input."""
     loop = asyncio.get_running_loop()
-    while True:
-        line = await loop.run_in_executor(None, sys.stdin.readline)
-        if not line:
-            await lines.put(None)
-            return
-        await lines.put(line)
+
+    def read() -> None:
+        for line in sys.stdin:
+            loop.call_soon_threadsafe(lines.put_nowait, line)
+        loop.call_soon_threadsafe(lines.put_nowait, None)
+
+    threading.Thread(target=read, name="mcp-bridge-stdin", daemon=True).start()
 
 
 def _resolve(args: argparse.Namespace) -> tuple[str, str | None]:
@@ -226,12 +266,21 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     url, token = _resolve(args)
 
-    async def serve() -> None:
+    async def serve() -> int:
+        bridge = Bridge(url, token)
+        problem = await bridge.check()
+        if problem:
+            await bridge.close()
+            print(f"jupyter_aaep.mcp: {problem}", file=sys.stderr)
+            return 1
         lines: asyncio.Queue[str | None] = asyncio.Queue()
-        reader = asyncio.ensure_future(_read_stdin(lines))
-        try:
-            await Bridge(url, token).run(lines)
-        finally:
-            reader.cancel()
+        _read_stdin(lines)
+        await bridge.run(lines)
+        if bridge.refused:
+            print(f"jupyter_aaep.mcp: {REFUSED}", file=sys.stderr)
+            return 1
+        return 0
 
-    asyncio.run(serve())
+    code = asyncio.run(serve())
+    if code:
+        raise SystemExit(code)

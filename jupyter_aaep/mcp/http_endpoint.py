@@ -13,7 +13,9 @@ The session manager needs one task to own it for its whole life (DESIGN §13):
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import re
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -26,10 +28,41 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from .outside_agents import OutsideAgents
+from .rpc_errors import check_message, reword
 
 log = logging.getLogger(__name__)
 
 __all__ = ["MCPEndpoint", "MCPHandler"]
+
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+TOO_LARGE = (
+    f"The request is larger than {MAX_BODY_BYTES // (1024 * 1024)} MiB and was not read; send less at "
+    "once (a cell's source, for example, has at most 1,000,000 characters)."
+)
+
+
+def _reworded(body: bytes) -> bytes:
+    """An SDK error body with its message as a sentence a client's model can act on."""
+    try:
+        message = json.loads(body)
+        error = message["error"]
+        error["message"] = reword(str(error.get("message", "")))
+    except (ValueError, KeyError, TypeError):
+        return json.dumps(_rpc_error(None, reword(body.decode("utf-8", "replace")))).encode()
+    return json.dumps(message).encode()
+
+
+def _rpc_error(request_id: Any, text: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32600, "message": text}}
+
+
+def _request_id(body: bytes) -> Any:
+    """The id of the request in *body*, when it can be read cheaply (for an error's answer)."""
+    match = re.match(
+        rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(\d{1,15}|"[^"\\]{0,200}")', body
+    )
+    return json.loads(match.group(1)) if match else None
 
 
 class MCPEndpoint:
@@ -40,7 +73,7 @@ class MCPEndpoint:
     ) -> None:
         self.agents = agents
         self.manager = StreamableHTTPSessionManager(
-            server, session_idle_timeout=session_idle_seconds
+            server, session_idle_timeout=session_idle_seconds, max_request_body_size=MAX_BODY_BYTES
         )
         self._owner: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
@@ -113,6 +146,18 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
             raise web.HTTPError(503, "The MCP endpoint is not running; the server log says why.")
         request = self.request
         body = request.body or b""
+        # The answer is streamed (SSE: progress, then the result) in small writes; Nagle's algorithm
+        # would hold one back until the client acknowledged the one before.
+        stream = getattr(request.connection, "stream", None)
+        if stream is not None:
+            stream.set_nodelay(True)
+        problem = check_message(body) if request.method == "POST" else None
+        if problem is not None:  # said in a sentence here, not in the SDK's parser's words
+            status, error = problem
+            self.set_status(status)
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps(error))
+            return
         sent_body = False
         started = False
 
@@ -124,14 +169,35 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
             await self._closed.wait()
             return {"type": "http.disconnect"}
 
+        too_large = False
+        error_body: bytearray | None = None
+
         async def send(message: MutableMapping[str, Any]) -> None:
-            nonlocal started
+            nonlocal started, too_large, error_body
+            if too_large:
+                return  # the SDK's plain-text body is replaced by a sentence
+            if error_body is not None:  # an SDK error, reworded once it is whole
+                error_body.extend(message.get("body", b""))
+                if not message.get("more_body", False):
+                    self.write(_reworded(bytes(error_body)))
+                return
+            if message["type"] == "http.response.start" and message["status"] == 413:
+                started = too_large = True
+                self.set_status(413)
+                self.set_header("Content-Type", "application/json")
+                self.write(json.dumps(_rpc_error(_request_id(body), TOO_LARGE)))
+                return
             if message["type"] == "http.response.start":
                 started = True
                 self.set_status(message["status"])
                 self.clear_header("Content-Type")
                 for key, value in message.get("headers", []):
-                    self.add_header(key.decode("latin-1"), value.decode("latin-1"))
+                    name = key.decode("latin-1")
+                    if message["status"] >= 400 and name.lower() == "content-length":
+                        continue  # the reworded body has another length
+                    self.add_header(name, value.decode("latin-1"))
+                if message["status"] >= 400:
+                    error_body = bytearray()
             elif message["type"] == "http.response.body":
                 chunk = message.get("body", b"")
                 if chunk:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import posixpath
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,7 +29,13 @@ from .outside_agents import OutsideAgents
 
 log = logging.getLogger(__name__)
 
-__all__ = ["NOTEBOOK_PATH_HELP", "build_notebook_server", "check_notebook_path", "mcp_tool"]
+__all__ = [
+    "NOTEBOOK_PATH_HELP",
+    "build_notebook_server",
+    "check_inside_root",
+    "check_notebook_path",
+    "mcp_tool",
+]
 
 NOTEBOOK_PATH_HELP = (
     "The notebook to work on, relative to the Jupyter server's root folder, e.g. "
@@ -37,6 +44,8 @@ NOTEBOOK_PATH_HELP = (
 ADDITIVE = frozenset({"create_cell"})
 """Tools that change the notebook only by adding to it (MCP: not destructive)."""
 MAX_ARGUMENT_CHARS = 1_000_000
+MAX_PATH_CHARS = 4096
+"""PATH_MAX on Linux; a longer path names no file (and resolving it would cost time)."""
 UNKNOWN_CLIENT = "An outside agent"
 
 FileExists = Callable[[str], Awaitable[bool]]
@@ -69,24 +78,63 @@ def mcp_tool(spec: ToolSpec) -> types.Tool:
 
 def check_notebook_path(value: Any) -> str:
     """A notebook path inside the server root, normalised; a :class:`ToolError` sentence otherwise."""
-    if not isinstance(value, str) or not value.strip():
+    if value is not None and not isinstance(value, str):
+        kind = {
+            bool: "a boolean",
+            int: "a number",
+            float: "a number",
+            list: "a list",
+            dict: "an object",
+        }
         raise ToolError(
-            "notebook_path is required: the notebook's path relative to the Jupyter root, "
+            "The notebook_path argument must be a string, the notebook's path relative to the Jupyter "
+            f'root (e.g. "analysis.ipynb"); it was {kind.get(type(value), "another value")}.'
+        )
+    if not value or not value.strip():
+        raise ToolError(
+            "The notebook_path argument is required: the notebook's path relative to the Jupyter root, "
             'e.g. "analysis.ipynb".'
         )
-    path = value.strip().replace("\\", "/")
-    if path.startswith("/") or (len(path) > 1 and path[1] == ":") or "\0" in path:
+    if len(value) > MAX_PATH_CHARS:
         raise ToolError(
-            f'notebook_path {value[:200]!r} must be relative to the Jupyter root, e.g. "analysis.ipynb".'
+            f"The notebook_path is {len(value):,} characters long; a path has at most {MAX_PATH_CHARS:,}."
+        )
+    shown = repr(value[:200])
+    if "\0" in value:
+        raise ToolError(
+            f"The notebook_path {shown} contains a NUL character, which no file name can; send the path alone."
+        )
+    path = value.strip().replace("\\", "/")
+    if path.startswith("/") or (len(path) > 1 and path[1] == ":"):
+        raise ToolError(
+            f'The notebook_path {shown} must be relative to the Jupyter root, e.g. "analysis.ipynb".'
         )
     normal = posixpath.normpath(path)
-    if normal == ".." or normal.startswith("../") or normal == ".":
+    if normal == ".." or normal.startswith("../"):
         raise ToolError(
-            f"notebook_path {value[:200]!r} is outside the Jupyter root; only notebooks inside it can be used."
+            f"The notebook_path {shown} is outside the Jupyter root; only notebooks inside it can be used."
         )
-    if not normal.endswith(".ipynb"):
-        raise ToolError(f"notebook_path {value[:200]!r} is not a notebook (.ipynb file).")
+    if not normal.endswith(".ipynb") or normal == ".":
+        raise ToolError(f"The notebook_path {shown} is not a notebook (an .ipynb file).")
     return normal
+
+
+def check_inside_root(root_dir: str, path: str) -> None:
+    """Refuse, with a sentence, a notebook whose real file is outside *root_dir*: a link in the
+    root that leads out of it would let an outside agent read and save files the server's root
+    was meant to keep it from."""
+    root = os.path.realpath(root_dir)
+    try:
+        real = os.path.realpath(os.path.join(root, path))
+    except (OSError, ValueError) as error:
+        raise ToolError(
+            f"The notebook_path {path[:200]!r} cannot be used ({type(error).__name__})."
+        ) from error
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        raise ToolError(
+            f"The notebook_path {path[:200]!r} leads outside the Jupyter root through a link; only notebooks "
+            "inside the root can be used."
+        )
 
 
 def build_notebook_server(

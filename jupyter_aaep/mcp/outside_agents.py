@@ -77,6 +77,8 @@ class _Burst:
     queue: asyncio.Queue[OutsideCall] = field(default_factory=asyncio.Queue)
     last_activity: float = field(default_factory=time.monotonic)
     ending: bool = False
+    closing: bool = False
+    """It takes no more calls: idle long enough, left, stopped or failed; its session is ending."""
 
 
 class OutsideAgents:
@@ -139,7 +141,7 @@ class OutsideAgents:
         confirmation is taken back and nothing runs.
         """
         chat = self.chat_for(notebook_path)
-        burst = self._burst_for(chat, client_key, client_name)
+        burst = await self._burst_for(chat, client_key, client_name)
         self._counter += 1
         item = OutsideCall(_Use(id=f"toolu_mcp_{self._counter:06d}", name=tool, input=arguments))
         burst.last_activity = time.monotonic()
@@ -184,9 +186,22 @@ class OutsideAgents:
                 await asyncio.wait([task], timeout=5)
 
     # -- bursts ----------------------------------------------------------------------------
-    def _burst_for(self, chat: Chat, client_key: str, client_name: str) -> _Burst:
+    async def _burst_for(self, chat: Chat, client_key: str, client_name: str) -> _Burst:
         burst = self._bursts.get(chat.chat_id)
-        if burst is not None and not burst.ending and chat.running:
+        task = chat.task
+        if (
+            burst is not None
+            and task is not None
+            and not task.done()
+            and burst.client_key == client_key
+            and (burst.closing or burst.ending)
+        ):
+            # The same client is back as its session closes (idle, or it reconnected): the new
+            # session starts once the old one has closed, never refused as someone else's.
+            await asyncio.wait([task])
+            self._released(burst, task)
+            burst = self._bursts.get(chat.chat_id)
+        if burst is not None and not burst.ending and not burst.closing and chat.running:
             if burst.client_key == client_key:
                 return burst
             raise ToolError(
@@ -194,20 +209,30 @@ class OutsideAgents:
                 "notebook at a time. Try again when it has finished (about "
                 f"{int(self.idle_seconds)} seconds after its last step)."
             )
-        if chat.running:
+        for other in (chat, *self.runner.chats(chat.notebook_path)):
+            if not other.running:
+                continue
+            if other.held_by:  # another outside agent, in another chat of the notebook
+                raise ToolError(
+                    f"{other.held_by} is working on {chat.notebook_path} right now, and one agent works on a "
+                    "notebook at a time. Try again when it has finished."
+                )
             raise ToolError(
                 f"The notebook's own agent is working on {chat.notebook_path} right now, and one agent works on "
                 "a notebook at a time. Try again when it has finished, or ask the person to stop it."
             )
         # The outside agent speaks through this server; its model is its own business (not known here).
         producer = replace(self.runner.producer, agent_name=client_name, model="outside-agent")
-        session = Session(chat.emitter, producer)
+        session = Session(chat.emitter, producer, actor=client_name)
         burst = _Burst(chat=chat, client_key=client_key, client_name=client_name, session=session)
         chat.session = session
         chat.control = RunControl()
         chat.held_by = client_name
         self._bursts[chat.chat_id] = burst
-        chat.task = asyncio.ensure_future(self._serve(burst))
+        chat.task = started = asyncio.ensure_future(self._serve(burst))
+        # Held until the task is over (its last save included), so whoever is refused meanwhile
+        # hears who is working.
+        started.add_done_callback(lambda _: self._released(burst, started))
         return burst
 
     async def _serve(self, burst: _Burst) -> SessionResult:
@@ -256,6 +281,7 @@ class OutsideAgents:
             while True:
                 item = await self._next(burst)
                 if item is None:
+                    burst.closing = True
                     break
                 if item.done.done():  # withdrawn while queued: nothing runs
                     continue
@@ -269,6 +295,8 @@ class OutsideAgents:
                     self._withdrawn(burst)
                     continue
                 results = item.task.result()
+                if session.state == "calling_tool":  # its own model decides what comes next
+                    session.change_state("thinking")
                 if not item.done.done():
                     item.done.set_result(
                         results[0] if results else _error("The call produced no result.")
@@ -298,8 +326,7 @@ class OutsideAgents:
             )
             return SessionResult("errored", "", len(steps), burst.session.terminal_event, Usage())
         finally:
-            self._bursts.pop(chat.chat_id, None)
-            chat.held_by = None
+            burst.closing = True
             runner.broker.cancel_session(session.id)
             runner.end_record(chat)
             runner._ended(chat, session)
@@ -336,6 +363,14 @@ class OutsideAgents:
                 await on_waiting(
                     "Paused by the person watching the notebook; it will go on when they resume."
                 )
+
+    def _released(self, burst: _Burst, task: asyncio.Task[Any]) -> None:
+        """Its task is over (its last save included): the notebook is free for others."""
+        chat = burst.chat
+        if self._bursts.get(chat.chat_id) is burst:
+            del self._bursts[chat.chat_id]
+        if chat.task is task:
+            chat.held_by = None
 
     # -- endings ---------------------------------------------------------------------------
     def _withdrawn(self, burst: _Burst) -> None:

@@ -466,8 +466,9 @@ class AAEPExtension(ExtensionApp):
         default_of(OutsideAgents, "idle_seconds"),
         config=True,
         help="Seconds an outside agent may stay silent before its session in the notebook's chat ends "
-        "('Claude Code finished'); its next call starts a new one. While its session runs, the notebook's "
-        "own agent and other outside agents wait their turn. More than 0.",
+        "('Claude Code finished'); its next call starts a new one. While its session runs, a request to the "
+        "notebook's own agent and other outside agents' calls are refused with a sentence saying who is "
+        "working. More than 0.",
     )
 
     mcp_config_file = Unicode(
@@ -621,11 +622,17 @@ class AAEPExtension(ExtensionApp):
         from jupyter_server.utils import ensure_async
 
         from ..mcp.http_endpoint import MCPEndpoint
-        from ..mcp.notebook_server import build_notebook_server
+        from ..mcp.notebook_server import build_notebook_server, check_inside_root
+        from ..mcp.outside_agents import OutsideAgents
 
         contents = self.server.contents_manager
 
         async def notebook_exists(path: str) -> bool:
+            root = getattr(contents, "root_dir", None)
+            if (
+                isinstance(root, str) and root
+            ):  # a file-backed contents manager: links must stay inside
+                check_inside_root(root, path)
             return bool(await ensure_async(contents.file_exists(path)))  # type: ignore[no-untyped-call]
 
         agents = OutsideAgents(

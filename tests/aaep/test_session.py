@@ -105,3 +105,6 @@ def test_ids_clock_and_state_phrases() -> None:
             parse_timestamp(bad)  # type: ignore[arg-type]
     assert state_summary("thinking").normal == "The agent is thinking."
     assert state_summary("handing_off").normal == "The agent is now handing off."
+    # An outside agent's session says who is at work.
+    assert state_summary("paused", "Claude Code").normal == "Claude Code is paused."
+    assert state_summary("thinking", "Claude Code").terse == "Thinking."

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from jupyter_aaep.agent.tools import ToolError, ToolResult, aaep_tool
+from jupyter_aaep.agent.tools import ToolError, ToolResult, aaep_tool, gerund_phrase
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 if TYPE_CHECKING:
@@ -47,6 +47,28 @@ async def test_a_tools_terse_and_detailed_results_reach_listeners_masked(harness
     assert looked["summary_terse"] == "Done."
     said = " ".join(str(e.get("summary_normal", "")) for e in harness.events.events)
     assert "measure_data" not in said and "look_around" not in said, "tools by what they do"
+    # The state line says what is being done, in the background (the result is what is heard).
+    working = [
+        e
+        for e in harness.events.of_type("state.changed")
+        if e["to_state"] == "calling_tool" and e["from_state"] != "awaiting_input"
+    ]
+    assert working[0]["summary_normal"] == "The agent is measuring the data."
+    assert all(e["urgency"] == "background" for e in working)
+
+
+def test_a_steps_label_becomes_what_doing_it_is_called() -> None:
+    cases = {
+        "read the notebook": "reading the notebook",
+        "run a cell": "running a cell",
+        "create a cell": "creating a cell",
+        "move a cell": "moving a cell",
+        "look at a figure": "looking at a figure",
+        "see": "seeing",
+        "tie a knot": "tying a knot",
+        "Write File, from the files server": "using Write File, from the files server",
+    }
+    assert {label: gerund_phrase(label) for label in cases} == cases
 
 
 async def test_a_tools_error_reaches_listeners_without_ids_or_tool_names(harness: Harness) -> None:

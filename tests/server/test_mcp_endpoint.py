@@ -7,6 +7,7 @@ own; running code waits for a person's answer on an AAEP stream; nothing runs wi
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from typing import Any
 
@@ -130,35 +131,56 @@ def agent_calls(
     return asyncio.ensure_future(off_loop(agent))
 
 
-async def test_a_burst_of_reads_and_edits_is_one_narrated_session(
-    url, jp_auth_header, jp_root_dir, api, sse
+async def test_an_outside_session_is_one_narrated_text_a_listener_can_follow(
+    url, jp_auth_header, api, sse, kernels
 ) -> None:
-    path = write_notebook(jp_root_dir, new_name(), ["x = 1"])
+    """Start, a read, an edit, a run that asks for approval, the approval, the output and the
+    idle end: one session in the notebook's chat, each step said in the user's words, saying
+    who is at work (Claude Code), with no tool names and no ids."""
+    path = new_name()
+    await kernels.notebook(path, ["print('hello from the cell')"])
     chat_id = await _chat_of_new(api, path)
     async with sse(chat_id) as panel:
-        state, created = await agent_calls(
+        call = agent_calls(
             url,
             dict(jp_auth_header),
             ("get_notebook_state", {"notebook_path": path}),
-            ("create_cell", {"notebook_path": path, "source": "y = x + 1"}),
+            ("create_cell", {"notebook_path": path, "source": "y = 2"}),
+            ("run_cell", {"notebook_path": path, "cell_id": "c1"}),
         )
-        events = await panel.until(is_type("session.completed"), timeout=15)
-    assert not state.is_error and "x = 1" in text_of(state)
+        confirmation = (await panel.until(is_type("awaiting.confirmation"), 60))[-1]
+        await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept"))
+        state, created, ran = await asyncio.wait_for(call, 60)
+        events = await panel.until(is_type("session.completed"), timeout=30)
+    assert not state.is_error and "hello from the cell" in text_of(state)
     assert not created.is_error, text_of(created)
+    assert not ran.is_error and "hello from the cell" in text_of(ran)
     _, body, _ = await api("chats", chat_id)
     transcript = body["transcript"]
     started = [e for e in transcript if is_type("session.started")(e)]
-    assert (
-        len(started) == 1 and started[0]["summary_normal"] == f"Claude Code is working on {path}."
+    assert len(started) == 1 and started[0]["producer"]["agent_name"] == "Claude Code"
+    said = [e["summary_normal"] for e in transcript if e.get("summary_normal")]
+    heard = [
+        e["summary_normal"]
+        for e in transcript
+        if e.get("summary_normal") and e.get("urgency") != "background"
+    ]
+    print("NARRATION (all):", " | ".join(said))
+    print("NARRATION (heard at normal verbosity):", " | ".join(heard))
+    assert said[0] == f"Claude Code is working on {path}."
+    assert "Claude Code is reading the notebook." in said  # the state line says who and what
+    assert not any(s.startswith("The agent is") for s in said), said
+    assert any(
+        s.startswith("Approval needed for Claude Code, medium risk: Run cell 1") for s in heard
     )
-    assert started[0]["producer"]["agent_name"] == "Claude Code"
-    said = [e["summary_normal"] for e in transcript if "summary_normal" in e]
-    assert "Read the notebook: 1 cell, kernel not started." in said
-    assert any(s.startswith("Created code cell 2") for s in said)
-    assert said[-1] == "Claude Code finished: 2 steps."
-    assert not any("get_notebook_state" in s or "create_cell" in s for s in said)  # no tool names
-    assert events[-1]["tool_invocations_count"] == 2
-    print("NARRATION:", " ".join(said))
+    assert "Approved by you." in " ".join(heard) or any("Approved" in s for s in heard), heard
+    assert any(s.startswith("Created code cell 2") for s in heard), heard
+    assert any(s.startswith("Cell 1 ran: hello from the cell") for s in heard), heard
+    assert said[-1] == "Claude Code finished: 3 steps."
+    text = " ".join(said)
+    for internal in ("get_notebook_state", "create_cell", "run_cell", "c1", "toolu_", "sess_"):
+        assert internal not in text, internal  # no tool names, no ids
+    assert events[-1]["tool_invocations_count"] == 3
 
 
 async def test_running_code_waits_for_a_person_rejected_runs_nothing(
@@ -318,7 +340,7 @@ async def test_bad_calls_get_sentences_and_nothing_runs(
     assert "There is no notebook at 'nowhere.ipynb'" in text_of(missing)
     assert "There is no tool named 'format_disk'" in text_of(unknown)
     assert "Invalid input for create_cell" in text_of(wrong)
-    assert "notebook_path is required" in text_of(none)
+    assert "The notebook_path argument is required" in text_of(none)
     for result in results:
         assert result.is_error and text_of(result).rstrip().endswith((".", ")"))
     assert not any(c.running for c in extension.runner.chats())  # no session was started
@@ -328,3 +350,55 @@ async def _chat_of_new(api: Any, path: str) -> str:
     status, body, _ = await api("chats", method="POST", body={"notebook_path": path})
     assert status == 201, body
     return str(body["chat_id"])
+
+
+async def test_the_built_in_agent_and_an_outside_agent_never_work_on_one_notebook_at_once(
+    url, jp_auth_header, jp_root_dir, api, sse, fake_model, extension
+) -> None:
+    """Across the notebook's chats too: the outside agent's calls go to the chat the panel shows,
+    the built-in agent may be working in another one; each is refused with a sentence saying who
+    is working, and nothing interleaves."""
+    from jupyter_aaep.testing.fake_anthropic import Turn
+
+    path = write_notebook(jp_root_dir, new_name(), ["x = 1"])
+    older = await _chat_of_new(api, path)
+    fake_model.add(Turn(text="Thinking it over.", delay=10.0))
+    async with sse(older) as panel:
+        status, _, _ = await api(
+            "chats", older, "messages", method="POST", body={"kind": "user_input", "text": "Look."}
+        )
+        assert status == 202
+        newest = await _chat_of_new(api, path)
+        [refused] = await agent_calls(
+            url, dict(jp_auth_header), ("create_cell", {"notebook_path": path, "source": "y = 2"})
+        )
+        await panel.until(is_type("session.completed"), 30)
+    assert refused.is_error and text_of(refused).startswith(
+        f"The notebook's own agent is working on {path} right now"
+    )
+    while extension.runner.get(older).running:  # its task ends just after its last event
+        await asyncio.sleep(0.05)
+    # the outside agent works in the chat the panel shows (the last active one); the person
+    # writes in the other chat of the same notebook
+    shown = await _chat_of(api, path)
+    other = older if shown == newest else newest
+    hold = threading.Event()
+    async with sse(shown) as panel:
+        call = agent_calls(
+            url, dict(jp_auth_header), ("get_notebook_state", {"notebook_path": path}), hold=hold
+        )
+        await panel.until(is_type("tool.completed"), 30)
+        status, body, _ = await api(
+            "chats", other, "messages", method="POST", body={"kind": "user_input", "text": "Go."}
+        )
+        hold.set()
+        [read] = await asyncio.wait_for(call, 30)
+        await panel.until(is_type("session.completed"), 30)
+    assert not read.is_error
+    assert status == 409 and body["message"] == (
+        f"Claude Code is working on {path} right now, in another chat of this notebook. "
+        "Stop it there, or wait until it finishes, then send your request."
+    )
+    cells = json.loads((jp_root_dir / path).read_text())["cells"]
+    assert ["".join(c["source"]) for c in cells] == ["x = 1"]  # the refused edit never happened
+    assert len(fake_model.requests) == 1  # the refused request never reached the model
