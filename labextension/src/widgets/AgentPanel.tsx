@@ -3,7 +3,7 @@
  */
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
-import { LabIcon, ReactWidget, SidePanel } from '@jupyterlab/ui-components';
+import { LabIcon, ReactWidget, SidePanel, settingsIcon } from '@jupyterlab/ui-components';
 import { CommandRegistry } from '@lumino/commands';
 import { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
@@ -12,10 +12,12 @@ import React, { useLayoutEffect, useRef, useState } from 'react';
 
 import { ChatList } from '../components/ChatList';
 import { FigureDescription } from '../components/FigureDescription';
-import { ModelPicker } from '../components/ModelPicker';
 import { Composer } from '../components/Composer';
-import { useSignals } from '../components/hooks';
+import { useId, useSignals } from '../components/hooks';
+import { IPanelSettingsProps, PanelSettings } from '../components/PanelSettings';
 import { RunControls } from '../components/RunControls';
+import { ToolbarIconButton } from '../components/ToolbarIconButton';
+import { useScrollRegions } from '../components/scrollRegions';
 import { Transcript } from '../components/Transcript';
 import { CommandIDs } from '../commands';
 import { ChatController } from '../controller';
@@ -23,6 +25,7 @@ import { FigureDescriber } from '../figures';
 import { IMentionSource } from '../mentions';
 import { ModelChooser } from '../modelChoice';
 import { ChatModel, TranscriptItem } from '../model';
+import { Verbosity } from '../aaep';
 import { usageMeterText } from '../usage';
 import { ariaShortcut, shortcutLabel } from '../shortcuts';
 
@@ -88,6 +91,28 @@ function baseName(path: string): string {
 }
 
 /**
+ * The settings with the verbosity read from (and set through) its command, so
+ * a change from the palette shows here too.
+ */
+function SettingsRegion(
+  props: Omit<IPanelSettingsProps, 'verbosity' | 'onVerbosity'> & { commands: CommandRegistry }
+): JSX.Element {
+  const { commands, ...rest } = props;
+  useSignals(commands.commandChanged);
+  const verbosity =
+    (['terse', 'normal', 'detailed'] as Verbosity[]).find(v =>
+      commands.isToggled(CommandIDs.setVerbosity, { verbosity: v })
+    ) ?? 'normal';
+  return (
+    <PanelSettings
+      {...rest}
+      verbosity={verbosity}
+      onVerbosity={v => void commands.execute(CommandIDs.setVerbosity, { verbosity: v })}
+    />
+  );
+}
+
+/**
  * Everything inside the panel; re-renders from the controller's and the
  * model's signals.
  */
@@ -104,6 +129,10 @@ function AgentView(props: IAgentViewProps): JSX.Element {
   };
   const jumpKey = shortcutLabel(commands, CommandIDs.jumpToConfirmation);
   const [chatsOpen, setChatsOpen] = useState(false);
+  const [settingsOpen, setSettingsOpen] = useState(false);
+  const settingsId = useId('jp-AAEPSettings');
+  const body = useRef<HTMLDivElement>(null);
+  useScrollRegions(body, trans);
   // The "show chats" command opens the list through the controller.
   useSignals(controller.chatListRequested);
   if (controller.takeChatListRequest() && !chatsOpen) {
@@ -158,7 +187,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
   };
 
   return (
-    <div className={`jp-AAEPPanel-body${pending.length > 0 ? ' jp-mod-waiting' : ''}`}>
+    <div className={`jp-AAEPPanel-body${pending.length > 0 ? ' jp-mod-waiting' : ''}`} ref={body}>
       <div className="jp-AAEPPanel-header">
         <h2 className="jp-AAEPPanel-title">{trans.__('AI agent')}</h2>
         <div className="jp-AAEPPanel-status">
@@ -284,17 +313,41 @@ function AgentView(props: IAgentViewProps): JSX.Element {
               disabled={!connected}
               onControl={action => void controller.control(action)}
               onUndo={() => void controller.revert()}
-              onApprovalMode={mode => void controller.setApprovalMode(mode)}
-              allowedModes={model.policy.approvalModes}
-              policyMessage={model.policy.locked.includes('approval_mode') ? model.policy.message : null}
-            />
-            {props.chooser && <ModelPicker chooser={props.chooser} trans={trans} disabled={!connected} />}
-            {props.describer && (
-              <FigureDescription
-                describer={props.describer}
+            >
+              {props.describer && (
+                <FigureDescription
+                  describer={props.describer}
+                  trans={trans}
+                  disabled={!connected || model.isRunning}
+                  onDescribe={() => void commands.execute('jupyter-aaep:describe-figure')}
+                />
+              )}
+              <ToolbarIconButton
+                icon={settingsIcon}
+                label={trans.__('Settings')}
+                tooltip={trans.__('Approval mode, model, announcements and tool servers')}
+                className="jp-AAEPPanel-settingsToggle"
+                expanded={settingsOpen}
+                controls={settingsId}
+                onClick={() => setSettingsOpen(!settingsOpen)}
+              />
+            </RunControls>
+            {settingsOpen && (
+              <SettingsRegion
+                commands={commands}
                 trans={trans}
-                disabled={!connected || model.isRunning}
-                onDescribe={() => void commands.execute('jupyter-aaep:describe-figure')}
+                id={settingsId}
+                disabled={!connected}
+                approvalModeSupported={model.supports.approval_mode}
+                approvalMode={model.approvalMode}
+                allowedModes={model.policy.approvalModes}
+                policyMessage={model.policy.locked.includes('approval_mode') ? model.policy.message : null}
+                onApprovalMode={mode => void controller.setApprovalMode(mode)}
+                chooser={props.chooser}
+                onClose={() => {
+                  setSettingsOpen(false);
+                  focusSoon('.jp-AAEPPanel-settingsToggle');
+                }}
               />
             )}
             <Composer
