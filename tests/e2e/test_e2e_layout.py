@@ -123,7 +123,7 @@ def _check_toolbar(ui: PanelPage) -> None:
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS), ids=list(LAYOUTS))
-def test_an_18_line_approval_fits_a_laptop_screen_and_a_narrow_sidebar(
+def test_layout_with_an_18_line_approval(
     ui: PanelPage, model: Any, layout: str
 ) -> None:
     _, scripted = model
@@ -143,7 +143,7 @@ def test_an_18_line_approval_fits_a_laptop_screen_and_a_narrow_sidebar(
     expect(panel.locator(".jp-AAEPPanel-transcript table")).to_have_count(1, timeout=60_000)
     expect(panel.locator(".jp-AAEPPanel-transcript .jp-AAEPTable-scroll")).to_have_count(1)
     # The first request has ended (its closing notice) before the next one is sent.
-    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_have_count(1, timeout=60_000)
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_have_count(1, timeout=60_000)  # own chat
     expect(panel.locator(".jp-AAEPPanel-runState.jp-mod-idle")).to_have_count(1, timeout=60_000)
     ui.ask("Summarise the temperatures in eighteen lines of code and run them.")
     card = panel.locator(".jp-AAEPCard-confirmation").last

@@ -10,39 +10,10 @@ import React, { useEffect, useState } from 'react';
 
 import { IMCPServerInfo, listMCPServers } from '../chatClient';
 import { useId } from './hooks';
+import { mcpProblemSentence, mcpStatusLabel } from './mcpWords';
 
 /** How often the list is read again while a server is starting (ms). */
 const STARTING_POLL_MS = 2000;
-
-/** The few words of a server's status. */
-export function mcpStatusLabel(status: string, trans: TranslationBundle): string {
-  switch (status) {
-    case 'ready':
-      return trans.__('ready');
-    case 'starting':
-      return trans.__('starting…');
-    case 'failed':
-      return trans.__('did not start');
-    case 'stopped':
-      return trans.__('stopped (starts again on next use)');
-    case 'refused':
-      return trans.__('not allowed');
-    case 'invalid':
-      return trans.__('not usable');
-    default:
-      return status;
-  }
-}
-
-/** The one sentence saying why a server is not working, or '' when it works. */
-export function mcpProblemSentence(server: IMCPServerInfo, trans: TranslationBundle): string {
-  const message = (server.message ?? '').trim();
-  if (!message) {
-    return '';
-  }
-  // `failed` carries the end of a sentence ("the command x was not found."); the others a whole one.
-  return server.status === 'failed' ? trans.__('%1 did not start: %2', server.name, message) : message;
-}
 
 type Listing =
   { state: 'loading' } | { state: 'failed'; message: string } | { state: 'ready'; servers: IMCPServerInfo[] };

@@ -14,7 +14,7 @@ import { ModelChooser } from '../modelChoice';
 import { useId } from './hooks';
 import { MCPServerList } from './MCPServerList';
 import { ModelPicker } from './ModelPicker';
-import { approvalModeDescription, approvalModeLabel } from './RunControls';
+import { approvalModeDescription, approvalModeLabel } from './approvalWords';
 
 /** Props of {@link PanelSettings}. */
 export interface IPanelSettingsProps {
