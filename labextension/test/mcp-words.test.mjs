@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { mcpProblemSentence, mcpStatusLabel } from '../lib/components/mcpWords.js';
+import { mcpProblemSentence, mcpStatusLabel, mcpToolTitle } from '../lib/components/mcpWords.js';
 
 const fill = (text, args) => text.replace(/%(\d)/g, (_, i) => String(args[Number(i) - 1]));
 const trans = {
@@ -38,4 +38,10 @@ test('a refused or invalid server says its own whole sentence; a working one say
   assert.equal(mcpProblemSentence(server('invalid', 'Its "url" must be a text.'), trans), 'Its "url" must be a text.');
   assert.equal(mcpProblemSentence(server('ready', null), trans), '');
   assert.equal(mcpProblemSentence(server('failed', '  '), trans), '');
+});
+
+test('a tool is listed by its title, without the server name the list already gives', () => {
+  assert.equal(mcpToolTitle({ name: 'read_note', title: 'Read Note, from the notes server' }, 'notes'), 'Read Note');
+  assert.equal(mcpToolTitle({ name: 'read_note', title: 'Read Note' }, 'notes'), 'Read Note');
+  assert.equal(mcpToolTitle({ name: 'read_note', title: '' }, 'notes'), 'read_note');
 });

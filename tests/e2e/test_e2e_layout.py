@@ -123,9 +123,7 @@ def _check_toolbar(ui: PanelPage) -> None:
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS), ids=list(LAYOUTS))
-def test_layout_with_an_18_line_approval(
-    ui: PanelPage, model: Any, layout: str
-) -> None:
+def test_layout_with_an_18_line_approval(ui: PanelPage, model: Any, layout: str) -> None:
     _, scripted = model
     scripted.scenarios["wide table"] = lambda results: _turn(WIDE_ANSWER)
     width, height, sidebar = LAYOUTS[layout]
@@ -143,7 +141,9 @@ def test_layout_with_an_18_line_approval(
     expect(panel.locator(".jp-AAEPPanel-transcript table")).to_have_count(1, timeout=60_000)
     expect(panel.locator(".jp-AAEPPanel-transcript .jp-AAEPTable-scroll")).to_have_count(1)
     # The first request has ended (its closing notice) before the next one is sent.
-    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_have_count(1, timeout=60_000)  # own chat
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_have_count(
+        1, timeout=60_000
+    )  # own chat
     expect(panel.locator(".jp-AAEPPanel-runState.jp-mod-idle")).to_have_count(1, timeout=60_000)
     ui.ask("Summarise the temperatures in eighteen lines of code and run them.")
     card = panel.locator(".jp-AAEPCard-confirmation").last

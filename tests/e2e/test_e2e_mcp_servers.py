@@ -66,12 +66,16 @@ def test_the_settings_list_each_mcp_server_with_its_status_tools_and_failure(
     working = items.filter(has_text="notes")
     # The list is read again while a server is still starting.
     expect(working).to_contain_text("notes: ready", timeout=30_000)
-    expect(working.locator(".jp-AAEPMCP-tools")).to_contain_text("Read Note")
+    tools = working.locator(".jp-AAEPMCP-tools")
+    expect(tools).to_contain_text("Read Note, Write Note")
+    expect(tools).not_to_contain_text("from the notes server")  # the list says which server
     expect(working.locator(".jp-AAEPMCP-problem")).to_have_count(0)
     broken = items.filter(has_text="broken")
     expect(broken).to_contain_text("broken: did not start")
     problem = broken.locator(".jp-AAEPMCP-problem")
-    expect(problem).to_have_text(f"broken did not start: the command {MISSING_COMMAND} was not found.")
+    expect(problem).to_have_text(
+        f"broken did not start: the command {MISSING_COMMAND} was not found."
+    )
     expect(broken.locator(".jp-AAEPMCP-tools")).to_have_count(0)
 
     # Keyboard only: the list sits between the settings' selects and the message box; a

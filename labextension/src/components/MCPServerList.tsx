@@ -10,7 +10,7 @@ import React, { useEffect, useState } from 'react';
 
 import { IMCPServerInfo, listMCPServers } from '../chatClient';
 import { useId } from './hooks';
-import { mcpProblemSentence, mcpStatusLabel } from './mcpWords';
+import { mcpProblemSentence, mcpStatusLabel, mcpToolTitle } from './mcpWords';
 
 /** How often the list is read again while a server is starting (ms). */
 const STARTING_POLL_MS = 2000;
@@ -64,7 +64,7 @@ export function MCPServerList(props: { trans: TranslationBundle }): JSX.Element 
         <ul className="jp-AAEPMCP-servers">
           {listing.servers.map(server => {
             const problem = mcpProblemSentence(server, trans);
-            const titles = server.tools.map(t => t.title || t.name);
+            const titles = server.tools.map(t => mcpToolTitle(t, server.name));
             return (
               <li key={server.name} className={`jp-AAEPMCP-server jp-mod-${server.status}`}>
                 <span className="jp-AAEPMCP-name">{server.name}</span>

@@ -36,3 +36,13 @@ export function mcpProblemSentence(server: IMCPServerInfo, trans: TranslationBun
   // `failed` carries the end of a sentence ("the command x was not found."); the others a whole one.
   return server.status === 'failed' ? trans.__('%1 did not start: %2', server.name, message) : message;
 }
+
+/**
+ * A tool's title as listed under its server: the server's title for it without the
+ * ", from the … server" the agent's narration adds (the list already says which server).
+ */
+export function mcpToolTitle(tool: { name: string; title: string }, serverName: string): string {
+  const title = (tool.title || tool.name).trim();
+  const suffix = `, from the ${serverName} server`;
+  return title.endsWith(suffix) ? title.slice(0, -suffix.length) : title;
+}
