@@ -183,7 +183,7 @@ def test_layout_with_an_18_line_approval(ui: PanelPage, model: Any, layout: str)
         unnamed = [
             r
             for r in measured["regions"]
-            if not (r["role"] == "region" and r["name"] and r["tabindex"] == "0")
+            if not (r["role"] == "group" and r["name"] and r["tabindex"] == "0")
         ]
         assert unnamed == [], measured["regions"]
         assert measured["nativeSelects"] == 0
@@ -196,11 +196,13 @@ def test_layout_with_an_18_line_approval(ui: PanelPage, model: Any, layout: str)
     if sidebar:
         kinds = {r["className"].split()[-1] if r["kind"] == "div" else r["kind"] for r in regions}
         assert {"jp-AAEPTable-scroll", "pre"} <= kinds, regions
-        code = panel.get_by_role("region", name="Code, scrolls sideways").first
+        code = panel.get_by_role("group", name="Code, scrolls sideways").first
         code.focus()
         ui.page.keyboard.press("ArrowRight")
         ui.page.keyboard.press("ArrowRight")
         ui.page.wait_for_function(
             "el => el.scrollLeft > 0", arg=code.element_handle(), timeout=5_000
         )
+        panel.locator(".jp-AAEPPanel-transcript table").scroll_into_view_if_needed()
+        ui.screenshot(f"layout-{layout}-wide-answer-scrolled")
     print(json.dumps({layout: report}))

@@ -45,7 +45,8 @@ export function markScrollRegions(root: HTMLElement, trans: TranslationBundle): 
           : trans.__('Code, scrolls sideways');
       block.setAttribute(MARK, '');
       block.setAttribute('tabindex', '0');
-      block.setAttribute('role', 'region');
+      // A group, not a region: regions are landmarks, which must be few and uniquely named.
+      block.setAttribute('role', 'group');
       block.setAttribute('aria-label', label);
     } else if (!scrolls && marked) {
       block.removeAttribute(MARK);

@@ -3,20 +3,16 @@
  */
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
-import { LabIcon, ReactWidget, SidePanel, settingsIcon } from '@jupyterlab/ui-components';
+import { LabIcon, ReactWidget, SidePanel } from '@jupyterlab/ui-components';
 import { CommandRegistry } from '@lumino/commands';
 import { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
 import { Panel } from '@lumino/widgets';
-import React, { useLayoutEffect, useRef, useState } from 'react';
+import React, { useRef, useState } from 'react';
 
 import { ChatList } from '../components/ChatList';
-import { FigureDescription } from '../components/FigureDescription';
-import { Composer } from '../components/Composer';
-import { useId, useSignals } from '../components/hooks';
-import { IPanelSettingsProps, PanelSettings } from '../components/PanelSettings';
-import { RunControls } from '../components/RunControls';
-import { ToolbarIconButton } from '../components/ToolbarIconButton';
+import { useSignals } from '../components/hooks';
+import { PanelFooter } from '../components/PanelFooter';
 import { useScrollRegions } from '../components/scrollRegions';
 import { Transcript } from '../components/Transcript';
 import { CommandIDs } from '../commands';
@@ -25,7 +21,6 @@ import { FigureDescriber } from '../figures';
 import { IMentionSource } from '../mentions';
 import { ModelChooser } from '../modelChoice';
 import { ChatModel, TranscriptItem } from '../model';
-import { Verbosity } from '../aaep';
 import { usageMeterText } from '../usage';
 import { ariaShortcut, shortcutLabel } from '../shortcuts';
 
@@ -91,28 +86,6 @@ function baseName(path: string): string {
 }
 
 /**
- * The settings with the verbosity read from (and set through) its command, so
- * a change from the palette shows here too.
- */
-function SettingsRegion(
-  props: Omit<IPanelSettingsProps, 'verbosity' | 'onVerbosity'> & { commands: CommandRegistry }
-): JSX.Element {
-  const { commands, ...rest } = props;
-  useSignals(commands.commandChanged);
-  const verbosity =
-    (['terse', 'normal', 'detailed'] as Verbosity[]).find(v =>
-      commands.isToggled(CommandIDs.setVerbosity, { verbosity: v })
-    ) ?? 'normal';
-  return (
-    <PanelSettings
-      {...rest}
-      verbosity={verbosity}
-      onVerbosity={v => void commands.execute(CommandIDs.setVerbosity, { verbosity: v })}
-    />
-  );
-}
-
-/**
  * Everything inside the panel; re-renders from the controller's and the
  * model's signals.
  */
@@ -129,8 +102,6 @@ function AgentView(props: IAgentViewProps): JSX.Element {
   };
   const jumpKey = shortcutLabel(commands, CommandIDs.jumpToConfirmation);
   const [chatsOpen, setChatsOpen] = useState(false);
-  const [settingsOpen, setSettingsOpen] = useState(false);
-  const settingsId = useId('jp-AAEPSettings');
   const body = useRef<HTMLDivElement>(null);
   useScrollRegions(body, trans);
   // The "show chats" command opens the list through the controller.
@@ -152,24 +123,6 @@ function AgentView(props: IAgentViewProps): JSX.Element {
     : '';
   const pending = model ? model.pending : [];
   const connected = !!model && model.connection === 'open';
-
-  // The controls below the transcript scroll when the panel is short (the transcript keeps
-  // its share): the message box, at their end, is kept in view unless the focus is on
-  // another of those controls.
-  const footer = useRef<HTMLDivElement>(null);
-  useLayoutEffect(() => {
-    const node = footer.current;
-    const frame = requestAnimationFrame(() => {
-      const box = node?.querySelector<HTMLElement>('.jp-AAEPComposer-input');
-      const active = document.activeElement;
-      // Unless the person is on another control down there (Undo, the approval mode…).
-      if (node && box && (active === box || !node.contains(active))) {
-        // The box's bottom at the bottom of the scrolled area (the footer is its offsetParent).
-        node.scrollTop = Math.max(0, box.offsetTop + box.offsetHeight + 4 - node.clientHeight);
-      }
-    });
-    return () => cancelAnimationFrame(frame);
-  });
 
   const jumpToRequest = () => {
     const first = pending[0];
@@ -291,79 +244,16 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             onReply={(item: TranscriptItem, decision) => void controller.reply(item, decision)}
             onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
           />
-          <div className="jp-AAEPPanel-footer" ref={footer}>
-            <RunControls
-              trans={trans}
-              status={model.status}
-              approvalMode={model.approvalMode}
-              supports={model.supports}
-              stopShortcut={ariaShortcut(commands, CommandIDs.stop)}
-              canUndo={model.canRevert}
-              undoing={model.reverting}
-              undoError={model.revertError}
-              undoShortcut={ariaShortcut(commands, CommandIDs.undoChanges)}
-              pauseShortcut={ariaShortcut(commands, CommandIDs.togglePause)}
-              canContinue={model.canContinue}
-              continueShortcut={ariaShortcut(commands, CommandIDs.continueChat)}
-              onContinue={() => {
-                // The button goes away: the focus moves to the message box (now the steer box).
-                void controller.continueChat();
-                focusSoon('.jp-AAEPComposer-input');
-              }}
-              disabled={!connected}
-              onControl={action => void controller.control(action)}
-              onUndo={() => void controller.revert()}
-            >
-              {props.describer && (
-                <FigureDescription
-                  describer={props.describer}
-                  trans={trans}
-                  disabled={!connected || model.isRunning}
-                  onDescribe={() => void commands.execute('jupyter-aaep:describe-figure')}
-                />
-              )}
-              <ToolbarIconButton
-                icon={settingsIcon}
-                label={trans.__('Settings')}
-                tooltip={trans.__('Approval mode, model, announcements and tool servers')}
-                className="jp-AAEPPanel-settingsToggle"
-                expanded={settingsOpen}
-                controls={settingsId}
-                onClick={() => setSettingsOpen(!settingsOpen)}
-              />
-            </RunControls>
-            {settingsOpen && (
-              <SettingsRegion
-                commands={commands}
-                trans={trans}
-                id={settingsId}
-                disabled={!connected}
-                approvalModeSupported={model.supports.approval_mode}
-                approvalMode={model.approvalMode}
-                allowedModes={model.policy.approvalModes}
-                policyMessage={model.policy.locked.includes('approval_mode') ? model.policy.message : null}
-                onApprovalMode={mode => void controller.setApprovalMode(mode)}
-                chooser={props.chooser}
-                onClose={() => {
-                  setSettingsOpen(false);
-                  focusSoon('.jp-AAEPPanel-settingsToggle');
-                }}
-              />
-            )}
-            <Composer
-              trans={trans}
-              running={model.isRunning}
-              acceptsGuidance={model.supports.guidance}
-              paused={model.status === 'paused'}
-              waiting={(() => {
-                const waiting = controller.waitingFor();
-                return waiting?.answersIt ? 'question' : waiting ? 'approval' : null;
-              })()}
-              disabled={!connected}
-              mentions={props.mentions}
-              onSend={(text, context) => controller.sendText(text, context)}
-            />
-          </div>
+          <PanelFooter
+            controller={controller}
+            model={model}
+            commands={commands}
+            trans={trans}
+            describer={props.describer}
+            chooser={props.chooser}
+            mentions={props.mentions}
+            connected={connected}
+          />
         </>
       )}
     </div>
