@@ -129,6 +129,21 @@ export function listModels(): Promise<IModelsAnswer> {
   return requestAPI<IModelsAnswer>(['models']);
 }
 
+/** One of the user's MCP servers as `GET aaep/v1/mcp/servers` lists it. */
+export interface IMCPServerInfo {
+  name: string;
+  /** `starting`, `ready`, `failed`, `stopped`, `refused` (not allowed) or `invalid` (bad config). */
+  status: string;
+  /** Why it is not working: the end of a sentence ("the command x was not found."), or null. */
+  message: string | null;
+  tools: { name: string; title: string; read_only?: boolean; asks?: boolean }[];
+}
+
+/** `GET aaep/v1/mcp/servers`: the user's tool servers, their status and tools. */
+export function listMCPServers(): Promise<{ config_file: string | null; servers: IMCPServerInfo[] }> {
+  return requestAPI(['mcp', 'servers']);
+}
+
 /** `GET aaep/v1/chats/{id}/variables`. */
 export function listVariables(chatId: string): Promise<IVariablesAnswer> {
   return requestAPI<IVariablesAnswer>(['chats', chatId, 'variables']);

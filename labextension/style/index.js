@@ -1,3 +1,4 @@
 import './base.css';
 import './diff.css';
 import './figures.css';
+import './toolbar.css';

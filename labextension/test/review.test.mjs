@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { changeCaption, diffDescriptionIds, readChange } from '../lib/components/DiffView.js';
-import { approvalModeDescription, approvalModeLabel } from '../lib/components/RunControls.js';
+import { approvalModeDescription, approvalModeLabel } from '../lib/components/approvalWords.js';
 import { APPROVAL_MODES, isApprovalMode } from '../lib/model.js';
 import { readSettings } from '../lib/settings.js';
 

@@ -179,6 +179,19 @@ class PanelPage:
         box.fill(text)
         box.press("Enter")
 
+    def open_settings(self) -> Locator:
+        """Open the panel's settings (approval mode, model, announcements, tool servers) as a
+        keyboard user does: from the message box, Shift+Tab to the Settings button, Enter.
+        Leaves the focus on the button; returns the settings group."""
+        settings = self.panel.locator(".jp-AAEPSettings")
+        if settings.count() == 0:
+            self.page.keyboard.press("Control+Shift+O")
+            self.wait_focus(COMPOSER)
+            self.tab_until(lambda f: f.get("name") == "Settings", backwards=True)
+            self.page.keyboard.press("Enter")
+        settings.wait_for()
+        return settings
+
     def wait_focus(self, selector: str, timeout: float = 5.0) -> None:
         self.page.wait_for_function(
             "s => document.activeElement && document.activeElement.matches(s)",

@@ -212,6 +212,7 @@ def test_keyboard_only_visible_focus_shortcuts_and_no_focus_stealing(
 ) -> None:
     ui.open_notebook()
     panel = ui.open_panel()
+    ui.open_settings()  # its selects are controls of the panel too
     # Focus the message box by its shortcut, then walk back through every control of the panel.
     ui.page.keyboard.press("Control+Shift+O")
     ui.wait_focus(COMPOSER)

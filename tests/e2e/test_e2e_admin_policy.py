@@ -18,7 +18,8 @@ LAB_AAEP = {"allowed_approval_modes": ["ask", "ask_all"]}
 def test_only_the_allowed_approval_modes_are_offered_and_the_lock_is_said(ui: PanelPage) -> None:
     ui.open_notebook()
     panel = ui.open_panel()
-    select = panel.locator("select.jp-AAEPPanel-approvalMode")
+    ui.open_settings()
+    select = panel.locator(".jp-AAEPPanel-approvalMode select")
     expect(select.locator("option")).to_have_count(2)
     assert select.locator("option").evaluate_all("os => os.map(o => o.value)") == ["ask_all", "ask"]
     policy = panel.locator(".jp-AAEPPanel-policy")

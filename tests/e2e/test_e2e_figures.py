@@ -128,6 +128,7 @@ def test_choose_a_model_then_describe_a_figure_and_save_it_as_alt_text(
     ui.open_notebook()
     panel = ui.open_panel()
     ui.record_live_regions()
+    ui.open_settings()
 
     # The model picker: the Models API's list, the configured default first and selected.
     picker = panel.locator(".jp-AAEPModel select")

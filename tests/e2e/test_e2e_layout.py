@@ -1,20 +1,54 @@
-"""The transcript-first layout on laptop screens (issue 17): with an 18-line cell waiting for
-approval, *Go to the pending request* leaves Approve and Reject inside the viewport, the
+"""The transcript-first layout on laptop screens and in a narrow sidebar (issue 17).
+
+With an answer holding a wide table and a long line of code, then an 18-line cell waiting for
+approval: *Go to the pending request* leaves Approve and Reject inside the viewport, the
 transcript has at least 60 % of the panel's height, no transcript item is clipped at the
-panel's edge, and axe finds nothing — at 1280×720 and 1400×900, in the light, dark and
-high-contrast themes. Screenshots: ``test-output/e2e/layout-<size>-<theme>.png``.
+panel's edge (anything wider scrolls sideways in a named, focusable region), the controls are
+a toolbar of labelled icon buttons with the settings folded away, and axe finds nothing — at
+1280×720, 1400×900 and in a 250-pixel-wide sidebar, in the light, dark and high-contrast
+themes and with the system's forced colours. Screenshots:
+``test-output/e2e/layout-<layout>-<theme>.png``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
+from e2e_model import _turn
 from e2e_page import PanelPage
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
+WIDE_ANSWER = (
+    "Here is the summary per city.\n\n"
+    "| city | mean_temperature_celsius | mean_temperature_fahrenheit | observations | note |\n"
+    "|---|---|---|---|---|\n"
+    "| Reykjavik | 4.5 | 40.1 | 365 | the_coldest_of_the_cities_in_this_table |\n"
+    "| Lisbon | 17.9 | 64.2 | 365 | the_warmest_of_the_cities_in_this_table |\n\n"
+    "```python\n"
+    "summary = temperatures.groupby('city').agg(mean_celsius=('celsius', 'mean'), "
+    "observations=('celsius', 'count'))\n"
+    "```\n"
+)
+
+LAYOUTS = {
+    "1280x720": (1280, 720, None),
+    "1400x900": (1400, 900, None),
+    "sidebar-250": (1280, 720, 250),
+}
+
+SET_SIDEBAR_WIDTH = """target => {
+    // The right sidebar's share of JupyterLab's main split panel, so the panel is `target` wide.
+    const split = window.jupyterapp.shell._hsplitPanel;
+    const sizes = split.relativeSizes();
+    const right = target / split.node.clientWidth;
+    const rest = sizes[0] + sizes[1];
+    split.setRelativeSizes([sizes[0] / rest * (1 - right), sizes[1] / rest * (1 - right), right]);
+}"""
 
 MEASURE = """() => {
     const panel = document.querySelector('.jp-AAEPPanel');
@@ -26,33 +60,106 @@ MEASURE = """() => {
                                  return r.top >= t.top - 1 && r.bottom <= t.bottom + 1; };
     const card = panel.querySelector('.jp-AAEPCard.jp-mod-pending');
     const buttons = [...card.querySelectorAll('.jp-AAEPCard-actions button')];
+    const sideways = el => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
     const clipped = [...transcript.querySelectorAll('.jp-AAEPPanel-entry, .jp-AAEPPanel-entry *')]
-        .filter(el => getComputedStyle(el).overflowX !== 'auto' && getComputedStyle(el).overflowX !== 'scroll')
+        .filter(el => !sideways(el))
         .filter(el => el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0)
         .map(el => `${el.className || el.tagName}: ${el.scrollWidth} > ${el.clientWidth}`);
+    // Blocks that scroll sideways must be named, focusable regions (keyboard users scroll them).
+    const regions = [...transcript.querySelectorAll('*')]
+        .filter(el => sideways(el) && el.scrollWidth > el.clientWidth + 1)
+        .map(el => ({ kind: el.tagName.toLowerCase(), className: String(el.className),
+                      role: el.getAttribute('role'), name: el.getAttribute('aria-label'),
+                      tabindex: el.getAttribute('tabindex') }));
+    const footer = panel.querySelector('.jp-AAEPPanel-footer');
     return {
+        panelWidth: box(panel).width,
         panelHeight: box(panel).height,
         transcriptHeight: box(transcript).height,
+        footerHeight: box(footer).height,
         buttons: buttons.map(b => ({ name: b.textContent.trim(), inView: inView(b), inTranscript: inTranscript(b) })),
         focusedCard: document.activeElement === card,
         clipped,
+        regions,
+        nativeSelects: panel.querySelectorAll('select:not(.jp-HTMLSelect select)').length,
     };
 }"""
 
+THEMES = ("light", "dark", "high-contrast", "forced-colors")
 
-@pytest.mark.parametrize("size", [(1280, 720), (1400, 900)], ids=["1280x720", "1400x900"])
-def test_an_18_line_approval_fits_a_laptop_screen(ui: PanelPage, size: tuple[int, int]) -> None:
-    width, height = size
+
+def _check_toolbar(ui: PanelPage) -> None:
+    """The controls: labelled icon buttons (JupyterLab's toolbar button look), the settings
+    folded away behind a Settings button that opens and closes them from the keyboard."""
+    panel = ui.panel
+    toolbar = panel.get_by_role("group", name="Run controls")
+    for name in ("Stop", "Undo agent changes", "Settings"):
+        button = toolbar.get_by_role("button", name=name, exact=True)
+        expect(button).to_have_class(re.compile("jp-ToolbarButtonComponent"))
+        expect(button.locator("svg")).to_have_count(1)
+        expect(button).to_have_attribute("title", re.compile(r"\w"))
+    expect(panel.locator(".jp-AAEPSettings")).to_have_count(0)
+    expect(panel.locator(".jp-AAEPFigure-describe")).to_have_count(0)  # no figure here
+    settings = ui.open_settings()
+    expect(panel.get_by_role("button", name="Settings")).to_have_attribute("aria-expanded", "true")
+    for label in ("Approval mode", "Announcements"):
+        expect(settings.get_by_label(label, exact=True)).to_be_visible()
+    expect(settings.locator(".jp-HTMLSelect select")).to_have_count(
+        settings.locator("select").count()
+    )
+    settings.get_by_label("Approval mode", exact=True).focus()
+    ui.page.keyboard.press("Escape")
+    expect(panel.locator(".jp-AAEPSettings")).to_have_count(0)
+    ui.wait_focus(".jp-AAEPPanel-settingsToggle")
+    # The message box: one line, a short placeholder; its hint on demand, not on screen.
+    box = panel.locator(".jp-AAEPComposer-input")
+    assert box.evaluate("el => el.getBoundingClientRect().height") < 40
+    expect(box).to_have_attribute("placeholder", "Message to the agent")
+    expect(panel.locator(".jp-AAEPComposer-hint")).to_be_hidden()
+    panel.get_by_role("button", name="Message help").click()
+    expect(panel.locator(".jp-AAEPComposer-hint")).to_be_visible()
+    panel.get_by_role("button", name="Message help").click()
+    expect(panel.locator(".jp-AAEPComposer-hint")).to_be_hidden()
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS), ids=list(LAYOUTS))
+def test_layout_with_an_18_line_approval(ui: PanelPage, model: Any, layout: str) -> None:
+    _, scripted = model
+    scripted.scenarios["wide table"] = lambda results: _turn(WIDE_ANSWER)
+    width, height, sidebar = LAYOUTS[layout]
     ui.page.set_viewport_size({"width": width, "height": height})
     ui.open_notebook()
     panel = ui.open_panel()
+    if sidebar:
+        ui.page.evaluate(SET_SIDEBAR_WIDTH, sidebar)
+        ui.page.wait_for_timeout(300)
+        panel_width = panel.evaluate("el => el.getBoundingClientRect().width")
+        assert sidebar - 12 <= panel_width <= sidebar + 12, panel_width
+    _check_toolbar(ui)
+
+    ui.ask("Show me a wide table of the temperatures.")
+    expect(panel.locator(".jp-AAEPPanel-transcript table")).to_have_count(1, timeout=60_000)
+    expect(panel.locator(".jp-AAEPPanel-transcript .jp-AAEPTable-scroll")).to_have_count(1)
+    # The first request has ended (its closing notice) before the next one is sent.
+    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_have_count(
+        1, timeout=60_000
+    )  # own chat
+    expect(panel.locator(".jp-AAEPPanel-runState.jp-mod-idle")).to_have_count(1, timeout=60_000)
     ui.ask("Summarise the temperatures in eighteen lines of code and run them.")
     card = panel.locator(".jp-AAEPCard-confirmation").last
     expect(card).to_have_class(re.compile("jp-mod-pending"), timeout=60_000)
     expect(card.locator("pre")).to_contain_text("stat_16")
-    report = {}
-    for theme in ("light", "dark", "high-contrast"):
-        ui.set_theme(theme)
+    # The code to approve wraps at spaces and is no Tab stop: identifiers stay whole.
+    assert card.locator("pre").get_attribute("tabindex") is None
+    assert "stat_16" in card.locator("pre").inner_text()
+
+    report: dict[str, Any] = {}
+    for theme in THEMES:
+        if theme == "forced-colors":
+            ui.set_theme("light")
+            ui.page.emulate_media(forced_colors="active")
+        else:
+            ui.set_theme(theme)
         # From the message box (where a person is), as the shortcut is used.
         ui.page.keyboard.press("Control+Shift+O")
         ui.page.keyboard.press("Control+Shift+A")
@@ -60,7 +167,7 @@ def test_an_18_line_approval_fits_a_laptop_screen(ui: PanelPage, size: tuple[int
         ui.page.wait_for_timeout(200)
         measured = ui.page.evaluate(MEASURE)
         report[theme] = measured
-        ui.screenshot(f"layout-{width}x{height}-{theme}")
+        ui.screenshot(f"layout-{layout}-{theme}")
         names = [b["name"] for b in measured["buttons"]]
         assert any(n.startswith("Approve") for n in names) and any(
             n.startswith("Reject") for n in names
@@ -73,6 +180,29 @@ def test_an_18_line_approval_fits_a_laptop_screen(ui: PanelPage, size: tuple[int
             measured, indent=1
         )
         assert measured["clipped"] == [], measured["clipped"]
+        unnamed = [
+            r
+            for r in measured["regions"]
+            if not (r["role"] == "group" and r["name"] and r["tabindex"] == "0")
+        ]
+        assert unnamed == [], measured["regions"]
+        assert measured["nativeSelects"] == 0
         violations = ui.axe()
         assert violations == [], json.dumps(violations, indent=2)
-    print(json.dumps(report))
+    ui.page.emulate_media(forced_colors="none")
+
+    # The wide table and code scroll sideways; a keyboard user scrolls them with the arrows.
+    regions = report["light"]["regions"]
+    if sidebar:
+        kinds = {r["className"].split()[-1] if r["kind"] == "div" else r["kind"] for r in regions}
+        assert {"jp-AAEPTable-scroll", "pre"} <= kinds, regions
+        code = panel.get_by_role("group", name="Code, scrolls sideways").first
+        code.focus()
+        ui.page.keyboard.press("ArrowRight")
+        ui.page.keyboard.press("ArrowRight")
+        ui.page.wait_for_function(
+            "el => el.scrollLeft > 0", arg=code.element_handle(), timeout=5_000
+        )
+        panel.locator(".jp-AAEPPanel-transcript table").scroll_into_view_if_needed()
+        ui.screenshot(f"layout-{layout}-wide-answer-scrolled")
+    print(json.dumps({layout: report}))

@@ -85,6 +85,7 @@ def test_review_every_change_reject_leaves_the_cell_and_approve_applies(
     panel = ui.open_panel()
     original = means_cell_text(ui)
     assert OLD_FIRST in original
+    ui.open_settings()
 
     # Keyboard only: from the message box back to the approval mode, one step up.
     ui.page.keyboard.press("Control+Shift+O")
@@ -92,7 +93,7 @@ def test_review_every_change_reject_leaves_the_cell_and_approve_applies(
     ui.tab_until(
         lambda f: f.get("tag") == "select" and "Ask before" in f.get("name", ""), backwards=True
     )
-    select = panel.locator("select.jp-AAEPPanel-approvalMode")
+    select = panel.locator(".jp-AAEPPanel-approvalMode select")
     expect(select).to_have_value("ask")
     assert select.locator("option").all_inner_texts() == [
         "Ask before every change",
@@ -200,5 +201,6 @@ def test_review_every_change_reject_leaves_the_cell_and_approve_applies(
     # The chat keeps its mode: after a reload the select still says "Ask before every change".
     ui.reload()
     panel = ui.open_panel()
-    expect(panel.locator("select.jp-AAEPPanel-approvalMode")).to_have_value("ask_all")
+    ui.open_settings()
+    expect(panel.locator(".jp-AAEPPanel-approvalMode select")).to_have_value("ask_all")
     assert not [e for e in ui.console_errors if "aaep" in e.lower()], ui.console_errors

@@ -506,6 +506,7 @@ def test_approval_mode_says_what_auto_does_not_protect_against(ui: PanelPage) ->
     with the select (aria-describedby), shown in words while auto-approve is on."""
     ui.open_notebook()
     panel = ui.open_panel()
+    ui.open_settings()
     ui.page.keyboard.press("Control+Shift+O")
     ui.wait_focus(COMPOSER)
     ui.tab_until(
@@ -520,7 +521,7 @@ def test_approval_mode_says_what_auto_does_not_protect_against(ui: PanelPage) ->
     expect(warning).to_have_count(0)  # quiet while asking every time: only the select says it
 
     ui.page.keyboard.press("ArrowDown")  # keyboard only: the closed select moves to "auto"
-    select = panel.locator("select.jp-AAEPPanel-approvalMode")
+    select = panel.locator(".jp-AAEPPanel-approvalMode select")
     expect(select).to_have_value("auto")
     expect(warning).to_be_visible()
     expect(warning).to_contain_text(

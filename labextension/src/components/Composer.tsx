@@ -9,12 +9,14 @@
  * event arrives.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
+import { infoIcon } from '@jupyterlab/ui-components';
 import React, { useLayoutEffect, useRef, useState } from 'react';
 
 import { JSONRecord } from '../aaep';
 import { IMentionSource } from '../mentions';
 import { useId } from './hooks';
 import { useMentions } from './MentionPicker';
+import { ToolbarIconButton } from './ToolbarIconButton';
 
 /** Props of {@link Composer}. */
 export interface IComposerProps {
@@ -40,12 +42,16 @@ export interface IComposerProps {
 }
 
 /**
- * A labelled textarea with a Send button. Enter sends, Shift+Enter adds a line.
+ * A one-line labelled textarea that grows, with a Send button. Enter sends,
+ * Shift+Enter adds a line. The hint is the box's description (heard once, on
+ * focus); on screen it is a short placeholder, and the whole hint shows on
+ * demand (the help button) or when nothing can be sent (it says why).
  */
 export function Composer(props: IComposerProps): JSX.Element {
   const { trans, running, acceptsGuidance, disabled } = props;
   const [text, setText] = useState('');
   const [busy, setBusy] = useState(false);
+  const [helpShown, setHelpShown] = useState(false);
   const inputId = useId('jp-AAEPComposer-input');
   const hintId = useId('jp-AAEPComposer-hint');
   const labelId = useId('jp-AAEPComposer-label');
@@ -64,7 +70,8 @@ export function Composer(props: IComposerProps): JSX.Element {
     const box = inputRef.current;
     if (box) {
       box.style.height = 'auto';
-      box.style.height = `${box.scrollHeight + 2}px`;
+      // Empty, it is one line whatever the placeholder's length (that is cut short, not wrapped).
+      box.style.height = text ? `${box.scrollHeight + 2}px` : '';
     }
   }, [text]);
   const mentions = useMentions({
@@ -119,6 +126,12 @@ export function Composer(props: IComposerProps): JSX.Element {
     );
   }
 
+  const label =
+    waiting === 'question'
+      ? trans.__('Answer the agent')
+      : steering
+        ? trans.__('Steer the agent')
+        : trans.__('Message to the agent');
   return (
     <form
       className={`jp-AAEPComposer${steering ? ' jp-mod-steering' : ''}${blocked ? ' jp-mod-blocked' : ''}`}
@@ -128,54 +141,45 @@ export function Composer(props: IComposerProps): JSX.Element {
         void send();
       }}
     >
-      <label id={labelId} htmlFor={inputId} className="jp-AAEPComposer-label">
-        {waiting === 'question'
-          ? trans.__('Answer the agent')
-          : steering
-            ? trans.__('Steer the agent')
-            : trans.__('Message to the agent')}
+      <label id={labelId} htmlFor={inputId} className="jp-AAEPComposer-label jp-sr-only">
+        {label}
       </label>
-      <textarea
-        id={inputId}
-        className="jp-AAEPComposer-input jp-mod-styled"
-        rows={1}
-        value={text}
-        readOnly={blocked}
-        aria-disabled={blocked}
-        aria-describedby={heardHints.has(hint) ? undefined : hintId}
-        ref={inputRef}
-        {...mentions.inputProps}
-        onFocus={() => {
-          hintOnFocus.current = hint;
-        }}
-        onBlur={e => {
-          const to = e.relatedTarget;
-          // Going back to the notebook (the main area) ends the visit: the next one hears
-          // the hint again. Moving within the panel, or a command moving the focus, does not.
-          const left = to instanceof Element && !!to.closest('#jp-main-dock-panel');
-          setHeardHints(left ? new Set() : new Set([...heardHints, hintOnFocus.current ?? hint]));
-        }}
-        onChange={e => {
-          setText(e.target.value);
-          mentions.changed(e.target.value, e.target.selectionStart ?? e.target.value.length);
-        }}
-        onKeyDown={e => {
-          if (mentions.keyDown(e)) {
-            return;
-          }
-          if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
-            e.preventDefault();
-            void send();
-          }
-        }}
-      />
-      {mentions.view}
       <div className="jp-AAEPComposer-row">
-        {/* Heard once, as the message box's description (not again in browse
-            mode, and not on the button unless it says why nothing can be sent). */}
-        <div id={hintId} className="jp-AAEPComposer-hint" aria-hidden="true">
-          {hint}
-        </div>
+        <textarea
+          id={inputId}
+          className="jp-AAEPComposer-input jp-mod-styled"
+          rows={1}
+          value={text}
+          placeholder={label}
+          readOnly={blocked}
+          aria-disabled={blocked}
+          aria-describedby={heardHints.has(hint) ? undefined : hintId}
+          ref={inputRef}
+          {...mentions.inputProps}
+          onFocus={() => {
+            hintOnFocus.current = hint;
+          }}
+          onBlur={e => {
+            const to = e.relatedTarget;
+            // Going back to the notebook (the main area) ends the visit: the next one hears
+            // the hint again. Moving within the panel, or a command moving the focus, does not.
+            const left = to instanceof Element && !!to.closest('#jp-main-dock-panel');
+            setHeardHints(left ? new Set() : new Set([...heardHints, hintOnFocus.current ?? hint]));
+          }}
+          onChange={e => {
+            setText(e.target.value);
+            mentions.changed(e.target.value, e.target.selectionStart ?? e.target.value.length);
+          }}
+          onKeyDown={e => {
+            if (mentions.keyDown(e)) {
+              return;
+            }
+            if (e.key === 'Enter' && !e.shiftKey && !e.nativeEvent.isComposing) {
+              e.preventDefault();
+              void send();
+            }
+          }}
+        />
         <button
           type="submit"
           className="jp-Button jp-mod-styled jp-mod-accept"
@@ -184,6 +188,28 @@ export function Composer(props: IComposerProps): JSX.Element {
         >
           {waiting === 'question' ? trans.__('Send answer') : steering ? trans.__('Send guidance') : trans.__('Send')}
         </button>
+        <ToolbarIconButton
+          icon={infoIcon}
+          label={trans.__('Message help')}
+          tooltip={
+            helpShown ? trans.__('Hide the help of the message box') : trans.__('Show the help of the message box')
+          }
+          className="jp-AAEPComposer-help"
+          expanded={helpShown}
+          controls={hintId}
+          onClick={() => setHelpShown(!helpShown)}
+        />
+      </div>
+      {mentions.view}
+      {/* Heard once, as the message box's description (not again in browse mode
+          unless shown on demand, and not on the button unless it says why nothing
+          can be sent). On screen only on demand, or while nothing can be sent. */}
+      <div
+        id={hintId}
+        className={`jp-AAEPComposer-hint${helpShown || blocked ? ' jp-mod-shown' : ''}`}
+        aria-hidden={helpShown ? undefined : 'true'}
+      >
+        {hint}
       </div>
     </form>
   );

@@ -160,17 +160,20 @@ export function DiffView(props: IDiffViewProps): JSX.Element {
       </p>
       {change.lines.length > 0 && (
         <>
-          {/* For the eye; the same changes are in the list below, in words. */}
-          <div className="jp-AAEPDiff-lines" aria-hidden="true">
-            {change.lines.map((line, index) => (
-              <div key={index} className={`jp-AAEPDiff-line jp-mod-${line.kind}`}>
-                <span className="jp-AAEPDiff-marker">
-                  {line.kind === 'added' ? '+' : line.kind === 'removed' ? '−' : ' '}
-                </span>
-                <span className="jp-AAEPDiff-number">{lineNumber(line) ?? ''}</span>
-                <span className="jp-AAEPDiff-text">{line.text || ' '}</span>
-              </div>
-            ))}
+          {/* For the eye; the same changes are in the list below, in words. Long lines
+              scroll sideways (the scroller becomes a named Tab stop when it scrolls). */}
+          <div className="jp-AAEPDiff-scroll jp-AAEPScrollX">
+            <div className="jp-AAEPDiff-lines" aria-hidden="true">
+              {change.lines.map((line, index) => (
+                <div key={index} className={`jp-AAEPDiff-line jp-mod-${line.kind}`}>
+                  <span className="jp-AAEPDiff-marker">
+                    {line.kind === 'added' ? '+' : line.kind === 'removed' ? '−' : ' '}
+                  </span>
+                  <span className="jp-AAEPDiff-number">{lineNumber(line) ?? ''}</span>
+                  <span className="jp-AAEPDiff-text">{line.text || ' '}</span>
+                </div>
+              ))}
+            </div>
           </div>
           <p className="jp-AAEPDiff-legend" aria-hidden="true">
             {change.truncated

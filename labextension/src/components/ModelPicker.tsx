@@ -4,6 +4,7 @@
  * (said at once, and again when that session starts).
  */
 import { TranslationBundle } from '@jupyterlab/translation';
+import { HTMLSelect } from '@jupyterlab/ui-components';
 import React from 'react';
 
 import { ModelChooser } from '../modelChoice';
@@ -33,22 +34,20 @@ export function ModelPicker(props: IModelPickerProps): JSX.Element | null {
       ? trans.__('Applies from your next request. The list comes from the model service.')
       : trans.__('Applies from your next request. The list is the one configured on the server.');
   return (
-    <div className="jp-AAEPPanel-approval jp-AAEPModel">
+    <div className="jp-AAEPSettings-field jp-AAEPModel">
       <label htmlFor={selectId}>{trans.__('Model')}</label>
-      <select
+      <HTMLSelect
         id={selectId}
         className="jp-AAEPModel-select"
         value={current ?? ''}
         disabled={disabled}
         aria-describedby={hintId}
         onChange={e => void chooser.choose(e.target.value)}
-      >
-        {options.map(option => (
-          <option key={option.id} value={option.id}>
-            {option.id === chooser.defaultModel ? trans.__('%1 (default)', option.label) : option.label}
-          </option>
-        ))}
-      </select>
+        options={options.map(option => ({
+          value: option.id,
+          label: option.id === chooser.defaultModel ? trans.__('%1 (default)', option.label) : option.label
+        }))}
+      />
       <span id={hintId} className="jp-sr-only">
         {hint}
       </span>

@@ -1,15 +1,20 @@
 /**
- * Stop, Pause / Resume, Undo agent changes and the approval mode of the chat.
+ * The panel's toolbar: Stop, Pause / Resume, Continue, Undo agent changes as
+ * labelled icon buttons, then whatever the panel adds (Describe this figure,
+ * the settings toggle). The approval mode itself is chosen in the settings
+ * (`PanelSettings.tsx`); its words live here, next to the buttons they explain.
  *
  * Pause and Resume appear only when the server supports them. Stop stays in
  * the tab order when there is nothing to stop (`aria-disabled`), so pressing
  * it never drops the keyboard focus when the run ends.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
+import { fastForwardIcon, pauseIcon, runIcon, stopIcon, undoIcon } from '@jupyterlab/ui-components';
 import React from 'react';
 
-import { APPROVAL_MODES, ApprovalMode, ChatStatus, ISupports, isApprovalMode } from '../model';
+import { ApprovalMode, ChatStatus, ISupports } from '../model';
 import { useId } from './hooks';
+import { ToolbarIconButton } from './ToolbarIconButton';
 
 /** Props of {@link RunControls}. */
 export interface IRunControlsProps {
@@ -38,70 +43,28 @@ export interface IRunControlsProps {
   onContinue?: () => void;
   onControl: (action: 'stop' | 'pause' | 'resume') => void;
   onUndo: () => void;
-  onApprovalMode: (mode: ApprovalMode) => void;
-  /** The approval modes the administrator allows (all when absent). */
-  allowedModes?: ReadonlyArray<ApprovalMode>;
-  /** Why some settings are fixed (the administrator's sentence), shown under the select when the mode is locked. */
-  policyMessage?: string | null;
+  /** More toolbar items after the run buttons (Describe this figure, the settings toggle). */
+  children?: React.ReactNode;
 }
 
-/** What the approval mode select shows for `mode`. */
-export function approvalModeLabel(mode: ApprovalMode, trans: TranslationBundle): string {
-  switch (mode) {
-    case 'ask_all':
-      return trans.__('Ask before every change');
-    case 'auto':
-      return trans.__('Auto');
-    default:
-      return trans.__('Ask before running code');
-  }
-}
+// The approval modes' words live in a module of their own (no JupyterLab imports: unit-tested in Node).
+export { approvalModeDescription, approvalModeLabel } from './approvalWords';
 
 /**
- * What `mode` does, in a few sentences: the select's description. Every mode
- * also says what auto does not protect against, so the choice is informed.
- */
-export function approvalModeDescription(mode: ApprovalMode, trans: TranslationBundle): string {
-  const caveat = trans.__(
-    'Auto runs code without asking unless a quick check flags it as risky. The check is not a sandbox: it cannot catch everything harmful.'
-  );
-  switch (mode) {
-    case 'ask_all':
-      return `${trans.__(
-        'The agent asks before every change: creating, editing, moving or deleting a cell, clearing outputs, and running code. An edit shows what changes, line by line.'
-      )} ${caveat}`;
-    case 'auto':
-      return trans.__(
-        'Auto is on for this chat: code runs without asking unless a quick check flags it as risky. The check is not a sandbox: it cannot catch everything harmful.'
-      );
-    default:
-      return `${trans.__(
-        'The agent asks before running code. It creates, edits, moves and deletes cells without asking; Undo agent changes puts them back.'
-      )} ${caveat}`;
-  }
-}
-
-/**
- * Run controls. The approval mode is a labelled select whose description says
- * what the chosen mode does, and what auto does not protect against.
+ * The run buttons. While auto-approve is on, the toolbar says so in two words
+ * (the settings say what it means), so it is never on unseen.
  */
 export function RunControls(props: IRunControlsProps): JSX.Element {
   const { trans, status, approvalMode, disabled, supports } = props;
-  const warningId = useId('jp-AAEPControls-warning');
-  const selectId = useId('jp-AAEPControls-mode');
   const stopHintId = useId('jp-AAEPControls-stopHint');
   const undoHintId = useId('jp-AAEPControls-undoHint');
   const undoErrorId = useId('jp-AAEPControls-undoError');
   const pauseHintId = useId('jp-AAEPControls-pauseHint');
   const continueHintId = useId('jp-AAEPControls-continueHint');
-  const policyId = useId('jp-AAEPControls-policy');
-  // The modes the administrator allows (and the one in force, so the select never lies).
-  const modes = APPROVAL_MODES.filter(
-    mode => mode === approvalMode || (props.allowedModes ?? APPROVAL_MODES).includes(mode)
-  );
   const running = status !== 'idle';
   const canStop = supports.stop && running && !disabled;
   const canUndo = supports.revert && props.canUndo && !disabled;
+  const paused = status === 'paused';
   // Why Undo cannot be pressed now, said after what it does.
   const undoReason = canUndo
     ? ''
@@ -112,34 +75,46 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
         : running
           ? trans.__('Available when the agent has finished.')
           : trans.__('The agent has made no changes to undo in this chat.');
+  const pauseHint = disabled
+    ? trans.__('Not connected.')
+    : paused
+      ? supports.resume
+        ? trans.__('The agent is paused; Resume continues exactly where it stopped.')
+        : trans.__('This server cannot resume a paused session; stop it instead.')
+      : running
+        ? trans.__('Pauses the agent at its next safe point; you can still send guidance.')
+        : trans.__('Nothing is running.');
+  const undoHint = trans.__(
+    'Undoes the changes the agent made to the notebook in its latest request in this chat; cells someone else changed since are kept as they are.'
+  );
   return (
     <div className="jp-AAEPPanel-controls">
-      <div className="jp-AAEPPanel-runButtons" role="group" aria-label={trans.__('Run controls')}>
+      <div className="jp-AAEPToolbar jp-AAEPPanel-runButtons" role="group" aria-label={trans.__('Run controls')}>
         {supports.stop && (
-          <button
-            type="button"
-            className="jp-Button jp-mod-styled jp-mod-warn jp-AAEPPanel-stop"
-            aria-disabled={!canStop}
-            aria-describedby={canStop ? undefined : stopHintId}
-            aria-keyshortcuts={props.stopShortcut}
+          <ToolbarIconButton
+            icon={stopIcon}
+            label={trans.__('Stop')}
+            tooltip={canStop ? trans.__('Stop the agent') : trans.__('Stop (nothing is running)')}
+            className="jp-AAEPPanel-stop jp-mod-warn"
+            unavailable={!canStop}
+            describedBy={canStop ? undefined : stopHintId}
+            keyShortcuts={props.stopShortcut}
             onClick={() => canStop && props.onControl('stop')}
-          >
-            {trans.__('Stop')}
-          </button>
+          />
         )}
         {/* One button that turns from Pause into Resume: the same element, so the
             focus stays on it when the state changes. */}
         {supports.pause && (
-          <button
-            type="button"
-            className={`jp-Button jp-mod-styled ${
-              status === 'paused' ? 'jp-AAEPPanel-resume jp-mod-accept' : 'jp-AAEPPanel-pause'
-            }`}
-            aria-disabled={status === 'paused' ? disabled || !supports.resume : disabled || !running}
-            aria-describedby={pauseHintId}
-            aria-keyshortcuts={props.pauseShortcut}
+          <ToolbarIconButton
+            icon={paused ? runIcon : pauseIcon}
+            label={paused ? trans.__('Resume') : trans.__('Pause')}
+            tooltip={pauseHint}
+            className={paused ? 'jp-AAEPPanel-resume jp-mod-accept' : 'jp-AAEPPanel-pause'}
+            unavailable={paused ? disabled || !supports.resume : disabled || !running}
+            describedBy={pauseHintId}
+            keyShortcuts={props.pauseShortcut}
             onClick={() => {
-              if (status === 'paused') {
+              if (paused) {
                 if (!disabled && supports.resume) {
                   props.onControl('resume');
                 }
@@ -147,54 +122,46 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
                 props.onControl('pause');
               }
             }}
-          >
-            {status === 'paused' ? trans.__('Resume') : trans.__('Pause')}
-          </button>
-        )}
-        {supports.pause && (
-          <span id={pauseHintId} className="jp-sr-only">
-            {disabled
-              ? trans.__('Not connected.')
-              : status === 'paused'
-                ? supports.resume
-                  ? trans.__('The agent is paused; Resume continues exactly where it stopped.')
-                  : trans.__('This server cannot resume a paused session; stop it instead.')
-                : running
-                  ? trans.__('Pauses the agent at its next safe point; you can still send guidance.')
-                  : trans.__('Nothing is running.')}
-          </span>
+          />
         )}
         {supports.continue && props.canContinue && (
-          <button
-            type="button"
-            className="jp-Button jp-mod-styled jp-mod-accept jp-AAEPPanel-continue"
-            aria-disabled={disabled}
-            aria-describedby={continueHintId}
-            aria-keyshortcuts={props.continueShortcut}
+          <ToolbarIconButton
+            icon={fastForwardIcon}
+            label={trans.__('Continue')}
+            className="jp-AAEPPanel-continue jp-mod-accept"
+            unavailable={disabled}
+            describedBy={continueHintId}
+            keyShortcuts={props.continueShortcut}
             onClick={() => !disabled && props.onContinue?.()}
-          >
-            {trans.__('Continue')}
-          </button>
+          />
+        )}
+        {supports.revert && (
+          <ToolbarIconButton
+            icon={undoIcon}
+            label={trans.__('Undo agent changes')}
+            tooltip={undoReason ? `${undoHint} ${undoReason}` : undoHint}
+            className="jp-AAEPPanel-undo"
+            unavailable={!canUndo}
+            describedBy={props.undoError ? `${undoHintId} ${undoErrorId}` : undoHintId}
+            keyShortcuts={props.undoShortcut}
+            // Also when unavailable: the controller then says why (nothing to undo, working…).
+            onClick={() => props.onUndo()}
+          />
+        )}
+        {supports.approval_mode && approvalMode === 'auto' && (
+          <span className="jp-AAEPToolbar-badge">{trans.__('Auto-approve on')}</span>
+        )}
+        <span className="jp-AAEPToolbar-spacer" />
+        {props.children}
+        {supports.pause && (
+          <span id={pauseHintId} className="jp-sr-only">
+            {pauseHint}
+          </span>
         )}
         {supports.continue && props.canContinue && (
           <span id={continueHintId} className="jp-sr-only">
             {trans.__('The last request was interrupted; Continue asks the agent to pick up where it stopped.')}
           </span>
-        )}
-        {supports.revert && (
-          <button
-            type="button"
-            className="jp-Button jp-mod-styled jp-AAEPPanel-undo"
-            aria-disabled={!canUndo}
-            aria-describedby={props.undoError ? `${undoHintId} ${undoErrorId}` : undoHintId}
-            aria-keyshortcuts={props.undoShortcut}
-            onClick={() => {
-              // Also when unavailable: the controller then says why (nothing to undo, working…).
-              props.onUndo();
-            }}
-          >
-            {trans.__('Undo agent changes')}
-          </button>
         )}
         {supports.stop && !canStop && (
           <span id={stopHintId} className="jp-sr-only">
@@ -203,9 +170,7 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
         )}
         {supports.revert && (
           <span id={undoHintId} className="jp-sr-only">
-            {trans.__(
-              'Undoes the changes the agent made to the notebook in its latest request in this chat; cells someone else changed since are kept as they are.'
-            )}
+            {undoHint}
             {undoReason && ` ${undoReason}`}
           </span>
         )}
@@ -214,44 +179,6 @@ export function RunControls(props: IRunControlsProps): JSX.Element {
         <p id={undoErrorId} className="jp-AAEPPanel-undoError">
           {props.undoError}
         </p>
-      )}
-      {supports.approval_mode && (
-        <>
-          <div className="jp-AAEPPanel-approval">
-            <label htmlFor={selectId}>{trans.__('Approval mode')}</label>
-            <select
-              id={selectId}
-              className="jp-AAEPPanel-approvalMode"
-              value={approvalMode}
-              disabled={disabled}
-              aria-describedby={props.policyMessage ? `${warningId} ${policyId}` : warningId}
-              onChange={e => {
-                const mode = e.target.value;
-                if (isApprovalMode(mode)) {
-                  props.onApprovalMode(mode);
-                }
-              }}
-            >
-              {modes.map(mode => (
-                <option key={mode} value={mode}>
-                  {approvalModeLabel(mode, trans)}
-                </option>
-              ))}
-            </select>
-          </div>
-          {/* Always the select's description; shown only while auto is on. */}
-          <p
-            id={warningId}
-            className={approvalMode === 'auto' ? 'jp-AAEPPanel-approvalWarning jp-mod-active' : 'jp-sr-only'}
-          >
-            {approvalModeDescription(approvalMode, trans)}
-          </p>
-          {props.policyMessage && (
-            <p id={policyId} className="jp-AAEPPanel-policy">
-              {props.policyMessage}
-            </p>
-          )}
-        </>
       )}
     </div>
   );

@@ -8,14 +8,12 @@ import { CommandRegistry } from '@lumino/commands';
 import { Message } from '@lumino/messaging';
 import { ISignal, Signal } from '@lumino/signaling';
 import { Panel } from '@lumino/widgets';
-import React, { useLayoutEffect, useRef, useState } from 'react';
+import React, { useRef, useState } from 'react';
 
 import { ChatList } from '../components/ChatList';
-import { FigureDescription } from '../components/FigureDescription';
-import { ModelPicker } from '../components/ModelPicker';
-import { Composer } from '../components/Composer';
 import { useSignals } from '../components/hooks';
-import { RunControls } from '../components/RunControls';
+import { PanelFooter } from '../components/PanelFooter';
+import { useScrollRegions } from '../components/scrollRegions';
 import { Transcript } from '../components/Transcript';
 import { CommandIDs } from '../commands';
 import { ChatController } from '../controller';
@@ -104,6 +102,8 @@ function AgentView(props: IAgentViewProps): JSX.Element {
   };
   const jumpKey = shortcutLabel(commands, CommandIDs.jumpToConfirmation);
   const [chatsOpen, setChatsOpen] = useState(false);
+  const body = useRef<HTMLDivElement>(null);
+  useScrollRegions(body, trans);
   // The "show chats" command opens the list through the controller.
   useSignals(controller.chatListRequested);
   if (controller.takeChatListRequest() && !chatsOpen) {
@@ -124,24 +124,6 @@ function AgentView(props: IAgentViewProps): JSX.Element {
   const pending = model ? model.pending : [];
   const connected = !!model && model.connection === 'open';
 
-  // The controls below the transcript scroll when the panel is short (the transcript keeps
-  // its share): the message box, at their end, is kept in view unless the focus is on
-  // another of those controls.
-  const footer = useRef<HTMLDivElement>(null);
-  useLayoutEffect(() => {
-    const node = footer.current;
-    const frame = requestAnimationFrame(() => {
-      const box = node?.querySelector<HTMLElement>('.jp-AAEPComposer-input');
-      const active = document.activeElement;
-      // Unless the person is on another control down there (Undo, the approval mode…).
-      if (node && box && (active === box || !node.contains(active))) {
-        // The box's bottom at the bottom of the scrolled area (the footer is its offsetParent).
-        node.scrollTop = Math.max(0, box.offsetTop + box.offsetHeight + 4 - node.clientHeight);
-      }
-    });
-    return () => cancelAnimationFrame(frame);
-  });
-
   const jumpToRequest = () => {
     const first = pending[0];
     if (!first) {
@@ -158,7 +140,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
   };
 
   return (
-    <div className={`jp-AAEPPanel-body${pending.length > 0 ? ' jp-mod-waiting' : ''}`}>
+    <div className={`jp-AAEPPanel-body${pending.length > 0 ? ' jp-mod-waiting' : ''}`} ref={body}>
       <div className="jp-AAEPPanel-header">
         <h2 className="jp-AAEPPanel-title">{trans.__('AI agent')}</h2>
         <div className="jp-AAEPPanel-status">
@@ -262,55 +244,16 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             onReply={(item: TranscriptItem, decision) => void controller.reply(item, decision)}
             onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
           />
-          <div className="jp-AAEPPanel-footer" ref={footer}>
-            <RunControls
-              trans={trans}
-              status={model.status}
-              approvalMode={model.approvalMode}
-              supports={model.supports}
-              stopShortcut={ariaShortcut(commands, CommandIDs.stop)}
-              canUndo={model.canRevert}
-              undoing={model.reverting}
-              undoError={model.revertError}
-              undoShortcut={ariaShortcut(commands, CommandIDs.undoChanges)}
-              pauseShortcut={ariaShortcut(commands, CommandIDs.togglePause)}
-              canContinue={model.canContinue}
-              continueShortcut={ariaShortcut(commands, CommandIDs.continueChat)}
-              onContinue={() => {
-                // The button goes away: the focus moves to the message box (now the steer box).
-                void controller.continueChat();
-                focusSoon('.jp-AAEPComposer-input');
-              }}
-              disabled={!connected}
-              onControl={action => void controller.control(action)}
-              onUndo={() => void controller.revert()}
-              onApprovalMode={mode => void controller.setApprovalMode(mode)}
-              allowedModes={model.policy.approvalModes}
-              policyMessage={model.policy.locked.includes('approval_mode') ? model.policy.message : null}
-            />
-            {props.chooser && <ModelPicker chooser={props.chooser} trans={trans} disabled={!connected} />}
-            {props.describer && (
-              <FigureDescription
-                describer={props.describer}
-                trans={trans}
-                disabled={!connected || model.isRunning}
-                onDescribe={() => void commands.execute('jupyter-aaep:describe-figure')}
-              />
-            )}
-            <Composer
-              trans={trans}
-              running={model.isRunning}
-              acceptsGuidance={model.supports.guidance}
-              paused={model.status === 'paused'}
-              waiting={(() => {
-                const waiting = controller.waitingFor();
-                return waiting?.answersIt ? 'question' : waiting ? 'approval' : null;
-              })()}
-              disabled={!connected}
-              mentions={props.mentions}
-              onSend={(text, context) => controller.sendText(text, context)}
-            />
-          </div>
+          <PanelFooter
+            controller={controller}
+            model={model}
+            commands={commands}
+            trans={trans}
+            describer={props.describer}
+            chooser={props.chooser}
+            mentions={props.mentions}
+            connected={connected}
+          />
         </>
       )}
     </div>
