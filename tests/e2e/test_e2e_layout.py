@@ -63,6 +63,8 @@ MEASURE = """() => {
     const sideways = el => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
     const clipped = [...transcript.querySelectorAll('.jp-AAEPPanel-entry, .jp-AAEPPanel-entry *')]
         .filter(el => !sideways(el))
+        // Text only screen readers get (visually hidden by design, 1 px wide) is not clipped text.
+        .filter(el => !el.closest('.jp-sr-only'))
         .filter(el => el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0)
         .map(el => `${el.className || el.tagName}: ${el.scrollWidth} > ${el.clientWidth}`);
     // Blocks that scroll sideways must be named, focusable regions (keyboard users scroll them).
