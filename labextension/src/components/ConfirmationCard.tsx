@@ -140,7 +140,9 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
         riskLabelId,
         riskId,
         ...(code !== undefined ? [codeCaptionId] : []),
-        ...(change ? diffDescriptionIds(diffId, change).slice(0, 1) : []),
+        // A short change (up to three lines in words) is the decision itself and is read
+        // with the summary; a longer one only by its caption, its lines on demand.
+        ...(change ? diffDescriptionIds(diffId, change).slice(0, change.sentences.length <= 3 ? undefined : 1) : []),
         ...(cells.length > 0 ? [cellsId] : []),
         ...(item.deadline !== null && pending && !expired ? [`${deadlineId}-label`, deadlineId] : []),
         ...(keys && pending && !expired ? [keysId] : [])
