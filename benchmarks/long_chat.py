@@ -43,6 +43,7 @@ import anthropic
 from jupyter_aaep.aaep import Emitter, Producer, ReplyBroker, Session
 from jupyter_aaep.agent.context import SUMMARY_HEADER, ContextSettings, ContextState
 from jupyter_aaep.agent.loop import AgentConfig, AgentLoop, ChatContext
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse, Turn
 from jupyter_aaep.tools.notebook import notebook_tools
@@ -124,7 +125,7 @@ async def run_chat(
     registry = ToolRegistry(notebook_tools())
     state = ContextState()
     chat = ChatContext(
-        notebook_path="analysis.ipynb", services={"notebook": service}, context=state
+        notebook_path="analysis.ipynb", services=AgentServices(notebook=service), context=state
     )
     history: list[dict[str, Any]] = []
     failed = 0

@@ -19,13 +19,16 @@ import random
 import struct
 import time
 import zlib
+from types import SimpleNamespace
 from typing import Any
 
 import nbformat
 from jupyter_ydoc import YNotebook
 
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolContext
 from jupyter_aaep.notebook.documents import LiveNotebook
+from jupyter_aaep.notebook.service import NotebookService
 from jupyter_aaep.tools.notebook import get_notebook_state
 
 BUDGET = 32_000
@@ -152,12 +155,13 @@ def make_notebook(n_cells: int = 100, seed: int = 0) -> nbformat.NotebookNode:
     return nb
 
 
-class _LocalService:
-    """Just enough of ``NotebookService`` for the read tool: a local shared document."""
+class _LocalService(NotebookService):
+    """Just enough of ``NotebookService`` for the read tool: a local shared document, no server."""
 
     state_budget = BUDGET
 
     def __init__(self, nb: nbformat.NotebookNode) -> None:
+        super().__init__(SimpleNamespace(), state_budget=BUDGET)  # type: ignore[arg-type]
         self._doc = YNotebook()
         self._doc.set(json.loads(nbformat.writes(nb)))
 
@@ -172,7 +176,9 @@ async def measure(nb: nbformat.NotebookNode, *, budget: int = BUDGET) -> dict[st
     service = _LocalService(nb)
     service.state_budget = budget
     ctx = ToolContext(
-        tool_call_id="bench", notebook_path="analysis.ipynb", services={"notebook": service}
+        tool_call_id="bench",
+        notebook_path="analysis.ipynb",
+        services=AgentServices(notebook=service),
     )
     started = time.perf_counter()
     result = await get_notebook_state(ctx)

@@ -19,7 +19,9 @@ from types import SimpleNamespace
 
 from jupyter_server.services.contents.filemanager import AsyncFileContentsManager
 
+from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolContext
+from jupyter_aaep.notebook.service import NotebookService
 from jupyter_aaep.tools._file_tools import read_file
 
 SIZE = 50 * 1024 * 1024
@@ -46,8 +48,8 @@ def baseline(path: Path) -> tuple[float, int]:
 
 async def tool(root: Path) -> tuple[float, int]:
     contents = AsyncFileContentsManager(root_dir=str(root))
-    services = {"notebook": SimpleNamespace(serverapp=SimpleNamespace(contents_manager=contents))}
-    ctx = ToolContext(tool_call_id="bench", services=services)
+    service = NotebookService(SimpleNamespace(contents_manager=contents))  # type: ignore[arg-type]
+    ctx = ToolContext(tool_call_id="bench", services=AgentServices(notebook=service))
     times, kept = [], 0
     for _ in range(ROUNDS):
         started = time.perf_counter()

@@ -41,7 +41,7 @@ async def measure(rounds: int, profile: bool) -> None:
     async with running_server() as bench:
         _, client = await bench.notebook_kernel("bench.ipynb", [CODE])
         await raw_executes(client, CODE, 3)  # warm the kernel
-        executor = bench.extension.toolbox.services["notebook"].executor
+        executor = bench.extension.toolbox.notebooks.executor
         before, after = _previous_behaviour(executor), _current_behaviour(executor)
         chat_id = (await bench.call("POST", "aaep/v1/chats", {"notebook_path": "bench.ipynb"}))[
             "chat_id"
