@@ -102,7 +102,40 @@ def check_message(body: bytes) -> tuple[int, dict[str, Any]] | None:
         )
     if method == "tools/call":
         return _check_call(answer_to, params or {})
+    if method == "initialize":
+        return _check_initialize(answer_to, params or {})
+    if method == "tools/list" and not isinstance((params or {}).get("cursor", ""), str):
+        return 200, _error(
+            answer_to,
+            INVALID_PARAMS,
+            'The "cursor" of tools/list must be the string a previous answer gave as nextCursor.',
+        )
     return None
+
+
+def _check_initialize(request_id: Any, params: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """The SDK answers a bad initialize with "Invalid request parameters" alone; say which."""
+    client = params.get("clientInfo")
+    wrong = []
+    if not isinstance(params.get("protocolVersion"), str):
+        wrong.append(f'"protocolVersion" is {_shown(params.get("protocolVersion"))}')
+    if not isinstance(params.get("capabilities"), dict):
+        wrong.append(f'"capabilities" is {_shown(params.get("capabilities"))}')
+    if not (
+        isinstance(client, dict)
+        and isinstance(client.get("name"), str)
+        and isinstance(client.get("version"), str)
+    ):
+        wrong.append(f'"clientInfo" is {_shown(client)}')
+    if not wrong:
+        return None
+    return 200, _error(
+        request_id,
+        INVALID_PARAMS,
+        'An initialize request needs "params" with "protocolVersion" (a string such as '
+        '"2025-06-18"), "capabilities" (an object) and "clientInfo" (an object with a "name" '
+        f'and a "version" string); here {" and ".join(wrong)}.',
+    )
 
 
 def _check_call(request_id: Any, params: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:

@@ -140,6 +140,16 @@ def test_a_link_out_of_the_root_is_refused(tmp_path) -> None:
             200,
             '"name" is none',
         ),
+        (  # the SDK alone says "Invalid request parameters" (found by the MCP fuzz test)
+            b'{"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {}}',
+            200,
+            '"protocolVersion" is none and "capabilities" is none and "clientInfo" is none',
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"cursor": 5}}',
+            200,
+            "must be the string a previous answer gave",
+        ),
         (
             b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x", "arguments": 3}}',
             200,

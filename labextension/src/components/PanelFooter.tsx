@@ -18,17 +18,10 @@ import { ModelChooser } from '../modelChoice';
 import { ariaShortcut } from '../shortcuts';
 import { Composer } from './Composer';
 import { FigureDescription } from './FigureDescription';
-import { useId, useSignals } from './hooks';
+import { focusSoon, useId, useSignals } from './hooks';
 import { IPanelSettingsProps, PanelSettings } from './PanelSettings';
 import { RunControls } from './RunControls';
 import { ToolbarIconButton } from './ToolbarIconButton';
-
-/** Focus an element of the panel once React has rendered. */
-function focusSoon(selector: string): void {
-  requestAnimationFrame(() =>
-    requestAnimationFrame(() => document.querySelector<HTMLElement>(`.jp-AAEPPanel ${selector}`)?.focus())
-  );
-}
 
 /**
  * The settings with the verbosity read from (and set through) its command, so

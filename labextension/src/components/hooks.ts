@@ -77,3 +77,36 @@ export function useFocusOutcome(
   });
   return outcome;
 }
+
+/**
+ * Focus an element of the panel once React has rendered it. A re-render can
+ * replace the element just after (switching chats mounts a new message box),
+ * which drops the focus to the page's body: for a second and a half, a focus
+ * lost that way goes to the element's successor. A focus the person moved
+ * elsewhere is never taken back.
+ */
+export function focusSoon(selector: string): void {
+  const find = () => document.querySelector<HTMLElement>(`.jp-AAEPPanel ${selector}`);
+  const focus = () => {
+    const target = find();
+    if (target && document.activeElement !== target) {
+      target.focus();
+    }
+  };
+  const until = Date.now() + 1500;
+  const watch = () => {
+    const active = document.activeElement;
+    if (active === null || active === document.body) {
+      focus();
+    }
+    if (Date.now() < until) {
+      window.setTimeout(watch, 100);
+    }
+  };
+  requestAnimationFrame(() =>
+    requestAnimationFrame(() => {
+      focus();
+      window.setTimeout(watch, 100);
+    })
+  );
+}

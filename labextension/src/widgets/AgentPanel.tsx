@@ -11,7 +11,7 @@ import { Panel } from '@lumino/widgets';
 import React, { useRef, useState } from 'react';
 
 import { ChatList } from '../components/ChatList';
-import { useSignals } from '../components/hooks';
+import { focusSoon, useSignals } from '../components/hooks';
 import { PanelFooter } from '../components/PanelFooter';
 import { useScrollRegions } from '../components/scrollRegions';
 import { Transcript } from '../components/Transcript';
@@ -70,13 +70,6 @@ export function stateLabel(model: ChatModel, trans: TranslationBundle): string {
 /** The compact usage meter ("12.3k tokens · ≈ $0.04"), or '' without figures. */
 export function usageMeter(model: ChatModel, trans: TranslationBundle): string {
   return usageMeterText(model.usage, trans);
-}
-
-/** Focus an element of the panel once React has rendered. */
-function focusSoon(selector: string): void {
-  requestAnimationFrame(() =>
-    requestAnimationFrame(() => document.querySelector<HTMLElement>(`.jp-AAEPPanel ${selector}`)?.focus())
-  );
 }
 
 /** Base name of a path, for display. */
