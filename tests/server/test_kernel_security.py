@@ -133,8 +133,15 @@ async def test_a_background_thread_in_the_kernel_cannot_approve_a_flagged_cell(
     assert not [e for e in of(events, "tool.invoked") if e["tool"] == "run_cell"]
 
 
-async def test_in_auto_mode_kernel_answers_are_refused_even_when_enabled(
-    kernels, api, extension, fake_model, sse, jp_root_dir: Path
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("auto", "approves automatically"),  # what the setting does not approve, only a person can
+        (None, "not shown"),  # ask mode: a thread that never opened the kernel's event stream
+    ],
+)
+async def test_with_kernel_answers_enabled_a_thread_still_cannot_approve(
+    mode, reason, kernels, api, extension, fake_model, sse, jp_root_dir: Path
 ) -> None:
     extension.confirmation_timeouts = {"low": 4, "medium": 4, "high": 4}
     extension.kernel_replies = True
@@ -142,7 +149,7 @@ async def test_in_auto_mode_kernel_answers_are_refused_even_when_enabled(
         path = new_name()
         kernel = await kernels.notebook(path, ["print('setup')", FLAGGED])
         await kernel.run(ANSWERER)
-        chat_id = await _chat(api, path, "auto")
+        chat_id = await _chat(api, path, mode)
         fake_model.add(
             Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text="It did not run.")
         )
@@ -156,37 +163,7 @@ async def test_in_auto_mode_kernel_answers_are_refused_even_when_enabled(
             )
             events = await wait_idle(extension, chat_id)
         attempts = json.loads(await kernel.run("import json; print(json.dumps(attempts))"))
-        assert _all_refused(attempts, "approves automatically"), attempts
-        assert not (jp_root_dir / "pwned.txt").exists() and "Approved" not in _heard(events)
-    finally:
-        extension.kernel_replies = False
-
-
-async def test_in_ask_mode_with_kernel_answers_on_only_a_shown_request_can_be_answered(
-    kernels, api, extension, fake_model, sse, jp_root_dir: Path
-) -> None:
-    """A thread that never opened the kernel's event stream answers a request no view showed."""
-    extension.confirmation_timeouts = {"low": 4, "medium": 4, "high": 4}
-    extension.kernel_replies = True
-    try:
-        path = new_name()
-        kernel = await kernels.notebook(path, ["print('setup')", FLAGGED])
-        await kernel.run(ANSWERER)
-        chat_id = await _chat(api, path)
-        fake_model.add(
-            Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text="It did not run.")
-        )
-        async with sse(chat_id):
-            await api(
-                "chats",
-                chat_id,
-                "messages",
-                method="POST",
-                body={"kind": "user_input", "text": "Run cell 2."},
-            )
-            events = await wait_idle(extension, chat_id)
-        attempts = json.loads(await kernel.run("import json; print(json.dumps(attempts))"))
-        assert _all_refused(attempts, "not shown"), attempts
+        assert _all_refused(attempts, reason), attempts
         assert not (jp_root_dir / "pwned.txt").exists() and "Approved" not in _heard(events)
     finally:
         extension.kernel_replies = False
