@@ -7,7 +7,8 @@ for approval, driven from the keyboard, as a screen reader would hear it.
 - The countdown is named and coarse ("Time left to answer: 1 minute 30 seconds").
 - After Approve, the focus is on the short outcome, never back on the card.
 - The whole session's live-region log has no MIME type or size, no bare percentage, one closing
-  line, and nothing polite written in the 100 ms before an alert. axe-core finds nothing.
+  line, and nothing polite cut off by an alert (what settled just before it is said in it).
+  axe-core finds nothing.
 
 What was said is written to ``test-output/e2e/speech-budget-announcements.txt``.
 """
@@ -154,9 +155,15 @@ def test_an_approval_of_eighteen_lines_keeps_the_speech_budget(ui: PanelPage) ->
     assert len(closing) == 1, f"one closing line per turn: {closing}"
     alerts = [e for e in log if e["politeness"] == "assertive"]
     for a in alerts:
-        just_before = [
+        # Polite speech the alert would cut off is folded into it: a polite write that
+        # settled just before the alert came (a model round trip later, on a busy machine)
+        # is said again inside the alert, so it is heard once, in full.
+        cut_off = [
             e
             for e in log
-            if e["politeness"] == "polite" and 0 <= a["time"] - e["time"] < 100 and e is not a
+            if e["politeness"] == "polite"
+            and 0 <= a["time"] - e["time"] < 100
+            and e is not a
+            and e["text"] not in a["text"]
         ]
-        assert not just_before, f"polite speech written just before an alert: {just_before}"
+        assert not cut_off, f"polite speech cut off by an alert and not said in it: {cut_off}"
