@@ -36,6 +36,7 @@ export function applyEvent(state: IChatState, event: IAAEPEvent, now?: number): 
     d.ended = withMember(d.ended, event.session_id);
     if (!d.cellRuns.has(event.session_id)) {
       d.agentState = 'idle';
+      d.activity = '';
       d.status = 'idle';
     }
   }
@@ -128,6 +129,9 @@ function apply(d: Draft, event: IAAEPEvent, now: number): void {
       const from = str(event, 'from_state');
       const to = str(event, 'to_state');
       d.agentState = to ?? d.agentState;
+      // Only a running step has an activity worth the status line; the
+      // summary of any other state is said, not shown there.
+      d.activity = to === 'calling_tool' ? summary : '';
       // A pause while a request waits keeps it open (it can still be answered; the
       // server acts on the answer at the resume): only leaving for work resolves it.
       if (to === 'paused') {

@@ -32,6 +32,11 @@ export interface IChatState {
   readonly status: ChatStatus;
   /** The agent's state (`thinking`, `awaiting_input`, …; `idle` between sessions). */
   readonly agentState: string;
+  /**
+   * Who is doing what while a step runs, in the server's words ("Claude Code
+   * is reading the notebook."), or '' (the status line then names the state).
+   */
+  readonly activity: string;
   /** What the server says (`can_continue` in the chat description). */
   readonly serverCanContinue: boolean;
   /** The last session ended with a recoverable error. */
@@ -59,6 +64,7 @@ export const EMPTY_CHAT: IChatState = {
   hidden: new Set(),
   status: 'idle',
   agentState: 'idle',
+  activity: '',
   serverCanContinue: false,
   recoverableEnd: false,
   supports: DEFAULT_SUPPORTS,

@@ -172,6 +172,11 @@ export class ChatModel {
     return this._state.agentState;
   }
 
+  /** Who is doing what while a step runs ("Claude Code is reading the notebook."), or ''. */
+  get activity(): string {
+    return this._state.activity;
+  }
+
   /** What the server accepts for this chat. */
   get supports(): ISupports {
     return this._state.supports;

@@ -209,6 +209,18 @@ const CASES = {
     );
     card = s.items.find(i => i.kind === 'confirmation');
     assert.deepEqual([card.state, card.outcome], ['resolved', 'Approved.']);
+    // A running step keeps who is doing what for the status line; any other state drops it.
+    s = applyEvent(
+      s,
+      event('state.changed', 's1', {
+        from_state: 'thinking',
+        to_state: 'calling_tool',
+        summary_normal: 'Claude Code is reading the notebook.'
+      })
+    );
+    assert.equal(s.activity, 'Claude Code is reading the notebook.');
+    s = applyEvent(s, event('state.changed', 's1', { from_state: 'calling_tool', to_state: 'thinking' }));
+    assert.equal(s.activity, '');
   },
   'handoff.requested'() {
     const s = run(EMPTY_CHAT, started(), event('handoff.requested', 's1', { reason: 'needs a human' }));

@@ -55,6 +55,10 @@ export function stateLabel(model: ChatModel, trans: TranslationBundle): string {
   if (model.status === 'paused') {
     return trans.__('Paused');
   }
+  if (model.agentState === 'calling_tool' && model.activity) {
+    // Whose step it is, in the server's words: an outside agent is named.
+    return model.activity.replace(/[.\s]+$/u, '');
+  }
   const known: Record<string, string> = {
     thinking: trans.__('Thinking'),
     calling_tool: trans.__('Running a tool'),
@@ -143,7 +147,8 @@ function AgentView(props: IAgentViewProps): JSX.Element {
               controller.notebookPath
                 ? trans.__('Notebook %1', baseName(controller.notebookPath))
                 : trans.__('No notebook selected'),
-              model ? statusText.toLowerCase() : '',
+              // A state word joins the phrase in lower case; a named agent keeps its name.
+              model ? (model.activity ? statusText : statusText.toLowerCase()) : '',
               connectionText
             ]
               .filter(Boolean)
