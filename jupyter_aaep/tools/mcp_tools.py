@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Iterable
@@ -272,10 +273,7 @@ class _Server:
             return streamable_http_client(self.config.url, http_client=client)
         from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self._errlog = open(  # noqa: ASYNC230, SIM115
-            self.log_dir / f"aaep-mcp-{self.config.name}.log", "a", encoding="utf-8"
-        )
+        self._errlog = _private_log(self.log_dir / f"aaep-mcp-{self.config.name}.log")
         self._errlog_start = self._errlog.tell()
         params = StdioServerParameters(
             command=self.config.command,
@@ -403,6 +401,19 @@ class _Server:
                 for t in self.tools
             ],
         }
+
+
+def _private_log(path: Path) -> TextIO:
+    """A stdio server's stderr log, opened for appending and readable by its owner only
+    (``0600`` whatever the umask): what a tool server writes may quote the user's files."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # a log made by an older version, or under a loose umask
+        return os.fdopen(fd, "a", encoding="utf-8")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 _ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception)\b\S*:? ")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from jupyter_aaep.agent.approval import ApprovalPolicy
 from jupyter_aaep.agent.tools import ToolContext
 from jupyter_aaep.errors import ToolError
 from jupyter_aaep.tools.mcp_config import ServerConfig
-from jupyter_aaep.tools.mcp_tools import MCPServers, _Server
+from jupyter_aaep.tools.mcp_tools import MCPServers, _private_log, _Server
 
 SCRIPT = Path(__file__).parent / "tiny_mcp_server.py"
 SCHEMA = {"type": "object", "properties": {}}
@@ -113,3 +115,25 @@ def test_a_call_that_takes_too_long_is_stopped_and_the_session_stays(
             await servers.close()
 
     asyncio.run(run())
+
+
+def test_a_tool_servers_log_is_private_whatever_the_umask_and_keeps_its_lines(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "runtime"
+    previous = os.umask(0o000)
+    try:
+        with _private_log(folder / "aaep-mcp-new.log") as log:
+            log.write("started\n")
+        older = folder / "aaep-mcp-old.log"
+        older.write_text("Error: an earlier run\n")
+        os.chmod(older, 0o644)  # as a version before the fix left it
+        with _private_log(older) as log:
+            start = log.tell()
+            log.write("started again\n")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((folder / "aaep-mcp-new.log").stat().st_mode) == 0o600
+    assert stat.S_IMODE(older.stat().st_mode) == 0o600
+    assert start == len("Error: an earlier run\n"), "appends; the last words are read from here"
+    assert older.read_text() == "Error: an earlier run\nstarted again\n"

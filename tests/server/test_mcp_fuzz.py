@@ -46,6 +46,13 @@ def jp_server_config(
     return live_server_config(fake_model, jp_root_dir, monkeypatch, mcp_idle_seconds=1.0)
 
 
+@pytest.fixture
+def jp_base_url() -> str:
+    """A JupyterHub user's server's base URL for a user named "a@b" (the hub escapes the name):
+    the MCP endpoint and its errors are the same under ``/user/<name>/`` (issue 21)."""
+    return "/user/a%40b/"
+
+
 class RawClient:
     """JSON-RPC over Streamable HTTP by hand: one MCP session, any bytes in a POST."""
 

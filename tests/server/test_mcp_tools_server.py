@@ -7,8 +7,12 @@ model asks, and the approvals go through the chat's HTTP API as a person's would
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import stat
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -214,6 +218,41 @@ async def test_the_status_says_which_servers_run_and_why_one_did_not(api, extens
         servers["missing"]["message"]
         == f"the command {Path(body['config_file']).parent / 'no-such-server'} was not found."
     )
+
+
+def _tool_server_pids() -> list[int]:
+    """This process's children running the tiny MCP server, not yet exited (zombies count as gone)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        state, parent = stat.rsplit(")", 1)[1].split()[:2]
+        if int(parent) == os.getpid() and state != "Z" and str(SERVER_SCRIPT).encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_stopping_jupyter_closes_the_tool_servers_whose_logs_are_private(extension) -> None:
+    """What Stop My Server on JupyterHub relies on: the extension's shutdown ends each stdio
+    tool server itself (this test process, their parent, lives on); their stderr logs are 0600."""
+    await extension.mcp_servers.wait_started(30)
+    notes = next(s for s in extension.mcp_servers.servers if s.config.name == "notes")
+    assert notes.status == "ready"
+    running = _tool_server_pids()
+    assert len(running) == 1, running
+    log = notes.log_dir / "aaep-mcp-notes.log"
+    assert log.exists() and stat.S_IMODE(log.stat().st_mode) == 0o600
+    await extension.stop_extension()
+    deadline = time.monotonic() + 10
+    while _tool_server_pids():
+        assert time.monotonic() < deadline, f"tool server still running: {_tool_server_pids()}"
+        await asyncio.sleep(0.05)
+    assert notes.status == "stopped" and notes.session is None
 
 
 @pytest.mark.parametrize("aaep_config", [{"allowed_mcp_stdio_commands": ["node"]}], indirect=True)
