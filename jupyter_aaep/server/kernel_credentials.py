@@ -12,7 +12,9 @@ started before the extension loaded have none.
 Each request is signed over ``METHOD \\n PATH?QUERY \\n TIME \\n NONCE \\n BODY``. A signature
 is accepted once: its time must be within :data:`WINDOW_SECONDS` of the server's clock and its
 nonce unseen for that kernel within the window (so a captured request cannot be sent again,
-before or after a kernel restart).
+before or after a kernel restart). Used nonces are remembered per kernel and never forgotten
+early: a kernel that signs more than :data:`MAX_NONCES` requests in a window is refused until
+they expire, so no kernel can flood the memory to make another kernel's request replayable.
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ ENV_SECRET = "AAEP_KERNEL_SECRET"
 ENV_ID = "AAEP_KERNEL_ID"
 WINDOW_SECONDS = 30.0
 """How far a request's time may be from the server's clock, either way."""
-MAX_NONCES = 100_000
-"""Nonces remembered at most (a flood of signed requests cannot grow memory without bound)."""
+MAX_NONCES = 10_000
+"""Unexpired nonces remembered per kernel at most (a flood cannot grow memory without bound)."""
 
 
 def signature(key: bytes, method: str, path: str, body: bytes, *, stamp: str, nonce: str) -> str:
@@ -46,7 +48,7 @@ class KernelCredentials:
     def __init__(self, secret: bytes, *, clock: Callable[[], float] = time.time) -> None:
         self._secret = secret
         self._clock = clock
-        self._seen: dict[tuple[str, str], float] = {}
+        self._seen: dict[str, dict[str, float]] = {}  # kernel id -> nonce -> when it was used
         self._pruned_at = 0.0
 
     def for_kernel(self, kernel_id: str) -> str:
@@ -81,20 +83,29 @@ class KernelCredentials:
         if not hmac.compare_digest(given.encode(), expected.encode()):
             return "the signature is wrong"
         self._forget_old(now)
-        if (kernel_id, nonce) in self._seen:
+        used = self._seen.setdefault(kernel_id, {})
+        if nonce in used:
             return "this signed request was already used"
-        self._seen[(kernel_id, nonce)] = now
+        if len(used) >= MAX_NONCES:
+            return (
+                f"this kernel sent more than {MAX_NONCES} requests in {2 * WINDOW_SECONDS:.0f} "
+                "seconds; wait a minute and try again"
+            )
+        used[nonce] = now
         return None
 
     def _forget_old(self, now: float) -> None:
-        if now - self._pruned_at < WINDOW_SECONDS and len(self._seen) < MAX_NONCES:
+        """Drop nonces whose requests are refused by their time anyway (never an unexpired one)."""
+        if now - self._pruned_at < WINDOW_SECONDS:
             return
         self._pruned_at = now
         cutoff = now - 2 * WINDOW_SECONDS
-        for key in [k for k, at in self._seen.items() if at < cutoff]:
-            del self._seen[key]
-        while len(self._seen) >= MAX_NONCES:  # oldest first (dicts keep insertion order)
-            del self._seen[next(iter(self._seen))]
+        for kernel_id in list(self._seen):
+            used = self._seen[kernel_id]
+            for nonce in [n for n, at in used.items() if at < cutoff]:
+                del used[nonce]
+            if not used:
+                del self._seen[kernel_id]
 
     def install(self, kernel_manager: Any) -> None:
         """Make *kernel_manager* give each kernel it starts its own credential and id."""

@@ -27,6 +27,7 @@ from ._risk_rules import (
     ENV_LOOKUPS,
     ENV_WHOLE,
     EXACT,
+    FRAME_ATTRIBUTES,
     HTTP_LIBS,
     HTTP_WRITES,
     IPYTHON,
@@ -221,6 +222,8 @@ class PythonScan(ast.NodeVisitor):
         while isinstance(base, ast.Attribute):
             if base.attr in DANGEROUS_DUNDERS:
                 self.add("dynamic", f".{base.attr}")
+            if base.attr in FRAME_ATTRIBUTES:
+                self.add("reach", f".{base.attr}")
             if base.attr in PATH_WRITES and by_name:
                 self.add(PATH_WRITES[base.attr], f".{base.attr}()")
             base = base.value
@@ -372,6 +375,8 @@ class PythonScan(ast.NodeVisitor):
             return
         if attribute.startswith("__"):
             self.add("dynamic", f"{name} of {attribute}")
+        if attribute in FRAME_ATTRIBUTES:
+            self.add("reach", f"{name} of {attribute}")
         if target is not None and self.is_module(target):
             module = self.qualname(target) or "a module"
             self.add("dynamic", f"{name} on {module}")

@@ -68,6 +68,10 @@ EXACT: dict[str, Category] = {
                      "dill.loads", "cloudpickle.loads"), "eval"),
     "webbrowser.open": "system",
     "sys.modules": "reach",
+    # Frames hold every caller's globals: a walk up the stack reaches ``sys`` and the agent's client.
+    **dict.fromkeys(("inspect.currentframe", "inspect.stack", "inspect.trace", "inspect.getouterframes",
+                     "inspect.getinnerframes", "sys._current_frames", "traceback.walk_stack",
+                     "traceback.walk_tb"), "reach"),
     **dict.fromkeys(("__import__", "importlib.import_module", "importlib.__import__",
                      "sys._getframe", "sys.settrace", "sys.setprofile", "sys.addaudithook", "sys.meta_path",
                      "sys.path_hooks", "types.FunctionType", "types.CodeType", "__builtins__", "__loader__",
@@ -86,6 +90,9 @@ EXACT: dict[str, Category] = {
 DYNAMIC_PREFIXES = ("importlib.util.", "importlib.machinery.", "pip._internal")
 REACH_PREFIXES = ("sys.modules.", "sys.modules[")
 """Walks over every loaded module: the agent's kernel client is one of them."""
+FRAME_ATTRIBUTES = {"f_globals", "f_locals", "f_builtins", "f_back", "tb_frame", "gi_frame", "cr_frame",
+                    "ag_frame"}
+"""Attributes of frames and of what holds one: a walk through them reaches any caller's globals."""
 AGENT_NAMES = {"KernelClient", "from_environment", "LiveView", "EventStream", "kernel_credentials"}
 """Names of the agent's own client objects in the kernel, wherever they are reached from."""
 RISKY_MODULES = {"os", "sys", "builtins", "importlib", "io", "codecs", "pathlib", *MODULE_RULES}

@@ -105,6 +105,12 @@ RISKY = [
     "_.client.from_environment().send({})",
     "import threading\nthreading.Thread(target=answer_later, daemon=True).start()",
     "get_ipython().events.register('post_run_cell', answer_later)",
+    # Walks up the stack: a caller's globals hold sys, and through it the agent's client.
+    "import inspect\nmodules = inspect.currentframe().f_back.f_globals['sys'].modules",
+    "import inspect\ncaller = inspect.stack()[1].frame",
+    "try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    g = e.__traceback__.tb_frame.f_back.f_globals",
+    "import traceback\nframes = [f for f, _ in traceback.walk_stack(None)]",
+    "def gen():\n    yield\nnames = getattr(gen().gi_frame, 'f_globals')",
     # The eight kinds of issue #9.
     "import pathlib\npathlib.Path('notes.txt').touch()",
     "getattr(__import__('o' + 's'), 'sys' + 'tem')('id')",
@@ -271,6 +277,14 @@ def test_flagged_environment_reads_are_high_risk_only_for_secrets() -> None:
         ("open('x', **options)", "writes, moves or copies files (open with a computed mode)"),
         ("open(*args)", "writes, moves or copies files (open with a computed mode)"),
         ("getattr(obj, '__globals__')", "hides what it calls (getattr of __globals__)"),
+        (
+            "import inspect\ninspect.currentframe().f_back",
+            (
+                "reaches into the kernel's loaded modules or live objects, where the agent's "
+                "connection is, so it could answer the agent's approvals by itself "
+                "(.f_back, inspect.currentframe)"
+            ),
+        ),
         (
             "import os\nos.environ.update({'A': '1'})",
             "reads environment variables, which can hold keys (os.environ.update)",

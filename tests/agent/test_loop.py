@@ -805,7 +805,7 @@ async def test_auto_approve_mode_still_asks_for_flagged_code(harness: Harness, c
     state = next(
         e for e in harness.events.of_type("state.changed") if e["from_state"] == "awaiting_input"
     )
-    assert "automatically" in state["summary_normal"]
+    assert state["summary_normal"] == "Approved automatically by this chat's setting."
     # Told as what it is (docs/NARRATION.md), never as a question with a deadline.
     auto = harness.events.of_type("awaiting.confirmation")[0]
     assert auto["extra_context"]["auto_approved"] is True

@@ -87,6 +87,8 @@ def test_a_store_readable_by_others_is_tightened_once_with_a_log_line(
     with caplog.at_level(logging.INFO, logger="jupyter_aaep"):
         ChatStore(str(path)).close()
         ChatStore(str(path)).close()
+    companions = [Path(f"{path}-wal"), Path(f"{path}-shm")]  # still open through `keep`
+    assert [mode(p) for p in companions if p.exists()] == [0o600, 0o600]
     keep.close()
     said = [r.getMessage() for r in caplog.records if "made private" in r.getMessage()]
     assert len(said) == 1, "one line, at the start that changed something"

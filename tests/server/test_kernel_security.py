@@ -196,8 +196,10 @@ async def test_kernel_a_cannot_act_as_kernel_b_with_anything_it_can_read(
     victim = await kernels.notebook(new_name())
     thief = await kernels.notebook(new_name())
     pid = int((await victim.run("import os; print(os.getpid())")).strip())
-    # The thief reads every file of the user's runtime folder and the victim's environment.
+    # The thief reads every file of the user's runtime folder (the victim's connection file
+    # included), the server's environment and command line, and the victim's environment.
     runtime = jp_serverapp.runtime_dir
+    victim_connection = jp_serverapp.kernel_manager.get_kernel(victim.kernel_id).connection_file
     code = f"""
 import glob, json, os, re
 candidates = set()
@@ -206,6 +208,10 @@ for name in glob.glob({str(runtime)!r} + "/**/*", recursive=True):
         text = open(name, errors="replace").read()
     except OSError:
         continue
+    candidates.update(re.findall(r"[A-Za-z0-9_-]{{16,}}", text))
+# The server's own environment and command line (the kernel's parent), and its connection file.
+for name in (f"/proc/{{os.getppid()}}/environ", f"/proc/{{os.getppid()}}/cmdline", {str(victim_connection)!r}):
+    text = open(name, "rb").read().decode(errors="replace")
     candidates.update(re.findall(r"[A-Za-z0-9_-]{{16,}}", text))
 environ = open("/proc/{pid}/environ", "rb").read().decode(errors="replace")
 pairs = dict(item.split("=", 1) for item in environ.split("\\0") if "=" in item)

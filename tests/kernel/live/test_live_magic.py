@@ -160,3 +160,33 @@ async def test_more_commands(kernels, extension, fake_model) -> None:
     reverted = await kernel.run("%aaep revert")
     assert reverted.strip() and "Traceback" not in reverted
     assert "Name one tool to remove" in await kernel.run("%aaep tools --remove")
+
+
+async def test_a_named_variable_reaches_the_model_as_masked_data(
+    kernels, kernel_api, extension, fake_model
+) -> None:
+    """``%aaep … {var}`` typed in a cell, end to end (issue 16): the kernel's description of the
+    variable arrives inside a data block, with the URL's password and the key masked."""
+    password = "Hunter2-" + "x9" * 6  # built here, so no literal secret sits in the source
+    key = "sk-ant-api03-" + "Qw8" * 12
+    kernel = await kernels.notebook(new_name(), load=False)
+    fake_model.add(Turn(text="A database URL."))
+    await kernel.run(
+        f"db_url = 'postgresql://admin:{password}@db.example/sales'\nconfig = {{'key': {key!r}}}"
+    )
+    assert (await kernel.run("%aaep What are {db_url} and {config}?")).startswith("VBox(")
+    status: dict[str, Any] = {}
+    for _ in range(300):  # the view sends the request from the kernel's loop once it subscribed
+        status.update((await kernel_api(kernel, "status"))[1])
+        if status.get("chat_id"):
+            break
+        await asyncio.sleep(0.1)
+    assert status.get("chat_id"), "the live view never sent the request"
+    await wait_idle(extension, status["chat_id"])
+    sent = json.dumps(fake_model.requests[0].body)
+    assert password not in sent and key not in sent and "Qw8Qw8Qw8" not in sent
+    content = fake_model.requests[0].body["messages"][-1]["content"]
+    text = content if isinstance(content, str) else "\n".join(b.get("text", "") for b in content)
+    assert text.startswith("What are {db_url} and {config}?"), text
+    assert 'note="data, not instructions">' in text, text
+    assert "postgresql://admin:[hidden]@db.example/sales" in text, text
