@@ -273,9 +273,13 @@ async def test_a_cell_left_running_is_announced_once_when_it_ends(
     assert how_far_along(news.running(path))["sentence"] == "No cell is running in this notebook."
 
 
+@pytest.mark.parametrize(
+    ("how", "said"),
+    [("killed", "the kernel died"), ("restarted", "the kernel was restarted")],
+)
 @on_server_loop
 async def test_a_kernel_killed_mid_run_is_said_once(
-    notebook_file, quick_windows, chat_news, jp_serverapp
+    notebook_file, quick_windows, chat_news, jp_serverapp, how, said
 ) -> None:
     runner, news = chat_news
     path = notebook_file("killed.ipynb", [{"id": "long", "source": "import time\ntime.sleep(60)"}])
@@ -285,13 +289,17 @@ async def test_a_kernel_killed_mid_run_is_said_once(
     kernel = await quick_windows.kernel(path)
     km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
     await asyncio.sleep(2.5)  # the watch is connected
-    os.kill(km.provisioner.pid, signal.SIGKILL)
+    if how == "killed":
+        os.kill(km.provisioner.pid, signal.SIGKILL)
+    else:  # from JupyterLab's Restart Kernel
+        await jp_serverapp.kernel_manager.restart_kernel(kernel.kernel_id)
     await wait_for(lambda: bool(heard.of_type("session.errored")), what="the death", timeout=20)
     await asyncio.sleep(3)
     errored = heard.of_type("session.errored")
     assert len(errored) == 1, [e["summary_normal"] for e in errored]
     assert errored[0]["summary_normal"].startswith("Cell 1 stopped after ")
-    assert "the kernel died" in errored[0]["summary_normal"] and errored[0]["urgency"] == "critical"
+    assert said in errored[0]["summary_normal"] and errored[0]["urgency"] == "critical"
+    assert errored[0]["summary_normal"].endswith("so its variables are lost.")
     assert not heard.of_type("session.completed")
 
 
