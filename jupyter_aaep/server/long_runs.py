@@ -90,6 +90,8 @@ class LongRunNews:
 
     tick_seconds = 0.25
     sync_seconds = 2.0
+    find_cell_seconds = 0.5
+    find_cell_tries = 20
 
     def __init__(
         self,
@@ -263,16 +265,25 @@ class LongRunNews:
             self._spawn(self._find_cell(watched.path, run, story))
 
     async def _find_cell(self, path: str, run: PersonRun, story: _Story) -> None:
-        """The cell that holds the code that ran (the first match), from the live notebook."""
-        try:
-            notebook = await self.notebooks.open(path)
-        except Exception as error:  # noqa: BLE001 - the run is then told as "a cell"
-            log.debug("no cell number for a run in %s: %s", path, error)
-            return
+        """The cell that holds the code that ran (the first match), from the live notebook.
+
+        A person who types and runs at once can reach the kernel before their last keystrokes
+        reach the server's copy of the notebook, so a miss is looked up again while the run
+        goes on (every ``find_cell_seconds``, ``find_cell_tries`` times)."""
         code = run.code.strip()
-        for index, cell in enumerate(notebook.cells()):
-            if cell.get("cell_type") == "code" and str(cell.get("source", "")).strip() == code:
-                story.number = index + 1
+        for attempt in range(self.find_cell_tries):
+            if attempt:
+                await asyncio.sleep(self.find_cell_seconds)
+            try:
+                notebook = await self.notebooks.open(path)
+            except Exception as error:  # noqa: BLE001 - the run is then told as "a cell"
+                log.debug("no cell number for a run in %s: %s", path, error)
+                return
+            for index, cell in enumerate(notebook.cells()):
+                if cell.get("cell_type") == "code" and str(cell.get("source", "")).strip() == code:
+                    story.number = index + 1
+                    return
+            if run.ended_at is not None:
                 return
 
     def _tick_people(self) -> None:

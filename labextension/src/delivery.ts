@@ -19,7 +19,8 @@
  *   everything still waiting along.
  * - A piece held back (a step's start) holds what follows it too: the order of
  *   speech never changes.
- * - Nothing twice in a row, unless the user asked for it.
+ * - Nothing twice in a row, unless the user asked for it; an alert takes
+ *   nothing along that it says itself.
  */
 import type { ISpeech, Politeness } from './narrator';
 
@@ -53,6 +54,16 @@ export const FOLD_WORDS = 25;
 
 /** Speech kinds dropped from the queue when a question arrives. */
 const DROPPED_BEFORE_REQUEST = new Set(['start', 'progress', 'state', 'said']);
+
+/** Whether *alert* contains *piece* as whole words (an "Error:" in front, say). */
+function saysWhole(alert: string, piece: string): boolean {
+  const at = alert.indexOf(piece);
+  if (!piece || at < 0) {
+    return false;
+  }
+  const end = at + piece.length;
+  return (at === 0 || /\s/.test(alert[at - 1])) && (end === alert.length || /\s/.test(alert[end]));
+}
 
 /** One piece of polite speech waiting for its turn. */
 interface IQueued {
@@ -161,12 +172,15 @@ export class Delivery {
       // Written just now: the alert would cut it off, so it is said in the
       // alert (or, before a question, dropped if it is not a step's result).
       const recent = this._lastPolite.piece;
-      if (!request || !DROPPED_BEFORE_REQUEST.has(recent.kind)) {
+      if ((!request || !DROPPED_BEFORE_REQUEST.has(recent.kind)) && !saysWhole(text, recent.text)) {
         before = [{ ...recent, asked: true }, ...before];
       }
       this._sink.clear('polite');
       this._lastPolite = null;
     }
+    // What the alert says itself is not said in front of it too (a long cell's
+    // story opened at its failure starts with the sentence it ends with).
+    before = before.filter(q => !saysWhole(text, q.text));
     if (request) {
       before = shorten(before);
     }

@@ -435,6 +435,15 @@ test('terse: a long cell is heard only when it ends', () => {
   assert.deepEqual(spoken(), ['polite: Cell 7 finished: accuracy 0.91.']);
 });
 
+test('a long cell that fails before anything was said about it is heard once, assertively', () => {
+  const { feed } = make('normal', 10);
+  const sentence = 'Cell 5 failed after 11 s: ValueError: bad shape.';
+  feed(event('session.started', { requested_by: 'kernel:person-run', summary_normal: sentence }, 'run2'));
+  feed(event('session.errored', { summary_normal: sentence }, 'run2'));
+  mock.timers.tick(2000);
+  assert.deepEqual(spoken(), [`ALERT: Error: ${sentence}`]);
+});
+
 test('a notice without a percent is spoken at normal verbosity (the store stopped)', () => {
   const { feed } = make('normal', 10);
   feed(

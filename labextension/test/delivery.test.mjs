@@ -160,6 +160,28 @@ test('an error takes everything still waiting along, in order', () => {
   ]);
 });
 
+test('an alert takes nothing along that it says itself: a failure told at its end is heard once', () => {
+  // A long cell's story opened at its failure: its start says the sentence its end says.
+  const sentence = 'Cell 5 failed after 11 s: ValueError: bad shape.';
+  const burst = setup();
+  burst.polite('The data has 3 columns.', 'prose');
+  burst.polite(sentence, 'said');
+  burst.alert(`Error: ${sentence}`, 'alert');
+  assert.deepEqual(burst.said(), [`ALERT: The data has 3 columns. Error: ${sentence}`]);
+  // Written just before the alert: not said again inside it (the alert says it).
+  const written = setup();
+  written.polite(sentence, 'said');
+  written.clock.tick(SETTLE_MS + 50);
+  written.alert(`Error: ${sentence}`, 'alert');
+  assert.deepEqual(written.said(), [`polite: ${sentence}`, `ALERT: Error: ${sentence}`]);
+  assert.ok(written.writes.some(w => w.cleared && w.politeness === 'polite'));
+  // Only whole words count: a piece that is part of a word of the alert is taken along.
+  const part = setup();
+  part.polite('Cell 5', 'said');
+  part.alert('Error: Cell 50 failed.', 'alert');
+  assert.deepEqual(part.said(), ['ALERT: Cell 5. Error: Cell 50 failed.']);
+});
+
 test('a held start holds what follows; a quick result cancels it; a late one follows it', () => {
   const quick = setup(10);
   quick.polite('Running cell 4.', 'start', { key: 'tool:a', holdMs: 1500 });

@@ -8,6 +8,7 @@ several wait windows takes a few seconds.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import time
@@ -22,6 +23,7 @@ from jupyter_aaep.aaep.session import Producer
 from jupyter_aaep.agent.runner import ChatRunner
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolContext, ToolRegistry
+from jupyter_aaep.notebook import executor as executor_module
 from jupyter_aaep.server.long_runs import LongRunNews, how_far_along
 from jupyter_aaep.tools.notebook import interrupt_kernel, run_all_cells, run_cell, wait_for_cell
 
@@ -106,6 +108,43 @@ async def test_progress_is_read_from_what_each_cell_reports(
         else:
             assert not percents
             assert any("still running after" in p for p in progress), list(progress)
+
+
+class FastClock:
+    """``time`` for the executor, whose clock runs *factor* times faster from now on."""
+
+    def __init__(self, factor: float) -> None:
+        self.factor, self.base = factor, time.monotonic()
+
+    def monotonic(self) -> float:
+        return self.base + (time.monotonic() - self.base) * self.factor
+
+
+@on_server_loop
+async def test_a_ten_minute_cell_is_never_interrupted(
+    notebook_file, make_ctx, quick_windows, monkeypatch
+) -> None:
+    """With no limit nothing interrupts a cell, however long: the executor keeps every deadline
+    of a run on its clock, sped up 150 times here, so a 4.5-s sleep lasts over 11 minutes to it.
+    A limit the model sets still fires on that same clock (so the check could fail)."""
+    code = "import time\ntime.sleep(4.5)\nprint('trained for ten minutes')"
+    path = notebook_file(
+        "ten.ipynb", [{"id": "warm", "source": "x = 1"}, {"id": "long", "source": code}]
+    )
+    ctx = make_ctx(path)
+    assert not (await run_cell(ctx, cell_id="warm")).is_error  # the kernel starts on the real clock
+    monkeypatch.setattr(executor_module, "time", FastClock(150))
+    answers, result = await run_to_the_end(ctx, "long")
+    assert answers and "nothing interrupts it" in answers[0]
+    assert not result.is_error and "KeyboardInterrupt" not in str(result.content)
+    assert "trained for ten minutes" in str(result.content)
+    took = float(str(result.content).split(" ran in ", 1)[1].split(" s", 1)[0])
+    assert took > 600, result.content  # the executor's own measure of the run
+    # 300 seconds on the fast clock are 2 real seconds: interrupted at the model's limit.
+    limited = await run_cell(ctx, cell_id="long", timeout_seconds=300)
+    assert "time limit of 300 seconds" in limited.content
+    with pytest.raises(Exception, match="time limit of 300 seconds"):
+        await wait_for_cell(ctx, cell_id="long", timeout_seconds=20)
 
 
 @on_server_loop
@@ -234,9 +273,13 @@ async def test_a_cell_left_running_is_announced_once_when_it_ends(
     assert how_far_along(news.running(path))["sentence"] == "No cell is running in this notebook."
 
 
+@pytest.mark.parametrize(
+    ("how", "said"),
+    [("killed", "the kernel died"), ("restarted", "the kernel was restarted")],
+)
 @on_server_loop
 async def test_a_kernel_killed_mid_run_is_said_once(
-    notebook_file, quick_windows, chat_news, jp_serverapp
+    notebook_file, quick_windows, chat_news, jp_serverapp, how, said
 ) -> None:
     runner, news = chat_news
     path = notebook_file("killed.ipynb", [{"id": "long", "source": "import time\ntime.sleep(60)"}])
@@ -246,13 +289,17 @@ async def test_a_kernel_killed_mid_run_is_said_once(
     kernel = await quick_windows.kernel(path)
     km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
     await asyncio.sleep(2.5)  # the watch is connected
-    os.kill(km.provisioner.pid, signal.SIGKILL)
+    if how == "killed":
+        os.kill(km.provisioner.pid, signal.SIGKILL)
+    else:  # from JupyterLab's Restart Kernel
+        await jp_serverapp.kernel_manager.restart_kernel(kernel.kernel_id)
     await wait_for(lambda: bool(heard.of_type("session.errored")), what="the death", timeout=20)
     await asyncio.sleep(3)
     errored = heard.of_type("session.errored")
     assert len(errored) == 1, [e["summary_normal"] for e in errored]
     assert errored[0]["summary_normal"].startswith("Cell 1 stopped after ")
-    assert "the kernel died" in errored[0]["summary_normal"] and errored[0]["urgency"] == "critical"
+    assert said in errored[0]["summary_normal"] and errored[0]["urgency"] == "critical"
+    assert errored[0]["summary_normal"].endswith("so its variables are lost.")
     assert not heard.of_type("session.completed")
 
 
@@ -316,3 +363,83 @@ async def test_a_long_cell_the_person_runs_is_announced(
     )
     assert all("quick" not in e.get("summary_normal", "") for e in heard.events)
     assert all(e["requested_by"] == "kernel:person-run" for e in heard.of_type("session.started"))
+
+
+class TimedSubscriber(ListSubscriber):
+    """Also remembers when each event arrived (monotonic seconds), to check the pacing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived: list[float] = []
+
+    def deliver(self, event: Any) -> None:
+        self.arrived.append(time.monotonic())
+        super().deliver(event)
+
+
+SCALE = 15
+"""The pacing defaults divided by 15: the 15-s gap is 1 s, the 60-s update 4 s, 2 minutes 8 s."""
+
+
+@on_server_loop
+async def test_a_two_minute_run_is_heard_at_a_bearable_rate(
+    notebook_file, service, chat_news
+) -> None:
+    """Real kernels, time scaled down 15 times: a "2-minute" cell that counts its steps and one
+    that prints nothing are each told in at most 6 announcements at normal verbosity (the start,
+    the milestones or the periodic update, the end), never two progress events within the gap."""
+    runner, _ = chat_news
+    service.run_cell_wait_seconds = 1.0
+    service.runs.min_gap = 15 / SCALE
+    service.runs.announce_seconds = 60 / SCALE
+    counted = "import time\nfor i in range(1, 81):\n    print(f'step {i}/80', flush=True)\n    time.sleep(0.1)\nprint('trained')"
+    silent = "import time\ntime.sleep(8)\nprint('slept')"
+    path = notebook_file(
+        "paced.ipynb", [{"id": "counted", "source": counted}, {"id": "silent", "source": silent}]
+    )
+    ctx, _, chat_id = chat_ctx(runner, path)
+    heard = TimedSubscriber()
+    runner.get(chat_id).emitter.subscribe(heard)
+    for number, cell_id in enumerate(("counted", "silent"), 1):
+        assert "still running" in (await run_cell(ctx, cell_id=cell_id)).content
+        await wait_for(
+            lambda n=number: len(heard.of_type("session.completed")) == n,  # type: ignore[misc]
+            what=f"the end of cell {number}",
+            timeout=40,
+        )
+    await asyncio.sleep(1)  # a repeated end would be here by now
+    stories = [e["session_id"] for e in heard.of_type("session.started")]
+    assert len(stories) == 2, [e["summary_normal"] for e in heard.of_type("session.started")]
+    for number, (story, end) in enumerate(zip(stories, ("trained", "slept"), strict=True), 1):
+        timed = [(t, e) for t, e in zip(heard.arrived, heard.events, strict=True)]
+        timed = [(t, e) for t, e in timed if e["session_id"] == story]
+        progress = [(t, e) for t, e in timed if str(e["type"]).endswith("progress.updated")]
+        spoken = [
+            e
+            for _, e in timed
+            if str(e["type"]).endswith(("session.started", "session.completed"))
+            or (str(e["type"]).endswith("progress.updated") and e["urgency"] == "normal")
+        ]
+        said = [e["summary_normal"] for e in spoken]
+        assert 3 <= len(spoken) <= 6, said  # the start, at least one update, the end
+        assert said[-1].startswith(f"Cell {number} finished after ") and said[-1].endswith(
+            f": {end}."
+        ), said
+        times = [t for t, _ in progress]
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert all(gap >= 0.9 * service.runs.min_gap for gap in gaps), gaps
+        announced = [e for _, e in progress if e["urgency"] == "normal"]
+        if end == "trained":
+            percents = [e["progress"]["percent"] for _, e in progress]
+            assert percents == sorted(percents) and len(percents) >= 2, percents
+            reached = [
+                max(m for m in (25, 50, 75) if e["progress"]["percent"] >= m) for e in announced
+            ]
+            assert 1 <= len(reached) <= 3 and reached == sorted(set(reached)), reached
+            assert all(" of 80" in e["summary_normal"] for e in announced), said
+        else:
+            assert all(e["progress"].get("percent") is None for _, e in progress)
+            assert 1 <= len(announced) <= 2, said  # one per 4 s ("60 s") of an 8-s ("2-min") run
+            assert all(
+                e["summary_normal"].startswith("Cell 2 is still running after ") for e in announced
+            ), said

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from typing import Any
 
 import pytest
 from kernel_helpers import *
@@ -18,7 +20,10 @@ from traitlets import TraitError
 
 from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.aaep.ids import new_subscription_id
+from jupyter_aaep.aaep.session import Producer
+from jupyter_aaep.notebook.kernel_watch import PersonRun
 from jupyter_aaep.server.app import AAEPExtension
+from jupyter_aaep.server.long_runs import PERSON_RUN, LongRunNews, _Story
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 pytestmark = pytest.mark.slow
@@ -106,3 +111,39 @@ def test_the_long_run_options_are_checked() -> None:
         with pytest.raises(TraitError, match=name):
             setattr(extension, name, bad)
     extension.announce_person_runs_after_seconds = 0  # off
+
+
+class _Doc:
+    def __init__(self, sources: list[str]) -> None:
+        self._cells = [{"cell_type": "code", "source": s} for s in sources]
+
+    def cells(self) -> list[dict[str, Any]]:
+        return self._cells
+
+
+class _LaggingNotebooks:
+    """The server's copy of the notebook gets the last keystrokes on the third look."""
+
+    def __init__(self, code: str) -> None:
+        self.code, self.opened = code, 0
+
+    async def open(self, path: str) -> _Doc:
+        self.opened += 1
+        return _Doc(["x = 1", self.code if self.opened >= 3 else self.code[:-3]])
+
+
+async def test_a_cell_typed_and_run_at_once_is_still_found_by_its_number() -> None:
+    code = "import time\ntime.sleep(12)"
+    notebooks = _LaggingNotebooks(code)
+    news = LongRunNews(None, notebooks, Producer(model="claude-test"))  # type: ignore[arg-type]
+    news.find_cell_seconds = 0.01
+    run = PersonRun(msg_id="m1", code=code, execution_count=3, started_at=time.monotonic())
+    story = _Story("chat-1", requested_by=PERSON_RUN)
+    await news._find_cell("lag.ipynb", run, story)
+    assert story.number == 2 and story.name == "Cell 2" and notebooks.opened == 3
+    # A run that already ended (a quick cell) is not looked for again and again.
+    ended = PersonRun(msg_id="m2", code="print(2)", execution_count=4, started_at=0.0, ended_at=1.0)
+    other = _Story("chat-1", requested_by=PERSON_RUN)
+    notebooks.opened = 0
+    await news._find_cell("lag.ipynb", ended, other)
+    assert other.number is None and other.name == "A cell" and notebooks.opened == 1
