@@ -26,6 +26,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from readme_renderer.markdown import render
 
 REPO = Path(__file__).resolve().parents[1]
 LAB = "share/jupyter/labextensions/jupyter-aaep"
@@ -74,6 +75,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         if source.is_file():
             (copy / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, copy / name)
+    _leave_a_development_bundle(copy / "jupyter_aaep" / "labextension")
     out = copy / "dist"
     # jlpm comes with JupyterLab in this environment; the isolated build finds it on PATH.
     env = {
@@ -89,6 +91,23 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (wheel,) = out.glob("*.whl")
     (sdist,) = out.glob("*.tar.gz")
     return {"wheel": wheel, "sdist": sdist}
+
+
+DEVELOPMENT_MAP = "static/remoteEntry.development.js.map"
+
+
+def _leave_a_development_bundle(folder: Path) -> None:
+    """What ``jlpm build`` leaves in a developer's checkout: a bundle with source maps and no
+    production marker. A release built from that checkout must replace it, not ship it."""
+    static = folder / "static"
+    static.mkdir(parents=True)
+    (static / "style.js").write_text("// development build\n")
+    (static / "remoteEntry.development.js").write_text(
+        "// development build\n//# sourceMappingURL=remoteEntry.development.js.map\n"
+    )
+    (folder / DEVELOPMENT_MAP).write_text("{}")
+    (folder / "package.json").write_text(json.dumps({"name": "jupyter-aaep"}))
+    (folder / "install.json").write_text((REPO / "install.json").read_text())
 
 
 def test_the_wheel_holds_the_production_panel_schemas_and_config(dist: dict[str, Path]) -> None:
@@ -111,6 +130,8 @@ def test_the_wheel_holds_the_production_panel_schemas_and_config(dist: dict[str,
 
     # The production bundle: minified, no source maps anywhere, and the marker only it writes.
     assert f"{LAB}/PRODUCTION_BUNDLE.txt" in lab
+    # The development bundle the checkout held (see the fixture) was replaced, not shipped.
+    assert not [n for n in lab if "development" in n], lab
     assert not [n for n in names if n.endswith(".map")], "source maps in the wheel"
     assert any(re.search(r"static/remoteEntry\.[0-9a-f]+\.js$", n) for n in lab), lab
     largest = max(scripts, key=lambda n: len(scripts[n]))
@@ -160,6 +181,10 @@ def test_the_wheel_holds_the_production_panel_schemas_and_config(dist: dict[str,
         r for r in requires if r.startswith("pytest") and "extra ==" not in r
     ]  # only in the test extra
     assert metadata["Version"] == _version()
+    # The long description as PyPI (and `twine check`) renders it: Markdown, with the picture.
+    assert metadata["Description-Content-Type"] == "text/markdown"
+    description = render(metadata.get_payload(), variant="GFM")
+    assert description is not None and "docs/images/panel.png" in description
     assert "jupyter-aaep-demo = jupyter_aaep.offline_demo:main" in entry_points
     total = sum(bundle.values())
     print(f"\nproduction bundle: {total:,} bytes in {len(bundle)} files")
@@ -178,6 +203,7 @@ def test_the_sdist_builds_without_node_and_holds_the_sources(dist: dict[str, Pat
         "install.json",
     } <= names
     assert not [n for n in names if "node_modules" in n or n.endswith(".map")]
+    assert not [n for n in names if "development" in n]  # the checkout's bundle was rebuilt
     # The wheel above was built from this sdist; the marker let it skip the JavaScript build.
 
 
