@@ -58,14 +58,28 @@ def mb(size: float) -> str:
     return f"{size / 1024 / 1024:.1f} MB"
 
 
+def used_bytes(path: Path) -> int:
+    """The database's pages in use (page count less free pages): what the data takes."""
+    with sqlite3.connect(path) as conn:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        return int((pages - free) * conn.execute("PRAGMA page_size").fetchone()[0])
+
+
 def soak_figures(folder: Path, sessions: int) -> None:
     print(f"1. Soak: {sessions} sessions over 10 chats")
     for limit in (1.0, 0.0):
+        path = folder / f"soak-{limit}.sqlite3"
         store = ChatStore(
-            str(folder / f"soak-{limit}.sqlite3"),
-            retention=RetentionPolicy(keep_mb_per_chat=limit, interval_seconds=1.0),
+            str(path), retention=RetentionPolicy(keep_mb_per_chat=limit, interval_seconds=1.0)
         )
-        result = soak(store, sessions=sessions, chats=10, settle_seconds=60)
+        # In steps, so the figures show whether the database keeps growing once the limit is reached.
+        steps = sorted({max(1, sessions // 5), max(1, sessions // 2), sessions})
+        done, growth = 0, []
+        for step in steps:
+            result = soak(store, sessions=step - done, chats=10, settle_seconds=60)
+            done = step
+            growth.append(f"{mb(used_bytes(path))} after {step}")
         store.close()
         main = (folder / f"soak-{limit}.sqlite3").stat().st_size
         if limit:
@@ -73,12 +87,15 @@ def soak_figures(folder: Path, sessions: int) -> None:
                 f"   limit {limit:.0f} MB per chat: file {mb(result.file_bytes)} while open (WAL included), "
                 f"{mb(main)} after close; largest chat's events {mb(result.largest_chat_event_bytes)} "
                 f"(limit {mb(limit * 1024 * 1024)}); {result.events_kept} events kept; {result.seconds:.1f} s"
+                f" for the last {steps[-1] - steps[-2] if len(steps) > 1 else sessions}"
             )
+            print(f"   data in the file (pages in use): {'; '.join(growth)} sessions")
         else:
             print(
                 f"   no limit:           file {mb(result.file_bytes)} while open, {mb(main)} after close; "
                 f"largest chat's events {mb(result.largest_chat_event_bytes)}; {result.events_kept} events kept"
             )
+            print(f"   data in the file (pages in use): {'; '.join(growth)} sessions")
 
 
 def direct_latency(path: Path, count: int) -> float:

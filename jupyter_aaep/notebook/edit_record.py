@@ -140,7 +140,23 @@ class EditRecord:
                 at = ids.index(cell_id)
                 if (ids[at - 1] if at else None) != op.after.get("prev"):
                     missing.append(f"the move of the cell that begins {_quote(by_id[cell_id])}")
+        clears = {op.cell_id: op for op in self.operations if op.kind == "clear"}
+        for cell_id, op in clears.items():
+            cell = by_id.get(cell_id)
+            if cell is not None and _still_holds_cleared_outputs(cell, op):
+                missing.append(f"the cleared outputs of the cell that begins {_quote(cell)}")
         return missing
+
+
+def _still_holds_cleared_outputs(cell: dict[str, Any], op: CellOperation) -> bool:
+    """Whether *cell* still has the outputs the agent cleared: the same execution count and as
+    many outputs (a run since gives a new count, so new outputs are not taken for old ones)."""
+    outputs = cell.get("outputs") or []
+    if not outputs and cell.get("execution_count") is None:
+        return False
+    return cell.get("execution_count") == op.before.get("execution_count") and len(outputs) == len(
+        op.before.get("outputs") or []
+    )
 
 
 @dataclass

@@ -30,6 +30,16 @@ NOTEBOOK = {
             "execution_count": None,
         }
         for cid in ("a", "b", "c")
+    ]
+    + [
+        {
+            "id": "d",
+            "cell_type": "code",
+            "source": "print('d')",
+            "metadata": {},
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": "d\n"}],
+            "execution_count": 1,
+        }
     ],
     "metadata": {},
     "nbformat": 4,
@@ -65,6 +75,11 @@ EDITS: dict[str, tuple[ToolUse, Check, str]] = {
         lambda cells: cells[0]["id"] == "c",
         "the move of the cell that begins 'c = 1'",
     ),
+    "clear": (
+        ToolUse("clear_outputs", {"cell_ids": ["d"]}),
+        lambda cells: next(c for c in cells if c["id"] == "d")["outputs"] == [],
+        "the cleared outputs of the cell that begins 'print('d')'",
+    ),
 }
 
 
@@ -78,7 +93,15 @@ def fake_model() -> Iterator[FakeAnthropic]:
 
 @pytest.mark.parametrize(
     ("kind", "after"),
-    [("create", 0.0), ("edit", 0.3), ("delete", 0.6), ("move", 1.0), ("create", 0.1)],
+    [
+        ("create", 0.0),
+        ("edit", 0.3),
+        ("delete", 0.6),
+        ("move", 1.0),
+        ("create", 0.1),
+        ("clear", 0.0),
+        ("clear", 0.8),
+    ],
 )
 def test_a_kill_right_after_an_edit_loses_nothing_unsaid(
     tmp_path: Path, fake_model: FakeAnthropic, kind: str, after: float

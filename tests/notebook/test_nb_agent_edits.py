@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,14 @@ from typing import Any
 import anthropic
 import pytest
 from jupyter_ydoc import YNotebook
-from nb_helpers import TornadoChannel, cell_by_id, on_server_loop, wait_for, write_notebook
+from nb_helpers import (
+    Progress,
+    TornadoChannel,
+    cell_by_id,
+    on_server_loop,
+    wait_for,
+    write_notebook,
+)
 from pycrdt import Assoc, Awareness, Provider, StickyIndex, create_awareness_message
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
@@ -34,7 +41,7 @@ from jupyter_aaep.agent.data_blocks import unwrap
 from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.runner import ChatRunner, InvalidInput
 from jupyter_aaep.agent.services import AgentServices
-from jupyter_aaep.agent.tools import ToolRegistry
+from jupyter_aaep.agent.tools import ToolError, ToolRegistry
 from jupyter_aaep.notebook._text_edits import version_tag
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from jupyter_aaep.tools.notebook import (
@@ -539,7 +546,7 @@ def collaborator(jp_fetch, jp_http_port, jp_base_url, jp_auth_header) -> Any:
     @asynccontextmanager
     async def connect(
         path: str,
-    ) -> AsyncIterator[tuple[YNotebook, Callable[[int, int], Awaitable[None]]]]:
+    ) -> AsyncIterator[tuple[YNotebook, Callable[..., Awaitable[None]]]]:
         response = await jp_fetch(
             "api",
             "collaboration",
@@ -558,14 +565,16 @@ def collaborator(jp_fetch, jp_http_port, jp_base_url, jp_auth_header) -> Any:
         doc = YNotebook()
         awareness = Awareness(doc.ydoc)
 
-        async def put_cursor(cell_index: int, offset: int) -> None:
-            """Place the cursor in a cell (a Yjs relative position, as JupyterLab's editor does)."""
-            position = StickyIndex.new(
-                doc.ycells[cell_index]["source"], offset, Assoc.AFTER
-            ).to_json()
-            awareness.set_local_state(
-                {"user": {"name": "Ada"}, "cursors": [{"anchor": position, "head": position}]}
-            )
+        async def put_cursor(
+            cell_index: int, offset: int, also: Sequence[tuple[int, int]] = ()
+        ) -> None:
+            """Place the cursor in a cell (a Yjs relative position, as JupyterLab's editor does);
+            *also* adds more cursors (cell index, offset), as in an editor with several."""
+            cursors = []
+            for index, at in [(cell_index, offset), *also]:
+                position = StickyIndex.new(doc.ycells[index]["source"], at, Assoc.AFTER).to_json()
+                cursors.append({"anchor": position, "head": position})
+            awareness.set_local_state({"user": {"name": "Ada"}, "cursors": cursors})
             update = awareness.encode_awareness_update([awareness.client_id])
             await websocket.write_message(create_awareness_message(update), binary=True)
 
@@ -613,3 +622,42 @@ async def test_a_cell_someone_has_their_cursor_in_stays_alive_when_moved(
             what="their typing on the server",
         )
         assert doc.ycells[0]["source"] is ytext or str(doc.ycells[0]["source"]) == "here_still = 3"
+
+
+@on_server_loop
+async def test_a_move_past_the_cell_someone_is_also_in_waits_then_is_skipped_and_said(
+    notebook_file, make_ctx, service, collaborator
+) -> None:
+    """Their editor is in the cell and in a cell it would pass: no way to move it without
+    re-creating one of them, so the agent waits for them, then leaves the order and says so."""
+    path = notebook_file(
+        "busy.ipynb", [code("here", "here = 1"), code("a", "a = 2"), code("b", "b = 3")]
+    )
+    async with collaborator(path) as (doc, put_cursor):
+        here, b = doc.ycells[0]["source"], doc.ycells[2]["source"]
+        await put_cursor(0, 4, also=[(2, 1)])
+        live = await service.open(path)
+        await wait_for(
+            lambda: service.documents.cursors(path), what="the cursors in the room's awareness"
+        )
+        progress = Progress()
+        record = service.begin_record("chat-1", "sess-1", path)
+        started = time.monotonic()
+        with pytest.raises(ToolError, match="Cell 1 was not moved: someone is typing in it"):
+            await move_cell(make_ctx(path, progress=progress), cell_id="here", position=3)
+        waited = time.monotonic() - started
+        assert waited >= 3.0, f"gave up after {waited:.1f} s without waiting for them"
+        assert progress == [
+            "Someone is typing in cell 1 and the cells around it, so the agent did not move it."
+        ]
+        assert live.cell_ids() == ["here", "a", "b"]
+        assert record.empty, "a move not made is nothing to undo"
+        here.insert(len("here"), "_kept")
+        b.insert(len("b"), "_kept")
+        await wait_for(
+            lambda: (
+                live.cell("here")["source"] == "here_kept = 1"
+                and live.cell("b")["source"] == "b_kept = 3"
+            ),
+            what="their typing in both cells on the server",
+        )

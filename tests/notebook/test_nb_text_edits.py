@@ -127,3 +127,25 @@ def test_the_record_names_a_move_the_file_lacks() -> None:
         [{"id": "a", "source": "a"}, {"id": "b", "source": "b"}, {"id": "c", "source": "c = 3"}]
     ) == ["the move of the cell that begins 'c = 3'"]
     assert record.missing_from([{"id": "c", "source": "c = 3"}, {"id": "a", "source": "a"}]) == []
+
+
+def test_the_record_names_cleared_outputs_the_file_still_holds() -> None:
+    output = {"output_type": "stream", "name": "stdout", "text": "hello\n"}
+    record = EditRecord("n.ipynb", "s1")
+    record.add(
+        CellOperation(
+            "clear",
+            "p",
+            before={"source": "print('hello')", "outputs": [output], "execution_count": 3},
+        )
+    )
+    stored = EditRecord.from_json(record.to_json())
+    assert stored is not None
+    as_cleared = {"id": "p", "source": "print('hello')", "outputs": [], "execution_count": None}
+    assert stored.missing_from([{**as_cleared, "outputs": [output], "execution_count": 3}]) == [
+        "the cleared outputs of the cell that begins 'print('hello')'"
+    ]
+    assert stored.missing_from([as_cleared]) == []
+    rerun = {**as_cleared, "outputs": [output], "execution_count": 4}
+    assert stored.missing_from([rerun]) == [], "outputs of a later run are not the cleared ones"
+    assert stored.missing_from([]) == [], "a cell deleted since has no outputs to clear"
