@@ -129,6 +129,7 @@ class ToolDispatcher:
         ctx = ToolContext(
             tool_call_id=call.call_id,
             chat_id=self.chat.chat_id,
+            session_id=self.session.id,
             notebook_path=self.chat.notebook_path,
             services=self.chat.services,
             _ask=self._ask,

@@ -78,11 +78,18 @@ class NotebookEdits(Protocol):
     async def undo(self, path: str, records: Sequence[Any]) -> UndoOutcome: ...
 
 
+LEFT_RUNNING = "still running; you will hear when"
+"""How a session's last words say that a cell it started still runs ("Cell 4 is still running;
+you will hear when it ends."): the follower says it, the ``%aaep`` view listens for it and then
+follows the cell's own session (correlated with the request's) to its end."""
+
+
 class CellRunFollower(Protocol):
     """The host's follower of cells that run longer than a tool call waits for them."""
 
-    def follow(self, run: Any, chat_id: str) -> None:
-        """Announce *run*'s progress and end in the chat (a running cell of the notebook layer)."""
+    def follow(self, run: Any, chat_id: str, *, started_by: str | None = None) -> None:
+        """Announce *run*'s progress and end in the chat (a running cell of the notebook layer),
+        in a session correlated with *started_by*, the session that left it running."""
         ...
 
     def still_running_note(self, chat_id: str) -> str | None:

@@ -79,6 +79,8 @@ class ToolContext:
 
     tool_call_id: str
     chat_id: str | None = None
+    session_id: str | None = None
+    """The session the call belongs to: what a cell left running is told in relation to."""
     notebook_path: str | None = None
     services: AgentServices = field(default_factory=AgentServices)
     """Collaborators provided by the host (e.g. ``services.notebook``)."""

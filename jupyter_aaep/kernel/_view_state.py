@@ -9,7 +9,9 @@ to check about what the user sees is checked here, with real event dicts.
 It follows one session only: the one given to :meth:`ViewState.follow` (the session its request
 started), or, until that is known, the first ``session.started`` whose ``request_text`` is the
 view's own request. Events of other sessions of the same chat (the side panel's) are kept
-aside, in case they turn out to be ours, and otherwise ignored.
+aside, in case they turn out to be ours, and otherwise ignored. One exception: when the request
+ends with a cell still running, the sessions that tell that cell (their ``correlation_id`` is
+the request's session) are followed too, for their progress bar and their last sentence.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..aaep.clock import parse_timestamp
+from ..agent.services import LEFT_RUNNING
 from ..words import plural
 
 __all__ = [
@@ -293,8 +296,20 @@ class ViewState:
     confirm_here: bool = True
     """Whether approvals may be given in this view (the server's ``kernel_replies``); when not,
     a confirmation card sends the person to the side panel instead of showing buttons."""
+    left_running: bool = False
+    """The request ended with a cell still running (its last words said so)."""
+    cell_runs: dict[str, bool] = field(default_factory=dict)
+    """Sessions telling the cells the request left running, and whether each has ended."""
     _seen: set[str] = field(default_factory=set)
     _aside: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def following(self) -> bool:
+        """Whether there is more to show: the request, or a cell it left running."""
+        if self.ended is None:
+            return True
+        return self.left_running and not (self.cell_runs and all(self.cell_runs.values()))
+
     _counter: int = 0
 
     # -- which session ------------------------------------------------------------------------
@@ -333,6 +348,10 @@ class ViewState:
         if len(self._seen) >= MAX_SEEN:
             self._seen.clear()
         self._seen.add(event_id)
+        if self._continues(event):
+            self._cell_run(event)
+            self.version += 1
+            return True
         if not self._mine(event):
             if self.session_id is None and len(self._aside) < MAX_ASIDE:
                 self._aside.append(event)
@@ -344,6 +363,38 @@ class ViewState:
         self._apply(event)
         self.version += 1
         return True
+
+    def _continues(self, event: dict[str, Any]) -> bool:
+        """Whether *event* tells a cell this view's request left running."""
+        return (
+            self.session_id is not None
+            and event.get("correlation_id") == self.session_id
+            and event.get("session_id") != self.session_id
+        )
+
+    def _cell_run(self, event: dict[str, Any]) -> None:
+        session, name, said = (
+            str(event.get("session_id")),
+            core_name(event.get("type")),
+            summary(event),
+        )
+        if self.cell_runs.get(session):
+            return  # that run was told to its end
+        self.cell_runs.setdefault(session, False)
+        if name == "progress.updated":
+            self.bar = ProgressBar.from_event(event, said) or self.bar
+            self.status = said or self.status
+        elif name in TERMINAL:
+            self.cell_runs[session] = True
+            self.bar = self.progress = None
+            failed = name != "session.completed"
+            key = f"run-end:{event.get('event_id')}"
+            self.items[key] = NoticeItem(
+                key, "errored" if failed else "info", said or "The cell has ended."
+            )
+            self.status = said or "The cell has ended."
+        elif name == "session.started" and said:
+            self.status = said
 
     def _apply(self, event: dict[str, Any]) -> None:
         name = core_name(event.get("type"))
@@ -454,6 +505,7 @@ class ViewState:
                 "cancelled": "The request was stopped.",
             }[variant]
         )
+        self.left_running = variant == "completed" and LEFT_RUNNING in text
         if hint and text.rstrip().endswith(hint.strip()):
             text = text.rstrip()[: -len(hint.strip())].rstrip() or text
         key = f"end:{event.get('event_id')}"

@@ -214,13 +214,18 @@ class LiveView:
             await asyncio.sleep(STREAM_GRACE)
             if not await self._send_request():
                 return
-            while self.state.ended is None:
+            while self.state.following:
                 message = await queue.get()
                 if message is _DONE:
                     if self.state.ended is None:
                         self.state.error(
                             "The connection to the agent's events ended before the request finished.",
                             "The agent may still be working: follow it in the side panel, or run %aaep status.",
+                        )
+                    else:  # the request ended; a cell it left running had not
+                        self.state.error(
+                            "The connection to the agent's events ended before the cell the agent left running finished.",
+                            "The cell may still run: the side panel says when it ends, or run %aaep status.",
                         )
                     break
                 if isinstance(message, BaseException):

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..aaep.events import (
+    EventPayload,
     Progress,
     ProgressUpdated,
     SessionCompleted,
@@ -38,6 +39,7 @@ from ..aaep.events import (
 )
 from ..aaep.session import Producer, Session
 from ..agent.runner import ChatRunner
+from ..agent.services import LEFT_RUNNING
 from ..errors import AAEPError
 from ..notebook.errors import ExecutionTimeout, KernelDied
 from ..notebook.kernel_watch import KernelWatch, PersonRun
@@ -72,10 +74,17 @@ class _Story:
     ended: bool = False
     number: int | None = None
     """The cell's number (a person's run: found by its source once it started)."""
+    started_by: str | None = None
+    """The agent's session that left the cell running: every event of this story carries it as
+    ``correlation_id``, so a client that followed that session (the ``%aaep`` view) follows on."""
 
     @property
     def name(self) -> str:
         return f"Cell {self.number}" if self.number else "A cell"
+
+    def emit(self, payload: EventPayload) -> None:
+        assert self.session is not None
+        self.session.emit(payload, correlation_id=self.started_by)
 
 
 @dataclass(eq=False)
@@ -115,11 +124,11 @@ class LongRunNews:
         self._sync: asyncio.Task[None] | None = None
 
     # -- the agent's runs ----------------------------------------------------------------------
-    def follow(self, run: RunningCell, chat_id: str) -> None:
+    def follow(self, run: RunningCell, chat_id: str, *, started_by: str | None = None) -> None:
         """Tell *run*'s progress and end in *chat_id* whenever no tool call waits for it."""
         if run in self._followed or run.done:
             return
-        story = _Story(chat_id, requested_by=AGENT_RUN, number=run.number)
+        story = _Story(chat_id, requested_by=AGENT_RUN, number=run.number, started_by=started_by)
         self._followed[run] = story
         self._spawn(self._follow(run, story))
 
@@ -134,7 +143,7 @@ class LongRunNews:
             return None
         names = " and ".join(f"cell {run.number}" for run in cells[:3])
         verb = "is" if len(cells) == 1 else "are"
-        return f"{names[0].upper()}{names[1:]} {verb} still running; you will hear when {'it ends' if len(cells) == 1 else 'they end'}."
+        return f"{names[0].upper()}{names[1:]} {verb} {LEFT_RUNNING} {'it ends' if len(cells) == 1 else 'they end'}."
 
     def running(self, path: str | None) -> list[dict[str, Any]]:
         """What "How far along?" says: every cell running in the notebook, agent's or person's."""
@@ -364,7 +373,7 @@ class LongRunNews:
                 return
         assert story.session is not None
         integral = reading is not None and reading.current is not None and reading.total is not None
-        story.session.emit(
+        story.emit(
             ProgressUpdated(
                 progress=Progress(
                     percent=None
@@ -391,9 +400,7 @@ class LongRunNews:
         if chat is None:
             return False
         story.session = Session(chat.emitter, self.producer)
-        story.session.emit(
-            SessionStarted(summary=Summary(normal=first), requested_by=story.requested_by)
-        )
+        story.emit(SessionStarted(summary=Summary(normal=first), requested_by=story.requested_by))
         return True
 
     def _close(
@@ -404,7 +411,7 @@ class LongRunNews:
         story.ended = True
         assert story.session is not None
         if failed:
-            story.session.emit(
+            story.emit(
                 SessionErrored(
                     error_category="requires_user",
                     error_code=code,
@@ -413,7 +420,7 @@ class LongRunNews:
                 )
             )
         else:
-            story.session.emit(SessionCompleted(summary=Summary(normal=sentence)))
+            story.emit(SessionCompleted(summary=Summary(normal=sentence)))
 
     def _chat(self, chat_id: str) -> Any:
         try:

@@ -84,7 +84,7 @@ def hand_over(ctx: ToolContext, run: RunningCell) -> None:
     """Nobody waits for *run* now: the chat's follower announces its end."""
     follower = ctx.services.long_runs
     if follower is not None and ctx.chat_id is not None:
-        follower.follow(run, ctx.chat_id)
+        follower.follow(run, ctx.chat_id, started_by=ctx.session_id)
 
 
 def still_running(run: RunningCell) -> ToolResult:

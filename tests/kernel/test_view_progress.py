@@ -1,14 +1,19 @@
-"""The %aaep view shows a running cell's progress as a real progress bar (no kernel needed)."""
+"""The %aaep view shows a running cell's progress as a real progress bar, also of a cell its
+request left running, until that cell ends (no kernel needed)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
+from typing import Any
 
 from jupyter_aaep.aaep.emitter import Emitter, ListSubscriber
 from jupyter_aaep.aaep.events import (
     Progress,
     ProgressUpdated,
     SessionCompleted,
+    SessionErrored,
     SessionStarted,
     Summary,
     ToolCompleted,
@@ -17,6 +22,7 @@ from jupyter_aaep.aaep.events import (
 from jupyter_aaep.aaep.session import Producer, Session
 from jupyter_aaep.kernel._view_html import header_html
 from jupyter_aaep.kernel._view_state import ViewState
+from jupyter_aaep.kernel.view import LiveView
 
 
 def session_events() -> list[dict]:
@@ -90,3 +96,149 @@ def test_progress_is_a_real_progressbar_and_goes_away_when_the_step_ends() -> No
     for event in events[6:]:
         state.apply(event)
     assert 'role="progressbar"' not in header_html(state)
+
+
+def _left_running(ended: str = "completed") -> tuple[list[dict], list[dict], Emitter]:
+    """The request's session, which ends with its cell still running, and the cell's own
+    session, correlated with it the way the server's follower of long runs tells it."""
+    emitter, heard = Emitter(), ListSubscriber()
+    emitter.subscribe(heard)
+    producer = Producer(model="claude-test")
+    request = Session(emitter, producer)
+    request.emit(SessionStarted(summary=Summary(normal="Working on your request.")))
+    request.emit(
+        SessionCompleted(
+            summary=Summary(
+                normal="The training runs in its cell. Cell 4 is still running; you will hear when it ends."
+            )
+        )
+    )
+    mine = list(heard.events)
+    cell = Session(emitter, producer)
+    tie = request.id
+    cell.emit(
+        SessionStarted(
+            summary=Summary(normal="Cell 4: epoch 3 of 8."), requested_by="kernel:agent-run"
+        ),
+        correlation_id=tie,
+    )
+    cell.emit(
+        ProgressUpdated(
+            progress=Progress(
+                percent=37.5, step=3, total_steps=8, description="epoch 3 of 8, about 25 s left"
+            ),
+            summary=Summary(normal="Cell 4: epoch 3 of 8, about 25 s left."),
+        ),
+        correlation_id=tie,
+    )
+    if ended == "completed":
+        cell.emit(
+            SessionCompleted(summary=Summary(normal="Cell 4 finished after 40 s: accuracy 0.91.")),
+            correlation_id=tie,
+        )
+    else:
+        cell.emit(
+            SessionErrored(
+                error_category="requires_user",
+                error_code="CELL_FAILED",
+                summary=Summary(normal="Cell 4 failed after 12 s: ValueError: bad shape."),
+                recoverable=False,
+            ),
+            correlation_id=tie,
+        )
+    return mine, heard.events[len(mine) :], emitter
+
+
+def test_a_cell_the_request_left_running_is_followed_to_its_end() -> None:
+    mine, cell, _ = _left_running()
+    state = ViewState("train it")
+    state.follow(mine[0]["session_id"])
+    for event in mine:
+        state.apply(event)
+    assert state.ended == "completed" and state.left_running and state.following
+
+    # Another session of the chat (the panel's, or a cell someone else left) is not ours.
+    stranger = dict(cell[1], event_id="evt_stranger0001", correlation_id="sess_someoneelse01")
+    assert not state.apply(stranger) and state.bar is None
+
+    state.apply(cell[0])
+    state.apply(cell[1])
+    tag = re.search(r"<div [^>]*role=\"progressbar\"[^>]*>", header_html(state)).group(0)  # type: ignore[union-attr]
+    assert 'aria-valuenow="38"' in tag and 'aria-valuetext="epoch 3 of 8, about 25 s left"' in tag
+    assert state.following
+
+    state.apply(cell[2])
+    assert not state.following
+    assert 'role="progressbar"' not in header_html(state)
+    last = list(state.items.values())[-1]
+    assert (last.kind, last.variant, last.text) == (  # type: ignore[union-attr]
+        "notice",
+        "info",
+        "Cell 4 finished after 40 s: accuracy 0.91.",
+    )
+
+
+def test_a_failed_cell_left_running_ends_as_an_error_and_a_plain_end_waits_for_nothing() -> None:
+    mine, cell, _ = _left_running(ended="errored")
+    state = ViewState("train it")
+    state.follow(mine[0]["session_id"])
+    for event in mine + cell:
+        state.apply(event)
+    last = list(state.items.values())[-1]
+    assert last.variant == "errored" and last.text.startswith("Cell 4 failed after 12 s")  # type: ignore[union-attr]
+    assert not state.following
+
+    # A request whose last words leave nothing running is over when it ends.
+    events = session_events()
+    state = ViewState("train it")
+    state.follow(events[0]["session_id"])
+    for event in events:
+        state.apply(event)
+    assert state.ended == "completed" and not state.left_running and not state.following
+
+
+class _Scripted:
+    """A stand-in client whose event stream is the given events, then stays open."""
+
+    def __init__(self, events: list[dict]) -> None:
+        self.events_out = events
+        self.sent: list[dict] = []
+        self.later: asyncio.Queue[dict] = asyncio.Queue()
+
+    def subscribe(self, request: dict) -> dict:
+        return {"type": "subscription.accepted", "subscription_id": "sub_view0001"}
+
+    async def _events(self) -> Any:
+        for event in self.events_out:
+            yield event
+        while True:
+            yield await self.later.get()
+
+    def events(self, subscription_id: str | None, last_event_id: str | None = None) -> Any:
+        return self._events()
+
+    def start_request(self, text: str, context: list) -> dict:
+        return {
+            "chat_id": "chat-1",
+            "session_id": self.events_out[0]["session_id"],
+            "status": "started",
+        }
+
+    def send(self, message: dict) -> None:
+        self.sent.append(message)
+
+
+async def test_the_view_stays_until_the_cell_it_left_running_ends() -> None:
+    mine, cell, _ = _left_running()
+    client = _Scripted(mine + cell[:2])
+    view = LiveView(client, "train it")
+    task = view.start()
+    deadline = time.monotonic() + 10
+    while view.state.bar is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert view.state.ended == "completed" and view.state.bar is not None
+    assert not task.done(), "the view keeps following the cell its request left running"
+    client.later.put_nowait(cell[2])
+    await asyncio.wait_for(task, 5)
+    assert "Cell 4 finished after 40 s: accuracy 0.91." in view.describe()["text"]
+    assert client.sent[-1]["type"] == "subscription.close"

@@ -95,6 +95,10 @@ async def test_the_agent_ends_its_turn_while_its_cell_runs(
     told = [e for e in ends if e["session_id"] != completed["session_id"]]
     assert len(told) == 1 and told[0]["summary_normal"].startswith("Cell 1 finished after ")
     assert told[0]["summary_normal"].endswith(": accuracy 0.91.")
+    # Every event of the cell's own session names the session that left it running, so a client
+    # that followed the request (the %aaep view) follows the cell to its end.
+    story = [e for e in chat.emitter.history if e["session_id"] == told[0]["session_id"]]
+    assert story and {e.get("correlation_id") for e in story} == {completed["session_id"]}
     status, answer, _ = await api("chats", chat_id, "progress")
     assert answer == {"running": [], "sentence": "No cell is running in this notebook."}
 
