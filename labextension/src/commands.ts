@@ -11,6 +11,7 @@ import { Widget } from '@lumino/widgets';
 import { Verbosity } from './aaep';
 import { Announcer } from './announcer';
 import { ChatController } from './controller';
+import { CODE_LINE_CLASS } from './components/CodeLines';
 import { DESCRIBE_FIGURE, SAVE_FIGURE_ALT, registerFigureCommands } from './figureCommands';
 import { FigureDescriber } from './figures';
 import { shortcutLabel } from './shortcuts';
@@ -20,6 +21,7 @@ export namespace CommandIDs {
   export const openPanel = 'jupyter-aaep:open-panel';
   export const focusInput = 'jupyter-aaep:focus-input';
   export const jumpToConfirmation = 'jupyter-aaep:jump-to-confirmation';
+  export const readPendingCode = 'jupyter-aaep:read-pending-code';
   export const approve = 'jupyter-aaep:approve';
   export const reject = 'jupyter-aaep:reject';
   export const stop = 'jupyter-aaep:stop';
@@ -141,10 +143,37 @@ export function registerCommands(options: ICommandsOptions): void {
       });
     }
   });
-  // Answering removes the card's buttons: focus inside the card stays on it.
+  app.commands.addCommand(CommandIDs.readPendingCode, {
+    label: trans.__("Read the Pending Request's Code"),
+    caption: trans.__(
+      'Move the focus to the first line of the code waiting for your approval; the arrow keys read it line by line and Tab goes on to Approve'
+    ),
+    execute: () => {
+      const item = pendingConfirmation();
+      if (!item) {
+        announcer.announce(trans.__('Nothing is waiting for your approval, so there is no code to read.'));
+        return;
+      }
+      showPanel();
+      afterRender(() => {
+        const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(item.id)}"]`);
+        const line = card?.querySelector<HTMLElement>(`.${CODE_LINE_CLASS}`);
+        if (!line) {
+          announcer.announce(trans.__('The request waiting for your approval has no code to read.'));
+          return;
+        }
+        // The focused line is read alone; the card's summary is not read again.
+        line.focus({ preventScroll: true });
+        line.scrollIntoView({ block: 'nearest' });
+      });
+    }
+  });
+  // Answering removes the card's buttons: focus inside the card stays on it (a line of
+  // its code stays, and keeps the focus until the outcome takes it).
   const keepFocusInCard = (id: string) => {
     const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(id)}"]`);
-    if (card && card !== document.activeElement && card.contains(document.activeElement)) {
+    const active = document.activeElement;
+    if (card && active && card !== active && card.contains(active) && !active.closest(`.${CODE_LINE_CLASS}`)) {
       card.focus();
     }
   };
