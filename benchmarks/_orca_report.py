@@ -104,6 +104,30 @@ def _why_unspoken(text: str, orca_log: Sequence[str]) -> str | None:
     return None
 
 
+BARE_PERCENT = re.compile(r"^\s*\d+ percent\.?\s*$")
+
+
+def _percent_sources(orca_log: Sequence[str]) -> list[str]:
+    """Whose value a bare "N percent" Orca said was (progress-bar updates): the name and class
+    of each progress bar Orca spoke a value of, from its debug log."""
+    found = []
+    block = ""
+    for line in orca_log:
+        if "OBJECT EVENT:" in line:
+            block = line
+        elif block and line.startswith(" " * 16) and "=" in line:
+            block += " " + line.strip()
+        if "progressBarValue=[" in line and "percent" in line and "role='progress bar'" in block:
+            name = re.search(r"(?<![.\w])name='([^']*)'", block)
+            cls = re.search(r"class:([^,]*)", block)
+            value = re.search(r"progressBarValue=\[([^\]]*)\]", line)
+            found.append(
+                f"{value.group(1) if value else '?'} from the progress bar "
+                f"{name.group(1) if name else '?'!r} ({cls.group(1) if cls else 'no class'})"
+            )
+    return found
+
+
 def _reread(
     utterances: Sequence[Utterance], card_after: str, approve: float | None
 ) -> list[Utterance]:
@@ -236,6 +260,14 @@ def report(
     lines.append(
         f"Orca skipped {floods} events in floods and met {zombies} events of replaced nodes "
         f"(Orca's debug log); machine load average {figures['load_average']} (start, end)"
+    )
+    bare = [u for u in utterances if BARE_PERCENT.match(u.text)]
+    sources = _percent_sources(orca_log)
+    figures["bare_percent_heard"] = [u.text for u in bare]
+    figures["bare_percent_sources"] = sources
+    lines.append(
+        f"Bare percentages Orca said: {len(bare)} (target 0)"
+        + (f"; whose: {'; '.join(dict.fromkeys(sources))}" if sources else "")
     )
     lines.append(f"Whole session: {figures['session_s']:.0f} s")
 
