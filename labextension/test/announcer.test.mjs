@@ -44,7 +44,7 @@ globalThis.window = globalThis;
 globalThis.document = { createElement: tag => new FakeElement(tag) };
 
 const { Announcer, KEEP_MS, START_GRACE_MS } = await import('../lib/announcer.js');
-const { SETTLE_MS } = await import('../lib/delivery.js');
+const { FOLD_BACK_MS, SETTLE_MS } = await import('../lib/delivery.js');
 
 const fill = (text, args) => text.replace(/%(\d)/g, (_, i) => String(args[Number(i) - 1]));
 const trans = {
@@ -273,7 +273,8 @@ function session(verbosity) {
   mock.timers.tick(200);
   created().forEach(feed);
   mock.timers.tick(SETTLE_MS);
-  mock.timers.tick(200);
+  // Long enough for the step's line not to be folded into the alert (the delivery's rule).
+  mock.timers.tick(FOLD_BACK_MS);
   feed(confirmation());
   feed(
     event('state.changed', {
