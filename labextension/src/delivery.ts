@@ -46,8 +46,16 @@ export const windowClock: IClock = {
   clearTimeout: handle => window.clearTimeout(handle)
 };
 
-/** How long a polite piece waits for an alert that may follow it (ms). */
-export const SETTLE_MS = 120;
+/**
+ * How long a polite piece of the agent's speech waits for an alert that may
+ * follow it (ms): a step's result is often followed by a request a model
+ * round trip later, and a line the alert takes along is heard once, where a
+ * line written just before it is lost or said twice (see {@link FOLD_BACK_MS}).
+ */
+export const SETTLE_MS = 1000;
+
+/** How long the answer to a command waits (ms): the person asked and waits for it. */
+export const ASKED_SETTLE_MS = 120;
 
 /**
  * A polite write made less than this before an alert is said again inside it
@@ -152,7 +160,7 @@ export class Delivery {
         text,
         kind: piece.kind,
         key: piece.key,
-        readyAt: now + SETTLE_MS,
+        readyAt: now + (piece.asked ? ASKED_SETTLE_MS : SETTLE_MS),
         holdUntil,
         asked: piece.asked
       });

@@ -238,9 +238,9 @@ test('text a Stop cut in the middle of a sentence is marked as cut off', () => {
 test('an answer already said when the Stop comes gets a sentence saying it was cut', () => {
   const { feed } = make('normal', 10);
   feed(event('output.streaming', { output_id: 'o', chunk: 'Half of a thought', complete: true }));
-  mock.timers.tick(500);
+  mock.timers.tick(SETTLE_MS + 100); // said by now
   feed(event('session.cancelled', { summary_normal: 'You stopped the agent.' }));
-  mock.timers.tick(500);
+  mock.timers.tick(SETTLE_MS + 100);
   assert.deepEqual(spoken(), [
     'polite: Half of a thought.',
     'polite: The answer was cut off there. You stopped the agent.'

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-const { Delivery, SETTLE_MS, FOLD_BACK_MS, FOLD_WORDS } = await import('../lib/delivery.js');
+const { Delivery, SETTLE_MS, ASKED_SETTLE_MS, FOLD_BACK_MS, FOLD_WORDS } = await import('../lib/delivery.js');
 
 /** A clock that moves only when told to, running due timers in order. */
 class FakeClock {
@@ -62,6 +62,26 @@ test('a polite piece waits to settle before it is written', () => {
   assert.equal(writes.length, 0);
   clock.tick(1);
   assert.deepEqual(writes, [{ at: SETTLE_MS, politeness: 'polite', text: 'Created code cell 4, after cell 3.' }]);
+});
+
+test('a request a model round trip after a step takes the step along: heard once, in the alert', () => {
+  // Under Orca, a line written 200-300 ms before the alert was lost (purged from its queue)
+  // or, folded into the alert as well, said twice: held, it is said once.
+  const { clock, said, polite, alert } = setup();
+  polite('Created code cell 4, after cell 3.');
+  clock.tick(300);
+  alert('Approval needed: Run cell 4; Ctrl+Shift+A to review.');
+  clock.tick(SETTLE_MS * 2);
+  assert.deepEqual(said(), [
+    'ALERT: Created code cell 4, after cell 3. Approval needed: Run cell 4; Ctrl+Shift+A to review.'
+  ]);
+});
+
+test("a command's answer waits only a moment: the person asked and waits for it", () => {
+  const { clock, said, delivery } = setup();
+  delivery.deliver([{ text: 'Cell 4: 40 percent done.', politeness: 'polite', kind: 'said', asked: true }]);
+  clock.tick(ASKED_SETTLE_MS);
+  assert.deepEqual(said(), ['polite: Cell 4: 40 percent done.']);
 });
 
 test('polite speech is rate limited and merged, never dropped', () => {
