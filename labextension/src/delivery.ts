@@ -47,15 +47,19 @@ export const windowClock: IClock = {
 };
 
 /**
- * How long a polite piece of the agent's speech waits for an alert that may
- * follow it (ms): a step's result is often followed by a request a model
- * round trip later, and a line the alert takes along is heard once, where a
- * line written just before it is lost or said twice (see {@link FOLD_BACK_MS}).
+ * How long a step's result waits for an alert that may follow it (ms): a
+ * request often comes a model round trip after a step, and a line the alert
+ * takes along is heard once, where a line written just before it is lost or
+ * said twice (see {@link FOLD_BACK_MS}).
  */
 export const SETTLE_MS = 1000;
 
-/** How long the answer to a command waits (ms): the person asked and waits for it. */
-export const ASKED_SETTLE_MS = 120;
+/**
+ * How long any other polite piece waits (ms): the answer's sentences (the
+ * question shortens what is still queued, so they are not held), a command's
+ * answer (the person asked and waits for it).
+ */
+export const QUICK_SETTLE_MS = 120;
 
 /**
  * A polite write made less than this before an alert is said again inside it
@@ -160,7 +164,7 @@ export class Delivery {
         text,
         kind: piece.kind,
         key: piece.key,
-        readyAt: now + (piece.asked ? ASKED_SETTLE_MS : SETTLE_MS),
+        readyAt: now + (piece.kind === 'step' && !piece.asked ? SETTLE_MS : QUICK_SETTLE_MS),
         holdUntil,
         asked: piece.asked
       });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-const { Delivery, SETTLE_MS, ASKED_SETTLE_MS, FOLD_BACK_MS, FOLD_WORDS } = await import('../lib/delivery.js');
+const { Delivery, SETTLE_MS, QUICK_SETTLE_MS, FOLD_BACK_MS, FOLD_WORDS } = await import('../lib/delivery.js');
 
 /** A clock that moves only when told to, running due timers in order. */
 class FakeClock {
@@ -80,7 +80,7 @@ test('a request a model round trip after a step takes the step along: heard once
 test("a command's answer waits only a moment: the person asked and waits for it", () => {
   const { clock, said, delivery } = setup();
   delivery.deliver([{ text: 'Cell 4: 40 percent done.', politeness: 'polite', kind: 'said', asked: true }]);
-  clock.tick(ASKED_SETTLE_MS);
+  clock.tick(QUICK_SETTLE_MS);
   assert.deepEqual(said(), ['polite: Cell 4: 40 percent done.']);
 });
 
