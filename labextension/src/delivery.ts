@@ -10,8 +10,7 @@
  *   written, so an alert that follows it in the same burst takes it along
  *   instead of cutting it off; and a polite write made less than
  *   {@link FOLD_BACK_MS} before an alert is said again inside the alert (a
- *   screen reader drops a polite utterance an alert interrupts, and Orca drops
- *   a polite line still in its queue when it handles an alert).
+ *   screen reader drops a polite utterance an alert interrupts).
  * - When something that needs an answer arrives (an approval, a question),
  *   what is still waiting is shortened: step starts, progress and state
  *   changes are dropped (they are in the transcript), and only the newest
@@ -63,13 +62,12 @@ export const QUICK_SETTLE_MS = 120;
 
 /**
  * A polite write made less than this before an alert is said again inside it
- * (ms). Orca queues a polite line for about 100 ms before speaking it and
- * purges the queue when it handles an alert; after a burst of page events (a
- * new cell's lines) it handles the two back to back: in a measured session a
- * line written 200 ms before the alert was handled 106 ms before it, and
- * never spoken (docs/NARRATION.md §11).
+ * (ms): the alert would cut it off. Longer would say twice what was heard;
+ * a step's result, the line a request follows, is held instead
+ * ({@link SETTLE_MS}): under Orca a step's line written 200 ms before the
+ * alert was lost, purged from Orca's queue by the alert (docs/NARRATION.md §11).
  */
-export const FOLD_BACK_MS = 1000;
+export const FOLD_BACK_MS = 120;
 
 /** Most words of earlier speech said in front of a question. */
 export const FOLD_WORDS = 25;

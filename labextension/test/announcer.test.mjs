@@ -274,7 +274,7 @@ function session(verbosity) {
   created().forEach(feed);
   mock.timers.tick(SETTLE_MS);
   // Long enough for the step's line not to be folded into the alert (the delivery's rule).
-  mock.timers.tick(FOLD_BACK_MS);
+  mock.timers.tick(FOLD_BACK_MS + 80);
   feed(confirmation());
   feed(
     event('state.changed', {
