@@ -123,15 +123,22 @@ export function registerCommands(options: ICommandsOptions): void {
     label: trans.__('Go to the Pending Agent Request'),
     caption: trans.__('Move focus to the oldest approval or question waiting for you'),
     // Always enabled: with nothing pending it says so instead of doing nothing.
-    execute: () => {
-      const first = controller.model?.pending[0];
+    execute: async () => {
+      // The alert is written as its event arrives; a key pressed at once may come a moment
+      // before the chat lists the request: look again for a second before saying "nothing".
+      let first = controller.model?.pending[0];
+      for (let i = 0; !first && i < 20; i++) {
+        await new Promise(resolve => window.setTimeout(resolve, 50));
+        first = controller.model?.pending[0];
+      }
       if (!first) {
         announcer.announce(trans.__('Nothing is waiting for you.'));
         return;
       }
+      const request = first;
       showPanel();
       afterRender(() => {
-        const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(first.id)}"]`);
+        const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(request.id)}"]`);
         if (!card) {
           return;
         }
