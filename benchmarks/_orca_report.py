@@ -17,6 +17,7 @@ Figures (issue 17's acceptance in brackets):
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -62,30 +63,69 @@ def _card_reads(
 
 
 def _why_unspoken(text: str, orca_log: Sequence[str]) -> str | None:
-    """Orca's own reason for not speaking *text*, from its debug log."""
+    """Orca's own reason for not speaking *text*, from its debug log: the handling of the
+    events of the panel's live regions that carried it (an event of the same text elsewhere,
+    the transcript showing the same sentence, is no answer)."""
     head = text[:30]
+    reasons = []
     for index, line in enumerate(orca_log):
         if head not in line:
             continue
         if "[DEAD]" in line or "defunct" in "".join(orca_log[index + 1 : index + 3]):
             return "never spoken: its node was gone (defunct) when Orca got its event"
-        if "OBJECT EVENT" in line:
-            handling = []
-            for later in orca_log[index + 1 : index + 80]:
-                if "^^^^^ PROCESS OBJECT EVENT" in later:
-                    break
-                handling.append(later)
-            after = "\n".join(handling)
-            if "due to flood" in after:
-                return "never spoken: Orca skipped its event (event flood)"
-            if "Zombie" in after:
-                return "never spoken: its node was already replaced when Orca got to it"
-            return "never spoken: Orca handled its event but said nothing"
+        if "OBJECT EVENT" not in line:
+            continue
+        details = "".join(orca_log[index + 1 : index + 12])
+        if not re.search(r"container-live:(polite|assertive)", details):
+            continue
+        handling = []
+        for later in orca_log[index + 1 : index + 80]:
+            if "^^^^^ PROCESS OBJECT EVENT" in later:
+                break
+            handling.append(later)
+        after = "\n".join(handling)
+        if "due to flood" in after:
+            reasons.append("never spoken: Orca skipped its event (event flood)")
+        elif "Zombie" in after:
+            reasons.append("never spoken: its node was already replaced when Orca got to it")
+        elif "duplicate message" in after:
+            reasons.append(
+                "never spoken: Orca took it for a duplicate (the same text had just been inserted"
+                " in a container Orca counts as live, even one with aria-live=off)"
+            )
+        else:
+            reasons.append("never spoken: Orca handled its event but said nothing")
+    if reasons:
+        return "; ".join(dict.fromkeys(reasons))
     if any(head in line and "Queueing object:" in line for line in orca_log):
         return "never spoken: Orca queued its event and dropped it unhandled"
     if orca_log:
         return "never spoken: no event for it reached Orca"
     return None
+
+
+BARE_PERCENT = re.compile(r"^\s*\d+ percent\.?\s*$")
+
+
+def _percent_sources(orca_log: Sequence[str]) -> list[str]:
+    """Whose value a bare "N percent" Orca said was (progress-bar updates): the name and class
+    of each progress bar Orca spoke a value of, from its debug log."""
+    found = []
+    block = ""
+    for line in orca_log:
+        if "OBJECT EVENT:" in line:
+            block = line
+        elif block and line.startswith(" " * 16) and "=" in line:
+            block += " " + line.strip()
+        if "progressBarValue=[" in line and "percent" in line and "role='progress bar'" in block:
+            name = re.search(r"(?<![.\w])name='([^']*)'", block)
+            cls = re.search(r"class:([^,]*)", block)
+            value = re.search(r"progressBarValue=\[([^\]]*)\]", line)
+            found.append(
+                f"{value.group(1) if value else '?'} from the progress bar "
+                f"{name.group(1) if name else '?'!r} ({cls.group(1) if cls else 'no class'})"
+            )
+    return found
 
 
 def _reread(
@@ -220,6 +260,14 @@ def report(
     lines.append(
         f"Orca skipped {floods} events in floods and met {zombies} events of replaced nodes "
         f"(Orca's debug log); machine load average {figures['load_average']} (start, end)"
+    )
+    bare = [u for u in utterances if BARE_PERCENT.match(u.text)]
+    sources = _percent_sources(orca_log)
+    figures["bare_percent_heard"] = [u.text for u in bare]
+    figures["bare_percent_sources"] = sources
+    lines.append(
+        f"Bare percentages Orca said: {len(bare)} (target 0)"
+        + (f"; whose: {'; '.join(dict.fromkeys(sources))}" if sources else "")
     )
     lines.append(f"Whole session: {figures['session_s']:.0f} s")
 

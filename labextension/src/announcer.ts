@@ -6,12 +6,16 @@
  * limit, held starts, folding speech into alerts), and owns the two visually
  * hidden live regions (`jp-sr-only`) the delivery writes to:
  *
- * - polite (`role="status"`, `aria-live="polite"`, atomic): ordinary events
- *   and the streamed answer;
+ * - polite (`role="status"`, `aria-live="polite"`): ordinary events and the
+ *   streamed answer;
  * - assertive (`role="alert"`, `aria-live="assertive"`): only what needs the
  *   person now (approval and clarification requests, handoffs, errors).
  *
- * The rules are written down in docs/NARRATION.md. Tests observe the regions
+ * Both regions grow by appending (`aria-atomic="false"`, additions only), so
+ * only the new line is read, and a line stays in the region for
+ * {@link KEEP_MS} after it was written: a screen reader that falls behind
+ * (Orca reads the node when it gets to its event) finds it still there, where
+ * a replaced node is skipped. The rules are written down in docs/NARRATION.md. Tests observe the regions
  * (`[data-aaep-live="polite"|"assertive"]`) with a MutationObserver; when the
  * debug setting is on, every string written is also appended to
  * `window.__aaepAnnouncements` as `{time, politeness, text}`.
@@ -45,8 +49,12 @@ export interface IAnnouncerConfig {
   debugLog: boolean;
 }
 
-/** How long assertive messages stay in the region before being pruned (ms). */
-const ASSERTIVE_KEEP_MS = 10000;
+/**
+ * How long a written line stays in its live region before it is pruned (ms):
+ * long past the time a screen reader takes to get to its event, short enough
+ * that browsing the page meets few old lines.
+ */
+export const KEEP_MS = 30000;
 
 /**
  * The panel's voice: narrates AAEP events and says what commands answer.
@@ -120,28 +128,19 @@ export class Announcer implements IDisposable, ISpeechSink {
     if (this._isDisposed) {
       return;
     }
+    const region = this._region(politeness);
     const p = document.createElement('p');
     p.textContent = text;
-    if (politeness === 'polite') {
-      // A new node each time, so that a repeated string is read again.
-      this._polite.replaceChildren(p);
-    } else {
-      this._assertive.appendChild(p);
-      if (this._pruneTimer !== null) {
-        window.clearTimeout(this._pruneTimer);
-      }
-      // Old alerts are removed once quiet, so the region does not grow forever.
-      this._pruneTimer = window.setTimeout(() => {
-        this._pruneTimer = null;
-        this._assertive.replaceChildren();
-      }, ASSERTIVE_KEEP_MS);
-    }
+    // A new node each time, added after the others: only it is read.
+    region.appendChild(p);
+    this._written.set(p, Date.now());
+    this._prune();
     this._record(politeness, text);
   }
 
   /** Empty a live region (for the delivery). */
   clear(politeness: Politeness): void {
-    (politeness === 'polite' ? this._polite : this._assertive).replaceChildren();
+    this._region(politeness).replaceChildren();
   }
 
   /** Release timers and remove the regions. */
@@ -161,19 +160,46 @@ export class Announcer implements IDisposable, ISpeechSink {
     const region = document.createElement('div');
     region.className = `jp-sr-only jp-AAEPAnnouncer-${politeness}`;
     region.dataset.aaepLive = politeness;
-    if (politeness === 'polite') {
-      region.setAttribute('role', 'status');
-      region.setAttribute('aria-live', 'polite');
-      region.setAttribute('aria-atomic', 'true');
-    } else {
-      region.setAttribute('role', 'alert');
-      region.setAttribute('aria-live', 'assertive');
-      // New alerts are appended, so only the additions are read.
-      region.setAttribute('aria-atomic', 'false');
-      region.setAttribute('aria-relevant', 'additions text');
-    }
+    region.setAttribute('role', politeness === 'polite' ? 'status' : 'alert');
+    region.setAttribute('aria-live', politeness);
+    // Lines are appended (both roles are atomic by default): only additions are read.
+    region.setAttribute('aria-atomic', 'false');
+    region.setAttribute('aria-relevant', 'additions text');
     this.node.appendChild(region);
     return region;
+  }
+
+  private _region(politeness: Politeness): HTMLElement {
+    return politeness === 'polite' ? this._polite : this._assertive;
+  }
+
+  /**
+   * Remove the lines written more than {@link KEEP_MS} ago, and come back
+   * when the oldest line left is that old.
+   */
+  private _prune(): void {
+    const now = Date.now();
+    let next = Infinity;
+    for (const region of [this._polite, this._assertive]) {
+      for (const line of Array.from(region.children)) {
+        const at = this._written.get(line) ?? 0;
+        if (now - at >= KEEP_MS) {
+          line.remove();
+        } else {
+          next = Math.min(next, at + KEEP_MS);
+        }
+      }
+    }
+    if (this._pruneTimer !== null) {
+      window.clearTimeout(this._pruneTimer);
+      this._pruneTimer = null;
+    }
+    if (next !== Infinity) {
+      this._pruneTimer = window.setTimeout(() => {
+        this._pruneTimer = null;
+        this._prune();
+      }, next - now);
+    }
   }
 
   private _record(politeness: Politeness, text: string): void {
@@ -189,6 +215,8 @@ export class Announcer implements IDisposable, ISpeechSink {
   private _delivery: Delivery;
   private _polite: HTMLElement;
   private _assertive: HTMLElement;
+  /** When each line was written (clock ms). */
+  private _written = new WeakMap<Element, number>();
   private _pruneTimer: number | null = null;
   private _isDisposed = false;
 }

@@ -11,6 +11,7 @@ import { Widget } from '@lumino/widgets';
 import { Verbosity } from './aaep';
 import { Announcer } from './announcer';
 import { ChatController } from './controller';
+import { CODE_LINE_CLASS } from './components/CodeLines';
 import { DESCRIBE_FIGURE, SAVE_FIGURE_ALT, registerFigureCommands } from './figureCommands';
 import { FigureDescriber } from './figures';
 import { shortcutLabel } from './shortcuts';
@@ -20,6 +21,7 @@ export namespace CommandIDs {
   export const openPanel = 'jupyter-aaep:open-panel';
   export const focusInput = 'jupyter-aaep:focus-input';
   export const jumpToConfirmation = 'jupyter-aaep:jump-to-confirmation';
+  export const readPendingCode = 'jupyter-aaep:read-pending-code';
   export const approve = 'jupyter-aaep:approve';
   export const reject = 'jupyter-aaep:reject';
   export const stop = 'jupyter-aaep:stop';
@@ -121,15 +123,22 @@ export function registerCommands(options: ICommandsOptions): void {
     label: trans.__('Go to the Pending Agent Request'),
     caption: trans.__('Move focus to the oldest approval or question waiting for you'),
     // Always enabled: with nothing pending it says so instead of doing nothing.
-    execute: () => {
-      const first = controller.model?.pending[0];
+    execute: async () => {
+      // The alert is written as its event arrives; a key pressed at once may come a moment
+      // before the chat lists the request: look again for a second before saying "nothing".
+      let first = controller.model?.pending[0];
+      for (let i = 0; !first && i < 20; i++) {
+        await new Promise(resolve => window.setTimeout(resolve, 50));
+        first = controller.model?.pending[0];
+      }
       if (!first) {
         announcer.announce(trans.__('Nothing is waiting for you.'));
         return;
       }
+      const request = first;
       showPanel();
       afterRender(() => {
-        const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(first.id)}"]`);
+        const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(request.id)}"]`);
         if (!card) {
           return;
         }
@@ -141,10 +150,37 @@ export function registerCommands(options: ICommandsOptions): void {
       });
     }
   });
-  // Answering removes the card's buttons: focus inside the card stays on it.
+  app.commands.addCommand(CommandIDs.readPendingCode, {
+    label: trans.__("Read the Pending Request's Code"),
+    caption: trans.__(
+      'Move the focus to the first line of the code waiting for your approval; the arrow keys read it line by line and Tab goes on to Approve'
+    ),
+    execute: () => {
+      const item = pendingConfirmation();
+      if (!item) {
+        announcer.announce(trans.__('Nothing is waiting for your approval, so there is no code to read.'));
+        return;
+      }
+      showPanel();
+      afterRender(() => {
+        const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(item.id)}"]`);
+        const line = card?.querySelector<HTMLElement>(`.${CODE_LINE_CLASS}`);
+        if (!line) {
+          announcer.announce(trans.__('The request waiting for your approval has no code to read.'));
+          return;
+        }
+        // The focused line is read alone; the card's summary is not read again.
+        line.focus({ preventScroll: true });
+        line.scrollIntoView({ block: 'nearest' });
+      });
+    }
+  });
+  // Answering removes the card's buttons: focus inside the card stays on it (a line of
+  // its code stays, and keeps the focus until the outcome takes it).
   const keepFocusInCard = (id: string) => {
     const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(id)}"]`);
-    if (card && card !== document.activeElement && card.contains(document.activeElement)) {
+    const active = document.activeElement;
+    if (card && active && card !== active && card.contains(active) && !active.closest(`.${CODE_LINE_CLASS}`)) {
       card.focus();
     }
   };

@@ -9,8 +9,8 @@
  * - A polite piece waits {@link SETTLE_MS} after it arrives before it is
  *   written, so an alert that follows it in the same burst takes it along
  *   instead of cutting it off; and a polite write made less than
- *   {@link SETTLE_MS} before an alert is said again inside the alert (a screen
- *   reader drops a polite utterance an alert interrupts).
+ *   {@link FOLD_BACK_MS} before an alert is said again inside the alert (a
+ *   screen reader drops a polite utterance an alert interrupts).
  * - When something that needs an answer arrives (an approval, a question),
  *   what is still waiting is shortened: step starts, progress and state
  *   changes are dropped (they are in the transcript), and only the newest
@@ -46,8 +46,29 @@ export const windowClock: IClock = {
   clearTimeout: handle => window.clearTimeout(handle)
 };
 
-/** How long a polite piece waits for an alert that may follow it (ms). */
-export const SETTLE_MS = 120;
+/**
+ * How long a step's result waits for an alert that may follow it (ms): a
+ * request often comes a model round trip after a step, and a line the alert
+ * takes along is heard once, where a line written just before it is lost or
+ * said twice (see {@link FOLD_BACK_MS}).
+ */
+export const SETTLE_MS = 1000;
+
+/**
+ * How long any other polite piece waits (ms): the answer's sentences (the
+ * question shortens what is still queued, so they are not held), a command's
+ * answer (the person asked and waits for it).
+ */
+export const QUICK_SETTLE_MS = 120;
+
+/**
+ * A polite write made less than this before an alert is said again inside it
+ * (ms): the alert would cut it off. Longer would say twice what was heard;
+ * a step's result, the line a request follows, is held instead
+ * ({@link SETTLE_MS}): under Orca a step's line written 200 ms before the
+ * alert was lost, purged from Orca's queue by the alert (docs/NARRATION.md §11).
+ */
+export const FOLD_BACK_MS = 120;
 
 /** Most words of earlier speech said in front of a question. */
 export const FOLD_WORDS = 25;
@@ -152,7 +173,7 @@ export class Delivery {
         text,
         kind: piece.kind,
         key: piece.key,
-        readyAt: now + SETTLE_MS,
+        readyAt: now + (piece.kind === 'step' && !piece.asked ? SETTLE_MS : QUICK_SETTLE_MS),
         holdUntil,
         asked: piece.asked
       });
@@ -168,7 +189,7 @@ export class Delivery {
     const now = this._clock.now();
     let before: IQueued[] = this._queue;
     this._queue = [];
-    if (this._lastPolite && now - this._lastPolite.at < SETTLE_MS) {
+    if (this._lastPolite && now - this._lastPolite.at < FOLD_BACK_MS) {
       // Written just now: the alert would cut it off, so it is said in the
       // alert (or, before a question, dropped if it is not a step's result).
       const recent = this._lastPolite.piece;

@@ -21,12 +21,18 @@ class FakeElement {
   }
   appendChild(child) {
     this.children.push(child);
+    child.parent = this;
     return child;
   }
   replaceChildren(...nodes) {
     this.children = nodes;
   }
-  remove() {}
+  remove() {
+    if (this.parent) {
+      this.parent.children = this.parent.children.filter(c => c !== this);
+      this.parent = undefined;
+    }
+  }
   set textContent(value) {
     this._text = value;
   }
@@ -37,8 +43,8 @@ class FakeElement {
 globalThis.window = globalThis;
 globalThis.document = { createElement: tag => new FakeElement(tag) };
 
-const { Announcer, START_GRACE_MS } = await import('../lib/announcer.js');
-const { SETTLE_MS } = await import('../lib/delivery.js');
+const { Announcer, KEEP_MS, START_GRACE_MS } = await import('../lib/announcer.js');
+const { FOLD_BACK_MS, SETTLE_MS } = await import('../lib/delivery.js');
 
 const fill = (text, args) => text.replace(/%(\d)/g, (_, i) => String(args[Number(i) - 1]));
 const trans = {
@@ -232,9 +238,9 @@ test('text a Stop cut in the middle of a sentence is marked as cut off', () => {
 test('an answer already said when the Stop comes gets a sentence saying it was cut', () => {
   const { feed } = make('normal', 10);
   feed(event('output.streaming', { output_id: 'o', chunk: 'Half of a thought', complete: true }));
-  mock.timers.tick(500);
+  mock.timers.tick(SETTLE_MS + 100); // said by now
   feed(event('session.cancelled', { summary_normal: 'You stopped the agent.' }));
-  mock.timers.tick(500);
+  mock.timers.tick(SETTLE_MS + 100);
   assert.deepEqual(spoken(), [
     'polite: Half of a thought.',
     'polite: The answer was cut off there. You stopped the agent.'
@@ -267,7 +273,8 @@ function session(verbosity) {
   mock.timers.tick(200);
   created().forEach(feed);
   mock.timers.tick(SETTLE_MS);
-  mock.timers.tick(200);
+  // Long enough for the step's line not to be folded into the alert (the delivery's rule).
+  mock.timers.tick(FOLD_BACK_MS + 80);
   feed(confirmation());
   feed(
     event('state.changed', {
@@ -461,4 +468,43 @@ test("a command's answer says media as what it is, never a MIME type", () => {
   announcer.announce('Cell 4 ran. Output: [image/png 576×454, 27 KB]');
   mock.timers.tick(2000);
   assert.deepEqual(spoken(), ['polite: Cell 4 ran. Output: a figure.']);
+});
+
+/** The live region of *politeness* and the lines in it. */
+function region(announcer, politeness) {
+  const found = announcer.node.children.find(r => r.dataset.aaepLive === politeness);
+  return { attributes: found.attributes, lines: found.children.map(c => c.textContent) };
+}
+
+test('lines are appended to a live region and stay there until a screen reader surely read them', () => {
+  // Orca reads a live line when it gets to its event; a node replaced by then is skipped.
+  const { announcer } = make('normal', 10);
+  for (const politeness of ['polite', 'assertive']) {
+    const { attributes } = region(announcer, politeness);
+    assert.equal(attributes['aria-atomic'], 'false', politeness);
+    assert.equal(attributes['aria-relevant'], 'additions text', politeness);
+  }
+  announcer.write('polite', 'First.');
+  mock.timers.tick(1000);
+  announcer.write('polite', 'Second.');
+  announcer.write('assertive', 'Approval needed.');
+  assert.deepEqual(region(announcer, 'polite').lines, ['First.', 'Second.']);
+  assert.deepEqual(region(announcer, 'assertive').lines, ['Approval needed.']);
+  mock.timers.tick(KEEP_MS - 1000);
+  // The first line is KEEP_MS old: pruned; the others are not yet.
+  assert.deepEqual(region(announcer, 'polite').lines, ['Second.']);
+  assert.deepEqual(region(announcer, 'assertive').lines, ['Approval needed.']);
+  mock.timers.tick(1000);
+  assert.deepEqual(region(announcer, 'polite').lines, []);
+  assert.deepEqual(region(announcer, 'assertive').lines, []);
+  announcer.dispose();
+});
+
+test('a line folded into an alert leaves the polite region at once', () => {
+  const { announcer } = make('normal', 10);
+  announcer.write('polite', 'Earlier.');
+  announcer.write('polite', 'Created code cell 4.');
+  announcer.clear('polite');
+  assert.deepEqual(region(announcer, 'polite').lines, []);
+  announcer.dispose();
 });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-const { Delivery, SETTLE_MS, FOLD_WORDS } = await import('../lib/delivery.js');
+const { Delivery, SETTLE_MS, QUICK_SETTLE_MS, FOLD_BACK_MS, FOLD_WORDS } = await import('../lib/delivery.js');
 
 /** A clock that moves only when told to, running due timers in order. */
 class FakeClock {
@@ -64,6 +64,26 @@ test('a polite piece waits to settle before it is written', () => {
   assert.deepEqual(writes, [{ at: SETTLE_MS, politeness: 'polite', text: 'Created code cell 4, after cell 3.' }]);
 });
 
+test('a request a model round trip after a step takes the step along: heard once, in the alert', () => {
+  // Under Orca, a line written 200-300 ms before the alert was lost (purged from its queue)
+  // or, folded into the alert as well, said twice: held, it is said once.
+  const { clock, said, polite, alert } = setup();
+  polite('Created code cell 4, after cell 3.');
+  clock.tick(300);
+  alert('Approval needed: Run cell 4; Ctrl+Shift+A to review.');
+  clock.tick(SETTLE_MS * 2);
+  assert.deepEqual(said(), [
+    'ALERT: Created code cell 4, after cell 3. Approval needed: Run cell 4; Ctrl+Shift+A to review.'
+  ]);
+});
+
+test("a command's answer waits only a moment: the person asked and waits for it", () => {
+  const { clock, said, delivery } = setup();
+  delivery.deliver([{ text: 'Cell 4: 40 percent done.', politeness: 'polite', kind: 'said', asked: true }]);
+  clock.tick(QUICK_SETTLE_MS);
+  assert.deepEqual(said(), ['polite: Cell 4: 40 percent done.']);
+});
+
 test('polite speech is rate limited and merged, never dropped', () => {
   const { clock, said, polite } = setup(1);
   polite('One.');
@@ -88,7 +108,7 @@ test('nothing polite is written just before an alert: it is folded into it', () 
   assert.ok(writes.every(w => w.politeness === 'assertive'));
 });
 
-test('a polite write made less than the settle time before an alert is said again inside it', () => {
+test('a polite write made just before an alert is said again inside it', () => {
   const { clock, writes, said, polite, alert } = setup();
   polite('Created code cell 4, after cell 3.');
   clock.tick(SETTLE_MS + 50); // written 50 ms ago: the alert would cut it off
@@ -104,7 +124,7 @@ test('a polite write made less than the settle time before an alert is said agai
   // Long enough before: heard, not repeated.
   const late = setup();
   late.polite('Created code cell 4, after cell 3.');
-  late.clock.tick(SETTLE_MS + 500);
+  late.clock.tick(SETTLE_MS + FOLD_BACK_MS);
   late.alert('Approval needed: Run cell 4; Ctrl+Shift+A to review.');
   assert.deepEqual(late.said(), [
     'polite: Created code cell 4, after cell 3.',

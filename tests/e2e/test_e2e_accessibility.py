@@ -248,7 +248,16 @@ def test_keyboard_only_visible_focus_shortcuts_and_no_focus_stealing(
     else:
         expect(box).to_have_attribute("aria-disabled", "true")
         expect(hint).to_contain_text("cannot take guidance yet")
-    expect(box).to_have_attribute("aria-describedby", re.compile(str(hint.get_attribute("id"))))
+    if supports.get("guidance") and box.evaluate("el => el === document.activeElement"):
+        # Focused, the box keeps the description it had when it got the focus: Orca reads a
+        # changed description of the focused box at once, in front of the approval alert. The
+        # steer hint is its description from the next focus on (issue 17, NARRATION §10).
+        expect(box).not_to_have_accessible_description(re.compile("guidance it reads"))
+    elif supports.get("guidance"):
+        expect(box).to_have_accessible_description(re.compile("guidance it reads"))
+    else:
+        # Whether anything can be sent is described at once, focused or not.
+        expect(box).to_have_accessible_description(re.compile("cannot take guidance yet"))
     expect(panel.locator(".jp-AAEPPanel-pause, .jp-AAEPPanel-resume")).to_have_count(
         1 if supports.get("pause") else 0
     )

@@ -114,6 +114,29 @@ def test_an_approval_of_eighteen_lines_keeps_the_speech_budget(ui: PanelPage) ->
     ui.screenshot("speech-budget-1-card")
     assert ui.axe() == [], "card focused"
 
+    # 2b. Read the pending request's code (Alt+R): the focus is on its first line alone, the
+    # arrows go line by line (Home, End), and the lines are no Tab stops of their own.
+    page.keyboard.press("Alt+r")
+    focused_line = (
+        "() => document.activeElement && document.activeElement.matches('.jp-AAEPCard-codeLine')"
+    )
+    page.wait_for_function(focused_line, timeout=10_000)
+    line_text = "() => document.activeElement.textContent"
+    assert page.evaluate(line_text) == lines[0]
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(line_text) == lines[1]
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowUp")
+    assert page.evaluate(line_text) == lines[1]
+    page.keyboard.press("End")
+    assert page.evaluate(line_text) == lines[-1]
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(line_text) == lines[-1], "the last line stays"
+    page.keyboard.press("Home")
+    assert page.evaluate(line_text) == lines[0]
+    assert card.locator(".jp-AAEPCard-codeLine[tabindex='0']").count() == 0
+    assert ui.axe() == [], "a line of the code focused"
+
     # 3. Approve: the focus goes to the short outcome, never back to the card.
     stops = ui.tab_until(lambda f: f.get("name") == "Approve", limit=5)
     assert stops[-1].get("name") == "Approve", stops

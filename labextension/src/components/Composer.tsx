@@ -10,7 +10,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { infoIcon } from '@jupyterlab/ui-components';
-import React, { useLayoutEffect, useRef, useState } from 'react';
+import React, { useEffect, useLayoutEffect, useRef, useState } from 'react';
 
 import { JSONRecord } from '../aaep';
 import { IMentionSource } from '../mentions';
@@ -54,6 +54,7 @@ export function Composer(props: IComposerProps): JSX.Element {
   const [helpShown, setHelpShown] = useState(false);
   const inputId = useId('jp-AAEPComposer-input');
   const hintId = useId('jp-AAEPComposer-hint');
+  const describedId = useId('jp-AAEPComposer-described');
   const labelId = useId('jp-AAEPComposer-label');
   const waiting = props.waiting ?? null;
   const steering = running && acceptsGuidance && waiting === null;
@@ -65,6 +66,12 @@ export function Composer(props: IComposerProps): JSX.Element {
   const [heardHints, setHeardHints] = useState<ReadonlySet<string>>(() => new Set());
   // A description is read when the box gets the focus: the hint it had then was heard.
   const hintOnFocus = useRef<string | null>(null);
+  // While the box has the focus its description stays the one it had then: a screen reader
+  // reads a changed description of the focused box at once, and the run's changes ("The agent
+  // is working…", "A request waits…") would be queued in front of the approval alert. The
+  // announcer says those changes; the new hint is the description at the next focus. Only a
+  // change of whether anything can be sent is described at once.
+  const [focusHint, setFocusHint] = useState<{ hint: string; blocked: boolean } | null>(null);
   // One line that grows with what is typed (up to the CSS max-height, then it scrolls).
   useLayoutEffect(() => {
     const box = inputRef.current;
@@ -126,6 +133,14 @@ export function Composer(props: IComposerProps): JSX.Element {
     );
   }
 
+  useEffect(() => {
+    if (focusHint && focusHint.blocked !== blocked) {
+      hintOnFocus.current = hint;
+      setFocusHint({ hint, blocked });
+    }
+  }, [focusHint, blocked, hint]);
+  const described = focusHint?.hint ?? hint;
+
   const label =
     waiting === 'question'
       ? trans.__('Answer the agent')
@@ -153,11 +168,12 @@ export function Composer(props: IComposerProps): JSX.Element {
           placeholder={label}
           readOnly={blocked}
           aria-disabled={blocked}
-          aria-describedby={heardHints.has(hint) ? undefined : hintId}
+          aria-describedby={heardHints.has(described) ? undefined : describedId}
           ref={inputRef}
           {...mentions.inputProps}
           onFocus={() => {
             hintOnFocus.current = hint;
+            setFocusHint({ hint, blocked });
           }}
           onBlur={e => {
             const to = e.relatedTarget;
@@ -165,6 +181,7 @@ export function Composer(props: IComposerProps): JSX.Element {
             // the hint again. Moving within the panel, or a command moving the focus, does not.
             const left = to instanceof Element && !!to.closest('#jp-main-dock-panel');
             setHeardHints(left ? new Set() : new Set([...heardHints, hintOnFocus.current ?? hint]));
+            setFocusHint(null);
           }}
           onChange={e => {
             setText(e.target.value);
@@ -204,6 +221,9 @@ export function Composer(props: IComposerProps): JSX.Element {
       {/* Heard once, as the message box's description (not again in browse mode
           unless shown on demand, and not on the button unless it says why nothing
           can be sent). On screen only on demand, or while nothing can be sent. */}
+      <span id={describedId} hidden>
+        {described}
+      </span>
       <div
         id={hintId}
         className={`jp-AAEPComposer-hint${helpShown || blocked ? ' jp-mod-shown' : ''}`}

@@ -9,6 +9,7 @@ import { useFocusOutcome } from './hooks';
 
 import { isRecord, str } from '../aaep';
 import { IRequestItem } from '../model';
+import { CodeLines, codeLines } from './CodeLines';
 import { Countdown } from './Countdown';
 import { DiffView, diffDescriptionIds, readChange } from './DiffView';
 import { useId, useNow } from './hooks';
@@ -98,7 +99,7 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
   const deadlineId = useId('jp-AAEPCard-deadline');
   const keysId = useId('jp-AAEPCard-keys');
   const automatic = extra.auto_approved === true;
-  const codeLines = code !== undefined ? Math.max(1, code.replace(/\n+$/, '').split('\n').length) : 0;
+  const lineCount = code !== undefined ? codeLines(code).length : 0;
   const warnings = Array.isArray(extra.risk_flags)
     ? extra.risk_flags.filter((f): f is string => typeof f === 'string' && f.length > 0)
     : [];
@@ -191,14 +192,13 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
         <figure className="jp-AAEPCard-code">
           <figcaption id={codeCaptionId}>
             {language
-              ? trans._n('Code to run, %1 line (%2):', 'Code to run, %1 lines (%2):', codeLines, language)
-              : trans._n('Code to run, %1 line:', 'Code to run, %1 lines:', codeLines)}
+              ? trans._n('Code to run, %1 line (%2):', 'Code to run, %1 lines (%2):', lineCount, language)
+              : trans._n('Code to run, %1 line:', 'Code to run, %1 lines:', lineCount)}
           </figcaption>
           {/* Not a Tab stop of its own (Approve comes next): the figure, named by
-              its caption, is entered in browse mode and read one line at a time. */}
-          <pre>
-            <code>{code}</code>
-          </pre>
+              its caption, is entered in browse mode or with Alt+R and read one
+              line at a time. */}
+          <CodeLines code={code} />
         </figure>
       )}
       {cells.length > 0 && (
@@ -222,9 +222,7 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
                   <p className="jp-AAEPCard-cellLabel">
                     {cell.number !== null ? trans.__('Cell %1', number) : trans.__('Cell')}
                   </p>
-                  <pre>
-                    <code>{cell.code}</code>
-                  </pre>
+                  <CodeLines code={cell.code} />
                 </li>
               );
             })}

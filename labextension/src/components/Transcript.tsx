@@ -1,9 +1,12 @@
 /**
- * The chat transcript: a `role="log"` list of everything that happened.
+ * The chat transcript: a named region holding everything that happened.
  *
- * The log is `aria-live="off"` on purpose: what is spoken, and how often,
- * is decided by the announcer (verbosity, sentence buffering, rate limit).
- * A live log would read every streamed token a second time.
+ * It is not a live region of any kind, not even `role="log"` with
+ * `aria-live="off"`: what is spoken, and how often, is decided by the
+ * announcer (verbosity, sentence buffering, rate limit). Orca counts every
+ * container with an `aria-live` value (even "off") as a live region, and skips
+ * a live-region line whose text equals the last one it queued: an answer's
+ * sentence shown here a moment before the announcer wrote it was never heard.
  */
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { TranslationBundle } from '@jupyterlab/translation';
@@ -111,8 +114,7 @@ export function Transcript(props: ITranscriptProps): JSX.Element {
     <div
       ref={node}
       className="jp-AAEPPanel-transcript"
-      role="log"
-      aria-live="off"
+      role="region"
       aria-label={trans.__('Agent transcript')}
       tabIndex={0}
       onScroll={onScroll}
