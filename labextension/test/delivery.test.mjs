@@ -191,7 +191,7 @@ test('an alert takes nothing along that it says itself: a failure told at its en
   // Written just before the alert: not said again inside it (the alert says it).
   const written = setup();
   written.polite(sentence, 'said');
-  written.clock.tick(SETTLE_MS + 50);
+  written.clock.tick(QUICK_SETTLE_MS + 50); // written at 120 ms, the alert 50 ms later
   written.alert(`Error: ${sentence}`, 'alert');
   assert.deepEqual(written.said(), [`polite: ${sentence}`, `ALERT: Error: ${sentence}`]);
   assert.ok(written.writes.some(w => w.cleared && w.politeness === 'polite'));
