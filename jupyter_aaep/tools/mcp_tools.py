@@ -200,6 +200,8 @@ class _Server:
     _close: asyncio.Event = field(default_factory=asyncio.Event)
     _errlog: TextIO | None = None
     _errlog_start: int = 0
+    _errlog_path: Path | None = None
+    """The log's path: a file object made from a descriptor is named by its number, not its path."""
 
     def start(self) -> None:
         if self.config.transport == "stdio" and not command_allowed(
@@ -248,11 +250,11 @@ class _Server:
     def _last_words(self) -> str | None:
         """The error line a stdio server wrote to its log while starting (what a person would
         look for in it: "Error: Cannot find module …"), or ``None``."""
-        if self._errlog is None:
+        if self._errlog is None or self._errlog_path is None:
             return None
         try:
             self._errlog.flush()
-            with open(self._errlog.name, encoding="utf-8", errors="replace") as log_file:
+            with open(self._errlog_path, encoding="utf-8", errors="replace") as log_file:
                 log_file.seek(self._errlog_start)
                 lines = [line.strip() for line in log_file.read(200_000).splitlines()]
         except OSError:
@@ -273,7 +275,8 @@ class _Server:
             return streamable_http_client(self.config.url, http_client=client)
         from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
-        self._errlog = _private_log(self.log_dir / f"aaep-mcp-{self.config.name}.log")
+        self._errlog_path = self.log_dir / f"aaep-mcp-{self.config.name}.log"
+        self._errlog = _private_log(self._errlog_path)
         self._errlog_start = self._errlog.tell()
         params = StdioServerParameters(
             command=self.config.command,

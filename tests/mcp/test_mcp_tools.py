@@ -137,3 +137,28 @@ def test_a_tool_servers_log_is_private_whatever_the_umask_and_keeps_its_lines(
     assert stat.S_IMODE(older.stat().st_mode) == 0o600
     assert start == len("Error: an earlier run\n"), "appends; the last words are read from here"
     assert older.read_text() == "Error: an earlier run\nstarted again\n"
+
+
+def test_a_server_that_fails_to_start_is_told_with_the_error_line_it_wrote(
+    tmp_path: Path,
+) -> None:
+    """What the server printed before it died is read back from its private log (the log is
+    opened from a descriptor, so it is read by its path, not by the file object's name)."""
+    path = tmp_path / "mcp.json"
+    crash = "import sys; sys.stderr.write('loading\\nError: Cannot find module no-such.js\\n'); sys.exit(1)"
+    path.write_text(
+        json.dumps({"mcpServers": {"broken": {"command": sys.executable, "args": ["-c", crash]}}})
+    )
+
+    async def run() -> dict:
+        servers = MCPServers(path, timeout=5, log_dir=tmp_path, allowed=None)
+        try:
+            await servers.wait_started(20)
+            return servers.describe()["servers"][0]
+        finally:
+            await servers.close()
+
+    broken = asyncio.run(run())
+    assert broken["status"] == "failed", broken
+    assert "Error: Cannot find module no-such.js" in broken["message"], broken["message"]
+    assert "aaep-mcp-broken.log" in broken["message"]
