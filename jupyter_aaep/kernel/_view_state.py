@@ -302,6 +302,7 @@ class ViewState:
     """Sessions telling the cells the request left running, and whether each has ended."""
     _seen: set[str] = field(default_factory=set)
     _aside: list[dict[str, Any]] = field(default_factory=list)
+    _counter: int = 0
 
     @property
     def following(self) -> bool:
@@ -309,8 +310,6 @@ class ViewState:
         if self.ended is None:
             return True
         return self.left_running and not (self.cell_runs and all(self.cell_runs.values()))
-
-    _counter: int = 0
 
     # -- which session ------------------------------------------------------------------------
     def follow(self, session_id: str) -> bool:

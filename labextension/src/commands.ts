@@ -84,15 +84,25 @@ export function registerCommands(options: ICommandsOptions): void {
     }
   };
 
-  /** Resolve once the chat of the followed notebook is loaded (or failed), within a few seconds. */
-  const chatSettled = async (): Promise<void> => {
-    for (
-      let i = 0;
-      i < 100 && (controller.loading || (controller.notebookPath !== null && !controller.model && !controller.error));
-      i++
-    ) {
+  /** What `find` gives once it gives something, looked for every 50 ms, `tries` times; else `null`. */
+  const soon = async <T>(find: () => T | null | undefined, tries = 20): Promise<T | null> => {
+    for (let i = 0; ; i++) {
+      const found = find();
+      if (found || i >= tries) {
+        return found ?? null;
+      }
       await new Promise(resolve => window.setTimeout(resolve, 50));
     }
+  };
+  /** The card of the request `id` in the panel, once rendered. */
+  const cardOf = (id: string) => panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(id)}"]`);
+
+  /** Resolve once the chat of the followed notebook is loaded (or failed), within a few seconds. */
+  const chatSettled = async (): Promise<void> => {
+    await soon(
+      () => !(controller.loading || (controller.notebookPath !== null && !controller.model && !controller.error)),
+      100
+    );
   };
   const requestKey = () => shortcutLabel(app.commands, CommandIDs.jumpToConfirmation);
   app.commands.addCommand(CommandIDs.openPanel, {
@@ -126,19 +136,14 @@ export function registerCommands(options: ICommandsOptions): void {
     execute: async () => {
       // The alert is written as its event arrives; a key pressed at once may come a moment
       // before the chat lists the request: look again for a second before saying "nothing".
-      let first = controller.model?.pending[0];
-      for (let i = 0; !first && i < 20; i++) {
-        await new Promise(resolve => window.setTimeout(resolve, 50));
-        first = controller.model?.pending[0];
-      }
-      if (!first) {
+      const request = await soon(() => controller.model?.pending[0]);
+      if (!request) {
         announcer.announce(trans.__('Nothing is waiting for you.'));
         return;
       }
-      const request = first;
       showPanel();
       afterRender(() => {
-        const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(request.id)}"]`);
+        const card = cardOf(request.id);
         if (!card) {
           return;
         }
@@ -155,16 +160,15 @@ export function registerCommands(options: ICommandsOptions): void {
     caption: trans.__(
       'Move the focus to the first line of the code waiting for your approval; the arrow keys read it line by line and Tab goes on to Approve'
     ),
-    execute: () => {
-      const item = pendingConfirmation();
+    execute: async () => {
+      const item = await soon(pendingConfirmation); // pressed as the alert is heard, as above
       if (!item) {
         announcer.announce(trans.__('Nothing is waiting for your approval, so there is no code to read.'));
         return;
       }
       showPanel();
       afterRender(() => {
-        const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(item.id)}"]`);
-        const line = card?.querySelector<HTMLElement>(`.${CODE_LINE_CLASS}`);
+        const line = cardOf(item.id)?.querySelector<HTMLElement>(`.${CODE_LINE_CLASS}`);
         if (!line) {
           announcer.announce(trans.__('The request waiting for your approval has no code to read.'));
           return;
@@ -178,7 +182,7 @@ export function registerCommands(options: ICommandsOptions): void {
   // Answering removes the card's buttons: focus inside the card stays on it (a line of
   // its code stays, and keeps the focus until the outcome takes it).
   const keepFocusInCard = (id: string) => {
-    const card = panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(id)}"]`);
+    const card = cardOf(id);
     const active = document.activeElement;
     if (card && active && card !== active && card.contains(active) && !active.closest(`.${CODE_LINE_CLASS}`)) {
       card.focus();

@@ -193,7 +193,7 @@ export class Delivery {
       // Written just now: the alert would cut it off, so it is said in the
       // alert (or, before a question, dropped if it is not a step's result).
       const recent = this._lastPolite.piece;
-      if ((!request || !DROPPED_BEFORE_REQUEST.has(recent.kind)) && !saysWhole(text, recent.text)) {
+      if (!request || !DROPPED_BEFORE_REQUEST.has(recent.kind)) {
         before = [{ ...recent, asked: true }, ...before];
       }
       this._sink.clear('polite');

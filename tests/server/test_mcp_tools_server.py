@@ -244,11 +244,11 @@ def _tool_server_pids() -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            status_line = (entry / "stat").read_text()
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        state, parent = stat.rsplit(")", 1)[1].split()[:2]
+        state, parent = status_line.rsplit(")", 1)[1].split()[:2]
         if int(parent) == os.getpid() and state != "Z" and str(SERVER_SCRIPT).encode() in cmdline:
             found.append(int(entry.name))
     return found

@@ -65,7 +65,6 @@ export function Composer(props: IComposerProps): JSX.Element {
   // part of the panel, a hint it had is no longer its description.
   const [heardHints, setHeardHints] = useState<ReadonlySet<string>>(() => new Set());
   // A description is read when the box gets the focus: the hint it had then was heard.
-  const hintOnFocus = useRef<string | null>(null);
   // While the box has the focus its description stays the one it had then: a screen reader
   // reads a changed description of the focused box at once, and the run's changes ("The agent
   // is working…", "A request waits…") would be queued in front of the approval alert. The
@@ -135,7 +134,6 @@ export function Composer(props: IComposerProps): JSX.Element {
 
   useEffect(() => {
     if (focusHint && focusHint.blocked !== blocked) {
-      hintOnFocus.current = hint;
       setFocusHint({ hint, blocked });
     }
   }, [focusHint, blocked, hint]);
@@ -172,7 +170,6 @@ export function Composer(props: IComposerProps): JSX.Element {
           ref={inputRef}
           {...mentions.inputProps}
           onFocus={() => {
-            hintOnFocus.current = hint;
             setFocusHint({ hint, blocked });
           }}
           onBlur={e => {
@@ -180,7 +177,7 @@ export function Composer(props: IComposerProps): JSX.Element {
             // Going back to the notebook (the main area) ends the visit: the next one hears
             // the hint again. Moving within the panel, or a command moving the focus, does not.
             const left = to instanceof Element && !!to.closest('#jp-main-dock-panel');
-            setHeardHints(left ? new Set() : new Set([...heardHints, hintOnFocus.current ?? hint]));
+            setHeardHints(left ? new Set() : new Set([...heardHints, described]));
             setFocusHint(null);
           }}
           onChange={e => {

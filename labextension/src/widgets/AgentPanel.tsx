@@ -55,9 +55,9 @@ export function stateLabel(model: ChatModel, trans: TranslationBundle): string {
   if (model.status === 'paused') {
     return trans.__('Paused');
   }
-  if (model.agentState === 'calling_tool' && model.activity) {
-    // Whose step it is, in the server's words: an outside agent is named.
-    return model.activity.replace(/[.\s]+$/u, '');
+  const named = activityLabel(model);
+  if (named) {
+    return named;
   }
   const known: Record<string, string> = {
     thinking: trans.__('Thinking'),
@@ -69,6 +69,14 @@ export function stateLabel(model: ChatModel, trans: TranslationBundle): string {
     paused: trans.__('Paused')
   };
   return known[model.agentState] ?? trans.__('Working');
+}
+
+/**
+ * Whose step runs, in the server's words ("Claude Code is reading the
+ * notebook"), or '' when the status line names a state instead.
+ */
+function activityLabel(model: ChatModel): string {
+  return model.status === 'running' && model.activity ? model.activity.replace(/[.\s]+$/u, '') : '';
 }
 
 /** The compact usage meter ("12.3k tokens · ≈ $0.04"), or '' without figures. */
@@ -148,7 +156,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
                 ? trans.__('Notebook %1', baseName(controller.notebookPath))
                 : trans.__('No notebook selected'),
               // A state word joins the phrase in lower case; a named agent keeps its name.
-              model ? (model.activity ? statusText : statusText.toLowerCase()) : '',
+              model ? activityLabel(model) || statusText.toLowerCase() : '',
               connectionText
             ]
               .filter(Boolean)
