@@ -60,6 +60,8 @@ class Chat:
     snapshots: dict[str, Any] = field(default_factory=dict)
     """What each recent session changed in the notebook (session id → its edit record, or the
     record's stored JSON), for undo; sessions that changed nothing are not here."""
+    record_unstored: bool = False
+    """An edit record was queued for the store and not yet waited for (see ``Runner.edits_stored``)."""
     pending_save: asyncio.Future[Any] | None = None
     """The save that follows the agent's latest edit (debounced by ``EDIT_SAVE_DELAY``)."""
     usage: Usage = field(default_factory=Usage)

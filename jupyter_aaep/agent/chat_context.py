@@ -32,6 +32,9 @@ class ChatContext:
     check_changes: Callable[[], Awaitable[str | None]] | None = None
     """Says which of the session's edits are gone (another program rewrote the file), or
     ``None``; awaited before the session ends, so it never ends with a plain "Done"."""
+    edits_stored: Callable[[], Awaitable[None]] | None = None
+    """Awaited after each tool call, before its completion is told: the edits it made are in
+    the chat store, so a server killed right after still names them when it starts again."""
     still_running: Callable[[], str | None] | None = None
     """A sentence about the agent's cells that are still running when the session ends ("Cell
     4 is still running; you will hear when it ends."), or ``None``: part of its last words."""

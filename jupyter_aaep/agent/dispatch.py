@@ -229,6 +229,7 @@ class ToolDispatcher:
             )
             raise
         except ToolError as error:
+            await self._edits_stored()
             self._complete(call, spec, started, "error", str(error))
             call.result = _result(
                 call.use.id, data_content(_source(spec), str(error)), is_error=True
@@ -240,9 +241,11 @@ class ToolDispatcher:
         except Exception as error:
             log.exception("tool %s failed", spec.name)
             message = f"{spec.name} failed unexpectedly: {type(error).__name__}: {error}"
+            await self._edits_stored()
             self._complete(call, spec, started, "error", message)
             call.result = _result(call.use.id, message, is_error=True)
             return
+        await self._edits_stored()
         status = "error" if result.is_error else "success"
         # A tool that ran and failed (a cell that raised) is a failed step for listeners too.
         reason = None
@@ -253,6 +256,11 @@ class ToolDispatcher:
         call.result = _result(
             call.use.id, data_content(_source(spec), result.content), is_error=result.is_error
         )
+
+    async def _edits_stored(self) -> None:
+        """A tool's completion is told only once the edits it made are in the chat store."""
+        if self.chat.edits_stored is not None:
+            await self.chat.edits_stored()
 
     def _complete(
         self,

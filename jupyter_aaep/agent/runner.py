@@ -34,12 +34,15 @@ from .services import AgentServices, SessionEdits
 from .store import StoredChat, decode_cursor, encode_cursor
 from .store_health import StoreHealth
 from .tools import ToolRegistry
+from .usage import Usage
 
 log = logging.getLogger(__name__)
 
 SNAPSHOTS_KEPT = 10
 EDIT_SAVE_DELAY = 0.15
 """Seconds after an agent edit before the notebook is saved (edits in a burst are saved once)."""
+RECORD_STORE_WAIT = 2.0
+"""Longest a tool's completion waits for its edit record to be written (a slow disk)."""
 LOADED_CHATS = 50
 """Chats kept in memory when a store holds them all; the least recently used idle ones go first."""
 TITLE_LENGTH = 80
@@ -302,17 +305,7 @@ class ChatRunner:
         loop = AgentLoop(
             client, self.registry_factory(chat), broker=self.broker, config=self._config_for(chat)
         )
-        context = ChatContext(
-            chat_id=chat.chat_id,
-            notebook_path=chat.notebook_path,
-            services=self.services,
-            approval=chat.approval,
-            usage=chat.usage,
-            context=chat.context,
-            save_changes=lambda: self.save_notebook(chat),
-            check_changes=lambda: self._lost_changes(record),
-            still_running=self._still_running(chat),
-        )
+        context = self.context_for(chat, record, still_running=self._still_running(chat))
         try:
             result = await loop.run(
                 session,
@@ -402,6 +395,41 @@ class ChatRunner:
             lambda record: self._recorded(chat, record),
         )
 
+    def context_for(
+        self,
+        chat: Chat,
+        record: SessionEdits | None,
+        *,
+        usage: Usage | None = None,
+        still_running: Callable[[], str | None] | None = None,
+    ) -> ChatContext:
+        """What a session of *chat* (the agent's, or an outside agent's burst) runs with."""
+        return ChatContext(
+            chat_id=chat.chat_id,
+            notebook_path=chat.notebook_path,
+            services=self.services,
+            approval=chat.approval,
+            usage=chat.usage if usage is None else usage,
+            context=chat.context,
+            save_changes=lambda: self.save_notebook(chat),
+            check_changes=lambda: self._lost_changes(record),
+            edits_stored=lambda: self.edits_stored(chat),
+            still_running=still_running,
+        )
+
+    async def edits_stored(self, chat: Chat) -> None:
+        """Wait until the edit record a tool call just queued is written to the chat store.
+
+        The tool's completion is told only after this: a server killed right after it then
+        names the edit on restart instead of saying the agent changed nothing. A store that
+        is not saving already told the person so; its writes wait in memory and are not
+        waited for."""
+        if not chat.record_unstored or self.persistence is None:
+            return
+        chat.record_unstored = False
+        if self.persistence.ok:
+            await asyncio.to_thread(self.persistence.store.flush, RECORD_STORE_WAIT)
+
     def end_record(self, chat: Chat) -> None:
         notebooks = self.services.notebook
         if notebooks is not None:
@@ -418,6 +446,7 @@ class ChatRunner:
             dropped.append(oldest)
         if self.persistence is not None:
             self.persistence.snapshot_taken(chat, record.session_id, record)
+            chat.record_unstored = True
             if dropped:
                 self.persistence.snapshots_dropped(chat, dropped)
         if chat.pending_save is None or chat.pending_save.done():

@@ -32,7 +32,6 @@ from ..aaep.events import (
 )
 from ..aaep.session import Session
 from ..agent.chat import Chat
-from ..agent.chat_context import ChatContext
 from ..agent.control import RunControl
 from ..agent.dispatch import ToolDispatcher
 from ..agent.loop import SessionResult
@@ -260,16 +259,7 @@ class OutsideAgents:
             record = runner.begin_record(
                 chat, session
             )  # its edits are saved soon and undone like the agent's
-            context = ChatContext(
-                chat_id=chat.chat_id,
-                notebook_path=chat.notebook_path,
-                services=runner.services,
-                approval=chat.approval,
-                usage=Usage(),
-                context=chat.context,
-                save_changes=lambda: runner.save_notebook(chat),
-                check_changes=lambda: runner._lost_changes(record),
-            )
+            context = runner.context_for(chat, record, usage=Usage())
             dispatcher = ToolDispatcher(
                 registry,
                 runner.broker,

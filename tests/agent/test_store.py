@@ -404,6 +404,54 @@ async def test_edit_records_survive_a_restart(rig: Rig) -> None:
     assert third.get(chat.chat_id).snapshots == {}, "an undone record is gone from the store too"
 
 
+async def test_a_tool_s_completion_is_told_only_once_its_edit_record_is_stored(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server killed right after "Created cell 4." names the edit on restart: the record is
+    committed before listeners hear the completion, even when the disk is slow."""
+    import time
+
+    from jupyter_aaep.notebook.edit_record import CellOperation
+
+    notebooks = Notebooks()
+    runner = rig.runner()
+    runner.services = AgentServices(notebook=notebooks)
+    store = rig.stores[-1]
+
+    @aaep_tool(risk_level="low")
+    async def make_cell() -> str:
+        """Add a cell."""
+        notebooks.records[-1].add(CellOperation("create", "n", after={"source": "1"}))
+        return "Created a cell."
+
+    def slow_save(chat_id: str, session_id: str, snapshot: dict[str, Any]) -> None:
+        text = json.dumps(snapshot)
+
+        def run(conn: sqlite3.Connection) -> None:
+            time.sleep(0.4)  # a slow disk: the event loop has long emitted what followed
+            conn.execute(
+                "INSERT OR REPLACE INTO snapshots VALUES (?, ?, ?)", (chat_id, session_id, text)
+            )
+
+        store._submit(run, key=("snapshot", chat_id, session_id))
+
+    monkeypatch.setattr(store, "save_snapshot", slow_save)
+    runner.registry_factory = lambda chat: ToolRegistry([make_cell])
+    chat = runner.create_chat("nb.ipynb")
+    stored_at_completion: list[list[str]] = []
+
+    class Listener:
+        def deliver(self, event: dict[str, Any]) -> None:
+            if event["type"] == "aaep:agent.tool.completed":
+                stored_at_completion.append(list(store.snapshots(chat.chat_id)))
+
+    chat.emitter.subscribe(Listener())
+    rig.fake.add(Turn(tool_uses=[ToolUse("make_cell", {})]), Turn(text="Done."))
+    session_id = runner.submit(chat.chat_id, "add a cell")
+    await chat.task  # type: ignore[misc]
+    assert stored_at_completion == [[session_id]], stored_at_completion
+
+
 @pytest.mark.open_sessions
 async def test_recovery_closes_an_open_output_and_skips_a_session_that_never_spoke(
     rig: Rig,
