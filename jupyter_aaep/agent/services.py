@@ -10,11 +10,20 @@ jupyter-collaboration has no notebook service): callers check, and say so in a s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["AgentServices", "CellRunFollower", "NotebookEdits", "SessionEdits", "UndoOutcome"]
+__all__ = [
+    "AgentServices",
+    "CellRunFollower",
+    "NotebookEdits",
+    "SessionEdits",
+    "UndoOutcome",
+    "cells_left_running",
+    "left_running_sentence",
+]
 
 
 class SessionEdits(Protocol):
@@ -82,6 +91,25 @@ LEFT_RUNNING = "still running; you will hear when"
 """How a session's last words say that a cell it started still runs ("Cell 4 is still running;
 you will hear when it ends."): the follower says it, the ``%aaep`` view listens for it and then
 follows the cell's own session (correlated with the request's) to its end."""
+
+
+def left_running_sentence(numbers: Sequence[int | None]) -> str:
+    """The last words' sentence about the cells still running: every one named, so a listener
+    knows how many ends to wait for ("Cell 4 and cell 6 are still running; …")."""
+    names = [f"cell {n}" if n else "a cell" for n in numbers]
+    if len(names) == 1:
+        return f"{names[0].capitalize()} is {LEFT_RUNNING} it ends."
+    listed = ", ".join(names[:-1]) + f" and {names[-1]}"
+    return f"{listed[0].upper()}{listed[1:]} are {LEFT_RUNNING} they end."
+
+
+def cells_left_running(last_words: str) -> int:
+    """How many cells a session's last words say it left running (0: none)."""
+    at = last_words.find(LEFT_RUNNING)
+    if at < 0:
+        return 0
+    sentence = last_words[last_words.rfind(". ", 0, at) + 1 : at]
+    return max(1, len(re.findall(r"\bcell\b", sentence, flags=re.IGNORECASE)))
 
 
 class CellRunFollower(Protocol):

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..aaep.clock import parse_timestamp
-from ..agent.services import LEFT_RUNNING
+from ..agent.services import cells_left_running
 from ..words import plural
 
 __all__ = [
@@ -296,8 +296,8 @@ class ViewState:
     confirm_here: bool = True
     """Whether approvals may be given in this view (the server's ``kernel_replies``); when not,
     a confirmation card sends the person to the side panel instead of showing buttons."""
-    left_running: bool = False
-    """The request ended with a cell still running (its last words said so)."""
+    left_running: int = 0
+    """How many cells the request's last words say it left running."""
     cell_runs: dict[str, bool] = field(default_factory=dict)
     """Sessions telling the cells the request left running, and whether each has ended."""
     _seen: set[str] = field(default_factory=set)
@@ -309,7 +309,7 @@ class ViewState:
         """Whether there is more to show: the request, or a cell it left running."""
         if self.ended is None:
             return True
-        return self.left_running and not (self.cell_runs and all(self.cell_runs.values()))
+        return sum(self.cell_runs.values()) < self.left_running
 
     # -- which session ------------------------------------------------------------------------
     def follow(self, session_id: str) -> bool:
@@ -504,7 +504,7 @@ class ViewState:
                 "cancelled": "The request was stopped.",
             }[variant]
         )
-        self.left_running = variant == "completed" and LEFT_RUNNING in text
+        self.left_running = cells_left_running(text) if variant == "completed" else 0
         if hint and text.rstrip().endswith(hint.strip()):
             text = text.rstrip()[: -len(hint.strip())].rstrip() or text
         key = f"end:{event.get('event_id')}"

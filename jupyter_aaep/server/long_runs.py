@@ -39,7 +39,7 @@ from ..aaep.events import (
 )
 from ..aaep.session import Producer, Session
 from ..agent.runner import ChatRunner
-from ..agent.services import LEFT_RUNNING
+from ..agent.services import left_running_sentence
 from ..errors import AAEPError
 from ..notebook.errors import ExecutionTimeout, KernelDied
 from ..notebook.kernel_watch import KernelWatch, PersonRun
@@ -141,9 +141,7 @@ class LongRunNews:
         ]
         if not cells:
             return None
-        names = " and ".join(f"cell {run.number}" for run in cells[:3])
-        verb = "is" if len(cells) == 1 else "are"
-        return f"{names[0].upper()}{names[1:]} {verb} {LEFT_RUNNING} {'it ends' if len(cells) == 1 else 'they end'}."
+        return left_running_sentence([run.number for run in cells])
 
     def running(self, path: str | None) -> list[dict[str, Any]]:
         """What "How far along?" says: every cell running in the notebook, agent's or person's."""

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from jupyter_aaep.agent.services import AgentServices
+from jupyter_aaep.agent.services import AgentServices, cells_left_running, left_running_sentence
 from jupyter_aaep.agent.tools import ToolContext
 from jupyter_aaep.errors import ToolError
 from jupyter_aaep.tools import _tool_common, kernel_tools
@@ -41,3 +41,24 @@ def test_tools_say_when_the_host_has_no_notebook_service_of_their_kind(
     ctx = ToolContext(tool_call_id="t", services=AgentServices(notebook=notebook))  # type: ignore[arg-type]
     with pytest.raises(ToolError, match=said):
         service_of(ctx)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("numbers", "sentence"),
+    [
+        ([4], "Cell 4 is still running; you will hear when it ends."),
+        ([4, 6], "Cell 4 and cell 6 are still running; you will hear when they end."),
+        (
+            [1, 2, 3, 5],
+            "Cell 1, cell 2, cell 3 and cell 5 are still running; you will hear when they end.",
+        ),
+        ([None], "A cell is still running; you will hear when it ends."),
+    ],
+)
+def test_the_last_words_name_every_cell_left_running_and_are_read_back(
+    numbers: list[int | None], sentence: str
+) -> None:
+    """The ``%aaep`` view waits for as many ends as the sentence names (not just the first)."""
+    assert left_running_sentence(numbers) == sentence
+    assert cells_left_running(f"Trained it in cell 2. {sentence}") == len(numbers)
+    assert cells_left_running("Done. All 3 cells ran.") == 0

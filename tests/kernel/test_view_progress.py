@@ -197,6 +197,45 @@ def test_a_failed_cell_left_running_ends_as_an_error_and_a_plain_end_waits_for_n
     assert state.ended == "completed" and not state.left_running and not state.following
 
 
+def test_two_cells_left_running_are_both_followed_though_the_second_speaks_last() -> None:
+    """The second cell's session opens only when it has something to say (here: after the
+    first ended), so the view counts the cells its request's last words named."""
+    emitter, heard = Emitter(), ListSubscriber()
+    emitter.subscribe(heard)
+    producer = Producer(model="claude-test")
+    request = Session(emitter, producer)
+    request.emit(SessionStarted(summary=Summary(normal="Working on your request.")))
+    request.emit(
+        SessionCompleted(
+            summary=Summary(
+                normal="I started both runs. Cell 4 and cell 5 are still running; you will hear when they end."
+            )
+        )
+    )
+    state = ViewState("train both")
+    state.follow(request.id)
+    for event in heard.events:
+        state.apply(event)
+    assert state.left_running == 2 and state.following
+    for number in (4, 5):
+        cell = Session(emitter, producer)
+        cell.emit(
+            SessionStarted(
+                summary=Summary(normal=f"Cell {number} finished."), requested_by="kernel:agent-run"
+            ),
+            correlation_id=request.id,
+        )
+        cell.emit(
+            SessionCompleted(summary=Summary(normal=f"Cell {number} finished after 9 s.")),
+            correlation_id=request.id,
+        )
+        for event in heard.events[-2:]:
+            state.apply(event)
+        assert state.following is (number == 4), number
+    said = [item.text for item in state.items.values() if item.kind == "notice"]  # type: ignore[union-attr]
+    assert said[-2:] == ["Cell 4 finished after 9 s.", "Cell 5 finished after 9 s."]
+
+
 class _Scripted:
     """A stand-in client whose event stream is the given events, then stays open."""
 
