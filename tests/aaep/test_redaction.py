@@ -1,7 +1,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from jupyter_aaep.aaep import redaction
 from jupyter_aaep.aaep.redaction import (
     forget_secrets,
     is_secret_name,
@@ -155,3 +158,67 @@ def test_an_edit_gets_the_hidden_values_back_in_order() -> None:
     assert restore_masked("no masks here", original) == "no masks here"
     with pytest.raises(ValueError, match="4 \\[hidden\\] placeholder"):
         restore_masked(edited.replace("n = 2", "[hidden]"), original)
+
+
+# Pieces that make up texts where a secret pattern may or may not match: each pattern's
+# literals (in odd cases, and with the characters Python's re also takes for ASCII letters),
+# secret-shaped values, separators, and ordinary code.
+_PIECES = [
+    "password",
+    "PassWord",
+    "pa\u017f\u017fword",
+    "api_key",
+    "ApiKey",
+    "secret",
+    "token",
+    "auth",
+    "cookie",
+    "signature",
+    "session_key",
+    "credential",
+    "private_key",
+    "access-key",
+    "pr\u0130vate",
+    "\u212aey",
+    "sk-",
+    "ghp_",
+    "github_pat_",
+    "xoxb-",
+    "AKIA",
+    "AIza",
+    "eyJ",
+    "ssh-rsa ",
+    "Bearer ",
+    "Authorization: ",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "postgresql://admin:",
+    "@db",
+    " = ",
+    ": ",
+    "=",
+    "'",
+    '"',
+    "\n",
+    " ",
+    ".",
+    "abcdEFGH1234ijklMNOP5678qrstUVWX9012",
+    "x1y2z3w4v5u6t7s8",
+    "value_1 = 2",
+    "°C",
+    "é",
+]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=14))
+@settings(max_examples=600, deadline=None)
+def test_skipping_patterns_that_cannot_match_changes_nothing(pieces: list[str]) -> None:
+    """The literal pre-check is only a shortcut: masking with it equals masking with every
+    pattern run on the whole text, for the model and for listeners."""
+    text = "".join(pieces)
+    every = redaction._worth_scanning
+    try:
+        redaction._worth_scanning = lambda _text: lambda _pattern: True  # type: ignore[assignment]
+        expected = (mask_for_model(text), mask_secrets(text))
+    finally:
+        redaction._worth_scanning = every  # type: ignore[assignment]
+    assert (mask_for_model(text), mask_secrets(text)) == expected
