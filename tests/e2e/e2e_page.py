@@ -171,13 +171,23 @@ class PanelPage:
     # -- acting (keyboard only) ----------------------------------------------------------
     def ask(self, text: str) -> None:
         """Focus the message box with its shortcut, type *text* and press Enter."""
-        self.page.keyboard.press("Control+Shift+O")
-        self.wait_focus(COMPOSER)
+        self.focus_composer()
         # Typed into the box itself (fill), so a focus change elsewhere in JupyterLab cannot
         # send the keys to a notebook in command mode, where letters are commands.
         box = self.panel.locator(COMPOSER)
         box.fill(text)
         box.press("Enter")
+
+    def focus_composer(self) -> None:
+        """Ctrl+Shift+O, as a keyboard user goes to the message box, and wait until the command
+        has put the focus there: it does so two frames later, and the box may already have the
+        focus, so a key pressed at once could be taken back by that late focus."""
+        self.page.keyboard.press("Control+Shift+O")
+        self.page.evaluate(
+            "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(() =>"
+            " requestAnimationFrame(done))))"
+        )
+        self.wait_focus(COMPOSER)
 
     def open_settings(self) -> Locator:
         """Open the panel's settings (approval mode, model, announcements, tool servers) as a
@@ -185,8 +195,7 @@ class PanelPage:
         Leaves the focus on the button; returns the settings group."""
         settings = self.panel.locator(".jp-AAEPSettings")
         if settings.count() == 0:
-            self.page.keyboard.press("Control+Shift+O")
-            self.wait_focus(COMPOSER)
+            self.focus_composer()
             self.tab_until(lambda f: f.get("name") == "Settings", backwards=True)
             self.page.keyboard.press("Enter")
         settings.wait_for()

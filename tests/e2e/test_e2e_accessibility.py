@@ -99,8 +99,7 @@ def test_axe_finds_nothing_in_any_state(ui: PanelPage, fake_model: Any, theme: s
         # The tour changed nothing in the notebook, so the server lists nothing to undo
         # (``undoable_sessions``): Undo is offered as unavailable and, pressed from the
         # keyboard, says so.
-        ui.page.keyboard.press("Control+Shift+O")
-        ui.wait_focus(COMPOSER)
+        ui.focus_composer()
         ui.record_live_regions()
         ui.tab_until(lambda f: f.get("name") == "Undo agent changes", backwards=True)
         expect(panel.locator(".jp-AAEPPanel-undo")).to_have_attribute("aria-disabled", "true")
@@ -214,11 +213,9 @@ def test_keyboard_only_visible_focus_shortcuts_and_no_focus_stealing(
     panel = ui.open_panel()
     ui.open_settings()  # its selects are controls of the panel too
     # Focus the message box by its shortcut, then walk back through every control of the panel.
-    ui.page.keyboard.press("Control+Shift+O")
-    ui.wait_focus(COMPOSER)
+    ui.focus_composer()
     stops = [ui.focused()] + ui.tab_until(lambda f: not f.get("inPanel"))[:-1]
-    ui.page.keyboard.press("Control+Shift+O")
-    ui.wait_focus(COMPOSER)
+    ui.focus_composer()
     stops += ui.tab_until(lambda f: not f.get("inPanel"), backwards=True)[:-1]
     names = [s["name"] for s in stops]
     tags = [s["tag"] for s in stops]
@@ -231,7 +228,7 @@ def test_keyboard_only_visible_focus_shortcuts_and_no_focus_stealing(
     assert {"Chats", "New chat"} <= set(names), names
     invisible = [s for s in stops if not (s["outline"] or s["shadow"])]
     assert not invisible, f"focus not visible on: {invisible}"
-    ui.page.keyboard.press("Control+Shift+O")
+    ui.focus_composer()
     ui.tab_until(lambda f: f.get("name") == "Stop", backwards=True)
     ui.screenshot("a11y-keyboard-focus")
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from e2e_page import COMPOSER, PanelPage
+from e2e_page import PanelPage
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
@@ -25,8 +25,7 @@ def test_only_the_allowed_approval_modes_are_offered_and_the_lock_is_said(ui: Pa
     policy = panel.locator(".jp-AAEPPanel-policy")
     expect(policy).to_contain_text("Set by the administrator of this server: approval modes:")
 
-    ui.page.keyboard.press("Control+Shift+O")
-    ui.wait_focus(COMPOSER)
+    ui.focus_composer()
     ui.tab_until(
         lambda f: f.get("tag") == "select" and "Ask before" in f.get("name", ""), backwards=True
     )

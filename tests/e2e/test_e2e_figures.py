@@ -136,8 +136,7 @@ def test_choose_a_model_then_describe_a_figure_and_save_it_as_alt_text(
     labels = picker.locator("option").all_inner_texts()
     assert labels[0] == "Claude E2e (default)" and "Claude Haiku 4.5" in labels, labels
     # Keyboard only: from the message box back to the picker, then one step down.
-    ui.page.keyboard.press("Control+Shift+O")
-    ui.wait_focus(COMPOSER)
+    ui.focus_composer()
     ui.tab_until(
         lambda f: (
             f.get("tag") == "select"
@@ -229,8 +228,7 @@ def test_at_attaches_a_cell_a_variable_and_a_file_by_keyboard(ui: PanelPage, fak
         ui.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".jp-InputPrompt")
     ).to_contain_text("[1]", timeout=90_000)
     ui.record_live_regions()
-    ui.page.keyboard.press("Control+Shift+O")
-    ui.wait_focus(COMPOSER)
+    ui.focus_composer()
     ui.page.keyboard.type("Explain @")
     listbox = panel.locator(".jp-AAEPMention-list")
     expect(listbox).to_have_attribute("role", "listbox")

@@ -74,7 +74,13 @@ MEASURE = """() => {
                       role: el.getAttribute('role'), name: el.getAttribute('aria-label'),
                       tabindex: el.getAttribute('tabindex') }));
     const footer = panel.querySelector('.jp-AAEPPanel-footer');
+    // Stuck to the transcript's visible bottom, the answer bar leaves no strip of code under it.
+    const actions = card.querySelector('.jp-AAEPCard-actions');
+    const seenBottom = box(transcript).top + transcript.clientTop + transcript.clientHeight;
+    const stuck = box(card).bottom > seenBottom + 1;
     return {
+        stripUnderBar: stuck ? Math.round(seenBottom - box(actions).bottom) : 0,
+        composerInView: inView(panel.querySelector('.jp-AAEPComposer-input')),
         panelWidth: box(panel).width,
         panelHeight: box(panel).height,
         transcriptHeight: box(transcript).height,
@@ -88,6 +94,27 @@ MEASURE = """() => {
 }"""
 
 THEMES = ("light", "dark", "high-contrast", "forced-colors")
+
+UNCUT = """panel => {
+    // The title on one line, the header's buttons inside the panel, the placeholder whole.
+    const title = panel.querySelector('.jp-AAEPPanel-title');
+    const header = panel.querySelector('.jp-AAEPPanel-header').getBoundingClientRect();
+    const size = parseFloat(getComputedStyle(title).fontSize);
+    const box = panel.querySelector('.jp-AAEPComposer-input');
+    const style = getComputedStyle(box);
+    const pen = document.createElement('canvas').getContext('2d');
+    pen.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    return {
+        titleLines: Math.round(title.getBoundingClientRect().height / (size * 1.25)),
+        // The chat buttons share the title's line (a second line would cost the transcript).
+        buttonRows: new Set([...panel.querySelectorAll('.jp-AAEPChats-buttons > button')]
+            .map(b => Math.round(b.getBoundingClientRect().top))).size,
+        buttonsOut: [...panel.querySelectorAll('.jp-AAEPPanel-header button')]
+            .filter(b => b.getBoundingClientRect().right > header.right + 1).map(b => b.textContent),
+        placeholderFits: pen.measureText(box.placeholder).width <= room,
+    };
+}"""
 
 
 def _check_toolbar(ui: PanelPage) -> None:
@@ -116,7 +143,13 @@ def _check_toolbar(ui: PanelPage) -> None:
     # The message box: one line, a short placeholder; its hint on demand, not on screen.
     box = panel.locator(".jp-AAEPComposer-input")
     assert box.evaluate("el => el.getBoundingClientRect().height") < 40
-    expect(box).to_have_attribute("placeholder", "Message to the agent")
+    expect(box).to_have_attribute("placeholder", "Ask the agent")
+    assert panel.evaluate(UNCUT) == {
+        "titleLines": 1,
+        "buttonRows": 1,
+        "buttonsOut": [],
+        "placeholderFits": True,
+    }
     expect(panel.locator(".jp-AAEPComposer-hint")).to_be_hidden()
     panel.get_by_role("button", name="Message help").click()
     expect(panel.locator(".jp-AAEPComposer-hint")).to_be_visible()
@@ -178,6 +211,8 @@ def test_layout_with_an_18_line_approval(ui: PanelPage, model: Any, layout: str)
             measured, indent=1
         )
         assert measured["focusedCard"], "the card has the focus"
+        assert measured["stripUnderBar"] <= 0, measured["stripUnderBar"]
+        assert measured["composerInView"], "the message box is on screen"
         assert measured["transcriptHeight"] >= 0.6 * measured["panelHeight"], json.dumps(
             measured, indent=1
         )

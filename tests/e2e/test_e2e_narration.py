@@ -106,7 +106,7 @@ def _walk_of_the_panel(ui: PanelPage) -> None:
         re.compile("Enter to send, Shift\\+Enter for a new line\\.$")
     )
     expect(
-        ui.panel.get_by_role("form", name=re.compile("^(Message to the agent|Steer the agent)$"))
+        ui.panel.get_by_role("form", name=re.compile("^(Ask the agent|Steer the agent)$"))
     ).to_have_count(1)
     status = ui.panel.locator(".jp-AAEPPanel-status .jp-sr-only")
     expect(status).to_have_text(

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from e2e_model import PACE, ScriptedModel, request_and_results
-from e2e_page import COMPOSER, OUTPUT, PanelPage
+from e2e_page import OUTPUT, PanelPage
 from playwright.sync_api import expect
 
 from jupyter_aaep.testing.demo_model import result_text
@@ -88,8 +88,7 @@ def test_review_every_change_reject_leaves_the_cell_and_approve_applies(
     ui.open_settings()
 
     # Keyboard only: from the message box back to the approval mode, one step up.
-    ui.page.keyboard.press("Control+Shift+O")
-    ui.wait_focus(COMPOSER)
+    ui.focus_composer()
     ui.tab_until(
         lambda f: f.get("tag") == "select" and "Ask before" in f.get("name", ""), backwards=True
     )

@@ -330,8 +330,7 @@ def test_undo_removes_the_agents_cell_and_says_so_once(ui: PanelPage) -> None:
     expect(undo).to_have_attribute("aria-disabled", "false")
 
     # Keyboard only: from the message box, Shift+Tab back to the Undo button.
-    ui.page.keyboard.press("Control+Shift+O")
-    ui.wait_focus(COMPOSER)
+    ui.focus_composer()
     stops = ui.tab_until(lambda f: f.get("name") == "Undo agent changes", backwards=True)
     assert stops[-1]["outline"] or stops[-1]["shadow"], stops[-1]
     description = ui.page.evaluate(
@@ -507,8 +506,7 @@ def test_approval_mode_says_what_auto_does_not_protect_against(ui: PanelPage) ->
     ui.open_notebook()
     panel = ui.open_panel()
     ui.open_settings()
-    ui.page.keyboard.press("Control+Shift+O")
-    ui.wait_focus(COMPOSER)
+    ui.focus_composer()
     ui.tab_until(
         lambda f: f.get("tag") == "select" and "Ask before" in f.get("name", ""), backwards=True
     )

@@ -144,7 +144,7 @@ export function Composer(props: IComposerProps): JSX.Element {
       ? trans.__('Answer the agent')
       : steering
         ? trans.__('Steer the agent')
-        : trans.__('Message to the agent');
+        : trans.__('Ask the agent');
   return (
     <form
       className={`jp-AAEPComposer${steering ? ' jp-mod-steering' : ''}${blocked ? ' jp-mod-blocked' : ''}`}
