@@ -145,8 +145,8 @@ class AAEPExtension(ExtensionApp):
     model_image_max_edge = Integer(
         default_of(NotebookService, "image_max_edge"),
         config=True,
-        help="Longest side, in pixels, of a figure sent to the model; larger figures are "
-        "downscaled first (and re-encoded as PNG or JPEG) to keep requests small. At least 64.",
+        help="Longest side, in pixels, of a figure (or an MCP tool server's image) sent to the "
+        "model; larger ones are downscaled first (and re-encoded as PNG or JPEG) to keep requests small. At least 64.",
     )
 
     chat_budget_usd = Float(
@@ -593,6 +593,7 @@ class AAEPExtension(ExtensionApp):
         """The user's MCP servers, read now and started once the loop runs."""
         from jupyter_core.paths import jupyter_config_dir, jupyter_runtime_dir
 
+        from ..notebook._figures import ImageBudget
         from ..tools.mcp_tools import MCPServers
 
         path = (
@@ -605,7 +606,9 @@ class AAEPExtension(ExtensionApp):
             timeout=self.mcp_call_timeout_seconds,
             log_dir=Path(jupyter_runtime_dir()),
             allowed=self.admin_policy.mcp_stdio_commands,
-            max_images=self.model_images_per_request,
+            images=ImageBudget(
+                max_images=self.model_images_per_request, max_edge=self.model_image_max_edge
+            ),
         )
         self.toolbox.mcp = servers
         return servers

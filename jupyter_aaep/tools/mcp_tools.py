@@ -64,7 +64,8 @@ class MCPTool(ToolSpec):
     remote_name: str = ""
     title: str = ""
     open_world: bool = True
-    max_images: int = 2
+    images: ImageBudget = field(default_factory=ImageBudget)
+    """How many of a result's images reach the model, and how large (the server's settings)."""
 
     async def describe(self, ctx: ToolContext, arguments: dict[str, Any]) -> ActionPreview:
         label = self.human_label()
@@ -134,14 +135,12 @@ class MCPTool(ToolSpec):
                 if (
                     item.mime_type not in IMAGE_TYPES
                     or size > MAX_IMAGE_BYTES
-                    or images >= self.max_images
+                    or images >= self.images.max_images
                 ):
                     dropped += 1
                     continue
                 # Checked, and downscaled past the budget, exactly like a notebook's figures.
-                block, note, _ = prepare_image(
-                    item.mime_type, item.data, ImageBudget(max_images=self.max_images)
-                )
+                block, note, _ = prepare_image(item.mime_type, item.data, self.images)
                 if block is None:
                     texts.append(f"[{note}]")
                     continue
@@ -191,7 +190,7 @@ class _Server:
     status: str = "starting"
     problem: str | None = None
     tools: list[MCPTool] = field(default_factory=list)
-    max_images: int = 2
+    images: ImageBudget = field(default_factory=ImageBudget)
     progress_min_gap: float = MIN_GAP_SECONDS
     """Seconds between two progress events of one call (the pacing of cell runs)."""
     session: Any = None
@@ -336,7 +335,7 @@ class _Server:
             remote_name=tool.name,
             title=title,
             open_world=open_world,
-            max_images=self.max_images,
+            images=self.images,
         )
 
     async def _session(self) -> Any:
@@ -454,7 +453,7 @@ class MCPServers:
         timeout: float,
         log_dir: Path,
         allowed: tuple[str, ...] | None,
-        max_images: int = 2,
+        images: ImageBudget | None = None,
         start_timeout: float = 30.0,
     ) -> None:
         self.config_file = config_file
@@ -468,7 +467,7 @@ class MCPServers:
                 timeout,
                 log_dir,
                 allowed,
-                max_images=max_images,
+                images=images or ImageBudget(),
                 start_timeout=max(timeout, start_timeout),
             )
             for c in configs

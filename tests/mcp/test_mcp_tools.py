@@ -162,3 +162,34 @@ def test_a_server_that_fails_to_start_is_told_with_the_error_line_it_wrote(
     assert broken["status"] == "failed", broken
     assert "Error: Cannot find module no-such.js" in broken["message"], broken["message"]
     assert "aaep-mcp-broken.log" in broken["message"]
+
+
+def test_an_image_result_is_downscaled_to_the_servers_edge_and_count() -> None:
+    """``model_image_max_edge`` and ``model_images_per_request`` reach a tool server's images
+    as they reach a notebook's figures: the model gets at most that many, that large."""
+    import base64
+    import io
+
+    from mcp.types import CallToolResult, ImageContent
+    from PIL import Image
+
+    from jupyter_aaep.notebook._figures import ImageBudget
+
+    picture = io.BytesIO()
+    Image.new("RGB", (800, 400), (200, 30, 30)).save(picture, format="PNG")
+    data = base64.b64encode(picture.getvalue()).decode()
+    server = _Server(
+        ServerConfig("plots", "stdio", command="x"),
+        5,
+        Path("."),
+        None,
+        images=ImageBudget(max_images=1, max_edge=200),
+    )
+    tool = server._tool(Tool(name="plot", input_schema=SCHEMA))
+    image = ImageContent(type="image", data=data, mime_type="image/png")
+    result = tool._result(CallToolResult(content=[image, image]))  # type: ignore[attr-defined]
+    blocks = [b for b in result.content if isinstance(b, dict) and b.get("type") == "image"]
+    assert len(blocks) == 1, result.content
+    sent = Image.open(io.BytesIO(base64.b64decode(blocks[0]["source"]["data"])))
+    assert max(sent.size) == 200 and sent.size == (200, 100)
+    assert "1 image(s) left out" in json.dumps(result.content)

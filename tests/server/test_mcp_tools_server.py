@@ -49,7 +49,11 @@ def _config(tmp_path: Path, **extra: Any) -> dict[str, Any]:
     }
     path = tmp_path / "mcp.json"
     path.write_text(json.dumps({"mcpServers": servers}))
-    return {"mcp_config_file": str(path), "mcp_call_timeout_seconds": 20}
+    return {
+        "mcp_config_file": str(path),
+        "mcp_call_timeout_seconds": 20,
+        "model_image_max_edge": 320,
+    }
 
 
 @pytest.fixture
@@ -136,6 +140,8 @@ async def test_read_only_tools_run_unasked_with_images_and_progress(
         "text",
     ]  # inside its data block
     assert fake_model.requests[1].images[0]["source"]["media_type"] == "image/png"
+    # The server's image settings reach its tool servers (tests/mcp: what they do there).
+    assert {s.images.max_edge for s in extension.mcp_servers.servers} == {320}
     assert result_text(count) == "Counted to 3."
     progress = [e for e in of(events, "progress.updated")]
     assert any("Counted 2 of 3" in json.dumps(e) for e in progress), progress
