@@ -10,6 +10,7 @@ model request's from the chat's usage (which the loop tells of every request).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -207,6 +208,12 @@ class ChatPersistence:
     def snapshot_taken(self, chat: Chat, session_id: str, record: Any) -> None:
         """The session changed the notebook: store its edit record (replacing the previous one)."""
         self.store.save_snapshot(chat.chat_id, session_id, snapshot_json(record))
+
+    async def written(self, timeout: float) -> None:
+        """Wait, off the event loop, until what is queued so far is in the database (not
+        while the store is not saving: its writes wait in memory, and the person was told)."""
+        if self.store.ok:
+            await asyncio.to_thread(self.store.flush, timeout)
 
     def snapshots_dropped(self, chat: Chat, session_ids: list[str]) -> None:
         self.store.drop_snapshots(chat.chat_id, session_ids)

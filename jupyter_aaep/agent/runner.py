@@ -421,14 +421,11 @@ class ChatRunner:
         """Wait until the edit record a tool call just queued is written to the chat store.
 
         The tool's completion is told only after this: a server killed right after it then
-        names the edit on restart instead of saying the agent changed nothing. A store that
-        is not saving already told the person so; its writes wait in memory and are not
-        waited for."""
+        names the edit on restart instead of saying the agent changed nothing."""
         if not chat.record_unstored or self.persistence is None:
             return
         chat.record_unstored = False
-        if self.persistence.ok:
-            await asyncio.to_thread(self.persistence.store.flush, RECORD_STORE_WAIT)
+        await self.persistence.written(RECORD_STORE_WAIT)
 
     def end_record(self, chat: Chat) -> None:
         notebooks = self.services.notebook
