@@ -24,30 +24,58 @@ _SECRET_NAME = re.compile(
     re.IGNORECASE,
 )
 
+# What a pattern cannot match without: lower-case literals, one of which every match holds.
+# Scanning a 25 KB cell listing with every pattern costs about 13 ms; checking the literals
+# first skips the patterns that cannot match (most of them, in most notebooks) in microseconds.
+_NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {}
+
+
+def _needing(pattern: str, *literals: str, flags: int = 0) -> re.Pattern[str]:
+    """*pattern* compiled, with the literals one of which each of its matches holds."""
+    if not literals:  # a pattern needing nothing would never be scanned for
+        raise ValueError("name at least one literal every match holds")
+    compiled = re.compile(pattern, flags)
+    _NEEDS[compiled] = literals
+    return compiled
+
+
 _SECRET_VALUES = [
-    re.compile(
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.DOTALL
+    _needing(
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)",
+        "-----begin",
+        flags=re.DOTALL,
     ),
-    re.compile(r"\bsk-[A-Za-z0-9_\-]{4,}"),
-    re.compile(r"\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{8,}"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{8,}"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{8,}"),
-    re.compile(r"\b(AKIA|ASIA)[A-Z0-9]{12,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"),
-    re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"\bssh-(rsa|ed25519|dss)\s+[A-Za-z0-9+/=]{16,}"),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._\-~+/=]{8,}"),
-    re.compile(r"(?i)\bauthorization\s*:\s*\S+(\s+\S+)?"),
+    _needing(r"\bsk-[A-Za-z0-9_\-]{4,}", "sk-"),
+    _needing(r"\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{8,}", "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    _needing(r"\bgithub_pat_[A-Za-z0-9_]{8,}", "github_pat_"),
+    _needing(r"\bxox[abprs]-[A-Za-z0-9-]{8,}", "xox"),
+    _needing(r"\b(AKIA|ASIA)[A-Z0-9]{12,}", "akia", "asia"),
+    _needing(r"\bAIza[0-9A-Za-z_\-]{20,}", "aiza"),
+    _needing(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", "eyj"),
+    _needing(r"\bssh-(rsa|ed25519|dss)\s+[A-Za-z0-9+/=]{16,}", "ssh-"),
+    _needing(r"(?i)\bbearer\s+[A-Za-z0-9._\-~+/=]{8,}", "bearer"),
+    _needing(r"(?i)\bauthorization\s*:\s*\S+(\s+\S+)?", "authorization"),
 ]
 
 # ``name=value`` / ``name: value`` pairs whose name looks like a secret.
-_SECRET_PAIR = re.compile(
+_SECRET_PAIR = _needing(
     r"""(?ix)
     \b[\w.-]*(pass(word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key
       |private[_-]?key|credential|auth|cookie|signature)[\w.-]*
     \s*[:=]\s*
     ("[^"]*"|'[^']*'|[^\s,;&]+)
-    """
+    """,
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "api",
+    "access",
+    "private",
+    "credential",
+    "auth",
+    "cookie",
+    "signature",
 )
 
 # Long high-entropy runs (hex or base64-ish, 32+ chars, letters and digits mixed).
@@ -59,61 +87,39 @@ _OPAQUE = re.compile(
 # For what the model reads (cell sources and outputs), names that are only *weakly* secret
 # (``max_tokens = 100``, ``auth_mode = "basic"``) keep their values unless the value itself
 # looks like a credential; strongly secret names always lose a literal value.
-_STRONG_PAIR = re.compile(
+_STRONG_PAIR = _needing(
     r"""(?ix)
     \b[\w.-]*(pass(word|wd|phrase)?|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key
       |credential)[\w.-]*["']?
     \s*[:=]\s*
     (?P<value>"[^"\n]*"|'[^'\n]*'|(?![\w.]*[.(\[])[^\s,;&()\[\]{}]+)
-    """
+    """,
+    "pass",
+    "secret",
+    "api",
+    "access",
+    "private",
+    "credential",
 )
-_WEAK_PAIR = re.compile(
+_WEAK_PAIR = _needing(
     r"""(?ix)
     \b[\w.-]*(token|auth|cookie|signature|session[_-]?key)[\w.-]*["']?
     \s*[:=]\s*
     (?P<value>(?P<q>["']?)(?=[A-Za-z0-9_\-+/.=]*\d)[A-Za-z0-9_\-+/.=]{16,}(?P=q))
-    """
+    """,
+    "token",
+    "auth",
+    "cookie",
+    "signature",
+    "session",
 )
 # ``scheme://user:password@host``: the password of a connection URL (postgresql://admin:…@db).
-_URL_PASSWORD = re.compile(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@'\"]*:(?P<value>[^\s@/'\"]+)@")
+_URL_PASSWORD = _needing(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@'\"]*:(?P<value>[^\s@/'\"]+)@", "://")
 _known_secrets: set[str] = set()
 
 # The only characters a case-insensitive ASCII letter also matches (Python's ``re``):
 # dotted and dotless i, the Kelvin sign and the long s.
 _ALSO_ASCII = str.maketrans({"\u0130": "i", "\u0131": "i", "\u212a": "k", "\u017f": "s"})
-
-# What a pattern cannot match without: lower-case literals, one of which every match holds.
-# Scanning a 25 KB cell listing with all the patterns costs about 13 ms; the literal checks
-# skip the patterns that cannot match (most of them, in most notebooks) in microseconds.
-_NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {
-    _SECRET_VALUES[0]: ("-----begin",),
-    _SECRET_VALUES[1]: ("sk-",),
-    _SECRET_VALUES[2]: ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-    _SECRET_VALUES[3]: ("github_pat_",),
-    _SECRET_VALUES[4]: ("xox",),
-    _SECRET_VALUES[5]: ("akia", "asia"),
-    _SECRET_VALUES[6]: ("aiza",),
-    _SECRET_VALUES[7]: ("eyj",),
-    _SECRET_VALUES[8]: ("ssh-",),
-    _SECRET_VALUES[9]: ("bearer",),
-    _SECRET_VALUES[10]: ("authorization",),
-    _SECRET_PAIR: (
-        "pass",
-        "pwd",
-        "secret",
-        "token",
-        "api",
-        "access",
-        "private",
-        "credential",
-        "auth",
-        "cookie",
-        "signature",
-    ),
-    _STRONG_PAIR: ("pass", "secret", "api", "access", "private", "credential"),
-    _WEAK_PAIR: ("token", "auth", "cookie", "signature", "session"),
-    _URL_PASSWORD: ("://",),
-}
 
 
 def _worth_scanning(text: str) -> Callable[[re.Pattern[str]], bool]:

@@ -97,10 +97,9 @@ def left_running_sentence(numbers: Sequence[int | None]) -> str:
     """The last words' sentence about the cells still running: every one named, so a listener
     knows how many ends to wait for ("Cell 4 and cell 6 are still running; …")."""
     names = [f"cell {n}" if n else "a cell" for n in numbers]
-    if len(names) == 1:
-        return f"{names[0].capitalize()} is {LEFT_RUNNING} it ends."
-    listed = ", ".join(names[:-1]) + f" and {names[-1]}"
-    return f"{listed[0].upper()}{listed[1:]} are {LEFT_RUNNING} they end."
+    listed = names[-1] if len(names) == 1 else ", ".join(names[:-1]) + f" and {names[-1]}"
+    verb, end = ("is", "it ends") if len(names) == 1 else ("are", "they end")
+    return f"{listed[0].upper()}{listed[1:]} {verb} {LEFT_RUNNING} {end}."
 
 
 def cells_left_running(last_words: str) -> int:

@@ -98,21 +98,24 @@ def test_progress_is_a_real_progressbar_and_goes_away_when_the_step_ends() -> No
     assert 'role="progressbar"' not in header_html(state)
 
 
-def _left_running(ended: str = "completed") -> tuple[list[dict], list[dict], Emitter]:
-    """The request's session, which ends with its cell still running, and the cell's own
-    session, correlated with it the way the server's follower of long runs tells it."""
+def _request(last_words: str) -> tuple[Session, ListSubscriber, Producer]:
+    """A request's session that ended with *last_words*; its events are in the listener."""
     emitter, heard = Emitter(), ListSubscriber()
     emitter.subscribe(heard)
     producer = Producer(model="claude-test")
     request = Session(emitter, producer)
     request.emit(SessionStarted(summary=Summary(normal="Working on your request.")))
-    request.emit(
-        SessionCompleted(
-            summary=Summary(
-                normal="The training runs in its cell. Cell 4 is still running; you will hear when it ends."
-            )
-        )
+    request.emit(SessionCompleted(summary=Summary(normal=last_words)))
+    return request, heard, producer
+
+
+def _left_running(ended: str = "completed") -> tuple[list[dict], list[dict], Emitter]:
+    """The request's session, which ends with its cell still running, and the cell's own
+    session, correlated with it the way the server's follower of long runs tells it."""
+    request, heard, producer = _request(
+        "The training runs in its cell. Cell 4 is still running; you will hear when it ends."
     )
+    emitter = request.emitter
     mine = list(heard.events)
     cell = Session(emitter, producer)
     tie = request.id
@@ -200,17 +203,8 @@ def test_a_failed_cell_left_running_ends_as_an_error_and_a_plain_end_waits_for_n
 def test_two_cells_left_running_are_both_followed_though_the_second_speaks_last() -> None:
     """The second cell's session opens only when it has something to say (here: after the
     first ended), so the view counts the cells its request's last words named."""
-    emitter, heard = Emitter(), ListSubscriber()
-    emitter.subscribe(heard)
-    producer = Producer(model="claude-test")
-    request = Session(emitter, producer)
-    request.emit(SessionStarted(summary=Summary(normal="Working on your request.")))
-    request.emit(
-        SessionCompleted(
-            summary=Summary(
-                normal="I started both runs. Cell 4 and cell 5 are still running; you will hear when they end."
-            )
-        )
+    request, heard, producer = _request(
+        "I started both runs. Cell 4 and cell 5 are still running; you will hear when they end."
     )
     state = ViewState("train both")
     state.follow(request.id)
@@ -218,7 +212,7 @@ def test_two_cells_left_running_are_both_followed_though_the_second_speaks_last(
         state.apply(event)
     assert state.left_running == 2 and state.following
     for number in (4, 5):
-        cell = Session(emitter, producer)
+        cell = Session(request.emitter, producer)
         cell.emit(
             SessionStarted(
                 summary=Summary(normal=f"Cell {number} finished."), requested_by="kernel:agent-run"
