@@ -8,6 +8,7 @@ narrator of agent events (DESIGN §8), and the widget is read when the user goes
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from ._markdown import escape, markdown_to_html
@@ -68,7 +69,17 @@ STYLE = (
     ".jp-AAEPView .widget-html,.jp-AAEPView .widget-html-content{margin-top:0;margin-bottom:0;line-height:1.5;}"
     ".jp-AAEPView-requestCard{border-left:3px solid var(--jp-warn-color1);padding-left:8px;margin:4px 0;}"
     ".jp-AAEPView pre.jp-AAEPView-code{background:var(--jp-layout-color2);color:var(--jp-content-font-color1);"
-    "padding:4px 8px;margin:0.2em 0;white-space:pre-wrap;}"
+    "padding:4px 8px;margin:0.2em 0;white-space:pre-wrap;overflow-wrap:normal;word-break:normal;"
+    "overflow-x:auto;tab-size:4;counter-reset:jp-aaep-view-line;}"
+    # One line: its wrapped rest hangs two columns right of its own indentation; its number is
+    # drawn in the margin with empty alternative text (neither read nor copied as code).
+    ".jp-AAEPView .jp-AAEPView-codeLine{--jp-private-aaep-hang:calc((var(--jp-private-aaep-indent,0) + 2) * 1ch);"
+    "display:inline-block;position:relative;box-sizing:border-box;width:100%;vertical-align:top;"
+    "padding-left:calc(var(--jp-private-aaep-gutter,3ch) + var(--jp-private-aaep-hang));"
+    "text-indent:calc(-1 * var(--jp-private-aaep-hang));counter-increment:jp-aaep-view-line;}"
+    ".jp-AAEPView .jp-AAEPView-codeLine::before{content:counter(jp-aaep-view-line) / '';position:absolute;"
+    "left:0;width:calc(var(--jp-private-aaep-gutter,3ch) - 1ch);text-align:right;text-indent:0;"
+    "color:var(--jp-ui-font-color2);user-select:none;}"
     ".jp-AAEPView .jupyter-button{width:auto;max-width:100%;}"
     ".jp-AAEPView table{border-collapse:collapse;margin:0.3em 0;}"
     ".jp-AAEPView th,.jp-AAEPView td{border:1px solid var(--jp-border-color1);padding:2px 8px;text-align:left;}"
@@ -131,7 +142,40 @@ def step_html(item: StepItem) -> str:
 
 
 def _code_block(label: str, code: str) -> str:
-    return f'<p class="jp-AAEPView-codeLabel">{escape(label)}</p><pre class="jp-AAEPView-code"><code>{escape(code)}</code></pre>'
+    """The code as the panel's card shows it: one box per line, numbered in the margin by CSS,
+    wrapped at spaces and between tokens with a hanging indent (the text is the code itself)."""
+    lines = code.rstrip("\n").split("\n")
+    body = "\n".join(
+        f'<span class="jp-AAEPView-codeLine" style="--jp-private-aaep-indent:{_indent(line)}">'
+        f"{_wrappable(line)}</span>"
+        for line in lines
+    )
+    gutter = f"--jp-private-aaep-gutter:{len(str(len(lines))) + 1}ch"
+    return (
+        f'<p class="jp-AAEPView-codeLabel">{escape(label)}</p>'
+        f'<pre class="jp-AAEPView-code" style="{gutter}"><code>{body}</code></pre>'
+    )
+
+
+_WRAP_AFTER = re.compile(r"\.(?=[A-Za-z_])|[(\[{,=](?=[^\s)\]}=])")
+"""Where a line may wrap besides its spaces (a ``<wbr>``): between tokens, never in a name."""
+
+
+def _wrappable(line: str) -> str:
+    return _WRAP_AFTER.sub(lambda found: found.group(0) + "<wbr>", escape(line))
+
+
+def _indent(line: str) -> int:
+    """Columns of *line*'s indentation (a tab to the next multiple of 4)."""
+    columns = 0
+    for char in line:
+        if char == " ":
+            columns += 1
+        elif char == "\t":
+            columns += 4 - columns % 4
+        else:
+            break
+    return columns
 
 
 def request_html(item: RequestItem) -> str:

@@ -4,6 +4,14 @@ A private part of the documents layer: it reaches the notebook only through
 :meth:`NotebookDocuments.open` (re-fetched every second during long runs, since rooms can be
 dropped and re-created) and edits the shared cell with small CRDT operations, so the browser
 sees stream text grow in place instead of whole outputs being replaced.
+
+A cell can print tens of thousands of messages a second (a tqdm bar at full speed): every
+change of the shared document is a transaction, an update sent to every collaborator and
+stored, and a restart of the room's autosave countdown. So the edits are folded together
+(:func:`~._outputs.merge_ops`) and written at most every ``flush_seconds`` (a bar needs its
+last line per tenth of a second, not every one), and while a run keeps changing the cell the
+notebook is saved every ``save_seconds`` (the room's autosave waits for a quiet second that
+such a run never leaves).
 """
 
 from __future__ import annotations
@@ -14,7 +22,15 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._outputs import AppendOutput, CellOutputs, ClearOutputs, OutputOp, ReplaceOutput, StreamEdit
+from ._outputs import (
+    AppendOutput,
+    CellOutputs,
+    ClearOutputs,
+    OutputOp,
+    ReplaceOutput,
+    StreamEdit,
+    merge_ops,
+)
 from .documents import reset_outputs
 
 if TYPE_CHECKING:
@@ -42,6 +58,10 @@ class LiveCellWriter:
     """
 
     refresh_seconds = 1.0
+    flush_seconds = 0.1
+    """Edits are written at most this often (the last ones at the run's end)."""
+    save_seconds = 10.0
+    """While the run keeps changing the cell, the notebook is saved this often."""
 
     def __init__(self, documents: NotebookDocuments, path: str, cell_id: str) -> None:
         self._documents = documents
@@ -53,6 +73,9 @@ class LiveCellWriter:
         self._index: int | None = None
         self._resync = False
         self.cell_missing = False
+        self._pending: list[OutputOp] = []
+        self._flushed = 0.0
+        self._saved = time.monotonic()
 
     # -- RunSink -------------------------------------------------------------------------------
     def outputs(self) -> list[dict[str, Any]]:
@@ -77,18 +100,45 @@ class LiveCellWriter:
                 )
         self._resync = False
 
+    @property
+    def pending(self) -> bool:
+        """Edits wait for the next :meth:`flush`."""
+        return bool(self._pending)
+
     async def handle(self, msg_type: str, content: dict[str, Any]) -> None:
-        ops = self.model.handle(msg_type, content)
-        if ops:
-            await self._apply(ops)
+        for op in self.model.handle(msg_type, content):
+            merge_ops(self._pending, op)
+        if self._pending and time.monotonic() - self._flushed >= self.flush_seconds:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write the waiting edits now, in one transaction; save when a save is due."""
+        now = time.monotonic()
+        self._flushed = now
+        if not self._pending:
+            return
+        ops, self._pending = self._pending, []
+        await self._apply(ops)
+        if now - self._saved >= self.save_seconds:
+            self._saved = now
+            try:
+                await self._documents.save(self._path)
+            except Exception as error:  # noqa: BLE001 - the autosave after the run still comes
+                log.warning("Cannot save %s during the run: %s", self._path, error)
 
     async def finish(self, execution_count: int | None) -> None:
         """Set the execution count and the idle state together, as JupyterLab expects."""
+        ops, self._pending = self._pending, []
         ycell = await self._ycell()
         if ycell is None or self._doc is None:
             return
         with self._doc.ydoc.transaction():
-            if self._resync:
+            youtputs = ycell.get("outputs")
+            if (
+                self._resync
+                or not isinstance(youtputs, Array)
+                or not all(_apply_op(youtputs, op) for op in ops)
+            ):
                 self._rewrite(ycell)
             ycell["execution_count"] = execution_count
             ycell["execution_state"] = "idle"

@@ -17,7 +17,15 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AppendOutput", "CellOutputs", "ClearOutputs", "OutputOp", "ReplaceOutput", "StreamEdit"]
+__all__ = [
+    "AppendOutput",
+    "CellOutputs",
+    "ClearOutputs",
+    "OutputOp",
+    "ReplaceOutput",
+    "StreamEdit",
+    "merge_ops",
+]
 
 
 @dataclass(frozen=True)
@@ -80,30 +88,31 @@ class _Stream:
                 self.line += tail
             self.cursor = len(self.line)
             return keep, chunk
-        # Slow path: only the current line can change, so diff against it.
+        # Only the current line can change, so diff against it. Each piece between two
+        # ``\r`` overwrites the line from the cursor on, as a terminal does; ``\b`` is the
+        # rare case, taken one character at a time.
         start_bytes, old_line = self.done_bytes, self.line
         finished: list[str] = []
-        line, cursor = list(self.line), self.cursor
-        for char in chunk:
-            if char == "\n":
-                finished.append("".join(line) + "\n")
-                line, cursor = [], 0
-            elif char == "\r":
-                cursor = 0
-            elif char == "\b":
-                if cursor > 0:
-                    del line[cursor - 1]
-                    cursor -= 1
-            elif cursor < len(line):
-                line[cursor] = char
-                cursor += 1
-            else:
-                line.append(char)
-                cursor += 1
-        self.line, self.cursor = "".join(line), cursor
-        for text in finished:
-            self.done.append(text)
-            self.done_bytes += len(text.encode("utf-8"))
+        line, cursor = self.line, self.cursor
+        segments = chunk.split("\n")
+        for number, segment in enumerate(segments):
+            if number:
+                finished.append(line + "\n")
+                line, cursor = "", 0
+            if "\b" in segment:
+                line, cursor = _backspaced(line, cursor, segment)
+                continue
+            for index, piece in enumerate(segment.split("\r")):
+                if index:
+                    cursor = 0
+                if piece:
+                    line = line[:cursor] + piece + line[cursor + len(piece) :]
+                    cursor += len(piece)
+        self.line, self.cursor = line, cursor
+        if finished:
+            block = "".join(finished)
+            self.done.append(block)
+            self.done_bytes += len(block.encode("utf-8"))
         new_tail = "".join(finished) + self.line
         common = 0
         for a, b in zip(old_line, new_tail):
@@ -111,6 +120,40 @@ class _Stream:
                 break
             common += 1
         return start_bytes + len(old_line[:common].encode("utf-8")), new_tail[common:]
+
+
+def _backspaced(line: str, cursor: int, segment: str) -> tuple[str, int]:
+    """*segment* (no newline) written at *cursor* of *line*, character by character."""
+    chars = list(line)
+    for char in segment:
+        if char == "\r":
+            cursor = 0
+        elif char == "\b":
+            if cursor > 0:
+                del chars[cursor - 1]
+                cursor -= 1
+        elif cursor < len(chars):
+            chars[cursor] = char
+            cursor += 1
+        else:
+            chars.append(char)
+            cursor += 1
+    return "".join(chars), cursor
+
+
+def merge_ops(pending: list[OutputOp], op: OutputOp) -> None:
+    """Add *op* to *pending*, folding a stream edit into the one before it on the same output,
+    so many kernel messages become one edit of the shared cell (the end text is the same)."""
+    last = pending[-1] if pending else None
+    if not isinstance(op, StreamEdit) or not isinstance(last, StreamEdit) or last.index != op.index:
+        pending.append(op)
+        return
+    if op.keep_bytes <= last.keep_bytes:
+        pending[-1] = StreamEdit(op.index, op.keep_bytes, op.text)
+        return
+    written = last.text.encode("utf-8")
+    kept = written[: op.keep_bytes - last.keep_bytes].decode("utf-8")
+    pending[-1] = StreamEdit(op.index, last.keep_bytes, kept + op.text)
 
 
 class CellOutputs:

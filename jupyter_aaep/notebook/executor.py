@@ -9,6 +9,11 @@ Per kernel there is one queue (a FIFO lock), so agent runs never interleave. Whi
 runs, every IOPub message of that request goes to a :class:`RunSink` (the shared cell), the
 kernel is watched for death or restart, progress is reported, and the time limit is enforced
 by interrupting the kernel. Cancelling the task (Stop) interrupts the kernel too.
+
+A cell can flood IOPub (a tqdm bar at full speed sends tens of thousands of messages): the
+pump takes what has arrived in one go and joins a run's stream messages (:mod:`._iopub`), and
+the sink writes the shared cell at most every tenth of a second, so the run's end (its
+``status: idle``) is reached as soon as the messages before it are read, not minutes later.
 """
 
 from __future__ import annotations
@@ -21,8 +26,11 @@ from dataclasses import dataclass, field
 from queue import Empty
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+import zmq
+import zmq.asyncio
 from jupyter_client.session import Session
 
+from ._iopub import IopubBacklog, joined
 from .errors import ExecutionTimeout, KernelBusy, KernelDied, KernelError
 from .progress import ProgressTracker
 
@@ -45,6 +53,11 @@ class RunSink(Protocol):
 
     async def begin(self) -> None: ...
     async def handle(self, msg_type: str, content: dict[str, Any]) -> None: ...
+    async def flush(self) -> None:
+        """Write what :meth:`handle` kept back (it may hold edits for a tenth of a second)."""
+
+    @property
+    def pending(self) -> bool: ...
     async def finish(self, execution_count: int | None) -> None: ...
     def outputs(self) -> list[dict[str, Any]]: ...
     @property
@@ -81,6 +94,7 @@ class _Line:
     token: tuple[int, Any] | None = None
     ready: bool = False
     displays: dict[str, dict[str, RunSink]] = field(default_factory=dict)
+    iopub: IopubBacklog | None = None
 
 
 @dataclass
@@ -98,6 +112,9 @@ class _Run:
     """Set when the kernel announced its shutdown or restart (``shutdown_reply`` on IOPub)."""
     tracker: ProgressTracker | None = None
     started: asyncio.Event | None = None
+    reply: dict[str, Any] | None = None
+    """The ``execute_reply`` (shell): the code is done, whatever IOPub still has to deliver."""
+    quiet_since: float = 0.0
 
     def elapsed(self, now: float) -> float:
         return now - (self.running_since or self.submitted)
@@ -107,6 +124,13 @@ class KernelExecutor:
     """Runs code in notebook kernels through private clients, one request per kernel at a time."""
 
     poll_seconds = 0.25
+    flush_seconds = 0.1
+    """The longest a run's output waits in the sink when the kernel sends nothing more."""
+    iopub_queue = 100_000
+    """IOPub messages our client's queue holds while the pump catches up (see ``_zmq_context``)."""
+    reply_grace = 1.0
+    """After the ``execute_reply``, how long a quiet IOPub is waited on for the idle status
+    (a flood can make the kernel drop it for a slow reader); then the run has ended."""
 
     def __init__(
         self,
@@ -123,6 +147,7 @@ class KernelExecutor:
         self.restart_wait = restart_wait
         self.interrupt_grace = interrupt_grace
         self._lines: dict[str, _Line] = {}
+        self._context: Any = None
 
     @property
     def _kernels(self) -> Any:
@@ -208,7 +233,7 @@ class KernelExecutor:
             except asyncio.CancelledError:
                 await asyncio.shield(self._abort(line, client, sink, run))
                 raise
-            reply = await self._reply(client, run.msg_id)
+            reply = run.reply or await self._reply(client, run.msg_id)
             count = (
                 reply.get("execution_count", run.execution_count) if reply else run.execution_count
             )
@@ -283,6 +308,11 @@ class KernelExecutor:
         last_check = 0.0
         while not run.idle:
             now = time.monotonic()
+            if run.reply is None:
+                run.reply = await self._reply(client, run.msg_id, 0.0)
+                run.quiet_since = now
+            elif now - run.quiet_since >= self.reply_grace:
+                break  # replied, and IOPub has been quiet since: its idle status was lost
             if run.deadline is not None and now >= run.deadline:
                 raise _Timeout
             if on_progress is not None and now - run.last_progress >= self.progress_interval:
@@ -292,39 +322,56 @@ class KernelExecutor:
                 last_check = now
                 await self._check_alive(line)
             wait = self.poll_seconds if run.deadline is None else run.deadline - now
+            if sink.pending:
+                wait = min(wait, self.flush_seconds)
             try:
                 msg = await client.get_iopub_msg(timeout=max(0.01, min(self.poll_seconds, wait)))
             except Empty:
+                await sink.flush()
                 continue
-            msg_type, content = msg.get("msg_type", ""), msg.get("content", {})
-            if msg_type == "shutdown_reply":  # someone restarts or stops the kernel under us
-                run.ended_by = "restarted" if content.get("restart") else "shut down"
-            if msg.get("parent_header", {}).get("msg_id") != run.msg_id:
-                if msg_type == "update_display_data":  # e.g. a background thread of an earlier run
-                    await self._update_elsewhere(line, None, content)
-                continue
-            if msg_type == "status":
-                state = content.get("execution_state")
-                if state == "busy" and run.running_since is None:
-                    run.running_since = now
-                    if run.limit is not None:
-                        run.deadline = now + run.limit
-                    if run.started is not None:
-                        run.started.set()
-                run.idle = state == "idle"
-            elif msg_type == "execute_input":
-                run.execution_count = content.get("execution_count")
-            elif msg_type == "update_display_data":
-                display_id = str((content.get("transient") or {}).get("display_id", ""))
-                if display_id in sink.display_ids:
-                    await sink.handle(msg_type, content)
-                await self._update_elsewhere(line, sink, content)
-            else:
-                if run.tracker is not None:
-                    run.tracker.feed(msg_type, content, now)
-                await sink.handle(msg_type, content)
+            run.quiet_since = time.monotonic()
+            if line.iopub is None:
+                line.iopub = IopubBacklog(client)
+            for item in joined([msg, *line.iopub.take()], run.msg_id):
+                await self._take(line, sink, run, item, time.monotonic())
+                if run.idle:
+                    break
         if run.ended_by is not None:  # the run "finished" only because the kernel went away
             raise _Dead(run.ended_by)
+
+    async def _take(
+        self, line: _Line, sink: RunSink, run: _Run, msg: dict[str, Any], now: float
+    ) -> None:
+        """One IOPub message (or several stream messages of the run joined into one)."""
+        msg_type, content = msg.get("msg_type", ""), msg.get("content", {})
+        if msg_type == "shutdown_reply":  # someone restarts or stops the kernel under us
+            run.ended_by = "restarted" if content.get("restart") else "shut down"
+        if msg.get("parent_header", {}).get("msg_id") != run.msg_id:
+            if msg_type == "update_display_data":  # e.g. a background thread of an earlier run
+                await self._update_elsewhere(line, None, content)
+            return
+        if msg_type == "status":
+            state = content.get("execution_state")
+            if state == "busy" and run.running_since is None:
+                run.running_since = now
+                if run.limit is not None:
+                    run.deadline = now + run.limit
+                if run.started is not None:
+                    run.started.set()
+            run.idle = state == "idle"
+            if run.idle:
+                await sink.flush()
+        elif msg_type == "execute_input":
+            run.execution_count = content.get("execution_count")
+        elif msg_type == "update_display_data":
+            display_id = str((content.get("transient") or {}).get("display_id", ""))
+            if display_id in sink.display_ids:
+                await sink.handle(msg_type, content)
+            await self._update_elsewhere(line, sink, content)
+        else:
+            if run.tracker is not None:
+                run.tracker.feed(msg_type, content, now)
+            await sink.handle(msg_type, content)
 
     async def _update_elsewhere(
         self, line: _Line, current: RunSink | None, content: dict[str, Any]
@@ -368,10 +415,11 @@ class KernelExecutor:
             await sink.finish(run.execution_count)
 
     async def _reply(self, client: Any, msg_id: str, timeout: float = 5.0) -> dict[str, Any] | None:
+        """The ``execute_reply`` content of *msg_id* (``timeout=0``: only if already there)."""
         deadline = time.monotonic() + timeout
-        while (remaining := deadline - time.monotonic()) > 0:
+        while (remaining := deadline - time.monotonic()) > 0 or timeout == 0:
             try:
-                msg = await client.get_shell_msg(timeout=remaining)
+                msg = await client.get_shell_msg(timeout=max(remaining, 0))
             except Empty:
                 return None
             if msg.get("parent_header", {}).get("msg_id") == msg_id:
@@ -526,7 +574,8 @@ class KernelExecutor:
                 signature_scheme=km.session.signature_scheme,
                 username="jupyter-aaep",
             )
-            line.client = km.client(session=session)  # own session id: never the manager's identity
+            # Own session id: never the manager's identity. Own ZMQ context: a deeper IOPub queue.
+            line.client = km.client(session=session, context=self._zmq_context())
             line.client.start_channels()
             line.token, line.ready = token, False
         if not line.ready:
@@ -541,11 +590,20 @@ class KernelExecutor:
             line.ready = True
         return line.client
 
+    def _zmq_context(self) -> Any:
+        """Our clients' ZMQ context. The kernel drops IOPub messages for a reader more than a
+        queue behind (1,000 by default), which during a flood can be an output or the run's idle
+        status; our queue holds ``iopub_queue`` messages instead."""
+        if self._context is None:
+            self._context = zmq.asyncio.Context()
+            self._context.setsockopt(zmq.RCVHWM, self.iopub_queue)
+        return self._context
+
     @staticmethod
     def _drop_client(line: _Line) -> None:
         if line.client is not None:
             line.client.stop_channels()
-        line.client, line.ready = None, False
+        line.client, line.ready, line.iopub = None, False, None
 
     # -- control ---------------------------------------------------------------------------------
     async def interrupt(self, kernel_id: str) -> None:
@@ -572,6 +630,9 @@ class KernelExecutor:
         for line in self._lines.values():
             self._drop_client(line)
         self._lines.clear()
+        if self._context is not None:
+            self._context.destroy(linger=0)
+            self._context = None
 
 
 def _death_message(how: str) -> str:

@@ -38,6 +38,9 @@ _OF = re.compile(
 )
 _PERCENT = re.compile(r"(?:^|[\s:(=\[-])(?P<pct>\d{1,3}(?:\.\d+)?)\s?%")
 _WIDGETS = {"IntProgressModel", "FloatProgressModel"}
+_TAIL_CHARS = 8000
+_TAIL_LINES = 20
+"""Of a chunk of output, the characters and lines read for progress (the newest)."""
 
 
 @dataclass(frozen=True)
@@ -160,15 +163,19 @@ class ProgressTracker:
 
     # -- text -------------------------------------------------------------------------------------
     def _stream(self, name: str, text: str, now: float) -> ProgressReading | None:
-        buffered = self._lines.get(name, "") + text
-        segments = re.split(r"[\r\n]", buffered)
+        # Only the end of a chunk matters (the executor joins a flood of messages into one):
+        # a bar's last line, and the last line printed. Older lines are never parsed.
+        if len(text) > _TAIL_CHARS:
+            segments = re.split(r"[\r\n]", text[-_TAIL_CHARS:])[1:] or [""]
+        else:
+            segments = re.split(r"[\r\n]", self._lines.get(name, "") + text)
         self._lines[name] = segments[-1][-2000:]
         for segment in reversed(segments):
             if segment.strip():
                 self.last_line = _clean(segment).strip()[:300]
                 break
         found = None
-        for segment in reversed(segments):
+        for segment in segments[: -_TAIL_LINES - 1 : -1]:
             if (found := parse_progress_text(segment)) is not None:
                 break
         return self._take(found, now) if found else None

@@ -8,6 +8,13 @@ a toolbar of labelled icon buttons with the settings folded away, and axe finds 
 1280×720, 1400×900 and in a 250-pixel-wide sidebar, in the light, dark and high-contrast
 themes and with the system's forced colours. Screenshots:
 ``test-output/e2e/layout-<layout>-<theme>.png``.
+
+An indented 12-line cell waiting for approval in the 250-pixel panel (issue 26): every line
+starts at its own indentation, a wrapped line's rest hangs inside its line (never left of its
+indentation, so ``plt.title`` is never seen outside its ``if`` block), no identifier is broken
+across two rows, the line numbers are drawn beside the code but are not part of its text, and a
+keyboard user steps through the lines and then Tabs to Approve. Screenshot:
+``test-output/e2e/card-250px.png`` (docs/images/card-250px.png is a copy).
 """
 
 from __future__ import annotations
@@ -18,8 +25,11 @@ from typing import Any
 
 import pytest
 from e2e_model import _turn
-from e2e_page import PanelPage
+from e2e_page import OUTPUT, PanelPage
 from playwright.sync_api import expect
+
+from jupyter_aaep.testing.demo_model import result_text
+from jupyter_aaep.testing.fake_anthropic import ToolUse
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -243,3 +253,133 @@ def test_layout_with_an_18_line_approval(ui: PanelPage, model: Any, layout: str)
         panel.locator(".jp-AAEPPanel-transcript table").scroll_into_view_if_needed()
         ui.screenshot(f"layout-{layout}-wide-answer-scrolled")
     print(json.dumps({layout: report}))
+
+
+INDENTED_CODE = """import matplotlib.pyplot as plt
+totals = {}
+for city, rows in readings.items():
+    if rows:
+        mean = sum(rows) / len(rows)
+        totals[city] = round(mean, 1)
+        if mean > 15:
+            color = "red"
+        else:
+            color = "blue"
+        plt.bar(city, mean, color=color)
+        plt.title("Mean temperature per city")"""
+
+
+def indented_cell(results: list[dict[str, Any]]) -> Any:
+    """Create the indented 12-line cell and ask to run it (the approval is left waiting)."""
+    if not results:
+        return _turn("", ToolUse("create_cell", {"source": INDENTED_CODE, "cell_type": "code"}))
+    created = re.search(r"Created code cell \d+ \(id ([^)]+)\)", result_text(results[-1]))
+    if created:
+        return _turn("", ToolUse("run_cell", {"cell_id": created.group(1)}))
+    return _turn("Done with the chart.")
+
+
+CODE_LAYOUT = """card => {
+    // Per line of the code: where its first non-space character is, relative to the left of
+    // an unindented line's first character, in character widths; whether any part of it is
+    // left of that (a wrapped rest seen outside its block), how many rows it takes, where its
+    // wrapped rows start, and the identifiers split across two rows.
+    const lines = [...card.querySelectorAll('.jp-AAEPCard-codeLine')];
+    const chars = line => {  // each character of the line with its box (text nodes in order)
+        const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+        const out = [];
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            for (let i = 0; i < node.textContent.length; i++) {
+                const range = document.createRange();
+                range.setStart(node, i);
+                range.setEnd(node, i + 1);
+                out.push({ char: node.textContent[i], box: range.getBoundingClientRect() });
+            }
+        }
+        return out;
+    };
+    const firstBox = chars(lines[0])[0].box;
+    const ch = firstBox.width, origin = firstBox.left;
+    const column = box => (box.left - origin) / ch;
+    return {
+        ch,
+        text: card.querySelector('pre').innerText,
+        number: getComputedStyle(lines[0], '::before').content,
+        lines: lines.map(line => {
+            const all = chars(line);
+            const text = all.map(c => c.char).join('');
+            const indent = text.length - text.trimStart().length;
+            const code = all.slice(indent).filter(c => c.char !== ' ');
+            if (!code.length) { return { text, indent, rows: 1, broken: [], wrappedAt: [] }; }
+            const tops = [...new Set(code.map(c => Math.round(c.box.top)))];
+            const broken = [...text.matchAll(/[A-Za-z_][A-Za-z0-9_]*/g)]
+                .filter(m => new Set(all.slice(m.index, m.index + m[0].length)
+                    .map(c => Math.round(c.box.top))).size > 1)
+                .map(m => m[0]);
+            return {
+                text, indent, rows: tops.length, broken,
+                column: column(code[0].box),
+                leftmost: Math.min(...code.map(c => column(c.box))),
+                rightmost: Math.max(...code.map(c => column(c.box) + 1)),
+                wrappedAt: tops.slice(1).map(top => Math.min(...code
+                    .filter(c => Math.round(c.box.top) === top).map(c => column(c.box)))),
+            };
+        }),
+    };
+}"""
+
+
+def test_an_indented_cell_keeps_its_lines_in_a_250_pixel_panel(ui: PanelPage, model: Any) -> None:
+    _, scripted = model
+    scripted.scenarios["indented chart"] = indented_cell
+    ui.page.set_viewport_size({"width": 1280, "height": 900})
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.page.evaluate(SET_SIDEBAR_WIDTH, 250)
+    ui.page.wait_for_timeout(300)
+    assert 238 <= panel.evaluate("el => el.getBoundingClientRect().width") <= 262
+    ui.ask("Draw the indented chart of the temperatures.")
+    card = panel.locator(".jp-AAEPCard-confirmation").last
+    expect(card).to_have_class(re.compile("jp-mod-pending"), timeout=60_000)
+    expect(card.locator(".jp-AAEPCard-codeLine")).to_have_count(12)
+
+    # Keyboard only: to the request, into its code (Alt+R), down the lines, then Tab to Approve.
+    ui.page.keyboard.press("Control+Shift+O")
+    ui.page.keyboard.press("Control+Shift+A")
+    ui.wait_focus("[data-request-id]")
+    ui.page.keyboard.press("Alt+r")
+    ui.wait_focus(".jp-AAEPCard-codeLine")
+    for _ in range(11):
+        ui.page.keyboard.press("ArrowDown")
+    focused = ui.page.evaluate("() => document.activeElement.textContent")
+    assert focused == '        plt.title("Mean temperature per city")', focused
+    ui.page.keyboard.press("Tab")
+    ui.wait_focus(".jp-AAEPCard-approve")
+    card.locator(".jp-AAEPCard-codeLine").last.scroll_into_view_if_needed()
+    ui.page.wait_for_timeout(200)
+
+    measured = card.evaluate(CODE_LAYOUT)
+    ui.screenshot("card-250px-page")
+    panel.screenshot(path=str(OUTPUT / "card-250px.png"))
+    print(json.dumps(measured))
+    report = json.dumps(measured, indent=1)
+    # The text is the code itself: no line numbers in it; the numbers are drawn beside it,
+    # with empty alternative text (not read as part of the code).
+    assert measured["text"].rstrip("\n") == INDENTED_CODE, report
+    assert "counter(" in measured["number"] and '/ ""' in measured["number"], report
+    lines = measured["lines"]
+    assert [line["text"] for line in lines] == INDENTED_CODE.split("\n")
+    wrapped = [line for line in lines if line["rows"] > 1]
+    assert wrapped, f"nothing wraps at 250 px, so nothing was tested: {report}"
+    for line in lines:
+        if not line["text"].strip():
+            continue
+        # Starts at its own indentation, as in the notebook …
+        assert abs(line["column"] - line["indent"]) < 0.2, report
+        # … no part of it left of that, a wrapped rest further right, inside its own line …
+        assert line["leftmost"] >= line["indent"] - 0.2, report
+        assert all(at >= line["indent"] + 1 for at in line["wrappedAt"]), report
+        # … and no identifier split across two rows.
+        assert line["broken"] == [], report
+    violations = ui.axe()
+    assert violations == [], json.dumps(violations, indent=2)

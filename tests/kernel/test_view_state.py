@@ -7,6 +7,7 @@ asks for confirmation the way ``run_cell`` does.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -288,3 +289,25 @@ def test_markdown_is_a_safe_subset() -> None:
         "<tbody><tr><td>Q1</td><td>&lt;b&gt;4&lt;/b&gt;</td></tr><tr><td>Q2</td><td>5</td></tr></tbody>"
         "</table><p>after</p>"
     )
+
+
+def test_code_keeps_its_lines_and_their_indentation() -> None:
+    """The card's code in the view: one box per line with its indentation (for the hanging
+    indent of a wrapped rest), the text unchanged and escaped, no number in the text."""
+    from html import unescape
+
+    from jupyter_aaep.kernel._view_html import _code_block
+
+    html = _code_block("Code of cell 3:", "if ok:\n\tx = 1\n        plt.title('<b>')\n")
+    lines = re.findall(
+        r'<span class="jp-AAEPView-codeLine" style="--jp-private-aaep-indent:(\d+)">(.*?)</span>',
+        html,
+    )
+    assert [(int(n), unescape(text)) for n, text in lines] == [
+        (0, "if ok:"),
+        (4, "\tx = 1"),
+        (8, "        plt.<wbr>title(<wbr>'<b>')"),  # may wrap between tokens, not in a name
+    ]
+    code = html[html.index("<pre") :]
+    assert unescape(re.sub(r"<[^>]+>", "", code)) == "if ok:\n\tx = 1\n        plt.title('<b>')"
+    assert "<b>" not in html and 'style="--jp-private-aaep-gutter:2ch"' in html

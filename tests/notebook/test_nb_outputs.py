@@ -5,17 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from jupyter_ydoc import YNotebook
 from nb_helpers import on_server_loop
 from pycrdt import Text
 
 from jupyter_aaep.notebook._cell_writer import LiveCellWriter
+from jupyter_aaep.notebook._iopub import joined
 from jupyter_aaep.notebook._outputs import (
     AppendOutput,
     CellOutputs,
     ClearOutputs,
     ReplaceOutput,
     StreamEdit,
+    merge_ops,
 )
 from jupyter_aaep.notebook.documents import LiveNotebook
 
@@ -65,6 +69,92 @@ def test_stream_text_follows_carriage_returns_and_backspaces(
     mirror, crdt = replay(chunks)
     assert mirror == expected
     assert crdt == expected
+
+
+def _terminal(text: str) -> str:
+    """What a terminal shows for *text*, one character at a time (the reference)."""
+    lines: list[list[str]] = [[]]
+    cursor = 0
+    for char in text:
+        line = lines[-1]
+        if char == "\n":
+            lines.append([])
+            cursor = 0
+        elif char == "\r":
+            cursor = 0
+        elif char == "\b":
+            if cursor:
+                del line[cursor - 1]
+                cursor -= 1
+        elif cursor < len(line):
+            line[cursor] = char
+            cursor += 1
+        else:
+            line.append(char)
+            cursor += 1
+    return "\n".join("".join(line) for line in lines)
+
+
+CHUNKS = st.lists(st.text(alphabet="ab é😀\r\n\b%", max_size=12), min_size=1, max_size=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(CHUNKS, st.integers(min_value=1, max_value=6))
+def test_folded_edits_and_joined_chunks_give_what_a_terminal_shows(
+    chunks: list[str], fold: int
+) -> None:
+    """Chunks joined as the executor joins messages, and edits folded as the writer folds them
+    between writes, end in the exact text of one message at a time (and of a terminal)."""
+    expected = _terminal("".join(chunks))
+    joined_chunks = ["".join(chunks[i : i + fold]) for i in range(0, len(chunks), fold)]
+    mirror, crdt = replay(joined_chunks)
+    assert mirror == crdt == expected
+
+    from pycrdt import Doc
+
+    model, holder = CellOutputs(), Doc().get("t", type=Text)
+    pending: list[Any] = []
+    for number, chunk in enumerate(chunks):
+        for op in stream(model, chunk):
+            merge_ops(pending, op)
+        if number % fold == fold - 1 or number == len(chunks) - 1:
+            for op in pending:
+                if isinstance(op, AppendOutput):
+                    holder += op.output["text"]
+                else:
+                    assert isinstance(op, StreamEdit) and len(holder) >= op.keep_bytes
+                    del holder[op.keep_bytes :]
+                    holder += op.text
+            pending = []
+    assert str(holder) == expected
+
+
+def _message(msg_type: str, parent: str, **content: Any) -> dict[str, Any]:
+    return {"msg_type": msg_type, "parent_header": {"msg_id": parent}, "content": content}
+
+
+def test_joined_keeps_order_and_joins_only_one_runs_stream_on_one_name() -> None:
+    messages = [
+        _message("stream", "run", name="stdout", text="\r1"),
+        _message("stream", "run", name="stdout", text="\r2"),
+        _message("stream", "run", name="stderr", text="warn\n"),
+        _message("stream", "other", name="stderr", text="elsewhere\n"),
+        _message("stream", "run", name="stderr", text="again\n"),
+        _message("display_data", "run", data={}),
+        _message("stream", "run", name="stdout", text="\r3"),
+        _message("stream", "run", name="stdout", text="\r4\n"),
+        _message("status", "run", execution_state="idle"),
+    ]
+    assert [(m["msg_type"], m["content"].get("text")) for m in joined(messages, "run")] == [
+        ("stream", "\r1\r2"),
+        ("stream", "warn\n"),
+        ("stream", "elsewhere\n"),
+        ("stream", "again\n"),
+        ("display_data", None),
+        ("stream", "\r3\r4\n"),
+        ("status", None),
+    ]
+    assert messages[0]["content"]["text"] == "\r1"  # the kernel's messages are left as they are
 
 
 def test_streams_of_one_name_join_and_others_start_new_outputs() -> None:
@@ -181,10 +271,12 @@ async def test_writer_clears_in_place_streams_and_finishes_in_one_step() -> None
     assert cell["execution_count"] is None and cell["metadata"]["trusted"] is True
 
     await writer.handle("stream", {"name": "stdout", "text": "one\n"})
+    await writer.flush()
     assert len(original_outputs) == 1  # the same shared array, cleared then appended to
     ytext = doc.ycells[0]["outputs"][0]["text"]
     assert isinstance(ytext, Text)
     await writer.handle("stream", {"name": "stdout", "text": "two\n"})
+    await writer.flush()
     assert str(ytext) == "one\ntwo\n"  # the same text object grew in place
 
     events: list[Any] = []
@@ -196,20 +288,44 @@ async def test_writer_clears_in_place_streams_and_finishes_in_one_step() -> None
 
 
 @on_server_loop
+async def test_a_flood_of_messages_is_one_write_per_tenth_of_a_second() -> None:
+    doc = _notebook()
+    writer = LiveCellWriter(_Documents(doc), "n.ipynb", "c1")  # type: ignore[arg-type]
+    await writer.begin()
+    events: list[Any] = []
+    subscription = doc.ydoc.observe(lambda event: events.append(event))
+    for i in range(2001):
+        await writer.handle("stream", {"name": "stderr", "text": f"\r{i // 20:3d}%|{i}/2000"})
+    assert len(events) <= 2 and writer.pending  # the first write at once, the rest kept back
+    await writer.flush()
+    assert not writer.pending
+    assert str(doc.ycells[0]["outputs"][0]["text"]) == "100%|2000/2000"
+    await writer.handle("stream", {"name": "stderr", "text": "\n"})
+    await writer.finish(9)  # what was kept back is written with the end
+    doc.ydoc.unobserve(subscription)
+    assert len(events) <= 4
+    assert doc.get_cell(0)["outputs"][0]["text"] == "100%|2000/2000\n"
+    assert doc.ycells[0]["execution_state"] == "idle"
+
+
+@on_server_loop
 async def test_writer_rebuilds_the_cell_when_the_room_was_replaced_or_outputs_changed() -> None:
     documents = _Documents(_notebook())
     writer = LiveCellWriter(documents, "n.ipynb", "c1")  # type: ignore[arg-type]
     writer.refresh_seconds = 0
     await writer.begin()
     await writer.handle("stream", {"name": "stdout", "text": "a\n"})
+    await writer.flush()
     documents.doc = _notebook()  # the room was dropped and re-opened from disk
     await writer.handle("stream", {"name": "stdout", "text": "b\n"})
+    await writer.flush()
     assert documents.doc.get_cell(0)["outputs"] == [
         {"output_type": "stream", "name": "stdout", "text": "a\nb\n"}
     ]
 
     documents.doc.ycells[0]["outputs"].clear()  # someone cleared the outputs mid-run
     await writer.handle("display_data", {"data": {"text/plain": "x"}, "metadata": {}})
+    await writer.flush()
     assert [o["output_type"] for o in documents.doc.get_cell(0)["outputs"]] == [
         "stream",
         "display_data",
@@ -219,6 +335,7 @@ async def test_writer_rebuilds_the_cell_when_the_room_was_replaced_or_outputs_ch
         0
     ]  # the user deleted the cell: the run goes on, outputs stay in the mirror
     await writer.handle("stream", {"name": "stdout", "text": "c\n"})
+    await writer.flush()
     await writer.finish(5)
     assert writer.cell_missing
     assert [o.get("text") for o in writer.outputs()] == ["a\nb\n", None, "c\n"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 
@@ -215,3 +216,22 @@ def test_words() -> None:
     assert value_text(reading, 130) == "training 40 of 100, about 3 minutes left"
     assert value_text(None, 130) == "running for 2 minutes 10 seconds"
     assert progress_phrase(ProgressReading(percent=45.2)) == "45 %"
+
+
+def test_a_flood_joined_into_one_chunk_is_read_from_its_end_only() -> None:
+    """The executor joins a flood into one chunk: only its last lines are parsed (a line of
+    99 digits costs the number patterns milliseconds: 200,000 of them took minutes)."""
+    tracker = ProgressTracker()
+    digits = "".join(f"{i:099d}\n" for i in range(5_000))
+    started = time.perf_counter()
+    tracker.feed("stream", {"name": "stdout", "text": digits}, 0.0)
+    assert time.perf_counter() - started < 1.0
+    assert tracker.reading is None and tracker.last_line == f"{4999:099d}"
+    tracker.feed(
+        "stream", {"name": "stdout", "text": digits + "\r 40%|##| 40/100 [00:02<00:03]"}, 0.1
+    )
+    reading = tracker.reading
+    assert reading is not None and reading.current == 40 and reading.total == 100
+    tracker.feed("stream", {"name": "stdout", "text": "\r 41%|##| 41/100 [00:02<00:03]"}, 0.2)
+    assert tracker.reading is not None and tracker.reading.current == 41
+    assert tracker.last_line.startswith("41%")

@@ -3,8 +3,9 @@
  * breaking identifiers, a wide block scrolls. A block that scrolls is made a
  * Tab stop with a name ("Code, scrolls sideways"), so a keyboard user can
  * scroll it with the arrow keys; one that fits is left alone, so it adds no
- * Tab stop. The code of an approval card is the exception: it wraps (at spaces)
- * and is never a Tab stop, so Approve stays the next stop after the card.
+ * Tab stop. The code of an approval card wraps (at spaces, with a hanging
+ * indent), so it fits and is no Tab stop: Approve stays the next stop after
+ * the card. Only a word wider than the card makes it scroll, and a Tab stop.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { RefObject, useEffect } from 'react';
@@ -32,9 +33,6 @@ function wrapTables(root: HTMLElement): void {
 export function markScrollRegions(root: HTMLElement, trans: TranslationBundle): void {
   wrapTables(root);
   root.querySelectorAll<HTMLElement>(SCROLLERS).forEach(block => {
-    if (block.closest('.jp-AAEPCard-code')) {
-      return;
-    }
     const scrolls = block.scrollWidth > block.clientWidth + 1;
     const marked = block.hasAttribute(MARK);
     if (scrolls && !marked && !block.hasAttribute('tabindex')) {

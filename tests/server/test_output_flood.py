@@ -1,0 +1,132 @@
+"""A cell that floods its output, run by the agent through the real server (issue 26).
+
+A tqdm-like loop at full speed for 12 seconds (``\\r``, the bar, a flush: tens of thousands of
+IOPub messages) used to keep ``run_cell`` waiting minutes after the kernel was done, and the
+notebook unsaved. Here: a real Jupyter server with jupyter-aaep and collaboration, a real kernel,
+the real agent loop and SDK against the scripted fake model. The agent's ``tool.completed`` is
+heard within 20 seconds of the loop's end, the model gets the bar's last line, the notebook was
+saved while the cell still printed, and the file on disk ends with the last line.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kernel_helpers import *
+from kernel_helpers import new_name, of, wait_idle
+from server_helpers import wait_until
+
+from jupyter_aaep.aaep.clock import SessionClock
+from jupyter_aaep.aaep.ids import new_subscription_id
+from jupyter_aaep.notebook._cell_writer import LiveCellWriter
+from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
+
+pytestmark = pytest.mark.slow
+
+FLOOD = """import sys, time
+started = time.time()
+i = 0
+while time.time() - started < {seconds}:
+    i += 1
+    sys.stdout.write(f'\\r{{i}} it |{{"#" * (i % 20):20s}}| {{time.time() - started:4.1f}}s')
+    sys.stdout.flush()
+sys.stdout.write(f'\\rfinished after {{i}} updates of the bar')
+sys.stdout.flush()
+open({stamp!r}, 'w').write(repr((time.time(), i)))
+print()"""
+
+
+def _saved_stream(path: Path) -> str:
+    try:
+        cell = json.loads(path.read_text())["cells"][0]
+    except (OSError, ValueError, KeyError, IndexError):
+        return ""
+    return "".join(
+        "".join(o.get("text", ""))
+        for o in cell.get("outputs") or []
+        if o.get("output_type") == "stream"
+    )
+
+
+class _Saves:
+    """The notebook file's saves, as seen by polling its modification time on a thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.seen, self.stop = path, [], threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.thread.start()
+
+    def _poll(self) -> None:
+        last = self.path.stat().st_mtime
+        while not self.stop.wait(0.05):
+            mtime = self.path.stat().st_mtime
+            if mtime != last:
+                last = mtime
+                self.seen.append((time.time(), _saved_stream(self.path)))
+
+
+async def test_a_flooding_cell_is_heard_to_end_and_saved(
+    kernels, api, extension, fake_model, sse, jp_root_dir: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(LiveCellWriter, "save_seconds", 3.0)  # several saves within 12 seconds
+    extension.toolbox.notebooks.run_cell_wait_seconds = 120.0  # the answer is the outcome
+    path = new_name()
+    stamp = jp_root_dir / "loop-ended.txt"
+    await kernels.notebook(path, [FLOOD.format(seconds=12, stamp=str(stamp))])
+    _, body, _ = await api("chats", method="POST", body={"notebook_path": path})
+    chat_id = body["chat_id"]
+    fake_model.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]), Turn(text="Done."))
+    saves = _Saves(jp_root_dir / path)
+    try:
+        async with sse(chat_id) as panel:
+            await api(
+                "chats",
+                chat_id,
+                "messages",
+                method="POST",
+                body={"kind": "user_input", "text": "Run the loop."},
+            )
+            confirmation = (
+                await panel.until(
+                    lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30
+                )
+            )[-1]
+            reply = {
+                "type": "confirmation.reply",
+                "reply_token": confirmation["reply_token"],
+                "subscription_id": new_subscription_id(),
+                "timestamp": SessionClock().now(),
+                "decision": "accept",
+            }
+            await api("chats", chat_id, "messages", method="POST", body=reply)
+            completed = (
+                await panel.until(lambda m: str(m.get("type", "")).endswith("tool.completed"), 200)
+            )[-1]
+            heard_at = time.time()
+            ended_at, updates = eval(stamp.read_text())
+            assert heard_at - ended_at <= 20, f"heard {heard_at - ended_at:.1f} s after the end"
+            assert completed["status"] == "success", completed
+            await wait_idle(extension, chat_id)
+        last_line = f"finished after {updates} updates of the bar\n"  # longer than any bar
+        result = json.dumps(fake_model.requests[1].body["messages"][-1]["content"])
+        assert last_line.strip() in result, result[:2000]
+        assert updates > 2000, f"only {updates} updates: not a flood"
+        # Saved while the cell still printed (the room's autosave waits for a quiet moment)…
+        during = [text for when, text in saves.seen if when < ended_at]
+        assert any(" it |" in text for text in during), saves.seen
+        # … and the file ends with the bar's last line.
+        await wait_until(
+            lambda: _saved_stream(jp_root_dir / path) == last_line,
+            timeout=15,
+            what="the saved last line",
+        )
+        events = extension.runner.get(chat_id).emitter.history
+        assert of(events, "session.completed")
+    finally:
+        saves.stop.set()
+        saves.thread.join()
