@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import ctypes
 import gc
 import io
 import itertools
@@ -173,9 +174,14 @@ async def measure(messages: int, megabytes: int, profile: bool) -> None:
                 lag = completed_at - loop_end
                 if seconds is not None:
                     await asyncio.wait_for(ended, 60)
-                await asyncio.sleep(1.5)  # the room's autosave after the last change
+                last_line = f"100%|{'#' * 20}| {messages}/{messages} [00:01<00:01]\n"
+                waited = time.time()
+                while time.time() - waited < 20 and not _saved_text(
+                    bench.root, "flood.ipynb"
+                ).endswith(last_line):
+                    await asyncio.sleep(0.1)  # the room's autosave after the last change
+                saved_after = time.time() - completed_at
         saved = _saved_text(bench.root, "flood.ipynb")
-        last_line = f"100%|{'#' * 20}| {messages}/{messages} [00:01<00:01]\n"
         print(
             f"flood cell: {messages:,} stream messages (\\r bar lines), same kernel, one run each"
         )
@@ -191,7 +197,10 @@ async def measure(messages: int, megabytes: int, profile: bool) -> None:
                 f"{messages / seconds:8,.0f} msg/s; loop end -> tool.completed {lag:6.2f} s"
             )
         print(f"longest time without a save during the run: {saves.longest_gap(loop_end):5.1f} s")
-        print(f"saved file ends with the last bar line: {saved.endswith(last_line)}")
+        print(
+            f"saved file ends with the last bar line: {saved.endswith(last_line)} "
+            f"({saved_after:.1f} s after tool.completed)"
+        )
         if profiler is not None:
             text = io.StringIO()
             stats = pstats.Stats(profiler, stream=text)
@@ -199,10 +208,10 @@ async def measure(messages: int, megabytes: int, profile: bool) -> None:
             stats.sort_stats("cumulative").print_stats(40)
             print(text.getvalue())
         if megabytes and seconds is not None:
-            await memory(bench, megabytes)
+            await memory(bench, megabytes, profile)
 
 
-async def memory(bench: Bench, megabytes: int) -> None:
+async def memory(bench: Bench, megabytes: int, profile: bool) -> None:
     from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
     session = await bench.call(
@@ -235,14 +244,21 @@ async def memory(bench: Bench, megabytes: int) -> None:
         await bench.call(
             "POST", f"aaep/v1/chats/{chat_id}/messages", {"kind": "user_input", "text": "Run it."}
         )
-        seconds = await agent_run(bench, chat_id, None)
+        profiler = cProfile.Profile() if profile else None
+        seconds = await agent_run(bench, chat_id, profiler)
         if seconds is not None:
             await asyncio.wait_for(ended, 120)
+        if profiler is not None:
+            text = io.StringIO()
+            pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(30)
+            print(text.getvalue())
     await asyncio.sleep(2.0)  # the autosave
     stop.set()
     await sampler
     gc.collect()
     after = _rss_mb()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)  # what is freed but kept by the C allocator
+    trimmed = _rss_mb()
     size = (bench.root / "big.ipynb").stat().st_size / 1e6
     took = "did not end" if seconds is None else f"{seconds:.1f} s"
     print(f"memory, a cell printing {megabytes} MB run by the agent ({took}):")
@@ -250,6 +266,7 @@ async def memory(bench: Bench, megabytes: int) -> None:
         f"  server RSS before {before:6.0f} MB, peak {peak:6.0f} MB, after {after:6.0f} MB "
         f"(+{after - before:.0f} MB; goal within 50); saved file {size:.0f} MB"
     )
+    print(f"  after malloc_trim (freed memory given back): {trimmed:6.0f} MB")
 
 
 def main() -> None:

@@ -239,17 +239,18 @@ class KernelExecutor:
             )
             await sink.finish(count)
             self._remember_displays(line, sink)
+            outputs = sink.outputs()  # one copy (a cell can print tens of megabytes)
             status: Literal["ok", "error", "aborted"] = "ok"
             if reply and reply.get("status") == "aborted":
                 status = "aborted"
             elif (reply and reply.get("status") != "ok") or any(
-                o.get("output_type") == "error" for o in sink.outputs()
+                o.get("output_type") == "error" for o in outputs
             ):
                 status = "error"
             return ExecutionResult(
                 status=status,
                 execution_count=count,
-                outputs=sink.outputs(),
+                outputs=outputs,
                 elapsed=run.elapsed(time.monotonic()),
             )
         finally:

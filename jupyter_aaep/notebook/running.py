@@ -50,7 +50,6 @@ class RunningCell:
     listener: BeatListener | None = None
     reported: bool = False
     """The outcome went to someone already (a tool's answer or an announcement): once only."""
-    outputs: Callable[[], list[dict[str, Any]]] = field(default=list)
     limit: float | None = None
 
     @property

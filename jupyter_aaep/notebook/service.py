@@ -21,6 +21,7 @@ from jupyter_server.utils import ensure_async
 from tornado import web
 
 from ._cell_writer import LiveCellWriter
+from ._memory import BIG_OUTPUT_CHARS, give_back_freed_memory, output_chars
 from ._sessions import KernelInfo, NotebookKernels
 from ._text_edits import version_tag
 from .documents import LiveNotebook, NotebookDocuments, normalize_path
@@ -276,6 +277,9 @@ class NotebookService:
                 tracker=tracker,
                 started=started,
             )
+            if output_chars(result.outputs) >= BIG_OUTPUT_CHARS:
+                # The flood of messages and strings behind a big output is freed by now.
+                asyncio.get_running_loop().call_soon(give_back_freed_memory)
             return CellRun(
                 cell_id, number, source, kernel, result, cell_deleted=writer.cell_missing
             )
@@ -290,7 +294,6 @@ class NotebookService:
             tracker=tracker,
             submitted=time.monotonic(),
             started=started,
-            outputs=writer.outputs,
             limit=limit,
         )
         self.runs.add(run)

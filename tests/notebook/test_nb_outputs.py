@@ -339,3 +339,15 @@ async def test_writer_rebuilds_the_cell_when_the_room_was_replaced_or_outputs_ch
     await writer.finish(5)
     assert writer.cell_missing
     assert [o.get("text") for o in writer.outputs()] == ["a\nb\n", None, "c\n"]
+
+
+def test_a_big_output_is_measured_and_freed_memory_given_back() -> None:
+    from jupyter_aaep.notebook._memory import give_back_freed_memory, output_chars
+
+    outputs = [
+        {"output_type": "stream", "name": "stdout", "text": "x" * 700},
+        {"output_type": "execute_result", "data": {"text/plain": "abc", "image/png": "QUJD"}},
+        {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["t"]},
+    ]
+    assert output_chars(outputs) == 707
+    assert give_back_freed_memory() is True  # glibc (the test machines): malloc_trim ran
