@@ -76,6 +76,10 @@ def _output_text(outputs: Sequence[dict[str, Any]]) -> str:
     return strip_ansi("".join(parts)).strip("\n")
 
 
+SEARCHED_LINES = 500
+"""Lines at each end of a run's output searched for its first line that is not progress."""
+
+
 def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
 
@@ -122,7 +126,10 @@ def heard_run(run: CellRun) -> HeardRun:
             detailed=f"Cell {n} ran in {took} and {what}.",
         )
     # A loop's progress lines ("step 1/30", a tqdm bar) say nothing about the outcome: skip them.
-    telling = [line for line in lines if parse_progress_text(line) is None] or lines
+    # Only the first other line is needed, looked for near the start and the end: a 10 MB
+    # output parsed line by line took a minute.
+    searched = lines[:SEARCHED_LINES] + lines[-SEARCHED_LINES:]
+    telling = [next((line for line in searched if parse_progress_text(line) is None), lines[0])]
     first = truncate(telling[0], FIRST_LINE_CHARS)
     more = len(lines) - 1
     rest = f" Plus {plural(more, 'more line')}." if more else ""

@@ -4,6 +4,7 @@ masked, the kernel by its language."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -85,3 +86,14 @@ def test_secrets_in_the_output_are_masked() -> None:
     secret = "sk-ant-api03-" + "B" * 40
     heard = heard_run(run([stream(f"key = {secret}\n")]))
     assert secret not in heard.normal and secret not in heard.detailed and secret not in heard.terse
+
+
+def test_a_ten_megabyte_output_is_said_at_once() -> None:
+    """Only the first line that is not progress is looked for (each line of 99 digits costs the
+    progress patterns milliseconds: 100,000 of them took a minute)."""
+    digits = "".join(f"{i:099d}\n" for i in range(100_000))
+    started = time.perf_counter()
+    heard = heard_run(run([stream("step 1/3\nstep 2/3\n" + digits)]))
+    assert time.perf_counter() - started < 5.0
+    assert heard.normal.startswith(f"Cell 4 ran: {0:099d}"[:40])
+    assert "Plus 100,001 more lines." in heard.normal or "Plus 100001 more lines." in heard.normal
