@@ -252,7 +252,7 @@ async def memory(bench: Bench, megabytes: int, profile: bool) -> None:
             text = io.StringIO()
             pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(30)
             print(text.getvalue())
-    await asyncio.sleep(2.0)  # the autosave
+    await asyncio.sleep(5.0)  # the autosave, and the server's trim 3 s after a big run
     stop.set()
     await sampler
     gc.collect()

@@ -14,12 +14,14 @@ import logging
 from functools import cache
 from typing import Any
 
-__all__ = ["BIG_OUTPUT_CHARS", "give_back_freed_memory", "output_chars"]
+__all__ = ["BIG_OUTPUT_CHARS", "TRIM_AFTER_SECONDS", "give_back_freed_memory", "output_chars"]
 
 log = logging.getLogger(__name__)
 
 BIG_OUTPUT_CHARS = 1_000_000
 """Text output from which a run is worth a trim afterwards."""
+TRIM_AFTER_SECONDS = 3.0
+"""How long after such a run: the tool's answer and the listeners' words are made by then."""
 
 
 @cache
