@@ -126,6 +126,8 @@ class _Run:
     tool_labels: list[str] = field(default_factory=list)
     failed_labels: list[str] = field(default_factory=list)
     """Steps that ran (or could not start) and failed; told in the summary so "Done" stays honest."""
+    recovered_labels: list[str] = field(default_factory=list)
+    """Failed steps whose kind worked later in the request (the agent fixed what failed)."""
     handoff_reason: str | None = None
     dispatcher: ToolDispatcher | None = None
     usage: Usage = field(default_factory=Usage)
@@ -254,7 +256,12 @@ class AgentLoop:
                 uses = [b for b in message.content if getattr(b, "type", None) == "tool_use"]
                 results = await dispatcher.run_all(uses)
                 run.tool_labels.extend(dispatcher.completed_labels)
-                run.failed_labels.extend(_failed_labels(dispatcher))
+                failed, worked = _outcome_labels(dispatcher)
+                for label in worked:
+                    if label in run.failed_labels:
+                        run.failed_labels.remove(label)
+                        run.recovered_labels.append(label)
+                run.failed_labels.extend(failed)
                 dispatcher.completed_labels.clear()
                 if manager.enabled:
                     results = dedupe_results(history, results)
@@ -493,7 +500,7 @@ class AgentLoop:
         answer = "\n\n".join(run.answers)
         used = _tool_phrase(run.tool_labels)
         unsaved = run.lost or (UNSAVED_NOTE if run.unsaved else None)
-        done = _done_phrase(run.failed_labels)
+        done = _done_phrase(run.failed_labels, run.recovered_labels)
         running = run.chat.still_running() if run.chat.still_running is not None else None
         # Each step was heard as it happened: the normal ending does not list them again.
         normal = " ".join(part for part in (done, note, unsaved, running) if part)
@@ -593,23 +600,20 @@ def _request_text(stop: str | None, tools: int) -> str:
     return stop_handling(stop).step.format(tools=plural(tools, "tool"))
 
 
-def _failed_labels(dispatcher: ToolDispatcher) -> list[str]:
-    """Labels of this turn's calls that failed: an error result that is not a step the user
-    declined (a declined or unanswered approval is the user's choice, not a failure)."""
+def _outcome_labels(dispatcher: ToolDispatcher) -> tuple[list[str], list[str]]:
+    """Labels of this turn's calls that failed and of those that worked. A failure is an error
+    result that is not a step the user declined (a declined or unanswered approval is the
+    user's choice, not a failure)."""
     failed: list[str] = []
+    worked: list[str] = []
     for call in dispatcher.calls:
         result = call.result
         name = call.spec.name if call.spec is not None else ""
-        if (
-            result is None
-            or not result.get("is_error")
-            or _was_declined(result.get("content"), name)
-        ):
+        if result is None or _was_declined(result.get("content"), name):
             continue
-        failed.append(
-            call.spec.human_label() if call.spec is not None else safe_tool_name(call.use.name)
-        )
-    return failed
+        label = call.spec.human_label() if call.spec is not None else safe_tool_name(call.use.name)
+        (failed if result.get("is_error") else worked).append(label)
+    return failed, worked
 
 
 def _using(model: str | None) -> str:

@@ -426,6 +426,35 @@ async def test_a_tool_that_ran_and_failed_is_a_failed_step(harness: Harness) -> 
     assert "Used" not in done["summary_normal"] and "step" in done["summary_detailed"]
 
 
+async def test_a_request_that_recovered_says_what_it_recovered_from(harness: Harness) -> None:
+    """A failed run followed by a run that worked ends by naming the recovery, not "1 step
+    failed" (the person would look for a failure that was already fixed)."""
+
+    @aaep_tool
+    def run_it(n: int) -> ToolResult:
+        """Run something that may fail.
+
+        Parameters
+        ----------
+        n : int
+            1 fails, 2 works.
+        """
+        if n == 1:
+            return ToolResult(content="NameError", summary="Cell 3 failed.", is_error=True)
+        return ToolResult(content="ok", summary="Cell 3 ran.")
+
+    harness.add_tools([run_it])
+    harness.fake.add(
+        Turn(tool_uses=[ToolUse("run_it", {"n": 1})]),
+        Turn(text="I will fix it.", tool_uses=[ToolUse("run_it", {"n": 2})]),
+        Turn(text="Fixed."),
+    )
+    await harness.ask("run it")
+    done = harness.events.of_type("session.completed")[0]
+    assert done["summary_normal"] == "Done, after recovering from 1 step that failed first: run it."
+    assert "failed" not in done["summary_terse"]
+
+
 async def test_turn_cap_ends_with_a_clear_message(harness: Harness, calls) -> None:
     harness.config.max_turns = 2
     harness.fake.add(
