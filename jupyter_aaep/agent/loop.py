@@ -26,6 +26,8 @@ import anthropic
 from ..aaep.broker import ReplyBroker
 from ..aaep.coalescer import Boundary, OutputCoalescer
 from ..aaep.events import (
+    Progress,
+    ProgressUpdated,
     SessionCancelled,
     SessionCompleted,
     SessionErrored,
@@ -137,6 +139,8 @@ class _Run:
     lost: str | None = None
     """The agent's edits another program's write to the file took away (said at the end)."""
     control: RunControl = field(default_factory=RunControl)
+    rules_prompt: str = ""
+    """The rules files that apply to this notebook, as the system prompt carries them."""
 
     def close_output(self) -> None:
         if self.output is not None:
@@ -208,6 +212,7 @@ class AgentLoop:
             control=control,
         )
         run.dispatcher = dispatcher
+        await self._read_rules(run)
         try:
             return await self._turns(run, history, dispatcher)
         except ContextTooLarge as error:
@@ -328,14 +333,13 @@ class AgentLoop:
         assert manager is not None
         too_long = 0
         while True:
-            static = self._request(
-                run.chat, []
-            )  # the system prompt and tools, which every request repeats
+            # the system prompt and tools, which every request repeats
+            static = self._request(run.chat, [], rules=run.rules_prompt)
             fixed = estimate_tokens(static.get("tools") or []) + estimate_tokens(static["system"])
             self._announce(run, manager.prepare(history, fixed, request_start=request_start))
             estimate = manager.estimate(fixed, history)
             edit = manager.server_edit(estimate)
-            params = self._request(run.chat, history)
+            params = self._request(run.chat, history, rules=run.rules_prompt)
             started = time.monotonic()
             try:
                 message = await self._stream_turn(run, params, edit)
@@ -456,10 +460,44 @@ class AgentLoop:
         run.close_output()
         return message
 
-    def _request(self, chat: ChatContext, history: list[dict[str, Any]]) -> dict[str, Any]:
+    async def _read_rules(self, run: _Run) -> None:
+        """The notebook's rules files into the system prompt; the person hears which apply
+        the first time and whenever that changes (never silently, never fatal)."""
+        provider = run.chat.services.rules
+        path = run.chat.notebook_path
+        if provider is None or not path:
+            return
+        try:
+            applied = await provider(path)
+        except Exception:  # a rules file must never stop a request
+            log.exception("reading the rules files failed")
+            return
+        run.rules_prompt = applied.prompt_text()
+        told = run.chat.context
+        if told.rules_told == applied.signature:
+            return
+        first = told.rules_told is None
+        told.rules_told = applied.signature
+        sentence = applied.sentence()
+        if not sentence or (first and not applied.rules and not applied.problems):
+            return
+        run.session.emit(
+            ProgressUpdated(
+                progress=Progress(description=sentence),
+                urgency="normal",
+                summary=Summary(normal=sentence, terse=sentence, detailed=sentence),
+            )
+        )
+
+    def _request(
+        self, chat: ChatContext, history: list[dict[str, Any]], *, rules: str = ""
+    ) -> dict[str, Any]:
         cfg = self.config
-        static = cfg.system_prompt + (
-            f"\n{cfg.extra_instructions}" if cfg.extra_instructions else ""
+        # Rules change rarely: they go with the cached system prompt, before the chat's context.
+        static = (
+            cfg.system_prompt
+            + (f"\n{cfg.extra_instructions}" if cfg.extra_instructions else "")
+            + rules
         )
         static_block: dict[str, Any] = {"type": "text", "text": static}
         if cfg.prompt_caching:

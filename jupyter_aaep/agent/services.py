@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .rules import RulesProvider
+
 __all__ = [
     "AgentServices",
     "CellRunFollower",
@@ -136,3 +138,5 @@ class AgentServices:
     """The live notebooks: the notebook tools narrow it to the notebook layer's service."""
     long_runs: CellRunFollower | None = None
     """Announces the ends of cells that outlast a tool call."""
+    rules: RulesProvider | None = None
+    """Reads the rules files that apply to a notebook (``agent/rules.py``)."""

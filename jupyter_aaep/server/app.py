@@ -37,6 +37,7 @@ from ..agent.context import ContextSettings, Strategy
 from ..agent.loop import AgentConfig
 from ..agent.persistence import ChatPersistence
 from ..agent.retention import RetentionPolicy
+from ..agent.rules import RuleFiles
 from ..agent.runner import ChatRunner
 from ..agent.store import ChatStore
 from ..agent.store_health import StoreHealth
@@ -404,6 +405,15 @@ class AAEPExtension(ExtensionApp):
         "the agent runs, can then read it.",
     )
 
+    rules_files = Bool(
+        True,
+        config=True,
+        help="Read the rules files for the agent's system prompt: your own "
+        "({jupyter config dir}/aaep/rules/*.md), AGENTS.md and CLAUDE.md in the server root and each "
+        "folder down to the notebook's, and the project's .aaep/rules/*.md (docs/configuration.md). "
+        "The person hears which apply. False: none are read.",
+    )
+
     kernel_replies = Bool(
         False,
         config=True,
@@ -528,6 +538,8 @@ class AAEPExtension(ExtensionApp):
         )
         self.toolbox = Toolbox(log=self.log)
         self.toolbox.load(self.server, self.extra_tools)
+        if self.rules_files:
+            self.toolbox.rules = self._rule_files()
         notebooks = self.toolbox.notebooks
         if notebooks is not None:
             notebooks.image_max_edge = self.model_image_max_edge
@@ -588,6 +600,12 @@ class AAEPExtension(ExtensionApp):
 
         self.mcp_endpoint = self._mcp_endpoint() if self.mcp_server else None
         self.mcp_servers = self._mcp_servers()
+
+    def _rule_files(self) -> RuleFiles:
+        from jupyter_core.paths import jupyter_config_dir
+
+        root = Path(getattr(self.serverapp, "root_dir", None) or ".").expanduser().resolve()
+        return RuleFiles(root, user_dir=Path(jupyter_config_dir()) / "aaep" / "rules")
 
     def _mcp_servers(self) -> Any:
         """The user's MCP servers, read now and started once the loop runs."""

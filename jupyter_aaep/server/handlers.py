@@ -173,6 +173,37 @@ class MCPServersHandler(AAEPHandler):
         )
 
 
+class RulesHandler(AAEPHandler):
+    """``GET /aaep/v1/rules?notebook_path=``: which rules files apply to that notebook, which
+    were left out (inactive or scoped elsewhere), and the problems met reading them, for the
+    panel's *Which rules apply here?*."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        path = self.get_argument("notebook_path", "").strip().lstrip("/")
+        if not path:
+            raise web.HTTPError(
+                400, "Say which notebook: ?notebook_path=<path in the Jupyter root>."
+            )
+        toolbox = self.service.toolbox
+        if toolbox.rules is None:
+            self.finish(
+                json.dumps(
+                    {
+                        "applies": [],
+                        "skipped": [],
+                        "problems": [],
+                        "sentence": "Rules files are turned off on this server "
+                        "(c.AAEPExtension.rules_files).",
+                    }
+                )
+            )
+            return
+        applied = await toolbox.rules_for(path)
+        self.finish(json.dumps(applied.describe()))
+
+
 def handler_routes(
     service: AAEPService, *, keepalive: float
 ) -> list[tuple[str, type, dict[str, Any]]]:
@@ -187,6 +218,7 @@ def handler_routes(
         (r"aaep/v1/manifest", ManifestHandler, common),
         (r"aaep/v1/models", ModelsHandler, common),
         (r"aaep/v1/mcp/servers", MCPServersHandler, common),
+        (r"aaep/v1/rules", RulesHandler, common),
         (r"aaep/v1/chats", ChatsHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/events", EventStreamHandler, streaming),
         (rf"aaep/v1/chats/{_ANY_CHAT}/messages", MessagesHandler, common),
