@@ -188,8 +188,10 @@ def test_answers_say_cells_as_a_person_would() -> None:
     """No id, execution count, 0.0 s timing or a figure's repr in what the person reads."""
     result = (
         "run_cell",
-        "Cell 8 (id 8d4acacd) ran in 0.0 s as [6]: ok.\nOutputs:\n[stdout]\nMean: 4\n"
-        "[execute_result]\n<Figure size 640x480 with 1 Axes>",
+        (
+            "Cell 8 (id 8d4acacd) ran in 0.0 s as [6]: ok.\nOutputs:\n[stdout]\nMean: 4\n"
+            "[execute_result]\n<Figure size 640x480 with 1 Axes>"
+        ),
         False,
     )
     said = demo_model(convo("anything", STATE, result)).text
