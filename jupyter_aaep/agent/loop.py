@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -48,6 +49,7 @@ from ._loop_text import tool_phrase as _tool_phrase
 from ._loop_text import was_declined as _was_declined
 from ._loop_text import with_moving_breakpoint as _with_moving_breakpoint
 from .chat_context import ChatContext
+from .citations import CitationRewriter
 from .context import (
     CONTEXT_MANAGEMENT_BETA,
     ContextManager,
@@ -447,7 +449,11 @@ class AgentLoop:
                 if event.type == "content_block_delta" and event.delta.type == "text_delta":
                     if run.output is None:
                         session.change_state("writing_output")
-                        run.output = OutputCoalescer(session, boundary=self.config.output_boundary)
+                        run.output = OutputCoalescer(
+                            session,
+                            boundary=self.config.output_boundary,
+                            rewrite=await self._citations(run),
+                        )
                     run.output.feed(event.delta.text)
                 elif (
                     event.type == "content_block_start"
@@ -459,6 +465,18 @@ class AgentLoop:
             message = await stream.get_final_message()
         run.close_output()
         return message
+
+    async def _citations(self, run: _Run) -> CitationRewriter:
+        """The rewriter of this answer's cell citations, with the cells' numbers as it starts."""
+        provider = run.chat.services.cell_numbers
+        path = run.chat.notebook_path
+        numbers: Mapping[str, int] = {}
+        if provider is not None and path:
+            try:
+                numbers = await provider(path)
+            except Exception:  # noqa: BLE001 - without numbers a citation reads as a missing cell
+                log.warning("the notebook's cell numbers could not be read for citations")
+        return CitationRewriter(numbers)
 
     async def _read_rules(self, run: _Run) -> None:
         """The notebook's rules files into the system prompt; the person hears which apply

@@ -11,7 +11,7 @@ jupyter-collaboration has no notebook service): callers check, and say so in a s
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -140,3 +140,5 @@ class AgentServices:
     """Announces the ends of cells that outlast a tool call."""
     rules: RulesProvider | None = None
     """Reads the rules files that apply to a notebook (``agent/rules.py``)."""
+    cell_numbers: Callable[[str], Awaitable[Mapping[str, int]]] | None = None
+    """A notebook's cell ids → their numbers now, for the answer's cell citations."""

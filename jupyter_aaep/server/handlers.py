@@ -19,6 +19,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..aaep.manifest import build_manifest
+from ..agent.citations import CITATIONS_CONTEXT
 from .base import AAEPHandler
 from .long_runs import how_far_along
 from .messages import take_request_id
@@ -114,6 +115,7 @@ class ManifestHandler(AAEPHandler):
                 "chat_websocket": self.service.url_for("chats/{chat_id}/ws"),
             },
             max_concurrent_subscriptions=hub.max_streams,
+            extensions=(CITATIONS_CONTEXT,),
         )
         self.finish(json.dumps(manifest))
 

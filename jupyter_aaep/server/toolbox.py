@@ -72,7 +72,17 @@ class Toolbox:
     def agent_services(self, *, long_runs: CellRunFollower | None = None) -> AgentServices:
         """What the runner hands the agent and its tools."""
         rules = self.rules_for if self.rules is not None else None
-        return AgentServices(notebook=self.notebooks, long_runs=long_runs, rules=rules)
+        numbers = self.cell_numbers if self.notebooks is not None else None
+        return AgentServices(
+            notebook=self.notebooks, long_runs=long_runs, rules=rules, cell_numbers=numbers
+        )
+
+    async def cell_numbers(self, notebook_path: str) -> dict[str, int]:
+        """The notebook's cell ids and their numbers (1-based), as the person sees them now."""
+        if self.notebooks is None or not notebook_path.endswith(".ipynb"):
+            return {}
+        live = await self.notebooks.open(notebook_path)
+        return {cell_id: i + 1 for i, cell_id in enumerate(live.cell_ids())}
 
     async def rules_for(self, notebook_path: str) -> AppliedRules:
         """The rules that apply to *notebook_path*, matched against its kernel and language

@@ -9,6 +9,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { Announcer } from './announcer';
+import { CitationNavigator } from './citationNavigator';
 import { CommandIDs, registerCommands } from './commands';
 import { FigureDescriber } from './figures';
 import { ModelChooser } from './modelChoice';
@@ -60,7 +61,14 @@ async function activate(
     }),
     rendermime,
     commands: app.commands,
-    translator: translator ?? nullTranslator
+    translator: translator ?? nullTranslator,
+    citations: new CitationNavigator({
+      tracker,
+      shell: app.shell,
+      announcer,
+      trans,
+      notebookPath: () => controller.notebookPath
+    })
   });
   app.shell.add(panel, settings.panelArea, { rank: 900 });
   restorer?.add(panel, 'jupyter-aaep-panel');
