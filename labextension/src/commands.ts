@@ -15,6 +15,7 @@ import { CODE_LINE_CLASS } from './components/CodeLines';
 import { DESCRIBE_FIGURE, SAVE_FIGURE_ALT, registerFigureCommands } from './figureCommands';
 import { FigureDescriber } from './figures';
 import { shortcutLabel } from './shortcuts';
+import { whichRules } from './rules';
 
 /** Command ids (`jupyter-aaep:verb-noun`). */
 export namespace CommandIDs {
@@ -34,6 +35,7 @@ export namespace CommandIDs {
   export const hearLastOutput = 'jupyter-aaep:hear-last-output';
   export const howFarAlong = 'jupyter-aaep:how-far-along';
   export const setVerbosity = 'jupyter-aaep:set-verbosity';
+  export const whichRules = 'jupyter-aaep:which-rules';
 }
 
 const VERBOSITIES: Verbosity[] = ['terse', 'normal', 'detailed'];
@@ -301,6 +303,11 @@ export function registerCommands(options: ICommandsOptions): void {
     label: trans.__('Say the Token Usage'),
     caption: trans.__("Announce this chat's token usage and estimated cost"),
     execute: () => controller.speakUsage()
+  });
+  app.commands.addCommand(CommandIDs.whichRules, {
+    label: trans.__('Which Rules Apply Here?'),
+    caption: trans.__('Say which rules files the agent follows in this notebook, where they are and where they apply'),
+    execute: async () => announcer.announce(await whichRules(controller.notebookPath, trans))
   });
   registerFigureCommands({
     app,

@@ -89,3 +89,24 @@ test('links are named by the number now; a gone cell is words; an unopened noteb
   assert.equal(citationIndex('http://x/lab#aaep-cell-citation-1'), 1);
   assert.equal(citationIndex('#elsewhere'), null);
 });
+
+test('which rules apply, in one announcement', async () => {
+  const { rulesWords } = await import('../lib/rules.js');
+  const said = rulesWords(
+    {
+      sentence: '1 rule applies: AGENTS.md.',
+      applies: [{ label: 'AGENTS.md', path: '/srv/AGENTS.md', active: true, scope: null, cut: false }],
+      skipped: [
+        { label: '.aaep/rules/r.md', path: '/srv/.aaep/rules/r.md', active: true, scope: 'languages r', cut: false },
+        { label: '.aaep/rules/off.md', path: '/srv/.aaep/rules/off.md', active: false, scope: null, cut: false }
+      ],
+      problems: []
+    },
+    trans
+  );
+  assert.equal(
+    said,
+    '1 rule applies: AGENTS.md. AGENTS.md is at /srv/AGENTS.md and applies everywhere. ' +
+      '.aaep/rules/r.md does not apply here: it is for languages r. .aaep/rules/off.md is switched off (active: false).'
+  );
+});

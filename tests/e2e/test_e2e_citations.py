@@ -48,3 +48,15 @@ def test_a_citation_is_a_link_that_goes_to_its_cell_by_keyboard(ui: PanelPage, m
     said = " ".join(entry["text"] for entry in ui.live_log())
     assert second not in said and "[[" not in said and "cell:" not in said
     assert ui.axe() == []
+
+
+def test_which_rules_apply_here_is_said(ui: PanelPage) -> None:
+    (ui.lab.root / "AGENTS.md").write_text("Use pandas.")
+    try:
+        ui.open_notebook()
+        ui.open_panel()
+        ui.record_live_regions()
+        ui.page.evaluate("() => window.jupyterapp.commands.execute('jupyter-aaep:which-rules')")
+        ui.wait_announced("1 rule applies: AGENTS.md. AGENTS.md is at ")
+    finally:
+        (ui.lab.root / "AGENTS.md").unlink()
