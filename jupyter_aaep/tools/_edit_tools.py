@@ -17,8 +17,11 @@ from ..errors import ToolError
 from ..notebook.documents import LiveNotebook
 from ..notebook.edit_record import CellOperation
 from ..notebook.render import CellView, render_cells
+from ..notebook.service import NotebookService
 from ..words import plural
 from ._agent_edits import (
+    base_of,
+    in_use_refusal,
     matches,
     merge_onto_current,
     move_around_typists,
@@ -27,6 +30,7 @@ from ._agent_edits import (
     reload_note,
     remember,
     stale_refusal,
+    wait_until_free,
 )
 from ._change_preview import (
     cell_fingerprint,
@@ -64,9 +68,10 @@ async def get_notebook_state(
     """Read the notebook: every cell's number, id, type and source, its outputs, and the kernel state.
 
     Call this before changing a notebook you have not read in this conversation, and again after
-    the user may have edited it. Each cell shows a version: pass it to edit_cell, delete_cell and
-    move_cell so a change someone made since you read the cell is never overwritten. Long sources and outputs are cut with a marker; read specific
-    cells with cell_ids to see them in full. Images are described, not shown.
+    the user may have edited it: edit_cell and delete_cell only change a cell you have read, and
+    merge your change with anyone else's made since (or refuse it when both touch the same lines).
+    Each cell shows a version you may pass to them. Long sources and outputs are cut with a
+    marker; read specific cells with cell_ids to see them in full. Images are described, not shown.
 
     Parameters
     ----------
@@ -103,7 +108,7 @@ async def get_notebook_state(
         views, title=title, budget=service.state_budget, include_outputs=include_outputs
     )
     for view in views:
-        remember(ctx, view.source)
+        remember(ctx, nb.path, view.id, view.source)
     state = kernel.execution_state if kernel else "not started"
     return ToolResult(
         content=note + text, summary=f"Read the notebook: {plural(total, 'cell')}, kernel {state}."
@@ -169,7 +174,7 @@ async def create_cell(
             "create", cell["id"], after={"source": source, "cell_type": cell_type}, index=number - 1
         ),
     )
-    version = remember(ctx, source)
+    version = remember(ctx, nb.path, cell["id"], source)
     where = f"after cell {number - 1}" if number > 1 else "at the top"
     return ToolResult(
         content=f"{note}Created {cell_type} cell {number} (id {cell['id']}), {where}. "
@@ -188,9 +193,10 @@ async def edit_cell(
 ) -> ToolResult:
     """Replace a cell's whole source (and optionally change it between code and markdown). The cell is not run.
 
-    Pass the version get_notebook_state showed for the cell: if someone changed the cell since,
-    your change is merged with theirs when the two touch different lines, and refused otherwise
-    (then read the cell again).
+    Read the cell first (get_notebook_state): a cell you have not read is not changed. If someone
+    changed the cell since you read it, your change is merged with theirs when the two touch
+    different lines, and refused otherwise (then read the cell again). Changing the type of a cell
+    someone is typing in waits a moment, then is refused.
 
     Parameters
     ----------
@@ -201,7 +207,8 @@ async def edit_cell(
     cell_type : {'code', 'markdown'}
         "code" or "markdown" to change the cell's type; leave out to keep it.
     version : str, optional
-        The cell's version as you read it (from get_notebook_state or the result of your last edit).
+        The cell's version as you read it (from get_notebook_state or the result of your last
+        edit); without it, the text you were last shown of the cell is used.
     """
     service = service_of(ctx)
     nb = await service.open(chat_path(ctx))
@@ -209,19 +216,29 @@ async def edit_cell(
     number = nb.index_of(cell_id) + 1
     old = nb.cell(cell_id)
     _check_approved(ctx, cell_fingerprint(old), f"Cell {number} changed")
+    base = base_of(
+        ctx,
+        path=nb.path,
+        cell_id=cell_id,
+        number=number,
+        version=version,
+        current=plain_source(old),
+        doing="edit",
+    )
+    retyped = cell_type is not None and cell_type != old.get("cell_type")
+    if retyped:  # a new type re-creates the cell: never under someone's editor
+        nb, in_use = await wait_until_free(ctx, nb, {cell_id})
+        if in_use:
+            raise in_use_refusal(ctx, number, "changed", "change the type of")
+        number, old = nb.index_of(cell_id) + 1, nb.cell(cell_id)
     current = plain_source(old)
+    source = _with_secrets_restored(source, base if base is not None else current, number)
     merged = False
-    if not matches(version, current):
-        read = service.read_source(version or "")
-        source = _with_secrets_restored(source, read if read is not None else current, number)
-        source = merge_onto_current(
-            ctx, number=number, version=version or "", new=source, current=current
-        )
+    if base != current:
+        source = merge_onto_current(ctx, number=number, base=base, new=source, current=current)
         merged = source != current
-    else:
-        source = _with_secrets_restored(source, current, number)
     kind = str(old.get("cell_type", "code"))
-    if cell_type is not None and cell_type != old.get("cell_type"):
+    if retyped and cell_type is not None:
         nb.change_type(cell_id, cell_type, source)
         kind = cell_type
     else:
@@ -240,7 +257,7 @@ async def edit_cell(
                 index=number - 1,
             ),
         )
-    tag = remember(ctx, source)
+    tag = remember(ctx, nb.path, cell_id, source)
     lines = len(source.splitlines())
     stale = (
         " Its outputs are from the previous version until it runs again."
@@ -348,18 +365,36 @@ async def _preview_create(
 async def delete_cell(ctx: ToolContext, cell_id: str, version: str | None = None) -> ToolResult:
     """Delete a cell and its outputs. The user can undo the agent's changes from the panel.
 
+    Only a cell you have read is deleted, and not when someone changed it since you read it or
+    is typing in it (the tool waits a moment for them, then refuses: ask them, or try later).
+
     Parameters
     ----------
     cell_id : str
         The id of the cell to delete.
     version : str, optional
-        The cell's version as you read it; a cell someone changed since is not deleted.
+        The cell's version as you read it; without it, the text you were last shown is used.
     """
     nb = await service_of(ctx).open(chat_path(ctx))
     note = await reload_note(ctx, nb.path)
     number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
     _check_approved(ctx, cell_fingerprint(cell), f"Cell {number} changed")
-    if not matches(version, plain_source(cell)):
+    base = base_of(
+        ctx,
+        path=nb.path,
+        cell_id=cell_id,
+        number=number,
+        version=version,
+        current=plain_source(cell),
+        doing="delete",
+    )
+    if base != plain_source(cell):
+        raise stale_refusal(ctx, number, "delete")
+    nb, in_use = await wait_until_free(ctx, nb, {cell_id})
+    number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
+    if in_use:
+        raise in_use_refusal(ctx, number, "deleted", "delete")
+    if plain_source(cell) != base:  # they typed, then paused: their text is not what was read
         raise stale_refusal(ctx, number, "delete")
     prev = nb.cell_ids()[number - 2] if number > 1 else None
     index, old = nb.delete_cell(cell_id)
@@ -463,21 +498,42 @@ async def move_cell(
 async def clear_outputs(ctx: ToolContext, cell_ids: list[str] | None = None) -> ToolResult:
     """Clear the outputs and execution counts of some code cells, or of all of them.
 
+    A cell someone is typing in is left as it is (the tool waits a moment for them first). A
+    cell still running shows the outputs it produces after the clear.
+
     Parameters
     ----------
     cell_ids : list of str, optional
         Ids of the cells to clear; leave out to clear every code cell.
     """
-    nb = await service_of(ctx).open(chat_path(ctx))
+    service = service_of(ctx)
+    nb = await service.open(chat_path(ctx))
     _check_approved(
         ctx, outputs_fingerprint(_clear_targets(nb, cell_ids)), "The cells' outputs changed"
     )
+    wanted = [str(c["id"]) for c in _clear_targets(nb, cell_ids)]
+    numbers = {cell_id: nb.index_of(cell_id) + 1 for cell_id in wanted}
+    nb, in_use = await wait_until_free(ctx, nb, set(wanted))
+    present = set(nb.cell_ids())
+    free = [c for c in wanted if c in present and c not in in_use]
+    if in_use and not free:
+        busy = sorted(numbers[c] for c in in_use)
+        if len(busy) == 1:
+            raise in_use_refusal(ctx, busy[0], "cleared", "clear the outputs of")
+        ctx.report_progress(
+            f"The agent wanted to clear the outputs of {_cell_list(busy)}, but someone is typing "
+            "in them, so they were left as they are."
+        )
+        raise ToolError(
+            f"Someone is typing in {_cell_list(busy)} right now, so they were not cleared. Ask "
+            "them, or try again later."
+        )
     before = {
         str(c["id"]): c
-        for c in _clear_targets(nb, cell_ids)
+        for c in _clear_targets(nb, free)
         if c.get("outputs") or c.get("execution_count")
     }
-    cleared = nb.clear_outputs(cell_ids)
+    cleared = nb.clear_outputs(free)
     for cell_id, cell in before.items():
         record(
             ctx,
@@ -492,10 +548,42 @@ async def clear_outputs(ctx: ToolContext, cell_ids: list[str] | None = None) -> 
                 },
             ),
         )
-    which = "all code cells" if cell_ids is None else plural(len(cleared), "cell")
+    which = "all code cells" if cell_ids is None and not in_use else plural(len(cleared), "cell")
+    after = _still_running(service, nb, cleared) + _left_in_use(ctx, nb, sorted(in_use))
     return ToolResult(
-        content=f"Cleared the outputs of {which} ({len(cleared)}).",
-        summary=f"Cleared the outputs of {which}.",
+        content=f"Cleared the outputs of {which} ({len(cleared)}).{after}",
+        summary=f"Cleared the outputs of {which}.{after}",
+    )
+
+
+def _still_running(service: NotebookService, nb: LiveNotebook, cell_ids: list[str]) -> str:
+    """Sentences for the cleared cells that are still running: their next outputs will show."""
+    said = ""
+    for cell_id in cell_ids:
+        run = service.runs.get(nb.path, cell_id)
+        running = (run is not None and not run.done) or nb.cell(cell_id).get(
+            "execution_state"
+        ) == "running"
+        if running:
+            said += (
+                f" Cell {nb.index_of(cell_id) + 1} is still running: its next outputs will show."
+            )
+    return said
+
+
+def _left_in_use(ctx: ToolContext, nb: LiveNotebook, cell_ids: list[str]) -> str:
+    """The sentence for the cells a clear left alone because someone is typing in them."""
+    if not cell_ids:
+        return ""
+    numbers = [nb.index_of(c) + 1 for c in cell_ids]
+    ctx.report_progress(
+        f"The agent wanted to clear the outputs of {_cell_list(numbers)} too, but someone is typing "
+        "there, so it was left as it is."
+    )
+    return (
+        f" Someone is typing in {_cell_list(numbers)} right now, so "
+        f"{'its' if len(numbers) == 1 else 'their'} outputs were not cleared. "
+        "Ask them, or try again later."
     )
 
 

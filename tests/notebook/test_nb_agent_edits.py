@@ -152,6 +152,7 @@ async def test_undo_keeps_a_collaborators_edit_and_cell_and_reverts_only_the_age
         rig = Rig(fake, service)
         chat = rig.chat(path)
         fake.add(
+            Turn(tool_uses=[ToolUse("get_notebook_state", {})]),
             Turn(
                 tool_uses=[
                     ToolUse("edit_cell", {"cell_id": "a", "source": "x = 100"}),
