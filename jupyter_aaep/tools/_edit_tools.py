@@ -1,4 +1,5 @@
-"""Tools that read and edit the live notebook: state, listing, create, edit, delete, move, clear.
+"""Tools that read and edit the live notebook: state, listing, create, edit (delete and move in
+:mod:`._arrange_tools`, clearing outputs in :mod:`._outputs_tools`).
 
 Edits are reversible (each is recorded, and Undo reverts the agent's own changes where nobody
 changed the cell since), so in the default approval mode they run without asking; in "ask before every change" each waits for the user, whose
@@ -9,49 +10,37 @@ shown. Each edit is a single transaction on the shared document, seen live by co
 from __future__ import annotations
 
 import difflib
-from typing import Any, Literal
+from typing import Literal
 
 from ..aaep.redaction import MASK, restore_masked
-from ..agent.tools import ActionPreview, StaleApproval, ToolContext, ToolResult, aaep_tool
+from ..agent.tools import ActionPreview, ToolContext, ToolResult, aaep_tool
 from ..errors import ToolError
-from ..notebook.documents import LiveNotebook
 from ..notebook.edit_record import CellOperation
 from ..notebook.render import CellView, render_cells
-from ..notebook.service import NotebookService
 from ..words import plural
 from ._agent_edits import (
     base_of,
     in_use_refusal,
-    matches,
     merge_onto_current,
-    move_around_typists,
     plain_source,
     record,
     reload_note,
     remember,
-    stale_refusal,
     wait_until_free,
 )
 from ._change_preview import (
     cell_fingerprint,
-    cell_label,
     change_context,
-    outputs_fingerprint,
+    check_approved,
+    named,
     placement_fingerprint,
+    type_word,
     where,
 )
 from ._run_text import describe_kernel
 from ._tool_common import chat_path, service_of, target_index
 
-__all__ = [
-    "clear_outputs",
-    "create_cell",
-    "delete_cell",
-    "edit_cell",
-    "get_notebook_state",
-    "list_notebooks",
-    "move_cell",
-]
+__all__ = ["create_cell", "edit_cell", "get_notebook_state", "list_notebooks"]
 
 # -- reading ------------------------------------------------------------------------------------
 
@@ -161,7 +150,7 @@ async def create_cell(
     _refuse_mask(source)
     nb = await service_of(ctx).open(chat_path(ctx))
     index = target_index(nb, after_cell_id, before_cell_id, position)
-    _check_approved(
+    check_approved(
         ctx, placement_fingerprint(nb, index), "The cells around where the new cell goes changed"
     )
     note = await reload_note(ctx, nb.path)
@@ -215,7 +204,7 @@ async def edit_cell(
     note = await reload_note(ctx, nb.path)
     number = nb.index_of(cell_id) + 1
     old = nb.cell(cell_id)
-    _check_approved(ctx, cell_fingerprint(old), f"Cell {number} changed")
+    check_approved(ctx, cell_fingerprint(old), f"Cell {number} changed")
     base = base_of(
         ctx,
         path=nb.path,
@@ -314,12 +303,12 @@ async def _preview_edit(
         "edit", cell_number=number, cell_type=kind, old=old, new=new, new_cell_type=becomes
     )
     summary = change["diff"]["summary"]
-    turned = f" It becomes a {_type_word(becomes)} cell." if becomes else ""
+    turned = f" It becomes a {type_word(becomes)} cell." if becomes else ""
     return ActionPreview(
         summary=f"Editing cell {number}.",
         terse=f"Edit cell {number}.",
-        detail=f"Editing cell {number}{_named(cell)}: {summary}.{turned}",
-        action=f"Edit {_type_word(kind)} cell {number}{_named(cell)}: "
+        detail=f"Editing cell {number}{named(cell)}: {summary}.{turned}",
+        action=f"Edit {type_word(kind)} cell {number}{named(cell)}: "
         f"{summary.lower() if summary.startswith('No') else summary}.{turned}",
         consequence="The cell's text changes; the cell is not run. Undo agent changes puts it back.",
         extra_context={
@@ -348,9 +337,9 @@ async def _preview_create(
     place = where(nb, index)
     lines = plural(len(source.splitlines()), "line")
     return ActionPreview(
-        summary=f"Creating a {_type_word(cell_type)} cell {place}.",
+        summary=f"Creating a {type_word(cell_type)} cell {place}.",
         terse=f"New cell {place}.",
-        action=f"Create a {_type_word(cell_type)} cell {place}, with {lines}.",
+        action=f"Create a {type_word(cell_type)} cell {place}, with {lines}.",
         consequence="A new cell appears in the notebook; it is not run. Undo agent changes removes it.",
         extra_context={
             "change": change_context(
@@ -358,344 +347,4 @@ async def _preview_create(
             ),
         },
         fingerprint=placement_fingerprint(nb, index),
-    )
-
-
-@aaep_tool(risk_level="medium", label="delete a cell")
-async def delete_cell(ctx: ToolContext, cell_id: str, version: str | None = None) -> ToolResult:
-    """Delete a cell and its outputs. The user can undo the agent's changes from the panel.
-
-    Only a cell you have read is deleted, and not when someone changed it since you read it or
-    is typing in it (the tool waits a moment for them, then refuses: ask them, or try later).
-
-    Parameters
-    ----------
-    cell_id : str
-        The id of the cell to delete.
-    version : str, optional
-        The cell's version as you read it; without it, the text you were last shown is used.
-    """
-    nb = await service_of(ctx).open(chat_path(ctx))
-    note = await reload_note(ctx, nb.path)
-    number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
-    _check_approved(ctx, cell_fingerprint(cell), f"Cell {number} changed")
-    base = base_of(
-        ctx,
-        path=nb.path,
-        cell_id=cell_id,
-        number=number,
-        version=version,
-        current=plain_source(cell),
-        doing="delete",
-    )
-    if base != plain_source(cell):
-        raise stale_refusal(ctx, number, "delete")
-    nb, in_use = await wait_until_free(ctx, nb, {cell_id})
-    number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
-    if in_use:
-        raise in_use_refusal(ctx, number, "deleted", "delete")
-    if plain_source(cell) != base:  # they typed, then paused: their text is not what was read
-        raise stale_refusal(ctx, number, "delete")
-    prev = nb.cell_ids()[number - 2] if number > 1 else None
-    index, old = nb.delete_cell(cell_id)
-    record(ctx, nb.path, CellOperation("delete", cell_id, before=old, index=index, prev=prev))
-    return ToolResult(
-        content=f"{note}Deleted cell {index + 1} (id {cell_id}, {old.get('cell_type')}). {plural(len(nb), 'cell')} remain; later cells moved up by one.",
-        summary=f"Deleted cell {index + 1}.",
-    )
-
-
-@delete_cell.preview
-async def _preview_delete(
-    ctx: ToolContext, cell_id: str, version: str | None = None
-) -> ActionPreview:
-    nb = await service_of(ctx).open(chat_path(ctx))
-    number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
-    source, kind = str(cell.get("source", "")), str(cell.get("cell_type", "code"))
-    outputs = len(cell.get("outputs") or [])
-    with_outputs = f" and its {plural(outputs, 'output')}" if outputs else ""
-    return ActionPreview(
-        summary=f"Deleting cell {number}.",
-        terse=f"Delete cell {number}.",
-        action=f"Delete {_type_word(kind)} cell {number}{_named(cell)}: "
-        f"{plural(len(source.splitlines()), 'line')}{with_outputs}.",
-        consequence="The cell disappears from the notebook; Undo agent changes brings it back.",
-        extra_context={
-            "cell_id": cell_id,
-            "cells_in_notebook": len(nb),  # read by agent/bulk_changes.py: "most of the notebook"
-            "source": source[:4000],
-            "change": change_context(
-                "delete", cell_number=number, cell_type=kind, old=source, outputs=outputs
-            ),
-        },
-        fingerprint=cell_fingerprint(cell),
-    )
-
-
-@aaep_tool(risk_level="low", label="move a cell")
-async def move_cell(
-    ctx: ToolContext,
-    cell_id: str,
-    after_cell_id: str | None = None,
-    before_cell_id: str | None = None,
-    position: int | None = None,
-    version: str | None = None,
-) -> ToolResult:
-    """Move a cell (with its outputs) to another place. Give exactly one of after_cell_id, before_cell_id or position.
-
-    Parameters
-    ----------
-    cell_id : str
-        The id of the cell to move.
-    after_cell_id : str, optional
-        Move it right after this cell.
-    before_cell_id : str, optional
-        Move it right before this cell.
-    position : int, optional
-        The 1-based number the cell should end up with.
-    version : str, optional
-        The cell's version as you read it; a cell someone changed since is not moved.
-    """
-    if after_cell_id is None and before_cell_id is None and position is None:
-        raise ToolError("Say where to move the cell: after_cell_id, before_cell_id or position.")
-    nb = await service_of(ctx).open(chat_path(ctx))
-    note = await reload_note(ctx, nb.path)
-    old = nb.index_of(cell_id)
-    if not matches(version, plain_source(nb.cell(cell_id))):
-        raise stale_refusal(ctx, old + 1, "move")
-    target = target_index(nb, after_cell_id, before_cell_id, position)
-    if target > old and position is None:
-        target -= 1  # the anchor shifts up once the cell is taken out
-    _check_approved(
-        ctx, _move_fingerprint(nb, cell_id, old, target), "The cells around where it goes changed"
-    )
-    ids = nb.cell_ids()
-    prev = ids[old - 1] if old else None
-    nb = await move_around_typists(ctx, nb, cell_id, target)
-    ids = nb.cell_ids()
-    new = ids.index(cell_id)
-    if new != old:
-        above = ids[new - 1] if new else None
-        record(
-            ctx,
-            nb.path,
-            CellOperation(
-                "move",
-                cell_id,
-                before={"source": plain_source(nb.cell(cell_id))},
-                after={"prev": above},
-                index=old,
-                prev=prev,
-            ),
-        )
-    return ToolResult(
-        content=f"{note}Moved cell {old + 1} (id {cell_id}) to position {new + 1}.",
-        summary=f"Moved cell {old + 1} to position {new + 1}.",
-    )
-
-
-@aaep_tool(risk_level="low", label="clear outputs")
-async def clear_outputs(ctx: ToolContext, cell_ids: list[str] | None = None) -> ToolResult:
-    """Clear the outputs and execution counts of some code cells, or of all of them.
-
-    A cell someone is typing in is left as it is (the tool waits a moment for them first). A
-    cell still running shows the outputs it produces after the clear.
-
-    Parameters
-    ----------
-    cell_ids : list of str, optional
-        Ids of the cells to clear; leave out to clear every code cell.
-    """
-    service = service_of(ctx)
-    nb = await service.open(chat_path(ctx))
-    _check_approved(
-        ctx, outputs_fingerprint(_clear_targets(nb, cell_ids)), "The cells' outputs changed"
-    )
-    wanted = [str(c["id"]) for c in _clear_targets(nb, cell_ids)]
-    numbers = {cell_id: nb.index_of(cell_id) + 1 for cell_id in wanted}
-    nb, in_use = await wait_until_free(ctx, nb, set(wanted))
-    present = set(nb.cell_ids())
-    free = [c for c in wanted if c in present and c not in in_use]
-    if in_use and not free:
-        busy = sorted(numbers[c] for c in in_use)
-        if len(busy) == 1:
-            raise in_use_refusal(ctx, busy[0], "cleared", "clear the outputs of")
-        ctx.report_progress(
-            f"The agent wanted to clear the outputs of {_cell_list(busy)}, but someone is typing "
-            "in them, so they were left as they are."
-        )
-        raise ToolError(
-            f"Someone is typing in {_cell_list(busy)} right now, so they were not cleared. Ask "
-            "them, or try again later."
-        )
-    before = {
-        str(c["id"]): c
-        for c in _clear_targets(nb, free)
-        if c.get("outputs") or c.get("execution_count")
-    }
-    cleared = nb.clear_outputs(free)
-    for cell_id, cell in before.items():
-        record(
-            ctx,
-            nb.path,
-            CellOperation(
-                "clear",
-                cell_id,
-                before={
-                    "source": plain_source(cell),
-                    "outputs": cell.get("outputs") or [],
-                    "execution_count": cell.get("execution_count"),
-                },
-            ),
-        )
-    which = "all code cells" if cell_ids is None and not in_use else plural(len(cleared), "cell")
-    after = _still_running(service, nb, cleared) + _left_in_use(ctx, nb, sorted(in_use))
-    return ToolResult(
-        content=f"Cleared the outputs of {which} ({len(cleared)}).{after}",
-        summary=f"Cleared the outputs of {which}.{after}",
-    )
-
-
-def _still_running(service: NotebookService, nb: LiveNotebook, cell_ids: list[str]) -> str:
-    """Sentences for the cleared cells that are still running: their next outputs will show."""
-    said = ""
-    for cell_id in cell_ids:
-        run = service.runs.get(nb.path, cell_id)
-        running = (run is not None and not run.done) or nb.cell(cell_id).get(
-            "execution_state"
-        ) == "running"
-        if running:
-            said += (
-                f" Cell {nb.index_of(cell_id) + 1} is still running: its next outputs will show."
-            )
-    return said
-
-
-def _left_in_use(ctx: ToolContext, nb: LiveNotebook, cell_ids: list[str]) -> str:
-    """The sentence for the cells a clear left alone because someone is typing in them."""
-    if not cell_ids:
-        return ""
-    numbers = [nb.index_of(c) + 1 for c in cell_ids]
-    ctx.report_progress(
-        f"The agent wanted to clear the outputs of {_cell_list(numbers)} too, but someone is typing "
-        "there, so it was left as it is."
-    )
-    return (
-        f" Someone is typing in {_cell_list(numbers)} right now, so "
-        f"{'its' if len(numbers) == 1 else 'their'} outputs were not cleared. "
-        "Ask them, or try again later."
-    )
-
-
-@move_cell.preview
-async def _preview_move(
-    ctx: ToolContext,
-    cell_id: str,
-    after_cell_id: str | None = None,
-    before_cell_id: str | None = None,
-    position: int | None = None,
-    version: str | None = None,
-) -> ActionPreview:
-    if after_cell_id is None and before_cell_id is None and position is None:
-        raise ToolError("Say where to move the cell: after_cell_id, before_cell_id or position.")
-    nb = await service_of(ctx).open(chat_path(ctx))
-    old, cell = nb.index_of(cell_id), nb.cell(cell_id)
-    target = target_index(nb, after_cell_id, before_cell_id, position)
-    if target > old and position is None:
-        target -= 1
-    target = max(0, min(target, len(nb) - 1))
-    place = where(nb, target, moving=cell_id)
-    return ActionPreview(
-        summary=f"Moving cell {old + 1}.",
-        terse=f"Move cell {old + 1}.",
-        action=f"Move cell {old + 1}{_named(cell)} to position {target + 1}, {place}.",
-        consequence="The cell and its outputs change place; nothing runs. Undo agent changes moves it back.",
-        extra_context={
-            "cell_id": cell_id,
-            "change": {
-                "kind": "move",
-                "cell_number": old + 1,
-                "cell_type": cell.get("cell_type"),
-                "from_position": old + 1,
-                "to_position": target + 1,
-                "where": place,
-                "label": cell_label(cell),
-            },
-        },
-        fingerprint=_move_fingerprint(nb, cell_id, old, target),
-    )
-
-
-@clear_outputs.preview
-async def _preview_clear(ctx: ToolContext, cell_ids: list[str] | None = None) -> ActionPreview:
-    nb = await service_of(ctx).open(chat_path(ctx))
-    targets = _clear_targets(nb, cell_ids)
-    numbers = [nb.index_of(str(c["id"])) + 1 for c in targets]
-    with_outputs = [n for n, c in zip(numbers, targets) if c.get("outputs")]
-    outputs = sum(len(c.get("outputs") or []) for c in targets)
-    which = "every code cell" if cell_ids is None else _cell_list(numbers)
-    return ActionPreview(
-        summary=f"Clearing the outputs of {which}.",
-        terse="Clear outputs.",
-        action=f"Clear the outputs of {which}: {plural(outputs, 'output')} in "
-        f"{plural(len(with_outputs), 'cell')}.",
-        consequence="The outputs disappear until the cells run again; Undo agent changes puts them back.",
-        extra_context={
-            "change": {
-                "kind": "clear_outputs",
-                "all": cell_ids is None,  # read by agent/bulk_changes.py: always asks
-                "cell_numbers": numbers[:200],
-                "cells_with_outputs": with_outputs[:200],
-                "outputs": outputs,
-            },
-        },
-        fingerprint=outputs_fingerprint(targets),
-    )
-
-
-# -- approvals bound to what was shown ----------------------------------------------------------
-
-
-def _check_approved(ctx: ToolContext, fingerprint: str, what_changed: str) -> None:
-    """Refuse an approved change when the notebook moved on since the user saw it."""
-    if ctx.approved_fingerprint is not None and ctx.approved_fingerprint != fingerprint:
-        raise StaleApproval(
-            f"{what_changed} while you were asked, so nothing was changed. Asking again with the "
-            "notebook as it is now."
-        )
-
-
-def _move_fingerprint(nb: LiveNotebook, cell_id: str, old: int, target: int) -> str:
-    return placement_fingerprint(nb, target, moving=cell_id) + f":{old}"
-
-
-def _clear_targets(nb: LiveNotebook, cell_ids: list[str] | None) -> list[dict[str, Any]]:
-    if cell_ids is not None:
-        for cell_id in cell_ids:
-            nb.index_of(cell_id)
-    wanted = set(cell_ids) if cell_ids is not None else None
-    return [
-        c
-        for c in nb.cells()
-        if c.get("cell_type") == "code" and (wanted is None or c.get("id") in wanted)
-    ]
-
-
-def _cell_list(numbers: list[int]) -> str:
-    if not numbers:
-        return "no cells"
-    if len(numbers) == 1:
-        return f"cell {numbers[0]}"
-    shown = ", ".join(str(n) for n in numbers[:10]) + (" …" if len(numbers) > 10 else "")
-    return f"cells {shown}"
-
-
-def _named(cell: dict[str, Any]) -> str:
-    """A Markdown cell's first words name it (" 'Load the data'"); code is called by its number."""
-    return f" {cell_label(cell)}" if cell.get("cell_type") == "markdown" else ""
-
-
-def _type_word(cell_type: str | None) -> str:
-    return (
-        "Markdown" if cell_type == "markdown" else "code" if cell_type == "code" else str(cell_type)
     )
