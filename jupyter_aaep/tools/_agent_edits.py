@@ -96,8 +96,9 @@ def base_of(
         ctx.report_progress(
             f"The agent had not read cell {number} yet, so it did not {doing} it; it can read it first."
         )
+        done = "deleted" if doing == "delete" else "changed"
         raise ToolError(
-            f"Cell {number} was not changed: you have not read it (or not since the server "
+            f"Cell {number} was not {done}: you have not read it (or not since the server "
             "restarted), so your text could replace someone's work unseen. Read it first "
             f"(get_notebook_state with its cell_id), then {doing} it again."
         )

@@ -110,12 +110,12 @@ async def test_a_cell_never_read_is_not_replaced_nor_deleted(
     other.chat_id = "another-chat"  # another chat's agent read the notebook: not this one
     await get_notebook_state(other)
     async with browser(path) as doc:
-        for attempt in (
-            edit_cell(ctx, cell_id="b", source="mine = 3"),
-            edit_cell(ctx, cell_id="b", source="mine = 3", cell_type="markdown"),
-            delete_cell(ctx, cell_id="b"),
+        for attempt, done in (
+            (edit_cell(ctx, cell_id="b", source="mine = 3"), "changed"),
+            (edit_cell(ctx, cell_id="b", source="mine = 3", cell_type="markdown"), "changed"),
+            (delete_cell(ctx, cell_id="b"), "deleted"),
         ):
-            with pytest.raises(ToolError, match="Cell 2 was not changed: you have not read it"):
+            with pytest.raises(ToolError, match=f"Cell 2 was not {done}: you have not read it"):
                 await attempt
         await asyncio.sleep(0.3)
         assert sources(doc) == {"a": "x = 1", "b": "mine = 2"}
