@@ -21,6 +21,9 @@ class ChatContext:
 
     chat_id: str | None = None
     notebook_path: str | None = None
+    reader: str | None = None
+    """Who the session's model is, for what the notebook showed it (the base of its edits):
+    ``None`` for the chat's own agent, the connection for an outside agent."""
     services: AgentServices = field(default_factory=AgentServices)
     approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     usage: Usage = field(default_factory=Usage)

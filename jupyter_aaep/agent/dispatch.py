@@ -131,6 +131,7 @@ class ToolDispatcher:
             chat_id=self.chat.chat_id,
             session_id=self.session.id,
             notebook_path=self.chat.notebook_path,
+            reader=self.chat.reader,
             services=self.chat.services,
             _ask=self._ask,
             _progress=self._progress,

@@ -82,6 +82,9 @@ class ToolContext:
     session_id: str | None = None
     """The session the call belongs to: what a cell left running is told in relation to."""
     notebook_path: str | None = None
+    reader: str | None = None
+    """Who reads and edits through this call: the chat for the built-in agent, the connection
+    for an outside agent (``None``: the chat). What it was shown is the base of its edits."""
     services: AgentServices = field(default_factory=AgentServices)
     """Collaborators provided by the host (e.g. ``services.notebook``)."""
     approved_fingerprint: str | None = None

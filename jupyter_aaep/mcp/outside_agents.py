@@ -260,6 +260,8 @@ class OutsideAgents:
                 chat, session
             )  # its edits are saved soon and undone like the agent's
             context = runner.context_for(chat, record, usage=Usage())
+            # What this connection was shown is its own (never the built-in agent's), across bursts.
+            context.reader = f"outside:{burst.client_key}"
             dispatcher = ToolDispatcher(
                 registry,
                 runner.broker,

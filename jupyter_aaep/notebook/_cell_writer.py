@@ -38,7 +38,9 @@ class LiveCellWriter:
 
     Implements the executor's ``RunSink``. Keeps a plain mirror of the outputs
     (:class:`CellOutputs`): if the room was dropped and re-created during a long run, or the
-    shared outputs no longer look as expected, the cell is rebuilt from the mirror.
+    shared outputs no longer look as expected, the cell is rebuilt from the mirror. Outputs
+    someone cleared during the run (the agent's ``clear_outputs``, a person's Clear) stay
+    cleared: the mirror starts again, and only what comes after shows in the cell.
     """
 
     refresh_seconds = 1.0
@@ -48,15 +50,19 @@ class LiveCellWriter:
         self._path = path
         self.cell_id = cell_id
         self.model = CellOutputs()
+        self._cleared: list[dict[str, Any]] = []
+        """Outputs of this run someone cleared from the cell: still the run's, never shown again."""
         self._doc: YNotebook | None = None
         self._fetched = 0.0
         self._index: int | None = None
         self._resync = False
+        self._written = 0
+        """How many outputs the shared cell held after this writer's last write."""
         self.cell_missing = False
 
     # -- RunSink -------------------------------------------------------------------------------
     def outputs(self) -> list[dict[str, Any]]:
-        return self.model.outputs()
+        return self._cleared + self.model.outputs()
 
     @property
     def display_ids(self) -> set[str]:
@@ -78,6 +84,8 @@ class LiveCellWriter:
         self._resync = False
 
     async def handle(self, msg_type: str, content: dict[str, Any]) -> None:
+        if self._written:
+            await self._notice_clear()
         ops = self.model.handle(msg_type, content)
         if ops:
             await self._apply(ops)
@@ -94,6 +102,20 @@ class LiveCellWriter:
             ycell["execution_state"] = "idle"
 
     # -- internals -----------------------------------------------------------------------------
+    async def _notice_clear(self) -> None:
+        """The shared cell has no outputs any more, in the same room, after this writer wrote
+        some: someone cleared them. Start the mirror again so they are not written back."""
+        ycell = await self._ycell()
+        if ycell is None or self._resync:
+            return
+        youtputs = ycell.get("outputs")
+        if isinstance(youtputs, Array) and len(youtputs) == 0:
+            self._written = 0
+            self._cleared.extend(self.model.outputs())
+            count = self.model.execution_count
+            self.model = CellOutputs()
+            self.model.execution_count = count
+
     async def _ycell(self) -> Any | None:
         now = time.monotonic()
         if self._doc is None or now - self._fetched >= self.refresh_seconds:
@@ -131,6 +153,7 @@ class LiveCellWriter:
                 if not _apply_op(youtputs, op):
                     self._rewrite(ycell)
                     return
+            self._written = len(youtputs)
 
     def _rewrite(self, ycell: Any) -> None:
         youtputs = ycell.get("outputs")
@@ -139,6 +162,7 @@ class LiveCellWriter:
         youtputs.clear()
         youtputs.extend([youtput(o) for o in self.model.outputs()])
         self._resync = False
+        self._written = len(youtputs)
 
 
 def youtput(output: dict[str, Any]) -> Map[Any]:

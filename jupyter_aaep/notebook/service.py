@@ -29,6 +29,7 @@ from .errors import NotebookError
 from .executor import ExecutionResult, KernelExecutor, ProgressCallback
 from .progress import ProgressTracker
 from .running import RunningCell, RunningCells
+from .shown import ShownSources
 
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
@@ -127,6 +128,8 @@ class NotebookService:
         self.max_images = max_images
         self.image_max_edge = image_max_edge
         self._read_sources: OrderedDict[str, str] = OrderedDict()
+        self.shown = ShownSources()
+        """What each reader (the agent's chat, an outside agent) was last shown of each cell."""
         self._records: dict[str, EditRecord] = {}
         self._reloads: dict[str, int] = {}
         self._listening = False
@@ -316,6 +319,12 @@ class NotebookService:
         while len(self._read_sources) > READ_SOURCES_KEPT:
             self._read_sources.popitem(last=False)
         return tag
+
+    def remember_shown(self, reader: str, path: str, cell_id: str, source: str) -> str:
+        """*reader* was shown *source* as *cell_id*'s text: the base of its next edit without a
+        version (:mod:`.shown`); returns the version tag, remembered as :meth:`remember_read` does."""
+        self.shown.remember(reader, path, cell_id, source)
+        return self.remember_read(source)
 
     def read_source(self, tag: str) -> str | None:
         """The source the model read under version *tag*, if this server still knows it."""

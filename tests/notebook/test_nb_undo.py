@@ -39,6 +39,7 @@ async def test_revert_puts_back_what_the_session_changed(notebook_file, service)
         with pytest.raises(InvalidInput, match="nothing to undo"):
             await runner.revert(chat.chat_id)
         fake.add(
+            Turn(tool_uses=[ToolUse("get_notebook_state", {})]),
             Turn(
                 tool_uses=[
                     ToolUse("edit_cell", {"cell_id": "keep", "source": "x = 100"}),
