@@ -164,8 +164,11 @@ def who(origin: ReplyOrigin) -> str:
 
 def same_client(name: str | None, agent: str) -> bool:
     """Whether a declared client name is the outside agent's ("claude-code" is "Claude Code")."""
-    squash = lambda text: re.sub(r"[^a-z0-9]", "", text.lower())  # noqa: E731
-    return name is not None and squash(name) == squash(agent)
+    return name is not None and _squash(name) == _squash(agent)
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
 def own_answer_refused(chat: Chat, origin: ReplyOrigin) -> str | None:
