@@ -420,7 +420,7 @@ class OutsideAgents:
             SessionErrored(
                 error_category="unknown",
                 error_code="OUTSIDE_AGENT_FAILED",
-                recoverable=True,
+                recoverable=False,  # nothing here continues it (Continue is the agent's own)
                 remediation_hint="Its next call starts again; the server log has the details.",
                 summary=Summary(
                     normal=f"{burst.client_name}'s work stopped on an error in the server: "
