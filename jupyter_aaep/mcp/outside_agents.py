@@ -260,6 +260,7 @@ class OutsideAgents:
                 chat, session
             )  # its edits are saved soon and undone like the agent's
             context = runner.context_for(chat, record, usage=Usage())
+            context.tell_notices(session)  # e.g. a program switched the chat's mode meanwhile
             dispatcher = ToolDispatcher(
                 registry,
                 runner.broker,

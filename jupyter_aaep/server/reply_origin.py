@@ -122,10 +122,10 @@ class StreamKeys:
         return keyed.origin
 
 
-def take_sender_fields(message: dict[str, Any]) -> tuple[Any, Any]:
-    """Remove and return the message's ``stream_key`` and ``via`` (ours, not AAEP's: a reply's
-    fields are a closed set)."""
-    return message.pop(KEY_FIELD, None), message.pop(VIA_FIELD, None)
+def take_sender_fields(message: dict[str, Any], *, reply: bool) -> tuple[Any, Any]:
+    """Remove and return the message's ``stream_key`` and, of a *reply*, its ``via`` (ours,
+    not AAEP's: a reply's fields are a closed set)."""
+    return message.pop(KEY_FIELD, None), message.pop(VIA_FIELD, None) if reply else None
 
 
 def declared(request: Mapping[str, Any]) -> ReplyOrigin:

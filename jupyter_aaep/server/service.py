@@ -295,7 +295,7 @@ class AAEPService:
         """Act on one client message (a POST body or a WebSocket frame); *origin* is the
         WebSocket's stream it came on (``None`` for a POST)."""
         kind = classify(message)
-        key, via = take_sender_fields(message)  # who sent it (reply_origin)
+        key, via = take_sender_fields(message, reply=kind in REPLY_TYPES)  # who sent it
         try:
             validate(message, kind)
         except RequestError as error:
@@ -332,8 +332,12 @@ class AAEPService:
             return await self._model(message, chat_id)
         if kind == "figure_alt_text":
             return Response(200, await save_alt_text(self.runner, self._chat(chat_id), message))
-        if kind == "guidance":
-            return self._guidance(message, chat_id)
+        if kind == "guidance":  # its settings may change the approval mode: said as any change
+            before = self._chat(chat_id).approval.mode
+            answer = self._guidance(message, chat_id)
+            if self._chat(chat_id).approval.mode != before:
+                mode_changed(self._chat(chat_id), sender)
+            return answer
         if kind == "control":
             return await self._control(message, chat_id)
         return self._approval_mode(message, chat_id, sender)

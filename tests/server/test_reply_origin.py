@@ -235,3 +235,22 @@ async def test_a_request_nobody_can_answer_is_rejected_and_said_so(
     assert said.startswith("Nobody was connected to answer it, so it was rejected: "), said
     assert not any("No answer in time" in e.get("summary_normal", "") for e in events)
     assert not any(e.get("type") == "aaep:agent.tool.invoked" for e in events)
+
+
+async def test_a_mode_change_in_guidance_settings_is_announced_too(
+    api, new_chat, fake_model, extension
+) -> None:
+    chat_id = await new_chat()
+    fake_model.add(Turn(text="Understood."))  # with nothing running, guidance starts a session
+    status, _, _ = await api(
+        "chats",
+        chat_id,
+        "messages",
+        method="POST",
+        body={"kind": "guidance", "text": "go faster", "settings": {"approval_mode": "auto"}},
+    )
+    assert status == 202
+    chat = extension.runner.get(chat_id)
+    await wait_until(lambda: not chat.running, timeout=20, what="the guided session to end")
+    said = [e.get("summary_normal") for e in chat.emitter.history]
+    assert "A program using your Jupyter login switched this chat to auto mode." in said, said
