@@ -203,6 +203,8 @@ class AgentLoop:
                 tools_available=tuple(self.registry.names()),
             )
         )
+        if chat is not None:
+            chat.tell_notices(session)
         control.bind(session, self.broker)
         append_user_text(history, user_text if not attachment else f"{user_text}\n\n{attachment}")
         dispatcher = ToolDispatcher(

@@ -37,6 +37,7 @@ from .tools import ToolRegistry
 from .usage import Usage
 
 log = logging.getLogger(__name__)
+_UNNAMED = ReplyOrigin("program")
 
 SNAPSHOTS_KEPT = 10
 EDIT_SAVE_DELAY = 0.15
@@ -415,6 +416,7 @@ class ChatRunner:
             check_changes=lambda: self._lost_changes(record),
             edits_stored=lambda: self.edits_stored(chat),
             still_running=still_running,
+            notices=chat.notices,
         )
 
     async def edits_stored(self, chat: Chat) -> None:
@@ -608,10 +610,10 @@ class ChatRunner:
         return [step.to_json() for step in store.steps(session_id)]
 
     def reply(
-        self, chat_id: str, reply: Mapping[str, Any], *, origin: ReplyOrigin = "panel"
+        self, chat_id: str, reply: Mapping[str, Any], *, origin: ReplyOrigin = _UNNAMED
     ) -> bool:
         """Offer a confirmation/clarification reply; never raises for a bad reply. *origin* is
-        where the server received it (a person's authenticated client unless it says otherwise)."""
+        where the server received it (how listeners hear who answered); unnamed, a program."""
         chat = self.get(chat_id)
         session_id = chat.session.id if chat.session else None
         if session_id is None:

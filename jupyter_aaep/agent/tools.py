@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from ..aaep.events import RiskLevel, default_decision_for
+from ..aaep.events import RiskLevel
 from ..aaep.ids import TOOL_NAME
 from ..aaep.redaction import redact_arguments
 from ..errors import ToolError
@@ -183,7 +183,9 @@ class ToolSpec:
 
     @property
     def default_decision(self) -> str:
-        return default_decision_for(irreversible=self.irreversible, risk_level=self.risk_level)
+        """What an unanswered confirmation of this tool decides: *reject*, whatever its risk
+        (silence never applies a change; :meth:`ApprovalPolicy.default_decision`)."""
+        return "reject"
 
     def human_label(self) -> str:
         return self.label or self.name.replace("_", " ")
@@ -373,8 +375,8 @@ def aaep_tool(
     risk_level
         ``"low"``, ``"medium"`` or ``"high"``: how much harm a wrong call could do.
     irreversible
-        Whether the effect cannot be undone; irreversible tools always ask first, and their
-        confirmation defaults to *reject* when nobody answers (the AAEP safety rule).
+        Whether the effect cannot be undone; irreversible tools always ask first. Every
+        confirmation, of any tool, defaults to *reject* when nobody answers.
     require_confirmation
         Force (``True``) or skip (``False``) the confirmation; by default a tool asks when it
         is irreversible or high risk.

@@ -262,6 +262,7 @@ class OutsideAgents:
             context = runner.context_for(chat, record, usage=Usage())
             # What this connection was shown is its own (never the built-in agent's), across bursts.
             context.reader = f"outside:{burst.client_key}"
+            context.tell_notices(session)  # e.g. a program switched the chat's mode meanwhile
             dispatcher = ToolDispatcher(
                 registry,
                 runner.broker,
@@ -422,7 +423,7 @@ class OutsideAgents:
             SessionErrored(
                 error_category="unknown",
                 error_code="OUTSIDE_AGENT_FAILED",
-                recoverable=True,
+                recoverable=False,  # nothing here continues it (Continue is the agent's own)
                 remediation_hint="Its next call starts again; the server log has the details.",
                 summary=Summary(
                     normal=f"{burst.client_name}'s work stopped on an error in the server: "

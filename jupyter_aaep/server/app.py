@@ -201,8 +201,8 @@ class AAEPExtension(ExtensionApp):
         default_value=dict(DEFAULT_TIMEOUTS),
         config=True,
         help="Seconds a confirmation waits for the user, by risk level ('low', 'medium', 'high'), "
-        "before its default decision applies (for risky or irreversible actions the default is to "
-        "reject). Missing levels keep their defaults. AAEP suggests 180-600 s for "
+        "before it is rejected (silence never approves a step, whatever its risk). Missing levels "
+        "keep their defaults. AAEP suggests 180-600 s for "
         "high risk, 60-180 s for medium and 30-90 s for low.",
     )
 

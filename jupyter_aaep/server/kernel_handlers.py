@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from jupyter_server.auth.decorator import allow_unauthenticated
 from tornado import web
 
+from ..aaep.broker import ReplyOrigin
 from ..agent.data_blocks import data_block
 from ..errors import AAEPError, RequestError
 from .base import AAEPHandler
@@ -338,7 +339,9 @@ class KernelGateway:
                 "This request was not shown in this notebook's %aaep view, so it cannot be "
                 "answered from here. Answer in the side panel.",
             )
-        self.runner.reply(chat.chat_id, self.service._attributed(body, chat), origin="notebook")
+        self.runner.reply(
+            chat.chat_id, self.service._attributed(body, chat), origin=ReplyOrigin("notebook")
+        )
         return Response(204)
 
     def showed(self, kernel_id: str, event: dict[str, Any]) -> None:

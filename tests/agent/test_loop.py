@@ -216,28 +216,32 @@ async def test_confirmation_rejected_never_invokes(harness: Harness, calls) -> N
     assert done["summary_normal"] == "Done." and done["summary_terse"] == "Done."
 
 
-async def test_confirmation_timeout_applies_the_default(harness: Harness, calls) -> None:
+async def test_silence_never_approves_a_step_even_a_reversible_low_risk_one(
+    harness: Harness, calls
+) -> None:
+    """Issue 25: a confirmation nobody answers is rejected, whatever its risk; the card says so
+    ("it will be rejected"), and the follow-up says why it did not happen."""
     harness.policy.timeouts = {"low": 1, "medium": 1, "high": 1}
     harness.fake.add(
         Turn(
             tool_uses=[ToolUse("run_code", {"code": "x = 2"}), ToolUse("add_note", {"text": "hi"})]
         ),
-        Turn(text="One ran, one did not."),
+        Turn(text="Neither ran."),
     )
     result = await harness.ask("do both")
 
     assert result.status == "completed"
-    # irreversible medium risk defaults to reject; reversible low risk defaults to accept
-    assert calls == [("add_note", {"text": "hi"})]
+    assert calls == [], "nothing ran without an answer"
     confirmations = harness.events.of_type("awaiting.confirmation")
-    assert [c["default_decision"] for c in confirmations] == ["reject", "accept"]
+    assert [c["default_decision"] for c in confirmations] == ["reject", "reject"]
+    for card in confirmations:
+        assert "it will be rejected" in card["summary_normal"]
+        assert "approved" not in card["summary_normal"]
     results = harness.last_tool_results()
-    assert results[0]["is_error"] is True and "did not answer in time" in results[0]["content"]
-    assert unwrap(results[1]["content"]) == "noted"
-    done = harness.events.of_type("session.completed")[0]["summary_detailed"]
-    assert done.startswith("Done. Used 1 tool: add a note. "), (
-        "a step not run by the default is not a failure"
-    )
+    assert all(r["is_error"] and "did not answer in time" in r["content"] for r in results)
+    said = [e["summary_normal"] for e in harness.events.of_type("state.changed")]
+    assert sum(s.startswith("No answer in time, so it was rejected") for s in said) == 2
+    assert harness.events.of_type("tool.invoked") == []
 
 
 async def test_invalid_replies_are_ignored(harness: Harness, calls) -> None:

@@ -47,15 +47,19 @@ async def off_loop(agent: Callable[[], Awaitable[T]]) -> T:
     return await asyncio.to_thread(lambda: asyncio.run(agent()))
 
 
-def reply(confirmation: dict[str, Any], decision: str) -> dict[str, Any]:
-    """A person's answer, as the panel sends it."""
-    return {
+def reply(confirmation: dict[str, Any], decision: str, key: str | None = None) -> dict[str, Any]:
+    """A person's answer, as the panel sends it: with the *key* of its stream (``panel_key``);
+    without one, it is a program's answer (refused for an outside agent's own request)."""
+    body = {
         "type": "confirmation.reply",
         "reply_token": confirmation["reply_token"],
         "subscription_id": new_subscription_id(),
         "timestamp": SessionClock().now(),
         "decision": decision,
     }
+    if key is not None:
+        body["stream_key"] = key
+    return body
 
 
 def is_type(suffix: str) -> Callable[[dict[str, Any]], bool]:
