@@ -10,6 +10,8 @@ here, next to each other, so they read as one document:
   without ``subscription_id`` (aaep-listen sends such replies) is attributed to that chat's
   subscriber: the sender is authenticated by Jupyter and the token is single-use, unguessable
   and was only sent to that chat's streams;
+- a reply marked ``"via": "notebook"`` (the ``%aaep`` view's buttons, drawn by the panel's
+  labextension) is heard as approved from the notebook (:mod:`.notebook_approval`);
 - ``subscription.request`` → 201 + ``Location`` with ``subscription.accepted``, or 200 with
   ``subscription.rejected`` (400 if the request itself was malformed); the answer also goes
   out on the stream(s) it applies to;
@@ -45,6 +47,7 @@ from .messages import (
     text_field,
 )
 from .models import ModelCatalog
+from .notebook_approval import describe_request, reply_origin
 from .policy import AdminPolicy
 from .request_context import request_attachment, save_alt_text
 from .streams import Stream, StreamHub, Transport
@@ -180,6 +183,12 @@ class AAEPService:
             "usage": usage,
             "guidance": [item.to_json() for item in chat.guidance],
         }
+
+    def pending_request(self, chat_id: str, request_id: str) -> dict[str, Any]:
+        """One request of the chat as the server describes it (the notebook view's buttons)."""
+        chat = self._chat(chat_id)
+        open_tokens = {request.token for request in self.runner.broker.pending()}
+        return describe_request(chat.emitter.history, request_id, open_tokens=open_tokens)
 
     def session_steps(self, chat_id: str, session_id: str) -> dict[str, Any]:
         """One session's step records: status, text, tool, latency, error and token usage of each."""
@@ -454,9 +463,10 @@ class AAEPService:
 
     def _reply(self, message: dict[str, Any], chat_id: str | None) -> Response:
         """Offer the reply to the broker; the answer is 204 whatever happened to it."""
+        message, origin = reply_origin(message)
         if chat_id is not None:
             chat = self._chat(chat_id)  # an unknown chat is a wrong URL, not a reply to hide
-            self.runner.reply(chat_id, self._attributed(message, chat))
+            self.runner.reply(chat_id, self._attributed(message, chat), origin=origin)
             return Response(204)
         token = message.get("reply_token")
         session = next(
@@ -467,7 +477,7 @@ class AAEPService:
             None,
         )
         if found is not None:
-            self.runner.reply(found.chat_id, message)
+            self.runner.reply(found.chat_id, message, origin=origin)
         else:
             log.warning(
                 "AAEP reply ignored (reply_token %s): no open request has that token",

@@ -15,6 +15,7 @@
  */
 import { JSONRecord, isRecord } from './aaep';
 import { AAEPRequestError, requestAPI } from './handler';
+import { IRequestAnswer, readRequestAnswer } from './notebookApproval';
 
 export { AAEPRequestError };
 
@@ -122,6 +123,18 @@ export function createChat(body: { notebook_path: string; approval_mode?: string
 /** `GET aaep/v1/chats/{id}`: status, transcript and open requests. */
 export function getChat(chatId: string): Promise<IChatInfo> {
   return requestAPI<IChatInfo>(['chats', chatId]);
+}
+
+/**
+ * `GET aaep/v1/chats/{id}/requests/{requestId}`: one request as the server
+ * describes it (the notebook view's Approve and Reject are drawn from this).
+ */
+export async function getRequest(chatId: string, requestId: string): Promise<IRequestAnswer> {
+  const answer = readRequestAnswer(await requestAPI<unknown>(['chats', chatId, 'requests', requestId]));
+  if (!answer) {
+    throw new AAEPRequestError(0, 'The server answered with something that is not a request.', false);
+  }
+  return answer;
 }
 
 /** `GET aaep/v1/models`. */

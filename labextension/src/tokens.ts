@@ -11,6 +11,14 @@ import type { ChatModel, ApprovalMode } from './model';
 /** The id of the main plugin, also the settings key. */
 export const PLUGIN_ID = 'jupyter-aaep:plugin';
 
+/**
+ * The widget module the `%aaep` view's approvals are registered under (the
+ * kernel's `ApprovalWidget` names it: `_view_module`, `_view_module_version`).
+ */
+export const NOTEBOOK_WIDGET_MODULE = 'jupyter-aaep';
+/** Its version: the package's, matched by the kernel's `^0.1.0`. */
+export const NOTEBOOK_WIDGET_VERSION = '0.1.0';
+
 /** User preferences from `schema/plugin.json`. */
 export interface IAAEPSettings {
   /** How much the announcer says. */
