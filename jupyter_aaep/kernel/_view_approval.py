@@ -20,7 +20,13 @@ from __future__ import annotations
 import ipywidgets as widgets  # type: ignore[import-untyped]
 from traitlets import Unicode
 
-__all__ = ["FRONTEND_MODULE", "FRONTEND_VERSION", "PANEL_ONLY", "PANEL_ONLY_CLASS", "ApprovalWidget"]
+__all__ = [
+    "FRONTEND_MODULE",
+    "FRONTEND_VERSION",
+    "PANEL_ONLY",
+    "PANEL_ONLY_CLASS",
+    "ApprovalWidget",
+]
 
 FRONTEND_MODULE = "jupyter-aaep"
 """The labextension's npm name, under which it registers the view with the widget manager."""

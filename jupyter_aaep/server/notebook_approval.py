@@ -29,7 +29,11 @@ _AWAITING = {
     "aaep:agent.awaiting.clarification": "clarification",
 }
 _STATE = "aaep:agent.state.changed"
-_ENDS = ("aaep:agent.session.completed", "aaep:agent.session.errored", "aaep:agent.session.cancelled")
+_ENDS = (
+    "aaep:agent.session.completed",
+    "aaep:agent.session.errored",
+    "aaep:agent.session.cancelled",
+)
 
 
 def reply_origin(message: Mapping[str, Any]) -> tuple[dict[str, Any], ReplyOrigin]:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from e2e_page import PanelPage
 from playwright.sync_api import Locator, expect
-from test_e2e_kernel_widget import READINGS_CELL, axe_in_view, widget_scenario
+from test_e2e_kernel_widget import axe_in_view, widget_scenario
 
 from jupyter_aaep.aaep.clock import SessionClock
 
@@ -114,7 +114,11 @@ def chat(ui: PanelPage) -> dict[str, Any]:
 
 
 def said(found: dict[str, Any]) -> list[str]:
-    return [str(e.get("summary_normal")) for e in found["transcript"] if e.get("from_state") == "awaiting_input"]
+    return [
+        str(e.get("summary_normal"))
+        for e in found["transcript"]
+        if e.get("from_state") == "awaiting_input"
+    ]
 
 
 def nothing_ran(ui: PanelPage) -> None:
@@ -130,8 +134,12 @@ def test_a_click_on_approve_runs_the_cell_and_kernel_code_cannot_click(ui: Panel
     approval = view.locator(".jp-AAEPApproval")
     # Drawn from the server's description; the kernel's own text for the card is hidden.
     expect(approval).to_contain_text("Approval needed: Run cell 2")
-    expect(approval.locator("pre")).to_contain_text("temperatures = [t for t, _ in readings.values()]")
-    expect(approval).to_contain_text(re.compile(r"If you do not answer by .+, it will be rejected\."))
+    expect(approval.locator("pre")).to_contain_text(
+        "temperatures = [t for t, _ in readings.values()]"
+    )
+    expect(approval).to_contain_text(
+        re.compile(r"If you do not answer by .+, it will be rejected\.")
+    )
     expect(view.get_by_text("Approve or reject this in the side panel.")).to_be_hidden()
     expect(view.get_by_role("button", name=REJECT)).to_be_enabled()
     violations = axe_in_view(ui)
@@ -166,7 +174,9 @@ def test_approve_with_the_keyboard_only(ui: PanelPage) -> None:
     ui.page.keyboard.press("Escape")  # out of the editor: from here only Tab and Enter
     stops = ui.tab_until(lambda f: f.get("name") == APPROVE, limit=60)
     focused = ui.focused() or {}
-    assert focused.get("tag") == "button" and (focused.get("outline") or focused.get("shadow")), stops
+    assert focused.get("tag") == "button" and (focused.get("outline") or focused.get("shadow")), (
+        stops
+    )
     ui.page.keyboard.press("Tab")
     assert (ui.focused() or {}).get("name") == REJECT
     ui.page.keyboard.press("Shift+Tab")

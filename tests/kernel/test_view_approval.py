@@ -84,7 +84,9 @@ async def _waiting(bridge: PanelOnlyBridge) -> tuple[LiveView, ApprovalWidget, d
     return view, widget, event
 
 
-async def test_the_card_names_the_request_and_shows_no_kernel_button(bridge: PanelOnlyBridge) -> None:
+async def test_the_card_names_the_request_and_shows_no_kernel_button(
+    bridge: PanelOnlyBridge,
+) -> None:
     view, widget, event = await _waiting(bridge)
     assert (widget.chat_id, widget.request_id) == ("chat-1", event["event_id"])
     assert buttons(view) == []  # no ipywidgets Button: nothing in the kernel to press

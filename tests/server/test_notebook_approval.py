@@ -29,8 +29,12 @@ async def _waiting(api, new_chat, ws, fake_model):  # type: ignore[no-untyped-de
     socket = await ws(chat_id, subprotocols=["aaep.v1"])
     await socket.write_message(json.dumps(request({"supports_confirmation_reply": True})))
     assert (await read_frame(socket))["type"] == "subscription.accepted"
-    await api("chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "book"})
-    frames = await frames_until(socket, lambda f: str(f.get("type")).endswith("awaiting.confirmation"))
+    await api(
+        "chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "book"}
+    )
+    frames = await frames_until(
+        socket, lambda f: str(f.get("type")).endswith("awaiting.confirmation")
+    )
     return chat_id, socket, frames[-1]
 
 
@@ -44,7 +48,9 @@ def _reply(confirmation: dict, **extra: str) -> dict:
     }
 
 
-async def test_a_reply_from_the_notebook_view_is_heard_as_such(api, new_chat, ws, fake_model) -> None:
+async def test_a_reply_from_the_notebook_view_is_heard_as_such(
+    api, new_chat, ws, fake_model
+) -> None:
     chat_id, socket, confirmation = await _waiting(api, new_chat, ws, fake_model)
     status, found, _ = await api("chats", chat_id, "requests", confirmation["event_id"])
     assert status == 200
@@ -90,6 +96,9 @@ async def test_an_unknown_request_is_a_404_with_a_sentence(api, new_chat) -> Non
 
 def test_the_origin_is_decided_by_the_marker_alone_and_the_marker_is_taken_off() -> None:
     reply = {"type": "confirmation.reply", "reply_token": "rpl_x", "via": "notebook"}
-    assert reply_origin(reply) == ({"type": "confirmation.reply", "reply_token": "rpl_x"}, "notebook")
+    assert reply_origin(reply) == (
+        {"type": "confirmation.reply", "reply_token": "rpl_x"},
+        "notebook",
+    )
     assert reply_origin({**reply, "via": "kernel"})[1] == "panel"
     assert reply_origin({"type": "confirmation.reply"}) == ({"type": "confirmation.reply"}, "panel")
