@@ -157,7 +157,13 @@ export function notebookApprovalExports(trans: TranslationBundle): {
       button.className = `jp-Button jp-mod-styled ${css}`;
       button.textContent = label;
       // A real click or key press in the browser; the kernel has no way to reach this handler.
-      button.addEventListener('click', () => void this._press(decision));
+      // A click made by a script (`button.click()` from a JavaScript output) is not trusted and
+      // is ignored: a speed bump, not a wall (such a script runs in the page, with its login).
+      button.addEventListener('click', event => {
+        if (event.isTrusted) {
+          void this._press(decision);
+        }
+      });
       return button;
     }
 
