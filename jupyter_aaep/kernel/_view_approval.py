@@ -30,8 +30,10 @@ __all__ = [
 
 FRONTEND_MODULE = "jupyter-aaep"
 """The labextension's npm name, under which it registers the view with the widget manager."""
-FRONTEND_VERSION = "^0.1.0"
-"""The versions of that module this kernel side works with (``labextension/package.json``)."""
+FRONTEND_VERSION = "^1.0.0"
+"""The versions of the view this side works with: of the contract between them (the traits
+``chat_id`` and ``request_id``; ``NOTEBOOK_WIDGET_VERSION`` in ``labextension/src/tokens.ts``),
+not of the package, so a kernel of another release still gets its buttons."""
 PANEL_ONLY = "Approve or reject this in the side panel."
 """What the card says where the notebook's own buttons cannot be drawn."""
 PANEL_ONLY_CLASS = "jp-AAEPView-panelOnly"

@@ -16,8 +16,12 @@ export const PLUGIN_ID = 'jupyter-aaep:plugin';
  * kernel's `ApprovalWidget` names it: `_view_module`, `_view_module_version`).
  */
 export const NOTEBOOK_WIDGET_MODULE = 'jupyter-aaep';
-/** Its version: the package's, matched by the kernel's `^0.1.0`. */
-export const NOTEBOOK_WIDGET_VERSION = '0.1.0';
+/**
+ * The version of what the kernel side and this view agree on (the traits
+ * `chat_id` and `request_id`), not the package's: a kernel of another
+ * jupyter-aaep release still gets its buttons while this stays the same.
+ */
+export const NOTEBOOK_WIDGET_VERSION = '1.0.0';
 
 /** User preferences from `schema/plugin.json`. */
 export interface IAAEPSettings {
