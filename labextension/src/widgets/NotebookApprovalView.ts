@@ -102,8 +102,10 @@ export function notebookApprovalExports(trans: TranslationBundle): {
       if (first) {
         this._draw(answer);
       }
-      if (!answer.open) {
+      if (!answer.open && answer.outcome !== null) {
         this._close(outcomeWords(answer, trans));
+      } else if (!answer.open) {
+        this._hideActions(); // answered; the producer's sentence about it follows in a moment
       }
     }
 
@@ -196,12 +198,18 @@ export function notebookApprovalExports(trans: TranslationBundle): {
 
     /** The request is answered (here or elsewhere): the outcome replaces the buttons. */
     private _close(outcome: string): void {
-      const hadFocus = this._actions.contains(document.activeElement);
+      this._hideActions();
       this._actions.remove();
       this._deadline.remove();
       this._say(outcome);
+    }
+
+    /** No more buttons; a focus on one of them moves to the outcome line (the person's place). */
+    private _hideActions(): void {
+      const hadFocus = this._actions.contains(document.activeElement);
+      this._actions.hidden = true;
       if (hadFocus) {
-        this._outcome.focus(); // the button that had it is gone: keep the person's place
+        this._outcome.focus();
       }
     }
 
