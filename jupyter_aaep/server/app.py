@@ -417,11 +417,12 @@ class AAEPExtension(ExtensionApp):
     kernel_replies = Bool(
         False,
         config=True,
-        help="When false (the default), approvals and answers are taken only from the side panel and "
-        "other clients that log in to Jupyter; the %aaep widget shows the request and sends you to the "
-        "panel. Code running in a kernel can do whatever the widget's Python side does, so an answer "
-        "from the kernel cannot be told apart from code answering the agent's request by itself. When "
-        "true, the widget's buttons answer too, but never for a chat in auto-approve mode, never while "
+        help="When false (the default), the kernel answers no approval: approvals are taken from the "
+        "side panel, from the %aaep widget's Approve and Reject (drawn and answered in the browser by the "
+        "labextension, with your login) and from other clients that log in to Jupyter. Code running in "
+        "a kernel can do whatever a widget's Python side does, so an answer from the kernel cannot be "
+        "told apart from code answering the agent's request by itself. When true, the old kernel-side "
+        "widget buttons answer too, but never for a chat in auto-approve mode, never while "
         "the agent's own code runs in that kernel, and only for a request that kernel's view received.",
     )
 

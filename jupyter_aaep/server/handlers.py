@@ -60,6 +60,17 @@ class ChatHandler(AAEPHandler):
         self.finish(json.dumps(view))
 
 
+class RequestHandler(AAEPHandler):
+    """``GET /aaep/v1/chats/{chat_id}/requests/{request_id}``: one confirmation or question
+    (by the event id of its ``awaiting.*`` event), whether it is still open, and its outcome.
+    The notebook's ``%aaep`` view draws its buttons from this, never from what the kernel says."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, chat_id: str, request_id: str) -> None:
+        self.finish(json.dumps(self.service.pending_request(chat_id, request_id)))
+
+
 class StepsHandler(AAEPHandler):
     """``GET /aaep/v1/chats/{chat_id}/sessions/{session_id}/steps``: what each step of a session did and cost."""
 
@@ -227,6 +238,7 @@ def handler_routes(
         (rf"aaep/v1/chats/{_ANY_CHAT}/ws", ChatSocketHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/variables", VariablesHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/progress", ProgressHandler, common),
+        (rf"aaep/v1/chats/{_ANY_CHAT}/requests/(?P<request_id>[^/]+)", RequestHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/sessions/(?P<session_id>[^/]+)/steps", StepsHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}", ChatHandler, common),
         (r"aaep/v1/events", EventStreamHandler, streaming),

@@ -10,6 +10,8 @@ here, next to each other, so they read as one document:
   without ``subscription_id`` (aaep-listen sends such replies) is attributed to that chat's
   subscriber: the sender is authenticated by Jupyter and the token is single-use, unguessable
   and was only sent to that chat's streams;
+- a reply marked ``"via": "notebook"`` (the ``%aaep`` view's buttons, drawn by the panel's
+  labextension) is heard as approved from the notebook (:mod:`.notebook_approval`);
 - ``subscription.request`` → 201 + ``Location`` with ``subscription.accepted``, or 200 with
   ``subscription.rejected`` (400 if the request itself was malformed); the answer also goes
   out on the stream(s) it applies to;
@@ -45,6 +47,7 @@ from .messages import (
     text_field,
 )
 from .models import ModelCatalog
+from .notebook_approval import describe_request
 from .policy import AdminPolicy
 from .reply_origin import mode_changed, refused_own_answer, take_sender_fields
 from .request_context import request_attachment, save_alt_text
@@ -181,6 +184,12 @@ class AAEPService:
             "usage": usage,
             "guidance": [item.to_json() for item in chat.guidance],
         }
+
+    def pending_request(self, chat_id: str, request_id: str) -> dict[str, Any]:
+        """One request of the chat as the server describes it (the notebook view's buttons)."""
+        chat = self._chat(chat_id)
+        open_tokens = {request.token for request in self.runner.broker.pending()}
+        return describe_request(chat.emitter.history, request_id, open_tokens=open_tokens)
 
     def session_steps(self, chat_id: str, session_id: str) -> dict[str, Any]:
         """One session's step records: status, text, tool, latency, error and token usage of each."""

@@ -15,6 +15,7 @@
  */
 import { JSONRecord, isRecord } from './aaep';
 import { AAEPRequestError, requestAPI } from './handler';
+import { IRequestAnswer, readRequestAnswer } from './notebookApproval';
 
 export { AAEPRequestError };
 
@@ -124,6 +125,18 @@ export function getChat(chatId: string): Promise<IChatInfo> {
   return requestAPI<IChatInfo>(['chats', chatId]);
 }
 
+/**
+ * `GET aaep/v1/chats/{id}/requests/{requestId}`: one request as the server
+ * describes it (the notebook view's Approve and Reject are drawn from this).
+ */
+export async function getRequest(chatId: string, requestId: string): Promise<IRequestAnswer> {
+  const answer = readRequestAnswer(await requestAPI<unknown>(['chats', chatId, 'requests', requestId]));
+  if (!answer) {
+    throw new AAEPRequestError(0, 'The server answered with something that is not a request.', false);
+  }
+  return answer;
+}
+
 /** `GET aaep/v1/models`. */
 export function listModels(): Promise<IModelsAnswer> {
   return requestAPI<IModelsAnswer>(['models']);
@@ -174,6 +187,18 @@ export function setStreamKey(chatId: string, key: string | null): void {
   if (key) {
     streamKeys.set(chatId, key);
   } else {
+    streamKeys.delete(chatId);
+  }
+}
+
+/** Whether this page holds a stream key for the chat (an open stream of the panel's). */
+export function hasStreamKey(chatId: string): boolean {
+  return streamKeys.has(chatId);
+}
+
+/** Forget `key` for the chat, unless a newer stream's key replaced it meanwhile. */
+export function forgetStreamKey(chatId: string, key: string | null): void {
+  if (key && streamKeys.get(chatId) === key) {
     streamKeys.delete(chatId);
   }
 }
