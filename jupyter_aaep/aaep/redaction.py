@@ -84,7 +84,7 @@ _AWS_SECRET = _needing(
 # ``name=value`` / ``name: value`` pairs whose name looks like a secret.
 _SECRET_PAIR = _needing(
     r"""(?ix)
-    ["']?\b[\w.-]*(pass(word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key
+    \b[\w.-]*(pass(word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key
       |private[_-]?key|credential|auth|cookie|signature)[\w.-]*["']?
     \s*[:=]\s*
     ("[^"]*"|'[^']*'|[^\s,;&]+)
@@ -101,6 +101,25 @@ _SECRET_PAIR = _needing(
     "cookie",
     "signature",
 )
+
+# The same with a quoted name, as a printed dict or JSON shows it (``{'AWS_SECRET_ACCESS_KEY': …}``):
+# listeners get ``'[hidden]': '[hidden]'``, the quotes kept so JSON stays JSON.
+_QUOTED_PAIR = _needing(
+    r"""(?ix)
+    (?P<q>["'])[\w.-]*(pass(word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key
+      |private[_-]?key|credential|auth|cookie|signature)[\w.-]*(?P=q)
+    \s*:\s*
+    (?P<value>"[^"\n]*"|'[^'\n]*'|[^\s,;&}\]]+)
+    """,
+    *_NEEDS[_SECRET_PAIR],
+)
+
+
+def _hide_quoted_pair(match: re.Match[str]) -> str:
+    quote, value = match.group("q"), match.group("value")
+    shown = f"{value[0]}{MASK}{value[0]}" if value[:1] in ("'", '"') else MASK
+    return f"{quote}{MASK}{quote}: {shown}"
+
 
 # Long high-entropy runs (hex or base64-ish, 32+ chars, letters and digits mixed).
 _OPAQUE = re.compile(
@@ -257,6 +276,8 @@ def mask_secrets(text: str) -> str:
         masked = _AWS_SECRET.sub(
             lambda m: m.group(0)[: m.start("value") - m.start()] + MASK, masked
         )
+    if worth(_QUOTED_PAIR):
+        masked = _QUOTED_PAIR.sub(_hide_quoted_pair, masked)
     if worth(_SECRET_PAIR):
         masked = _SECRET_PAIR.sub(MASK, masked)
     for pattern in filter(worth, _SECRET_VALUES):

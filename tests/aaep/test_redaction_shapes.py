@@ -4,6 +4,7 @@ and quoted ``'NAME': 'value'`` pairs, hidden from the model and from listeners a
 
 from __future__ import annotations
 
+import json
 import string
 
 import pytest
@@ -44,9 +45,14 @@ def test_new_shapes_are_hidden_from_the_model_and_listeners(text: str, secret: s
     assert secret not in mask_secrets(text)
 
 
-def test_listeners_hear_a_printed_dict_without_the_value_or_the_quote_left_open() -> None:
-    assert mask_secrets("{'password': 'hunter2', 'user': 'ana'}") == "{[hidden], 'user': 'ana'}"
-    assert mask_secrets(f"{{'AWS_SECRET_ACCESS_KEY': '{AWS_KEY}'}}") == "{[hidden]}"
+def test_listeners_hear_a_printed_dict_without_the_name_or_the_value_and_json_stays_json() -> None:
+    assert (
+        mask_secrets("{'password': 'hunter2', 'user': 'ana'}")
+        == "{'[hidden]': '[hidden]', 'user': 'ana'}"
+    )
+    assert mask_secrets(f"{{'AWS_SECRET_ACCESS_KEY': '{AWS_KEY}'}}") == "{'[hidden]': '[hidden]'}"
+    shown = mask_secrets('{"path": "a", "api_key": "x1", "n": 2}')
+    assert json.loads(shown) == {"path": "a", "[hidden]": "[hidden]", "n": 2}
 
 
 def test_the_model_still_reads_the_name_next_to_the_hidden_value() -> None:
