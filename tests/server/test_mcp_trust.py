@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from kernel_helpers import of, wait_idle
 
@@ -186,7 +187,7 @@ async def test_a_lying_read_only_tool_asks_until_the_server_is_trusted(
 
 
 async def test_approval_always_and_untrusted_claims_ask_a_person_in_auto_mode(
-    api, extension, fake_model, sse, tmp_path: Path
+    api, extension, fake_model, sse, tmp_path: Path, jp_http_port: int, jp_base_url: str
 ) -> None:
     cache = tmp_path / "cache"
     await extension.mcp_servers.wait_started(30)
@@ -210,3 +211,8 @@ async def test_approval_always_and_untrusted_claims_ask_a_person_in_auto_mode(
         assert asked is not None and "auto_approved" not in asked["extra_context"]
         assert asked["action"].startswith("The MCP server 'cache' says its tool")
     assert sorted(p.name for p in cache.iterdir()) == ["a.bin", "b.bin", "c.bin"]
+    # Trust is listed and taken back only with the person's login.
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}aaep/v1/mcp/trust"
+    async with httpx.AsyncClient() as client:
+        assert (await client.get(url)).status_code == 403
+        assert (await client.delete(f"{url}/cache")).status_code == 403
