@@ -85,7 +85,7 @@ RUNTIME_TEXT = re.compile(
 )
 """Names of Jupyter's runtime folder and the kernels' files in it."""
 SERVER_TOKEN_TEXT = re.compile(
-    r"\b(JUPYTER_TOKEN|JPY_API_TOKEN|JUPYTERHUB_API_TOKEN)\b|jpserver-|nbserver-"
+    r"\b(JUPYTER_TOKEN|JPY_API_TOKEN|JUPYTERHUB_API_TOKEN)\b|(jp|nb)server(-|(?![\w]))"
 )
 """Environment variables and files (``jpserver-<pid>.json``) that hold a Jupyter server's token."""
 SERVER_ADDRESS_TEXT = re.compile(

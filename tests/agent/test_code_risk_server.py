@@ -99,6 +99,10 @@ def test_the_issue_attack_asks_in_auto_mode_and_the_card_says_why() -> None:
         ("import pathlib\nfiles = list(pathlib.Path(d).glob('jpserver-*'))", TOKEN),
         ("from pathlib import Path\nPath(d).glob('jps' + 'erver-*.json')", TOKEN),
         ("glob.glob(os.path.join(folder, 'nbserver-*.json'))", TOKEN),
+        (
+            "names = [n for n in os.listdir(d) if n.startswith('jpserver') and n.endswith('.json')]",
+            TOKEN,
+        ),
         ("import os\ntoken = os.environ.get('JUPYTER_TOKEN')", TOKEN),
         ("import os\ntoken = os.getenv('JPY_API_TOKEN')", TOKEN),
         (
@@ -171,6 +175,7 @@ def test_the_agents_own_kernel_api_variables_ask(source: str) -> None:
         "import asyncio\nasync def main():\n    await asyncio.sleep(1)\nawait main()",
         "token_counts = df['token'].value_counts()\nserver = 'prod'",
         "from pathlib import Path\nsorted(Path('data').glob('*.parquet'))",
+        "c.ServerApp.jpserver_extensions = {'my_ext': True}",
     ],
 )
 def test_ordinary_data_work_is_not_flagged_by_the_server_rules(source: str) -> None:
