@@ -278,10 +278,10 @@ class ToolDispatcher:
         # The error text is written for the model (ids, tool names); listeners get it in
         # their words (docs/NARRATION.md).
         told = _for_listeners(error, spec) if error else None
-        if status == "success":
-            heard = result.summary if result and result.summary else f"Finished: {label}."
-        elif result is not None and result.summary:
-            heard = mask_secrets(result.summary)
+        if result is not None and result.summary:
+            heard = mask_secrets(result.summary)  # a kernel or MCP tool writes its own summary
+        elif status == "success":
+            heard = f"Finished: {label}."
         else:
             heard = f"{label.capitalize()} failed: {mask_secrets(told or 'no details')}"
         self.session.emit(

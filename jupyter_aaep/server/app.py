@@ -614,6 +614,7 @@ class AAEPExtension(ExtensionApp):
 
         from ..notebook._figures import ImageBudget
         from ..tools.mcp_tools import MCPServers
+        from ..tools.mcp_trust import MCPTrust
 
         path = (
             Path(self.mcp_config_file)
@@ -628,6 +629,8 @@ class AAEPExtension(ExtensionApp):
             images=ImageBudget(
                 max_images=self.model_images_per_request, max_edge=self.model_image_max_edge
             ),
+            # Private to the user, beside the chat store: which servers' claims a person trusts.
+            trust=MCPTrust(Path(jupyter_data_dir()) / "aaep" / "mcp-trust.json"),
         )
         self.toolbox.mcp = servers
         return servers

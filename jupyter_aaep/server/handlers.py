@@ -217,6 +217,30 @@ class RulesHandler(AAEPHandler):
         self.finish(json.dumps(applied.describe()))
 
 
+class MCPTrustHandler(AAEPHandler):
+    """``GET /aaep/v1/mcp/trust``: the tool servers whose word that a tool changes nothing a
+    person trusts (name, what starts it, since when); granted only by answering the question."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        servers = self.service.toolbox.mcp
+        self.finish(json.dumps({"trusted": servers.trusted() if servers is not None else []}))
+
+
+class MCPTrustServerHandler(AAEPHandler):
+    """``DELETE /aaep/v1/mcp/trust/{server}``: its "read-only" tools ask again from now on."""
+
+    @web.authenticated
+    @authorized
+    async def delete(self, server: str) -> None:
+        servers = self.service.toolbox.mcp
+        if servers is None or not servers.revoke_trust(server):
+            raise web.HTTPError(404, f"The tool server {server!r} is not trusted; nothing changed.")
+        self.set_status(204)
+        self.finish()
+
+
 def handler_routes(
     service: AAEPService, *, keepalive: float
 ) -> list[tuple[str, type, dict[str, Any]]]:
@@ -232,6 +256,8 @@ def handler_routes(
         (r"aaep/v1/models", ModelsHandler, common),
         (r"aaep/v1/mcp/servers", MCPServersHandler, common),
         (r"aaep/v1/rules", RulesHandler, common),
+        (r"aaep/v1/mcp/trust", MCPTrustHandler, common),
+        (r"aaep/v1/mcp/trust/(?P<server>[A-Za-z0-9_-]{1,40})", MCPTrustServerHandler, common),
         (r"aaep/v1/chats", ChatsHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/events", EventStreamHandler, streaming),
         (rf"aaep/v1/chats/{_ANY_CHAT}/messages", MessagesHandler, common),
