@@ -44,7 +44,13 @@ function Snippet(props: {
       <label htmlFor={id} className="jp-AAEPConnect-snippetLabel">
         {label}
       </label>
-      <textarea id={id} className="jp-AAEPConnect-code" readOnly value={text} rows={text.split('\n').length} />
+      <textarea
+        id={id}
+        className="jp-AAEPConnect-code"
+        readOnly
+        value={text}
+        rows={Math.max(text.split('\n').length, Math.ceil(text.length / 90))}
+      />
       <button
         type="button"
         className="jp-mod-styled"
