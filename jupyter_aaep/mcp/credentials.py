@@ -44,6 +44,7 @@ __all__ = [
     "OutsideCredentials",
     "presented",
     "scrubbed",
+    "session_key",
 ]
 
 PREFIX = "aaep_mcp_"
@@ -115,6 +116,12 @@ def presented(headers: Mapping[str, str], query_token: str | None) -> str | None
     if query_token:
         candidates.append(query_token.strip())
     return next((c for c in candidates if c.startswith(PREFIX)), None)
+
+
+def session_key(credential_id: str | None, session: str) -> str:
+    """How outside agents key an MCP session: with whose it is, so another credential that learnt
+    the session's id gets a session of its own, never a turn in this one under its name."""
+    return f"credential:{credential_id}|{session}" if credential_id else f"person|{session}"
 
 
 def scrubbed(summary: str) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 
 from jupyter_server.auth import User
 from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.call_context import CallContext
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from mcp.server.lowlevel.server import Server
@@ -42,6 +43,7 @@ from .credentials import (
     OutsideCredentials,
     presented,
     scrubbed,
+    session_key,
 )
 from .outside_agents import OutsideAgents
 from .rpc_errors import check_message, reword
@@ -176,6 +178,7 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
         if token is None:
             await super().prepare()
             return
+        CallContext.set(CallContext.JUPYTER_HANDLER, self)  # as Jupyter's own prepare does
         if not self.check_host():
             raise web.HTTPError(403)
         if token == (self.get_query_argument("token", None) or "").strip():
@@ -212,7 +215,8 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
         session_id = self.request.headers.get("mcp-session-id")
         await self._serve()
         if session_id:
-            self.endpoint.agents.disconnected(session_id)
+            credential = self.credential.id if self.credential is not None else None
+            self.endpoint.agents.disconnected(session_key(credential, session_id))
 
     async def _serve(self) -> None:
         if not await self.endpoint.ready():

@@ -25,7 +25,7 @@ from mcp.server.lowlevel.server import Server
 from .._version import __version__
 from ..agent.tools import ToolSpec
 from ..errors import ToolError
-from .credentials import CREDENTIAL_SCOPE_KEY
+from .credentials import CREDENTIAL_SCOPE_KEY, session_key
 from .outside_agents import OutsideAgents
 
 log = logging.getLogger(__name__)
@@ -224,7 +224,8 @@ def _client(ctx: ServerRequestContext[Any]) -> tuple[str, str, str]:
     credential = scope.get(CREDENTIAL_SCOPE_KEY) if isinstance(scope, dict) else None
     if isinstance(credential, dict):
         name = str(credential["name"])
-        return name, str(session_id or name), f"credential:{credential['id']}"
+        key = session_key(str(credential["id"]), str(session_id or name))
+        return name, key, f"credential:{credential['id']}"
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
     name = (
@@ -233,7 +234,7 @@ def _client(ctx: ServerRequestContext[Any]) -> tuple[str, str, str]:
         else UNKNOWN_CLIENT
     )
     name = _display_name(str(name))
-    return name, str(session_id or name), f"client:{name}"
+    return name, session_key(None, str(session_id or name)), f"client:{name}"
 
 
 _KNOWN_NAMES = {

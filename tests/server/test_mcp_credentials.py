@@ -1,6 +1,6 @@
 """Outside agents' credentials on a live server: minted, listed and revoked by the person; they
 open the MCP endpoint (the SDK's own client over HTTP, and the stdio bridge) and no other door;
-sessions are named by them; the same agent in a new MCP session takes over its idle one.
+sessions are named by them. Takeovers by the same agent: ``test_mcp_takeover.py``.
 """
 
 from __future__ import annotations
@@ -14,18 +14,18 @@ from typing import Any
 
 import httpx
 import pytest
+from credential_helpers import (  # noqa: F401 - fixtures by name
+    base,
+    bearer,
+    chat_of_new,
+    jp_server_config,
+    mint,
+    sources,
+    url,
+)
 from kernel_helpers import _private_cwd, kernels, new_name, write_notebook  # noqa: F401
 from mcp.client.stdio import StdioServerParameters
-from mcp_helpers import (
-    agent_calls,
-    is_type,
-    live_server_config,
-    mcp_client,
-    mcp_url,
-    off_loop,
-    reply,
-    text_of,
-)
+from mcp_helpers import agent_calls, is_type, mcp_client, off_loop, text_of
 from test_mcp_bridge import bridge_env, through_bridge
 from tornado.httpclient import HTTPClientError, HTTPRequest
 from tornado.websocket import websocket_connect
@@ -35,56 +35,6 @@ from jupyter_aaep.mcp.credentials import MCP_ONLY, PREFIX
 from jupyter_aaep.mcp.http_endpoint import UNKNOWN_CREDENTIAL
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def jp_server_config(
-    fake_model: Any, jp_root_dir: Any, monkeypatch: pytest.MonkeyPatch
-) -> dict[str, Any]:
-    """Outside agents' sessions last 30 s of silence, as by default: a second run of the same
-    agent must not wait for that."""
-    return live_server_config(fake_model, jp_root_dir, monkeypatch, mcp_idle_seconds=30.0)
-
-
-@pytest.fixture
-def base(jp_serverapp: Any, jp_fetch: Any, jp_http_port: int, jp_base_url: str) -> str:
-    return f"http://127.0.0.1:{jp_http_port}{jp_base_url}"
-
-
-@pytest.fixture
-def url(base: str, jp_http_port: int, jp_base_url: str) -> str:
-    return mcp_url(jp_http_port, jp_base_url)
-
-
-@pytest.fixture
-def mint(api: Any) -> Any:
-    async def make(name: str) -> dict[str, Any]:
-        status, body, headers = await api("mcp", "tokens", method="POST", body={"name": name})
-        assert status == 201, body
-        assert headers["Location"].endswith(f"aaep/v1/mcp/tokens/{body['id']}")
-        return dict(body)
-
-    return make
-
-
-def bearer(credential: dict[str, Any]) -> dict[str, str]:
-    return {"Authorization": f"Bearer {credential['token']}"}
-
-
-async def _chat_of_new(api: Any, path: str) -> str:
-    status, body, _ = await api("chats", method="POST", body={"notebook_path": path})
-    assert status == 201, body
-    return str(body["chat_id"])
-
-
-async def _sources(file: Path) -> list[str]:
-    """The cells' sources on disk (read again while the room's autosave is rewriting the file)."""
-    for _ in range(50):
-        try:
-            return ["".join(c["source"]) for c in json.loads(file.read_text())["cells"]]
-        except ValueError:
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"{file} never held a whole notebook")
 
 
 # -- minting, listing, revoking --------------------------------------------------------------------
@@ -149,7 +99,7 @@ async def test_a_credential_opens_the_mcp_endpoint_and_no_other_door(
     """The table in the report: each endpoint tried with an MCP-only credential, its answer."""
     path = new_name()
     await kernels.notebook(path, ["x = 1"])
-    chat_id = await _chat_of_new(api, path)
+    chat_id = await chat_of_new(api, path)
     made = await mint("Claude Code")
     other = await mint("Codex")
     reply_body = {
@@ -271,7 +221,7 @@ async def test_a_revoked_credential_is_refused_at_the_next_call_of_an_open_sessi
     url, api, mint, sse, jp_root_dir
 ) -> None:
     path = write_notebook(Path(jp_root_dir), new_name(), ["x = 1"])
-    chat_id = await _chat_of_new(api, path)
+    chat_id = await chat_of_new(api, path)
     made = await mint("Claude Code (laptop)")
     first_done = threading.Event()
     revoked = threading.Event()
@@ -308,7 +258,7 @@ async def test_a_revoked_credential_is_refused_at_the_next_call_of_an_open_sessi
     refused = isinstance(second, Exception) or second.is_error
     assert refused, second
     assert ended["summary_normal"] == "Claude Code (laptop) finished: 1 step."
-    assert await _sources(Path(jp_root_dir) / path) == ["x = 1"]  # the refused edit never happened
+    assert await sources(Path(jp_root_dir) / path) == ["x = 1"]  # the refused edit never happened
 
 
 # -- the stdio bridge ---------------------------------------------------------------------------------
@@ -316,7 +266,7 @@ async def test_the_bridge_signs_in_with_a_credential_and_is_refused_once_revoked
     base, api, mint, jp_root_dir, tmp_path, sse
 ) -> None:
     path = write_notebook(Path(jp_root_dir), new_name(), ["z = 3"])
-    chat_id = await _chat_of_new(api, path)
+    chat_id = await chat_of_new(api, path)
     made = await mint("Codex (desktop)")
     env = bridge_env(
         AAEP_MCP_CREDENTIAL=made["token"],
@@ -356,130 +306,3 @@ async def test_the_bridge_signs_in_with_a_credential_and_is_refused_once_revoked
     out, err = await asyncio.wait_for(child.communicate(), 60)
     assert child.returncode == 1 and out == b""
     assert err.decode().strip().splitlines()[-1] == f"jupyter_aaep.mcp: {REFUSED_CREDENTIAL}"
-
-
-# -- the same agent is no stranger ------------------------------------------------------------------
-async def test_a_new_session_of_the_same_credential_takes_over_the_idle_one(
-    url, api, mint, sse, jp_root_dir
-) -> None:
-    path = write_notebook(Path(jp_root_dir), new_name(), ["x = 1"])
-    chat_id = await _chat_of_new(api, path)
-    made = await mint("Claude Code (laptop)")
-    hold = threading.Event()
-    async with sse(chat_id) as panel:
-        first = agent_calls(
-            url, bearer(made), ("get_notebook_state", {"notebook_path": path}), hold=hold
-        )
-        await panel.until(is_type("tool.completed"), 30)
-        # a second `claude -p`: a new MCP session, the first one still connected but idle
-        [created] = await asyncio.wait_for(
-            agent_calls(
-                url, bearer(made), ("create_cell", {"notebook_path": path, "source": "y = 2"})
-            ),
-            20,
-        )
-        await panel.until(is_type("tool.completed"), 15)
-        hold.set()
-        await asyncio.wait_for(first, 20)
-        events = [frame.data for frame in panel.frames]
-    assert not created.is_error, text_of(created)
-    said = [e.get("summary_normal", "") for e in events if e.get("summary_normal")]
-    print("TAKEOVER:", " | ".join(said))
-    kinds = [
-        e["type"]
-        for e in events
-        if is_type("session.started")(e) or is_type("session.completed")(e)
-    ]
-    # the old session ended before the new one started (the new one then ends as its client left)
-    assert [k.rsplit(".", 2)[-2] + "." + k.rsplit(".", 1)[-1] for k in kinds][:3] == [
-        "session.started",
-        "session.completed",
-        "session.started",
-    ]
-    assert "Claude Code (laptop) finished: 1 step." in said
-    assert said.count(f"Claude Code (laptop) is working on {path}.") == 2
-
-
-async def test_no_takeover_while_a_call_waits_for_the_person(url, api, mint, sse, kernels) -> None:
-    path = new_name()
-    kernel = await kernels.notebook(path, ["ran = 'yes'"])
-    chat_id = await _chat_of_new(api, path)
-    made = await mint("Claude Code")
-    async with sse(chat_id) as panel:
-        waiting = agent_calls(
-            url, bearer(made), ("run_cell", {"notebook_path": path, "cell_id": "c1"})
-        )
-        confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
-        [refused] = await asyncio.wait_for(
-            agent_calls(
-                url, bearer(made), ("create_cell", {"notebook_path": path, "source": "y = 2"})
-            ),
-            20,
-        )
-        assert not waiting.done()  # the waiting call was not ended by the newcomer
-        await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "reject"))
-        [rejected] = await asyncio.wait_for(waiting, 20)
-    assert refused.is_error and text_of(refused).startswith(
-        f"Claude Code is working on {path} right now"
-    )
-    assert rejected.is_error and "declined" in text_of(rejected)
-    assert "nothing" in await kernel.run("print(globals().get('ran', 'nothing'))")
-
-
-async def test_two_different_agents_are_still_refused(
-    url, api, mint, sse, jp_root_dir, jp_auth_header
-) -> None:
-    path = write_notebook(Path(jp_root_dir), new_name(), ["x = 1"])
-    chat_id = await _chat_of_new(api, path)
-    claude, codex = await mint("Claude Code"), await mint("Codex")
-    hold = threading.Event()
-    async with sse(chat_id) as panel:
-        first = agent_calls(
-            url, bearer(claude), ("get_notebook_state", {"notebook_path": path}), hold=hold
-        )
-        await panel.until(is_type("tool.completed"), 30)
-        [by_codex] = await agent_calls(
-            url, bearer(codex), ("create_cell", {"notebook_path": path, "source": "a"})
-        )
-        # the person's token with the same client name is not the credential's agent either
-        [by_login] = await agent_calls(
-            url, dict(jp_auth_header), ("create_cell", {"notebook_path": path, "source": "b"})
-        )
-        hold.set()
-        await asyncio.wait_for(first, 20)
-    for refused in (by_codex, by_login):
-        assert refused.is_error and text_of(refused).startswith(
-            f"Claude Code is working on {path} right now"
-        ), text_of(refused)
-    assert await _sources(Path(jp_root_dir) / path) == ["x = 1"]
-
-
-async def test_with_the_persons_token_the_same_client_name_takes_over(
-    url, api, sse, jp_root_dir, jp_auth_header
-) -> None:
-    path = write_notebook(Path(jp_root_dir), new_name(), ["x = 1"])
-    chat_id = await _chat_of_new(api, path)
-    hold = threading.Event()
-    async with sse(chat_id) as panel:
-        first = agent_calls(
-            url, dict(jp_auth_header), ("get_notebook_state", {"notebook_path": path}), hold=hold
-        )
-        await panel.until(is_type("tool.completed"), 30)
-        [by_gemini] = await agent_calls(
-            url,
-            dict(jp_auth_header),
-            ("get_notebook_state", {"notebook_path": path}),
-            client_name="gemini-cli",
-        )
-        [again] = await asyncio.wait_for(
-            agent_calls(url, dict(jp_auth_header), ("get_notebook_state", {"notebook_path": path})),
-            20,
-        )
-        hold.set()
-        await asyncio.wait_for(first, 20)
-    assert by_gemini.is_error and text_of(by_gemini).startswith(f"Claude Code is working on {path}")
-    assert not again.is_error, text_of(again)
-    _, body, _ = await api("chats", chat_id)
-    said = [e.get("summary_normal", "") for e in body["transcript"]]
-    assert "Claude Code finished: 1 step." in said, said
-    assert said.count(f"Claude Code is working on {path}.") == 2, said
