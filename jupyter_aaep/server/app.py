@@ -42,10 +42,12 @@ from ..agent.runner import ChatRunner
 from ..agent.store import ChatStore
 from ..agent.store_health import StoreHealth
 from ..agent.usage import PriceTable
+from ..mcp.credentials import OutsideCredentials
 from ..mcp.outside_agents import OutsideAgents
 from ..notebook.edit_record import missing_from_file
 from ..notebook.running import RunningCells
 from ..notebook.service import NotebookService
+from .credential_handlers import credential_routes
 from .handlers import handler_routes
 from .kernel_credentials import KernelCredentials
 from .kernel_launch import ARGUMENT as KERNEL_ARGUMENT
@@ -599,6 +601,7 @@ class AAEPExtension(ExtensionApp):
         self._log_configuration()
         self._route_module_logs()
 
+        self.outside_credentials = OutsideCredentials.beside(self.db_path)
         self.mcp_endpoint = self._mcp_endpoint() if self.mcp_server else None
         self.mcp_servers = self._mcp_servers()
 
@@ -637,6 +640,9 @@ class AAEPExtension(ExtensionApp):
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(handler_routes(self.service, keepalive=self.sse_keepalive_seconds))
+        self.handlers.extend(
+            credential_routes(self.service, self.outside_credentials, self.mcp_endpoint)
+        )
         if self.mcp_endpoint is not None:
             from ..mcp.http_endpoint import MCPHandler
 
@@ -667,7 +673,9 @@ class AAEPExtension(ExtensionApp):
             idle_seconds=self.mcp_idle_seconds,
         )
         return MCPEndpoint(
-            build_notebook_server(self.toolbox.tools, agents, file_exists=notebook_exists), agents
+            build_notebook_server(self.toolbox.tools, agents, file_exists=notebook_exists),
+            agents,
+            credentials=self.outside_credentials,
         )
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:

@@ -13,12 +13,19 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
+from ..mcp.credentials import MCP_ONLY, presented
 from .http_errors import AAEPErrorAnswers
 from .messages import MAX_MESSAGE_BYTES, Response, parse_json
 from .service import AAEPService
 
 AUTH_RESOURCE = "kernels"
 """Authorised like the kernel API: see :mod:`.handlers` for why."""
+
+
+def carries_outside_credential(handler: web.RequestHandler) -> bool:
+    """Whether the request carries an outside agent's credential, which opens the MCP endpoint
+    only (:mod:`jupyter_aaep.mcp.credentials`): it is refused even beside a valid login."""
+    return presented(handler.request.headers, handler.get_query_argument("token", None)) is not None
 
 
 class AAEPHandler(AAEPErrorAnswers, ExtensionHandlerMixin, APIHandler):
@@ -30,6 +37,11 @@ class AAEPHandler(AAEPErrorAnswers, ExtensionHandlerMixin, APIHandler):
     def initialize(self, name: str, service: AAEPService, **kwargs: Any) -> None:
         super().initialize(name, **kwargs)
         self.service = service
+
+    async def prepare(self) -> None:  # type: ignore[override]  # as APIHandler.prepare
+        if carries_outside_credential(self):  # said before Jupyter's login would say "Forbidden"
+            raise web.HTTPError(403, MCP_ONLY)
+        await super().prepare()
 
     def body_json(self) -> dict[str, Any]:
         """The request body as a JSON object, or a 4xx saying what is wrong with it."""

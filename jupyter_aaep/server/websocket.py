@@ -25,6 +25,7 @@ logged and skipped.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -38,7 +39,8 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..aaep.wire import dumps
 from ..errors import AAEPError
-from .base import AUTH_RESOURCE
+from ..mcp.credentials import MCP_ONLY
+from .base import AUTH_RESOURCE, carries_outside_credential
 from .http_errors import AAEPErrorAnswers, http_status
 from .messages import (
     KINDS,
@@ -77,6 +79,16 @@ class ChatSocketHandler(
     def get_compression_options(self) -> dict[str, Any] | None:
         options: dict[str, Any] | None = self.settings.get("websocket_compression_options", None)
         return options
+
+    def prepare(self, *args: Any, **kwargs: Any) -> Any:
+        if carries_outside_credential(
+            self
+        ):  # it opens the MCP endpoint only: a JSON 403, no upgrade
+            self.set_status(403)
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps({"message": MCP_ONLY, "reason": None}))
+            return None
+        return super().prepare(*args, **kwargs)
 
     def select_subprotocol(self, subprotocols: list[str]) -> str | None:
         return SUBPROTOCOL if SUBPROTOCOL in subprotocols else None

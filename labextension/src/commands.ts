@@ -12,6 +12,7 @@ import { Verbosity } from './aaep';
 import { Announcer } from './announcer';
 import { ChatController } from './controller';
 import { CODE_LINE_CLASS } from './components/CodeLines';
+import { CONNECT_OUTSIDE_AGENT, registerConnectAgent } from './connectAgentCommand';
 import { DESCRIBE_FIGURE, SAVE_FIGURE_ALT, registerFigureCommands } from './figureCommands';
 import { FigureDescriber } from './figures';
 import { shortcutLabel } from './shortcuts';
@@ -36,6 +37,7 @@ export namespace CommandIDs {
   export const howFarAlong = 'jupyter-aaep:how-far-along';
   export const setVerbosity = 'jupyter-aaep:set-verbosity';
   export const whichRules = 'jupyter-aaep:which-rules';
+  export const connectOutsideAgent = CONNECT_OUTSIDE_AGENT;
 }
 
 const VERBOSITIES: Verbosity[] = ['terse', 'normal', 'detailed'];
@@ -322,6 +324,7 @@ export function registerCommands(options: ICommandsOptions): void {
     },
     focusInPanel: selector => afterRender(() => focusWhenReady(selector))
   });
+  registerConnectAgent({ app, announcer, trans });
   const verbosityLabels: Record<Verbosity, string> = {
     terse: trans.__('Agent Announcements: Terse'),
     normal: trans.__('Agent Announcements: Normal'),

@@ -15,7 +15,16 @@ import httpx
 import pytest
 from conftest import read_frame
 from kernel_helpers import _private_cwd, kernels, new_name, write_notebook  # noqa: F401
-from mcp_helpers import is_type, live_server_config, mcp_client, mcp_url, off_loop, reply, text_of
+from mcp_helpers import (
+    agent_calls,
+    is_type,
+    live_server_config,
+    mcp_client,
+    mcp_url,
+    off_loop,
+    reply,
+    text_of,
+)
 from server_helpers import panel_key
 
 pytestmark = pytest.mark.slow
@@ -94,43 +103,6 @@ async def test_tools_are_the_agents_own_with_honest_annotations(url, jp_auth_hea
     )
     assert create.read_only_hint is False and create.destructive_hint is False  # it only adds
     assert listed["run_cell"].title == "Run a cell"
-
-
-def agent_calls(
-    url: str,
-    headers: dict[str, str],
-    *calls: tuple[str, dict[str, Any]],
-    progress: list[str] | None = None,
-    cancel: threading.Event | None = None,
-    hold: threading.Event | None = None,
-) -> Any:
-    """An outside agent making *calls* in order over one MCP session; returns their results.
-    With *cancel*, the last call is cancelled once the event is set (the SDK sends notifications/cancelled)."""
-
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        if progress is not None:
-            progress.append(message or "")
-
-    async def agent() -> list[Any]:
-        results = []
-        async with mcp_client(url, headers) as client:
-            for name, arguments in calls:
-                call = asyncio.ensure_future(
-                    client.call_tool(name, arguments, progress_callback=on_progress)
-                )
-                if cancel is not None and (name, arguments) == calls[-1]:
-                    while not cancel.is_set():
-                        await asyncio.sleep(0.05)
-                    call.cancel()
-                    await asyncio.sleep(1.0)  # the cancellation reaches the server
-                    results.append(None)
-                    continue
-                results.append(await call)
-            while hold is not None and not hold.is_set():  # stay connected until told
-                await asyncio.sleep(0.05)
-        return results
-
-    return asyncio.ensure_future(off_loop(agent))
 
 
 async def test_an_outside_session_is_one_narrated_text_a_listener_can_follow(
