@@ -207,7 +207,9 @@ async def test_undo_keeps_a_collaborators_edit_and_cell_and_reverts_only_the_age
                 lambda: sources(doc) == expected, what="the undo in the collaborator's copy"
             )
         assert (notice["removed"], notice["added"], notice["restored"]) == (1, 1, 1)
-        assert notice["kept"] == ["Cell 2 was kept as it is: someone changed it after this request."]
+        assert notice["kept"] == [
+            "Cell 2 was kept as it is: someone changed it after this request."
+        ]
         assert notice["summary"] == (
             "Undid the agent's changes to undo.ipynb: removed 1 cell the agent added, put back 1 cell the agent "
             "deleted and restored 1 cell the agent changed. Cell 2 was kept as it is: someone changed it after "
