@@ -194,8 +194,8 @@ class ChatRunner:
         if self.persistence is not None:
             if notebook_path:
                 file_id = self.persistence.file_id_of(notebook_path)
-            for row in self.persistence.store.list_chats(
-                notebook_path=notebook_path, file_id=file_id, before=after, limit=limit + 1
+            for row in self.persistence.list_chats(
+                notebook_path, file_id=file_id, before=after, limit=limit + 1
             ):
                 if notebook_path and row.notebook_path != notebook_path:  # renamed: follow it
                     row.notebook_path = notebook_path
@@ -235,6 +235,15 @@ class ChatRunner:
                     f"{other.held_by} is working on {chat.notebook_path} right now, in another chat of "
                     "this notebook. Stop it there, or wait until it finishes, then send your request."
                 )
+
+    def notebook_moved(self, old: str, new: str) -> None:
+        """A notebook (or a folder) under the server's root was renamed: its chats follow it."""
+        for chat in self._chats.values():
+            path = chat.notebook_path
+            if path and (path == old or path.startswith(old + "/")):
+                chat.notebook_path = new + path[len(old) :]
+        if self.persistence is not None:
+            self.persistence.moved(old, new)
 
     def chats(self, notebook_path: str | None = None) -> list[Chat]:
         return [
