@@ -201,7 +201,7 @@ def undo_records(
             for op in reversed(record.operations):
                 if op.cell_id in kept:
                     continue
-                why = _undo_one(nb, op, report)
+                why = _moved_on(nb, op, record, later) or _undo_one(nb, op, report)
                 if why is not None:
                     kept.add(op.cell_id)
                     number = nb.index_of(op.cell_id) + 1 if op.cell_id in nb.cell_ids() else None
@@ -211,6 +211,24 @@ def undo_records(
                         f"{cell} was kept {how}: {_changed_by(op.cell_id, why, record, later)}."
                     )
     return report
+
+
+def _moved_on(
+    nb: LiveNotebook, op: CellOperation, record: EditRecord, later: Sequence[EditRecord]
+) -> str | None:
+    """Why a cell the session created is kept: a later session (another agent's, or its own
+    agent's in a later request) worked on it since, even if only to move or clear it, so
+    deleting it would take that work back too. ``None`` for any other operation."""
+    if op.kind != "create" or op.cell_id not in nb.cell_ids():
+        return None
+    for other in later:
+        if (
+            other.session_id != record.session_id
+            and other.started >= record.started
+            and other.touches(op.cell_id)
+        ):
+            return "changed"
+    return None
 
 
 def _changed_by(cell_id: str, verb: str, record: EditRecord, later: Sequence[EditRecord]) -> str:
