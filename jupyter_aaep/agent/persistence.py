@@ -23,6 +23,7 @@ from .chat import Chat, now_iso
 from .history import close_open_tool_uses
 from .store import ChatStore, StepRecord, StoredChat
 from .store_notices import StoreNotices
+from .store_roots import CellIds, RootedChats
 from .usage import ModelRequest
 
 log = logging.getLogger(__name__)
@@ -122,13 +123,31 @@ class _Writer:
 
 
 class ChatPersistence:
-    """The runner's link to a :class:`ChatStore`."""
+    """The runner's link to a :class:`ChatStore`.
+
+    Parameters
+    ----------
+    file_id
+        The notebook's file id (a chat follows its notebook's renames by it); only from a
+        store kept per root, so the same file name under two roots never shares one.
+    root
+        The server's root, resolved: only its chats are listed, loaded and recovered here
+        (:mod:`.store_roots`); ``None``: the store serves one server (every chat is its own).
+    cell_ids
+        The ids of the cells a notebook's file holds, to adopt chats older versions stored.
+    """
 
     def __init__(
-        self, store: ChatStore, *, file_id: Callable[[str], str | None] | None = None
+        self,
+        store: ChatStore,
+        *,
+        file_id: Callable[[str], str | None] | None = None,
+        root: str | None = None,
+        cell_ids: CellIds | None = None,
     ) -> None:
         self.store = store
         self.file_id = file_id or (lambda _path: None)
+        self.roots = RootedChats(store, root, cell_ids)
         self._writers: dict[str, _Writer] = {}
         self.notices = StoreNotices(store)
         """Tells the chats when storing stops and starts working again."""
@@ -150,7 +169,27 @@ class ChatPersistence:
             can_continue=chat.can_continue,
             model=chat.model,
             model_label=chat.model_label,
+            root=self.roots.root,
         )
+
+    # -- which chats are this root's (see :mod:`.store_roots`) -----------------------------------
+    def list_chats(
+        self,
+        notebook_path: str | None,
+        *,
+        file_id: str | None,
+        before: tuple[str, str] | None,
+        limit: int,
+    ) -> list[StoredChat]:
+        """This root's stored chats (of *notebook_path*, or all), newest first."""
+        return self.roots.list_chats(notebook_path, file_id=file_id, before=before, limit=limit)
+
+    def unrooted_note(self) -> str | None:
+        return self.roots.unrooted_note()
+
+    def moved(self, old: str, new: str) -> None:
+        """A notebook (or a folder) under this root was renamed: its stored chats follow it."""
+        self.store.move_notebook(self.roots.root, old, new)
 
     def created(self, chat: Chat) -> None:
         if chat.notebook_path:
@@ -233,8 +272,8 @@ class ChatPersistence:
     ) -> Chat | None:
         """The stored chat with its history, recent events (for replay) and edit records (for undo)."""
         stored = self.store.load_chat(chat_id)
-        if stored is None:
-            return None
+        if stored is None or not self.roots.ours(stored):
+            return None  # another root's chat is not this server's to show or continue
         emitter = Emitter(history_limit=history_limit)
         emitter.restore_history(self.store.events(chat_id, last=history_limit))
         chat = make(stored, emitter)
@@ -254,7 +293,7 @@ class ChatPersistence:
         what was found, never that the work is kept without having checked it.
         """
         closed = []
-        for stored in self.store.running_sessions():
+        for stored in self.store.running_sessions(self.roots.root):
             last = self.store.last_session_event(stored.session_id)
             if last is None:  # nothing of it was published: there is nothing to close
                 self.store.session_ended(stored.session_id, "errored", now_iso(), None, None)

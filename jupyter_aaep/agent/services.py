@@ -76,8 +76,11 @@ class NotebookEdits(Protocol):
         session_id: str,
         path: str,
         on_change: Callable[[Any], None] | None = None,
+        *,
+        actor: str = ...,
     ) -> SessionEdits | None:
-        """Start recording the session's edits; ``None`` when this service records none."""
+        """Start recording the session's edits (*actor*: who works in it, as people hear it);
+        ``None`` when this service records none."""
         ...
 
     def end_record(self, chat_id: str) -> object: ...
@@ -86,7 +89,12 @@ class NotebookEdits(Protocol):
         """Fill ``record.lost`` with the edits a reload from disk took away."""
         ...
 
-    async def undo(self, path: str, records: Sequence[Any]) -> UndoOutcome: ...
+    async def undo(
+        self, path: str, records: Sequence[Any], *, others: Sequence[Any] = ...
+    ) -> UndoOutcome:
+        """Revert what *records* did; *others* (other sessions' records) only name who changed a
+        cell since."""
+        ...
 
 
 LEFT_RUNNING = "still running; you will hear when"

@@ -6,7 +6,8 @@ session in the notebook's chat, opened by its first call ("Claude Code is workin
 analysis.ipynb") and closed when it has been idle for ``idle_seconds`` or disconnects. The
 burst is the chat's running task, exactly as a session of the built-in agent is, so everything
 the chat offers applies to it unchanged: Stop cancels the task, Pause holds the next call,
-replies reach its confirmations, Undo restores the snapshot taken at its start. Each call runs
+replies reach its confirmations, Undo takes back its own changes (its session's edit record,
+tagged with its name: the built-in agent's undo never takes its work back, nor it the agent's). Each call runs
 through the same :class:`ToolDispatcher` as the built-in agent's calls (approval policy,
 narration, event order), inside the burst's task.
 

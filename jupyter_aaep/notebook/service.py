@@ -24,7 +24,7 @@ from ._cell_writer import LiveCellWriter
 from ._sessions import KernelInfo, NotebookKernels
 from ._text_edits import version_tag
 from .documents import LiveNotebook, NotebookDocuments, normalize_path
-from .edit_record import EditRecord, UndoReport, undo_records
+from .edit_record import AGENT, EditRecord, UndoReport, undo_records
 from .errors import NotebookError
 from .executor import ExecutionResult, KernelExecutor, ProgressCallback
 from .progress import ProgressTracker
@@ -336,11 +336,18 @@ class NotebookService:
         session_id: str,
         path: str,
         on_change: Callable[[EditRecord], None] | None = None,
+        *,
+        actor: str = AGENT,
     ) -> EditRecord:
-        """Start recording what the session *session_id* of *chat_id* does to *path*."""
+        """Start recording what the session *session_id* of *chat_id* (worked in by *actor*:
+        the agent, or an outside agent by name) does to *path*."""
         self._listen_for_reloads()
         record = EditRecord(
-            normalize_path(path), session_id, on_change=on_change, reloads_seen=self.reloads(path)
+            normalize_path(path),
+            session_id,
+            on_change=on_change,
+            reloads_seen=self.reloads(path),
+            actor=actor,
         )
         self._records[chat_id] = record
         return record
@@ -353,12 +360,19 @@ class NotebookService:
         record = self._records.get(chat_id or "")
         return record if record is not None and record.path == normalize_path(path) else None
 
-    async def undo(self, path: str, records: Sequence[EditRecord | dict[str, Any]]) -> UndoReport:
+    async def undo(
+        self,
+        path: str,
+        records: Sequence[EditRecord | dict[str, Any]],
+        *,
+        others: Sequence[EditRecord | dict[str, Any]] = (),
+    ) -> UndoReport:
         """Revert only what *records* (live, or as stored) did, where the cells still hold what
-        the agent left. Only the notebook is put back: what code did in the kernel stays done."""
+        their session left. *others* are the other sessions' records on this notebook (kept, and
+        read only to name who changed a cell since). Only the notebook is put back: what code did
+        in the kernel stays done."""
         notebook = await self.open(path)
-        live = [r if isinstance(r, EditRecord) else EditRecord.from_json(r) for r in records]
-        return undo_records(notebook, [r for r in live if r is not None])
+        return undo_records(notebook, _records(records), later=_records(others))
 
     def reloads(self, path: str) -> int:
         """How many times the room of *path* replaced its content with the file on disk."""
@@ -402,3 +416,9 @@ class NotebookService:
         """Release kernel clients; call from the server extension's ``stop_extension``."""
         await self.runs.close()
         await self.executor.close()
+
+
+def _records(items: Sequence[EditRecord | dict[str, Any]]) -> list[EditRecord]:
+    """Live records, and stored ones read back (whole-notebook snapshots of old versions left out)."""
+    live = [r if isinstance(r, EditRecord) else EditRecord.from_json(r) for r in items]
+    return [r for r in live if r is not None]

@@ -47,6 +47,7 @@ from ..mcp.outside_agents import OutsideAgents
 from ..notebook.edit_record import missing_from_file
 from ..notebook.running import RunningCells
 from ..notebook.service import NotebookService
+from .chat_roots import RenameFollower, notebook_cell_ids, per_root_file_id, server_root
 from .credential_handlers import credential_routes
 from .handlers import handler_routes
 from .kernel_credentials import KernelCredentials
@@ -578,9 +579,21 @@ class AAEPExtension(ExtensionApp):
             )
             self.runner.services = self.toolbox.agent_services(long_runs=self.long_runs)
         self.runner.on_chat_loaded = self.hub.attach_chat
+        self.renames: RenameFollower | None = None
         if self.store is not None:
-            self.runner.persistence = ChatPersistence(self.store, file_id=self._file_id)
-            self.runner.persistence.recover(producer, check_edits=self._edits_missing_on_disk)
+            root = server_root(self.serverapp)
+            persistence = ChatPersistence(
+                self.store,
+                file_id=per_root_file_id(self.server.web_app.settings),
+                root=root,
+                cell_ids=lambda path: notebook_cell_ids(root, path),
+            )
+            self.runner.persistence = persistence
+            persistence.recover(producer, check_edits=self._edits_missing_on_disk)
+            note = persistence.unrooted_note()
+            if note:
+                self.log.info(note)
+            self.renames = RenameFollower(self.serverapp, self.runner.notebook_moved)
         base_url = self.server.base_url
         self.service = AAEPService(
             self.runner,
@@ -707,6 +720,8 @@ class AAEPExtension(ExtensionApp):
         await self.runner.shutdown()
         await self.mcp_servers.close()
         self.hub.shutdown()
+        if self.renames is not None:
+            self.renames.close()
         if self.store is not None:
             self.store.close()
         await self.clients.close()
@@ -756,14 +771,6 @@ class AAEPExtension(ExtensionApp):
     def _edits_missing_on_disk(self, path: str, record: dict[str, Any]) -> list[str] | None:
         """At recovery: the interrupted session's edits that the notebook file lacks."""
         return missing_from_file(self.serverapp.root_dir if self.serverapp else "", record)
-
-    def _file_id(self, path: str) -> str | None:
-        """The notebook's stable id (jupyter_server_fileid), so a chat follows its notebook's renames."""
-        manager = self.server.web_app.settings.get("file_id_manager")
-        if manager is None:
-            return None
-        value = manager.index(path)
-        return str(value) if value is not None else None
 
     def _admin_policy(self) -> AdminPolicy:
         allowed = tuple(m for m in APPROVAL_MODES if m in self.allowed_approval_modes) or ("ask",)

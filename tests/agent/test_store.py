@@ -397,16 +397,18 @@ class Notebooks:
         self.cells: dict[str, list[dict[str, Any]]] = {"nb.ipynb": [{"id": "a", "source": "1"}]}
         self.records: list[Any] = []
 
-    def begin_record(self, chat_id: str, session_id: str, path: str, on_change: Any) -> Any:
+    def begin_record(
+        self, chat_id: str, session_id: str, path: str, on_change: Any, *, actor: str = "The agent"
+    ) -> Any:
         from jupyter_aaep.notebook.edit_record import EditRecord
 
-        self.records.append(EditRecord(path, session_id, on_change=on_change))
+        self.records.append(EditRecord(path, session_id, on_change=on_change, actor=actor))
         return self.records[-1]
 
     def end_record(self, chat_id: str) -> None:
         return None
 
-    async def undo(self, path: str, records: list[Any]) -> Any:
+    async def undo(self, path: str, records: list[Any], *, others: Any = ()) -> Any:
         from jupyter_aaep.notebook.edit_record import EditRecord
 
         created = {

@@ -201,10 +201,13 @@ async def test_undo_keeps_a_collaborators_edit_and_cell_and_reverts_only_the_age
                 lambda: sources(doc) == expected, what="the undo in the collaborator's copy"
             )
         assert (notice["removed"], notice["added"], notice["restored"]) == (1, 1, 1)
-        assert notice["kept"] == ["Kept cell 2: it was changed after the agent's edit."]
+        assert notice["kept"] == [
+            "Cell 2 was kept as it is: someone changed it after this request."
+        ]
         assert notice["summary"] == (
             "Undid the agent's changes to undo.ipynb: removed 1 cell the agent added, put back 1 cell the agent "
-            "deleted and restored 1 cell the agent changed. Kept cell 2: it was changed after the agent's edit."
+            "deleted and restored 1 cell the agent changed. Cell 2 was kept as it is: someone changed it after "
+            "this request."
         )
         await rig.client.close()
 
@@ -493,7 +496,7 @@ async def test_undo_of_moves_and_cleared_outputs_and_stale_deletes(
     await move_cell(ctx, cell_id="c", position=1)
     live.move_cell("c", 1)  # the person's own move
     report = await service.undo(path, [record])
-    assert report.kept == ["Kept cell 2: it was moved after the agent moved it."]
+    assert report.kept == ["Cell 2 was kept where it is: someone moved it after this request."]
     assert (await service.open(path)).cell_ids() == ["a", "c", "b"]
 
 
