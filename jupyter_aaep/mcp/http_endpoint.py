@@ -16,19 +16,20 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import MutableMapping
-from typing import Any
+from collections.abc import Callable, MutableMapping
+from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
-from mcp.server.lowlevel.server import Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from tornado import web
 from tornado.iostream import StreamClosedError
 
 from .outside_agents import OutsideAgents
 from .rpc_errors import check_message, reword
+
+if TYPE_CHECKING:  # the SDK loads with the endpoint, on its first request (issue 31)
+    from mcp.server.lowlevel.server import Server
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,8 @@ class MCPEndpoint:
     def __init__(
         self, server: Server[Any], agents: OutsideAgents, *, session_idle_seconds: float = 3600.0
     ) -> None:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
         self.agents = agents
         self.manager = StreamableHTTPSessionManager(
             server, session_idle_timeout=session_idle_seconds, max_request_body_size=MAX_BODY_BYTES
@@ -115,10 +118,16 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
 
     auth_resource = "kernels"  # like the agent's own API (server/base.py): outside agents run code
 
-    def initialize(self, name: str, endpoint: MCPEndpoint) -> None:
+    def initialize(self, name: str, endpoint: MCPEndpoint | Callable[[], MCPEndpoint]) -> None:
+        """*endpoint*, or what builds it on the first request (the server's start skips it)."""
         super().initialize(name=name)
-        self.endpoint = endpoint
+        self._endpoint = endpoint
         self._closed = asyncio.Event()
+
+    @property
+    def endpoint(self) -> MCPEndpoint:
+        endpoint = self._endpoint
+        return endpoint if isinstance(endpoint, MCPEndpoint) else endpoint()
 
     def on_connection_close(self) -> None:
         self._closed.set()

@@ -7,6 +7,7 @@ REST handlers (:mod:`.handlers`) build on it without importing each other.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from jupyter_server.base.handlers import APIHandler
@@ -20,16 +21,30 @@ from .service import AAEPService
 AUTH_RESOURCE = "kernels"
 """Authorised like the kernel API: see :mod:`.handlers` for why."""
 
+ServiceSource = Callable[[], AAEPService]
+"""What handlers are given instead of the service: it builds the agent's parts on the first
+request that needs them (``agent_parts.py``), so the server's start does not."""
 
-class AAEPHandler(AAEPErrorAnswers, ExtensionHandlerMixin, APIHandler):
+
+class ServiceUser:
+    """The ``service`` of a handler given a :data:`ServiceSource`."""
+
+    _service_source: ServiceSource
+
+    @property
+    def service(self) -> AAEPService:
+        return self._service_source()
+
+
+class AAEPHandler(ServiceUser, AAEPErrorAnswers, ExtensionHandlerMixin, APIHandler):
     """Base of every AAEP endpoint: one auth resource, JSON errors (an ``AAEPError`` raised
     anywhere answers with its status and sentence), the service injected."""
 
     auth_resource = AUTH_RESOURCE
 
-    def initialize(self, name: str, service: AAEPService, **kwargs: Any) -> None:
+    def initialize(self, name: str, service: ServiceSource, **kwargs: Any) -> None:
         super().initialize(name, **kwargs)
-        self.service = service
+        self._service_source = service
 
     def body_json(self) -> dict[str, Any]:
         """The request body as a JSON object, or a 4xx saying what is wrong with it."""

@@ -38,7 +38,7 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..aaep.wire import dumps
 from ..errors import AAEPError
-from .base import AUTH_RESOURCE
+from .base import AUTH_RESOURCE, ServiceSource, ServiceUser
 from .http_errors import AAEPErrorAnswers, http_status
 from .messages import (
     KINDS,
@@ -49,7 +49,6 @@ from .messages import (
     parse_json,
     take_request_id,
 )
-from .service import AAEPService
 from .streams import Stream, client_key
 
 SUBPROTOCOL = "aaep.v1"
@@ -57,15 +56,20 @@ log = logging.getLogger(__name__)
 
 
 class ChatSocketHandler(
-    AAEPErrorAnswers, ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler
+    ServiceUser,
+    AAEPErrorAnswers,
+    ExtensionHandlerMixin,
+    WebSocketMixin,
+    WebSocketHandler,
+    JupyterHandler,
 ):
     """One subscriber's socket on one chat."""
 
     auth_resource = AUTH_RESOURCE
 
-    def initialize(self, name: str, service: AAEPService, **kwargs: Any) -> None:
+    def initialize(self, name: str, service: ServiceSource, **kwargs: Any) -> None:
         super().initialize(name, **kwargs)
-        self.service = service
+        self._service_source = service
         self.chat_id = ""
         self.aaep_stream: Stream | None = None
         self._pump: asyncio.Task[None] | None = None
