@@ -8,13 +8,17 @@ every user; their modules (the Anthropic and MCP SDKs among them) are loaded by 
 Now the server's start keeps only what must hold from the first second (the model credentials
 kept from kernels, kernels' own credentials, the traitlets), and :class:`AgentParts` is built
 by :func:`build_parts` when the first agent request needs it (the panel's first call, a kernel's
-``%aaep``, an outside agent's MCP call). Closing is per part, each step on its own, so a failure
-in one never skips the others.
+``%aaep``, an outside agent's MCP call). Starting them imports the Anthropic SDK in a background
+thread, while the person types; outside agents' MCP endpoint (and the MCP SDK) waits for the
+first MCP request. Closing is per part, each step on its own, so a failure in one never skips
+the others.
 """
 
 from __future__ import annotations
 
-import asyncio
+import importlib
+import logging
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -44,9 +48,18 @@ class AgentParts:
     runner: ChatRunner
     long_runs: LongRunNews | None
     service: AAEPService
-    mcp_endpoint: MCPEndpoint | None
     mcp_servers: MCPServers
+    endpoint_factory: Callable[[], MCPEndpoint] | None
+    """Builds outside agents' MCP endpoint (and loads the MCP SDK) on its first request."""
+    mcp_endpoint: MCPEndpoint | None = None
     started: bool = False
+
+    def endpoint(self) -> MCPEndpoint:
+        """Outside agents' MCP endpoint, built by its first request (it starts itself then)."""
+        if self.mcp_endpoint is None:
+            assert self.endpoint_factory is not None, "the MCP endpoint is turned off"
+            self.mcp_endpoint = self.endpoint_factory()
+        return self.mcp_endpoint
 
     def start(self) -> None:
         """The parts' own tasks (and the MCP tool servers' processes), on the running loop."""
@@ -55,9 +68,8 @@ class AgentParts:
         self.started = True
         if self.long_runs is not None:
             self.long_runs.start()
-        if self.mcp_endpoint is not None:
-            self.mcp_endpoint.start()
         self.mcp_servers.start()
+        threading.Thread(target=_load_model_sdk, name="aaep-sdk-import", daemon=True).start()
 
     async def close(self, step: Callable[[str, Callable[[], Any]], Awaitable[None]]) -> None:
         """Stop every part, each through *step* (which runs it and logs a failure in a sentence)."""
@@ -71,6 +83,20 @@ class AgentParts:
         if self.store is not None:
             await step("close the chat database", self.store.close)
         await step("close the tools", self.toolbox.close)
+
+
+log = logging.getLogger(__name__)
+
+
+def _load_model_sdk() -> None:
+    """Import the Anthropic SDK while the person who just opened the agent types: its import
+    (about 1 s of CPU, far more on a busy machine) then no longer delays their first answer.
+    A thread, so the server keeps answering meanwhile; a failure is left to the first session,
+    which imports it again and says what is wrong."""
+    try:
+        importlib.import_module("anthropic")
+    except Exception as error:  # noqa: BLE001 - the first model request reports it properly
+        log.debug("loading the Anthropic SDK ahead of the first request failed: %s", error)
 
 
 def build_parts(ext: AAEPExtension) -> AgentParts:
@@ -158,7 +184,6 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
         policy=ext.admin_policy,
         toolbox=toolbox,
     )
-    endpoint = _mcp_endpoint(ext, runner, toolbox, hub) if ext.mcp_server else None
     servers = _mcp_servers(ext, toolbox)
     if store is not None and store.ok:
         ext.log.info("AAEP agent: chats are stored in %s.", store.path)
@@ -168,7 +193,8 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
         ", ".join(t.name for t in toolbox.tools),
         ext.approval_mode,
     )
-    return AgentParts(store, toolbox, hub, runner, long_runs, service, endpoint, servers)
+    endpoint = (lambda: _mcp_endpoint(ext, runner, toolbox, hub)) if ext.mcp_server else None
+    return AgentParts(store, toolbox, hub, runner, long_runs, service, servers, endpoint)
 
 
 def _mcp_servers(ext: AAEPExtension, toolbox: Toolbox) -> MCPServers:
@@ -201,7 +227,7 @@ def _mcp_servers(ext: AAEPExtension, toolbox: Toolbox) -> MCPServers:
 def _mcp_endpoint(
     ext: AAEPExtension, runner: ChatRunner, toolbox: Toolbox, hub: StreamHub
 ) -> MCPEndpoint:
-    """Outside agents' MCP endpoint (its session manager starts with the parts)."""
+    """Outside agents' MCP endpoint (its session manager starts on its first request)."""
     from jupyter_server.utils import ensure_async
 
     from ..mcp.http_endpoint import MCPEndpoint
@@ -222,11 +248,3 @@ def _mcp_endpoint(
     return MCPEndpoint(
         build_notebook_server(toolbox.tools, agents, file_exists=notebook_exists), agents
     )
-
-
-def loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

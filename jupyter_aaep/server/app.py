@@ -544,7 +544,7 @@ class AAEPExtension(ExtensionApp):
     toolbox = property(lambda self: self.parts.toolbox)
     service = property(lambda self: self.parts.service)
     long_runs = property(lambda self: self.parts.long_runs)
-    mcp_endpoint = property(lambda self: self.parts.mcp_endpoint)
+    mcp_endpoint = property(lambda self: self.parts.endpoint() if self.mcp_server else None)
     mcp_servers = property(lambda self: self.parts.mcp_servers)
 
     def initialize_handlers(self) -> None:
@@ -557,9 +557,7 @@ class AAEPExtension(ExtensionApp):
             self.handlers.append((r"aaep/v1/mcp", MCPHandler, {"endpoint": self._endpoint}))
 
     def _endpoint(self) -> Any:
-        endpoint = self.parts.mcp_endpoint
-        assert endpoint is not None  # the route exists only when mcp_server is on
-        return endpoint
+        return self.parts.endpoint()  # the route exists only when mcp_server is on
 
     _loop_started = False
 

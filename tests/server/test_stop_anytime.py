@@ -30,7 +30,9 @@ LINKED = "jupyter_aaep | extension was successfully linked"
 LOADED = "jupyter_aaep | extension was successfully loaded"
 RUNNING = "is running at"
 SHUTDOWN = "AAEP agent: shutting down the server"
-KNOWN_ELSEWHERE = re.compile(r"jupyter_server_ydoc/websocketserver\.py.*WebsocketServer not running", re.S)
+KNOWN_ELSEWHERE = re.compile(
+    r"jupyter_server_ydoc/websocketserver\.py.*WebsocketServer not running", re.DOTALL
+)
 """jupyter_server_ydoc's room cleaner raises this on every shutdown (not ours; reported there)."""
 
 
