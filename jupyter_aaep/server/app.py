@@ -53,7 +53,7 @@ from .long_runs import LongRunNews
 from .model_client import WITHHELD, ClientFactory, ModelCredentials
 from .option_defaults import default_of
 from .policy import AdminPolicy
-from .signals import stop_on_sigint_without_tty
+from .signals import end_without_collecting, stop_on_sigint_without_tty
 from .sse import EventStreamHandler
 from .streams import SERVER_RECONNECT_GRACE, StreamHub
 
@@ -566,6 +566,7 @@ class AAEPExtension(ExtensionApp):
         # JupyterHub stops with SIGINT, also a server it gave up on while it was starting: from
         # here on that runs the server's own stop (after the rest of its start) and ours.
         self._restore_sigint = stop_on_sigint_without_tty(serverapp)
+        end_without_collecting()  # a class's servers stopped at once end sooner (signals.py)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         self._loop = asyncio.get_running_loop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import signal
 import subprocess
 import sys
@@ -10,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_aaep.server.signals import stop_on_sigint_without_tty
+from jupyter_aaep.server.signals import end_without_collecting, stop_on_sigint_without_tty
+
+
+def test_the_exit_hook_is_registered_once_however_many_servers() -> None:
+    end_without_collecting()
+    registered = atexit._ncallbacks()
+    end_without_collecting()
+    end_without_collecting()
+    assert atexit._ncallbacks() == registered
 
 
 class FakeServer:
