@@ -8,17 +8,15 @@ every user; their modules (the Anthropic and MCP SDKs among them) are loaded by 
 Now the server's start keeps only what must hold from the first second (the model credentials
 kept from kernels, kernels' own credentials, the traitlets), and :class:`AgentParts` is built
 by :func:`build_parts` when the first agent request needs it (the panel's first call, a kernel's
-``%aaep``, an outside agent's MCP call). Starting them imports the Anthropic SDK in a background
-thread, while the person types; outside agents' MCP endpoint (and the MCP SDK) waits for the
-first MCP request. Closing is per part, each step on its own, so a failure in one never skips
+``%aaep``, an outside agent's MCP call); the Anthropic SDK comes with the first model request
+(importing it in a background thread ahead of that was tried: the SDK is not safe to import in
+one thread while another starts using it, and a session's request went out malformed);
+outside agents' MCP endpoint (and the MCP SDK) waits for the first MCP request. Closing is per part, each step on its own, so a failure in one never skips
 the others.
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -69,7 +67,6 @@ class AgentParts:
         if self.long_runs is not None:
             self.long_runs.start()
         self.mcp_servers.start()
-        threading.Thread(target=_load_model_sdk, name="aaep-sdk-import", daemon=True).start()
 
     async def close(self, step: Callable[[str, Callable[[], Any]], Awaitable[None]]) -> None:
         """Stop every part, each through *step* (which runs it and logs a failure in a sentence)."""
@@ -83,20 +80,6 @@ class AgentParts:
         if self.store is not None:
             await step("close the chat database", self.store.close)
         await step("close the tools", self.toolbox.close)
-
-
-log = logging.getLogger(__name__)
-
-
-def _load_model_sdk() -> None:
-    """Import the Anthropic SDK while the person who just opened the agent types: its import
-    (about 1 s of CPU, far more on a busy machine) then no longer delays their first answer.
-    A thread, so the server keeps answering meanwhile; a failure is left to the first session,
-    which imports it again and says what is wrong."""
-    try:
-        importlib.import_module("anthropic")
-    except Exception as error:  # noqa: BLE001 - the first model request reports it properly
-        log.debug("loading the Anthropic SDK ahead of the first request failed: %s", error)
 
 
 def build_parts(ext: AAEPExtension) -> AgentParts:

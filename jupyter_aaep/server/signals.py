@@ -57,6 +57,9 @@ def stop_on_sigint_without_tty(serverapp: Any) -> Callable[[], None] | None:
     return restore
 
 
+_at_exit: list[bool] = []
+
+
 def _freeze() -> None:
     gc.freeze()
 
@@ -69,5 +72,6 @@ def end_without_collecting() -> None:
     servers stopped together take 1.4 times as long as without the extension; with this a
     server ends in less than one without the extension. Nothing is lost: the process is ending,
     and what needed closing was closed by the server's stop. Registered once per process."""
-    atexit.unregister(_freeze)
-    atexit.register(_freeze)
+    if not _at_exit:
+        _at_exit.append(True)
+        atexit.register(_freeze)
