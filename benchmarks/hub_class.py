@@ -160,7 +160,11 @@ def one_session(user: User, chat: str) -> float:
     while True:
         view = user_api(user, "GET", f"chats/{chat}").json()
         if view.get("status") == "idle" and view.get("session_id") == session:
-            return time.monotonic() - began
+            took = time.monotonic() - began
+            last = (view.get("transcript") or [{}])[-1].get("type", "")
+            if not last.endswith("session.completed"):  # a figure for a failed session is no figure
+                raise RuntimeError(f"{user.name}'s session ended with {last}")
+            return took
         time.sleep(0.05)
 
 
