@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from ..words import plural
 from .control import ERRORED_NOTE, STOPPED_NOTE, RunControl
+
+if TYPE_CHECKING:
+    import anthropic
 
 
 def stopped_note(control: RunControl) -> str:

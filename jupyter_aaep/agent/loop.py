@@ -20,9 +20,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import anthropic
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..aaep.broker import ReplyBroker
 from ..aaep.coalescer import Boundary, OutputCoalescer
@@ -74,6 +72,9 @@ from .prompts import SYSTEM_PROMPT, chat_context
 from .stop_reasons import stop_handling
 from .tools import ToolRegistry
 from .usage import ModelRequest, PriceTable, Usage, dollars
+
+if TYPE_CHECKING:  # loaded with the first model client, never by importing the loop (issue 31)
+    import anthropic
 
 log = logging.getLogger(__name__)
 
@@ -217,6 +218,8 @@ class AgentLoop:
         )
         run.dispatcher = dispatcher
         await self._read_rules(run)
+        import anthropic  # already loaded: the client this session uses is the SDK's
+
         try:
             return await self._turns(run, history, dispatcher)
         except ContextTooLarge as error:
@@ -351,6 +354,8 @@ class AgentLoop:
                 raise
             except Exception as error:
                 self._record_request(run, started, error=error)
+                import anthropic  # already loaded by the client that raised
+
                 if not isinstance(error, anthropic.BadRequestError):
                     raise
                 text = _error_text(error)

@@ -15,9 +15,7 @@ import logging
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from ..aaep.broker import ReplyBroker, ReplyOrigin
 from ..aaep.emitter import Emitter, Event
@@ -35,6 +33,9 @@ from .store_health import StoreHealth
 from .tools import ToolRegistry
 from .undo_words import actor_of, undo_summary
 from .usage import Usage
+
+if TYPE_CHECKING:  # the SDK loads with the first model client (issue 31)
+    import anthropic
 
 log = logging.getLogger(__name__)
 _UNNAMED = ReplyOrigin("program")

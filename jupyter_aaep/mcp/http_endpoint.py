@@ -25,15 +25,13 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth import User
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.call_context import CallContext
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
-from mcp.server.lowlevel.server import Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from tornado import web
 from tornado.iostream import StreamClosedError
 
@@ -47,6 +45,9 @@ from .credentials import (
 )
 from .outside_agents import OutsideAgents
 from .rpc_errors import check_message, reword
+
+if TYPE_CHECKING:  # the SDK loads with the endpoint, on its first request (issue 31)
+    from mcp.server.lowlevel.server import Server
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +104,8 @@ class MCPEndpoint:
         credentials: OutsideCredentials | None = None,
         session_idle_seconds: float = 3600.0,
     ) -> None:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
         self.agents = agents
         self.credentials = credentials
         self.manager = StreamableHTTPSessionManager(
@@ -166,9 +169,10 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
 
     auth_resource = "kernels"  # like the agent's own API (server/base.py): outside agents run code
 
-    def initialize(self, name: str, endpoint: MCPEndpoint) -> None:
+    def initialize(self, name: str, endpoint: MCPEndpoint | Callable[[], MCPEndpoint]) -> None:
+        """*endpoint*, or what builds it on the first request (the server's start skips it)."""
         super().initialize(name=name)
-        self.endpoint = endpoint
+        self._endpoint = endpoint
         self._closed = asyncio.Event()
         self.credential: OutsideCredential | None = None
 
@@ -195,6 +199,11 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
 
     def _request_summary(self) -> str:
         return scrubbed(super()._request_summary())  # a token in the address stays out of the log
+
+    @property
+    def endpoint(self) -> MCPEndpoint:
+        endpoint = self._endpoint
+        return endpoint if isinstance(endpoint, MCPEndpoint) else endpoint()
 
     def on_connection_close(self) -> None:
         self._closed.set()

@@ -14,6 +14,7 @@ once; ``GET`` lists the records (id, name, created, last used; never a secret);
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -38,13 +39,16 @@ class _CredentialsHandler(AAEPHandler):
         name: str,
         service: Any,
         credentials: OutsideCredentials,
-        endpoint: Any = None,
+        endpoint_on: bool = False,
+        built_endpoint: Callable[[], Any] = lambda: None,
         **kwargs: Any,
     ) -> None:
         super().initialize(name, service, **kwargs)
         self.credentials = credentials
-        self.endpoint = endpoint
-        """The MCP endpoint (``None`` when outside agents are off)."""
+        self.endpoint_on = endpoint_on
+        """Whether outside agents may come in at all (``c.AAEPExtension.mcp_server``)."""
+        self.built_endpoint = built_endpoint
+        """The MCP endpoint if its first request built it, else ``None`` (never builds it)."""
 
 
 class TokensHandler(_CredentialsHandler):
@@ -58,7 +62,7 @@ class TokensHandler(_CredentialsHandler):
     @web.authenticated
     @authorized("execute")  # type: ignore[untyped-decorator]
     async def post(self) -> None:
-        if self.endpoint is None:
+        if not self.endpoint_on:
             raise RequestError(409, MCP_OFF)
         body = self.body_json()
         record, token = self.credentials.mint(body.get("name"))
@@ -80,17 +84,27 @@ class TokenHandler(_CredentialsHandler):
             raise RequestError(
                 404, "There is no such credential; it may have been revoked already."
             )
-        if self.endpoint is not None:
-            self.endpoint.agents.revoked(record.id)
+        endpoint = self.built_endpoint()
+        if endpoint is not None:  # not built yet: no agent of that credential can be in
+            endpoint.agents.revoked(record.id)
         self.set_status(204)
         self.finish()
 
 
 def credential_routes(
-    service: Any, credentials: OutsideCredentials, endpoint: Any
+    service: Any,
+    credentials: OutsideCredentials,
+    *,
+    endpoint_on: bool,
+    built_endpoint: Callable[[], Any],
 ) -> list[tuple[str, type, dict[str, Any]]]:
-    """The token routes (relative to ``base_url``)."""
-    common = {"service": service, "credentials": credentials, "endpoint": endpoint}
+    """The token routes (relative to ``base_url``); they never build the agent's MCP parts."""
+    common = {
+        "service": service,
+        "credentials": credentials,
+        "endpoint_on": endpoint_on,
+        "built_endpoint": built_endpoint,
+    }
     return [
         (r"aaep/v1/mcp/tokens", TokensHandler, common),
         (r"aaep/v1/mcp/tokens/(?P<credential_id>[^/]+)", TokenHandler, common),

@@ -20,11 +20,10 @@ from tornado import web
 
 from ..aaep.manifest import build_manifest
 from ..agent.citations import CITATIONS_CONTEXT
-from .base import AAEPHandler
+from .base import AAEPHandler, ServiceSource
 from .long_runs import how_far_along
 from .messages import take_request_id
 from .request_context import kernel_variables
-from .service import AAEPService
 
 _ANY_CHAT = r"(?P<chat_id>[^/]+)"
 
@@ -242,9 +241,9 @@ class MCPTrustServerHandler(AAEPHandler):
 
 
 def handler_routes(
-    service: AAEPService, *, keepalive: float
+    service: ServiceSource, *, keepalive: float
 ) -> list[tuple[str, type, dict[str, Any]]]:
-    """Every AAEP route (relative to ``base_url``), each handler given the service."""
+    """Every AAEP route (relative to ``base_url``), each handler given what builds the service."""
     from .kernel_handlers import kernel_routes
     from .sse import EventStreamHandler
     from .websocket import ChatSocketHandler

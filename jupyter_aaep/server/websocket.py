@@ -40,7 +40,7 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 from ..aaep.wire import dumps
 from ..errors import AAEPError
 from ..mcp.credentials import MCP_ONLY
-from .base import AUTH_RESOURCE, carries_outside_credential
+from .base import AUTH_RESOURCE, ServiceSource, ServiceUser, carries_outside_credential
 from .http_errors import AAEPErrorAnswers, http_status
 from .messages import (
     KINDS,
@@ -51,7 +51,6 @@ from .messages import (
     parse_json,
     take_request_id,
 )
-from .service import AAEPService
 from .streams import Stream, client_key
 
 SUBPROTOCOL = "aaep.v1"
@@ -59,15 +58,20 @@ log = logging.getLogger(__name__)
 
 
 class ChatSocketHandler(
-    AAEPErrorAnswers, ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler
+    ServiceUser,
+    AAEPErrorAnswers,
+    ExtensionHandlerMixin,
+    WebSocketMixin,
+    WebSocketHandler,
+    JupyterHandler,
 ):
     """One subscriber's socket on one chat."""
 
     auth_resource = AUTH_RESOURCE
 
-    def initialize(self, name: str, service: AAEPService, **kwargs: Any) -> None:
+    def initialize(self, name: str, service: ServiceSource, **kwargs: Any) -> None:
         super().initialize(name, **kwargs)
-        self.service = service
+        self._service_source = service
         self.chat_id = ""
         self.aaep_stream: Stream | None = None
         self._pump: asyncio.Task[None] | None = None
