@@ -23,6 +23,7 @@ from credential_helpers import (  # noqa: F401 - fixtures by name
 )
 from kernel_helpers import _private_cwd, kernels, new_name, write_notebook  # noqa: F401
 from mcp_helpers import agent_calls, is_type, off_loop, reply, text_of
+from server_helpers import panel_key
 
 pytestmark = pytest.mark.slow
 
@@ -75,6 +76,7 @@ async def test_no_takeover_while_a_call_waits_for_the_person(url, api, mint, sse
     chat_id = await chat_of_new(api, path)
     made = await mint("Claude Code")
     async with sse(chat_id) as panel:
+        key = await panel_key(api, panel, chat_id)  # the person answers from the panel
         waiting = agent_calls(
             url, bearer(made), ("run_cell", {"notebook_path": path, "cell_id": "c1"})
         )
@@ -86,7 +88,9 @@ async def test_no_takeover_while_a_call_waits_for_the_person(url, api, mint, sse
             20,
         )
         assert not waiting.done()  # the waiting call was not ended by the newcomer
-        await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "reject"))
+        await api(
+            "chats", chat_id, "messages", method="POST", body=reply(confirmation, "reject", key)
+        )
         [rejected] = await asyncio.wait_for(waiting, 20)
     assert refused.is_error and text_of(refused).startswith(
         f"Claude Code is working on {path} right now"
