@@ -25,6 +25,11 @@ show the context management at work when that does not help (no targets are clai
 - ``changes before every read``: every read returns a different notebook (three new reads of
   about 8 400 tokens per request, against a 60 000-token window: the worst case).
 
+And one row with three rules files loaded (``AGENTS.md``, ``CLAUDE.md`` and a scoped
+``.aaep/rules`` file, read by the real ``RuleFiles`` at every request): the rules ride in the
+cached system block, so the share read from the cache must stay at least 0.9
+(``tests/agent/test_long_chat.py`` checks it over 20 requests).
+
 Run: ``python benchmarks/long_chat.py [--requests 25] [--window 60000]``.
 """
 
@@ -34,6 +39,7 @@ import argparse
 import asyncio
 import logging
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +48,8 @@ import anthropic
 
 from jupyter_aaep.aaep import Emitter, Producer, ReplyBroker, Session
 from jupyter_aaep.agent.context import SUMMARY_HEADER, ContextSettings, ContextState
-from jupyter_aaep.agent.loop import AgentConfig, AgentLoop, ChatContext
+from jupyter_aaep.agent.loop import DEFAULT_MODEL, AgentConfig, AgentLoop, ChatContext
+from jupyter_aaep.agent.rules import AppliedRules, RuleFiles, RuleTarget
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse, Turn
@@ -51,7 +58,7 @@ from jupyter_aaep.tools.notebook import notebook_tools
 sys.path.insert(0, str(Path(__file__).parent))
 from notebook_state_size import _LocalService, make_notebook
 
-MODEL = "claude-sonnet-4-5"
+MODEL = DEFAULT_MODEL  # the product default (a deprecated model id makes the SDK warn)
 READS_PER_REQUEST = 3
 WEIGHTS = {"input": 1.0, "write": 1.25, "read": 0.1}
 
@@ -112,6 +119,27 @@ class Figures:
     """Requests in which the server's context editing cleared something."""
 
 
+RULES = {
+    "AGENTS.md": "Name dataframes df_<thing>. Use pandas, never polars. " * 20,
+    "CLAUDE.md": "Explain each change in one sentence before making it. " * 20,
+    ".aaep/rules/plots.md": "---\nscope:\n  languages: [python]\n---\n"
+    + "Plots use seaborn with the colour-blind palette and a title. " * 20,
+}
+
+
+def rules_provider(root: Path) -> Any:
+    """Three rules files under *root*, read by the real :class:`RuleFiles` at each request."""
+    for name, text in RULES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    files = RuleFiles(root)
+
+    async def provide(path: str) -> AppliedRules:
+        return files.applicable(RuleTarget(path, kernel_name="python3", language="python"))
+
+    return provide
+
+
 async def run_chat(
     name: str,
     *,
@@ -120,12 +148,16 @@ async def run_chat(
     config: AgentConfig,
     server_edits: bool,
     changes: str = "never",
+    rules_root: Path | None = None,
 ) -> Figures:
     service = _ChangingService(every_read=changes == "every read")
     registry = ToolRegistry(notebook_tools())
     state = ContextState()
+    rules = rules_provider(rules_root) if rules_root is not None else None
     chat = ChatContext(
-        notebook_path="analysis.ipynb", services=AgentServices(notebook=service), context=state
+        notebook_path="analysis.ipynb",
+        services=AgentServices(notebook=service, rules=rules),
+        context=state,
     )
     history: list[dict[str, Any]] = []
     failed = 0
@@ -203,6 +235,16 @@ async def main() -> None:
         )
         for name, after, server, changes in plan
     ]
+    with tempfile.TemporaryDirectory() as root:
+        ruled = await run_chat(
+            "after, 3 rules files",
+            requests=args.requests,
+            window=args.window,
+            config=config(args.window, after=True),
+            server_edits=True,
+            rules_root=Path(root),
+        )
+    runs.append(ruled)
     print(
         f"{args.requests} requests x {READS_PER_REQUEST} reads of a 100-cell notebook, "
         f"{args.window:,}-token window, model {MODEL}"
@@ -216,6 +258,7 @@ async def main() -> None:
             f"{f.name:<26}{f.sessions_failed:>7}{f.requests_rejected:>10}{f.largest_prompt:>16,}"
             f"{f.cache_share:>12.3f}{f.weighted_cost:>18.3f}{f.compactions:>13}{f.server_edits:>14}"
         )
+    print(f"with 3 rules files: cache share >= 0.9 -> {ruled.cache_share:.3f}")
     before = runs[0]
     for after in runs[1:3]:
         print(

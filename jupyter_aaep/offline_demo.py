@@ -69,8 +69,10 @@ def _lab_command(folder: Path, extra: list[str]) -> list[str]:
     if hasattr(os, "geteuid") and os.geteuid() == 0 and "--allow-root" not in extra:
         command.append("--allow-root")
     command.extend(extra)
-    if (folder / "demo.ipynb").exists() and not any(not a.startswith("-") for a in extra):
-        command.append("demo.ipynb")
+    # The printed address and the browser both open the demo notebook, not the Launcher.
+    opens_own = any(not a.startswith("-") or "default_url" in a for a in extra)
+    if (folder / "demo.ipynb").exists() and not opens_own:
+        command.append("--LabApp.default_url=/lab/tree/demo.ipynb")
     return command
 
 
@@ -105,19 +107,20 @@ def main(argv: list[str] | None = None) -> int:
         'ask it "what can you do").',
         flush=True,
     )
-    lab = subprocess.Popen(_lab_command(folder, extra), cwd=folder, env=env)
+    # JupyterLab runs in its own process group, so Ctrl+C (or SIGINT sent to this process alone)
+    # reaches only us, and we stop it without its "Shutdown this Jupyter server?" question.
+    lab = subprocess.Popen(_lab_command(folder, extra), cwd=folder, env=env, start_new_session=True)
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         if lab.poll() is None:
-            lab.send_signal(signum)
+            if signum == signal.SIGINT:
+                print("Stopping JupyterLab and the offline demo model…", flush=True)
+            lab.send_signal(signal.SIGTERM if signum == signal.SIGINT else signum)
 
-    previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGHUP)}
+    stops = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+    previous = {s: signal.signal(s, forward) for s in stops}
     try:
-        while True:
-            try:
-                return lab.wait()
-            except KeyboardInterrupt:  # JupyterLab got the same Ctrl+C and asks or stops itself
-                continue
+        return lab.wait()
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

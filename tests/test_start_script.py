@@ -1,7 +1,9 @@
-"""``scripts/start --offline`` starts JupyterLab (also as root) and never writes into the repository."""
+"""``scripts/start --offline`` starts JupyterLab (also as root) on the demo notebook, never writes
+into the repository, and stops on a SIGINT sent to it alone."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -46,6 +48,14 @@ def _answers(url: str, *, seconds: float = 60) -> int:
             time.sleep(0.2)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 def _snapshot(folder: Path) -> dict[str, bytes]:
     return {
         str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b""
@@ -86,7 +96,7 @@ def test_offline_start_serves_lab_from_a_copy(tmp_path: Path) -> None:
         url = None
         for _ in range(600):
             text = (tmp_path / "start.log").read_text()
-            found = re.search(rf"http://127\.0\.0\.1:{port}/lab\?token=\w+", text)
+            found = re.search(rf"http://127\.0\.0\.1:{port}/lab/tree/demo\.ipynb\?token=\w+", text)
             if found:
                 url = found.group(0)
                 break
@@ -100,8 +110,21 @@ def test_offline_start_serves_lab_from_a_copy(tmp_path: Path) -> None:
         assert (workdir / "demo.ipynb").read_bytes() == (
             REPO / "notebooks" / "demo.ipynb"
         ).read_bytes()
+        # `kill -INT` to the demo alone (not its process group) stops JupyterLab with it.
+        (server_info,) = (tmp_path / "runtime").glob("jpserver-*.json")
+        lab_pid = json.loads(server_info.read_text())["pid"]
+        process.send_signal(signal.SIGINT)
+        process.wait(60)  # TimeoutExpired if the demo swallowed the signal (it used to)
+        assert "Stopping JupyterLab" in (tmp_path / "start.log").read_text()
+        deadline = time.monotonic() + 30
+        while _alive(lab_pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(lab_pid), "JupyterLab kept running after the demo got SIGINT"
     finally:
-        os.killpg(process.pid, signal.SIGTERM)  # the script, the demo model and JupyterLab
+        if process.poll() is None:
+            os.killpg(
+                process.pid, signal.SIGTERM
+            )  # the script and the demo model (which stops JupyterLab)
         try:
             process.wait(30)
         except subprocess.TimeoutExpired:

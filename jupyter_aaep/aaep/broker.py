@@ -25,7 +25,39 @@ from .ids import is_valid_id
 log = logging.getLogger(__name__)
 
 Resolution = Literal["reply", "timeout", "cancelled", "unsubscribed"]
-ReplyOrigin = Literal["panel", "notebook", "policy"]
+OriginKind = Literal["panel", "notebook", "client", "program", "policy"]
+
+
+@dataclass(frozen=True)
+class ReplyOrigin:
+    """Where a reply came from, as the transport that received it knows it (never what the
+    reply says of itself): ``"panel"`` the person's panel, ``"notebook"`` the notebook's own
+    view, ``"client"`` a subscriber that named itself in its handshake (*name*), ``"program"``
+    any other client holding the person's login, ``"policy"`` a setting the person chose."""
+
+    kind: OriginKind
+    name: str | None = None
+    """The client's own name, from its handshake (``"client"`` only)."""
+
+    @property
+    def decided_by(self) -> str:
+        """The ``decided_by`` the server records: its own knowledge, not the reply's claim."""
+        if self.kind == "client":
+            return f"client:{self.name}"[:256]
+        return _DECIDED_BY[self.kind]
+
+    @property
+    def is_person(self) -> bool:
+        """Whether the reply came through the person's own view (the panel or the notebook)."""
+        return self.kind in ("panel", "notebook")
+
+
+_DECIDED_BY: dict[str, str] = {
+    "panel": "user:panel",
+    "notebook": "user:notebook",
+    "program": "program:jupyter-login",
+    "policy": "auto:configured_policy",
+}
 
 _TIMESTAMP = re.compile(
     r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3}|\.\d{6})?(Z|[+-]\d{2}:\d{2})$"
@@ -63,9 +95,7 @@ class Outcome:
     decided_by: str | None = None
     subscription_id: str | None = None
     origin: ReplyOrigin | None = None
-    """Where a reply came from, as the transport that received it knows (never what the reply
-    itself claims): ``"panel"`` for a person's authenticated client, ``"notebook"`` for the
-    notebook's kernel, ``"policy"`` for a setting the person chose."""
+    """Where a reply came from, as the transport that received it knows (see :class:`ReplyOrigin`)."""
 
     @property
     def accepted(self) -> bool:
@@ -257,7 +287,8 @@ class ReplyBroker:
             Outcome(
                 value,
                 "reply",
-                decided_by=reply.get("decided_by"),
+                # what the server knows of the sender; the reply's own decided_by is only a claim
+                decided_by=origin.decided_by if origin is not None else reply.get("decided_by"),
                 subscription_id=reply.get("subscription_id"),
                 origin=origin,
             ),
@@ -323,7 +354,9 @@ class ReplyBroker:
 
     def resolve(self, request: PendingRequest, value: Any, *, decided_by: str) -> None:
         """Answer on the user's behalf (a policy the user configured, such as auto-approve)."""
-        self._resolve(request, Outcome(value, "reply", decided_by=decided_by, origin="policy"))
+        self._resolve(
+            request, Outcome(value, "reply", decided_by=decided_by, origin=ReplyOrigin("policy"))
+        )
 
     def cancel(self, request: PendingRequest) -> None:
         """Withdraw one request (its token is dead afterwards)."""

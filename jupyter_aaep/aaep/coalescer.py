@@ -9,9 +9,10 @@ offset of each chunk within its output, so it never decreases.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Literal
 
-from .events import OutputStreaming
+from .events import Extension, OutputStreaming
 from .ids import new_output_id
 from .redaction import mask_secrets
 from .session import Session
@@ -28,6 +29,10 @@ _PARAGRAPH_END = re.compile(r"\n\s*\n+")
 _WORD_END = re.compile(r"\s+")
 
 
+Rewrite = Callable[[str, bool], tuple[str, tuple[Extension, ...]]]
+"""(piece, final) → (the text listeners get, extension data about it)."""
+
+
 class OutputCoalescer:
     """Buffers text for one output and emits it in announceable pieces.
 
@@ -42,6 +47,10 @@ class OutputCoalescer:
     max_buffer
         Above this many buffered characters a chunk is emitted at the last word boundary even
         without a sentence end (long code blocks), so listeners are not left waiting.
+    rewrite
+        Turns each masked piece into what listeners get, with extension data about it (the
+        producer's markup into words); ``final`` is true for the completing piece, so a rewrite
+        that held back an unfinished tail gives it up.
     """
 
     def __init__(
@@ -52,12 +61,14 @@ class OutputCoalescer:
         content_type: str = "text/markdown",
         max_buffer: int = 1500,
         output_id: str | None = None,
+        rewrite: Rewrite | None = None,
     ) -> None:
         self.session = session
         self.boundary = boundary
         self.content_type = content_type
         self.max_buffer = max_buffer
         self.output_id = output_id or new_output_id()
+        self.rewrite = rewrite
         self._buffer = ""
         self._position = 0
         self.text = ""
@@ -114,6 +125,11 @@ class OutputCoalescer:
 
     def _emit(self, piece: str, *, complete: bool, hint: str) -> None:
         chunk = mask_secrets(piece)
+        extensions: tuple[Extension, ...] = ()
+        if self.rewrite is not None:
+            chunk, extensions = self.rewrite(chunk, complete)
+            if not chunk and not complete:
+                return  # all held back: nothing to say yet
         self.session.emit(
             OutputStreaming(
                 chunk=chunk,
@@ -122,6 +138,7 @@ class OutputCoalescer:
                 coalesce_hint=hint,  # type: ignore[arg-type]
                 output_id=self.output_id,
                 content_type=self.content_type,
+                extensions=extensions,
             )
         )
         self._position += len(chunk)

@@ -9,6 +9,7 @@ envelope rules wrong. ``to_payload()`` gives the JSON-ready payload keys.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -54,6 +55,17 @@ class Summary:
         }
 
 
+@dataclass(frozen=True)
+class Extension:
+    """One AAEP extension's data on an event (§3: ``extensions.<prefix>``, the prefix declared by
+    a context URI after the core one in ``@context``); subscribers that do not know it ignore it."""
+
+    prefix: str
+    context: str
+    """The URI that declares the prefix (and documents the data)."""
+    data: Mapping[str, Any]
+
+
 @dataclass(frozen=True, kw_only=True)
 class EventPayload:
     """Base of every core payload; subclasses set ``TYPE`` and ``URGENCY``."""
@@ -64,6 +76,8 @@ class EventPayload:
     summary: Summary | None = None
     urgency: Urgency | None = None
     """Overrides the type's recommended urgency; critical types ignore an override."""
+    extensions: tuple[Extension, ...] = ()
+    """Extension data, put in the envelope by the session (never as custom top-level keys)."""
 
     @property
     def event_type(self) -> str:
@@ -77,7 +91,7 @@ class EventPayload:
     def to_payload(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
-            if f.name in ("summary", "urgency"):
+            if f.name in ("summary", "urgency", "extensions"):
                 continue
             value = getattr(self, f.name)
             if value is None:

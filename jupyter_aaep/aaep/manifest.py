@@ -24,6 +24,7 @@ def build_manifest(
     endpoints: dict[str, str] | None = None,
     max_concurrent_subscriptions: int = 64,
     contact: str | None = None,
+    extensions: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The manifest document, ready to serve as JSON.
 
@@ -37,6 +38,8 @@ def build_manifest(
         How many subscriptions the producer keeps at once.
     contact
         Who runs this producer (omitted when unknown).
+    extensions
+        Context URIs of the extensions the producer's events may carry.
     """
     manifest: dict[str, Any] = {
         "@context": AAEP_CONTEXT,
@@ -49,7 +52,7 @@ def build_manifest(
         "transports_supported": list(transports),
         "languages_supported": list(PRODUCED_LANGUAGES),
         "event_types_emitted": [payload.TYPE for payload in CORE_EVENT_TYPES],
-        "extensions_supported": [],
+        "extensions_supported": list(extensions),
         "default_verbosity": "normal",
         "max_concurrent_subscriptions": max_concurrent_subscriptions,
         "signed": False,

@@ -55,13 +55,37 @@ _SECRET_VALUES = [
     _needing(r"\bssh-(rsa|ed25519|dss)\s+[A-Za-z0-9+/=]{16,}", "ssh-"),
     _needing(r"(?i)\bbearer\s+[A-Za-z0-9._\-~+/=]{8,}", "bearer"),
     _needing(r"(?i)\bauthorization\s*:\s*\S+(\s+\S+)?", "authorization"),
+    # Hugging Face tokens: random letters of both cases (snake_case names such as
+    # ``hf_hub_download`` have neither the length nor the capitals).
+    _needing(r"\bhf_(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[a-z])[A-Za-z0-9]{30,}", "hf_"),
+    # Stripe secret and restricted keys, live and test (publishable ``pk_`` keys are public).
+    _needing(
+        r"\b[rs]k_(live|test)_[A-Za-z0-9]{8,}", "sk_live_", "rk_live_", "sk_test_", "rk_test_"
+    ),
 ]
+
+# A 40-character AWS secret access key has no prefix of its own: it is recognised next to an
+# AWS name (``aws_secret_access_key``, ``SecretAccessKey``) or an access key id (AKIA/ASIA…)
+# at most 80 characters before it, as credentials files, CSV exports and printed dicts show it.
+_AWS_SECRET = _needing(
+    r"""(?x)
+    (?:(?i:aws_secret_access_key|aws_secret_key|secret_?access_?key)|\b(?:AKIA|ASIA)[A-Z0-9]{12,})
+    .{0,80}?
+    (?<![A-Za-z0-9/+])(?P<value>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])
+    """,
+    "secret_access_key",
+    "secretaccesskey",
+    "aws_secret_key",
+    "akia",
+    "asia",
+    flags=re.DOTALL,
+)
 
 # ``name=value`` / ``name: value`` pairs whose name looks like a secret.
 _SECRET_PAIR = _needing(
     r"""(?ix)
     \b[\w.-]*(pass(word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key
-      |private[_-]?key|credential|auth|cookie|signature)[\w.-]*
+      |private[_-]?key|credential|auth|cookie|signature)[\w.-]*["']?
     \s*[:=]\s*
     ("[^"]*"|'[^']*'|[^\s,;&]+)
     """,
@@ -77,6 +101,25 @@ _SECRET_PAIR = _needing(
     "cookie",
     "signature",
 )
+
+# The same with a quoted name, as a printed dict or JSON shows it (``{'AWS_SECRET_ACCESS_KEY': …}``):
+# listeners get ``'[hidden]': '[hidden]'``, the quotes kept so JSON stays JSON.
+_QUOTED_PAIR = _needing(
+    r"""(?ix)
+    (?P<q>["'])[\w.-]*(pass(word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key
+      |private[_-]?key|credential|auth|cookie|signature)[\w.-]*(?P=q)
+    \s*:\s*
+    (?P<value>"[^"\n]*"|'[^'\n]*'|[^\s,;&}\]]+)
+    """,
+    *_NEEDS[_SECRET_PAIR],
+)
+
+
+def _hide_quoted_pair(match: re.Match[str]) -> str:
+    quote, value = match.group("q"), match.group("value")
+    shown = f"{value[0]}{MASK}{value[0]}" if value[:1] in ("'", '"') else MASK
+    return f"{quote}{MASK}{quote}: {shown}"
+
 
 # Long high-entropy runs (hex or base64-ish, 32+ chars, letters and digits mixed).
 _OPAQUE = re.compile(
@@ -154,7 +197,7 @@ def _model_spans(text: str) -> list[tuple[int, int]]:
     worth = _worth_scanning(text)
     for pattern in filter(worth, _SECRET_VALUES):
         spans += [m.span() for m in pattern.finditer(text)]
-    for pair in filter(worth, (_STRONG_PAIR, _WEAK_PAIR, _URL_PASSWORD)):
+    for pair in filter(worth, (_STRONG_PAIR, _WEAK_PAIR, _URL_PASSWORD, _AWS_SECRET)):
         spans += [m.span("value") for m in pair.finditer(text)]
     chosen: list[tuple[int, int]] = []
     for start, end in sorted(spans, key=lambda span: (span[0], -span[1])):
@@ -229,6 +272,12 @@ def mask_secrets(text: str) -> str:
         masked = _URL_PASSWORD.sub(
             lambda m: m.group(0)[: m.start("value") - m.start()] + MASK + "@", masked
         )
+    if worth(_AWS_SECRET):
+        masked = _AWS_SECRET.sub(
+            lambda m: m.group(0)[: m.start("value") - m.start()] + MASK, masked
+        )
+    if worth(_QUOTED_PAIR):
+        masked = _QUOTED_PAIR.sub(_hide_quoted_pair, masked)
     if worth(_SECRET_PAIR):
         masked = _SECRET_PAIR.sub(MASK, masked)
     for pattern in filter(worth, _SECRET_VALUES):

@@ -149,6 +149,10 @@ class Session:
             "sequence_number": self._sequence,
             "localization_hints": {"primary_language": self.language, "text_direction": "ltr"},
         }
+        if payload.extensions:
+            contexts = list(dict.fromkeys(x.context for x in payload.extensions))
+            event["@context"] = [AAEP_CONTEXT, *contexts]
+            event["extensions"] = {x.prefix: dict(x.data) for x in payload.extensions}
         body = payload.to_payload()
         if any(key.startswith("summary_") for key in body):
             event["verbosity"] = "normal"

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from ..words import plural
 from .control import ERRORED_NOTE, STOPPED_NOTE, RunControl
+
+if TYPE_CHECKING:
+    import anthropic
 
 
 def stopped_note(control: RunControl) -> str:
@@ -71,12 +72,20 @@ def tool_phrase(labels: list[str]) -> str:
     return f"Used {_counted(labels, 'tool')}." if labels else ""
 
 
-def done_phrase(failed: list[str]) -> str:
-    """The opening of a completed session's summary; says how many steps failed, if any."""
-    if not failed:
+def done_phrase(failed: list[str], recovered: list[str] | None = None) -> str:
+    """The opening of a completed session's summary: how many steps failed, if any, and which
+    failures the agent recovered from (a step of the same kind worked later), so a request that
+    ended well is not closed with "1 step failed"."""
+    parts = []
+    if recovered:
+        steps, _, shown = _counted(recovered, "step").partition(": ")
+        parts.append(f"after recovering from {steps} that failed first: {shown}")
+    if failed:
+        steps, _, shown = _counted(failed, "step").partition(": ")
+        parts.append(f"but {steps} failed: {shown}")
+    if not parts:
         return "Done."
-    steps, _, shown = _counted(failed, "step").partition(": ")
-    return f"Done, but {steps} failed: {shown}."
+    return "Done, " + "; ".join(parts) + "."
 
 
 def done_terse(failed: list[str]) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..aaep.events import Decision, RiskLevel, default_decision_for
+from ..aaep.events import Decision, RiskLevel
 from ..errors import SettingLocked
 from .tools import ActionPreview, ToolSpec
 
@@ -83,11 +83,12 @@ class ApprovalPolicy:
         return self.mode == "auto" and not preview.risk_flags
 
     def default_decision(self, tool: ToolSpec, risk_level: RiskLevel) -> Decision:
-        """What an unanswered confirmation decides: the AAEP safety rule, and always *reject*
-        in ``ask_all`` (the user chose to review every change; silence must not apply one)."""
-        if self.mode == "ask_all":
-            return "reject"
-        return default_decision_for(irreversible=tool.irreversible, risk_level=risk_level)
+        """What an unanswered confirmation decides: always *reject*, in every mode and at every
+        risk. A confirmation is asked only for a step that runs code or changes the person's
+        work, and silence (nobody there, a closed laptop, a panel on another chat) must never
+        apply one; the AAEP rule (:func:`~jupyter_aaep.aaep.events.default_decision_for`) would
+        let a reversible low-risk change go ahead."""
+        return "reject"
 
     def timeout_for(self, risk_level: RiskLevel) -> int:
         return max(1, int(self.timeouts.get(risk_level, 180)))

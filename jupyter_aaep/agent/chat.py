@@ -87,6 +87,8 @@ class Chat:
     """Subscribers that are not a person's stream (the store's writer, the server's fan-out)."""
     held_by: str | None = None
     """The outside agent (an MCP client, e.g. "Claude Code") whose session runs now, if any."""
+    notices: list[str] = field(default_factory=list)
+    """Said at the start of the next session (see ``ChatContext.notices``)."""
 
     def usage_report(self) -> dict[str, Any]:
         """The chat's token usage and estimated cost, in total and per finished session."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from ..aaep.events import Progress, ProgressUpdated, Summary
+from ..aaep.session import Session
 from .approval import ApprovalPolicy
 from .context import ContextState
 from .services import AgentServices
@@ -21,6 +23,9 @@ class ChatContext:
 
     chat_id: str | None = None
     notebook_path: str | None = None
+    reader: str | None = None
+    """Who the session's model is, for what the notebook showed it (the base of its edits):
+    ``None`` for the chat's own agent, the connection for an outside agent."""
     services: AgentServices = field(default_factory=AgentServices)
     approval: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     usage: Usage = field(default_factory=Usage)
@@ -38,6 +43,22 @@ class ChatContext:
     still_running: Callable[[], str | None] | None = None
     """A sentence about the agent's cells that are still running when the session ends ("Cell
     4 is still running; you will hear when it ends."), or ``None``: part of its last words."""
+    notices: list[str] = field(default_factory=list)
+    """Sentences for the person that came while nothing ran (a program switched the approval
+    mode); the next session says them right after it starts, then the list is emptied."""
+
+    def tell_notices(self, session: Session) -> None:
+        """Say the waiting notices in *session* (as ``progress.updated`` notices, heard at
+        normal verbosity like the store's), once."""
+        for said in self.notices:
+            session.emit(
+                ProgressUpdated(
+                    progress=Progress(description=said[:4096]),
+                    urgency="normal",
+                    summary=Summary(normal=said, terse="Notice."),
+                )
+            )
+        self.notices.clear()
 
 
 __all__ = ["ChatContext"]

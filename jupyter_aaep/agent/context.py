@@ -139,6 +139,8 @@ class ContextState:
     """How many times this chat's context was cleared or summarised."""
     growths: list[int] = field(default_factory=list)
     """Tokens the last few requests added to the conversation (their tool calls and results)."""
+    rules_told: tuple[Any, ...] | None = None
+    """Which rules files the chat was last told apply (``None``: not yet told)."""
 
 
 @dataclass

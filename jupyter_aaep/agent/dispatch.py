@@ -131,6 +131,7 @@ class ToolDispatcher:
             chat_id=self.chat.chat_id,
             session_id=self.session.id,
             notebook_path=self.chat.notebook_path,
+            reader=self.chat.reader,
             services=self.chat.services,
             _ask=self._ask,
             _progress=self._progress,
@@ -277,10 +278,10 @@ class ToolDispatcher:
         # The error text is written for the model (ids, tool names); listeners get it in
         # their words (docs/NARRATION.md).
         told = _for_listeners(error, spec) if error else None
-        if status == "success":
-            heard = result.summary if result and result.summary else f"Finished: {label}."
-        elif result is not None and result.summary:
-            heard = mask_secrets(result.summary)
+        if result is not None and result.summary:
+            heard = mask_secrets(result.summary)  # a kernel or MCP tool writes its own summary
+        elif status == "success":
+            heard = f"Finished: {label}."
         else:
             heard = f"{label.capitalize()} failed: {mask_secrets(told or 'no details')}"
         self.session.emit(
@@ -422,16 +423,15 @@ class ToolDispatcher:
                 "calling_tool",
                 Summary(
                     normal=how,
-                    terse=how.split(" by ")[0].rstrip(".") + ".",
+                    # a person's or the setting's approval is "Approved."; a program's keeps its name
+                    terse=how
+                    if outcome.origin is not None and outcome.origin.kind in ("client", "program")
+                    else how.split(" by ")[0].rstrip(".") + ".",
                     detailed=f"{how} {preview.summary}",
                 ),
             )
         else:
-            why = (
-                "You rejected it"
-                if outcome.resolution == "reply"
-                else "No answer in time, so it was rejected"
-            )
+            why = _rejected_why(outcome)
             session.change_state(
                 "thinking",
                 Summary(normal=f"{why}: {preview.summary} It will not happen.", terse="Rejected."),
@@ -636,6 +636,11 @@ def _declined_text(outcome: Outcome, spec: ToolSpec) -> str:
         return f"The user declined: {spec.name} was not run. Do not try to achieve the same effect another way; ask what they prefer."
     if outcome.resolution == "timeout":
         return f"The user did not answer in time, so {spec.name} was not run (the default for this action is to reject)."
+    if outcome.resolution == "unsubscribed":
+        return (
+            f"{spec.name} was not run: nobody was connected to approve it (no panel or listener "
+            "was open). Tell the user what you wanted to do and ask them to open the panel."
+        )
     return f"{spec.name} was not run: the approval request was withdrawn."
 
 
@@ -656,11 +661,31 @@ def _past(decision: str) -> str:
     return "approved" if decision == "accept" else "rejected"
 
 
+_REJECTED_WHY = {
+    "reply": "You rejected it",
+    "timeout": "No answer in time, so it was rejected",
+    "unsubscribed": "Nobody was connected to answer it, so it was rejected",
+    "cancelled": "The request was withdrawn, so it was rejected",
+}
+"""How a confirmation that did not go ahead ended, by how its request was resolved."""
+
 _APPROVED_BY_ORIGIN = {
     "panel": "Approved in the panel.",
     "notebook": "Approved from the notebook.",
+    "program": "Approved by a program using your Jupyter login.",
     "policy": "Approved automatically by this chat's setting.",
 }
+"""Where an approval came from, as listeners hear it (a named client: "Approved by <name>.")."""
+
+
+def _rejected_why(outcome: Outcome) -> str:
+    """Who or what turned a confirmation down, as the start of a sentence."""
+    origin = outcome.origin
+    if outcome.resolution != "reply" or origin is None or origin.is_person:
+        return _REJECTED_WHY.get(outcome.resolution, "You rejected it")
+    if origin.kind == "client":
+        return f"{origin.name} rejected it"
+    return "A program using your Jupyter login rejected it"
 
 
 def _waiting_who(actor: str) -> str:
@@ -684,7 +709,12 @@ def _approved_how(outcome: Outcome, *, automatic: bool) -> str:
         return _APPROVED_BY_ORIGIN["policy"]
     if outcome.resolution != "reply":
         return "No answer in time; going ahead, as the default allows."
-    return _APPROVED_BY_ORIGIN.get(outcome.origin or "", "Approved.")
+    origin = outcome.origin
+    if origin is None:
+        return "Approved."
+    if origin.kind == "client":
+        return f"Approved by {origin.name}."
+    return _APPROVED_BY_ORIGIN[origin.kind]
 
 
 def _source(spec: ToolSpec) -> str:

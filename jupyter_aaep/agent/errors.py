@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import anthropic
-
 from ..aaep.events import ErrorCategory
 from ..aaep.redaction import mask_secrets
 from ..words import duration_words
@@ -37,6 +35,8 @@ class ModelFailure:
 
 
 def describe_model_error(error: BaseException, *, model: str) -> ModelFailure:
+    import anthropic  # here, not at the top: a server nobody asked yet never loads the SDK
+
     request_id = getattr(error, "request_id", None)
     detail = _api_message(error)
     if isinstance(error, anthropic.AuthenticationError):

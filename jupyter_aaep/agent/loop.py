@@ -18,14 +18,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import anthropic
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..aaep.broker import ReplyBroker
 from ..aaep.coalescer import Boundary, OutputCoalescer
 from ..aaep.events import (
+    Progress,
+    ProgressUpdated,
     SessionCancelled,
     SessionCompleted,
     SessionErrored,
@@ -46,6 +47,7 @@ from ._loop_text import tool_phrase as _tool_phrase
 from ._loop_text import was_declined as _was_declined
 from ._loop_text import with_moving_breakpoint as _with_moving_breakpoint
 from .chat_context import ChatContext
+from .citations import CitationRewriter
 from .context import (
     CONTEXT_MANAGEMENT_BETA,
     ContextManager,
@@ -70,6 +72,9 @@ from .prompts import SYSTEM_PROMPT, chat_context
 from .stop_reasons import stop_handling
 from .tools import ToolRegistry
 from .usage import ModelRequest, PriceTable, Usage, dollars
+
+if TYPE_CHECKING:  # loaded with the first model client, never by importing the loop (issue 31)
+    import anthropic
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +131,8 @@ class _Run:
     tool_labels: list[str] = field(default_factory=list)
     failed_labels: list[str] = field(default_factory=list)
     """Steps that ran (or could not start) and failed; told in the summary so "Done" stays honest."""
+    recovered_labels: list[str] = field(default_factory=list)
+    """Failed steps whose kind worked later in the request (the agent fixed what failed)."""
     handoff_reason: str | None = None
     dispatcher: ToolDispatcher | None = None
     usage: Usage = field(default_factory=Usage)
@@ -135,6 +142,8 @@ class _Run:
     lost: str | None = None
     """The agent's edits another program's write to the file took away (said at the end)."""
     control: RunControl = field(default_factory=RunControl)
+    rules_prompt: str = ""
+    """The rules files that apply to this notebook, as the system prompt carries them."""
 
     def close_output(self) -> None:
         if self.output is not None:
@@ -195,6 +204,8 @@ class AgentLoop:
                 tools_available=tuple(self.registry.names()),
             )
         )
+        if chat is not None:
+            chat.tell_notices(session)
         control.bind(session, self.broker)
         append_user_text(history, user_text if not attachment else f"{user_text}\n\n{attachment}")
         dispatcher = ToolDispatcher(
@@ -206,6 +217,9 @@ class AgentLoop:
             control=control,
         )
         run.dispatcher = dispatcher
+        await self._read_rules(run)
+        import anthropic  # already loaded: the client this session uses is the SDK's
+
         try:
             return await self._turns(run, history, dispatcher)
         except ContextTooLarge as error:
@@ -254,7 +268,12 @@ class AgentLoop:
                 uses = [b for b in message.content if getattr(b, "type", None) == "tool_use"]
                 results = await dispatcher.run_all(uses)
                 run.tool_labels.extend(dispatcher.completed_labels)
-                run.failed_labels.extend(_failed_labels(dispatcher))
+                failed, worked = _outcome_labels(dispatcher)
+                for label in worked:
+                    if label in run.failed_labels:
+                        run.failed_labels.remove(label)
+                        run.recovered_labels.append(label)
+                run.failed_labels.extend(failed)
                 dispatcher.completed_labels.clear()
                 if manager.enabled:
                     results = dedupe_results(history, results)
@@ -321,14 +340,13 @@ class AgentLoop:
         assert manager is not None
         too_long = 0
         while True:
-            static = self._request(
-                run.chat, []
-            )  # the system prompt and tools, which every request repeats
+            # the system prompt and tools, which every request repeats
+            static = self._request(run.chat, [], rules=run.rules_prompt)
             fixed = estimate_tokens(static.get("tools") or []) + estimate_tokens(static["system"])
             self._announce(run, manager.prepare(history, fixed, request_start=request_start))
             estimate = manager.estimate(fixed, history)
             edit = manager.server_edit(estimate)
-            params = self._request(run.chat, history)
+            params = self._request(run.chat, history, rules=run.rules_prompt)
             started = time.monotonic()
             try:
                 message = await self._stream_turn(run, params, edit)
@@ -336,6 +354,8 @@ class AgentLoop:
                 raise
             except Exception as error:
                 self._record_request(run, started, error=error)
+                import anthropic  # already loaded by the client that raised
+
                 if not isinstance(error, anthropic.BadRequestError):
                     raise
                 text = _error_text(error)
@@ -436,7 +456,11 @@ class AgentLoop:
                 if event.type == "content_block_delta" and event.delta.type == "text_delta":
                     if run.output is None:
                         session.change_state("writing_output")
-                        run.output = OutputCoalescer(session, boundary=self.config.output_boundary)
+                        run.output = OutputCoalescer(
+                            session,
+                            boundary=self.config.output_boundary,
+                            rewrite=await self._citations(run),
+                        )
                     run.output.feed(event.delta.text)
                 elif (
                     event.type == "content_block_start"
@@ -449,10 +473,56 @@ class AgentLoop:
         run.close_output()
         return message
 
-    def _request(self, chat: ChatContext, history: list[dict[str, Any]]) -> dict[str, Any]:
+    async def _citations(self, run: _Run) -> CitationRewriter:
+        """The rewriter of this answer's cell citations, with the cells' numbers as it starts."""
+        provider = run.chat.services.cell_numbers
+        path = run.chat.notebook_path
+        numbers: Mapping[str, int] = {}
+        if provider is not None and path:
+            try:
+                numbers = await provider(path)
+            except Exception:  # noqa: BLE001 - without numbers a citation reads as a missing cell
+                log.warning("the notebook's cell numbers could not be read for citations")
+        return CitationRewriter(numbers)
+
+    async def _read_rules(self, run: _Run) -> None:
+        """The notebook's rules files into the system prompt; the person hears which apply
+        the first time and whenever that changes (never silently, never fatal)."""
+        provider = run.chat.services.rules
+        path = run.chat.notebook_path
+        if provider is None or not path:
+            return
+        try:
+            applied = await provider(path)
+        except Exception:  # a rules file must never stop a request
+            log.exception("reading the rules files failed")
+            return
+        run.rules_prompt = applied.prompt_text()
+        told = run.chat.context
+        if told.rules_told == applied.signature:
+            return
+        first = told.rules_told is None
+        told.rules_told = applied.signature
+        sentence = applied.sentence()
+        if not sentence or (first and not applied.rules and not applied.problems):
+            return
+        run.session.emit(
+            ProgressUpdated(
+                progress=Progress(description=sentence),
+                urgency="normal",
+                summary=Summary(normal=sentence, terse=sentence, detailed=sentence),
+            )
+        )
+
+    def _request(
+        self, chat: ChatContext, history: list[dict[str, Any]], *, rules: str = ""
+    ) -> dict[str, Any]:
         cfg = self.config
-        static = cfg.system_prompt + (
-            f"\n{cfg.extra_instructions}" if cfg.extra_instructions else ""
+        # Rules change rarely: they go with the cached system prompt, before the chat's context.
+        static = (
+            cfg.system_prompt
+            + (f"\n{cfg.extra_instructions}" if cfg.extra_instructions else "")
+            + rules
         )
         static_block: dict[str, Any] = {"type": "text", "text": static}
         if cfg.prompt_caching:
@@ -493,7 +563,7 @@ class AgentLoop:
         answer = "\n\n".join(run.answers)
         used = _tool_phrase(run.tool_labels)
         unsaved = run.lost or (UNSAVED_NOTE if run.unsaved else None)
-        done = _done_phrase(run.failed_labels)
+        done = _done_phrase(run.failed_labels, run.recovered_labels)
         running = run.chat.still_running() if run.chat.still_running is not None else None
         # Each step was heard as it happened: the normal ending does not list them again.
         normal = " ".join(part for part in (done, note, unsaved, running) if part)
@@ -593,23 +663,20 @@ def _request_text(stop: str | None, tools: int) -> str:
     return stop_handling(stop).step.format(tools=plural(tools, "tool"))
 
 
-def _failed_labels(dispatcher: ToolDispatcher) -> list[str]:
-    """Labels of this turn's calls that failed: an error result that is not a step the user
-    declined (a declined or unanswered approval is the user's choice, not a failure)."""
+def _outcome_labels(dispatcher: ToolDispatcher) -> tuple[list[str], list[str]]:
+    """Labels of this turn's calls that failed and of those that worked. A failure is an error
+    result that is not a step the user declined (a declined or unanswered approval is the
+    user's choice, not a failure)."""
     failed: list[str] = []
+    worked: list[str] = []
     for call in dispatcher.calls:
         result = call.result
         name = call.spec.name if call.spec is not None else ""
-        if (
-            result is None
-            or not result.get("is_error")
-            or _was_declined(result.get("content"), name)
-        ):
+        if result is None or _was_declined(result.get("content"), name):
             continue
-        failed.append(
-            call.spec.human_label() if call.spec is not None else safe_tool_name(call.use.name)
-        )
-    return failed
+        label = call.spec.human_label() if call.spec is not None else safe_tool_name(call.use.name)
+        (failed if result.get("is_error") else worked).append(label)
+    return failed, worked
 
 
 def _using(model: str | None) -> str:

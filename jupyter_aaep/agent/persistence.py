@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..aaep.emitter import Emitter, Event
@@ -23,6 +23,7 @@ from .chat import Chat, now_iso
 from .history import close_open_tool_uses
 from .store import ChatStore, StepRecord, StoredChat
 from .store_notices import StoreNotices
+from .store_roots import CellIds, RootedChats
 from .usage import ModelRequest
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,7 @@ EditCheck = Callable[[str, dict[str, Any]], "list[str] | None"]
 """``(notebook path, stored edit record) -> the edits the file lacks`` (``None``: not checked)."""
 
 RESTART_CODE = "SERVER_RESTARTED"
+OUTSIDE_RESTART_CODE = "OUTSIDE_AGENT_SERVER_RESTARTED"
 RESTART_HINT = "Choose Continue to pick up where the agent stopped."
 CONTINUE_TEXT = (
     "[The Jupyter server stopped while you were working on my previous request; this is an "
@@ -121,13 +123,31 @@ class _Writer:
 
 
 class ChatPersistence:
-    """The runner's link to a :class:`ChatStore`."""
+    """The runner's link to a :class:`ChatStore`.
+
+    Parameters
+    ----------
+    file_id
+        The notebook's file id (a chat follows its notebook's renames by it); only from a
+        store kept per root, so the same file name under two roots never shares one.
+    root
+        The server's root, resolved: only its chats are listed, loaded and recovered here
+        (:mod:`.store_roots`); ``None``: the store serves one server (every chat is its own).
+    cell_ids
+        The ids of the cells a notebook's file holds, to adopt chats older versions stored.
+    """
 
     def __init__(
-        self, store: ChatStore, *, file_id: Callable[[str], str | None] | None = None
+        self,
+        store: ChatStore,
+        *,
+        file_id: Callable[[str], str | None] | None = None,
+        root: str | None = None,
+        cell_ids: CellIds | None = None,
     ) -> None:
         self.store = store
         self.file_id = file_id or (lambda _path: None)
+        self.roots = RootedChats(store, root, cell_ids)
         self._writers: dict[str, _Writer] = {}
         self.notices = StoreNotices(store)
         """Tells the chats when storing stops and starts working again."""
@@ -149,7 +169,27 @@ class ChatPersistence:
             can_continue=chat.can_continue,
             model=chat.model,
             model_label=chat.model_label,
+            root=self.roots.root,
         )
+
+    # -- which chats are this root's (see :mod:`.store_roots`) -----------------------------------
+    def list_chats(
+        self,
+        notebook_path: str | None,
+        *,
+        file_id: str | None,
+        before: tuple[str, str] | None,
+        limit: int,
+    ) -> list[StoredChat]:
+        """This root's stored chats (of *notebook_path*, or all), newest first."""
+        return self.roots.list_chats(notebook_path, file_id=file_id, before=before, limit=limit)
+
+    def unrooted_note(self) -> str | None:
+        return self.roots.unrooted_note()
+
+    def moved(self, old: str, new: str) -> None:
+        """A notebook (or a folder) under this root was renamed: its stored chats follow it."""
+        self.store.move_notebook(self.roots.root, old, new)
 
     def created(self, chat: Chat) -> None:
         if chat.notebook_path:
@@ -232,8 +272,8 @@ class ChatPersistence:
     ) -> Chat | None:
         """The stored chat with its history, recent events (for replay) and edit records (for undo)."""
         stored = self.store.load_chat(chat_id)
-        if stored is None:
-            return None
+        if stored is None or not self.roots.ours(stored):
+            return None  # another root's chat is not this server's to show or continue
         emitter = Emitter(history_limit=history_limit)
         emitter.restore_history(self.store.events(chat_id, last=history_limit))
         chat = make(stored, emitter)
@@ -253,38 +293,47 @@ class ChatPersistence:
         what was found, never that the work is kept without having checked it.
         """
         closed = []
-        for stored in self.store.running_sessions():
+        for stored in self.store.running_sessions(self.roots.root):
             last = self.store.last_session_event(stored.session_id)
             if last is None:  # nothing of it was published: there is nothing to close
                 self.store.session_ended(stored.session_id, "errored", now_iso(), None, None)
                 continue
-            session = Session(Emitter(), producer, session_id=stored.session_id)
+            events = self.store.session_events(stored.session_id)
+            outside = outside_agent_of(events)
+            speaker = producer if outside is None else replace(producer, agent_name=outside)
+            session = Session(Emitter(), speaker, session_id=stored.session_id)
             session.restore(
                 state=self.store.session_states(stored.session_id),
                 next_sequence=int(last.get("sequence_number", -1)) + 1,
             )
-            closing = _close_open_work(session, self.store.session_events(stored.session_id))
-            message = "The Jupyter server stopped while the agent was working on this request."
-            found = self._edits_on_disk(stored.chat_id, stored.session_id, check_edits)
-            event = session.emit(
-                SessionErrored(
-                    error_category="transient",
-                    error_code=RESTART_CODE,
-                    recoverable=True,
-                    remediation_hint=RESTART_HINT,
-                    summary=Summary(
-                        normal=f"{message} {found} {RESTART_HINT}",
-                        terse="Interrupted by a server restart.",
-                        detailed=f"{message} {found} {RESTART_HINT}",
-                    ),
-                )
+            closing = _close_open_work(session, events)
+            found = self._edits_on_disk(
+                stored.chat_id, stored.session_id, check_edits, who=outside or "the agent"
             )
+            if outside is not None:
+                # Its own model drives it: nothing here can continue it (Continue would be 409).
+                event = session.emit(_outside_agent_stopped(outside, events, closing, found))
+            else:
+                message = "The Jupyter server stopped while the agent was working on this request."
+                event = session.emit(
+                    SessionErrored(
+                        error_category="transient",
+                        error_code=RESTART_CODE,
+                        recoverable=True,
+                        remediation_hint=RESTART_HINT,
+                        summary=Summary(
+                            normal=f"{message} {found} {RESTART_HINT}",
+                            terse="Interrupted by a server restart.",
+                            detailed=f"{message} {found} {RESTART_HINT}",
+                        ),
+                    )
+                )
             for done in [*closing, event]:
                 self.store.append_event(stored.chat_id, done)
                 if done.get("type") == "aaep:agent.tool.completed":
                     self.store.add_step(stored.chat_id, tool_step(done))
             self.store.session_ended(stored.session_id, "errored", now_iso(), event, None)
-            chat = self.store.load_chat(stored.chat_id)
+            chat = self.store.load_chat(stored.chat_id) if outside is None else None
             if chat is not None:
                 close_open_tool_uses(
                     chat.history, "The server stopped before this tool's result was recorded."
@@ -295,10 +344,12 @@ class ChatPersistence:
                 self.store.save_history(chat.chat_id, chat.history, updated=chat.updated)
             closed.append(stored.session_id)
             log.warning(
-                "AAEP: session %s of chat %s was running when the server stopped; it is closed as "
-                "errored and can be continued.",
+                "AAEP: session %s of chat %s (%s) was running when the server stopped; it is "
+                "closed as errored%s.",
                 stored.session_id,
                 stored.chat_id,
+                outside or "the agent",
+                "" if outside else " and can be continued",
             )
         if (
             self.store.ok
@@ -306,11 +357,18 @@ class ChatPersistence:
             self.store.flush()
         return closed
 
-    def _edits_on_disk(self, chat_id: str, session_id: str, check_edits: EditCheck | None) -> str:
+    def _edits_on_disk(
+        self,
+        chat_id: str,
+        session_id: str,
+        check_edits: EditCheck | None,
+        *,
+        who: str = "the agent",
+    ) -> str:
         """One sentence on whether the interrupted session's notebook edits reached the file."""
         body = self.store.snapshots(chat_id).get(session_id)
         if body is None or not undoable(body):
-            return "The agent had not changed the notebook in this request."
+            return f"{who[:1].upper()}{who[1:]} had not changed the notebook in this request."
         missing = None
         if check_edits is not None:
             try:
@@ -323,15 +381,59 @@ class ChatPersistence:
                 )
         if missing is None:
             return (
-                "Whether the agent's last changes reached the notebook's file could not be checked; "
+                f"Whether {who}'s last changes reached the notebook's file could not be checked; "
                 "look at the notebook before continuing."
             )
         if not missing:
-            return "The agent's changes until then are in the notebook's file."
+            return f"{who[:1].upper()}{who[1:]}'s changes until then are in the notebook's file."
         shown = "; ".join(missing[:5]) + (
             f"; and {len(missing) - 5} more" if len(missing) > 5 else ""
         )
-        return f"These changes by the agent may be missing from the notebook's file: {shown}."
+        return f"These changes by {who} may be missing from the notebook's file: {shown}."
+
+
+def outside_agent_of(events: list[Event]) -> str | None:
+    """The outside agent (MCP client) whose session these stored events are, by its
+    ``session.started`` (``requested_by: "agent:<name>"``); ``None`` for the chat's own agent."""
+    for event in events:
+        if event.get("type") == "aaep:agent.session.started":
+            by = str(event.get("requested_by") or "")
+            return by.removeprefix("agent:") or None if by.startswith("agent:") else None
+    return None
+
+
+def _outside_agent_stopped(
+    name: str, events: list[Event], closing: list[Event], found: str
+) -> SessionErrored:
+    """How an outside agent's session cut by a server stop ends: told as its own request, with
+    what ran, and no Continue (its own model decides whether to ask again)."""
+    cut = any(e.get("type") == "aaep:agent.tool.completed" for e in closing)
+    done = sum(
+        e.get("type") == "aaep:agent.tool.completed" and e.get("status") == "success"
+        for e in events
+    )
+    if cut:
+        what = "the step it was taking was cut short, and whether it finished is unknown."
+    else:
+        what = "nothing it asked for ran." if not done else "nothing more it asked for ran."
+    earlier = ""
+    if done:
+        earlier = (
+            " Its earlier step is kept." if done == 1 else f" Its {done} earlier steps are kept."
+        )
+    normal = f"{name}'s request stopped when the server stopped; {what}{earlier}"
+    hint = f"Ask {name} again if you still want it done."
+    return SessionErrored(
+        error_category="transient",
+        error_code=OUTSIDE_RESTART_CODE,
+        recoverable=False,
+        remediation_hint=hint,
+        summary=Summary(
+            normal=normal,
+            terse=f"{name} was stopped by a server restart.",
+            detailed=f"{normal} {found} {hint}",
+        ),
+    )
 
 
 def tool_step(event: Event) -> StepRecord:

@@ -13,17 +13,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
-
-import anthropic
+from typing import TYPE_CHECKING, Any
 
 from ..aaep.broker import ReplyBroker, ReplyOrigin
 from ..aaep.emitter import Emitter, Event
 from ..aaep.session import Producer, Session
 from ..errors import ChatBusy, InvalidInput, UnknownChat, UnknownSession
-from ..words import plural
 from .approval import ApprovalPolicy
 from .chat import EVENT_HISTORY_LIMIT, Chat
 from .chat_context import ChatContext
@@ -34,9 +31,14 @@ from .services import AgentServices, SessionEdits
 from .store import StoredChat, decode_cursor, encode_cursor
 from .store_health import StoreHealth
 from .tools import ToolRegistry
+from .undo_words import actor_of, undo_summary
 from .usage import Usage
 
+if TYPE_CHECKING:  # the SDK loads with the first model client (issue 31)
+    import anthropic
+
 log = logging.getLogger(__name__)
+_UNNAMED = ReplyOrigin("program")
 
 SNAPSHOTS_KEPT = 10
 EDIT_SAVE_DELAY = 0.15
@@ -194,8 +196,8 @@ class ChatRunner:
         if self.persistence is not None:
             if notebook_path:
                 file_id = self.persistence.file_id_of(notebook_path)
-            for row in self.persistence.store.list_chats(
-                notebook_path=notebook_path, file_id=file_id, before=after, limit=limit + 1
+            for row in self.persistence.list_chats(
+                notebook_path, file_id=file_id, before=after, limit=limit + 1
             ):
                 if notebook_path and row.notebook_path != notebook_path:  # renamed: follow it
                     row.notebook_path = notebook_path
@@ -235,6 +237,15 @@ class ChatRunner:
                     f"{other.held_by} is working on {chat.notebook_path} right now, in another chat of "
                     "this notebook. Stop it there, or wait until it finishes, then send your request."
                 )
+
+    def notebook_moved(self, old: str, new: str) -> None:
+        """A notebook (or a folder) under the server's root was renamed: its chats follow it."""
+        for chat in self._chats.values():
+            path = chat.notebook_path
+            if path and (path == old or path.startswith(old + "/")):
+                chat.notebook_path = new + path[len(old) :]
+        if self.persistence is not None:
+            self.persistence.moved(old, new)
 
     def chats(self, notebook_path: str | None = None) -> list[Chat]:
         return [
@@ -393,6 +404,7 @@ class ChatRunner:
             session.id,
             chat.notebook_path,
             lambda record: self._recorded(chat, record),
+            actor=session.actor,
         )
 
     def context_for(
@@ -415,6 +427,7 @@ class ChatRunner:
             check_changes=lambda: self._lost_changes(record),
             edits_stored=lambda: self.edits_stored(chat),
             still_running=still_running,
+            notices=chat.notices,
         )
 
     async def edits_stored(self, chat: Chat) -> None:
@@ -472,10 +485,13 @@ class ChatRunner:
         )
 
     async def revert(self, chat_id: str, session_id: str | None = None) -> dict[str, Any]:
-        """Take back what a session (the latest by default) and the later ones changed.
+        """Take back what one session (the latest by default) changed, and only that.
 
-        Only the agent's own operations are reverted, and only where a cell still holds what
-        the agent left; cells someone changed since are kept and named in the summary.
+        Each session's record is its own: another session's work, the built-in agent's or an
+        outside agent's, is never reverted here, and each can still be undone afterwards. Only
+        the session's own operations are reverted, and only where a cell still holds what it
+        left; a cell someone changed since is kept and named (who, when a later session of any
+        agent touched it).
         """
         chat = self.get(chat_id)
         if chat.running:
@@ -493,18 +509,24 @@ class ChatRunner:
                 "There is nothing to undo for that request: it changed nothing in the notebook, "
                 "or its changes were already undone."
             )
-        undone = list(chat.snapshots)[list(chat.snapshots).index(target) :]
-        report = await notebooks.undo(chat.notebook_path, [chat.snapshots[sid] for sid in undone])
-        for later in undone:
-            del chat.snapshots[later]
+        record = chat.snapshots[target]
+        others = [
+            other
+            for each in {id(c): c for c in (chat, *self.chats(chat.notebook_path))}.values()
+            for sid, other in each.snapshots.items()
+            if sid != target
+        ]
+        report = await notebooks.undo(chat.notebook_path, [record], others=others)
+        del chat.snapshots[target]
         if self.persistence is not None:
-            self.persistence.snapshots_dropped(chat, undone)
+            self.persistence.snapshots_dropped(chat, [target])
         summary = undo_summary(
             chat.notebook_path,
             removed=report.removed,
             added=report.added,
             restored=report.restored,
             kept=report.kept,
+            actor=actor_of(record),
         )
         # The answer to the request, not a notice on the AAEP stream (which carries AAEP events only).
         return {
@@ -608,10 +630,10 @@ class ChatRunner:
         return [step.to_json() for step in store.steps(session_id)]
 
     def reply(
-        self, chat_id: str, reply: Mapping[str, Any], *, origin: ReplyOrigin = "panel"
+        self, chat_id: str, reply: Mapping[str, Any], *, origin: ReplyOrigin = _UNNAMED
     ) -> bool:
         """Offer a confirmation/clarification reply; never raises for a bad reply. *origin* is
-        where the server received it (a person's authenticated client unless it says otherwise)."""
+        where the server received it (how listeners hear who answered); unnamed, a program."""
         chat = self.get(chat_id)
         session_id = chat.session.id if chat.session else None
         if session_id is None:
@@ -693,33 +715,3 @@ def _refuse_if_held(chat: Chat) -> None:
             f"{chat.held_by} is working on {chat.notebook_path or 'this notebook'} right now. "
             "Stop it, or wait until it finishes, then send your request."
         )
-
-
-def _cells(count: int) -> str:
-    return plural(count, "cell")
-
-
-def undo_summary(
-    path: str, *, removed: int, added: int, restored: int, kept: Sequence[str] | None = None
-) -> str:
-    """What an undo did, naming only what happened, and each cell it kept.
-
-    *removed* cells were added by the agent, *added* ones are cells it had deleted (put back),
-    *restored* ones it had changed, moved or cleared; *kept* says, per cell, why it was left.
-    """
-    parts = [
-        text
-        for count, text in (
-            (removed, f"removed {_cells(removed)} the agent added"),
-            (added, f"put back {_cells(added)} the agent deleted"),
-            (restored, f"restored {_cells(restored)} the agent changed"),
-        )
-        if count
-    ]
-    notes = " ".join(kept or [])
-    if not parts:
-        if notes:
-            return f"Nothing was undone in {path}: {notes[0].lower()}{notes[1:]}"
-        return f"Nothing to undo: {path} already holds none of the agent's changes."
-    said = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
-    return f"Undid the agent's changes to {path}: {said}." + (f" {notes}" if notes else "")

@@ -11,9 +11,11 @@ jupyter-collaboration has no notebook service): callers check, and say so in a s
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from .rules import RulesProvider
 
 __all__ = [
     "AgentServices",
@@ -74,8 +76,11 @@ class NotebookEdits(Protocol):
         session_id: str,
         path: str,
         on_change: Callable[[Any], None] | None = None,
+        *,
+        actor: str = ...,
     ) -> SessionEdits | None:
-        """Start recording the session's edits; ``None`` when this service records none."""
+        """Start recording the session's edits (*actor*: who works in it, as people hear it);
+        ``None`` when this service records none."""
         ...
 
     def end_record(self, chat_id: str) -> object: ...
@@ -84,7 +89,12 @@ class NotebookEdits(Protocol):
         """Fill ``record.lost`` with the edits a reload from disk took away."""
         ...
 
-    async def undo(self, path: str, records: Sequence[Any]) -> UndoOutcome: ...
+    async def undo(
+        self, path: str, records: Sequence[Any], *, others: Sequence[Any] = ...
+    ) -> UndoOutcome:
+        """Revert what *records* did; *others* (other sessions' records) only name who changed a
+        cell since."""
+        ...
 
 
 LEFT_RUNNING = "still running; you will hear when"
@@ -136,3 +146,7 @@ class AgentServices:
     """The live notebooks: the notebook tools narrow it to the notebook layer's service."""
     long_runs: CellRunFollower | None = None
     """Announces the ends of cells that outlast a tool call."""
+    rules: RulesProvider | None = None
+    """Reads the rules files that apply to a notebook (``agent/rules.py``)."""
+    cell_numbers: Callable[[str], Awaitable[Mapping[str, int]]] | None = None
+    """A notebook's cell ids → their numbers now, for the answer's cell citations."""

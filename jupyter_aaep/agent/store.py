@@ -35,7 +35,7 @@ from .store_writer import STOP, StoreWriter, Write
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS chats (
     history TEXT NOT NULL DEFAULT '[]',
     can_continue INTEGER NOT NULL DEFAULT 0,
     model TEXT,
-    model_label TEXT
+    model_label TEXT,
+    root TEXT
 );
 CREATE INDEX IF NOT EXISTS chats_by_update ON chats (updated DESC, chat_id DESC);
 CREATE TABLE IF NOT EXISTS sessions (
@@ -117,6 +118,9 @@ class StoredChat:
     model: str | None = None
     """The model the user chose for this chat (``None``: the server's default), with its label."""
     model_label: str | None = None
+    root: str | None = None
+    """The resolved root folder of the server that made the chat (``None``: stored by a version
+    before 4, offered nowhere until a root adopts it; see :mod:`.store_roots`)."""
     history: list[dict[str, Any]] = field(default_factory=list)
     last_session_id: str | None = None
     snapshot_ids: list[str] = field(default_factory=list)
@@ -375,11 +379,13 @@ class ChatStore:
     # -- writes (never block: they are queued) -----------------------------------------------------
     @staticmethod
     def _upgrade(conn: sqlite3.Connection) -> None:
-        """Add what later versions store to a database an earlier version made (version 3: the model)."""
+        """Add what later versions store to a database an earlier version made (version 3: the
+        model; version 4: the server root a chat belongs to, ``NULL`` for every older chat)."""
         columns = {row[1] for row in conn.execute("PRAGMA table_info(chats)")}
-        for column in ("model", "model_label"):
+        for column in ("model", "model_label", "root"):
             if column not in columns:
                 conn.execute(f"ALTER TABLE chats ADD COLUMN {column} TEXT")
+        conn.execute("CREATE INDEX IF NOT EXISTS chats_by_root ON chats (root, notebook_path)")
 
     def save_chat(self, chat: StoredChat) -> None:
         row = (
@@ -393,14 +399,16 @@ class ChatStore:
             int(chat.can_continue),
             chat.model,
             chat.model_label,
+            chat.root,
         )
         self._submit(
             lambda c: c.execute(
                 "INSERT INTO chats (chat_id, notebook_path, file_id, title, created, updated, approval_mode, can_continue,"
-                " model, model_label) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(chat_id) DO UPDATE SET"
+                " model, model_label, root) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(chat_id) DO UPDATE SET"
                 " notebook_path=excluded.notebook_path, file_id=excluded.file_id, title=excluded.title,"
                 " updated=excluded.updated, approval_mode=excluded.approval_mode,"
-                " can_continue=excluded.can_continue, model=excluded.model, model_label=excluded.model_label",
+                " can_continue=excluded.can_continue, model=excluded.model, model_label=excluded.model_label,"
+                " root=COALESCE(excluded.root, chats.root)",
                 row,
             ),
             key=("chat", chat.chat_id),
@@ -530,7 +538,7 @@ class ChatStore:
 
     _CHAT_COLUMNS = (
         "chat_id, notebook_path, file_id, title, created, updated, approval_mode, can_continue, model, "
-        "model_label"
+        "model_label, root"
     )
 
     def _chat(self, row: tuple[Any, ...]) -> StoredChat:
@@ -545,6 +553,7 @@ class ChatStore:
             can_continue=bool(row[7]),
             model=row[8],
             model_label=row[9],
+            root=row[10],
         )
 
     def list_chats(
@@ -554,10 +563,21 @@ class ChatStore:
         file_id: str | None = None,
         before: tuple[str, str] | None = None,
         limit: int = 20,
+        root: str | None = None,
+        adopted: Iterable[str] = (),
     ) -> list[StoredChat]:
-        """Chats newest first (by last update); with *file_id*, chats of that file under any path."""
+        """Chats newest first (by last update); with *file_id*, chats of that file under any path.
+
+        With *root*, only that server root's chats (and the older chats *adopted* by it whose
+        root is not stored yet); without, every chat (a store not shared by servers)."""
         where: list[str] = []
         params: list[Any] = []
+        if root is not None:
+            ids = list(adopted)
+            where.append(
+                f"(root = ?{' OR chat_id IN (' + ','.join('?' * len(ids)) + ')' if ids else ''})"
+            )
+            params += [root, *ids]
         if notebook_path is not None:
             if file_id is not None:
                 where.append("(file_id = ? OR notebook_path = ?)")
@@ -589,7 +609,7 @@ class ChatStore:
         if not rows:
             return None
         chat = self._chat(rows[0])
-        chat.history = json.loads(rows[0][10])
+        chat.history = json.loads(rows[0][11])
         chat.snapshot_ids = self.snapshot_ids(chat_id)
         return chat
 
@@ -631,12 +651,47 @@ class ChatStore:
         )
         return [json.loads(r[0]) for r in rows]
 
-    def running_sessions(self) -> list[StoredSession]:
-        """Sessions that never ended: the server stopped while they ran."""
+    def running_sessions(self, root: str | None = None) -> list[StoredSession]:
+        """Sessions that never ended: the server stopped while they ran (with *root*, only those
+        of that root's chats and of chats older versions stored: another root's server may be
+        running them now)."""
+        sql = "SELECT session_id, chat_id, status, started, ended FROM sessions WHERE status='running'"
+        params: tuple[Any, ...] = ()
+        if root is not None:
+            sql += " AND chat_id IN (SELECT chat_id FROM chats WHERE root = ? OR root IS NULL)"
+            params = (root,)
+        return [StoredSession(*row) for row in self._read(sql, params)]
+
+    def unrooted_chats(self, notebook_path: str) -> list[str]:
+        """The chats of *notebook_path* stored before chats had a root (schema version 4)."""
         rows = self._read(
-            "SELECT session_id, chat_id, status, started, ended FROM sessions WHERE status='running'"
+            "SELECT chat_id FROM chats WHERE root IS NULL AND notebook_path = ?", (notebook_path,)
         )
-        return [StoredSession(*row) for row in rows]
+        return [row[0] for row in rows]
+
+    def count_unrooted(self) -> int:
+        rows = self._read("SELECT COUNT(*) FROM chats WHERE root IS NULL")
+        return int(rows[0][0]) if rows else 0
+
+    def set_root(self, chat_id: str, root: str) -> None:
+        """An older chat is adopted by *root* (only while it has none)."""
+        self._submit(
+            lambda c: c.execute(
+                "UPDATE chats SET root=? WHERE chat_id=? AND root IS NULL", (root, chat_id)
+            ),
+            key=("root", chat_id),
+        )
+
+    def move_notebook(self, root: str | None, old: str, new: str) -> None:
+        """A notebook (or a folder of them) under *root* was renamed: its chats follow it
+        (``None``: a store that serves one server, every chat of that path)."""
+        self._submit(
+            lambda c: c.execute(
+                "UPDATE chats SET notebook_path = ? || substr(notebook_path, ?) WHERE (? IS NULL OR "
+                "root = ?) AND (notebook_path = ? OR substr(notebook_path, 1, ?) = ?)",
+                (new, len(old) + 1, root, root, old, len(old) + 1, old + "/"),
+            ),
+        )
 
     def session_events(self, session_id: str) -> list[dict[str, Any]]:
         rows = self._read("SELECT body FROM events WHERE session_id=? ORDER BY seq", (session_id,))

@@ -19,6 +19,8 @@ DIRECTORY_MODE = 0o700
 FILE_MODE = 0o600
 COMPANIONS = ("-wal", "-shm", "-journal")
 """The files SQLite keeps beside the database."""
+CREDENTIALS_FILE = "mcp_credentials.json"
+"""Outside agents' credentials (hashed), kept beside the database: the folder is still ours."""
 
 
 def _tighten(path: str, mode: int) -> bool:
@@ -47,7 +49,7 @@ def _create_private(path: str) -> None:
 def _own_folder(folder: str, path: str) -> bool:
     """Whether *folder* holds only this database (the default ``aaep/`` folder does): a folder
     shared with other files (a home directory named in ``db_path``) is not ours to close."""
-    ours = {os.path.basename(path) + suffix for suffix in ("", *COMPANIONS)}
+    ours = {os.path.basename(path) + suffix for suffix in ("", *COMPANIONS)} | {CREDENTIALS_FILE}
     return set(os.listdir(folder)) <= ours
 
 
@@ -89,4 +91,4 @@ def modes(path: str) -> dict[str, int]:
     return {name: stat.S_IMODE(os.stat(name).st_mode) for name in found}
 
 
-__all__ = ["COMPANIONS", "DIRECTORY_MODE", "FILE_MODE", "modes", "prepare"]
+__all__ = ["COMPANIONS", "CREDENTIALS_FILE", "DIRECTORY_MODE", "FILE_MODE", "modes", "prepare"]

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from ..aaep.events import RiskLevel, default_decision_for
+from ..aaep.events import RiskLevel
 from ..aaep.ids import TOOL_NAME
 from ..aaep.redaction import redact_arguments
 from ..errors import ToolError
@@ -82,6 +82,9 @@ class ToolContext:
     session_id: str | None = None
     """The session the call belongs to: what a cell left running is told in relation to."""
     notebook_path: str | None = None
+    reader: str | None = None
+    """Who reads and edits through this call: the chat for the built-in agent, the connection
+    for an outside agent (``None``: the chat). What it was shown is the base of its edits."""
     services: AgentServices = field(default_factory=AgentServices)
     """Collaborators provided by the host (e.g. ``services.notebook``)."""
     approved_fingerprint: str | None = None
@@ -180,7 +183,9 @@ class ToolSpec:
 
     @property
     def default_decision(self) -> str:
-        return default_decision_for(irreversible=self.irreversible, risk_level=self.risk_level)
+        """What an unanswered confirmation of this tool decides: *reject*, whatever its risk
+        (silence never applies a change; :meth:`ApprovalPolicy.default_decision`)."""
+        return "reject"
 
     def human_label(self) -> str:
         return self.label or self.name.replace("_", " ")
@@ -370,8 +375,8 @@ def aaep_tool(
     risk_level
         ``"low"``, ``"medium"`` or ``"high"``: how much harm a wrong call could do.
     irreversible
-        Whether the effect cannot be undone; irreversible tools always ask first, and their
-        confirmation defaults to *reject* when nobody answers (the AAEP safety rule).
+        Whether the effect cannot be undone; irreversible tools always ask first. Every
+        confirmation, of any tool, defaults to *reject* when nobody answers.
     require_confirmation
         Force (``True``) or skip (``False``) the confirmation; by default a tool asks when it
         is irreversible or high risk.

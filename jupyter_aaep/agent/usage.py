@@ -156,9 +156,9 @@ class Usage:
 
     @property
     def priced(self) -> bool:
-        """Whether a cost can be estimated: some request was to a model with a price (or none
-        was made yet)."""
-        return self.requests == 0 or self.unpriced_requests < self.requests
+        """Whether a cost can be estimated: some request was to a model with a price. An empty
+        chat has no price to show (the offline demo's empty chat said "≈ $0.00")."""
+        return self.unpriced_requests < self.requests
 
     @property
     def prompt_tokens(self) -> int:

@@ -8,13 +8,9 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as widgets  # type: ignore[import-untyped]
 
+from ._view_approval import PANEL_ONLY, PANEL_ONLY_CLASS, ApprovalWidget
 from ._view_html import approve_name, pressed_name, reject_name, request_html, request_outcome_html
 from ._view_state import RequestItem
-
-PANEL_ONLY = (
-    "Approve or reject this in the side panel: this server takes approvals only from there, "
-    "because code running in the notebook could answer here as if you had clicked."
-)
 
 if TYPE_CHECKING:
     from .view import LiveView
@@ -41,10 +37,21 @@ class RequestCard:
         self.pressed: widgets.Button | None = None
         self.answer: widgets.Text | None = None
         rows: list[widgets.Widget] = [self.facts]
+        self.approval: ApprovalWidget | None = None
         if item.kind == "confirmation" and not view.state.confirm_here:
+            # The kernel cannot answer: the labextension draws Approve and Reject from the
+            # server's description and answers from the browser. Until it does (and where it
+            # is not loaded), the kernel's own facts and the way to the panel show.
             self.elsewhere = widgets.HTML()
             set_html(self.elsewhere, f"<p>{html.escape(PANEL_ONLY)}</p>")
             rows.append(self.elsewhere)
+            chat = getattr(view.client, "chat_id", None)
+            event_id = item.event.get("event_id")
+            if isinstance(chat, str) and chat and isinstance(event_id, str) and event_id:
+                self.approval = ApprovalWidget(chat_id=chat, request_id=event_id)
+                rows.append(self.approval)
+                for shown in (self.facts, self.elsewhere, self.outcome):
+                    shown.add_class(PANEL_ONLY_CLASS)
         elif item.kind == "confirmation":
             approve = self._button(approve_name(item), "jp-AAEPView-approve", lambda: "accept")
             reject = self._button(reject_name(item), "jp-AAEPView-reject", lambda: "reject")

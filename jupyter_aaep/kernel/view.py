@@ -21,6 +21,11 @@ The task:
    block); when a request is answered elsewhere (the side panel), the producer's follow-up shows
    the outcome here and the buttons are disabled. The first valid reply wins (AAEP §6).
 
+Approvals: by default (``kernel_replies`` off on the server) a confirmation card holds an
+:class:`~._view_approval.ApprovalWidget`, whose Approve and Reject the labextension draws and
+answers from the browser; the kernel never answers a confirmation then. With ``kernel_replies``
+on, the card has its own ipywidgets buttons, answered through the kernel (step 5).
+
 Accessibility: buttons are ipywidgets ``Button`` (a real ``<button>``: Tab reaches it, Enter
 and Space press it) whose text is its accessible name and says what it does ("Approve running
 cell 3"); the answer box is a labelled text field. Nothing here is a live region: the side panel
@@ -42,6 +47,7 @@ from typing import Any
 import ipywidgets as widgets  # type: ignore[import-untyped]
 
 from ..aaep.clock import SessionClock
+from ._view_approval import ApprovalWidget
 from ._view_cards import RequestCard, set_html
 from ._view_html import answer_html, header_html, notice_html, step_html
 from ._view_state import (
@@ -360,6 +366,7 @@ class LiveView:
         """What the view shows, as plain data: its text and its buttons (for tests and support)."""
         texts: list[str] = []
         buttons: list[dict[str, Any]] = []
+        approvals: list[dict[str, str]] = []
         pending: list[widgets.Widget] = [self.widget]
         while pending:
             widget = pending.pop(0)
@@ -368,6 +375,8 @@ class LiveView:
                     r"<style>.*?</style>|</?(?:strong|em|code)>", "", widget.value, flags=re.DOTALL
                 )
                 texts.append(html.unescape(re.sub(r"<[^>]+>", " ", inline)))
+            elif isinstance(widget, ApprovalWidget):
+                approvals.append({"chat_id": widget.chat_id, "request_id": widget.request_id})
             elif isinstance(widget, widgets.Button):
                 buttons.append(
                     {
@@ -384,6 +393,7 @@ class LiveView:
             "status": self.state.status,
             "text": " ".join(" ".join(texts).split()),
             "buttons": buttons,
+            "approvals": approvals,
         }
 
     # -- answers ---------------------------------------------------------------------------------

@@ -8,7 +8,9 @@ does not hold up a ping or a cancellation. At end of input it closes the MCP ses
 which ends the outside agent's session in the notebook's chat.
 
 The server is found like ``jupyter server list`` does (the one serving the current folder, else
-the first), or given with ``--url`` and ``JUPYTER_TOKEN``.
+the first), or given with ``--url``. It signs in with an outside agent's credential from
+``AAEP_MCP_CREDENTIAL`` when that is set (recommended: it opens the notebook tools and nothing
+else, see docs/security.md), else with ``JUPYTER_TOKEN`` or the found server's token.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import httpx
 __all__ = ["Bridge", "find_server", "main"]
 
 ENDPOINT = "aaep/v1/mcp"
+CREDENTIAL_ENV = "AAEP_MCP_CREDENTIAL"
 
 
 def find_server(servers: Iterable[dict[str, Any]], cwd: str) -> dict[str, Any] | None:
@@ -47,14 +50,19 @@ def _contains(root: str, path: str) -> bool:
 class Bridge:
     """Forwards JSON-RPC lines between stdio and the endpoint at *url*."""
 
-    def __init__(self, url: str, token: str | None, *, out: Any = None) -> None:
+    def __init__(
+        self, url: str, token: str | None, *, credential: str | None = None, out: Any = None
+    ) -> None:
         self.url = url
         self.headers = {
             "Accept": "application/json, text/event-stream",
             "Content-Type": "application/json",
         }
-        if token:
+        if credential:
+            self.headers["Authorization"] = f"Bearer {credential}"
+        elif token:
             self.headers["Authorization"] = f"token {token}"
+        self.refusal = REFUSED_CREDENTIAL if credential else REFUSED
         self.out = out or sys.stdout
         self.session_id: str | None = None
         self.protocol: str | None = None
@@ -80,7 +88,7 @@ class Bridge:
             return f"The bridge cannot reach the Jupyter server at {self.url} ({type(error).__name__}). Is it running?"
         if response.status_code in (401, 403):
             self.refused = True
-            return REFUSED
+            return self.refusal
         if response.status_code == 404:
             return (
                 f"There is no MCP endpoint at {self.url}: the server does not run jupyter-aaep, or "
@@ -138,7 +146,7 @@ class Bridge:
             ) as response:
                 if response.status_code in (401, 403):
                     self.refused = True
-                    self._error(request_id, REFUSED)
+                    self._error(request_id, self.refusal)
                     self._stop.set()
                     return
                 session = response.headers.get("mcp-session-id")
@@ -217,6 +225,11 @@ REFUSED = (
     "The Jupyter server refused the bridge's token. Set JUPYTER_TOKEN to the server's token "
     "(jupyter server list shows it), then start the bridge again."
 )
+REFUSED_CREDENTIAL = (
+    f"The Jupyter server refused the outside-agent credential in {CREDENTIAL_ENV}: it was revoked "
+    "or mistyped. Make a new one in JupyterLab (Connect an outside agent, in the agent panel), "
+    "then start the bridge again."
+)
 
 
 def _rpc_error(request_id: Any, code: int, text: str) -> dict[str, Any]:
@@ -237,7 +250,9 @@ def _read_stdin(lines: asyncio.Queue[str | None]) -> None:
 
 
 def _resolve(args: argparse.Namespace) -> tuple[str, str | None]:
-    token = os.environ.get("JUPYTER_TOKEN")
+    """The endpoint's URL and the Jupyter token (``None`` when a credential signs in instead)."""
+    credential = os.environ.get(CREDENTIAL_ENV)
+    token = None if credential else os.environ.get("JUPYTER_TOKEN")
     if args.url:
         base = args.url if args.url.endswith("/") else args.url + "/"
         return (base if base.rstrip("/").endswith(ENDPOINT) else urljoin(base, ENDPOINT)), token
@@ -249,6 +264,8 @@ def _resolve(args: argparse.Namespace) -> tuple[str, str | None]:
             "jupyter_aaep.mcp: no running Jupyter server was found. Start JupyterLab first, or pass "
             "--url http://127.0.0.1:8888/ and set JUPYTER_TOKEN."
         )
+    if credential:
+        return urljoin(str(server["url"]), ENDPOINT), None
     return urljoin(str(server["url"]), ENDPOINT), token or server.get("token") or None
 
 
@@ -261,13 +278,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--url",
         help="The Jupyter server's URL (with its base URL), e.g. http://127.0.0.1:8888/. "
-        "The token comes from JUPYTER_TOKEN. Without --url, the running server is found.",
+        f"It signs in with the outside-agent credential in {CREDENTIAL_ENV} (made in the agent panel: "
+        "Connect an outside agent), else with JUPYTER_TOKEN. Without --url, the running server is found.",
     )
     args = parser.parse_args(argv)
     url, token = _resolve(args)
 
     async def serve() -> int:
-        bridge = Bridge(url, token)
+        bridge = Bridge(url, token, credential=os.environ.get(CREDENTIAL_ENV) or None)
         problem = await bridge.check()
         if problem:
             await bridge.close()
@@ -277,7 +295,7 @@ def main(argv: list[str] | None = None) -> None:
         _read_stdin(lines)
         await bridge.run(lines)
         if bridge.refused:
-            print(f"jupyter_aaep.mcp: {REFUSED}", file=sys.stderr)
+            print(f"jupyter_aaep.mcp: {bridge.refusal}", file=sys.stderr)
             return 1
         return 0
 

@@ -1,10 +1,17 @@
 """``{base_url}aaep/v1/mcp``: MCP's Streamable HTTP, behind Jupyter's own authentication.
 
 The MCP SDK serves Streamable HTTP as an ASGI app; Jupyter is a tornado server. This handler
-authenticates the request the Jupyter way first (token header or cookie; per user under
-JupyterHub: an unauthenticated request gets 403 and reaches nothing), then hands it to the
+authenticates the request first, then hands it to the
 SDK's session manager through a small ASGI adapter that streams the answer (SSE) back as it is
 written and reports a closed connection as ``http.disconnect``.
+
+Two ways in: the person's Jupyter login (token header or cookie; per user under JupyterHub),
+or an outside agent's credential (:mod:`.credentials`) in ``Authorization: Bearer …``, checked
+on every request, so a revoked one is refused from its next request on, even inside an open MCP
+session. A credential request is authenticated here and not by Jupyter (which does not know
+it); the person's authority for it was checked when they minted it. Its name and id go to the
+tool calls in the ASGI scope (``aaep.credential``), where no client header can reach. Anything
+unauthenticated gets 403 and reaches nothing.
 
 The session manager needs one task to own it for its whole life (DESIGN §13):
 :class:`MCPEndpoint` starts that owner after the server's loop runs and stops it at shutdown.
@@ -13,26 +20,47 @@ The session manager needs one task to own it for its whole life (DESIGN §13):
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import re
-from collections.abc import MutableMapping
-from typing import Any
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any
 
+from jupyter_server.auth import User
 from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.call_context import CallContext
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
-from mcp.server.lowlevel.server import Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from .credentials import (
+    CREDENTIAL_SCOPE_KEY,
+    OutsideCredential,
+    OutsideCredentials,
+    presented,
+    scrubbed,
+    session_key,
+)
 from .outside_agents import OutsideAgents
 from .rpc_errors import check_message, reword
+
+if TYPE_CHECKING:  # the SDK loads with the endpoint, on its first request (issue 31)
+    from mcp.server.lowlevel.server import Server
 
 log = logging.getLogger(__name__)
 
 __all__ = ["MCPEndpoint", "MCPHandler"]
+
+UNKNOWN_CREDENTIAL = (
+    "This server does not know that outside-agent credential: it was revoked, or mistyped. Ask "
+    "the person at the notebook to make a new one (Connect an outside agent, in the agent panel)."
+)
+IN_THE_HEADER = (
+    "Send the outside-agent credential in the Authorization header (Authorization: Bearer …), "
+    "not in the address, where logs and browser history would keep it."
+)
 
 
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -69,9 +97,17 @@ class MCPEndpoint:
     """The SDK's session manager, owned by one task from start to stop."""
 
     def __init__(
-        self, server: Server[Any], agents: OutsideAgents, *, session_idle_seconds: float = 3600.0
+        self,
+        server: Server[Any],
+        agents: OutsideAgents,
+        *,
+        credentials: OutsideCredentials | None = None,
+        session_idle_seconds: float = 3600.0,
     ) -> None:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
         self.agents = agents
+        self.credentials = credentials
         self.manager = StreamableHTTPSessionManager(
             server, session_idle_timeout=session_idle_seconds, max_request_body_size=MAX_BODY_BYTES
         )
@@ -110,36 +146,86 @@ class MCPEndpoint:
             await asyncio.wait([self._owner], timeout=5)
 
 
+Verb = Callable[..., Awaitable[None]]
+
+
+def _person_or_credential(method: Verb) -> Verb:
+    """Jupyter's authorisation for the person's login; none more for a credential (the person's
+    authority was checked when they minted it, and a credential opens this endpoint only)."""
+    checked = authorized(method)
+
+    @functools.wraps(method)
+    async def inner(self: MCPHandler, *args: Any, **kwargs: Any) -> None:
+        if self.credential is not None:
+            await method(self, *args, **kwargs)
+        else:
+            await checked(self, *args, **kwargs)
+
+    return inner
+
+
 class MCPHandler(ExtensionHandlerMixin, APIHandler):
     """Streamable HTTP (POST, GET and DELETE on one URL), after Jupyter has authenticated the caller."""
 
     auth_resource = "kernels"  # like the agent's own API (server/base.py): outside agents run code
 
-    def initialize(self, name: str, endpoint: MCPEndpoint) -> None:
+    def initialize(self, name: str, endpoint: MCPEndpoint | Callable[[], MCPEndpoint]) -> None:
+        """*endpoint*, or what builds it on the first request (the server's start skips it)."""
         super().initialize(name=name)
-        self.endpoint = endpoint
+        self._endpoint = endpoint
         self._closed = asyncio.Event()
+        self.credential: OutsideCredential | None = None
+
+    async def prepare(self) -> None:  # type: ignore[override]  # as APIHandler.prepare
+        """An outside agent's credential is checked here; anything else is Jupyter's login."""
+        token = presented(self.request.headers, self.get_query_argument("token", None))
+        if token is None:
+            await super().prepare()
+            return
+        CallContext.set(CallContext.JUPYTER_HANDLER, self)  # as Jupyter's own prepare does
+        if not self.check_host():
+            raise web.HTTPError(403)
+        if token == (self.get_query_argument("token", None) or "").strip():
+            raise web.HTTPError(403, IN_THE_HEADER)
+        credentials = self.endpoint.credentials
+        record = credentials.check(token) if credentials is not None else None
+        if record is None:
+            raise web.HTTPError(403, UNKNOWN_CREDENTIAL)
+        self.credential = record
+        user = User(username=f"outside-agent-{record.id}", name=record.name)
+        self.current_user = self._jupyter_current_user = user
+        # Like Jupyter's token: a header a foreign page cannot send, so no XSRF cookie, no origin check.
+        self._token_authenticated = True
+
+    def _request_summary(self) -> str:
+        return scrubbed(super()._request_summary())  # a token in the address stays out of the log
+
+    @property
+    def endpoint(self) -> MCPEndpoint:
+        endpoint = self._endpoint
+        return endpoint if isinstance(endpoint, MCPEndpoint) else endpoint()
 
     def on_connection_close(self) -> None:
         self._closed.set()
 
     @web.authenticated
-    @authorized
+    @_person_or_credential
     async def post(self) -> None:
         await self._serve()
 
     @web.authenticated
-    @authorized
+    @_person_or_credential
     async def get(self) -> None:
         await self._serve()
 
     @web.authenticated
-    @authorized
+    @_person_or_credential
     async def delete(self) -> None:
         session_id = self.request.headers.get("mcp-session-id")
         await self._serve()
         if session_id:
-            self.endpoint.agents.disconnected(session_id)
+            credential = self.credential.id if self.credential is not None else None
+            self.endpoint.agents.disconnected(session_key(credential, session_id))
 
     async def _serve(self) -> None:
         if not await self.endpoint.ready():
@@ -225,6 +311,8 @@ class MCPHandler(ExtensionHandlerMixin, APIHandler):
             "client": (request.remote_ip or "127.0.0.1", 0),
             "server": (host, int(port) if port.isdigit() else 80),
         }
+        if self.credential is not None:
+            scope[CREDENTIAL_SCOPE_KEY] = {"id": self.credential.id, "name": self.credential.name}
         await self.endpoint.manager.handle_request(scope, receive, send)
         if not started:
             raise web.HTTPError(500, "The MCP endpoint gave no answer.")

@@ -25,6 +25,7 @@ from mcp.server.lowlevel.server import Server
 from .._version import __version__
 from ..agent.tools import ToolSpec
 from ..errors import ToolError
+from .credentials import CREDENTIAL_SCOPE_KEY, session_key
 from .outside_agents import OutsideAgents
 
 log = logging.getLogger(__name__)
@@ -179,7 +180,7 @@ def build_notebook_server(
                 f"There is no notebook at {path!r}. List them with list_notebooks, or create it in JupyterLab first."
             )
         spec.check(arguments)  # a wrong argument is the client's mistake, not a step in the chat
-        name, key = _client(ctx)
+        name, key, owner = _client(ctx)
 
         async def waiting(message: str) -> None:
             try:
@@ -190,6 +191,7 @@ def build_notebook_server(
         result = await agents.call(
             client_key=key,
             client_name=name,
+            owner=owner,
             notebook_path=path,
             tool=spec.name,
             arguments=arguments,
@@ -211,8 +213,19 @@ def build_notebook_server(
     )
 
 
-def _client(ctx: ServerRequestContext[Any]) -> tuple[str, str]:
-    """Who calls (its display name) and which connection (the MCP session, else the name)."""
+def _client(ctx: ServerRequestContext[Any]) -> tuple[str, str, str]:
+    """Who calls (its display name), which connection (the MCP session, else the name) and whose
+    it is: the credential's (named by it), else the client's name under the person's login.
+    Two connections of one owner are the same agent (a new one takes over an idle one)."""
+    request = ctx.request
+    headers = getattr(request, "headers", None)
+    session_id = headers.get("mcp-session-id") if headers is not None else None
+    scope = getattr(request, "scope", None)
+    credential = scope.get(CREDENTIAL_SCOPE_KEY) if isinstance(scope, dict) else None
+    if isinstance(credential, dict):
+        name = str(credential["name"])
+        key = session_key(str(credential["id"]), str(session_id or name))
+        return name, key, f"credential:{credential['id']}"
     params = ctx.session.client_params
     info = params.client_info if params is not None else None
     name = (
@@ -221,10 +234,7 @@ def _client(ctx: ServerRequestContext[Any]) -> tuple[str, str]:
         else UNKNOWN_CLIENT
     )
     name = _display_name(str(name))
-    request = ctx.request
-    headers = getattr(request, "headers", None)
-    session_id = headers.get("mcp-session-id") if headers is not None else None
-    return name, str(session_id or name)
+    return name, session_key(None, str(session_id or name)), f"client:{name}"
 
 
 _KNOWN_NAMES = {

@@ -6,12 +6,17 @@ session in the notebook's chat, opened by its first call ("Claude Code is workin
 analysis.ipynb") and closed when it has been idle for ``idle_seconds`` or disconnects. The
 burst is the chat's running task, exactly as a session of the built-in agent is, so everything
 the chat offers applies to it unchanged: Stop cancels the task, Pause holds the next call,
-replies reach its confirmations, Undo restores the snapshot taken at its start. Each call runs
+replies reach its confirmations, Undo takes back its own changes (its session's edit record,
+tagged with its name: the built-in agent's undo never takes its work back, nor it the agent's). Each call runs
 through the same :class:`ToolDispatcher` as the built-in agent's calls (approval policy,
 narration, event order), inside the burst's task.
 
 One notebook, one worker at a time: while the built-in agent or another outside agent works in
 the chat, a call is refused with a sentence saying who is working (never interleaved silently).
+But the same agent is no stranger: each ``claude -p`` run is a new MCP session, so a burst has
+an *owner* (the credential it came with, else the client's name under the person's login), and
+a new session of the same owner takes over an idle burst (no call in flight, none waiting for
+a person, not paused): the old one ends as it would at its idle time, the new one starts at once.
 """
 
 from __future__ import annotations
@@ -73,6 +78,10 @@ class _Burst:
     client_key: str
     client_name: str
     session: Session
+    owner: str = ""
+    """Whose agent it is (``credential:<id>`` or ``client:<name>``): the same owner takes over."""
+    in_flight: int = 0
+    """Calls sent and not yet answered (queued, waiting for a person, or running)."""
     queue: asyncio.Queue[OutsideCall] = field(default_factory=asyncio.Queue)
     last_activity: float = field(default_factory=time.monotonic)
     ending: bool = False
@@ -132,6 +141,7 @@ class OutsideAgents:
         tool: str,
         arguments: dict[str, Any],
         on_waiting: Callable[[str], Awaitable[None]] | None = None,
+        owner: str | None = None,
     ) -> dict[str, Any]:
         """Run one call in the notebook's chat and return its ``tool_result`` block.
 
@@ -140,7 +150,10 @@ class OutsideAgents:
         confirmation is taken back and nothing runs.
         """
         chat = self.chat_for(notebook_path)
-        burst = await self._burst_for(chat, client_key, client_name)
+        burst = await self._burst_for(
+            chat, client_key, client_name, owner or f"client:{client_name}"
+        )
+        burst.in_flight += 1  # before any await: a takeover never ends a burst with a call in it
         self._counter += 1
         item = OutsideCall(_Use(id=f"toolu_mcp_{self._counter:06d}", name=tool, input=arguments))
         burst.last_activity = time.monotonic()
@@ -158,12 +171,21 @@ class OutsideAgents:
         finally:
             if watcher is not None:
                 watcher.cancel()
+            burst.in_flight -= 1
             burst.last_activity = time.monotonic()
 
     def disconnected(self, client_key: str) -> None:
         """The client closed its MCP session: its bursts end once their calls are done."""
         for burst in list(self._bursts.values()):
             if burst.client_key == client_key:
+                burst.ending = True
+                burst.queue.put_nowait(_END)
+
+    def revoked(self, credential_id: str) -> None:
+        """A credential was revoked: its bursts end once their calls are done (its next call is
+        refused at the door anyway)."""
+        for burst in list(self._bursts.values()):
+            if burst.owner == f"credential:{credential_id}":
                 burst.ending = True
                 burst.queue.put_nowait(_END)
 
@@ -185,18 +207,37 @@ class OutsideAgents:
                 await asyncio.wait([task], timeout=5)
 
     # -- bursts ----------------------------------------------------------------------------
-    async def _burst_for(self, chat: Chat, client_key: str, client_name: str) -> _Burst:
+    @staticmethod
+    def _idle(burst: _Burst) -> bool:
+        """No call in flight, none waiting for a person, not paused by them: safe to end now."""
+        return (
+            burst.in_flight == 0
+            and burst.session.state != "awaiting_input"
+            and not burst.chat.control.paused
+        )
+
+    async def _burst_for(self, chat: Chat, client_key: str, client_name: str, owner: str) -> _Burst:
         burst = self._bursts.get(chat.chat_id)
         task = chat.task
+        same_agent = burst is not None and (burst.client_key == client_key or burst.owner == owner)
         if (
             burst is not None
+            and same_agent
             and task is not None
             and not task.done()
-            and burst.client_key == client_key
-            and (burst.closing or burst.ending)
+            and (
+                burst.closing
+                or burst.ending
+                or (burst.client_key != client_key and self._idle(burst))  # a takeover
+            )
         ):
-            # The same client is back as its session closes (idle, or it reconnected): the new
-            # session starts once the old one has closed, never refused as someone else's.
+            # The same agent is back as its session closes (idle, or it reconnected), or in a new
+            # MCP session while its old one is idle (a second `claude -p`): the old session ends
+            # as at its idle time, and the new one starts once it has closed, never refused as
+            # someone else's.
+            if not (burst.closing or burst.ending):
+                burst.ending = True
+                burst.queue.put_nowait(_END)
             await asyncio.wait([task])
             self._released(burst, task)
             burst = self._bursts.get(chat.chat_id)
@@ -223,7 +264,9 @@ class OutsideAgents:
         # The outside agent speaks through this server; its model is its own business (not known here).
         producer = replace(self.runner.producer, agent_name=client_name, model="outside-agent")
         session = Session(chat.emitter, producer, actor=client_name)
-        burst = _Burst(chat=chat, client_key=client_key, client_name=client_name, session=session)
+        burst = _Burst(
+            chat=chat, client_key=client_key, client_name=client_name, session=session, owner=owner
+        )
         chat.session = session
         chat.control = RunControl()
         chat.held_by = client_name
@@ -260,6 +303,9 @@ class OutsideAgents:
                 chat, session
             )  # its edits are saved soon and undone like the agent's
             context = runner.context_for(chat, record, usage=Usage())
+            # What this connection was shown is its own (never the built-in agent's), across bursts.
+            context.reader = f"outside:{burst.client_key}"
+            context.tell_notices(session)  # e.g. a program switched the chat's mode meanwhile
             dispatcher = ToolDispatcher(
                 registry,
                 runner.broker,
@@ -420,7 +466,7 @@ class OutsideAgents:
             SessionErrored(
                 error_category="unknown",
                 error_code="OUTSIDE_AGENT_FAILED",
-                recoverable=True,
+                recoverable=False,  # nothing here continues it (Continue is the agent's own)
                 remediation_hint="Its next call starts again; the server log has the details.",
                 summary=Summary(
                     normal=f"{burst.client_name}'s work stopped on an error in the server: "

@@ -54,7 +54,9 @@ class LiveCellWriter:
 
     Implements the executor's ``RunSink``. Keeps a plain mirror of the outputs
     (:class:`CellOutputs`): if the room was dropped and re-created during a long run, or the
-    shared outputs no longer look as expected, the cell is rebuilt from the mirror.
+    shared outputs no longer look as expected, the cell is rebuilt from the mirror. Outputs
+    someone cleared during the run (the agent's ``clear_outputs``, a person's Clear) stay
+    cleared: the mirror starts again, and only what comes after shows in the cell.
     """
 
     refresh_seconds = 1.0
@@ -68,10 +70,14 @@ class LiveCellWriter:
         self._path = path
         self.cell_id = cell_id
         self.model = CellOutputs()
+        self._cleared: list[dict[str, Any]] = []
+        """Outputs of this run someone cleared from the cell: still the run's, never shown again."""
         self._doc: YNotebook | None = None
         self._fetched = 0.0
         self._index: int | None = None
         self._resync = False
+        self._written = 0
+        """How many outputs the shared cell held after this writer's last write."""
         self.cell_missing = False
         self._pending: list[OutputOp] = []
         self._flushed = 0.0
@@ -79,7 +85,7 @@ class LiveCellWriter:
 
     # -- RunSink -------------------------------------------------------------------------------
     def outputs(self) -> list[dict[str, Any]]:
-        return self.model.outputs()
+        return self._cleared + self.model.outputs()
 
     @property
     def display_ids(self) -> set[str]:
@@ -106,6 +112,8 @@ class LiveCellWriter:
         return bool(self._pending)
 
     async def handle(self, msg_type: str, content: dict[str, Any]) -> None:
+        if self._written:
+            await self._notice_clear()
         for op in self.model.handle(msg_type, content):
             merge_ops(self._pending, op)
         if self._pending and time.monotonic() - self._flushed >= self.flush_seconds:
@@ -144,6 +152,20 @@ class LiveCellWriter:
             ycell["execution_state"] = "idle"
 
     # -- internals -----------------------------------------------------------------------------
+    async def _notice_clear(self) -> None:
+        """The shared cell has no outputs any more, in the same room, after this writer wrote
+        some: someone cleared them. Start the mirror again so they are not written back."""
+        ycell = await self._ycell()
+        if ycell is None or self._resync:
+            return
+        youtputs = ycell.get("outputs")
+        if isinstance(youtputs, Array) and len(youtputs) == 0:
+            self._written = 0
+            self._cleared.extend(self.model.outputs())
+            count = self.model.execution_count
+            self.model = CellOutputs()
+            self.model.execution_count = count
+
     async def _ycell(self) -> Any | None:
         now = time.monotonic()
         if self._doc is None or now - self._fetched >= self.refresh_seconds:
@@ -181,6 +203,7 @@ class LiveCellWriter:
                 if not _apply_op(youtputs, op):
                     self._rewrite(ycell)
                     return
+            self._written = len(youtputs)
 
     def _rewrite(self, ycell: Any) -> None:
         youtputs = ycell.get("outputs")
@@ -189,6 +212,7 @@ class LiveCellWriter:
         youtputs.clear()
         youtputs.extend([youtput(o) for o in self.model.outputs()])
         self._resync = False
+        self._written = len(youtputs)
 
 
 def youtput(output: dict[str, Any]) -> Map[Any]:

@@ -1,9 +1,12 @@
 """What one agent session did to a notebook, cell by cell, and how to take back only that.
 
-Undo must never touch a person's work: it reverts an operation only where the cell still holds
-what the agent left there, never deletes a cell the agent did not create, and names every cell
-it kept because someone changed it afterwards. The record is plain JSON so it is stored with
-the chat (and read back at recovery, to check the edits reached the file on disk).
+Undo must never touch anyone else's work, a person's or another agent's: it reverts one
+session's operations, each only where the cell still holds what that session left there, never
+deletes a cell the session did not create, and names every cell it kept because someone changed
+it afterwards (the agent whose later record touched it, or someone else). Each record is its
+own: undoing one session leaves every other session's record, so each can still be undone. The
+record is plain JSON so it is stored with the chat (and read back at recovery, to check the
+edits reached the file on disk).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from .documents import LiveNotebook
 __all__ = ["CellOperation", "EditRecord", "UndoReport", "missing_from_file", "undo_records"]
 
 OperationKind = Literal["create", "edit", "delete", "move", "clear"]
+AGENT = "The agent"
+"""The built-in agent's name in sentences (as :class:`~jupyter_aaep.aaep.session.Session` says it)."""
 
 
 @dataclass
@@ -66,6 +71,8 @@ class EditRecord:
     session_id: str
     operations: list[CellOperation] = field(default_factory=list)
     started: float = field(default_factory=time.time)
+    actor: str = AGENT
+    """Who worked in the session, as people hear it: "The agent" or an outside agent's name."""
     reloads_seen: int = 0
     """How many times the room had reloaded the file from disk when the agent last looked."""
     lost: list[str] = field(default_factory=list)
@@ -88,6 +95,7 @@ class EditRecord:
             "path": self.path,
             "session_id": self.session_id,
             "started": self.started,
+            "actor": self.actor,
             "operations": [op.to_json() for op in self.operations],
         }
 
@@ -101,7 +109,11 @@ class EditRecord:
             session_id=str(body.get("session_id") or ""),
             operations=[CellOperation.from_json(op) for op in body.get("operations") or []],
             started=float(body.get("started") or 0.0),
+            actor=str(body.get("actor") or AGENT),
         )
+
+    def touches(self, cell_id: str) -> bool:
+        return any(op.cell_id == cell_id for op in self.operations)
 
     def left_behind(self) -> dict[str, dict[str, Any] | None]:
         """Per cell the agent touched, what it left: ``{"source", "cell_type"}``, or ``None`` (deleted)."""
@@ -172,11 +184,15 @@ class UndoReport:
     kept: list[str] = field(default_factory=list)
 
 
-def undo_records(nb: LiveNotebook, records: Sequence[EditRecord]) -> UndoReport:
+def undo_records(
+    nb: LiveNotebook, records: Sequence[EditRecord], *, later: Sequence[EditRecord] = ()
+) -> UndoReport:
     """Revert the operations of *records* (newest last), latest first, in one transaction.
 
-    An operation is reverted only where the cell still holds what the agent left; a cell
-    changed since is kept and named, and so are the agent's earlier operations on it.
+    An operation is reverted only where the cell still holds what its session left; a cell
+    changed since is kept and named, and so are that session's earlier operations on it. *later*
+    are the records of sessions that started after them (any agent's, any chat of the notebook):
+    a kept cell one of them touched is said to be that agent's work.
     """
     report = UndoReport()
     kept: set[str] = set()
@@ -185,18 +201,52 @@ def undo_records(nb: LiveNotebook, records: Sequence[EditRecord]) -> UndoReport:
             for op in reversed(record.operations):
                 if op.cell_id in kept:
                     continue
-                why = _undo_one(nb, op, report)
+                why = _moved_on(nb, op, record, later) or _undo_one(nb, op, report)
                 if why is not None:
                     kept.add(op.cell_id)
                     number = nb.index_of(op.cell_id) + 1 if op.cell_id in nb.cell_ids() else None
+                    cell = f"Cell {number}" if number else "A cell"
+                    how = "where it is" if why == "moved" else "as it is"
                     report.kept.append(
-                        f"Kept cell {number}: {why}" if number else f"Kept a cell: {why}"
+                        f"{cell} was kept {how}: {_changed_by(op.cell_id, why, record, later)}."
                     )
     return report
 
 
+def _moved_on(
+    nb: LiveNotebook, op: CellOperation, record: EditRecord, later: Sequence[EditRecord]
+) -> str | None:
+    """Why a cell the session created is kept: a later session (another agent's, or its own
+    agent's in a later request) worked on it since, even if only to move or clear it, so
+    deleting it would take that work back too. ``None`` for any other operation."""
+    if op.kind != "create" or op.cell_id not in nb.cell_ids():
+        return None
+    for other in later:
+        if (
+            other.session_id != record.session_id
+            and other.started >= record.started
+            and other.touches(op.cell_id)
+        ):
+            return "changed"
+    return None
+
+
+def _changed_by(cell_id: str, verb: str, record: EditRecord, later: Sequence[EditRecord]) -> str:
+    """Who *verb* (changed, moved…) *cell_id* after *record*'s session: the latest later session
+    that touched it ("Claude Code changed it after this request"), else someone (a person, a program)."""
+    for other in sorted(later, key=lambda r: r.started, reverse=True):
+        if other.session_id == record.session_id or other.started < record.started:
+            continue
+        if other.touches(cell_id):
+            if other.actor == AGENT:
+                return f"the agent {verb} it in a later request"
+            return f"{other.actor} {verb} it after this request"
+    return f"someone {verb} it after this request"
+
+
 def _undo_one(nb: LiveNotebook, op: CellOperation, report: UndoReport) -> str | None:
-    """Revert *op*; ``None`` when done (or nothing was left to revert), else why the cell was kept."""
+    """Revert *op*; ``None`` when done (or nothing was left to revert), else what someone did to
+    the cell since (the verb of the sentence that names it: "changed", "moved", "changed or ran")."""
     present = op.cell_id in nb.cell_ids()
     if op.kind == "delete":
         if not present:
@@ -220,8 +270,7 @@ def _undo_one(nb: LiveNotebook, op: CellOperation, report: UndoReport) -> str | 
             source != op.after.get("source")
             or (op.after.get("cell_type") or cell_type) != cell_type
         ):
-            what = "creation" if op.kind == "create" else "edit"
-            return f"it was changed after the agent's {what}."
+            return "changed"
         if op.kind == "create":
             nb.delete_cell(op.cell_id)
             report.removed += 1
@@ -241,7 +290,7 @@ def _undo_one(nb: LiveNotebook, op: CellOperation, report: UndoReport) -> str | 
         ids = nb.cell_ids()
         position = ids.index(op.cell_id)
         if (ids[position - 1] if position else None) != op.after.get("prev"):
-            return "it was moved after the agent moved it."
+            return "moved"
         without = [i for i in ids if i != op.cell_id]
         target = (
             without.index(op.prev) + 1 if op.prev in without else 0 if op.prev is None else op.index
@@ -251,7 +300,7 @@ def _undo_one(nb: LiveNotebook, op: CellOperation, report: UndoReport) -> str | 
         return None
     if op.kind == "clear":
         if cell.get("outputs") or source != op.before.get("source"):
-            return "it was changed or run after the agent cleared its outputs."
+            return "changed or ran"
         nb.restore_outputs(
             op.cell_id, op.before.get("outputs") or [], op.before.get("execution_count")
         )

@@ -25,11 +25,12 @@ from ._memory import BIG_OUTPUT_CHARS, TRIM_AFTER_SECONDS, give_back_freed_memor
 from ._sessions import KernelInfo, NotebookKernels
 from ._text_edits import version_tag
 from .documents import LiveNotebook, NotebookDocuments, normalize_path
-from .edit_record import EditRecord, UndoReport, undo_records
+from .edit_record import AGENT, EditRecord, UndoReport, undo_records
 from .errors import NotebookError
 from .executor import ExecutionResult, KernelExecutor, ProgressCallback
 from .progress import ProgressTracker
 from .running import RunningCell, RunningCells
+from .shown import ShownSources
 
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
@@ -128,6 +129,8 @@ class NotebookService:
         self.max_images = max_images
         self.image_max_edge = image_max_edge
         self._read_sources: OrderedDict[str, str] = OrderedDict()
+        self.shown = ShownSources()
+        """What each reader (the agent's chat, an outside agent) was last shown of each cell."""
         self._records: dict[str, EditRecord] = {}
         self._reloads: dict[str, int] = {}
         self._listening = False
@@ -321,6 +324,12 @@ class NotebookService:
             self._read_sources.popitem(last=False)
         return tag
 
+    def remember_shown(self, reader: str, path: str, cell_id: str, source: str) -> str:
+        """*reader* was shown *source* as *cell_id*'s text: the base of its next edit without a
+        version (:mod:`.shown`); returns the version tag, remembered as :meth:`remember_read` does."""
+        self.shown.remember(reader, path, cell_id, source)
+        return self.remember_read(source)
+
     def read_source(self, tag: str) -> str | None:
         """The source the model read under version *tag*, if this server still knows it."""
         return self._read_sources.get(tag.strip().lower())
@@ -331,11 +340,18 @@ class NotebookService:
         session_id: str,
         path: str,
         on_change: Callable[[EditRecord], None] | None = None,
+        *,
+        actor: str = AGENT,
     ) -> EditRecord:
-        """Start recording what the session *session_id* of *chat_id* does to *path*."""
+        """Start recording what the session *session_id* of *chat_id* (worked in by *actor*:
+        the agent, or an outside agent by name) does to *path*."""
         self._listen_for_reloads()
         record = EditRecord(
-            normalize_path(path), session_id, on_change=on_change, reloads_seen=self.reloads(path)
+            normalize_path(path),
+            session_id,
+            on_change=on_change,
+            reloads_seen=self.reloads(path),
+            actor=actor,
         )
         self._records[chat_id] = record
         return record
@@ -348,12 +364,19 @@ class NotebookService:
         record = self._records.get(chat_id or "")
         return record if record is not None and record.path == normalize_path(path) else None
 
-    async def undo(self, path: str, records: Sequence[EditRecord | dict[str, Any]]) -> UndoReport:
+    async def undo(
+        self,
+        path: str,
+        records: Sequence[EditRecord | dict[str, Any]],
+        *,
+        others: Sequence[EditRecord | dict[str, Any]] = (),
+    ) -> UndoReport:
         """Revert only what *records* (live, or as stored) did, where the cells still hold what
-        the agent left. Only the notebook is put back: what code did in the kernel stays done."""
+        their session left. *others* are the other sessions' records on this notebook (kept, and
+        read only to name who changed a cell since). Only the notebook is put back: what code did
+        in the kernel stays done."""
         notebook = await self.open(path)
-        live = [r if isinstance(r, EditRecord) else EditRecord.from_json(r) for r in records]
-        return undo_records(notebook, [r for r in live if r is not None])
+        return undo_records(notebook, _records(records), later=_records(others))
 
     def reloads(self, path: str) -> int:
         """How many times the room of *path* replaced its content with the file on disk."""
@@ -397,3 +420,9 @@ class NotebookService:
         """Release kernel clients; call from the server extension's ``stop_extension``."""
         await self.runs.close()
         await self.executor.close()
+
+
+def _records(items: Sequence[EditRecord | dict[str, Any]]) -> list[EditRecord]:
+    """Live records, and stored ones read back (whole-notebook snapshots of old versions left out)."""
+    live = [r if isinstance(r, EditRecord) else EditRecord.from_json(r) for r in items]
+    return [r for r in live if r is not None]

@@ -6,21 +6,24 @@ which reads ``ANTHROPIC_API_KEY`` (and ``ANTHROPIC_BASE_URL``) from the environm
 server's, not the kernels': they are moved out of ``os.environ`` at start-up
 (:class:`~.model_client.ModelCredentials`) unless ``kernels_inherit_model_credentials`` is set.
 
-Lifecycle: ``initialize_settings`` builds the chat runner, the stream hub and the tools;
-``initialize_handlers`` mounts the HTTP contract under ``base_url``; the start hook exports
-``AAEP_SERVER_URL`` for kernels started later, and each kernel the server starts gets its own
-credential in its environment (``kernel_credentials.py``);
-``stop_extension`` stops running sessions and closes every stream.
+Lifecycle (issue 31: nothing heavy until it is needed): linking routes SIGINT to the server's
+own stop; ``initialize_settings`` keeps the model credentials from kernels and gives each kernel
+the server starts its own credential (``kernel_credentials.py``); ``initialize_handlers`` mounts
+the HTTP contract under ``base_url``; the start hook exports ``AAEP_SERVER_URL`` for kernels
+started later. The chat store, tools, runner, streams and MCP parts (and the Anthropic and MCP
+SDKs) come with the first request that needs them (``agent_parts.py``). ``stop_extension``
+stops whatever was started, each step on its own, at whatever point the server is stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import os
 import secrets
-from pathlib import Path
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from jupyter_core.paths import jupyter_data_dir
@@ -29,36 +32,32 @@ from jupyter_server.serverapp import ServerApp
 from jupyter_server.utils import url_path_join
 from traitlets import Bool, Dict, Enum, Float, Integer, List, TraitError, Unicode, default, validate
 
-from .._version import __version__
-from ..aaep.broker import ReplyBroker
 from ..aaep.session import Producer
 from ..agent.approval import APPROVAL_MODES, DEFAULT_TIMEOUTS, ApprovalPolicy
-from ..agent.context import ContextSettings, Strategy
+from ..agent.context import ContextSettings
 from ..agent.loop import AgentConfig
-from ..agent.persistence import ChatPersistence
 from ..agent.retention import RetentionPolicy
-from ..agent.runner import ChatRunner
 from ..agent.store import ChatStore
 from ..agent.store_health import StoreHealth
 from ..agent.usage import PriceTable
+from ..mcp.credentials import OutsideCredentials
 from ..mcp.outside_agents import OutsideAgents
 from ..notebook.edit_record import missing_from_file
 from ..notebook.running import RunningCells
 from ..notebook.service import NotebookService
+from .agent_parts import AgentParts, build_parts
+from .credential_handlers import credential_routes
 from .handlers import handler_routes
 from .kernel_credentials import KernelCredentials
 from .kernel_launch import ARGUMENT as KERNEL_ARGUMENT
 from .kernel_launch import add_extension_to_ipython_kernels
 from .long_runs import LongRunNews
 from .model_client import WITHHELD, ClientFactory, ModelCredentials
-from .models import ModelCatalog
 from .option_defaults import default_of
 from .policy import AdminPolicy
-from .service import AAEPService
-from .signals import stop_on_sigint_without_tty
+from .signals import end_without_collecting, stop_on_sigint_without_tty
 from .sse import EventStreamHandler
 from .streams import SERVER_RECONNECT_GRACE, StreamHub
-from .toolbox import Toolbox
 
 RISK_LEVELS = tuple(DEFAULT_TIMEOUTS)
 EXPORTED = ("AAEP_SERVER_URL", "AAEP_KERNEL_SECRET")
@@ -200,8 +199,8 @@ class AAEPExtension(ExtensionApp):
         default_value=dict(DEFAULT_TIMEOUTS),
         config=True,
         help="Seconds a confirmation waits for the user, by risk level ('low', 'medium', 'high'), "
-        "before its default decision applies (for risky or irreversible actions the default is to "
-        "reject). Missing levels keep their defaults. AAEP suggests 180-600 s for "
+        "before it is rejected (silence never approves a step, whatever its risk). Missing levels "
+        "keep their defaults. AAEP suggests 180-600 s for "
         "high risk, 60-180 s for medium and 30-90 s for low.",
     )
 
@@ -404,14 +403,24 @@ class AAEPExtension(ExtensionApp):
         "the agent runs, can then read it.",
     )
 
+    rules_files = Bool(
+        True,
+        config=True,
+        help="Read the rules files for the agent's system prompt: your own "
+        "({jupyter config dir}/aaep/rules/*.md), AGENTS.md and CLAUDE.md in the server root and each "
+        "folder down to the notebook's, and the project's .aaep/rules/*.md (docs/configuration.md). "
+        "The person hears which apply. False: none are read.",
+    )
+
     kernel_replies = Bool(
         False,
         config=True,
-        help="When false (the default), approvals and answers are taken only from the side panel and "
-        "other clients that log in to Jupyter; the %aaep widget shows the request and sends you to the "
-        "panel. Code running in a kernel can do whatever the widget's Python side does, so an answer "
-        "from the kernel cannot be told apart from code answering the agent's request by itself. When "
-        "true, the widget's buttons answer too, but never for a chat in auto-approve mode, never while "
+        help="When false (the default), the kernel answers no approval: approvals are taken from the "
+        "side panel, from the %aaep widget's Approve and Reject (drawn and answered in the browser by the "
+        "labextension, with your login) and from other clients that log in to Jupyter. Code running in "
+        "a kernel can do whatever a widget's Python side does, so an answer from the kernel cannot be "
+        "told apart from code answering the agent's request by itself. When true, the old kernel-side "
+        "widget buttons answer too, but never for a chat in auto-approve mode, never while "
         "the agent's own code runs in that kernel, and only for a request that kernel's view received.",
     )
 
@@ -508,74 +517,15 @@ class AAEPExtension(ExtensionApp):
         return self.serverapp
 
     def initialize_settings(self) -> None:
-        producer = Producer(agent_version=__version__, agent_name=self.agent_name, model=self.model)
-        config = AgentConfig(
-            model=self.model,
-            max_tokens=self.max_tokens,
-            max_turns=self.max_turns,
-            context=ContextSettings(
-                window=self.context_window or None,
-                strategy=cast(Strategy, self.context_management),
-                max_images=self.model_images_per_request,
-            ),
-            prices=PriceTable(self.model_prices),
-            budget_usd=self.chat_budget_usd or None,
-        )
+        """Only what must hold from the server's first second: the model credentials kept from
+        kernels, each kernel's own credential, the environment kernels read. The agent's parts
+        are built on first use (:mod:`.agent_parts`)."""
+        self._parts: AgentParts | None = None
         self.admin_policy = self._admin_policy()
-        self.store = self._open_store()
+        # Outside agents' credentials: a small private file, read now (the token routes need it).
+        self.outside_credentials = OutsideCredentials.beside(self.db_path)
         self.clients = ClientFactory(
             credentials=ModelCredentials(withhold=not self.kernels_inherit_model_credentials)
-        )
-        self.toolbox = Toolbox(log=self.log)
-        self.toolbox.load(self.server, self.extra_tools)
-        notebooks = self.toolbox.notebooks
-        if notebooks is not None:
-            notebooks.image_max_edge = self.model_image_max_edge
-            notebooks.max_images = min(notebooks.max_images, self.model_images_per_request)
-            notebooks.run_cell_wait_seconds = self.run_cell_wait_seconds
-            notebooks.runs.announce_seconds = self.progress_announce_seconds
-        self.hub = StreamHub(
-            producer=producer,
-            chat_lookup=lambda chat_id: self.runner.get(chat_id),
-            reconnect_grace=self.reconnect_grace_seconds,
-            max_streams_per_client=self.max_streams_per_client,
-        )
-        broker = ReplyBroker(entitled=self.hub.entitled, check_sender=self.require_reply_sender)
-        self.runner = ChatRunner(
-            client_factory=self.clients,
-            registry_factory=self.toolbox.registry_for,
-            config=config,
-            producer=producer,
-            services=self.toolbox.agent_services(),
-            policy_factory=self._policy,
-            broker=broker,
-            acknowledge_input=self.conformance_input_ack,
-        )
-        self.hub.broker = broker
-        self.long_runs: LongRunNews | None = None
-        if notebooks is not None:
-            self.long_runs = LongRunNews(
-                self.runner,
-                notebooks,
-                producer,
-                person_runs_after=self.announce_person_runs_after_seconds,
-                announce_seconds=self.progress_announce_seconds,
-            )
-            self.runner.services = self.toolbox.agent_services(long_runs=self.long_runs)
-        self.runner.on_chat_loaded = self.hub.attach_chat
-        if self.store is not None:
-            self.runner.persistence = ChatPersistence(self.store, file_id=self._file_id)
-            self.runner.persistence.recover(producer, check_edits=self._edits_missing_on_disk)
-        base_url = self.server.base_url
-        self.service = AAEPService(
-            self.runner,
-            self.hub,
-            url_for=lambda path: url_path_join(base_url, "aaep/v1", path),
-            models=ModelCatalog(
-                self.clients, default=self.model, configured=self.models, locked=self.lock_models
-            ),
-            policy=self.admin_policy,
-            toolbox=self.toolbox,
         )
         self._secret = secrets.token_urlsafe(32)
         self.kernel_credentials = KernelCredentials(self._secret.encode())
@@ -586,111 +536,121 @@ class AAEPExtension(ExtensionApp):
         self._log_configuration()
         self._route_module_logs()
 
-        self.mcp_endpoint = self._mcp_endpoint() if self.mcp_server else None
-        self.mcp_servers = self._mcp_servers()
+    @property
+    def parts(self) -> AgentParts:
+        """The store, tools, runner, streams and MCP parts, built by the first call that needs
+        them (and started, once the server's loop runs)."""
+        if self._parts is None:
+            self._parts = build_parts(self)
+        if self._loop_started and not self._parts.started:
+            self._parts.start()
+        return self._parts
 
-    def _mcp_servers(self) -> Any:
-        """The user's MCP servers, read now and started once the loop runs."""
-        from jupyter_core.paths import jupyter_config_dir, jupyter_runtime_dir
+    @property
+    def built(self) -> AgentParts | None:
+        """The parts if something has used them, without building them."""
+        return getattr(self, "_parts", None)
 
-        from ..notebook._figures import ImageBudget
-        from ..tools.mcp_tools import MCPServers
-
-        path = (
-            Path(self.mcp_config_file)
-            if self.mcp_config_file
-            else Path(jupyter_config_dir()) / "aaep" / "mcp.json"
-        )
-        servers = MCPServers(
-            path,
-            timeout=self.mcp_call_timeout_seconds,
-            log_dir=Path(jupyter_runtime_dir()),
-            allowed=self.admin_policy.mcp_stdio_commands,
-            images=ImageBudget(
-                max_images=self.model_images_per_request, max_edge=self.model_image_max_edge
-            ),
-        )
-        self.toolbox.mcp = servers
-        return servers
+    # The parts under the names the rest of the code (and the tests) know them by.
+    runner = property(lambda self: self.parts.runner)
+    hub = property(lambda self: self.parts.hub)
+    store = property(lambda self: self.parts.store)
+    toolbox = property(lambda self: self.parts.toolbox)
+    service = property(lambda self: self.parts.service)
+    long_runs = property(lambda self: self.parts.long_runs)
+    mcp_endpoint = property(lambda self: self.parts.endpoint() if self.mcp_server else None)
+    mcp_servers = property(lambda self: self.parts.mcp_servers)
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(handler_routes(self.service, keepalive=self.sse_keepalive_seconds))
-        if self.mcp_endpoint is not None:
+        self.handlers.extend(
+            handler_routes(lambda: self.parts.service, keepalive=self.sse_keepalive_seconds)
+        )
+        self.handlers.extend(
+            credential_routes(
+                lambda: self.parts.service,
+                self.outside_credentials,
+                endpoint_on=self.mcp_server,
+                built_endpoint=lambda: self.built.mcp_endpoint if self.built else None,
+            )
+        )
+        if self.mcp_server:
             from ..mcp.http_endpoint import MCPHandler
 
-            self.handlers.append((r"aaep/v1/mcp", MCPHandler, {"endpoint": self.mcp_endpoint}))
+            self.handlers.append((r"aaep/v1/mcp", MCPHandler, {"endpoint": self._endpoint}))
 
-    def _mcp_endpoint(self) -> Any:
-        """Outside agents' MCP endpoint (its session manager starts with the server's loop)."""
-        from jupyter_server.utils import ensure_async
+    def _endpoint(self) -> Any:
+        return self.parts.endpoint()  # the route exists only when mcp_server is on
 
-        from ..mcp.http_endpoint import MCPEndpoint
-        from ..mcp.notebook_server import build_notebook_server, check_inside_root
-        from ..mcp.outside_agents import OutsideAgents
+    _loop_started = False
 
-        contents = self.server.contents_manager
-
-        async def notebook_exists(path: str) -> bool:
-            root = getattr(contents, "root_dir", None)
-            if (
-                isinstance(root, str) and root
-            ):  # a file-backed contents manager: links must stay inside
-                check_inside_root(root, path)
-            return bool(await ensure_async(contents.file_exists(path)))  # type: ignore[no-untyped-call]
-
-        agents = OutsideAgents(
-            self.runner,
-            self.toolbox.registry_for,
-            attach_chat=self.hub.attach_chat,
-            idle_seconds=self.mcp_idle_seconds,
-        )
-        return MCPEndpoint(
-            build_notebook_server(self.toolbox.tools, agents, file_exists=notebook_exists), agents
-        )
+    def _link_jupyter_server_extension(self, serverapp: ServerApp) -> None:
+        super()._link_jupyter_server_extension(serverapp)
+        # JupyterHub stops with SIGINT, also a server it gave up on while it was starting: from
+        # here on that runs the server's own stop (after the rest of its start) and ours.
+        self._restore_sigint = stop_on_sigint_without_tty(serverapp)
+        end_without_collecting()  # a class's servers stopped at once end sooner (signals.py)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         self._loop = asyncio.get_running_loop()
+        self._loop_started = True
         self._export_environment()  # the port is final once the server listens
-        if self.long_runs is not None:
-            self.long_runs.start()
-        self._restore_sigint = stop_on_sigint_without_tty(serverapp)  # JupyterHub stops with SIGINT
-        if self.mcp_endpoint is not None:
-            self.mcp_endpoint.start()
-        self.mcp_servers.start()
+        if self._parts is not None:  # something used the agent before the loop ran
+            self._parts.start()
 
     async def stop_extension(self) -> None:
-        restore_sigint = getattr(self, "_restore_sigint", None)
-        if restore_sigint is not None:
-            restore_sigint()
-        running = sum(1 for chat in self.runner.chats() if chat.running)
+        """Stop whatever was started, each step on its own: a server stopped while starting,
+        before the extension finished loading, or during a session, shuts down without a
+        traceback, and one failing step (logged in a sentence) never skips the others."""
+        await self._step("put the interrupt signal back", getattr(self, "_restore_sigint", None))
+        parts = self.built
+        running = sum(1 for chat in parts.runner.chats() if chat.running) if parts else 0
         self.log.info(
             "AAEP agent: shutting down the server at %s; %d running session(s) closed, to be "
             "continued after a restart.",
-            self.server.base_url,
+            self.serverapp.base_url if self.serverapp is not None else "/",
             running,
         )
-        self._unroute_module_logs()
-        if self.long_runs is not None:
-            await self.long_runs.close()
-        if self.mcp_endpoint is not None:
-            await self.mcp_endpoint.stop()
-        await self.runner.shutdown()
-        await self.mcp_servers.close()
-        self.hub.shutdown()
-        if self.store is not None:
-            self.store.close()
-        await self.clients.close()
-        self.clients.credentials.restore()
-        await self.toolbox.close()
-        self.kernel_credentials.uninstall(self.server.kernel_manager)
-        for name, value in self._previous_env.items():
+        if parts is not None:
+            await parts.close(self._step)
+        clients = getattr(self, "clients", None)
+        if clients is not None:
+            await self._step("close the model clients", clients.close)
+            await self._step("restore the model credentials", clients.credentials.restore)
+        credentials = getattr(self, "kernel_credentials", None)
+        if credentials is not None and self.serverapp is not None:
+            manager = self.serverapp.kernel_manager
+            await self._step(
+                "stop giving kernels credentials", lambda: credentials.uninstall(manager)
+            )
+        await self._step("restore the environment", self._restore_environment)
+        await self._step("stop routing the agent's log messages", self._unroute_module_logs)
+
+    async def _step(self, what: str, step: Callable[[], Any] | None) -> None:
+        """Run one shutdown step; a failure is logged in one sentence and the shutdown goes on."""
+        if step is None:
+            return
+        try:
+            result = step()
+            if inspect.isawaitable(result):
+                await result
+        except Exception as error:  # noqa: BLE001 - each step on its own: the others still run
+            self.log.warning(
+                "AAEP agent: could not %s while shutting down (%s: %s); the rest of the shutdown "
+                "went on.",
+                what,
+                type(error).__name__,
+                error,
+            )
+
+    def _restore_environment(self) -> None:
+        for name, value in getattr(self, "_previous_env", {}).items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
 
-    # -- helpers ---------------------------------------------------------------------------------------
-    def _open_store(self) -> ChatStore | None:
+    # -- helpers (also called by agent_parts.build_parts) -------------------------------------------
+    def open_store(self) -> ChatStore | None:
         """The chat database; ``None`` (memory only) if it cannot even be opened."""
         retention = RetentionPolicy(
             keep_days=max(self.store_keep_days, 0.0),
@@ -719,21 +679,13 @@ class AAEPExtension(ExtensionApp):
         loop = getattr(self, "_loop", None) or getattr(
             getattr(self.server, "io_loop", None), "asyncio_loop", None
         )
-        runner = getattr(self, "runner", None)
-        if runner is not None and loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(runner.storage_changed, health)
+        parts = self.built  # never built from the writer thread
+        if parts is not None and loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(parts.runner.storage_changed, health)
 
-    def _edits_missing_on_disk(self, path: str, record: dict[str, Any]) -> list[str] | None:
+    def edits_missing_on_disk(self, path: str, record: dict[str, Any]) -> list[str] | None:
         """At recovery: the interrupted session's edits that the notebook file lacks."""
         return missing_from_file(self.serverapp.root_dir if self.serverapp else "", record)
-
-    def _file_id(self, path: str) -> str | None:
-        """The notebook's stable id (jupyter_server_fileid), so a chat follows its notebook's renames."""
-        manager = self.server.web_app.settings.get("file_id_manager")
-        if manager is None:
-            return None
-        value = manager.index(path)
-        return str(value) if value is not None else None
 
     def _admin_policy(self) -> AdminPolicy:
         allowed = tuple(m for m in APPROVAL_MODES if m in self.allowed_approval_modes) or ("ask",)
@@ -755,7 +707,7 @@ class AAEPExtension(ExtensionApp):
             budget_usd=self.chat_budget_usd or None,
         )
 
-    def _policy(self) -> ApprovalPolicy:
+    def chat_policy(self) -> ApprovalPolicy:
         return ApprovalPolicy(
             mode=self.approval_mode,
             allowed=self.admin_policy.approval_modes,
@@ -769,7 +721,9 @@ class AAEPExtension(ExtensionApp):
         url = self.server.connection_url
         os.environ["AAEP_SERVER_URL"] = url
         os.environ.pop("AAEP_KERNEL_SECRET", None)
-        self.hub.manifest_uri = url_path_join(url, "aaep/v1/manifest")
+        parts = self.built
+        if parts is not None:
+            parts.hub.manifest_uri = url_path_join(url, "aaep/v1/manifest")
 
     def _configure_kernel_autoload(self) -> None:
         """Kernels of this environment load %aaep by themselves (or no longer do); never fatal."""
@@ -852,11 +806,6 @@ class AAEPExtension(ExtensionApp):
                 base.hostname,
                 port,
             )
-        if self.store is not None and self.store.ok:
-            log.info("AAEP agent: chats are stored in %s.", self.store.path)
         log.info(
-            "AAEP agent: %d tools available (%s); new chats start in approval mode '%s'.",
-            len(self.toolbox.tools),
-            ", ".join(t.name for t in self.toolbox.tools),
-            self.approval_mode,
+            "AAEP agent: the chat store, tools and tool servers start when the agent is first used."
         )

@@ -19,11 +19,11 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ..aaep.manifest import build_manifest
-from .base import AAEPHandler
+from ..agent.citations import CITATIONS_CONTEXT
+from .base import AAEPHandler, ServiceSource
 from .long_runs import how_far_along
 from .messages import take_request_id
 from .request_context import kernel_variables
-from .service import AAEPService
 
 _ANY_CHAT = r"(?P<chat_id>[^/]+)"
 
@@ -57,6 +57,17 @@ class ChatHandler(AAEPHandler):
     async def get(self, chat_id: str) -> None:
         view = self.service.chat_view(chat_id)
         self.finish(json.dumps(view))
+
+
+class RequestHandler(AAEPHandler):
+    """``GET /aaep/v1/chats/{chat_id}/requests/{request_id}``: one confirmation or question
+    (by the event id of its ``awaiting.*`` event), whether it is still open, and its outcome.
+    The notebook's ``%aaep`` view draws its buttons from this, never from what the kernel says."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, chat_id: str, request_id: str) -> None:
+        self.finish(json.dumps(self.service.pending_request(chat_id, request_id)))
 
 
 class StepsHandler(AAEPHandler):
@@ -114,6 +125,7 @@ class ManifestHandler(AAEPHandler):
                 "chat_websocket": self.service.url_for("chats/{chat_id}/ws"),
             },
             max_concurrent_subscriptions=hub.max_streams,
+            extensions=(CITATIONS_CONTEXT,),
         )
         self.finish(json.dumps(manifest))
 
@@ -173,10 +185,65 @@ class MCPServersHandler(AAEPHandler):
         )
 
 
+class RulesHandler(AAEPHandler):
+    """``GET /aaep/v1/rules?notebook_path=``: which rules files apply to that notebook, which
+    were left out (inactive or scoped elsewhere), and the problems met reading them, for the
+    panel's *Which rules apply here?*."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        path = self.get_argument("notebook_path", "").strip().lstrip("/")
+        if not path:
+            raise web.HTTPError(
+                400, "Say which notebook: ?notebook_path=<path in the Jupyter root>."
+            )
+        toolbox = self.service.toolbox
+        if toolbox.rules is None:
+            self.finish(
+                json.dumps(
+                    {
+                        "applies": [],
+                        "skipped": [],
+                        "problems": [],
+                        "sentence": "Rules files are turned off on this server "
+                        "(c.AAEPExtension.rules_files).",
+                    }
+                )
+            )
+            return
+        applied = await toolbox.rules_for(path)
+        self.finish(json.dumps(applied.describe()))
+
+
+class MCPTrustHandler(AAEPHandler):
+    """``GET /aaep/v1/mcp/trust``: the tool servers whose word that a tool changes nothing a
+    person trusts (name, what starts it, since when); granted only by answering the question."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        servers = self.service.toolbox.mcp
+        self.finish(json.dumps({"trusted": servers.trusted() if servers is not None else []}))
+
+
+class MCPTrustServerHandler(AAEPHandler):
+    """``DELETE /aaep/v1/mcp/trust/{server}``: its "read-only" tools ask again from now on."""
+
+    @web.authenticated
+    @authorized
+    async def delete(self, server: str) -> None:
+        servers = self.service.toolbox.mcp
+        if servers is None or not servers.revoke_trust(server):
+            raise web.HTTPError(404, f"The tool server {server!r} is not trusted; nothing changed.")
+        self.set_status(204)
+        self.finish()
+
+
 def handler_routes(
-    service: AAEPService, *, keepalive: float
+    service: ServiceSource, *, keepalive: float
 ) -> list[tuple[str, type, dict[str, Any]]]:
-    """Every AAEP route (relative to ``base_url``), each handler given the service."""
+    """Every AAEP route (relative to ``base_url``), each handler given what builds the service."""
     from .kernel_handlers import kernel_routes
     from .sse import EventStreamHandler
     from .websocket import ChatSocketHandler
@@ -187,12 +254,16 @@ def handler_routes(
         (r"aaep/v1/manifest", ManifestHandler, common),
         (r"aaep/v1/models", ModelsHandler, common),
         (r"aaep/v1/mcp/servers", MCPServersHandler, common),
+        (r"aaep/v1/rules", RulesHandler, common),
+        (r"aaep/v1/mcp/trust", MCPTrustHandler, common),
+        (r"aaep/v1/mcp/trust/(?P<server>[A-Za-z0-9_-]{1,40})", MCPTrustServerHandler, common),
         (r"aaep/v1/chats", ChatsHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/events", EventStreamHandler, streaming),
         (rf"aaep/v1/chats/{_ANY_CHAT}/messages", MessagesHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/ws", ChatSocketHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/variables", VariablesHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/progress", ProgressHandler, common),
+        (rf"aaep/v1/chats/{_ANY_CHAT}/requests/(?P<request_id>[^/]+)", RequestHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/sessions/(?P<session_id>[^/]+)/steps", StepsHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}", ChatHandler, common),
         (r"aaep/v1/events", EventStreamHandler, streaming),

@@ -14,6 +14,7 @@ from typing import Any
 from tornado import web
 
 from ..errors import AAEPError, ChatBusy, RequestError, SettingLocked, UnknownChat, UnknownSession
+from ..mcp.credentials import scrubbed
 
 _STATUS_BY_CLASS: tuple[tuple[type[AAEPError], int], ...] = (
     (UnknownChat, 404),
@@ -75,6 +76,9 @@ class AAEPErrorAnswers(web.RequestHandler):
             value = http_error(value)
             typ = type(value)
         super().log_exception(typ, value, tb)
+
+    def _request_summary(self) -> str:
+        return scrubbed(super()._request_summary())  # a token in the address stays out of the log
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc_info = kwargs.get("exc_info")

@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING, Any
 from jupyter_server.auth.decorator import allow_unauthenticated
 from tornado import web
 
+from ..aaep.broker import ReplyOrigin
 from ..agent.data_blocks import data_block
 from ..errors import AAEPError, RequestError
-from .base import AAEPHandler
+from .base import AAEPHandler, ServiceSource
 from .kernel_credentials import KernelCredentials, signature
 from .messages import REPLY_TYPES, Response, classify
 from .sse import EventStreamHandler
@@ -82,11 +83,15 @@ class KernelGateway:
     request, so the routes can be built before the server runs.
     """
 
-    def __init__(self, service: AAEPService) -> None:
-        self.service = service
+    def __init__(self, service: ServiceSource) -> None:
+        self._service_source = service
         self.extension: Any = None
         self.shown: dict[str, set[str]] = {}
         """Reply tokens each kernel's event stream delivered (what its view can have shown)."""
+
+    @property
+    def service(self) -> AAEPService:
+        return self._service_source()
 
     @property
     def runner(self) -> Any:
@@ -338,7 +343,9 @@ class KernelGateway:
                 "This request was not shown in this notebook's %aaep view, so it cannot be "
                 "answered from here. Answer in the side panel.",
             )
-        self.runner.reply(chat.chat_id, self.service._attributed(body, chat), origin="notebook")
+        self.runner.reply(
+            chat.chat_id, self.service._attributed(body, chat), origin=ReplyOrigin("notebook")
+        )
         return Response(204)
 
     def showed(self, kernel_id: str, event: dict[str, Any]) -> None:
@@ -405,7 +412,7 @@ class KernelHandler(AAEPHandler):
     """Base of the kernel endpoints: the secret and signature instead of Jupyter's login."""
 
     def initialize(
-        self, name: str, service: AAEPService, gateway: KernelGateway | None = None, **kwargs: Any
+        self, name: str, service: ServiceSource, gateway: KernelGateway | None = None, **kwargs: Any
     ) -> None:
         super().initialize(name, service, **kwargs)
         assert gateway is not None
@@ -508,7 +515,7 @@ class KernelEventsHandler(KernelHandler, EventStreamHandler):  # type: ignore[mi
 
 
 def kernel_routes(
-    service: AAEPService, *, keepalive: float
+    service: ServiceSource, *, keepalive: float
 ) -> list[tuple[str, type, dict[str, Any]]]:
     """The ``aaep/v1/kernel/...`` routes (relative to ``base_url``), sharing one gateway."""
     common: dict[str, Any] = {"service": service, "gateway": KernelGateway(service)}

@@ -25,10 +25,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
-
-import anthropic
+from typing import TYPE_CHECKING
 
 from ..aaep.redaction import remember_secret
+
+if TYPE_CHECKING:
+    import anthropic
 
 WITHHELD = (
     "ANTHROPIC_API_KEY",
@@ -137,6 +139,8 @@ class ClientFactory:
         self._retired: list[anthropic.AsyncAnthropic] = []
 
     def __call__(self) -> anthropic.AsyncAnthropic:
+        import anthropic  # the SDK loads with the first client, not with the server (issue 31)
+
         values = self.credentials.values()
         fingerprint = tuple(values.get(name) for name in WITHHELD)
         if self._client is None or fingerprint != self._fingerprint:

@@ -89,7 +89,11 @@ async def _context_block(runner: ChatRunner, chat: Chat, items: list[dict[str, A
                     409, f"An attached cell is gone: {error} Attach it again."
                 ) from error
             kind_word = str(cell.get("cell_type", "code"))
-            body = [truncate(str(cell.get("source", "")), _CELL_SOURCE_CHARS) or "(empty)"]
+            source = str(cell.get("source", ""))
+            if len(source) <= _CELL_SOURCE_CHARS and (service := _notebooks(runner)) is not None:
+                # Shown whole to the chat's agent: the base of its edit of that cell.
+                service.remember_shown(chat.chat_id, nb.path, cell_id, source)
+            body = [truncate(source, _CELL_SOURCE_CHARS) or "(empty)"]
             outputs = cell.get("outputs") or []
             if outputs:
                 body += ["Outputs:", render_outputs(outputs, _CELL_OUTPUT_CHARS)]

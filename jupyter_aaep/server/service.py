@@ -10,6 +10,8 @@ here, next to each other, so they read as one document:
   without ``subscription_id`` (aaep-listen sends such replies) is attributed to that chat's
   subscriber: the sender is authenticated by Jupyter and the token is single-use, unguessable
   and was only sent to that chat's streams;
+- a reply marked ``"via": "notebook"`` (the ``%aaep`` view's buttons, drawn by the panel's
+  labextension) is heard as approved from the notebook (:mod:`.notebook_approval`);
 - ``subscription.request`` → 201 + ``Location`` with ``subscription.accepted``, or 200 with
   ``subscription.rejected`` (400 if the request itself was malformed); the answer also goes
   out on the stream(s) it applies to;
@@ -26,7 +28,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..aaep.broker import PendingRequest, short_token
+from ..aaep.broker import PendingRequest, ReplyOrigin, short_token
 from ..aaep.emitter import Event
 from ..aaep.handshake import Rejected
 from ..aaep.ids import is_valid_id
@@ -45,7 +47,9 @@ from .messages import (
     text_field,
 )
 from .models import ModelCatalog
+from .notebook_approval import describe_request
 from .policy import AdminPolicy
+from .reply_origin import mode_changed, refused_own_answer, take_sender_fields
 from .request_context import request_attachment, save_alt_text
 from .streams import Stream, StreamHub, Transport
 from .toolbox import Toolbox
@@ -181,6 +185,12 @@ class AAEPService:
             "guidance": [item.to_json() for item in chat.guidance],
         }
 
+    def pending_request(self, chat_id: str, request_id: str) -> dict[str, Any]:
+        """One request of the chat as the server describes it (the notebook view's buttons)."""
+        chat = self._chat(chat_id)
+        open_tokens = {request.token for request in self.runner.broker.pending()}
+        return describe_request(chat.emitter.history, request_id, open_tokens=open_tokens)
+
     def session_steps(self, chat_id: str, session_id: str) -> dict[str, Any]:
         """One session's step records: status, text, tool, latency, error and token usage of each."""
         return {
@@ -291,8 +301,10 @@ class AAEPService:
     async def handle(
         self, message: dict[str, Any], *, chat_id: str | None, origin: Stream | None = None
     ) -> Response:
-        """Act on one client message (a POST body or a WebSocket frame)."""
+        """Act on one client message (a POST body or a WebSocket frame); *origin* is the
+        WebSocket's stream it came on (``None`` for a POST)."""
         kind = classify(message)
+        key, via = take_sender_fields(message, reply=kind in REPLY_TYPES)  # who sent it
         try:
             validate(message, kind)
         except RequestError as error:
@@ -308,18 +320,20 @@ class AAEPService:
             origin.touch()
         self.hub.touch_subscription(message.get("subscription_id"))
         if kind in KINDS:
-            return _accepted(
-                kind, await self._handle_kind(kind, message, self._need_chat(chat_id, kind))
-            )
+            chat = self._need_chat(chat_id, kind)
+            sender = self.hub.keys.sender(key, via, origin, chat_id=chat)
+            return _accepted(kind, await self._handle_kind(kind, message, chat, sender))
         if kind in ("confirmation.reply", "clarification.reply"):
-            return self._reply(message, chat_id)
+            return self._reply(message, chat_id, (key, via, origin))
         if kind == "subscription.request":
             return self._subscribe(message, chat_id, origin)
         if kind == "subscription.renegotiate":
             return self._renegotiate(message)
         return self._close(message)
 
-    async def _handle_kind(self, kind: str, message: dict[str, Any], chat_id: str) -> Response:
+    async def _handle_kind(
+        self, kind: str, message: dict[str, Any], chat_id: str, sender: ReplyOrigin
+    ) -> Response:
         """One of our own kinds, sent to a chat."""
         if kind == "user_input":
             return await self._user_input(message, chat_id)
@@ -327,11 +341,15 @@ class AAEPService:
             return await self._model(message, chat_id)
         if kind == "figure_alt_text":
             return Response(200, await save_alt_text(self.runner, self._chat(chat_id), message))
-        if kind == "guidance":
-            return self._guidance(message, chat_id)
+        if kind == "guidance":  # its settings may change the approval mode: said as any change
+            before = self._chat(chat_id).approval.mode
+            answer = self._guidance(message, chat_id)
+            if self._chat(chat_id).approval.mode != before:
+                mode_changed(self._chat(chat_id), sender)
+            return answer
         if kind == "control":
             return await self._control(message, chat_id)
-        return self._approval_mode(message, chat_id)
+        return self._approval_mode(message, chat_id, sender)
 
     def _need_chat(self, chat_id: str | None, kind: str) -> str:
         if chat_id is None:
@@ -441,8 +459,13 @@ class AAEPService:
         stopped = await self.runner.stop(chat_id)
         return Response(202, {"action": "stop", "chat_id": chat_id, "stopped": stopped})
 
-    def _approval_mode(self, message: dict[str, Any], chat_id: str) -> Response:
+    def _approval_mode(
+        self, message: dict[str, Any], chat_id: str, sender: ReplyOrigin
+    ) -> Response:
+        """Change the chat's mode; a change by anything but the person's panel is announced."""
         only_fields(message, {"kind", "mode"}, what="approval_mode")
+        chat = self._chat(chat_id)
+        before = chat.approval.mode
         try:
             self.runner.set_approval_mode(chat_id, message.get("mode"))
         except InvalidInput as error:
@@ -450,13 +473,23 @@ class AAEPService:
                 400,
                 f'{error}. Send {{"kind": "approval_mode", "mode": "ask"}}, "ask_all" or "auto".',
             ) from error
+        if chat.approval.mode != before:
+            mode_changed(chat, sender)
         return Response(200, {"chat_id": chat_id, "approval_mode": message["mode"]})
 
-    def _reply(self, message: dict[str, Any], chat_id: str | None) -> Response:
-        """Offer the reply to the broker; the answer is 204 whatever happened to it."""
+    def _reply(
+        self,
+        message: dict[str, Any],
+        chat_id: str | None,
+        sent_by: tuple[Any, Any, Stream | None],
+    ) -> Response:
+        """Offer the reply to the broker; the answer is 204 whatever happened to it (§6.3.4),
+        also when it is refused as the outside agent's answer to its own request."""
         if chat_id is not None:
             chat = self._chat(chat_id)  # an unknown chat is a wrong URL, not a reply to hide
-            self.runner.reply(chat_id, self._attributed(message, chat))
+            sender = self.hub.keys.sender(*sent_by, chat_id=chat_id)
+            if not refused_own_answer(message, chat, sender, self.runner.broker):
+                self.runner.reply(chat_id, self._attributed(message, chat), origin=sender)
             return Response(204)
         token = message.get("reply_token")
         session = next(
@@ -467,7 +500,9 @@ class AAEPService:
             None,
         )
         if found is not None:
-            self.runner.reply(found.chat_id, message)
+            sender = self.hub.keys.sender(*sent_by, chat_id=found.chat_id)
+            if not refused_own_answer(message, found, sender, self.runner.broker):
+                self.runner.reply(found.chat_id, message, origin=sender)
         else:
             log.warning(
                 "AAEP reply ignored (reply_token %s): no open request has that token",

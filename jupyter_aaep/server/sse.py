@@ -30,8 +30,7 @@ from tornado.iostream import StreamClosedError
 from ..aaep.emitter import Event
 from ..aaep.ids import is_valid_id
 from ..aaep.wire import dumps
-from .base import AAEPHandler
-from .service import AAEPService
+from .base import AAEPHandler, ServiceSource
 from .streams import Stream, client_key
 
 log = logging.getLogger(__name__)
@@ -70,7 +69,7 @@ class EventStreamHandler(AAEPHandler):
     """One SSE stream, served until the client leaves or its subscription ends."""
 
     def initialize(
-        self, name: str, service: AAEPService, keepalive: float = 10.0, **kwargs: Any
+        self, name: str, service: ServiceSource, keepalive: float = 10.0, **kwargs: Any
     ) -> None:
         super().initialize(name, service, **kwargs)
         self.keepalive = keepalive

@@ -19,12 +19,11 @@ explicit ``subscription.close``, and after a short reconnect grace when the conn
 dropped (a reloaded page must not silently reject the approval the user was about to give).
 A stream that opens meanwhile and can answer joins the pending requests of its chat.
 
-Streams are limited per *client* (the authenticated user and their address), not only per
-server: one client cannot lock everyone else out. A client that opens more than
-``max_streams_per_client`` streams loses its idlest one (the least recent activity: opened,
-a frame it sent, a message it sent about that subscription), which gets a
-``subscription.close`` saying why; the new stream is always served. When the whole server
-reaches ``max_streams``, the client holding the most streams gives up its idlest one.
+Streams are limited per *client* (the user and their address), not only per server: a client
+over ``max_streams_per_client`` loses its idlest stream (least recent activity), which gets a
+``subscription.close`` saying why; the new stream is always served. At ``max_streams`` the
+client holding the most streams gives up its idlest one. Who a stream *says* it is (its
+handshake) and its stream key are :mod:`.reply_origin`'s.
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ from ..aaep.handshake import Accepted, Answer, negotiate, reject, renegotiate
 from ..aaep.ids import new_id
 from ..aaep.session import Producer
 from ..aaep.subscription import Subscription
+from .reply_origin import StreamKeys
 
 if TYPE_CHECKING:
     from ..aaep.broker import ReplyBroker
@@ -59,8 +59,7 @@ PENDING_LIMIT = 256
 class Stream:
     """One open connection and the subscription it currently serves."""
 
-    chat_id: str | None
-    """The chat it follows; ``None`` follows every chat (``/aaep/v1/events``)."""
+    chat_id: str | None  # None: every chat (``/aaep/v1/events``)
     subscription: Subscription
     transport: Transport
     bound_by_url: bool = False
@@ -69,10 +68,8 @@ class Stream:
     closed: bool = False
     on_end: Callable[[int, str], None] | None = None
     """How the transport ends the connection from our side (code, reason)."""
-    client: str = ""
-    """Who opened it (user and address): the per-client stream limit counts these."""
+    client: str = ""  # who opened it (user and address), for the per-client stream limit
     last_activity: float = field(default_factory=time.monotonic)
-    """When the client last showed it uses this stream; the idlest goes first at the limit."""
     _unsubscribe: Callable[[], None] | None = None
 
     def touch(self) -> None:
@@ -118,8 +115,7 @@ class _Waiting:
 
 
 SERVER_RECONNECT_GRACE = 30.0
-"""Seconds a server's pending request waits for its subscriber to come back, unless configured
-(``reconnect_grace_seconds``); a hub built in code applies the default at once."""
+"""Seconds a pending request waits for its subscriber to come back (``reconnect_grace_seconds``)."""
 
 
 class StreamHub:
@@ -148,6 +144,7 @@ class StreamHub:
         """The negotiation behind each live subscription (renegotiation builds on it)."""
         self._waiting: dict[str, _Waiting] = {}
         self._everything: list[Stream] = []
+        self.keys = StreamKeys()  # who each stream says it is, and its key (reply_origin)
 
     # -- fan-out --------------------------------------------------------------------------------
     def attach_chat(self, chat: Chat) -> None:
@@ -279,11 +276,11 @@ class StreamHub:
             stream._unsubscribe = chat.emitter.subscribe(stream.subscription)
 
     def close_stream(self, stream: Stream, *, final: bool = False) -> None:
-        """The connection is gone: stop delivering and let its subscription's requests default
-        (after the reconnect grace, unless *final*)."""
+        """Stop delivering; its subscription's requests default after the grace (or now: *final*)."""
         if stream.closed:
             return
         stream.closed = True
+        self.keys.closed(stream)
         if stream._unsubscribe is not None:
             stream._unsubscribe()
         if stream in self._streams:
@@ -382,6 +379,8 @@ class StreamHub:
             elif answer.malformed and stream.transport == "websocket":
                 continue  # the socket answers with an error frame and keeps its subscription
             stream.subscription.send_control(answer.message)
+            if isinstance(answer, Accepted):
+                self.keys.bound(stream, request)  # who it says it is; its key, if it asked
         return answer
 
     def _rebind(self, stream: Stream, accepted: Accepted) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..agent.conversation_tools import conversation_tools
+from ..agent.rules import AppliedRules, RuleFiles, RuleTarget
 from ..agent.services import AgentServices, CellRunFollower
 from ..agent.tools import ToolRegistry, ToolSpec
 
@@ -65,10 +66,48 @@ class Toolbox:
         """Tools the notebooks' kernels define with ``@aaep_tool``."""
         self.mcp: MCPServers | None = None
         """The user's MCP tool servers."""
+        self.rules: RuleFiles | None = None
+        """The rules files under the server root and the user's own (``agent/rules.py``)."""
 
     def agent_services(self, *, long_runs: CellRunFollower | None = None) -> AgentServices:
         """What the runner hands the agent and its tools."""
-        return AgentServices(notebook=self.notebooks, long_runs=long_runs)
+        rules = self.rules_for if self.rules is not None else None
+        numbers = self.cell_numbers if self.notebooks is not None else None
+        return AgentServices(
+            notebook=self.notebooks, long_runs=long_runs, rules=rules, cell_numbers=numbers
+        )
+
+    async def cell_numbers(self, notebook_path: str) -> dict[str, int]:
+        """The notebook's cell ids and their numbers (1-based), as the person sees them now."""
+        if self.notebooks is None or not notebook_path.endswith(".ipynb"):
+            return {}
+        live = await self.notebooks.open(notebook_path)
+        return {cell_id: i + 1 for i, cell_id in enumerate(live.cell_ids())}
+
+    async def rules_for(self, notebook_path: str) -> AppliedRules:
+        """The rules that apply to *notebook_path*, matched against its kernel and language
+        (read from the live notebook's metadata when it can be opened)."""
+        if self.rules is None:
+            return AppliedRules()
+        kernel_name = language = None
+        if self.notebooks is not None and notebook_path.endswith(".ipynb"):
+            try:
+                metadata = (await self.notebooks.open(notebook_path)).metadata()
+            except Exception:  # noqa: BLE001 - a notebook that cannot open only loses scoping
+                metadata = {}
+            spec = metadata.get("kernelspec") or {}
+            info = metadata.get("language_info") or {}
+            if isinstance(spec, dict):
+                kernel_name = spec.get("name")
+                language = spec.get("language")
+            if isinstance(info, dict) and info.get("name"):
+                language = info["name"]
+        target = RuleTarget(
+            notebook_path,
+            kernel_name=str(kernel_name) if kernel_name else None,
+            language=str(language) if language else None,
+        )
+        return self.rules.applicable(target)
 
     def load(self, serverapp: ServerApp, extra_tools: Sequence[str]) -> None:
         self._add(conversation_tools(), source="built-in conversation tools")

@@ -25,6 +25,7 @@ logged and skipped.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -38,7 +39,8 @@ from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from ..aaep.wire import dumps
 from ..errors import AAEPError
-from .base import AUTH_RESOURCE
+from ..mcp.credentials import MCP_ONLY
+from .base import AUTH_RESOURCE, ServiceSource, ServiceUser, carries_outside_credential
 from .http_errors import AAEPErrorAnswers, http_status
 from .messages import (
     KINDS,
@@ -49,7 +51,6 @@ from .messages import (
     parse_json,
     take_request_id,
 )
-from .service import AAEPService
 from .streams import Stream, client_key
 
 SUBPROTOCOL = "aaep.v1"
@@ -57,15 +58,20 @@ log = logging.getLogger(__name__)
 
 
 class ChatSocketHandler(
-    AAEPErrorAnswers, ExtensionHandlerMixin, WebSocketMixin, WebSocketHandler, JupyterHandler
+    ServiceUser,
+    AAEPErrorAnswers,
+    ExtensionHandlerMixin,
+    WebSocketMixin,
+    WebSocketHandler,
+    JupyterHandler,
 ):
     """One subscriber's socket on one chat."""
 
     auth_resource = AUTH_RESOURCE
 
-    def initialize(self, name: str, service: AAEPService, **kwargs: Any) -> None:
+    def initialize(self, name: str, service: ServiceSource, **kwargs: Any) -> None:
         super().initialize(name, **kwargs)
-        self.service = service
+        self._service_source = service
         self.chat_id = ""
         self.aaep_stream: Stream | None = None
         self._pump: asyncio.Task[None] | None = None
@@ -77,6 +83,16 @@ class ChatSocketHandler(
     def get_compression_options(self) -> dict[str, Any] | None:
         options: dict[str, Any] | None = self.settings.get("websocket_compression_options", None)
         return options
+
+    def prepare(self, *args: Any, **kwargs: Any) -> Any:
+        if carries_outside_credential(
+            self
+        ):  # it opens the MCP endpoint only: a JSON 403, no upgrade
+            self.set_status(403)
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps({"message": MCP_ONLY, "reason": None}))
+            return None
+        return super().prepare(*args, **kwargs)
 
     def select_subprotocol(self, subprotocols: list[str]) -> str | None:
         return SUBPROTOCOL if SUBPROTOCOL in subprotocols else None

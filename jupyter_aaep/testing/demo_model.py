@@ -694,6 +694,19 @@ def _code_failed(text: str) -> bool:
     return bool(re.match(r"Cell \d+ \(id [^)]+\) raised ", text)) or "Stopped at cell" in text
 
 
+_REPR = re.compile(r"^<[\w.]+( [^<>]*)?>$")
+
+
+def _for_people(line: str) -> str:
+    """A tool result's first line as the demo model repeats it to the person: the cell by its
+    number only (no id, no execution count, no 0.0 s timing), as a real model would say it."""
+    line = re.sub(r" \(id [^)]+\)", "", line)
+    line = re.sub(r" as \[\d+\]", "", line)
+    line = re.sub(r" ran in [\d.]+ s: ok\.$", " ran without errors.", line)
+    line = re.sub(r" ran in [\d.]+ s: (\w+)\.$", r" ran (\1).", line)
+    return re.sub(r" after [\d.]+ s\.$", ".", line)
+
+
 def _outputs_of(text: str) -> list[str]:
     """The printed lines of a run result, without its notes and the stream labels."""
     for marker in ("Last cell's outputs:", "\nOutputs:\n"):
@@ -757,7 +770,7 @@ def demo_model(request: Any) -> Turn:
     view = parse_state(state_text)
     last = steps[-1]
     last_text = result_text(last)
-    first_line = next((line for line in last_text.splitlines() if line.strip()), "")
+    first_line = _for_people(next((line for line in last_text.splitlines() if line.strip()), ""))
     if len(steps) > 1 and _code_failed(last_text):
         if "NameError" in last_text and "run_all_cells" not in used:
             return _turn(
@@ -802,7 +815,8 @@ def demo_model(request: Any) -> Turn:
     if re.match(r"Cell \d+ \(id [^)]+\) ran ", last_text):
         outputs = _outputs_of(last_text)
         images = [line for line in outputs if line.startswith("[image/")]
-        texts = [line for line in outputs if not line.startswith("[")]
+        # A figure's text repr ("<Figure size 640x480 with 1 Axes>") says nothing to a person.
+        texts = [line for line in outputs if not line.startswith("[") and not _REPR.match(line)]
         said = f"Done. {first_line}"
         if images:
             said += " It shows a chart (an image in the cell's output)."

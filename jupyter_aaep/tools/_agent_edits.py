@@ -1,11 +1,14 @@
 """What the edit tools do around each change so the person's work is never lost.
 
 - Record each change in the session's :class:`EditRecord` (undo reverts only those).
-- Bind an edit to the version of the cell the model read: a cell changed since is merged with
-  the model's change when they touch different lines, otherwise the edit is refused.
+- Base every change on the text the model read: the ``version`` it passes, else what the
+  server showed this reader of the cell (:mod:`..notebook.shown`). A cell changed since is merged
+  with the model's change when they touch different lines, otherwise the change is refused; a
+  cell the reader never read is not replaced or deleted.
 - Notice when the room reloaded the file from disk (another program wrote it) and say which of
   the agent's edits that took away.
-- Before a move, look whether someone is typing in the cells it would re-create.
+- Before a move, look whether someone is typing in the cells it would re-create; before a
+  delete, a change of type or a clear, wait a moment for them, then leave their cell alone.
 """
 
 from __future__ import annotations
@@ -22,21 +25,27 @@ from ..notebook.errors import CellBusy
 from ._tool_common import service_of
 
 __all__ = [
+    "base_of",
     "busy_cells",
+    "in_use_refusal",
     "matches",
     "merge_onto_current",
     "move_around_typists",
     "plain_source",
+    "reader_of",
     "record",
     "reload_note",
     "remember",
     "stale_refusal",
+    "wait_until_free",
 ]
 
 TYPING_LOOK = 0.3
 """Seconds between two looks at the cells a move would re-create: a change means someone types."""
 TYPING_WAIT = 3.0
-"""How long a move waits for a typist to pause before it is skipped."""
+"""How long a move, delete, change of type or clear waits for a typist to pause before it is skipped."""
+QUIET_AFTER_TYPING = 1.5
+"""Seconds a cell someone was seen typing in must stay quiet before it is deleted or re-created."""
 
 
 def _session_record(ctx: ToolContext, path: str) -> Any:
@@ -52,10 +61,48 @@ def record(ctx: ToolContext, path: str, operation: CellOperation) -> None:
         edits.add(operation)
 
 
-def remember(ctx: ToolContext, source: str) -> str:
-    """The version tag of *source*, remembered as read by the model (for merging its next edit)."""
-    keep = getattr(service_of(ctx), "remember_read", None)
-    return str(keep(source)) if keep is not None else version_tag(source)
+def reader_of(ctx: ToolContext) -> str:
+    """Whose reads are the base of this call's edits: an outside agent's connection, else the chat."""
+    return ctx.reader or ctx.chat_id or ""
+
+
+def remember(ctx: ToolContext, path: str, cell_id: str, source: str) -> str:
+    """*source* was shown to the model as *cell_id*'s text (or written there by it): the base of
+    its next change of that cell. Returns the version tag it can pass back."""
+    return service_of(ctx).remember_shown(reader_of(ctx), path, cell_id, source)
+
+
+def base_of(
+    ctx: ToolContext,
+    *,
+    path: str,
+    cell_id: str,
+    number: int,
+    version: str | None,
+    current: str,
+    doing: str,
+) -> str | None:
+    """The text the model's change of *cell_id* starts from: the version it passed (``None``
+    when this server no longer knows that text), else what this reader was last shown.
+
+    Raises a :class:`ToolError` the model can act on when the reader never read the cell: its
+    text would replace what is there, unseen (people hear that the agent did not *doing* it).
+    """
+    service = service_of(ctx)
+    if version is not None:
+        return current if matches(version, current) else service.read_source(version)
+    base = service.shown.base(reader_of(ctx), path, cell_id)
+    if base is None:
+        ctx.report_progress(
+            f"The agent had not read cell {number} yet, so it did not {doing} it; it can read it first."
+        )
+        done = "deleted" if doing == "delete" else "changed"
+        raise ToolError(
+            f"Cell {number} was not {done}: you have not read it (or not since the server "
+            "restarted), so your text could replace someone's work unseen. Read it first "
+            f"(get_notebook_state with its cell_id), then {doing} it again."
+        )
+    return base
 
 
 def stale_refusal(ctx: ToolContext, number: int, doing: str) -> ToolError:
@@ -70,14 +117,13 @@ def stale_refusal(ctx: ToolContext, number: int, doing: str) -> ToolError:
 
 
 def merge_onto_current(
-    ctx: ToolContext, *, number: int, version: str, new: str, current: str
+    ctx: ToolContext, *, number: int, base: str | None, new: str, current: str
 ) -> str:
-    """The model's change (from the version it read to *new*) applied onto *current*.
+    """The model's change (from *base*, the text it read, to *new*) applied onto *current*.
 
     Raises a :class:`ToolError` the model can act on when the text it read is unknown or the
     two changes touch the same lines (people hear that; a merge is heard in the edit's summary).
     """
-    base = service_of(ctx).read_source(version)
     merged = merge_three_way(base, new, current) if base is not None else None
     if merged is None:
         ctx.report_progress(
@@ -138,6 +184,35 @@ async def busy_cells(nb: LiveNotebook, ctx: ToolContext, cell_ids: set[str]) -> 
     except Exception:  # noqa: BLE001 - no awareness: typing alone decides
         cursors = []
     return typing | nb.cells_with_cursors(cursors, cell_ids)
+
+
+async def wait_until_free(
+    ctx: ToolContext, nb: LiveNotebook, cell_ids: set[str]
+) -> tuple[LiveNotebook, set[str]]:
+    """Wait up to :data:`TYPING_WAIT` until nobody is in any of *cell_ids*; returns the notebook
+    as it is then and the cells still in use (someone's cursor is there, or they typed there
+    less than :data:`QUIET_AFTER_TYPING` seconds ago)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TYPING_WAIT
+    seen: dict[str, float] = {}
+    while True:
+        busy = await busy_cells(nb, ctx, cell_ids)
+        nb = await service_of(ctx).open(nb.path)
+        now = loop.time()
+        seen.update(dict.fromkeys(busy, now))
+        in_use = {c for c in cell_ids if c in seen and now - seen[c] < QUIET_AFTER_TYPING}
+        if not in_use or now >= deadline:
+            return nb, in_use & set(nb.cell_ids())
+
+
+def in_use_refusal(ctx: ToolContext, number: int, done: str, wanted: str) -> ToolError:
+    """The answer when someone is in the cell the model wanted to *wanted* (people hear it)."""
+    ctx.report_progress(
+        f"The agent wanted to {wanted} cell {number}, but someone is typing in it, so it was left as it is."
+    )
+    return ToolError(
+        f"Someone is typing in cell {number} right now, so it was not {done}. Ask them, or try again later."
+    )
 
 
 async def move_around_typists(

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..agent.text_diff import describe_change
+from ..agent.tools import StaleApproval, ToolContext
 from ..notebook.documents import LiveNotebook
 from ..notebook.service import cells_fingerprint, source_fingerprint
 
@@ -93,3 +94,26 @@ def change_context(
 
 def _bounded(text: str) -> str:
     return text if len(text) <= SOURCE_CHARS else text[:SOURCE_CHARS] + "\n… (cut here)"
+
+
+# -- approvals bound to what was shown, and the words for cells ---------------------------------
+
+
+def check_approved(ctx: ToolContext, fingerprint: str, what_changed: str) -> None:
+    """Refuse an approved change when the notebook moved on since the user saw it."""
+    if ctx.approved_fingerprint is not None and ctx.approved_fingerprint != fingerprint:
+        raise StaleApproval(
+            f"{what_changed} while you were asked, so nothing was changed. Asking again with the "
+            "notebook as it is now."
+        )
+
+
+def named(cell: dict[str, Any]) -> str:
+    """A Markdown cell's first words name it (" 'Load the data'"); code is called by its number."""
+    return f" {cell_label(cell)}" if cell.get("cell_type") == "markdown" else ""
+
+
+def type_word(cell_type: str | None) -> str:
+    return (
+        "Markdown" if cell_type == "markdown" else "code" if cell_type == "code" else str(cell_type)
+    )

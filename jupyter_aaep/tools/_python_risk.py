@@ -42,6 +42,7 @@ from ._risk_rules import (
     REACH_PREFIXES,
     RISKY_MODULES,
 )
+from ._server_risk import ServerReach
 from ._shell_risk import SECRET_PATHS, Add, scan_shell
 
 __all__ = ["PythonScan", "fold"]
@@ -108,6 +109,7 @@ class PythonScan(ast.NodeVisitor):
         self.imported: set[str] = set()
         """Top-level module names this cell imports."""
         self.flow = FlowCheck(add, self.qualname)
+        self.server = ServerReach(add)
 
     def scan(self, tree: ast.AST, context: Sequence[ast.AST] = ()) -> None:
         """Two walks: the first learns every import and alias, so that a function using ``m``
@@ -126,6 +128,7 @@ class PythonScan(ast.NodeVisitor):
             learner.imported,
         )
         self.visit(tree)
+        self.server.finish()
 
     # -- names ------------------------------------------------------------------------------
     def qualname(self, node: ast.AST) -> str | None:
@@ -235,6 +238,7 @@ class PythonScan(ast.NodeVisitor):
         if not name:
             return False
         name = name.removeprefix("builtins.")
+        self.server.named(name)
         raw = name.split(".")
         parts = [part.removesuffix("()") for part in raw]  # os.getcwd().split → getcwd
         root, attr = parts[0], parts[-1]
@@ -298,6 +302,7 @@ class PythonScan(ast.NodeVisitor):
         elif not isinstance(func, ast.Name):
             self.visit(func)
         self.flow.called(node, name, method)
+        self.server.called(node, name, method, receiver)
         if receiver == IPYTHON:
             self.ipython(method, [fold(a) for a in node.args])
         elif env_call:
@@ -443,6 +448,7 @@ class PythonScan(ast.NodeVisitor):
         self.generic_visit(node)
 
     def check_text(self, text: str) -> None:
+        self.server.text(text)
         agent = AGENT_SERVER.search(text)
         if agent:
             self.add("agent", agent.group(1))

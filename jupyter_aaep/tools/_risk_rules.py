@@ -82,8 +82,9 @@ EXACT: dict[str, Category] = {
     **dict.fromkeys(("urllib.request.urlretrieve", "tarfile.TarFile.extractall"), "write"),
     **dict.fromkeys(("IPython.display.Javascript", "IPython.display.display_javascript",
                      "IPython.core.display.Javascript"), "browser"),
-    **dict.fromkeys(("jupyter_core.paths.jupyter_runtime_dir", "jupyter_server.serverapp.list_running_servers",
-                     "notebook.notebookapp.list_running_servers"), "credentials"),
+    "jupyter_core.paths.jupyter_runtime_dir": "runtime",
+    **dict.fromkeys(("jupyter_server.serverapp.list_running_servers", "notebook.notebookapp.list_running_servers"),
+                    "server_token"),
     "http.client.HTTPConnection": "network",
     "http.client.HTTPSConnection": "network",
 }
@@ -133,6 +134,8 @@ ENV_LOOKUPS = {"os.getenv", "os.getenvb", "os.environ.get", "os.environ.pop", "o
 ENV_WHOLE = {"copy", "items", "values", "keys", "__iter__", "__repr__", "__str__"}
 IPYTHON = "get_ipython()"
 MODE = re.compile(r"^[rwxabtU+]{1,4}$")
-AGENT_SERVER = re.compile(r"(AAEP_KERNEL_SECRET|aaep/v1/kernel|X-AAEP-Kernel)", re.IGNORECASE)
+AGENT_SERVER = re.compile(
+    r"(AAEP_KERNEL_SECRET|AAEP_SERVER_URL|AAEP_KERNEL_ID|aaep/v1/kernel|X-AAEP-Kernel)", re.IGNORECASE
+)
 """Text that only code reaching for the agent's kernel endpoints needs (the secret, the URL, the headers)."""
 # fmt: on

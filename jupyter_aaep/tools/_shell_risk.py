@@ -14,7 +14,13 @@ from typing import Literal
 
 from ..aaep.redaction import is_secret_name
 
-__all__ = ["SECRET_PATHS", "Add", "Category", "scan_shell"]
+__all__ = [
+    "SECRET_PATHS",
+    "SERVER_TEXTS",
+    "Add",
+    "Category",
+    "scan_shell",
+]
 
 Category = Literal[
     "delete",
@@ -35,6 +41,10 @@ Category = Literal[
     "agent",
     "reach",
     "background",
+    "runtime",
+    "server_token",
+    "server_address",
+    "background_send",
 ]
 Add = Callable[[Category, str], None]
 """Reports one finding: its category and a short detail ("rm -rf", "pip install torch")."""
@@ -68,8 +78,26 @@ _CURL_WRITE = re.compile(
 SECRET_PATHS = re.compile(
     r"(\.ssh\b|id_rsa|id_ed25519|id_ecdsa|\.aws/credentials|\.netrc|\.pgpass|\.git-credentials|"
     r"\.docker/config\.json|\.kube/config|/etc/shadow|\.gnupg|\.config/gcloud|\.azure/|"
-    r"\.config/anthropic|jupyter/runtime|jpserver-|/proc/[^/\s'\"]*/environ)"
+    r"\.config/anthropic|/proc/[^/\s'\"]*/environ)"
 )
+RUNTIME_TEXT = re.compile(
+    r"jupyter/runtime|jupyter_runtime|JUPYTER_RUNTIME_DIR|kernel-(\*|[0-9a-f-]{8,})[\w*?-]*\.json"
+)
+"""Names of Jupyter's runtime folder and the kernels' files in it."""
+SERVER_TOKEN_TEXT = re.compile(
+    r"\b(JUPYTER_TOKEN|JPY_API_TOKEN|JUPYTERHUB_API_TOKEN)\b|(jp|nb)server(-|(?![\w]))"
+)
+"""Environment variables and files (``jpserver-<pid>.json``) that hold a Jupyter server's token."""
+SERVER_ADDRESS_TEXT = re.compile(
+    r"\b(JUPYTER_SERVER_URL|JUPYTERHUB_API_URL|JUPYTERHUB_SERVICE_URL)\b"
+)
+"""Environment variables that hold the address of the Jupyter server or its hub."""
+SERVER_TEXTS: tuple[tuple[re.Pattern[str], Category], ...] = (
+    (RUNTIME_TEXT, "runtime"),
+    (SERVER_TOKEN_TEXT, "server_token"),
+    (SERVER_ADDRESS_TEXT, "server_address"),
+)
+"""Text that reaches for the Jupyter server, in shell commands and Python strings alike."""
 
 
 def scan_shell(text: str | None, add: Add) -> None:
@@ -113,6 +141,15 @@ def scan_shell(text: str | None, add: Add) -> None:
             or (cmd == "printenv" and is_secret_name(rest))
         ):
             add("credentials", cmd)
+        runtime_dir = any(w.startswith("--runtime-dir") for w in words)
+        if cmd == "jupyter" and (
+            runtime_dir or ("list" in words[1:3] and "kernelspec" not in words)
+        ):
+            add("runtime" if runtime_dir else "server_token", " ".join(words[:3]).rstrip(")"))
+        for pattern, category in SERVER_TEXTS:
+            found = pattern.search(rest)
+            if found:
+                add(category, f"{cmd} {found.group(0)}")
         secret = SECRET_PATHS.search(rest)
         if secret:
             add("credentials", f"{cmd} {secret.group(1)}")

@@ -38,6 +38,10 @@ Severity = Literal["medium", "high"]
 _MESSAGES: dict[Category, tuple[str, Severity]] = {
     "delete": ("deletes files or folders", "high"),
     "credentials": ("reads credentials or secrets", "high"),
+    "server_token": ("reads the Jupyter server's login token", "high"),
+    "runtime": ("reads Jupyter's runtime folder, where the server's login token is kept", "high"),
+    "server_address": ("looks up the Jupyter server's address, to send it requests", "high"),
+    "background_send": ("sends data to a web address in the background", "high"),
     "agent": (
         "talks to the agent's own server, so it could answer the agent's approvals by itself",
         "high",

@@ -16,166 +16,36 @@ this machine.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 import re
-import time
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..aaep.redaction import mask_secrets, redact_arguments
+from ..aaep.redaction import mask_secrets
 from ..agent.tool_schema import schema_problem
-from ..agent.tools import ActionPreview, ToolContext, ToolResult, ToolSpec
+from ..agent.tools import ToolSpec
 from ..errors import ToolError
-from ..notebook._figures import ImageBudget, prepare_image
-from ..notebook.progress import ProgressReading
+from ..notebook._figures import ImageBudget
 from ..notebook.progress_pacing import (
     MIN_GAP_SECONDS,
-    ProgressPacer,
-    progress_phrase,
-    value_text,
 )
-from ..words import duration_words, plural
+from ._mcp_claims import (
+    clean_title,
+    model_description,
+)
+from ._mcp_startup import ERROR_LINE, private_log, why_not_started
 from .mcp_config import ServerConfig, ServerProblem, command_allowed, read_config
+from .mcp_tool import MCPTool, never_called
+from .mcp_trust import MCPTrust
 
-__all__ = ["MCPServers", "MCPTool"]
+__all__ = ["MCPServers", "MCPTool", "private_log"]
 
 log = logging.getLogger(__name__)
 
-RESULT_CHARS = 20_000
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-MAX_IMAGE_BYTES = 5 * 1024 * 1024
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def _never_called(**_: Any) -> Any:  # pragma: no cover - MCPTool.call replaces it
-    raise ToolError("An MCP tool runs in its server.")
-
-
-@dataclass
-class MCPTool(ToolSpec):
-    """One tool of one MCP server; calling it calls the server."""
-
-    server: Any = None
-    remote_name: str = ""
-    title: str = ""
-    open_world: bool = True
-    images: ImageBudget = field(default_factory=ImageBudget)
-    """How many of a result's images reach the model, and how large (the server's settings)."""
-
-    async def describe(self, ctx: ToolContext, arguments: dict[str, Any]) -> ActionPreview:
-        label = self.human_label()
-        redacted = redact_arguments(arguments).summary()
-        outside = " It reaches outside this machine." if self.open_world else ""
-        shown = mask_secrets(json.dumps(arguments, indent=2, ensure_ascii=False))
-        return ActionPreview(
-            summary=f"Using {label}.{outside}",
-            terse=f"{label}.",
-            detail=f"Using {label}, with {redacted}.{outside}",
-            action=f"Use {label}, with the arguments shown.",
-            consequence=(
-                "What it does is up to that server; the agent cannot undo it."
-                if self.irreversible
-                else None
-            ),
-            extra_context={
-                "code": shown,
-                "tool_server": self.server.config.name,
-                "open_world": self.open_world,
-            },
-            args_summary=redacted,
-        )
-
-    async def call(self, ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
-        # A server may send progress many times a second; it is paced like a cell's run (at
-        # most one event per ``progress_min_gap``, milestones announced), not passed through.
-        label = self.human_label()
-        pacer = ProgressPacer(time.monotonic(), min_gap=self.server.progress_min_gap)
-
-        def progress(done: float, total: float | None, message: str | None) -> None:
-            percent = min(100.0, round(100 * done / total, 1)) if total else None
-            reading = ProgressReading(percent=percent, current=done, total=total)
-            beat = pacer.tick(time.monotonic(), reading)
-            if beat is None:
-                return
-            told = mask_secrets(message)[:200] if message else ""
-            phrase = told or progress_phrase(reading)
-            said = (
-                f"{label}: {phrase}."
-                if phrase
-                else f"{label} is still working after {duration_words(beat.elapsed)}."
-            )
-            integral = total is not None and float(done).is_integer() and float(total).is_integer()
-            ctx.report_progress(
-                told or value_text(reading, beat.elapsed),
-                percent=percent,
-                step=max(1, int(done)) if integral and done else None,
-                total_steps=max(1, int(total)) if integral and total else None,
-                announce=beat.announce,
-                summary=said,
-            )
-
-        result = await self.server.call(self.remote_name, arguments, progress, self.title)
-        return self._result(result)
-
-    def _result(self, result: Any) -> ToolResult:
-        blocks: list[dict[str, Any]] = []
-        texts: list[str] = []
-        images = dropped = 0
-        for item in result.content:
-            kind = getattr(item, "type", "")
-            if kind == "text":
-                texts.append(item.text)
-            elif kind == "image":
-                size = len(item.data) * 3 // 4
-                if (
-                    item.mime_type not in IMAGE_TYPES
-                    or size > MAX_IMAGE_BYTES
-                    or images >= self.images.max_images
-                ):
-                    dropped += 1
-                    continue
-                # Checked, and downscaled past the budget, exactly like a notebook's figures.
-                block, note, _ = prepare_image(item.mime_type, item.data, self.images)
-                if block is None:
-                    texts.append(f"[{note}]")
-                    continue
-                images += 1
-                blocks.append(block)
-            elif kind == "resource_link":
-                texts.append(f"[A link to {item.uri}]")
-            elif kind == "resource":
-                resource = item.resource
-                texts.append(getattr(resource, "text", None) or f"[A resource at {resource.uri}]")
-            else:
-                texts.append(f"[Content of type {kind} that the agent cannot read.]")
-        if not texts and not blocks and result.structured_content is not None:
-            texts.append(json.dumps(result.structured_content, ensure_ascii=False))
-        text = "\n".join(texts)
-        if len(text) > RESULT_CHARS:
-            text = text[:RESULT_CHARS] + f"\n[… cut: the result has {len(text):,} characters.]"
-        if dropped:
-            text += f"\n[{dropped} image(s) left out: too many, too large or of a kind the model cannot read.]"
-        label = self.human_label()
-        if result.is_error:
-            reason = " ".join(text.split())[:300] or "no details"
-            return ToolResult(
-                content=text or "The tool failed.",
-                is_error=True,
-                summary=f"{label} failed: {reason}",
-                error_message=reason,
-            )
-        heard = f"Finished: {label}." + (
-            f" It returned {plural(images, 'image')}." if images else ""
-        )
-        content: str | list[dict[str, Any]] = text or "Done."
-        if blocks:
-            content = ([{"type": "text", "text": text}] if text else []) + blocks
-        return ToolResult(content=content, summary=heard)
 
 
 @dataclass
@@ -193,6 +63,8 @@ class _Server:
     images: ImageBudget = field(default_factory=ImageBudget)
     progress_min_gap: float = MIN_GAP_SECONDS
     """Seconds between two progress events of one call (the pacing of cell runs)."""
+    trust: MCPTrust | None = None
+    """Where a person's trust in servers' read-only claims is kept (``None``: trust none)."""
     session: Any = None
     _owner: asyncio.Task[None] | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -235,7 +107,10 @@ class _Server:
                 await self._close.wait()
         except Exception as error:  # noqa: BLE001 - any failure to start is one sentence
             said = self._last_words()
-            self.status, self.problem = "failed", _why(self.config, error, self.start_timeout, said)
+            self.status, self.problem = (
+                "failed",
+                why_not_started(self.config, error, self.start_timeout, said),
+            )
             log.warning("AAEP: tool server %s stopped: %s", self.config.name, self.problem)
         finally:
             self.session = None
@@ -259,7 +134,7 @@ class _Server:
         except OSError:
             return None
         lines = [line for line in lines if line]
-        errors = [line for line in lines if _ERROR_LINE.match(line)]
+        errors = [line for line in lines if ERROR_LINE.match(line)]
         found = errors or lines
         return mask_secrets(found[-1])[:200] if found else None
 
@@ -275,7 +150,7 @@ class _Server:
         from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
         self._errlog_path = self.log_dir / f"aaep-mcp-{self.config.name}.log"
-        self._errlog = _private_log(self._errlog_path)
+        self._errlog = private_log(self._errlog_path)
         self._errlog_start = self._errlog.tell()
         params = StdioServerParameters(
             command=self.config.command,
@@ -301,9 +176,24 @@ class _Server:
             tools[made.name] = made
         return list(tools.values())
 
+    def trusts_claims(self) -> bool:
+        """Whether a person trusts this server's word that a tool changes nothing."""
+        return self.trust is not None and self.trust.trusted(self.config)
+
+    def grant_trust(self) -> None:
+        if self.trust is not None:
+            self.trust.grant(self.config)
+        self.apply_trust()
+
+    def apply_trust(self) -> None:
+        """Untrusted "read-only" tools need approval, so they never run side by side unasked."""
+        trusted = self.trusts_claims()
+        for tool in self.tools:
+            tool.require_confirmation = tool.irreversible or (tool.claims_read_only and not trusted)
+
     def _tool(self, tool: Any) -> MCPTool:
         hints = tool.annotations
-        title = (
+        title = clean_title(
             tool.title
             or (hints.title if hints else None)
             or tool.name.replace("_", " ").replace("-", " ")
@@ -320,16 +210,16 @@ class _Server:
             if isinstance(tool.input_schema, dict)
             else {"type": "object", "properties": {}}
         )
-        server_text = f"From the {self.config.name} tool server. "
         return MCPTool(
             name=f"mcp__{self.config.name}__{_UNSAFE.sub('_', tool.name)}"[:64],
-            description=(server_text + (tool.description or title))[:4000],
+            description=model_description(self.config.name, title, tool.description or ""),
             input_schema=schema,
-            func=_never_called,
+            func=never_called,
             risk_level="medium" if destructive else "low",
             irreversible=destructive,
-            require_confirmation=destructive,
+            require_confirmation=destructive or (read_only and not self.trusts_claims()),
             read_only=read_only,
+            claims_read_only=read_only,
             label=f"{title}, from the {self.config.name} server",
             server=self,
             remote_name=tool.name,
@@ -393,6 +283,7 @@ class _Server:
             "transport": self.config.transport,
             "status": self.status,
             "message": self.problem,
+            "trusted": self.trusts_claims(),
             "tools": [
                 {
                     "name": t.name,
@@ -403,43 +294,6 @@ class _Server:
                 for t in self.tools
             ],
         }
-
-
-def _private_log(path: Path) -> TextIO:
-    """A stdio server's stderr log, opened for appending and readable by its owner only
-    (``0600`` whatever the umask): what a tool server writes may quote the user's files."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    try:
-        os.fchmod(fd, 0o600)  # a log made by an older version, or under a loose umask
-        return os.fdopen(fd, "a", encoding="utf-8")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-_ERROR_LINE = re.compile(r"^[\w.]*(Error|Exception)\b\S*:? ")
-"""A line that states an error: "Error: Cannot find module …", "ModuleNotFoundError: No module …"."""
-
-
-def _why(
-    config: ServerConfig, error: BaseException, timeout: float, said: str | None = None
-) -> str:
-    if isinstance(error, TimeoutError):
-        return f"it did not answer within {timeout:g} seconds of starting."
-    if isinstance(error, FileNotFoundError):
-        return f"the command {config.command} was not found."
-    inner = getattr(error, "exceptions", None)
-    if inner:
-        return _why(config, inner[0], timeout, said)
-    if config.transport == "http":
-        return mask_secrets(
-            f"{config.url} did not accept the connection ({error or type(error).__name__}); check its url and headers."
-        )[:300]
-    if said:
-        quoted = said.rstrip(".")
-        return f"it stopped while starting, saying “{quoted}” (its log: aaep-mcp-{config.name}.log in the Jupyter runtime folder)."
-    return f"it could not start ({type(error).__name__}: {error or 'no details'})."[:300]
 
 
 class MCPServers:
@@ -455,8 +309,10 @@ class MCPServers:
         allowed: tuple[str, ...] | None,
         images: ImageBudget | None = None,
         start_timeout: float = 30.0,
+        trust: MCPTrust | None = None,
     ) -> None:
         self.config_file = config_file
+        self.trust = trust
         self.problems: list[ServerProblem] = []
         configs, self.problems = read_config(config_file)
         for problem in self.problems:
@@ -469,6 +325,7 @@ class MCPServers:
                 allowed,
                 images=images or ImageBudget(),
                 start_timeout=max(timeout, start_timeout),
+                trust=trust,
             )
             for c in configs
         ]
@@ -508,6 +365,18 @@ class MCPServers:
                 for p in self.problems
             ],
         }
+
+    def trusted(self) -> list[dict[str, str]]:
+        """The servers whose read-only claims a person trusts (``GET /aaep/v1/mcp/trust``)."""
+        return self.trust.listed() if self.trust is not None else []
+
+    def revoke_trust(self, name: str) -> bool:
+        """Take back the trust in server *name*; whether it was trusted."""
+        revoked = self.trust is not None and self.trust.revoke(name)
+        for server in self.servers:
+            if server.config.name == name:
+                server.apply_trust()
+        return revoked
 
     async def close(self) -> None:
         await asyncio.gather(*(server.stop() for server in self.servers))

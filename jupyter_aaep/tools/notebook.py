@@ -9,17 +9,11 @@ cell 2" (docs/NARRATION.md has the rules). ``run_cell`` and ``run_all_cells`` bi
 from __future__ import annotations
 
 from ..agent.tools import ToolSpec
-from ._edit_tools import (
-    clear_outputs,
-    create_cell,
-    delete_cell,
-    edit_cell,
-    get_notebook_state,
-    list_notebooks,
-    move_cell,
-)
+from ._arrange_tools import delete_cell, move_cell
+from ._edit_tools import create_cell, edit_cell, get_notebook_state, list_notebooks
 from ._figure_tools import view_figure
 from ._file_tools import list_files, read_file
+from ._outputs_tools import clear_outputs
 from ._run_tools import interrupt_kernel, restart_kernel, run_all_cells, run_cell, wait_for_cell
 
 __all__ = [

@@ -8,6 +8,7 @@
  */
 import { IAAEPEvent, TERMINAL_EVENTS, bool, coreName, deadlineOf, num, pickSummary, str } from './aaep';
 import { Draft, IChatState, draft, isRequest, localId, patch, withMember } from './chatState';
+import { citationsOf } from './citations';
 import { endsSentence } from './speech';
 import { ChatStatus, KERNEL_REQUESTER, RequestState, TranscriptItem } from './transcript';
 import { withoutHint } from './transcriptView';
@@ -211,9 +212,11 @@ function outputStreaming(d: Draft, event: IAAEPEvent): void {
     d.items.push(item);
   }
   if (item.kind === 'answer' && !item.complete) {
+    const cited = citationsOf(event, item.text.length);
     patch(d, item, {
       text: item.text + (typeof event.chunk === 'string' ? event.chunk : ''),
-      complete: bool(event, 'complete') === true
+      complete: bool(event, 'complete') === true,
+      ...(cited.length ? { citations: [...(item.citations ?? []), ...cited] } : {})
     });
   }
 }

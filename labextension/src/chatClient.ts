@@ -15,6 +15,7 @@
  */
 import { JSONRecord, isRecord } from './aaep';
 import { AAEPRequestError, requestAPI } from './handler';
+import { IRequestAnswer, readRequestAnswer } from './notebookApproval';
 
 export { AAEPRequestError };
 
@@ -124,6 +125,18 @@ export function getChat(chatId: string): Promise<IChatInfo> {
   return requestAPI<IChatInfo>(['chats', chatId]);
 }
 
+/**
+ * `GET aaep/v1/chats/{id}/requests/{requestId}`: one request as the server
+ * describes it (the notebook view's Approve and Reject are drawn from this).
+ */
+export async function getRequest(chatId: string, requestId: string): Promise<IRequestAnswer> {
+  const answer = readRequestAnswer(await requestAPI<unknown>(['chats', chatId, 'requests', requestId]));
+  if (!answer) {
+    throw new AAEPRequestError(0, 'The server answered with something that is not a request.', false);
+  }
+  return answer;
+}
+
 /** `GET aaep/v1/models`. */
 export function listModels(): Promise<IModelsAnswer> {
   return requestAPI<IModelsAnswer>(['models']);
@@ -161,9 +174,45 @@ export function getProgress(chatId: string): Promise<IProgressAnswer> {
   return requestAPI<IProgressAnswer>(['chats', chatId, 'progress']);
 }
 
+/** The key of each chat's open event stream, as its server sent it (`stream.key`). */
+const streamKeys = new Map<string, string>();
+
+/**
+ * Remember (or, with `null`, forget) the key the server gave this panel's
+ * event stream of a chat. Every message sent to that chat from here on
+ * carries it, so the server hears a reply as the panel's ("Approved in the
+ * panel") rather than as some program's holding the same login.
+ */
+export function setStreamKey(chatId: string, key: string | null): void {
+  if (key) {
+    streamKeys.set(chatId, key);
+  } else {
+    streamKeys.delete(chatId);
+  }
+}
+
+/** Whether this page holds a stream key for the chat (an open stream of the panel's). */
+export function hasStreamKey(chatId: string): boolean {
+  return streamKeys.has(chatId);
+}
+
+/** Forget `key` for the chat, unless a newer stream's key replaced it meanwhile. */
+export function forgetStreamKey(chatId: string, key: string | null): void {
+  if (key && streamKeys.get(chatId) === key) {
+    streamKeys.delete(chatId);
+  }
+}
+
+/** `message` with the chat's stream key, when the panel has one for that chat. */
+export function withStreamKey(chatId: string, message: JSONRecord): JSONRecord {
+  const key = streamKeys.get(chatId);
+  return key ? { ...message, stream_key: key } : message;
+}
+
 /** `POST aaep/v1/chats/{id}/messages` (subscription messages on SSE, and every fallback). */
 export async function postMessage(chatId: string, message: JSONRecord): Promise<JSONRecord | null> {
-  const answer = await requestAPI<unknown>(['chats', chatId, 'messages'], { method: 'POST', body: message });
+  const body = withStreamKey(chatId, message);
+  const answer = await requestAPI<unknown>(['chats', chatId, 'messages'], { method: 'POST', body });
   return isRecord(answer) ? answer : null;
 }
 
@@ -195,7 +244,7 @@ export class ChatClient {
       return Promise.reject(new AAEPRequestError(0, 'The chat was closed.', false));
     }
     const requestId = `panel-${++this._count}`;
-    if (this._frames?.sendFrame({ ...message, request_id: requestId })) {
+    if (this._frames?.sendFrame({ ...withStreamKey(this.chatId, message), request_id: requestId })) {
       return new Promise<IAnswers[K]>((resolve, reject) => {
         const timer = window.setTimeout(() => {
           this._waiting.delete(requestId);

@@ -12,9 +12,11 @@ import { Verbosity } from './aaep';
 import { Announcer } from './announcer';
 import { ChatController } from './controller';
 import { CODE_LINE_CLASS } from './components/CodeLines';
+import { CONNECT_OUTSIDE_AGENT, registerConnectAgent } from './connectAgentCommand';
 import { DESCRIBE_FIGURE, SAVE_FIGURE_ALT, registerFigureCommands } from './figureCommands';
 import { FigureDescriber } from './figures';
 import { shortcutLabel } from './shortcuts';
+import { whichRules } from './rules';
 
 /** Command ids (`jupyter-aaep:verb-noun`). */
 export namespace CommandIDs {
@@ -34,6 +36,8 @@ export namespace CommandIDs {
   export const hearLastOutput = 'jupyter-aaep:hear-last-output';
   export const howFarAlong = 'jupyter-aaep:how-far-along';
   export const setVerbosity = 'jupyter-aaep:set-verbosity';
+  export const whichRules = 'jupyter-aaep:which-rules';
+  export const connectOutsideAgent = CONNECT_OUTSIDE_AGENT;
 }
 
 const VERBOSITIES: Verbosity[] = ['terse', 'normal', 'detailed'];
@@ -302,6 +306,11 @@ export function registerCommands(options: ICommandsOptions): void {
     caption: trans.__("Announce this chat's token usage and estimated cost"),
     execute: () => controller.speakUsage()
   });
+  app.commands.addCommand(CommandIDs.whichRules, {
+    label: trans.__('Which Rules Apply Here?'),
+    caption: trans.__('Say which rules files the agent follows in this notebook, where they are and where they apply'),
+    execute: async () => announcer.announce(await whichRules(controller.notebookPath, trans))
+  });
   registerFigureCommands({
     app,
     tracker,
@@ -315,6 +324,7 @@ export function registerCommands(options: ICommandsOptions): void {
     },
     focusInPanel: selector => afterRender(() => focusWhenReady(selector))
   });
+  registerConnectAgent({ app, announcer, trans });
   const verbosityLabels: Record<Verbosity, string> = {
     terse: trans.__('Agent Announcements: Terse'),
     normal: trans.__('Agent Announcements: Normal'),

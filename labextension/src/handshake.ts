@@ -36,7 +36,10 @@ export function subscriptionRequest(options: IHandshakeOptions): JSONRecord {
       languages: [...options.languages, 'en-US'].filter(
         (lang, i, all) => /^[a-zA-Z]{1,8}(-[a-zA-Z0-9]{1,8})*$/.test(lang) && all.indexOf(lang) === i
       )
-    }
+    },
+    // Asks for this stream's key: replies sent with it are heard as the panel's
+    // (see `setStreamKey` in chatClient.ts and docs/protocol.md).
+    extensions: { jupyter_aaep: { stream_key: true } }
   };
 }
 
@@ -57,6 +60,7 @@ export type StreamMessage =
   | { kind: 'rejected'; reason: string }
   | { kind: 'closed'; reason: string | null }
   | { kind: 'replay-unavailable' }
+  | { kind: 'key'; key: string }
   | { kind: 'error'; message: string | null }
   | { kind: 'other' };
 
@@ -84,6 +88,10 @@ export function readStreamMessage(message: JSONRecord): StreamMessage {
   }
   if (kind === 'replay.unavailable') {
     return { kind: 'replay-unavailable' };
+  }
+  const key = str(message, 'stream_key');
+  if (kind === 'stream.key' && key) {
+    return { kind: 'key', key };
   }
   if (kind === 'error' || type === 'error') {
     return { kind: 'error', message: str(message, 'message') ?? null };

@@ -9,13 +9,21 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { Announcer } from './announcer';
+import { CitationNavigator } from './citationNavigator';
 import { CommandIDs, registerCommands } from './commands';
 import { FigureDescriber } from './figures';
 import { ModelChooser } from './modelChoice';
 import { NotebookMentions } from './mentions';
 import { ChatController } from './controller';
 import { readSettings } from './settings';
-import { DEFAULT_SETTINGS, IAAEPPanel, IAAEPSettings, PLUGIN_ID } from './tokens';
+import {
+  DEFAULT_SETTINGS,
+  IAAEPPanel,
+  IAAEPSettings,
+  NOTEBOOK_WIDGET_MODULE,
+  NOTEBOOK_WIDGET_VERSION,
+  PLUGIN_ID
+} from './tokens';
 import { AgentPanel } from './widgets/AgentPanel';
 
 /**
@@ -60,7 +68,14 @@ async function activate(
     }),
     rendermime,
     commands: app.commands,
-    translator: translator ?? nullTranslator
+    translator: translator ?? nullTranslator,
+    citations: new CitationNavigator({
+      tracker,
+      shell: app.shell,
+      announcer,
+      trans,
+      notebookPath: () => controller.notebookPath
+    })
   });
   app.shell.add(panel, settings.panelArea, { rank: 900 });
   restorer?.add(panel, 'jupyter-aaep-panel');
@@ -147,5 +162,38 @@ const plugin: JupyterFrontEndPlugin<IAAEPPanel> = {
   activate
 };
 
-export default [plugin];
+/**
+ * Register the `%aaep` view's Approve and Reject with JupyterLab's widget
+ * manager. `@jupyter-widgets/base` is loaded on demand (it is shared by the
+ * widget manager, not bundled here): where it is missing the panel still
+ * works, and the view says to approve in the side panel.
+ */
+async function activateNotebookApproval(app: JupyterFrontEnd, translator: ITranslator | null): Promise<void> {
+  const trans = (translator ?? nullTranslator).load('jupyter_aaep');
+  try {
+    const base = await import('@jupyter-widgets/base');
+    const registry = await app.resolveOptionalService(base.IJupyterWidgetRegistry);
+    if (!registry) {
+      return;
+    }
+    registry.registerWidget({
+      name: NOTEBOOK_WIDGET_MODULE,
+      version: NOTEBOOK_WIDGET_VERSION,
+      exports: async () => (await import('./widgets/NotebookApprovalView')).notebookApprovalExports(trans)
+    });
+  } catch (error) {
+    console.info('jupyter-aaep: no widget manager; approve in the side panel.', error);
+  }
+}
+
+/** The notebook's own Approve and Reject (the `%aaep` view). */
+const notebookApproval: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-aaep:notebook-approval',
+  description: 'Draws Approve and Reject in the %aaep view and answers from the browser, never from the kernel.',
+  autoStart: true,
+  optional: [ITranslator],
+  activate: activateNotebookApproval
+};
+
+export default [plugin, notebookApproval];
 export * from './tokens';

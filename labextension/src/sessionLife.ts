@@ -21,7 +21,7 @@ import {
   readResponseKinds,
   str
 } from './aaep';
-import { ChatClient, ChatMessage, IAnswers, IChatInfo, getChat } from './chatClient';
+import { ChatClient, ChatMessage, IAnswers, IChatInfo, getChat, setStreamKey } from './chatClient';
 import { EventStream } from './eventStream';
 import { ExpiryClock } from './expiryClock';
 import { implicitSubscriptionId, readStreamMessage, subscriptionRequest } from './handshake';
@@ -228,6 +228,7 @@ export class SessionLife implements IDisposable {
     this._expiry.dispose();
     this.client.dispose();
     this.stream.dispose();
+    setStreamKey(this.model.chatId, null);
     this.model.dispose();
     Signal.clearData(this);
   }
@@ -259,6 +260,9 @@ export class SessionLife implements IDisposable {
         return;
       case 'replay-unavailable':
         void this.resync();
+        return;
+      case 'key':
+        setStreamKey(model.chatId, read.key);
         return;
       case 'error':
         model.addNotice('error', streamError(read.message, this.trans));

@@ -11,6 +11,18 @@ import type { ChatModel, ApprovalMode } from './model';
 /** The id of the main plugin, also the settings key. */
 export const PLUGIN_ID = 'jupyter-aaep:plugin';
 
+/**
+ * The widget module the `%aaep` view's approvals are registered under (the
+ * kernel's `ApprovalWidget` names it: `_view_module`, `_view_module_version`).
+ */
+export const NOTEBOOK_WIDGET_MODULE = 'jupyter-aaep';
+/**
+ * The version of what the kernel side and this view agree on (the traits
+ * `chat_id` and `request_id`), not the package's: a kernel of another
+ * jupyter-aaep release still gets its buttons while this stays the same.
+ */
+export const NOTEBOOK_WIDGET_VERSION = '1.0.0';
+
 /** User preferences from `schema/plugin.json`. */
 export interface IAAEPSettings {
   /** How much the announcer says. */

@@ -4,6 +4,7 @@
  * and constants only; the readers, the reducer and the view helpers build on
  * them.
  */
+import { ICitation } from './citations';
 import { IAAEPEvent } from './aaep';
 
 /** Run status of a chat. */
@@ -66,6 +67,8 @@ export type TranscriptItem =
       contentType: string;
       /** A Stop (or an error) ended it in the middle of a sentence. */
       cutOff?: boolean;
+      /** The cells it cites, where their words sit in `text` (see citations.ts). */
+      citations?: ICitation[];
     }
   | {
       kind: 'tool';

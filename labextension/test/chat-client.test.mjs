@@ -12,7 +12,7 @@ globalThis.fetch ??= async () => {
   throw new Error('no network in unit tests');
 };
 
-const { ChatClient } = await import('../lib/chatClient.js');
+const { ChatClient, setStreamKey, withStreamKey } = await import('../lib/chatClient.js');
 
 function socket() {
   const sent = [];
@@ -66,4 +66,25 @@ test('a lost connection fails the requests still waiting, with a sentence', asyn
   await assert.rejects(waiting, /connection was lost/);
   client.dispose();
   await assert.rejects(client.request({ kind: 'control', action: 'stop' }), /closed/);
+});
+
+test("every message to a chat carries the key of that chat's stream, once the server gave one", async () => {
+  const frames = socket();
+  const client = new ChatClient('chat_k', frames);
+  const pending = [];
+  pending.push(client.request({ type: 'confirmation.reply', reply_token: 'rpl_1', decision: 'accept' }));
+  assert.equal(frames.sent[0].stream_key, undefined, 'no key yet: nothing to send');
+  setStreamKey('chat_k', 'key_1');
+  pending.push(
+    client.request({ type: 'confirmation.reply', reply_token: 'rpl_2', decision: 'accept', via: 'notebook' })
+  );
+  pending.push(client.request({ kind: 'approval_mode', mode: 'auto' }));
+  assert.equal(frames.sent[1].stream_key, 'key_1');
+  assert.equal(frames.sent[1].via, 'notebook', 'the notebook view keeps its marker');
+  assert.equal(frames.sent[2].stream_key, 'key_1', "a mode change is the panel's too");
+  assert.equal(withStreamKey('chat_other', { kind: 'x' }).stream_key, undefined, "never another chat's key");
+  setStreamKey('chat_k', null);
+  assert.equal(withStreamKey('chat_k', { kind: 'x' }).stream_key, undefined, 'forgotten when the stream goes');
+  client.dispose();
+  await Promise.allSettled(pending); // the socket's answers never come here
 });

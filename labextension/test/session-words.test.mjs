@@ -176,6 +176,8 @@ test('the handshake carries the verbosity and valid, distinct languages', () => 
   assert.equal(request.capabilities.preferred_verbosity, 'terse');
   assert.deepEqual(request.capabilities.languages, ['de-CH', 'en-US']);
   assert.equal(request.capabilities.supports_confirmation_reply, true);
+  assert.equal(request.subscriber_id, 'jupyter-aaep-panel', 'the server knows the panel by this id');
+  assert.deepEqual(request.extensions, { jupyter_aaep: { stream_key: true } }, 'it asks for its key');
   const id = implicitSubscriptionId(bytes => bytes.fill(171));
   assert.equal(id, 'sub_' + 'ab'.repeat(16));
 });
@@ -206,4 +208,9 @@ test('each stream message is read into one typed value', () => {
   });
   assert.deepEqual(readStreamMessage({ type: 'error' }), { kind: 'error', message: null });
   assert.deepEqual(readStreamMessage({ kind: 'something.new' }), { kind: 'other' });
+  assert.deepEqual(readStreamMessage({ kind: 'stream.key', subscription_id: 'sub_1', stream_key: 'key_ab' }), {
+    kind: 'key',
+    key: 'key_ab'
+  });
+  assert.deepEqual(readStreamMessage({ kind: 'stream.key' }), { kind: 'other' }, 'no key, nothing to keep');
 });

@@ -100,10 +100,11 @@ def test_auto_answers_for_the_user_except_flagged_code() -> None:
     assert not ask_all.needs_confirmation(TOOLS["read_file"], quiet)
 
 
-def test_an_unanswered_change_under_review_is_rejected() -> None:
-    """The AAEP rule lets a low-risk reversible edit go ahead when nobody answers; in ask_all
-    the user chose to see every change first, so silence rejects it."""
-    assert ApprovalPolicy().default_decision(TOOLS["edit_cell"], "low") == "accept"
+def test_an_unanswered_change_is_rejected_in_every_mode() -> None:
+    """The AAEP rule would let a low-risk reversible edit go ahead when nobody answers; we
+    never do: silence never applies a change (issue 25)."""
+    assert ApprovalPolicy().default_decision(TOOLS["edit_cell"], "low") == "reject"
+    assert ApprovalPolicy(mode="auto").default_decision(TOOLS["edit_cell"], "low") == "reject"
     assert ApprovalPolicy(mode="ask_all").default_decision(TOOLS["edit_cell"], "low") == "reject"
     assert ApprovalPolicy(mode="auto").default_decision(TOOLS["delete_cell"], "medium") == "reject"
     assert ApprovalPolicy().default_decision(TOOLS["run_cell"], "medium") == "reject"

@@ -426,6 +426,14 @@ def test_the_note_of_an_errored_request_and_the_done_phrases() -> None:
     assert done_phrase([]) == "Done." and done_terse([]) == ""
     assert done_phrase(["run a cell"]) == "Done, but 1 step failed: run a cell."
     assert (
+        done_phrase([], ["run a cell"])
+        == "Done, after recovering from 1 step that failed first: run a cell."
+    )
+    assert done_phrase(["read a file"], ["run a cell", "run a cell"]) == (
+        "Done, after recovering from 2 steps that failed first: run a cell; "
+        "but 1 step failed: read a file."
+    )
+    assert (
         done_phrase(["run a cell", "run a cell", "read"])
         == "Done, but 3 steps failed: run a cell, read."
     )

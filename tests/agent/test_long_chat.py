@@ -381,3 +381,34 @@ def test_moving_breakpoint_edge_cases() -> None:
             return "plain text error"
 
     assert _error_text(Odd()) == "plain text error"
+
+
+async def test_three_rules_files_keep_the_prompt_cache_above_0_9_over_20_requests(
+    tmp_path,
+) -> None:
+    """The rules ride in the cached system block: a 20-request chat with AGENTS.md, CLAUDE.md
+    and a scoped rule still reads at least 90 % of its prompt from the cache (the benchmark's
+    own chat, benchmarks/long_chat.py)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "benchmarks" / "long_chat.py"
+    spec = importlib.util.spec_from_file_location("long_chat_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.modules.pop(spec.name, None)
+    figures = await bench.run_chat(
+        "rules",
+        requests=20,
+        window=60_000,
+        config=bench.config(60_000, after=True),
+        server_edits=True,
+        rules_root=tmp_path,
+    )
+    assert figures.sessions_failed == 0 and figures.requests_rejected == 0
+    assert figures.cache_share >= 0.9, figures

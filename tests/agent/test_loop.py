@@ -216,28 +216,32 @@ async def test_confirmation_rejected_never_invokes(harness: Harness, calls) -> N
     assert done["summary_normal"] == "Done." and done["summary_terse"] == "Done."
 
 
-async def test_confirmation_timeout_applies_the_default(harness: Harness, calls) -> None:
+async def test_silence_never_approves_a_step_even_a_reversible_low_risk_one(
+    harness: Harness, calls
+) -> None:
+    """Issue 25: a confirmation nobody answers is rejected, whatever its risk; the card says so
+    ("it will be rejected"), and the follow-up says why it did not happen."""
     harness.policy.timeouts = {"low": 1, "medium": 1, "high": 1}
     harness.fake.add(
         Turn(
             tool_uses=[ToolUse("run_code", {"code": "x = 2"}), ToolUse("add_note", {"text": "hi"})]
         ),
-        Turn(text="One ran, one did not."),
+        Turn(text="Neither ran."),
     )
     result = await harness.ask("do both")
 
     assert result.status == "completed"
-    # irreversible medium risk defaults to reject; reversible low risk defaults to accept
-    assert calls == [("add_note", {"text": "hi"})]
+    assert calls == [], "nothing ran without an answer"
     confirmations = harness.events.of_type("awaiting.confirmation")
-    assert [c["default_decision"] for c in confirmations] == ["reject", "accept"]
+    assert [c["default_decision"] for c in confirmations] == ["reject", "reject"]
+    for card in confirmations:
+        assert "it will be rejected" in card["summary_normal"]
+        assert "approved" not in card["summary_normal"]
     results = harness.last_tool_results()
-    assert results[0]["is_error"] is True and "did not answer in time" in results[0]["content"]
-    assert unwrap(results[1]["content"]) == "noted"
-    done = harness.events.of_type("session.completed")[0]["summary_detailed"]
-    assert done.startswith("Done. Used 1 tool: add a note. "), (
-        "a step not run by the default is not a failure"
-    )
+    assert all(r["is_error"] and "did not answer in time" in r["content"] for r in results)
+    said = [e["summary_normal"] for e in harness.events.of_type("state.changed")]
+    assert sum(s.startswith("No answer in time, so it was rejected") for s in said) == 2
+    assert harness.events.of_type("tool.invoked") == []
 
 
 async def test_invalid_replies_are_ignored(harness: Harness, calls) -> None:
@@ -424,6 +428,35 @@ async def test_a_tool_that_ran_and_failed_is_a_failed_step(harness: Harness) -> 
     assert done["summary_normal"] == "Done, but 2 steps failed: run it."
     assert done["summary_terse"] == "Done, 2 steps failed."
     assert "Used" not in done["summary_normal"] and "step" in done["summary_detailed"]
+
+
+async def test_a_request_that_recovered_says_what_it_recovered_from(harness: Harness) -> None:
+    """A failed run followed by a run that worked ends by naming the recovery, not "1 step
+    failed" (the person would look for a failure that was already fixed)."""
+
+    @aaep_tool
+    def run_it(n: int) -> ToolResult:
+        """Run something that may fail.
+
+        Parameters
+        ----------
+        n : int
+            1 fails, 2 works.
+        """
+        if n == 1:
+            return ToolResult(content="NameError", summary="Cell 3 failed.", is_error=True)
+        return ToolResult(content="ok", summary="Cell 3 ran.")
+
+    harness.add_tools([run_it])
+    harness.fake.add(
+        Turn(tool_uses=[ToolUse("run_it", {"n": 1})]),
+        Turn(text="I will fix it.", tool_uses=[ToolUse("run_it", {"n": 2})]),
+        Turn(text="Fixed."),
+    )
+    await harness.ask("run it")
+    done = harness.events.of_type("session.completed")[0]
+    assert done["summary_normal"] == "Done, after recovering from 1 step that failed first: run it."
+    assert "failed" not in done["summary_terse"]
 
 
 async def test_turn_cap_ends_with_a_clear_message(harness: Harness, calls) -> None:

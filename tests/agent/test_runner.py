@@ -178,7 +178,9 @@ class _NoRecords:
     async def save(self, path: str) -> bool:
         return True
 
-    def begin_record(self, chat_id: str, session_id: str, path: str, on_change: Any = None) -> None:
+    def begin_record(
+        self, chat_id: str, session_id: str, path: str, on_change: Any = None, **_: Any
+    ) -> None:
         return None
 
     def end_record(self, chat_id: str) -> None:

@@ -16,11 +16,12 @@ from jupyter_aaep import aaep_tool
 from jupyter_aaep.aaep.check import SequenceChecker
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
-from jupyter_aaep.agent.persistence import RESTART_HINT, ChatPersistence
+from jupyter_aaep.agent.persistence import RESTART_HINT, ChatPersistence, Discard
 from jupyter_aaep.agent.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.store import ChatStore, StoredChat, decode_cursor, encode_cursor
 from jupyter_aaep.agent.tools import ToolRegistry
+from jupyter_aaep.mcp.outside_agents import OutsideAgents
 from jupyter_aaep.testing.fake_anthropic import ErrorReply, FakeAnthropic, ToolUse, Turn
 
 GATE = asyncio.Event()
@@ -238,6 +239,56 @@ async def test_chats_are_listed_newest_first_in_pages_and_follow_a_renamed_noteb
     assert [c.chat_id for c in found] == ["chat_f"] and found[0].notebook_path == "renamed.ipynb"
 
 
+@pytest.mark.open_sessions
+async def test_an_outside_agents_request_cut_by_a_crash_is_told_as_its_own_without_continue(
+    rig: Rig, aaep_event_audit: SequenceChecker
+) -> None:
+    """Issue 25: Claude Code's step waits for approval when the server dies. The next start
+    closes its session in Claude Code's name, says nothing it asked for ran, and offers no
+    Continue (its own model decides whether to ask again; Continue would be refused)."""
+    first = rig.runner()
+    chat = first.create_chat("analysis.ipynb", approval_mode="ask_all")  # every change asks
+    agents = OutsideAgents(first, first.registry_factory)
+    call = asyncio.ensure_future(
+        agents.call(
+            client_key="mcp-session-1",
+            client_name="Claude Code",
+            notebook_path="analysis.ipynb",
+            tool="slow_step",
+            arguments={"name": "load"},
+        )
+    )
+    while not any(
+        e.get("type") == "aaep:agent.awaiting.confirmation" for e in chat.emitter.history
+    ):
+        await asyncio.sleep(0.01)
+    session_id = chat.session.id  # type: ignore[union-attr]
+    assert first.persistence is not None
+    first.persistence.freeze(chat)  # the process dies: nothing more reaches the store
+    chat.session.emitter = Discard()  # type: ignore[union-attr]
+
+    second = rig.runner()  # start-up recovery
+    again = second.get(chat.chat_id)
+    last = again.emitter.history[-1]
+    assert last["type"] == "aaep:agent.session.errored" and last["session_id"] == session_id
+    assert last["summary_normal"] == (
+        "Claude Code's request stopped when the server stopped; nothing it asked for ran."
+    )
+    assert "Continue" not in json.dumps(last) and "the agent" not in last["summary_normal"]
+    assert (last["recoverable"], last["error_code"], last["producer"]["agent_name"]) == (
+        False,
+        "OUTSIDE_AGENT_SERVER_RESTARTED",
+        "Claude Code",
+    )
+    assert last["remediation_hint"] == "Ask Claude Code again if you still want it done."
+    assert again.describe()["can_continue"] is False
+    with pytest.raises(ChatBusy):
+        second.continue_chat(chat.chat_id)
+    call.cancel()
+    await asyncio.gather(call, return_exceptions=True)
+    assert not any(e.get("type") == "aaep:agent.tool.invoked" for e in again.emitter.history)
+
+
 async def test_idle_chats_are_evicted_from_memory_and_loaded_again_on_demand(rig: Rig) -> None:
     runner = rig.runner()
     runner.loaded_limit = 2
@@ -346,16 +397,18 @@ class Notebooks:
         self.cells: dict[str, list[dict[str, Any]]] = {"nb.ipynb": [{"id": "a", "source": "1"}]}
         self.records: list[Any] = []
 
-    def begin_record(self, chat_id: str, session_id: str, path: str, on_change: Any) -> Any:
+    def begin_record(
+        self, chat_id: str, session_id: str, path: str, on_change: Any, *, actor: str = "The agent"
+    ) -> Any:
         from jupyter_aaep.notebook.edit_record import EditRecord
 
-        self.records.append(EditRecord(path, session_id, on_change=on_change))
+        self.records.append(EditRecord(path, session_id, on_change=on_change, actor=actor))
         return self.records[-1]
 
     def end_record(self, chat_id: str) -> None:
         return None
 
-    async def undo(self, path: str, records: list[Any]) -> Any:
+    async def undo(self, path: str, records: list[Any], *, others: Any = ()) -> Any:
         from jupyter_aaep.notebook.edit_record import EditRecord
 
         created = {

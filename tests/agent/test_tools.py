@@ -67,7 +67,9 @@ def test_decorator_with_and_without_parentheses() -> None:
         "properties": {"x": {"type": "integer"}},
         "required": ["x"],
     }
-    assert not plain.require_confirmation and plain.default_decision == "accept"
+    assert not plain.require_confirmation and plain.default_decision == "reject", (
+        "silence never applies a change, even a low-risk one"
+    )
     assert fancy.name == "renamed" and fancy.description == "Custom."
     assert fancy.require_confirmation and fancy.default_decision == "reject"
     assert "ctx" not in fancy.input_schema["properties"]

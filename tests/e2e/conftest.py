@@ -5,7 +5,8 @@
   skipped locally with the reason; ``scripts/e2e-deps`` installs both.
 - One ``jupyter lab`` subprocess per test module (``e2e_lab.LabServer``), whose model is a
   ``FakeAnthropic`` in this process answering from ``e2e_model.ScriptedModel``. A module can
-  set ``LAB_USER_SETTINGS`` (JupyterLab user settings) and ``LAB_AAEP`` (traitlets).
+  set ``LAB_USER_SETTINGS`` (JupyterLab user settings), ``LAB_AAEP`` (traitlets) and
+  ``LAB_DISABLED_PLUGINS`` (JupyterLab plugins turned off).
 - One browser context per test, each on its own copy of the demo notebook, so every test
   has its own chat and kernel. Failing tests leave a screenshot in ``test-output/e2e``.
 """
@@ -128,6 +129,7 @@ def lab(
             **getattr(request.module, "LAB_AAEP", {}),
         },
         user_settings=getattr(request.module, "LAB_USER_SETTINGS", {}),
+        disabled_plugins=getattr(request.module, "LAB_DISABLED_PLUGINS", []),
     )
     try:
         server.start()

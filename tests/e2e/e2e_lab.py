@@ -58,6 +58,9 @@ class LabServer:
         Extra ``AAEPExtension`` traitlets.
     user_settings
         JupyterLab user settings to seed, ``{"package/plugin": {...}}``.
+    disabled_plugins
+        JupyterLab plugins to disable (``labconfig/page_config.json``), e.g. to see a front end
+        without one of ours.
     """
 
     home: Path
@@ -66,6 +69,7 @@ class LabServer:
     api_key: str = "sk-ant-fake-key"
     aaep: dict[str, Any] = field(default_factory=dict)
     user_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    disabled_plugins: list[str] = field(default_factory=list)
     port: int = 0
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     process: subprocess.Popen[bytes] | None = None
@@ -124,6 +128,11 @@ class LabServer:
             "AAEPExtension": {"model": "claude-e2e", **self.aaep},
         }
         (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config, indent=1))
+        if self.disabled_plugins:
+            (dirs["config"] / "labconfig").mkdir(exist_ok=True)
+            (dirs["config"] / "labconfig" / "page_config.json").write_text(
+                json.dumps({"disabledExtensions": dict.fromkeys(self.disabled_plugins, True)})
+            )
         args = [
             sys.executable,
             "-m",

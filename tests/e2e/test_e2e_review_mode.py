@@ -43,8 +43,10 @@ DESCRIPTION = """() => document.activeElement.getAttribute('aria-describedby').s
 
 
 def review_edit(results: list[dict[str, Any]]) -> Turn:
-    """Propose one edit; then say what happened to it (rejected or applied)."""
+    """Read the notebook, propose one edit; then say what happened to it (rejected or applied)."""
     if not results:
+        return Turn(tool_uses=[ToolUse("get_notebook_state", {})], chunk_delay=PACE)
+    if len(results) == 1:
         return Turn(
             text=PROPOSE,
             tool_uses=[ToolUse("edit_cell", {"cell_id": MEANS_CELL, "source": NEW_SOURCE})],

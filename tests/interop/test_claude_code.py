@@ -31,6 +31,7 @@ import pytest
 from kernel_helpers import _private_cwd, kernels, new_name  # noqa: F401
 from mcp_helpers import is_type, live_server_config, mcp_url, reply
 from npm_tools import CLAUDE, npm_tool
+from server_helpers import panel_key
 
 from jupyter_aaep.aaep.check import SequenceChecker
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse, Turn
@@ -275,6 +276,7 @@ async def test_claude_code_creates_a_cell_and_runs_it_only_with_a_persons_approv
         else stdio_bridge(base, jp_auth_header)
     )
     async with sse(chat_id) as panel:
+        key = await panel_key(api, panel, chat_id)  # the person answers in the panel
         claude = asyncio.ensure_future(
             run_claude(
                 {SERVER: server},
@@ -297,7 +299,7 @@ async def test_claude_code_creates_a_cell_and_runs_it_only_with_a_persons_approv
         await asyncio.sleep(1.0)
         assert not claude.done()  # Claude Code waits for the person
         status, _, _ = await api(
-            "chats", chat_id, "messages", method="POST", body=reply(confirmation, decision)
+            "chats", chat_id, "messages", method="POST", body=reply(confirmation, decision, key)
         )
         assert status == 204
         run = await claude

@@ -57,6 +57,8 @@ async def _say(api: Any, chat_id: str, text: str) -> None:
 
 async def _new_chat(api: Any, extension: Any) -> str:
     await extension.mcp_servers.wait_started(60)
+    for server in extension.mcp_servers.servers:  # a person trusts the reference servers'
+        server.grant_trust()  # read-only claims (earning it: tests/server/test_mcp_trust.py)
     status, body, _ = await api("chats", method="POST", body={"notebook_path": "work.ipynb"})
     assert status == 201, body
     return str(body["chat_id"])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from jupyter_ydoc import YNotebook
 from nb_helpers import Progress, TornadoChannel, wait_for, write_notebook
-from pycrdt import Provider
+from pycrdt import Assoc, Awareness, Provider, StickyIndex, create_awareness_message
 from pytest_jupyter.jupyter_server import *
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
@@ -111,6 +111,56 @@ def browser(
                 await asyncio.wait_for(provider.synced.wait(), 10)
                 await wait_for(lambda: len(doc.ycells) > 0, what="the notebook to sync")
                 yield doc
+        finally:
+            websocket.close()
+
+    return connect
+
+
+@pytest.fixture
+def collaborator(jp_fetch, jp_http_port, jp_base_url, jp_auth_header) -> Any:
+    """A room client that also publishes its editor's cursor in the awareness, as JupyterLab does."""
+
+    @asynccontextmanager
+    async def connect(
+        path: str,
+    ) -> AsyncIterator[tuple[YNotebook, Callable[..., Awaitable[None]]]]:
+        response = await jp_fetch(
+            "api",
+            "collaboration",
+            "session",
+            path,
+            method="PUT",
+            body=json.dumps({"format": "json", "type": "notebook"}),
+        )
+        session = json.loads(response.body.decode())
+        room = f"json:notebook:{session['fileId']}"
+        url = (
+            f"ws://127.0.0.1:{jp_http_port}{jp_base_url}api/collaboration/room/{room}"
+            f"?sessionId={session['sessionId']}"
+        )
+        websocket = await websocket_connect(HTTPRequest(url, headers=dict(jp_auth_header)))
+        doc = YNotebook()
+        awareness = Awareness(doc.ydoc)
+
+        async def put_cursor(
+            cell_index: int, offset: int, also: Sequence[tuple[int, int]] = ()
+        ) -> None:
+            """Place the cursor in a cell (a Yjs relative position, as JupyterLab's editor does);
+            *also* adds more cursors (cell index, offset), as in an editor with several."""
+            cursors = []
+            for index, at in [(cell_index, offset), *also]:
+                position = StickyIndex.new(doc.ycells[index]["source"], at, Assoc.AFTER).to_json()
+                cursors.append({"anchor": position, "head": position})
+            awareness.set_local_state({"user": {"name": "Ada"}, "cursors": cursors})
+            update = awareness.encode_awareness_update([awareness.client_id])
+            await websocket.write_message(create_awareness_message(update), binary=True)
+
+        try:
+            async with Provider(doc.ydoc, TornadoChannel(websocket, room)) as provider:
+                await asyncio.wait_for(provider.synced.wait(), 10)
+                await wait_for(lambda: len(doc.ycells) > 0, what="the notebook to sync")
+                yield doc, put_cursor
         finally:
             websocket.close()
 

@@ -15,25 +15,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anthropic
 import pytest
-from jupyter_ydoc import YNotebook
 from nb_helpers import (
     Progress,
-    TornadoChannel,
     cell_by_id,
     on_server_loop,
     wait_for,
     write_notebook,
 )
-from pycrdt import Assoc, Awareness, Provider, StickyIndex, create_awareness_message
-from tornado.httpclient import HTTPRequest
-from tornado.websocket import websocket_connect
 
 from jupyter_aaep.aaep import ListSubscriber
 from jupyter_aaep.agent.conversation_tools import conversation_tools
@@ -152,6 +145,7 @@ async def test_undo_keeps_a_collaborators_edit_and_cell_and_reverts_only_the_age
         rig = Rig(fake, service)
         chat = rig.chat(path)
         fake.add(
+            Turn(tool_uses=[ToolUse("get_notebook_state", {})]),
             Turn(
                 tool_uses=[
                     ToolUse("edit_cell", {"cell_id": "a", "source": "x = 100"}),
@@ -207,10 +201,13 @@ async def test_undo_keeps_a_collaborators_edit_and_cell_and_reverts_only_the_age
                 lambda: sources(doc) == expected, what="the undo in the collaborator's copy"
             )
         assert (notice["removed"], notice["added"], notice["restored"]) == (1, 1, 1)
-        assert notice["kept"] == ["Kept cell 2: it was changed after the agent's edit."]
+        assert notice["kept"] == [
+            "Cell 2 was kept as it is: someone changed it after this request."
+        ]
         assert notice["summary"] == (
             "Undid the agent's changes to undo.ipynb: removed 1 cell the agent added, put back 1 cell the agent "
-            "deleted and restored 1 cell the agent changed. Kept cell 2: it was changed after the agent's edit."
+            "deleted and restored 1 cell the agent changed. Cell 2 was kept as it is: someone changed it after "
+            "this request."
         )
         await rig.client.close()
 
@@ -499,7 +496,7 @@ async def test_undo_of_moves_and_cleared_outputs_and_stale_deletes(
     await move_cell(ctx, cell_id="c", position=1)
     live.move_cell("c", 1)  # the person's own move
     report = await service.undo(path, [record])
-    assert report.kept == ["Kept cell 2: it was moved after the agent moved it."]
+    assert report.kept == ["Cell 2 was kept where it is: someone moved it after this request."]
     assert (await service.open(path)).cell_ids() == ["a", "c", "b"]
 
 
@@ -537,56 +534,6 @@ async def test_typing_in_a_cell_the_agent_edits_loses_no_keystroke(
     assert (
         lost == 0 and result.summary == "Edited cell 1, keeping the change someone made meanwhile."
     )
-
-
-@pytest.fixture
-def collaborator(jp_fetch, jp_http_port, jp_base_url, jp_auth_header) -> Any:
-    """A room client that also publishes its editor's cursor in the awareness, as JupyterLab does."""
-
-    @asynccontextmanager
-    async def connect(
-        path: str,
-    ) -> AsyncIterator[tuple[YNotebook, Callable[..., Awaitable[None]]]]:
-        response = await jp_fetch(
-            "api",
-            "collaboration",
-            "session",
-            path,
-            method="PUT",
-            body=json.dumps({"format": "json", "type": "notebook"}),
-        )
-        session = json.loads(response.body.decode())
-        room = f"json:notebook:{session['fileId']}"
-        url = (
-            f"ws://127.0.0.1:{jp_http_port}{jp_base_url}api/collaboration/room/{room}"
-            f"?sessionId={session['sessionId']}"
-        )
-        websocket = await websocket_connect(HTTPRequest(url, headers=dict(jp_auth_header)))
-        doc = YNotebook()
-        awareness = Awareness(doc.ydoc)
-
-        async def put_cursor(
-            cell_index: int, offset: int, also: Sequence[tuple[int, int]] = ()
-        ) -> None:
-            """Place the cursor in a cell (a Yjs relative position, as JupyterLab's editor does);
-            *also* adds more cursors (cell index, offset), as in an editor with several."""
-            cursors = []
-            for index, at in [(cell_index, offset), *also]:
-                position = StickyIndex.new(doc.ycells[index]["source"], at, Assoc.AFTER).to_json()
-                cursors.append({"anchor": position, "head": position})
-            awareness.set_local_state({"user": {"name": "Ada"}, "cursors": cursors})
-            update = awareness.encode_awareness_update([awareness.client_id])
-            await websocket.write_message(create_awareness_message(update), binary=True)
-
-        try:
-            async with Provider(doc.ydoc, TornadoChannel(websocket, room)) as provider:
-                await asyncio.wait_for(provider.synced.wait(), 10)
-                await wait_for(lambda: len(doc.ycells) > 0, what="the notebook to sync")
-                yield doc, put_cursor
-        finally:
-            websocket.close()
-
-    return connect
 
 
 @on_server_loop

@@ -26,6 +26,7 @@ from jupyter_aaep.tools.notebook import (
     create_cell,
     delete_cell,
     edit_cell,
+    get_notebook_state,
     notebook_tools,
     restart_kernel,
     run_all_cells,
@@ -200,6 +201,7 @@ async def test_undo_reverts_the_recorded_operations_live(
     ctx = make_ctx(path)
     record = service.begin_record("chat-1", "sess-1", path)
     async with browser(path) as doc:
+        await get_notebook_state(ctx)
         await create_cell(ctx, source="3")
         await edit_cell(ctx, cell_id="a", source="one")
         await delete_cell(ctx, cell_id="b")

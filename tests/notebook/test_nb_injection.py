@@ -124,6 +124,7 @@ async def test_delete_every_cell_asks_in_ask_mode(notebook_file, service, fake_m
     cells = [{"id": f"c{i}", "source": f"x{i} = {i}"} for i in range(1, 6)]
     path = notebook_file("bulk.ipynb", cells)
     fake_model.add(
+        Turn(tool_uses=[ToolUse("get_notebook_state", {})]),  # a delete needs a read
         Turn(
             text="As the file says, deleting every cell.",
             tool_uses=[ToolUse("delete_cell", {"cell_id": c["id"]}) for c in cells],

@@ -39,6 +39,7 @@ async def test_edits_appear_live_in_the_browser(notebook_file, make_ctx, browser
     ctx = make_ctx(path)
     async with browser(path) as doc:
         assert ids(doc) == ["intro", "load", "show"]
+        await get_notebook_state(ctx)  # an edit is based on what the agent read
 
         created = await create_cell(ctx, source="y = x + 1", after_cell_id="load")
         assert created.summary == "Created code cell 3, after cell 2."
@@ -89,6 +90,7 @@ async def test_user_edit_in_another_cell_survives_agent_edit(
     ctx = make_ctx(path)
     async with browser(path) as doc:
         # The user types in cell 2 while the agent rewrites cell 3.
+        await get_notebook_state(ctx)
         user_text = doc.ycells[1]["source"]
         user_text += "\nz = 3  # typed by the user"
         await edit_cell(ctx, cell_id="show", source="print(x, z)")

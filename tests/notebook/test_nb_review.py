@@ -158,6 +158,7 @@ async def test_an_approval_of_a_change_is_bound_to_what_was_shown(
         "bound.ipynb", [{"id": "a", "source": "x = 1"}, {"id": "b", "source": "y = 2"}]
     )
     ctx = make_ctx(path)
+    await TOOLS["get_notebook_state"](ctx)
     shown = await TOOLS["edit_cell"].describe(ctx, {"cell_id": "a", "source": "x = 10"})
     placed = await TOOLS["create_cell"].describe(ctx, {"source": "z", "position": 2})
     gone = await TOOLS["delete_cell"].describe(ctx, {"cell_id": "b"})
@@ -207,6 +208,9 @@ async def test_a_rejected_edit_leaves_the_live_notebook_untouched_and_an_approve
         chat = runner.create_chat(path)
         heard = ListSubscriber()
         chat.emitter.subscribe(heard)
+        fake.add(Turn(tool_uses=[ToolUse("get_notebook_state", {})]), Turn(text="Read it."))
+        runner.submit(chat.chat_id, "read the notebook")  # an edit is based on what was read
+        await chat.task
         await asyncio.sleep(0.6)  # past the room's save delay: the file on disk is settled
         before, on_disk = cells_json(doc), (jp_root_dir / path).read_bytes()
 

@@ -39,6 +39,7 @@ async def test_revert_puts_back_what_the_session_changed(notebook_file, service)
         with pytest.raises(InvalidInput, match="nothing to undo"):
             await runner.revert(chat.chat_id)
         fake.add(
+            Turn(tool_uses=[ToolUse("get_notebook_state", {})]),
             Turn(
                 tool_uses=[
                     ToolUse("edit_cell", {"cell_id": "keep", "source": "x = 100"}),
@@ -86,3 +87,37 @@ async def test_no_snapshot_without_a_notebook_service(notebook_file) -> None:
     chat = runner.create_chat("x.ipynb")
     with pytest.raises(InvalidInput):
         await runner.revert(chat.chat_id)
+
+
+@on_server_loop
+async def test_undo_never_removes_a_cell_another_agent_worked_on_after_it(
+    notebook_file, make_ctx, service
+) -> None:
+    """The agent adds two cells; Claude Code, in a later session, edits one and only moves the
+    other (its text is still the agent's). Undoing the agent's session removes neither, and names
+    Claude Code; Claude Code's own session stays undoable and puts both back as it found them."""
+    from jupyter_aaep.tools.notebook import create_cell, edit_cell, move_cell
+
+    path = notebook_file("two.ipynb", [{"id": "a", "source": "a = 1"}])
+    ctx = make_ctx(path)
+    agents = service.begin_record("chat-1", "sess-agent", path)
+    await create_cell(ctx, source="b = 2")
+    await create_cell(ctx, source="c = 3")
+    b, c = [i for i in (await service.open(path)).cell_ids() if i != "a"]
+    service.end_record("chat-1")
+    outside = service.begin_record("chat-1", "sess-outside", path, actor="Claude Code")
+    await edit_cell(ctx, cell_id=b, source="b = 20")
+    await move_cell(ctx, cell_id=c, position=1)
+    service.end_record("chat-1")
+
+    report = await service.undo(path, [agents], others=[outside])
+    assert [x["source"] for x in (await service.open(path)).cells()] == ["c = 3", "a = 1", "b = 20"]
+    assert report.removed == 0
+    assert sorted(report.kept) == [
+        "Cell 1 was kept as it is: Claude Code changed it after this request.",
+        "Cell 3 was kept as it is: Claude Code changed it after this request.",
+    ]
+
+    report = await service.undo(path, [outside])
+    assert [x["source"] for x in (await service.open(path)).cells()] == ["a = 1", "b = 2", "c = 3"]
+    assert (report.restored, report.kept) == (2, [])

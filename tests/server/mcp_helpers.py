@@ -6,6 +6,7 @@ Imported by the MCP test modules; the server is the live-notebook one of ``kerne
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -47,15 +48,19 @@ async def off_loop(agent: Callable[[], Awaitable[T]]) -> T:
     return await asyncio.to_thread(lambda: asyncio.run(agent()))
 
 
-def reply(confirmation: dict[str, Any], decision: str) -> dict[str, Any]:
-    """A person's answer, as the panel sends it."""
-    return {
+def reply(confirmation: dict[str, Any], decision: str, key: str | None = None) -> dict[str, Any]:
+    """A person's answer, as the panel sends it: with the *key* of its stream (``panel_key``);
+    without one, it is a program's answer (refused for an outside agent's own request)."""
+    body = {
         "type": "confirmation.reply",
         "reply_token": confirmation["reply_token"],
         "subscription_id": new_subscription_id(),
         "timestamp": SessionClock().now(),
         "decision": decision,
     }
+    if key is not None:
+        body["stream_key"] = key
+    return body
 
 
 def is_type(suffix: str) -> Callable[[dict[str, Any]], bool]:
@@ -64,3 +69,41 @@ def is_type(suffix: str) -> Callable[[dict[str, Any]], bool]:
 
 def text_of(result: Any) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def agent_calls(
+    url: str,
+    headers: dict[str, str],
+    *calls: tuple[str, dict[str, Any]],
+    progress: list[str] | None = None,
+    cancel: threading.Event | None = None,
+    hold: threading.Event | None = None,
+    client_name: str = "claude-code",
+) -> Any:
+    """An outside agent making *calls* in order over one MCP session; returns their results.
+    With *cancel*, the last call is cancelled once the event is set (the SDK sends notifications/cancelled)."""
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        if progress is not None:
+            progress.append(message or "")
+
+    async def agent() -> list[Any]:
+        results = []
+        async with mcp_client(url, headers, name=client_name) as client:
+            for name, arguments in calls:
+                call = asyncio.ensure_future(
+                    client.call_tool(name, arguments, progress_callback=on_progress)
+                )
+                if cancel is not None and (name, arguments) == calls[-1]:
+                    while not cancel.is_set():
+                        await asyncio.sleep(0.05)
+                    call.cancel()
+                    await asyncio.sleep(1.0)  # the cancellation reaches the server
+                    results.append(None)
+                    continue
+                results.append(await call)
+            while hold is not None and not hold.is_set():  # stay connected until told
+                await asyncio.sleep(0.05)
+        return results
+
+    return asyncio.ensure_future(off_loop(agent))

@@ -155,3 +155,24 @@ def on_server_loop(test: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
     run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
     del run.__wrapped__  # type: ignore[attr-defined]  # pytest must see the sync signature
     return run
+
+
+PANEL_HANDSHAKE: dict[str, Any] = {
+    "type": "subscription.request",
+    "aaep_version": "1.0.0",
+    "subscriber_id": "jupyter-aaep-panel",
+    "subscriber_name": "JupyterLab AAEP panel",
+    "capabilities": {"supports_confirmation_reply": True, "supports_clarification_reply": True},
+    "extensions": {"jupyter_aaep": {"stream_key": True}},
+}
+"""The panel's ``subscription.request`` (labextension/src/handshake.ts), asking for its key."""
+
+
+async def panel_key(api: Callable[..., Any], stream: Any, chat_id: str) -> str:
+    """Handshake as the panel for the open SSE *stream* of *chat_id* (the in-band POST the
+    panel sends on SSE) and return the stream key the server sends on that stream."""
+    status, body, _ = await api("chats", chat_id, "messages", method="POST", body=PANEL_HANDSHAKE)
+    assert status == 201, body
+    assert "stream_key" not in json.dumps(body), "the key travels on the stream only"
+    frames = await stream.until(lambda m: m.get("kind") == "stream.key")
+    return str(frames[-1]["stream_key"])

@@ -13,8 +13,19 @@ from typing import Any
 
 import httpx
 import pytest
+from conftest import read_frame
 from kernel_helpers import _private_cwd, kernels, new_name, write_notebook  # noqa: F401
-from mcp_helpers import is_type, live_server_config, mcp_client, mcp_url, off_loop, reply, text_of
+from mcp_helpers import (
+    agent_calls,
+    is_type,
+    live_server_config,
+    mcp_client,
+    mcp_url,
+    off_loop,
+    reply,
+    text_of,
+)
+from server_helpers import panel_key
 
 pytestmark = pytest.mark.slow
 
@@ -94,43 +105,6 @@ async def test_tools_are_the_agents_own_with_honest_annotations(url, jp_auth_hea
     assert listed["run_cell"].title == "Run a cell"
 
 
-def agent_calls(
-    url: str,
-    headers: dict[str, str],
-    *calls: tuple[str, dict[str, Any]],
-    progress: list[str] | None = None,
-    cancel: threading.Event | None = None,
-    hold: threading.Event | None = None,
-) -> Any:
-    """An outside agent making *calls* in order over one MCP session; returns their results.
-    With *cancel*, the last call is cancelled once the event is set (the SDK sends notifications/cancelled)."""
-
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        if progress is not None:
-            progress.append(message or "")
-
-    async def agent() -> list[Any]:
-        results = []
-        async with mcp_client(url, headers) as client:
-            for name, arguments in calls:
-                call = asyncio.ensure_future(
-                    client.call_tool(name, arguments, progress_callback=on_progress)
-                )
-                if cancel is not None and (name, arguments) == calls[-1]:
-                    while not cancel.is_set():
-                        await asyncio.sleep(0.05)
-                    call.cancel()
-                    await asyncio.sleep(1.0)  # the cancellation reaches the server
-                    results.append(None)
-                    continue
-                results.append(await call)
-            while hold is not None and not hold.is_set():  # stay connected until told
-                await asyncio.sleep(0.05)
-        return results
-
-    return asyncio.ensure_future(off_loop(agent))
-
-
 async def test_an_outside_session_is_one_narrated_text_a_listener_can_follow(
     url, jp_auth_header, api, sse, kernels
 ) -> None:
@@ -141,6 +115,7 @@ async def test_an_outside_session_is_one_narrated_text_a_listener_can_follow(
     await kernels.notebook(path, ["print('hello from the cell')"])
     chat_id = await _chat_of_new(api, path)
     async with sse(chat_id) as panel:
+        key = await panel_key(api, panel, chat_id)  # the person answers in the panel
         call = agent_calls(
             url,
             dict(jp_auth_header),
@@ -149,7 +124,9 @@ async def test_an_outside_session_is_one_narrated_text_a_listener_can_follow(
             ("run_cell", {"notebook_path": path, "cell_id": "c1"}),
         )
         confirmation = (await panel.until(is_type("awaiting.confirmation"), 60))[-1]
-        await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept"))
+        await api(
+            "chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept", key)
+        )
         state, created, ran = await asyncio.wait_for(call, 60)
         events = await panel.until(is_type("session.completed"), timeout=30)
     assert not state.is_error and "hello from the cell" in text_of(state)
@@ -195,6 +172,7 @@ async def test_running_code_waits_for_a_person_rejected_runs_nothing(
     chat_id = await _chat_of_new(api, path)
     progress: list[str] = []
     async with sse(chat_id) as panel:
+        key = await panel_key(api, panel, chat_id)  # the person answers in the panel
         call = agent_calls(
             url,
             dict(jp_auth_header),
@@ -206,7 +184,7 @@ async def test_running_code_waits_for_a_person_rejected_runs_nothing(
         await asyncio.sleep(2.5)  # the client hears that it waits for a person
         assert not call.done()
         status, _, _ = await api(
-            "chats", chat_id, "messages", method="POST", body=reply(confirmation, "reject")
+            "chats", chat_id, "messages", method="POST", body=reply(confirmation, "reject", key)
         )
         assert status == 204
         [result] = await asyncio.wait_for(call, 20)
@@ -230,11 +208,14 @@ async def test_running_code_approved_returns_its_output(
     kernel = await kernels.notebook(path, ["ran = 'yes'\nprint('hello from the cell')"])
     chat_id = await _chat_of_new(api, path)
     async with sse(chat_id) as panel:
+        key = await panel_key(api, panel, chat_id)  # the person answers in the panel
         call = agent_calls(
             url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"})
         )
         confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
-        await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept"))
+        await api(
+            "chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept", key)
+        )
         [result] = await asyncio.wait_for(call, 60)
     assert not result.is_error and "hello from the cell" in text_of(result)
     assert "yes" in await kernel.run("print(ran)")
@@ -252,6 +233,7 @@ async def test_a_client_that_cancels_withdraws_the_confirmation(
     chat_id = await _chat_of_new(api, path)
     cancel = threading.Event()
     async with sse(chat_id) as panel:
+        key = await panel_key(api, panel, chat_id)  # the person answers in the panel
         call = agent_calls(
             url,
             dict(jp_auth_header),
@@ -262,11 +244,74 @@ async def test_a_client_that_cancels_withdraws_the_confirmation(
         cancel.set()
         withdrawn = await panel.until(lambda m: "withdrew" in str(m.get("summary_normal", "")), 15)
         await api(
-            "chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept")
+            "chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept", key)
         )  # too late
         await asyncio.wait_for(call, 20)
     assert withdrawn[-1]["to_state"] == "thinking"
     assert "nothing" in await kernel.run("print(globals().get('ran', 'nothing'))")
+
+
+async def test_an_outside_agent_cannot_answer_its_own_request(
+    url, jp_auth_header, api, sse, ws, kernels
+) -> None:
+    """Issue 25: Claude Code asks to run a cell, then answers its own request with the person's
+    token, over POST (as its shell would with curl) and over the chat's WebSocket naming itself.
+    Both are refused (204, as AAEP answers every reply), said in the chat, and the cell waits
+    for the person, who approves in the panel."""
+    path = new_name()
+    kernel = await kernels.notebook(path, ["ran = 'yes'"])
+    chat_id = await _chat_of_new(api, path)
+    async with sse(chat_id) as panel:
+        key = await panel_key(api, panel, chat_id)
+        call = agent_calls(
+            url, dict(jp_auth_header), ("run_cell", {"notebook_path": path, "cell_id": "c1"})
+        )
+        confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
+        forged = {**reply(confirmation, "accept"), "decided_by": "user:jupyterlab"}
+        status, _, _ = await api("chats", chat_id, "messages", method="POST", body=forged)
+        assert status == 204
+        said = (await panel.until(lambda m: "tried to answer" in m.get("summary_normal", ""), 10))[
+            -1
+        ]
+        assert said["summary_normal"].startswith(
+            "A program using your Jupyter login tried to answer Claude Code's request; it was "
+            "ignored, since that program may be Claude Code itself."
+        )
+        socket = await ws(chat_id, subprotocols=["aaep.v1"])
+        await socket.write_message(
+            json.dumps(
+                {
+                    "type": "subscription.request",
+                    "aaep_version": "1.0.0",
+                    "subscriber_id": "claude-code",
+                    "capabilities": {"supports_confirmation_reply": True},
+                }
+            )
+        )
+        accepted = await read_frame(socket)
+        while accepted.get("type") != "subscription.accepted":  # the running session comes first
+            accepted = await read_frame(socket)
+        own = {**reply(confirmation, "accept"), "subscription_id": accepted["subscription_id"]}
+        await socket.write_message(json.dumps(own))
+        said = (await panel.until(lambda m: "its own request" in m.get("summary_normal", ""), 10))[
+            -1
+        ]
+        assert said["summary_normal"] == (
+            "Claude Code tried to answer its own request; that answer was ignored. "
+            "The step still waits for you."
+        )
+        socket.close()
+        await asyncio.sleep(1.0)
+        assert not call.done(), "the step still waits for the person"
+        assert "nothing" in await kernel.run("print(globals().get('ran', 'nothing'))")
+        await api(
+            "chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept", key)
+        )
+        [result] = await asyncio.wait_for(call, 60)
+        heard = await panel.until(is_type("state.changed"), 10)
+    assert not result.is_error, text_of(result)
+    assert any(m.get("summary_normal") == "Approved in the panel." for m in heard), heard
+    assert "yes" in await kernel.run("print(ran)")
 
 
 async def test_stop_in_the_panel_stops_the_outside_agent(

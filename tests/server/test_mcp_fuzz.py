@@ -30,6 +30,7 @@ import pytest
 from hypothesis import strategies as st
 from kernel_helpers import _private_cwd, new_name, write_notebook  # noqa: F401
 from mcp_helpers import is_type, live_server_config, mcp_client, mcp_url, off_loop, reply, text_of
+from server_helpers import panel_key
 from test_server_fuzz import JSON_VALUES, SURROGATE_TEXT, draw_all
 
 pytestmark = pytest.mark.slow
@@ -317,7 +318,8 @@ async def test_fuzzed_mcp_input_never_gets_a_5xx_and_every_error_is_a_sentence(
             failures.append(what)
 
     async with sse(chat_id) as panel, httpx.AsyncClient(timeout=60) as http:
-        person = asyncio.ensure_future(_reject_everything(panel, api, chat_id))
+        key = await panel_key(api, panel, chat_id)  # a person in the panel, not a program
+        person = asyncio.ensure_future(_reject_everything(panel, api, chat_id, key))
         client = RawClient(http, url, dict(jp_auth_header))
         await client.open()
         status, listed, _ = await client.post({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
@@ -465,7 +467,7 @@ async def test_fuzzed_mcp_input_never_gets_a_5xx_and_every_error_is_a_sentence(
     )
 
 
-async def _reject_everything(panel: Any, api: Any, chat_id: str) -> None:
+async def _reject_everything(panel: Any, api: Any, chat_id: str, key: str) -> None:
     """A person who rejects every approval request (so a call that slipped through runs nothing)."""
     seen = 0
     while True:
@@ -473,7 +475,11 @@ async def _reject_everything(panel: Any, api: Any, chat_id: str) -> None:
         for confirmation in events[seen:]:
             if is_type("awaiting.confirmation")(confirmation):
                 await api(
-                    "chats", chat_id, "messages", method="POST", body=reply(confirmation, "reject")
+                    "chats",
+                    chat_id,
+                    "messages",
+                    method="POST",
+                    body=reply(confirmation, "reject", key),
                 )
         seen = len(events)
 

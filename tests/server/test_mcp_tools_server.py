@@ -70,6 +70,8 @@ def aaep_config(
 
 async def _chat(api: Any, extension: Any, text: str) -> str:
     await extension.mcp_servers.wait_started(30)
+    for server in extension.mcp_servers.servers:  # a person trusts these servers' read-only
+        server.grant_trust()  # claims (how trust is earned: tests/server/test_mcp_trust.py)
     status, body, _ = await api("chats", method="POST", body={"notebook_path": "mcp.ipynb"})
     assert status == 201
     chat_id = str(body["chat_id"])
@@ -116,8 +118,8 @@ async def test_read_only_tools_run_unasked_with_images_and_progress(
     assert [c["status"] for c in of(events, "tool.completed")] == ["success"] * 3
     offered = {t["name"]: t for t in fake_model.requests[0].body["tools"]}
     assert offered["mcp__notes__write_note"]["description"].startswith(
-        "From the notes tool server. Write"
-    )
+        "A tool of the user's MCP server notes."
+    )  # the server's own words follow as data (tests/server/test_mcp_trust.py)
     read, image, count = tool_results(fake_model)
     # An MCP result is data (issue 16): masked, inside a block it cannot close, as every source.
     content = read["content"]

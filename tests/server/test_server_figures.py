@@ -189,7 +189,7 @@ async def test_alt_text_and_descriptions_are_refused_plainly(api, new_chat, jp_r
 
 
 async def test_context_picked_with_at_reaches_the_model_in_a_delimited_block(
-    api, sse, new_chat, fake_model, jp_root_dir
+    api, sse, new_chat, fake_model, jp_root_dir, extension
 ) -> None:
     path = figure_notebook(jp_root_dir)
     chat_id = await new_chat(path)
@@ -227,6 +227,9 @@ async def test_context_picked_with_at_reaches_the_model_in_a_delimited_block(
     )
     assert "--- file data/temps.csv ---" in block and "read_file" in block
     assert "--- kernel variable df ---" in block and "inspect_variable" in block
+    # The attached cell was shown whole to the chat's agent: the base of its edit of it.
+    shown = extension.runner.services.notebook.shown
+    assert shown.base(chat_id, path, "intro") == "print('days 1-4')"
 
     status, body, _ = await api(
         "chats",

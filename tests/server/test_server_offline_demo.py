@@ -39,6 +39,8 @@ async def test_the_picker_offers_the_offline_demo_model_and_no_claude(api) -> No
 
 async def test_usage_counts_tokens_and_offers_no_cost(api, new_chat, sse) -> None:
     chat_id = await new_chat("demo.ipynb")
+    _, empty, _ = await api("chats", chat_id)
+    assert empty["usage"]["estimated_cost_usd"] is None  # an empty chat shows no "≈ $0.00"
     async with sse(chat_id) as stream:
         status, _, _ = await api(
             "chats",

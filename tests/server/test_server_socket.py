@@ -228,7 +228,7 @@ async def test_two_subscribers_each_get_what_they_negotiated(
     assert len(non_critical) <= 2 * elapsed + 2, (len(non_critical), elapsed)
     resolved = [m for m in on_sse if m.get("from_state") == "awaiting_input"]
     # The answer came over the logged-in WebSocket: listeners hear where it came from (issue 16).
-    assert resolved and resolved[0]["summary_normal"] == "Approved in the panel.", resolved
+    assert resolved and resolved[0]["summary_normal"] == "Approved by ws-test.", resolved
     sse_text = "".join(m["chunk"] for m in on_sse if "chunk" in m)
     ws_text = "".join(m["chunk"] for m in on_socket if "chunk" in m)
     assert (

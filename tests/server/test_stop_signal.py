@@ -13,6 +13,20 @@ import pytest
 from jupyter_aaep.server.signals import stop_on_sigint_without_tty
 
 
+def test_the_process_ends_with_its_heap_frozen_after_the_other_exit_hooks() -> None:
+    """Exit hooks run last-registered first: one registered before ours runs after it."""
+    code = (
+        "import atexit, gc\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, flush=True))\n"
+        "from jupyter_aaep.server.signals import end_without_collecting\n"
+        "end_without_collecting(); end_without_collecting()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert "frozen True" in done.stdout, done.stdout + done.stderr
+
+
 class FakeServer:
     def __init__(self) -> None:
         self.stopped: list[int] = []

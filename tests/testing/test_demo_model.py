@@ -184,6 +184,22 @@ def test_answers_after_each_kind_of_result(result, expected) -> None:
     assert expected in demo_model(convo("anything", STATE, result)).text
 
 
+def test_answers_say_cells_as_a_person_would() -> None:
+    """No id, execution count, 0.0 s timing or a figure's repr in what the person reads."""
+    result = (
+        "run_cell",
+        (
+            "Cell 8 (id 8d4acacd) ran in 0.0 s as [6]: ok.\nOutputs:\n[stdout]\nMean: 4\n"
+            "[execute_result]\n<Figure size 640x480 with 1 Axes>"
+        ),
+        False,
+    )
+    said = demo_model(convo("anything", STATE, result)).text
+    assert said == "Done. Cell 8 ran without errors. It shows: Mean: 4"
+    failed = ("run_cell", "Cell 4 (id abc123) raised NameError after 0.1 s as [1].", True)
+    assert "id abc123" not in demo_model(convo("anything", STATE, failed)).text
+
+
 def test_results_merged_into_a_new_request_belong_to_the_old_one() -> None:
     request = SimpleNamespace(
         body={

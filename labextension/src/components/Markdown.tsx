@@ -2,7 +2,11 @@
  * Markdown rendered through JupyterLab's rendermime (sanitized, untrusted).
  */
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
-import React, { useEffect, useRef } from 'react';
+import { TranslationBundle } from '@jupyterlab/translation';
+import React, { useEffect, useRef, useState } from 'react';
+
+import { ICitationNavigator } from '../citationNavigator';
+import { ICitation, citationIndex, withCitationLinks } from '../citations';
 
 /** Props of {@link Markdown}. */
 export interface IMarkdownProps {
@@ -11,6 +15,10 @@ export interface IMarkdownProps {
   source: string;
   /** MIME type of the source; plain text is rendered as such. */
   mimeType?: string;
+  /** Cells the text cites, made links that go to them (with `navigator`). */
+  citations?: readonly ICitation[];
+  navigator?: ICitationNavigator | null;
+  trans?: TranslationBundle;
 }
 
 /**
@@ -23,6 +31,22 @@ export function Markdown(props: IMarkdownProps): JSX.Element {
   const host = useRef<HTMLDivElement>(null);
   const renderer = useRef<ReturnType<IRenderMimeRegistry['createRenderer']> | null>(null);
   const frame = useRef<number | null>(null);
+  const { citations, navigator, trans } = props;
+  const cites = citations && citations.length > 0 && navigator && trans ? citations : null;
+  // Citations are named by the cells' numbers now: render again when cells change.
+  const [renumbered, setRenumbered] = useState(0);
+  useEffect(() => {
+    if (!cites || !navigator) {
+      return;
+    }
+    const bump = () => setRenumbered(n => n + 1);
+    navigator.changed.connect(bump);
+    return () => {
+      navigator.changed.disconnect(bump);
+    };
+  }, [cites, navigator]);
+  const shown =
+    cites && navigator && trans ? withCitationLinks(source, cites, id => navigator.numberOf(id), trans) : source;
 
   useEffect(() => {
     const node = host.current;
@@ -46,7 +70,7 @@ export function Markdown(props: IMarkdownProps): JSX.Element {
       frame.current = null;
       const current = renderer.current;
       if (current && !current.isDisposed) {
-        const model = new MimeModel({ data: { [mimeType]: source }, trusted: false });
+        const model = new MimeModel({ data: { [mimeType]: shown }, trusted: false });
         current.renderModel(model).catch(error => {
           console.warn('jupyter-aaep: could not render the answer', error);
         });
@@ -58,7 +82,19 @@ export function Markdown(props: IMarkdownProps): JSX.Element {
         frame.current = null;
       }
     };
-  }, [source, mimeType]);
+  }, [shown, mimeType, renumbered]);
 
-  return <div className="jp-AAEPMarkdown" ref={host} />;
+  // A citation link goes to its cell (Enter on the focused link clicks it too).
+  const follow = (event: React.MouseEvent<HTMLDivElement>) => {
+    const link = (event.target as HTMLElement).closest('a');
+    const index = citationIndex(link?.getAttribute('href') ?? null);
+    if (index === null || !cites || !navigator) {
+      return;
+    }
+    event.preventDefault();
+    event.stopPropagation();
+    navigator.go(cites[index]);
+  };
+
+  return <div className="jp-AAEPMarkdown" ref={host} onClickCapture={follow} />;
 }

@@ -12,6 +12,7 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { TranslationBundle } from '@jupyterlab/translation';
 import React, { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 
+import { ICitationNavigator } from '../citationNavigator';
 import { ChatModel, TranscriptItem, collapsePoint } from '../model';
 import { ClarificationCard } from './ClarificationCard';
 import { ConfirmationCard, IRequestShortcuts } from './ConfirmationCard';
@@ -27,6 +28,8 @@ export interface ITranscriptProps {
   shortcuts?: IRequestShortcuts;
   onReply: (item: TranscriptItem, decision: 'accept' | 'reject') => void;
   onAnswer: (item: TranscriptItem, response: string | boolean | number) => void;
+  /** Names and follows the answers' cell citations (none: they stay words). */
+  citations?: ICitationNavigator | null;
 }
 
 /** What every entry needs beside its item; stable across renders. */
@@ -36,6 +39,8 @@ interface IEntryContext {
   shortcuts?: IRequestShortcuts;
   /** The latest props, so callbacks can change without re-rendering entries. */
   latest: { current: ITranscriptProps };
+  /** Names and follows the answers' cell citations. */
+  citations?: ICitationNavigator | null;
 }
 
 /**
@@ -69,10 +74,18 @@ export function Transcript(props: ITranscriptProps): JSX.Element {
   latest.current = props;
   const shortcuts = props.shortcuts;
   const context = useMemo<IEntryContext>(
-    () => ({ rendermime, trans, shortcuts, latest }),
+    () => ({ rendermime, trans, shortcuts, latest, citations: props.citations }),
     // The shortcuts object is rebuilt by the parent on every render: compare its keys.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [rendermime, trans, shortcuts?.approve, shortcuts?.reject, shortcuts?.approveAria, shortcuts?.rejectAria]
+    [
+      rendermime,
+      trans,
+      shortcuts?.approve,
+      shortcuts?.reject,
+      shortcuts?.approveAria,
+      shortcuts?.rejectAria,
+      props.citations
+    ]
   );
   // A new chat starts collapsed again.
   useEffect(() => setShowAll(false), [model]);
@@ -181,7 +194,14 @@ function renderItem(item: TranscriptItem, context: IEntryContext): JSX.Element |
             {trans.__('Agent')}
             {!item.complete && <span className="jp-AAEPMessage-typing"> {trans.__('(writing…)')}</span>}
           </div>
-          <Markdown rendermime={rendermime} source={item.text} mimeType={item.contentType} />
+          <Markdown
+            rendermime={rendermime}
+            source={item.text}
+            mimeType={item.contentType}
+            citations={item.citations}
+            navigator={context.citations}
+            trans={trans}
+          />
           {item.cutOff && (
             <div className="jp-AAEPMessage-cutOff">{trans.__('(cut off: the agent was stopped here)')}</div>
           )}

@@ -14,6 +14,7 @@ import { ChatList } from '../components/ChatList';
 import { focusSoon, useSignals } from '../components/hooks';
 import { PanelFooter } from '../components/PanelFooter';
 import { useScrollRegions } from '../components/scrollRegions';
+import { ICitationNavigator } from '../citationNavigator';
 import { Transcript } from '../components/Transcript';
 import { CommandIDs } from '../commands';
 import { ChatController } from '../controller';
@@ -42,6 +43,7 @@ interface IAgentViewProps {
   rendermime: IRenderMimeRegistry;
   commands: CommandRegistry;
   trans: TranslationBundle;
+  citations?: ICitationNavigator | null;
 }
 
 /**
@@ -249,6 +251,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             shortcuts={shortcuts}
             onReply={(item: TranscriptItem, decision) => void controller.reply(item, decision)}
             onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
+            citations={props.citations}
           />
           <PanelFooter
             controller={controller}
@@ -293,6 +296,7 @@ export class AgentPanel extends SidePanel {
         rendermime={options.rendermime}
         commands={options.commands}
         trans={trans}
+        citations={options.citations}
       />
     );
     view.addClass('jp-AAEPPanel-view');
@@ -336,5 +340,7 @@ export namespace AgentPanel {
     /** The application's commands (their key bindings are shown). */
     commands: CommandRegistry;
     translator: ITranslator;
+    /** Names and follows the answers' cell citations (optional: tests build the panel without). */
+    citations?: ICitationNavigator;
   }
 }

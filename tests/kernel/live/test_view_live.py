@@ -125,11 +125,12 @@ async def test_approve_clicked_in_the_widget_runs_the_cell(
     assert final["status"] == "Done."
 
 
-async def test_by_default_the_widget_sends_the_person_to_the_panel(
+async def test_by_default_the_kernel_only_names_the_request_for_the_browser(
     kernels, kernel_api, extension, fake_model
 ) -> None:
-    """Approvals from the notebook are off: the card shows the request and where to answer it,
-    and no button that kernel code could press."""
+    """Approvals from the kernel are off: the card names the request for the labextension's
+    view (which draws Approve and answers from the browser), keeps the way to the panel for
+    front ends without it, and has no button that kernel code could press."""
     kernel = await kernels.notebook(new_name(), CELLS, load=False)
     fake_model.add(
         Turn(text=INTRO, tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]), Turn(text=FINAL)
@@ -143,6 +144,12 @@ async def test_by_default_the_widget_sends_the_person_to_the_panel(
     assert "Approval needed: Run cell 2" in shown["text"] and "print(6 * 7)" in shown["text"]
     assert not [b for b in shown["buttons"] if b["description"].startswith(("Approve", "Reject"))]
     chat_id = (await kernel_api(kernel, "status"))[1]["chat_id"]
+    [asked] = [
+        e
+        for e in extension.runner.get(chat_id).emitter.history
+        if e.get("type") == "aaep:agent.awaiting.confirmation"
+    ]
+    assert shown["approvals"] == [{"chat_id": chat_id, "request_id": asked["event_id"]}]
     await extension.runner.stop(chat_id)
     await wait_idle(extension, chat_id)
 

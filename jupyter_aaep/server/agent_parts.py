@@ -1,0 +1,274 @@
+"""The agent's working parts, built on first use: the chat store, the tools, the chat runner, the
+event streams, the MCP endpoint and the user's MCP tool servers.
+
+Why not at start: on JupyterHub a whole class starts its servers at once, and most of them are
+never asked anything. Building these parts at start opened the chat database (and its writer
+thread), read every tool and MCP configuration and started the MCP tool servers' processes for
+every user; their modules (the Anthropic and MCP SDKs among them) are loaded by the same code.
+Now the server's start keeps only what must hold from the first second (the model credentials
+kept from kernels, kernels' own credentials, the traitlets), and :class:`AgentParts` is built
+by :func:`build_parts` when the first agent request needs it (the panel's first call, a kernel's
+``%aaep``, an outside agent's MCP call); the Anthropic SDK comes with the first model request
+(importing it in a background thread ahead of that was tried: the SDK is not safe to import in
+one thread while another starts using it, and a session's request went out malformed);
+outside agents' MCP endpoint (and the MCP SDK) waits for the first MCP request. Closing is per part, each step on its own, so a failure in one never skips
+the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from jupyter_server.utils import url_path_join
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from ..agent.rules import RuleFiles
+    from ..agent.runner import ChatRunner
+    from ..agent.store import ChatStore
+    from ..mcp.http_endpoint import MCPEndpoint
+    from ..tools.mcp_tools import MCPServers
+    from .app import AAEPExtension
+    from .chat_roots import RenameFollower
+    from .long_runs import LongRunNews
+    from .service import AAEPService
+    from .streams import StreamHub
+    from .toolbox import Toolbox
+
+
+@dataclass
+class AgentParts:
+    """Everything a chat needs, built once; ``start`` once the server's loop runs."""
+
+    store: ChatStore | None
+    toolbox: Toolbox
+    hub: StreamHub
+    runner: ChatRunner
+    long_runs: LongRunNews | None
+    service: AAEPService
+    mcp_servers: MCPServers
+    endpoint_factory: Callable[[], MCPEndpoint] | None
+    """Builds outside agents' MCP endpoint (and loads the MCP SDK) on its first request."""
+    mcp_endpoint: MCPEndpoint | None = None
+    renames: RenameFollower | None = None
+    """Moves a chat with its notebook when the notebook is renamed inside the root."""
+    started: bool = False
+
+    def endpoint(self) -> MCPEndpoint:
+        """Outside agents' MCP endpoint, built by its first request (it starts itself then)."""
+        if self.mcp_endpoint is None:
+            assert self.endpoint_factory is not None, "the MCP endpoint is turned off"
+            self.mcp_endpoint = self.endpoint_factory()
+        return self.mcp_endpoint
+
+    def start(self) -> None:
+        """The parts' own tasks (and the MCP tool servers' processes), on the running loop."""
+        if self.started:
+            return
+        self.started = True
+        if self.long_runs is not None:
+            self.long_runs.start()
+        self.mcp_servers.start()
+
+    async def close(self, step: Callable[[str, Callable[[], Any]], Awaitable[None]]) -> None:
+        """Stop every part, each through *step* (which runs it and logs a failure in a sentence)."""
+        if self.long_runs is not None:
+            await step("stop following long cell runs", self.long_runs.close)
+        if self.mcp_endpoint is not None:
+            await step("close the MCP endpoint for outside agents", self.mcp_endpoint.stop)
+        await step("stop the running chat sessions", self.runner.shutdown)
+        await step("stop the MCP tool servers", self.mcp_servers.close)
+        await step("close the event streams", self.hub.shutdown)
+        if self.renames is not None:
+            await step("stop following notebook renames", self.renames.close)
+        if self.store is not None:
+            await step("close the chat database", self.store.close)
+        await step("close the tools", self.toolbox.close)
+
+
+def build_parts(ext: AAEPExtension) -> AgentParts:
+    """Build the parts from *ext*'s settings (imports the agent's modules on this first call)."""
+    from .._version import __version__
+    from ..aaep.broker import ReplyBroker
+    from ..aaep.session import Producer
+    from ..agent.context import ContextSettings, Strategy
+    from ..agent.loop import AgentConfig
+    from ..agent.persistence import ChatPersistence
+    from ..agent.runner import ChatRunner
+    from ..agent.usage import PriceTable
+    from .chat_roots import RenameFollower, notebook_cell_ids, per_root_file_id, server_root
+    from .long_runs import LongRunNews
+    from .models import ModelCatalog
+    from .service import AAEPService
+    from .streams import StreamHub
+    from .toolbox import Toolbox
+
+    server = ext.server
+    producer = Producer(agent_version=__version__, agent_name=ext.agent_name, model=ext.model)
+    config = AgentConfig(
+        model=ext.model,
+        max_tokens=ext.max_tokens,
+        max_turns=ext.max_turns,
+        context=ContextSettings(
+            window=ext.context_window or None,
+            strategy=cast(Strategy, ext.context_management),
+            max_images=ext.model_images_per_request,
+        ),
+        prices=PriceTable(ext.model_prices),
+        budget_usd=ext.chat_budget_usd or None,
+    )
+    store = ext.open_store()
+    toolbox = Toolbox(log=ext.log)
+    toolbox.load(server, ext.extra_tools)
+    if ext.rules_files:
+        toolbox.rules = _rule_files(ext)
+    notebooks = toolbox.notebooks
+    if notebooks is not None:
+        notebooks.image_max_edge = ext.model_image_max_edge
+        notebooks.max_images = min(notebooks.max_images, ext.model_images_per_request)
+        notebooks.run_cell_wait_seconds = ext.run_cell_wait_seconds
+        notebooks.runs.announce_seconds = ext.progress_announce_seconds
+    runner_box: list[ChatRunner] = []
+    hub = StreamHub(
+        producer=producer,
+        chat_lookup=lambda chat_id: runner_box[0].get(chat_id),
+        reconnect_grace=ext.reconnect_grace_seconds,
+        max_streams_per_client=ext.max_streams_per_client,
+    )
+    hub.manifest_uri = url_path_join(server.connection_url, "aaep/v1/manifest")
+    broker = ReplyBroker(entitled=hub.entitled, check_sender=ext.require_reply_sender)
+    runner = ChatRunner(
+        client_factory=ext.clients,
+        registry_factory=toolbox.registry_for,
+        config=config,
+        producer=producer,
+        services=toolbox.agent_services(),
+        policy_factory=ext.chat_policy,
+        broker=broker,
+        acknowledge_input=ext.conformance_input_ack,
+    )
+    runner_box.append(runner)
+    hub.broker = broker
+    long_runs = None
+    if notebooks is not None:
+        long_runs = LongRunNews(
+            runner,
+            notebooks,
+            producer,
+            person_runs_after=ext.announce_person_runs_after_seconds,
+            announce_seconds=ext.progress_announce_seconds,
+        )
+        runner.services = toolbox.agent_services(long_runs=long_runs)
+    runner.on_chat_loaded = hub.attach_chat
+    renames = None
+    if store is not None:
+        # A chat belongs to one notebook under this server's root (chat_roots.py).
+        root = server_root(ext.serverapp)
+        persistence = ChatPersistence(
+            store,
+            file_id=per_root_file_id(server.web_app.settings),
+            root=root,
+            cell_ids=lambda path: notebook_cell_ids(root, path),
+        )
+        runner.persistence = persistence
+        persistence.recover(producer, check_edits=ext.edits_missing_on_disk)
+        note = persistence.unrooted_note()
+        if note:
+            ext.log.info(note)
+        renames = RenameFollower(ext.serverapp, runner.notebook_moved)
+    base_url = server.base_url
+    service = AAEPService(
+        runner,
+        hub,
+        url_for=lambda path: url_path_join(base_url, "aaep/v1", path),
+        models=ModelCatalog(
+            ext.clients, default=ext.model, configured=ext.models, locked=ext.lock_models
+        ),
+        policy=ext.admin_policy,
+        toolbox=toolbox,
+    )
+    servers = _mcp_servers(ext, toolbox)
+    if store is not None and store.ok:
+        ext.log.info("AAEP agent: chats are stored in %s.", store.path)
+    ext.log.info(
+        "AAEP agent: ready on first use, with %d tools (%s); new chats start in approval mode '%s'.",
+        len(toolbox.tools),
+        ", ".join(t.name for t in toolbox.tools),
+        ext.approval_mode,
+    )
+    endpoint = (lambda: _mcp_endpoint(ext, runner, toolbox, hub)) if ext.mcp_server else None
+    return AgentParts(
+        store, toolbox, hub, runner, long_runs, service, servers, endpoint, renames=renames
+    )
+
+
+def _rule_files(ext: AAEPExtension) -> RuleFiles:
+    """The rules files of this server's root and the user's own (agent/rules.py)."""
+    from pathlib import Path
+
+    from jupyter_core.paths import jupyter_config_dir
+
+    from ..agent.rules import RuleFiles
+
+    root = Path(getattr(ext.serverapp, "root_dir", None) or ".").expanduser().resolve()
+    return RuleFiles(root, user_dir=Path(jupyter_config_dir()) / "aaep" / "rules")
+
+
+def _mcp_servers(ext: AAEPExtension, toolbox: Toolbox) -> MCPServers:
+    """The user's MCP servers, read now and started with the parts."""
+    from pathlib import Path
+
+    from jupyter_core.paths import jupyter_config_dir, jupyter_data_dir, jupyter_runtime_dir
+
+    from ..notebook._figures import ImageBudget
+    from ..tools.mcp_tools import MCPServers
+    from ..tools.mcp_trust import MCPTrust
+
+    path = (
+        Path(ext.mcp_config_file)
+        if ext.mcp_config_file
+        else Path(jupyter_config_dir()) / "aaep" / "mcp.json"
+    )
+    servers = MCPServers(
+        path,
+        timeout=ext.mcp_call_timeout_seconds,
+        log_dir=Path(jupyter_runtime_dir()),
+        allowed=ext.admin_policy.mcp_stdio_commands,
+        images=ImageBudget(
+            max_images=ext.model_images_per_request, max_edge=ext.model_image_max_edge
+        ),
+        # Private to the user, beside the chat store: which servers' claims a person trusts.
+        trust=MCPTrust(Path(jupyter_data_dir()) / "aaep" / "mcp-trust.json"),
+    )
+    toolbox.mcp = servers
+    return servers
+
+
+def _mcp_endpoint(
+    ext: AAEPExtension, runner: ChatRunner, toolbox: Toolbox, hub: StreamHub
+) -> MCPEndpoint:
+    """Outside agents' MCP endpoint (its session manager starts on its first request)."""
+    from jupyter_server.utils import ensure_async
+
+    from ..mcp.http_endpoint import MCPEndpoint
+    from ..mcp.notebook_server import build_notebook_server, check_inside_root
+    from ..mcp.outside_agents import OutsideAgents
+
+    contents = ext.server.contents_manager
+
+    async def notebook_exists(path: str) -> bool:
+        root = getattr(contents, "root_dir", None)
+        if isinstance(root, str) and root:  # a file-backed contents manager: links stay inside
+            check_inside_root(root, path)
+        return bool(await ensure_async(contents.file_exists(path)))  # type: ignore[no-untyped-call]
+
+    agents = OutsideAgents(
+        runner, toolbox.registry_for, attach_chat=hub.attach_chat, idle_seconds=ext.mcp_idle_seconds
+    )
+    return MCPEndpoint(
+        build_notebook_server(toolbox.tools, agents, file_exists=notebook_exists),
+        agents,
+        credentials=ext.outside_credentials,
+    )
