@@ -190,7 +190,9 @@ def test_approve_with_the_keyboard_only(ui: PanelPage) -> None:
     assert said(chat(ui)) == [APPROVED_HERE]
 
 
-def test_an_answer_given_in_the_panel_shows_in_the_view(ui: PanelPage) -> None:
+def test_an_answer_given_elsewhere_shows_in_the_view(ui: PanelPage) -> None:
+    """Answered by another client with the person's login (not the panel: no stream key), the
+    view shows that answer, named by where it came from."""
     view = start_request(ui)
     found = chat(ui)
     [request] = found["pending_requests"]
@@ -202,7 +204,9 @@ def test_an_answer_given_in_the_panel_shows_in_the_view(ui: PanelPage) -> None:
     }
     ui.lab.api("POST", f"aaep/v1/chats/{found['chat_id']}/messages", reply)
     outcome = view.locator(".jp-AAEPApproval-outcome")
-    expect(outcome).to_contain_text("You rejected it", timeout=30_000)
+    expect(outcome).to_contain_text(
+        "A program using your Jupyter login rejected it", timeout=30_000
+    )
     expect(view.get_by_role("button", name=APPROVE)).to_have_count(0)
     readings = ui.page.locator(".jp-NotebookPanel .jp-CodeCell").nth(0)
     expect(readings.locator(".jp-InputPrompt")).not_to_contain_text(re.compile(r"\[\d+\]"))

@@ -64,4 +64,5 @@ def test_without_our_view_the_card_sends_you_to_the_panel(ui: PanelPage) -> None
             "timestamp": SessionClock().now(),
         },
     )
-    expect(view).to_contain_text("You rejected it", timeout=30_000)
+    # Answered by another client with the login (not the panel): named as such.
+    expect(view).to_contain_text("A program using your Jupyter login rejected it", timeout=30_000)
