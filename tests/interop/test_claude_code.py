@@ -329,3 +329,81 @@ async def test_claude_code_creates_a_cell_and_runs_it_only_with_a_persons_approv
     assert not any("create_cell" in s or "run_cell" in s or "mcp__" in s for s in said)
     check_stream(heard)
     print("NARRATION:", " ".join(said))
+
+
+async def test_claude_code_with_its_own_credential_twice_in_a_row(
+    model: ScriptedClaude,
+    fake_model: FakeAnthropic,
+    jp_http_port: int,
+    jp_base_url: str,
+    api: Any,
+    sse: Any,
+    kernels: Any,
+    tmp_path: Path,
+) -> None:
+    """The person mints a credential for Claude Code; with it, ``claude -p`` works on the
+    notebook, named by the credential, each run waiting for the person; a second run right after
+    the first is not locked out by the first one's session (it takes over), and the credential
+    opens nothing else."""
+    path = new_name()
+    kernel = await kernels.notebook(path, ["x = 1"])
+    model.notebook = path
+    status, body, _ = await api("chats", method="POST", body={"notebook_path": path})
+    assert status == 201, body
+    chat_id = body["chat_id"]
+    status, minted, _ = await api(
+        "mcp", "tokens", method="POST", body={"name": "Claude Code (laptop)"}
+    )
+    assert status == 201, minted
+    bearer = {"Authorization": f"Bearer {minted['token']}"}
+    server = http_server(mcp_url(jp_http_port, jp_base_url), bearer)
+    said: list[str] = []
+    async with sse(chat_id) as panel:
+        key = await panel_key(api, panel, chat_id)
+        for run_number in (1, 2):
+            (tmp_path / f"run{run_number}").mkdir()
+            claude = asyncio.ensure_future(
+                run_claude(
+                    {SERVER: server},
+                    fake_model,
+                    f"Add a cell to {path} that sets ran and prints a greeting, then run it.",
+                    tmp_path / f"run{run_number}",
+                    "create_cell",
+                    "run_cell",
+                )
+            )
+            asked = asyncio.ensure_future(panel.until(is_type("awaiting.confirmation"), 90))
+            await asyncio.wait([asked, claude], return_when=asyncio.FIRST_COMPLETED)
+            if not asked.done():
+                asked.cancel()
+                run = claude.result()
+                raise AssertionError(f"run {run_number} ended first: {run.stderr} {run.messages}")
+            heard = asked.result()
+            await asyncio.sleep(1.0)
+            assert not claude.done()  # each run waits for the person
+            status, _, _ = await api(
+                "chats", chat_id, "messages", method="POST", body=reply(heard[-1], "accept", key)
+            )
+            assert status == 204
+            run = await claude
+            assert run.returncode == 0, (run.stderr, run.messages[-1:])
+            result = run.tool_result(f"mcp__{SERVER}__run_cell")
+            assert not result.get("is_error"), (run_number, result)
+            said += [e["summary_normal"] for e in heard if "summary_normal" in e]
+        said += [
+            e["summary_normal"]
+            for e in await panel.until(
+                lambda e: (
+                    is_type("session.completed")(e) and "finished" in e.get("summary_normal", "")
+                ),
+                30,
+            )
+            if "summary_normal" in e
+        ]
+    assert "yes" in await kernel.run("print(ran)")
+    working = [s for s in said if s.startswith("Claude Code (laptop) is working on")]
+    assert len(working) == 2, said  # two sessions, each named by the credential
+    assert not any("right now" in s for s in said), said  # the second was not locked out
+    # The same credential opens no other door, not even to answer its own request.
+    status, body, _ = await api("chats", headers=bearer)
+    assert status == 403 and "only lets an outside agent use the notebook tools" in body["message"]
