@@ -65,6 +65,14 @@ DEFAULT_PAGE = 20
 MAX_PAGE = 200
 
 
+AUTO_FROM_THE_START = (
+    "This chat started in auto mode: steps are approved by themselves, except code the risk scan "
+    "flags. Choose another mode in the panel to be asked."
+)
+"""Said at a chat's first request when it was created in auto mode (by the panel's default or
+by any program with the login: creating a chat carries no stream key to tell them apart)."""
+
+
 class AAEPService:
     """Parameters
     ----------
@@ -105,6 +113,9 @@ class AAEPService:
                 'e.g. "analysis.ipynb".',
             )
         chat = self.runner.create_chat(path, approval_mode=body.get("approval_mode"))
+        if chat.approval.mode == "auto":
+            # Whoever asked for it (a program holding the login can), the person hears it once.
+            chat.notices.append(AUTO_FROM_THE_START)
         self.hub.attach_chat(chat)
         return Response(
             201, self._describe(chat), {"Location": self.url_for(f"chats/{chat.chat_id}")}

@@ -254,3 +254,32 @@ async def test_a_mode_change_in_guidance_settings_is_announced_too(
     await wait_until(lambda: not chat.running, timeout=20, what="the guided session to end")
     said = [e.get("summary_normal") for e in chat.emitter.history]
     assert "A program using your Jupyter login switched this chat to auto mode." in said, said
+
+
+async def test_a_chat_created_in_auto_mode_says_so_at_its_first_request(
+    api, sse, fake_model
+) -> None:
+    """Creating a chat carries no stream key, so a program could make one that approves by
+    itself unheard: it is said once, at the chat's first request, whoever created it."""
+    status, body, _ = await api(
+        "chats", method="POST", body={"notebook_path": "a.ipynb", "approval_mode": "auto"}
+    )
+    assert status == 201 and body["approval_mode"] == "auto"
+    chat_id = body["chat_id"]
+    fake_model.add(Turn(text="Hello."), Turn(text="Again."))
+    async with sse(chat_id) as stream:
+        for text in ("hi", "again"):
+            await api(
+                "chats",
+                chat_id,
+                "messages",
+                method="POST",
+                body={"kind": "user_input", "text": text},
+            )
+            await stream.until(of_type("session.completed"), timeout=20)
+        told = [
+            f.data["summary_normal"]
+            for f in stream.frames
+            if f.data.get("summary_normal", "").startswith("This chat started in auto mode")
+        ]
+    assert len(told) == 1, told
