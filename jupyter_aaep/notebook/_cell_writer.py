@@ -123,6 +123,8 @@ class LiveCellWriter:
         """Write the waiting edits now, in one transaction; save when a save is due."""
         now = time.monotonic()
         self._flushed = now
+        if self._pending and self._written:
+            await self._notice_clear()  # a clear since the last write drops what waits
         if not self._pending:
             return
         ops, self._pending = self._pending, []
@@ -136,6 +138,8 @@ class LiveCellWriter:
 
     async def finish(self, execution_count: int | None) -> None:
         """Set the execution count and the idle state together, as JupyterLab expects."""
+        if self._written:
+            await self._notice_clear()
         ops, self._pending = self._pending, []
         ycell = await self._ycell()
         if ycell is None or self._doc is None:
@@ -165,6 +169,9 @@ class LiveCellWriter:
             count = self.model.execution_count
             self.model = CellOutputs()
             self.model.execution_count = count
+            # Edits still waiting were made against the outputs that were cleared: applied now,
+            # their failure would write the whole old copy back. Output from here on shows.
+            self._pending.clear()
 
     async def _ycell(self) -> Any | None:
         now = time.monotonic()

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any
 
 from ..agent.tools import ToolContext
@@ -22,7 +23,8 @@ from ..notebook._text_edits import merge_three_way, version_tag
 from ..notebook.documents import LiveNotebook
 from ..notebook.edit_record import CellOperation
 from ..notebook.errors import CellBusy
-from ._tool_common import service_of
+from ._change_preview import cell_fingerprint, check_approved
+from ._tool_common import chat_path, service_of
 
 __all__ = [
     "base_of",
@@ -103,6 +105,41 @@ def base_of(
             f"(get_notebook_state with its cell_id), then {doing} it again."
         )
     return base
+
+
+@dataclass(frozen=True)
+class CellToChange:
+    """A cell a tool is about to replace or delete, read now, with its change's base."""
+
+    nb: LiveNotebook
+    note: str
+    """The sentence about another program's write (or ``""``), which starts the tool's answer."""
+    number: int
+    cell: dict[str, Any]
+    base: str | None
+    """What the model's change starts from (:func:`base_of`)."""
+
+
+async def open_for_change(
+    ctx: ToolContext, cell_id: str, version: str | None, *, doing: str
+) -> CellToChange:
+    """Open the chat's notebook for a change of *cell_id*: the cell is still the one the person
+    approved, and the model read it (its base); raises a :class:`ToolError` the model can act on
+    otherwise."""
+    nb = await service_of(ctx).open(chat_path(ctx))
+    note = await reload_note(ctx, nb.path)
+    number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
+    check_approved(ctx, cell_fingerprint(cell), f"Cell {number} changed")
+    base = base_of(
+        ctx,
+        path=nb.path,
+        cell_id=cell_id,
+        number=number,
+        version=version,
+        current=plain_source(cell),
+        doing=doing,
+    )
+    return CellToChange(nb, note, number, cell, base)
 
 
 def stale_refusal(ctx: ToolContext, number: int, doing: str) -> ToolError:

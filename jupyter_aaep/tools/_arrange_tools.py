@@ -13,10 +13,10 @@ from ..notebook.documents import LiveNotebook
 from ..notebook.edit_record import CellOperation
 from ..words import plural
 from ._agent_edits import (
-    base_of,
     in_use_refusal,
     matches,
     move_around_typists,
+    open_for_change,
     plain_source,
     record,
     reload_note,
@@ -52,19 +52,8 @@ async def delete_cell(ctx: ToolContext, cell_id: str, version: str | None = None
     version : str, optional
         The cell's version as you read it; without it, the text you were last shown is used.
     """
-    nb = await service_of(ctx).open(chat_path(ctx))
-    note = await reload_note(ctx, nb.path)
-    number, cell = nb.index_of(cell_id) + 1, nb.cell(cell_id)
-    check_approved(ctx, cell_fingerprint(cell), f"Cell {number} changed")
-    base = base_of(
-        ctx,
-        path=nb.path,
-        cell_id=cell_id,
-        number=number,
-        version=version,
-        current=plain_source(cell),
-        doing="delete",
-    )
+    opened = await open_for_change(ctx, cell_id, version, doing="delete")
+    nb, note, number, cell, base = opened.nb, opened.note, opened.number, opened.cell, opened.base
     if base != plain_source(cell):
         raise stale_refusal(ctx, number, "delete")
     nb, in_use = await wait_until_free(ctx, nb, {cell_id})

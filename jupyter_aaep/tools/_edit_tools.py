@@ -19,9 +19,9 @@ from ..notebook.edit_record import CellOperation
 from ..notebook.render import CellView, render_cells
 from ..words import plural
 from ._agent_edits import (
-    base_of,
     in_use_refusal,
     merge_onto_current,
+    open_for_change,
     plain_source,
     record,
     reload_note,
@@ -199,21 +199,8 @@ async def edit_cell(
         The cell's version as you read it (from get_notebook_state or the result of your last
         edit); without it, the text you were last shown of the cell is used.
     """
-    service = service_of(ctx)
-    nb = await service.open(chat_path(ctx))
-    note = await reload_note(ctx, nb.path)
-    number = nb.index_of(cell_id) + 1
-    old = nb.cell(cell_id)
-    check_approved(ctx, cell_fingerprint(old), f"Cell {number} changed")
-    base = base_of(
-        ctx,
-        path=nb.path,
-        cell_id=cell_id,
-        number=number,
-        version=version,
-        current=plain_source(old),
-        doing="edit",
-    )
+    opened = await open_for_change(ctx, cell_id, version, doing="edit")
+    nb, note, number, old, base = opened.nb, opened.note, opened.number, opened.cell, opened.base
     retyped = cell_type is not None and cell_type != old.get("cell_type")
     if retyped:  # a new type re-creates the cell: never under someone's editor
         nb, in_use = await wait_until_free(ctx, nb, {cell_id})
