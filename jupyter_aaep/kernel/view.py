@@ -372,7 +372,10 @@ class LiveView:
             widget = pending.pop(0)
             if isinstance(widget, widgets.HTML):
                 inline = re.sub(
-                    r"<style>.*?</style>|</?(?:strong|em|code)>", "", widget.value, flags=re.DOTALL
+                    r"<style>.*?</style>|</?(?:strong|em|code)>|<wbr>",
+                    "",
+                    widget.value,
+                    flags=re.DOTALL,
                 )
                 texts.append(html.unescape(re.sub(r"<[^>]+>", " ", inline)))
             elif isinstance(widget, ApprovalWidget):

@@ -79,6 +79,7 @@ SERVER_ONLY = {
     "mcp_server",
     "mcp_config_file",
     "mcp_call_timeout_seconds",
+    "rules_files",
 }
 
 

@@ -199,7 +199,11 @@ async def test_answered_from_the_panel_the_widget_shows_the_outcome(
     finally:
         socket.close()
     final = await until_view(kernel, lambda s: s["ended"] == "completed", "the end of the session")
-    assert "Answered elsewhere (for example in the side panel): You rejected it" in final["text"]
+    # The answer came from a subscriber that named itself (not the panel's key): named by it.
+    assert (
+        "Answered elsewhere (for example in the side panel): test-panel rejected it"
+        in final["text"]
+    )
     assert [b["disabled"] for b in final["buttons"]] == [True, True]
     assert not [
         e
