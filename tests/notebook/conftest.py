@@ -7,7 +7,6 @@ pytest only accepts in the root conftest) so this folder stays self-contained.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,15 +14,14 @@ from typing import Any
 
 import pytest
 from jupyter_ydoc import YNotebook
-from nb_helpers import Progress, TornadoChannel, wait_for, write_notebook
-from pycrdt import Assoc, Awareness, Provider, StickyIndex, create_awareness_message
+from nb_helpers import Progress, write_notebook
+from pycrdt import Assoc, Awareness, StickyIndex, create_awareness_message
 from pytest_jupyter.jupyter_server import *
-from tornado.httpclient import HTTPRequest
-from tornado.websocket import websocket_connect
 
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolContext
 from jupyter_aaep.notebook import NotebookService
+from jupyter_aaep.testing.rooms import join_room, synced
 
 SAVE_DELAY = 0.2
 
@@ -93,26 +91,11 @@ def browser(
 
     @asynccontextmanager
     async def connect(path: str) -> AsyncIterator[YNotebook]:
-        response = await jp_fetch(
-            "api",
-            "collaboration",
-            "session",
-            path,
-            method="PUT",
-            body=json.dumps({"format": "json", "type": "notebook"}),
+        websocket, room = await join_room(
+            jp_fetch, path, port=jp_http_port, base_url=jp_base_url, auth_header=jp_auth_header
         )
-        session = json.loads(response.body.decode())
-        room = f"json:notebook:{session['fileId']}"
-        url = f"ws://127.0.0.1:{jp_http_port}{jp_base_url}api/collaboration/room/{room}?sessionId={session['sessionId']}"
-        websocket = await websocket_connect(HTTPRequest(url, headers=dict(jp_auth_header)))
-        doc = YNotebook()
-        try:
-            async with Provider(doc.ydoc, TornadoChannel(websocket, room)) as provider:
-                await asyncio.wait_for(provider.synced.wait(), 10)
-                await wait_for(lambda: len(doc.ycells) > 0, what="the notebook to sync")
-                yield doc
-        finally:
-            websocket.close()
+        async with synced(websocket, room) as doc:
+            yield doc
 
     return connect
 
@@ -125,21 +108,9 @@ def collaborator(jp_fetch, jp_http_port, jp_base_url, jp_auth_header) -> Any:
     async def connect(
         path: str,
     ) -> AsyncIterator[tuple[YNotebook, Callable[..., Awaitable[None]]]]:
-        response = await jp_fetch(
-            "api",
-            "collaboration",
-            "session",
-            path,
-            method="PUT",
-            body=json.dumps({"format": "json", "type": "notebook"}),
+        websocket, room = await join_room(
+            jp_fetch, path, port=jp_http_port, base_url=jp_base_url, auth_header=jp_auth_header
         )
-        session = json.loads(response.body.decode())
-        room = f"json:notebook:{session['fileId']}"
-        url = (
-            f"ws://127.0.0.1:{jp_http_port}{jp_base_url}api/collaboration/room/{room}"
-            f"?sessionId={session['sessionId']}"
-        )
-        websocket = await websocket_connect(HTTPRequest(url, headers=dict(jp_auth_header)))
         doc = YNotebook()
         awareness = Awareness(doc.ydoc)
 
@@ -156,12 +127,7 @@ def collaborator(jp_fetch, jp_http_port, jp_base_url, jp_auth_header) -> Any:
             update = awareness.encode_awareness_update([awareness.client_id])
             await websocket.write_message(create_awareness_message(update), binary=True)
 
-        try:
-            async with Provider(doc.ydoc, TornadoChannel(websocket, room)) as provider:
-                await asyncio.wait_for(provider.synced.wait(), 10)
-                await wait_for(lambda: len(doc.ycells) > 0, what="the notebook to sync")
-                yield doc, put_cursor
-        finally:
-            websocket.close()
+        async with synced(websocket, room, doc):
+            yield doc, put_cursor
 
     return connect

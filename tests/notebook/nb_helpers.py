@@ -53,33 +53,6 @@ def write_notebook(
     return path
 
 
-class TornadoChannel:
-    """A pycrdt ``Channel`` over a tornado websocket: the browser's side of a room."""
-
-    def __init__(self, websocket: Any, path: str) -> None:
-        self._websocket = websocket
-        self._path = path
-
-    @property
-    def path(self) -> str:
-        return self._path
-
-    def __aiter__(self) -> TornadoChannel:
-        return self
-
-    async def __anext__(self) -> bytes:
-        message = await self._websocket.read_message()
-        if message is None:
-            raise StopAsyncIteration
-        return bytes(message) if not isinstance(message, str) else message.encode()
-
-    async def send(self, message: bytes) -> None:
-        await self._websocket.write_message(message, binary=True)
-
-    async def recv(self) -> bytes:
-        return await self.__anext__()
-
-
 async def wait_for(
     condition: Callable[[], Any], *, timeout: float = 10.0, what: str = "a condition"
 ) -> Any:

@@ -7,7 +7,6 @@ other session undoable.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,12 +16,10 @@ import pytest
 from jupyter_ydoc import YNotebook
 from kernel_helpers import _private_cwd, new_name, wait_idle, write_notebook  # noqa: F401
 from mcp_helpers import live_server_config, mcp_client, mcp_url, off_loop, text_of
-from pycrdt import Provider
 from server_helpers import wait_until
-from tornado.httpclient import HTTPRequest
-from tornado.websocket import websocket_connect
 
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
+from jupyter_aaep.testing.rooms import join_room, synced
 
 pytestmark = pytest.mark.slow
 
@@ -40,55 +37,15 @@ def url(jp_serverapp: Any, jp_fetch: Any, jp_http_port: int, jp_base_url: str) -
     return mcp_url(jp_http_port, jp_base_url)
 
 
-class _Channel:
-    """A pycrdt channel over a tornado websocket: the person's browser in the room."""
-
-    def __init__(self, websocket: Any, path: str) -> None:
-        self._websocket, self.path = websocket, path
-
-    def __aiter__(self) -> _Channel:
-        return self
-
-    async def __anext__(self) -> bytes:
-        message = await self._websocket.read_message()
-        if message is None:
-            raise StopAsyncIteration
-        return bytes(message) if not isinstance(message, str) else message.encode()
-
-    async def send(self, message: bytes) -> None:
-        await self._websocket.write_message(message, binary=True)
-
-    async def recv(self) -> bytes:
-        return await self.__anext__()
-
-
 @pytest.fixture
 def person(jp_fetch: Any, jp_http_port: int, jp_base_url: str, jp_auth_header: Any) -> Any:
     @asynccontextmanager
     async def connect(path: str) -> AsyncIterator[YNotebook]:
-        response = await jp_fetch(
-            "api",
-            "collaboration",
-            "session",
-            path,
-            method="PUT",
-            body=json.dumps({"format": "json", "type": "notebook"}),
+        websocket, room = await join_room(
+            jp_fetch, path, port=jp_http_port, base_url=jp_base_url, auth_header=jp_auth_header
         )
-        session = json.loads(response.body.decode())
-        room = f"json:notebook:{session['fileId']}"
-        address = (
-            f"ws://127.0.0.1:{jp_http_port}{jp_base_url}api/collaboration/room/{room}"
-            f"?sessionId={session['sessionId']}"
-        )
-        websocket = await websocket_connect(HTTPRequest(address, headers=dict(jp_auth_header)))
-        doc = YNotebook()
-        try:
-            async with Provider(doc.ydoc, _Channel(websocket, room)) as provider:
-                await asyncio.wait_for(provider.synced.wait(), 10)
-                await wait_until(lambda: len(doc.ycells) > 0, timeout=10, what="the room to sync")
-                yield doc
-        finally:
-            websocket.close()
+        async with synced(websocket, room) as doc:
+            yield doc
 
     return connect
 
