@@ -46,6 +46,9 @@ else:
 
 __all__ = ["LiveCellWriter", "youtput"]
 
+_now = time.monotonic
+"""The writer's clock; tests move it by hand."""
+
 log = logging.getLogger(__name__)
 
 
@@ -81,7 +84,7 @@ class LiveCellWriter:
         self.cell_missing = False
         self._pending: list[OutputOp] = []
         self._flushed = 0.0
-        self._saved = time.monotonic()
+        self._saved = _now()
 
     # -- RunSink -------------------------------------------------------------------------------
     def outputs(self) -> list[dict[str, Any]]:
@@ -116,12 +119,12 @@ class LiveCellWriter:
             await self._notice_clear()
         for op in self.model.handle(msg_type, content):
             merge_ops(self._pending, op)
-        if self._pending and time.monotonic() - self._flushed >= self.flush_seconds:
+        if self._pending and _now() - self._flushed >= self.flush_seconds:
             await self.flush()
 
     async def flush(self) -> None:
         """Write the waiting edits now, in one transaction; save when a save is due."""
-        now = time.monotonic()
+        now = _now()
         self._flushed = now
         if self._pending and self._written:
             await self._notice_clear()  # a clear since the last write drops what waits
@@ -174,7 +177,7 @@ class LiveCellWriter:
             self._pending.clear()
 
     async def _ycell(self) -> Any | None:
-        now = time.monotonic()
+        now = _now()
         if self._doc is None or now - self._fetched >= self.refresh_seconds:
             try:
                 document = (await self._documents.open(self._path)).ynotebook

@@ -11,6 +11,7 @@ from jupyter_ydoc import YNotebook
 from nb_helpers import on_server_loop
 from pycrdt import Text
 
+from jupyter_aaep.notebook import _cell_writer
 from jupyter_aaep.notebook._cell_writer import LiveCellWriter
 from jupyter_aaep.notebook._iopub import joined
 from jupyter_aaep.notebook._outputs import (
@@ -288,22 +289,35 @@ async def test_writer_clears_in_place_streams_and_finishes_in_one_step() -> None
 
 
 @on_server_loop
-async def test_a_flood_of_messages_is_one_write_per_tenth_of_a_second() -> None:
+async def test_a_flood_of_messages_is_one_write_per_tenth_of_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = [1000.0]  # the writer's clock moves only when the test says, however loaded the machine
+    monkeypatch.setattr(_cell_writer, "_now", lambda: clock[0])
     doc = _notebook()
     writer = LiveCellWriter(_Documents(doc), "n.ipynb", "c1")  # type: ignore[arg-type]
     await writer.begin()
     events: list[Any] = []
     subscription = doc.ydoc.observe(lambda event: events.append(event))
-    for i in range(2001):
+    for i in range(1000):
         await writer.handle("stream", {"name": "stderr", "text": f"\r{i // 20:3d}%|{i}/2000"})
-    assert len(events) <= 2 and writer.pending  # the first write at once, the rest kept back
+    assert len(events) == 1 and writer.pending  # the first write at once, the rest kept back
+    clock[0] += 0.05
+    await writer.handle("stream", {"name": "stderr", "text": "\r 50%|1000/2000"})
+    assert len(events) == 1  # still within the tenth of a second
+    clock[0] += 0.06
+    await writer.handle("stream", {"name": "stderr", "text": "\r 50%|1001/2000"})
+    assert len(events) == 2 and not writer.pending  # a tenth has passed: one write of all kept
+    for i in range(1002, 2001):
+        await writer.handle("stream", {"name": "stderr", "text": f"\r{i // 20:3d}%|{i}/2000"})
+    assert len(events) == 2 and writer.pending
     await writer.flush()
     assert not writer.pending
     assert str(doc.ycells[0]["outputs"][0]["text"]) == "100%|2000/2000"
     await writer.handle("stream", {"name": "stderr", "text": "\n"})
     await writer.finish(9)  # what was kept back is written with the end
     doc.ydoc.unobserve(subscription)
-    assert len(events) <= 4
+    assert len(events) <= 5
     assert doc.get_cell(0)["outputs"][0]["text"] == "100%|2000/2000\n"
     assert doc.ycells[0]["execution_state"] == "idle"
 
