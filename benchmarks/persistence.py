@@ -27,10 +27,10 @@ from jupyter_aaep import aaep_tool
 from jupyter_aaep.aaep import Emitter, Producer, Session, SessionStarted, Summary
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
-from jupyter_aaep.agent.persistence import ChatPersistence
-from jupyter_aaep.agent.runner import ChatRunner
-from jupyter_aaep.agent.store import ChatStore
 from jupyter_aaep.agent.tools import ToolRegistry
+from jupyter_aaep.chats.persistence import ChatPersistence
+from jupyter_aaep.chats.runner import ChatRunner
+from jupyter_aaep.store.chat_store import ChatStore
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 
 EVENTS = 20_000

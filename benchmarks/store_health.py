@@ -29,8 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from jupyter_aaep.agent.retention import RetentionPolicy
-from jupyter_aaep.agent.store import ChatStore
+from jupyter_aaep.store.chat_store import ChatStore
+from jupyter_aaep.store.retention import RetentionPolicy
 from jupyter_aaep.testing.store_soak import soak
 
 HOLD = """

@@ -30,8 +30,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from ..agent import store_files
 from ..errors import RequestError
+from ..store import files as store_files
 
 log = logging.getLogger(__name__)
 

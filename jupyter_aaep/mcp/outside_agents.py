@@ -36,13 +36,13 @@ from ..aaep.events import (
     Summary,
 )
 from ..aaep.session import Session
-from ..agent.chat import Chat
 from ..agent.control import RunControl
 from ..agent.dispatch import ToolDispatcher
 from ..agent.loop import SessionResult
-from ..agent.runner import ChatRunner
 from ..agent.tools import ToolRegistry
 from ..agent.usage import Usage
+from ..chats.chat import Chat
+from ..chats.runner import ChatRunner
 from ..errors import ToolError
 from ..words import plural
 

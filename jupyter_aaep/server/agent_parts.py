@@ -26,9 +26,9 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from ..agent.rules import RuleFiles
-    from ..agent.runner import ChatRunner
-    from ..agent.store import ChatStore
+    from ..chats.runner import ChatRunner
     from ..mcp.http_endpoint import MCPEndpoint
+    from ..store.chat_store import ChatStore
     from ..tools.mcp_tools import MCPServers
     from .app import AAEPExtension
     from .chat_roots import RenameFollower
@@ -95,9 +95,9 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
     from ..aaep.session import Producer
     from ..agent.context import ContextSettings, Strategy
     from ..agent.loop import AgentConfig
-    from ..agent.persistence import ChatPersistence
-    from ..agent.runner import ChatRunner
     from ..agent.usage import PriceTable
+    from ..chats.persistence import ChatPersistence
+    from ..chats.runner import ChatRunner
     from .chat_roots import RenameFollower, notebook_cell_ids, per_root_file_id, server_root
     from .long_runs import LongRunNews
     from .models import ModelCatalog

@@ -36,15 +36,15 @@ from ..aaep.session import Producer
 from ..agent.approval import APPROVAL_MODES, DEFAULT_TIMEOUTS, ApprovalPolicy
 from ..agent.context import ContextSettings
 from ..agent.loop import AgentConfig
-from ..agent.retention import RetentionPolicy
-from ..agent.store import ChatStore
-from ..agent.store_health import StoreHealth
 from ..agent.usage import PriceTable
 from ..mcp.credentials import OutsideCredentials
 from ..mcp.outside_agents import OutsideAgents
 from ..notebook.edit_record import missing_from_file
 from ..notebook.running import RunningCells
 from ..notebook.service import NotebookService
+from ..store.chat_store import ChatStore
+from ..store.health import StoreHealth
+from ..store.retention import RetentionPolicy
 from .agent_parts import AgentParts, build_parts
 from .credential_handlers import credential_routes
 from .handlers import handler_routes

@@ -2,7 +2,7 @@
 
 Why: one user's servers share one chat database (the Jupyter data directory's), and the same
 file name exists under many folders. A chat is keyed by the server's root (its real, resolved
-path) and the notebook's path under it (see :class:`~jupyter_aaep.agent.persistence.ChatPersistence`),
+path) and the notebook's path under it (see :class:`~jupyter_aaep.chats.persistence.ChatPersistence`),
 so a server rooted elsewhere never shows, continues or sends to the model another folder's chat.
 
 A chat follows its notebook's renames inside the root through the contents service's own

@@ -45,7 +45,7 @@ from .messages import REPLY_TYPES, Response, classify
 from .sse import EventStreamHandler
 
 if TYPE_CHECKING:
-    from ..agent.chat import Chat
+    from ..chats.chat import Chat
     from ..tools.kernel_tools import KernelToolRegistry
     from .service import AAEPService
 

@@ -38,8 +38,8 @@ from ..aaep.events import (
     Summary,
 )
 from ..aaep.session import Producer, Session
-from ..agent.runner import ChatRunner
 from ..agent.services import left_running_sentence
+from ..chats.runner import ChatRunner
 from ..errors import AAEPError
 from ..notebook.errors import ExecutionTimeout, KernelDied
 from ..notebook.kernel_watch import KernelWatch, PersonRun

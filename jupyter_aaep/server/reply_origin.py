@@ -36,7 +36,7 @@ from typing import Any
 from ..aaep.broker import ReplyBroker, ReplyOrigin, short_token
 from ..aaep.events import Progress, ProgressUpdated, Summary
 from ..agent.approval import MODE_LABELS
-from ..agent.chat import Chat
+from ..chats.chat import Chat
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from ..errors import RequestError, ToolError
 from ..notebook.service import NotebookService
 
 if TYPE_CHECKING:
-    from ..agent.chat import Chat
-    from ..agent.runner import ChatRunner
+    from ..chats.chat import Chat
+    from ..chats.runner import ChatRunner
     from ..notebook.documents import LiveNotebook
 
 __all__ = ["MAX_CONTEXT_ITEMS", "kernel_variables", "request_attachment", "save_alt_text"]

@@ -32,10 +32,10 @@ from ..aaep.broker import PendingRequest, ReplyOrigin, short_token
 from ..aaep.emitter import Event
 from ..aaep.handshake import Rejected
 from ..aaep.ids import is_valid_id
-from ..agent.chat import SUPPORTS, Chat
-from ..agent.runner import ChatRunner
-from ..agent.store import StoredChat
+from ..chats.chat import SUPPORTS, Chat
+from ..chats.runner import ChatRunner
 from ..errors import InvalidInput, RequestError
+from ..store.chat_store import StoredChat
 from .messages import (
     CONTROL_ACTIONS,
     KINDS,

@@ -46,7 +46,7 @@ from .reply_origin import StreamKeys
 
 if TYPE_CHECKING:
     from ..aaep.broker import ReplyBroker
-    from ..agent.chat import Chat
+    from ..chats.chat import Chat
 
 log = logging.getLogger(__name__)
 

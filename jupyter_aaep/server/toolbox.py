@@ -21,7 +21,7 @@ from ..agent.tools import ToolRegistry, ToolSpec
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
 
-    from ..agent.chat import Chat
+    from ..chats.chat import Chat
     from ..notebook.service import NotebookService
     from ..tools.kernel_tools import KernelToolRegistry
     from ..tools.mcp_tools import MCPServers

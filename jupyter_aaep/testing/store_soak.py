@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from ..aaep.emitter import Emitter
 from ..aaep.events import OutputStreaming, SessionCompleted, SessionStarted, Summary
 from ..aaep.session import Producer, Session
-from ..agent.chat import Chat
-from ..agent.persistence import ChatPersistence
-from ..agent.store import ChatStore
+from ..chats.chat import Chat
+from ..chats.persistence import ChatPersistence
+from ..store.chat_store import ChatStore
 
 ANSWER = (
     "The mean temperature in the cleaned table is 21.4 degrees, two tenths above last week's, "

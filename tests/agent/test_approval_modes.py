@@ -17,11 +17,11 @@ from jupyter_aaep.agent.approval import (
 )
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
-from jupyter_aaep.agent.persistence import ChatPersistence
-from jupyter_aaep.agent.runner import ChatRunner, InvalidInput
-from jupyter_aaep.agent.store import ChatStore
 from jupyter_aaep.agent.text_diff import describe_change
 from jupyter_aaep.agent.tools import ActionPreview, ToolRegistry, ToolResult, aaep_tool
+from jupyter_aaep.chats.persistence import ChatPersistence
+from jupyter_aaep.chats.runner import ChatRunner, InvalidInput
+from jupyter_aaep.store.chat_store import ChatStore
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from jupyter_aaep.tools.notebook import notebook_tools
 

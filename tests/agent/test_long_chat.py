@@ -17,9 +17,9 @@ from jupyter_aaep import aaep_tool
 from jupyter_aaep.aaep import Emitter, ListSubscriber, Producer, ReplyBroker, Session
 from jupyter_aaep.agent.context import SUMMARY_HEADER, ContextSettings
 from jupyter_aaep.agent.loop import AgentConfig, AgentLoop, ChatContext, SessionResult
-from jupyter_aaep.agent.runner import ChatRunner
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.agent.usage import PriceTable
+from jupyter_aaep.chats.runner import ChatRunner
 from jupyter_aaep.server.service import AAEPService
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse, Turn
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_aaep.agent import store_files
 from jupyter_aaep.errors import RequestError
 from jupyter_aaep.mcp.credentials import (
     MAX_CREDENTIALS,
@@ -17,6 +16,7 @@ from jupyter_aaep.mcp.credentials import (
     presented,
     scrubbed,
 )
+from jupyter_aaep.store import files as store_files
 
 
 def test_only_the_hash_is_kept_in_a_private_file_that_a_restart_reads(tmp_path: Path) -> None:

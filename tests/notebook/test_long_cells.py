@@ -20,9 +20,9 @@ from nb_helpers import Progress, on_server_loop, wait_for
 
 from jupyter_aaep.aaep.emitter import ListSubscriber
 from jupyter_aaep.aaep.session import Producer
-from jupyter_aaep.agent.runner import ChatRunner
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolContext, ToolRegistry
+from jupyter_aaep.chats.runner import ChatRunner
 from jupyter_aaep.notebook import executor as executor_module
 from jupyter_aaep.server.long_runs import LongRunNews, how_far_along
 from jupyter_aaep.tools.notebook import interrupt_kernel, run_all_cells, run_cell, wait_for_cell

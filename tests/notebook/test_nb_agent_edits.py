@@ -32,9 +32,9 @@ from jupyter_aaep.aaep import ListSubscriber
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.data_blocks import unwrap
 from jupyter_aaep.agent.loop import AgentConfig
-from jupyter_aaep.agent.runner import ChatRunner, InvalidInput
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolError, ToolRegistry
+from jupyter_aaep.chats.runner import ChatRunner, InvalidInput
 from jupyter_aaep.notebook._text_edits import version_tag
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from jupyter_aaep.tools.notebook import (

@@ -21,9 +21,9 @@ from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.agent.approval import ApprovalPolicy
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
-from jupyter_aaep.agent.runner import ChatRunner
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import StaleApproval, ToolError, ToolRegistry
+from jupyter_aaep.chats.runner import ChatRunner
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from jupyter_aaep.tools.notebook import create_cell, delete_cell, edit_cell, notebook_tools
 

@@ -11,9 +11,9 @@ from nb_helpers import on_server_loop
 from jupyter_aaep.aaep import ListSubscriber
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
-from jupyter_aaep.agent.runner import ChatBusy, ChatRunner, InvalidInput
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolRegistry
+from jupyter_aaep.chats.runner import ChatBusy, ChatRunner, InvalidInput
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from jupyter_aaep.tools.notebook import notebook_tools
 

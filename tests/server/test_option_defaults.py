@@ -17,8 +17,6 @@ from jupyter_aaep.aaep.session import Producer
 from jupyter_aaep.agent.approval import ApprovalPolicy
 from jupyter_aaep.agent.context import ContextSettings
 from jupyter_aaep.agent.loop import AgentConfig
-from jupyter_aaep.agent.retention import RetentionPolicy
-from jupyter_aaep.agent.store import ChatStore
 from jupyter_aaep.mcp.outside_agents import OutsideAgents
 from jupyter_aaep.notebook.progress_pacing import ProgressPacer
 from jupyter_aaep.notebook.running import RunningCells
@@ -29,6 +27,8 @@ from jupyter_aaep.server.option_defaults import default_of
 from jupyter_aaep.server.options import own_options
 from jupyter_aaep.server.sse import EventStreamHandler
 from jupyter_aaep.server.streams import SERVER_RECONNECT_GRACE, StreamHub
+from jupyter_aaep.store.chat_store import ChatStore
+from jupyter_aaep.store.retention import RetentionPolicy
 
 #: option -> the defaults of what it feeds, in the option's own terms (0 where they say None).
 FEEDS: dict[str, list[Callable[[], Any]]] = {

@@ -12,7 +12,7 @@ from server_helpers import of_type, types
 from tornado.httpclient import HTTPClientError
 
 from jupyter_aaep.aaep.clock import SessionClock
-from jupyter_aaep.agent.store import ChatStore
+from jupyter_aaep.store.chat_store import ChatStore
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 

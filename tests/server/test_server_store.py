@@ -11,7 +11,7 @@ import pytest
 from server_helpers import of_type, wait_until
 
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
-from tests.agent.store_faults import ForeignLock
+from tests.store.store_faults import ForeignLock
 
 
 async def test_chats_are_paged_newest_first_with_title_and_times(

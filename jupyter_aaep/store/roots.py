@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from .store import ChatStore, StoredChat
+from .chat_store import ChatStore, StoredChat
 
 log = logging.getLogger(__name__)
 

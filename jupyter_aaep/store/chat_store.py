@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import store_files
+from . import files as store_files
+from .health import StoreHealth, advice
 from .retention import RetentionPolicy
-from .store_health import StoreHealth, advice
-from .store_writer import STOP, StoreWriter, Write
+from .writer import STOP, StoreWriter, Write
 
 log = logging.getLogger(__name__)
 

@@ -33,10 +33,10 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 
+from .health import StoreHealth, classify
 from .retention import RetentionPolicy, prune_step, release_space
-from .store_health import StoreHealth, classify
 
-log = logging.getLogger("jupyter_aaep.agent.store")
+log = logging.getLogger("jupyter_aaep.store.chat_store")
 
 Run = Callable[[sqlite3.Connection], object]
 

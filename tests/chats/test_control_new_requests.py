@@ -12,10 +12,10 @@ import pytest
 
 from jupyter_aaep.aaep import ListSubscriber
 from jupyter_aaep.agent.control import STEERING_PREFIX
-from jupyter_aaep.agent.runner import ChatBusy, ChatRunner
+from jupyter_aaep.chats.runner import ChatBusy, ChatRunner
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
-from tests.agent import test_runner
-from tests.agent.test_runner import wait_until
+from tests.chats import test_runner
+from tests.chats.test_runner import wait_until
 
 runner = test_runner.runner  # the chat runner against the scripted model (a fixture)
 

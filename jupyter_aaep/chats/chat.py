@@ -15,11 +15,11 @@ from typing import Any
 from ..aaep.clock import ms_to_timestamp, utc_now_ms
 from ..aaep.emitter import Emitter
 from ..aaep.session import Session
-from .approval import ApprovalPolicy
-from .context import ContextState
-from .control import Guidance, RunControl
-from .loop import SessionResult
-from .usage import Usage
+from ..agent.approval import ApprovalPolicy
+from ..agent.context import ContextState
+from ..agent.control import Guidance, RunControl
+from ..agent.loop import SessionResult
+from ..agent.usage import Usage
 
 __all__ = ["EVENT_HISTORY_LIMIT", "SUPPORTS", "Chat", "now_iso"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_aaep.agent.store import ChatStore, StoredChat
+from jupyter_aaep.store.chat_store import ChatStore, StoredChat
 
 
 @pytest.fixture

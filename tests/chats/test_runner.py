@@ -12,9 +12,9 @@ from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
-from jupyter_aaep.agent.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat, undo_summary
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolRegistry
+from jupyter_aaep.chats.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat, undo_summary
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 
 

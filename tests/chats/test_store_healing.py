@@ -24,13 +24,13 @@ from jupyter_aaep import aaep_tool
 from jupyter_aaep.aaep.check import SequenceChecker
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
-from jupyter_aaep.agent.persistence import ChatPersistence
-from jupyter_aaep.agent.runner import Chat, ChatRunner
-from jupyter_aaep.agent.store import ChatStore, StoredChat
-from jupyter_aaep.agent.store_health import StoreHealth, recovered_words
 from jupyter_aaep.agent.tools import ToolRegistry
+from jupyter_aaep.chats.persistence import ChatPersistence
+from jupyter_aaep.chats.runner import Chat, ChatRunner
+from jupyter_aaep.store.chat_store import ChatStore, StoredChat
+from jupyter_aaep.store.health import StoreHealth, recovered_words
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
-from tests.agent.store_faults import ForeignLock, SmallDisk, immutable, skip_reason
+from tests.store.store_faults import ForeignLock, SmallDisk, immutable, skip_reason
 
 GATE = asyncio.Event()
 """Lets ``long_step`` finish; a new one per test (an Event belongs to the loop that first waits on it)."""

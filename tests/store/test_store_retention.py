@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from jupyter_aaep.aaep.emitter import Emitter
-from jupyter_aaep.agent.retention import RetentionPolicy
-from jupyter_aaep.agent.store import ChatStore, StepRecord, StoredChat
+from jupyter_aaep.store.chat_store import ChatStore, StepRecord, StoredChat
+from jupyter_aaep.store.retention import RetentionPolicy
 from jupyter_aaep.testing.store_soak import largest_chat_bytes, soak
 
 SESSIONS = 400

@@ -19,12 +19,12 @@ from typing import Any
 from ..aaep.emitter import Emitter, Event
 from ..aaep.events import OutputStreaming, SessionErrored, Summary, ToolCompleted
 from ..aaep.session import Producer, Session
+from ..agent.history import close_open_tool_uses
+from ..agent.usage import ModelRequest
+from ..store.chat_store import ChatStore, StepRecord, StoredChat
+from ..store.roots import CellIds, RootedChats
 from .chat import Chat, now_iso
-from .history import close_open_tool_uses
-from .store import ChatStore, StepRecord, StoredChat
 from .store_notices import StoreNotices
-from .store_roots import CellIds, RootedChats
-from .usage import ModelRequest
 
 log = logging.getLogger(__name__)
 

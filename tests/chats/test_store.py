@@ -16,12 +16,12 @@ from jupyter_aaep import aaep_tool
 from jupyter_aaep.aaep.check import SequenceChecker
 from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
-from jupyter_aaep.agent.persistence import RESTART_HINT, ChatPersistence, Discard
-from jupyter_aaep.agent.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat
 from jupyter_aaep.agent.services import AgentServices
-from jupyter_aaep.agent.store import ChatStore, StoredChat, decode_cursor, encode_cursor
 from jupyter_aaep.agent.tools import ToolRegistry
+from jupyter_aaep.chats.persistence import RESTART_HINT, ChatPersistence, Discard
+from jupyter_aaep.chats.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat
 from jupyter_aaep.mcp.outside_agents import OutsideAgents
+from jupyter_aaep.store.chat_store import ChatStore, StoredChat, decode_cursor, encode_cursor
 from jupyter_aaep.testing.fake_anthropic import ErrorReply, FakeAnthropic, ToolUse, Turn
 
 GATE = asyncio.Event()

@@ -20,19 +20,19 @@ from typing import TYPE_CHECKING, Any
 from ..aaep.broker import ReplyBroker, ReplyOrigin
 from ..aaep.emitter import Emitter, Event
 from ..aaep.session import Producer, Session
+from ..agent.approval import ApprovalPolicy
+from ..agent.chat_context import ChatContext
+from ..agent.control import MAX_TURNS_LIMIT, Applies, Guidance, RunControl
+from ..agent.loop import AgentConfig, AgentLoop, SessionResult
+from ..agent.services import AgentServices, SessionEdits
+from ..agent.tools import ToolRegistry
+from ..agent.usage import Usage
 from ..errors import ChatBusy, InvalidInput, UnknownChat, UnknownSession
-from .approval import ApprovalPolicy
+from ..store.chat_store import StoredChat, decode_cursor, encode_cursor
+from ..store.health import StoreHealth
 from .chat import EVENT_HISTORY_LIMIT, Chat
-from .chat_context import ChatContext
-from .control import MAX_TURNS_LIMIT, Applies, Guidance, RunControl
-from .loop import AgentConfig, AgentLoop, SessionResult
 from .persistence import CONTINUE_AFTER_ERROR, CONTINUE_TEXT, ChatPersistence, Discard
-from .services import AgentServices, SessionEdits
-from .store import StoredChat, decode_cursor, encode_cursor
-from .store_health import StoreHealth
-from .tools import ToolRegistry
 from .undo_words import actor_of, undo_summary
-from .usage import Usage
 
 if TYPE_CHECKING:  # the SDK loads with the first model client (issue 31)
     import anthropic

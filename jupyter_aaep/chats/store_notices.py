@@ -19,9 +19,9 @@ import asyncio
 from collections.abc import Iterable
 
 from ..aaep.events import Progress, ProgressUpdated, Summary
+from ..store.chat_store import ChatStore
+from ..store.health import StoreHealth, degraded_words, recovered_words
 from .chat import Chat
-from .store import ChatStore
-from .store_health import StoreHealth, degraded_words, recovered_words
 
 
 class StoreNotices:
