@@ -1,4 +1,4 @@
-"""What the runner stores, when, and how a stored chat comes back (see :mod:`.store`).
+"""What the runner stores, when, and how a stored chat comes back (see ``store/chat_store.py``).
 
 Kept apart from ``runner.py`` so the runner only calls a few hooks: every event a chat's
 emitter publishes is queued for the store by a subscriber, the model history is saved at
@@ -132,7 +132,7 @@ class ChatPersistence:
         store kept per root, so the same file name under two roots never shares one.
     root
         The server's root, resolved: only its chats are listed, loaded and recovered here
-        (:mod:`.store_roots`); ``None``: the store serves one server (every chat is its own).
+        (:mod:`~jupyter_aaep.store.roots`); ``None``: the store serves one server (every chat is its own).
     cell_ids
         The ids of the cells a notebook's file holds, to adopt chats older versions stored.
     """
@@ -172,7 +172,7 @@ class ChatPersistence:
             root=self.roots.root,
         )
 
-    # -- which chats are this root's (see :mod:`.store_roots`) -----------------------------------
+    # -- which chats are this root's (see :mod:`~jupyter_aaep.store.roots`) ----------------------
     def list_chats(
         self,
         notebook_path: str | None,

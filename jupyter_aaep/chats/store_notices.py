@@ -20,7 +20,8 @@ from collections.abc import Iterable
 
 from ..aaep.events import Progress, ProgressUpdated, Summary
 from ..store.chat_store import ChatStore
-from ..store.health import StoreHealth, degraded_words, recovered_words
+from ..store.health import StoreHealth, explained
+from ..words import plural
 from .chat import Chat
 
 
@@ -77,4 +78,33 @@ class StoreNotices:
         )
 
 
-__all__ = ["StoreNotices"]
+def degraded_words(health: StoreHealth, *, limit: int) -> tuple[str, str, str]:
+    """Terse, normal and detailed texts telling a chat that it is not being saved."""
+    reason, advice = explained(health.cause)
+    normal = (
+        f"This chat is not being saved right now: {reason}; the agent keeps working and saves it all once "
+        f"it can. {advice}"
+    )
+    detailed = (
+        f"{normal} Until then up to {limit} steps wait in memory; if the server stops before the database "
+        "can be written, they are lost."
+    )
+    if health.detail:
+        detailed += f" The database said: {health.detail}."
+    return "Chat not being saved for now.", normal, detailed
+
+
+def recovered_words(health: StoreHealth) -> tuple[str, str, str]:
+    """Terse, normal and detailed texts telling a chat that saving works again."""
+    if health.dropped:
+        steps = plural(health.dropped, "recorded step")
+        normal = (
+            f"This chat is being saved again. The messages and outcomes are saved, but {steps} of the "
+            "event log from the time it was not saved could not be kept."
+        )
+        return "Chat saved again, with gaps.", normal, normal
+    normal = "This chat is being saved again, including everything from while it was not."
+    return "Chat saved again.", normal, normal
+
+
+__all__ = ["StoreNotices", "degraded_words", "recovered_words"]

@@ -2,13 +2,13 @@
 
 Why this shape:
 
-- writes never block the event loop: they go to a writer thread (:mod:`.store_writer`)
+- writes never block the event loop: they go to a writer thread (:mod:`.writer`)
   that commits whatever piled up in one transaction, retries with backoff when the
   database is locked, full or read-only, and keeps the writes in memory meanwhile
   (bounded), so storing heals by itself once the cause is gone;
 - reads (listing chats, loading one on demand, recovery at start-up) use a second connection
   on the caller's thread: WAL lets them run beside the writer;
-- the files are private (:mod:`.store_files`) and the event log is bounded by a retention
+- the files are private (:mod:`.files`) and the event log is bounded by a retention
   policy (:mod:`.retention`);
 - a database that cannot be opened never stops the server: it logs one sentence and runs
   without history until the database can be written.
@@ -120,7 +120,7 @@ class StoredChat:
     model_label: str | None = None
     root: str | None = None
     """The resolved root folder of the server that made the chat (``None``: stored by a version
-    before 4, offered nowhere until a root adopts it; see :mod:`.store_roots`)."""
+    before 4, offered nowhere until a root adopts it; see :mod:`.roots`)."""
     history: list[dict[str, Any]] = field(default_factory=list)
     last_session_id: str | None = None
     snapshot_ids: list[str] = field(default_factory=list)

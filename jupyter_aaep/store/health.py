@@ -20,8 +20,6 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
-from ..words import plural
-
 Cause = Literal["locked", "full", "read_only", "other"]
 
 _BY_CODE: dict[str, Cause] = {
@@ -133,34 +131,9 @@ class StoreHealth:
         )
 
 
-def degraded_words(health: StoreHealth, *, limit: int) -> tuple[str, str, str]:
-    """Terse, normal and detailed texts telling a chat that it is not being saved."""
-    cause = health.cause or "other"
-    reason, advice = _ADVICE[cause]
-    normal = (
-        f"This chat is not being saved right now: {reason}; the agent keeps working and saves it all once "
-        f"it can. {advice}"
-    )
-    detailed = (
-        f"{normal} Until then up to {limit} steps wait in memory; if the server stops before the database "
-        "can be written, they are lost."
-    )
-    if health.detail:
-        detailed += f" The database said: {health.detail}."
-    return "Chat not being saved for now.", normal, detailed
+def explained(cause: Cause | None) -> tuple[str, str]:
+    """*cause* as a clause ("the disk is full") and what to do about it, as a sentence."""
+    return _ADVICE[cause or "other"]
 
 
-def recovered_words(health: StoreHealth) -> tuple[str, str, str]:
-    """Terse, normal and detailed texts telling a chat that saving works again."""
-    if health.dropped:
-        steps = plural(health.dropped, "recorded step")
-        normal = (
-            f"This chat is being saved again. The messages and outcomes are saved, but {steps} of the "
-            "event log from the time it was not saved could not be kept."
-        )
-        return "Chat saved again, with gaps.", normal, normal
-    normal = "This chat is being saved again, including everything from while it was not."
-    return "Chat saved again.", normal, normal
-
-
-__all__ = ["Cause", "StoreHealth", "advice", "classify", "degraded_words", "recovered_words"]
+__all__ = ["Cause", "StoreHealth", "advice", "classify", "explained"]

@@ -27,8 +27,9 @@ from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.chats.persistence import ChatPersistence
 from jupyter_aaep.chats.runner import Chat, ChatRunner
+from jupyter_aaep.chats.store_notices import recovered_words
 from jupyter_aaep.store.chat_store import ChatStore, StoredChat
-from jupyter_aaep.store.health import StoreHealth, recovered_words
+from jupyter_aaep.store.health import StoreHealth
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from tests.store.store_faults import ForeignLock, SmallDisk, immutable, skip_reason
 
