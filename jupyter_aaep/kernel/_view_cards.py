@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import ipywidgets as widgets  # type: ignore[import-untyped]
 
 from ._view_approval import PANEL_ONLY, PANEL_ONLY_CLASS, ApprovalWidget
 from ._view_html import approve_name, pressed_name, reject_name, request_html, request_outcome_html
-from ._view_state import RequestItem
+from ._view_state import RequestItem, ViewState
 
-if TYPE_CHECKING:
-    from .view import LiveView
+__all__ = ["CardHost", "RequestCard", "set_html"]
 
-__all__ = ["RequestCard", "set_html"]
+
+class CardHost(Protocol):
+    """What a card uses of its live view (``view.LiveView``), so the cards need not import the
+    view that builds them."""
+
+    state: ViewState
+    client: Any
+
+    def reply(self, token: str, value: str) -> None: ...
 
 
 class RequestCard:
@@ -27,7 +34,7 @@ class RequestCard:
     the page. Pressing it again does nothing. Every other button is disabled once answered.
     """
 
-    def __init__(self, view: LiveView, item: RequestItem) -> None:
+    def __init__(self, view: CardHost, item: RequestItem) -> None:
         self.view = view
         self.token = item.token
         self.facts = widgets.HTML()

@@ -24,11 +24,25 @@ from .progress_pacing import Beat, ProgressPacer, progress_phrase, value_text
 
 if TYPE_CHECKING:
     from ._sessions import KernelInfo
-    from .service import CellRun
+    from .executor import ExecutionResult
 
-__all__ = ["RunningCell", "RunningCells"]
+__all__ = ["CellRun", "RunningCell", "RunningCells"]
 
 BeatListener = Callable[["RunningCell", Beat], None]
+
+
+@dataclass(frozen=True)
+class CellRun:
+    """One cell run: where the cell was, what ran, and what came of it."""
+
+    cell_id: str
+    number: int
+    """1-based position of the cell when the run started."""
+    source: str
+    kernel: KernelInfo
+    result: ExecutionResult
+    cell_deleted: bool = False
+    """The user deleted the cell during the run (the outputs are only in ``result``)."""
 
 
 @dataclass(eq=False)

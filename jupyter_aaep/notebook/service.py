@@ -27,9 +27,9 @@ from ._text_edits import version_tag
 from .documents import LiveNotebook, NotebookDocuments, normalize_path
 from .edit_record import AGENT, EditRecord, UndoReport, undo_records
 from .errors import NotebookError
-from .executor import ExecutionResult, KernelExecutor, ProgressCallback
+from .executor import KernelExecutor, ProgressCallback
 from .progress import ProgressTracker
-from .running import RunningCell, RunningCells
+from .running import CellRun, RunningCell, RunningCells
 from .shown import ShownSources
 
 if TYPE_CHECKING:
@@ -71,20 +71,6 @@ class NotebookEntry:
     last_modified: str | None
     kernel: str | None
     """The running kernel's name when the notebook has a session, else ``None``."""
-
-
-@dataclass(frozen=True)
-class CellRun:
-    """One cell run: where the cell was, what ran, and what came of it."""
-
-    cell_id: str
-    number: int
-    """1-based position of the cell when the run started."""
-    source: str
-    kernel: KernelInfo
-    result: ExecutionResult
-    cell_deleted: bool = False
-    """The user deleted the cell during the run (the outputs are only in ``result``)."""
 
 
 class NotebookService:

@@ -26,7 +26,8 @@ import { IDisposable } from '@lumino/disposable';
 import { Verbosity } from './aaep';
 import { Delivery, ISpeechSink } from './delivery';
 import { IProcessedEvent } from './model';
-import { Narrator, Politeness, START_GRACE_MS } from './narrator';
+import { Narrator, START_GRACE_MS } from './narrator';
+import type { Politeness } from './speech';
 import { spokenMedia } from './speech';
 
 export { START_GRACE_MS };

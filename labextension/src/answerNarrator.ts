@@ -6,7 +6,7 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { IAAEPEvent, bool, str } from './aaep';
-import type { ISpeech } from './narrator';
+import type { ISpeech } from './speech';
 import { ISpeechPiece, SentenceBuffer, endsSentence, markCutOff } from './speech';
 
 /** An answer that opens with a closing word ("Done. …"): the turn's closing line says it. */

@@ -22,7 +22,7 @@
  * - Nothing twice in a row, unless the user asked for it; an alert takes
  *   nothing along that it says itself.
  */
-import type { ISpeech, Politeness } from './narrator';
+import type { ISpeech, Politeness } from './speech';
 
 /** Where the words go: two live regions, or a recorder in tests. */
 export interface ISpeechSink {

@@ -16,52 +16,8 @@ import { IAAEPEvent, Verbosity, coreName, isCritical, isRecord, num, pickSummary
 import type { IProcessedEvent } from './model';
 import { withoutHint } from './model';
 import { AnswerNarrator } from './answerNarrator';
+import type { ISpeech, Politeness, SpeechKind } from './speech';
 import { saysReason, spokenMedia } from './speech';
-
-/** Politeness of an announcement. */
-export type Politeness = 'polite' | 'assertive';
-
-/**
- * What a piece of speech is, so the delivery knows what may be shortened when
- * something that needs an answer arrives.
- */
-export type SpeechKind =
-  | 'prose' // the agent's streamed answer (also in the transcript)
-  | 'start' // the start of a step
-  | 'step' // the result of a step
-  | 'progress'
-  | 'state'
-  | 'closing' // the one closing line of a turn
-  | 'request' // needs an answer (approval, question)
-  | 'alert' // an error or handoff
-  | 'said'; // anything else
-
-/** One thing to say, for the delivery. */
-export interface ISpeech {
-  text: string;
-  politeness: Politeness;
-  kind: SpeechKind;
-  /** Queued pieces with the same key replace each other (progress, a step's start). */
-  key?: string;
-  /** Hold this piece (and what follows) back this long before writing it (ms). */
-  holdMs?: number;
-  /**
-   * Instead of saying `text`, drop the queued piece with this key if it is
-   * still waiting (a quick step's start); `text` is then empty.
-   */
-  cancelKey?: string;
-  /**
-   * If the queued piece with this key is still waiting, replace its text with
-   * `amendText` and say nothing else; otherwise say `text`.
-   */
-  amendKey?: string;
-  amendText?: string;
-  /**
-   * Said even if it repeats what was just said, and never dropped: the user
-   * asked for it (a command's answer). Event speech is not.
-   */
-  asked?: boolean;
-}
 
 /** Narrator options (from the settings). */
 export interface INarratorConfig {
