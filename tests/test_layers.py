@@ -29,6 +29,9 @@ ALLOWED: dict[str, set[str]] = {
     "notebook": {"aaep", "errors", "_version", "words"},
     "tools": {"aaep", "agent", "notebook", "errors", "_version", "words"},
     "kernel": {"aaep", "agent", "errors", "_version", "words"},
+    # Outside agents' MCP server and the hub's gateway: below the server, which loads them.
+    "mcp": {"aaep", "agent", "chats", "store", "tools", "notebook", "errors", "_version", "words"},
+    "hub": {"aaep", "agent", "errors", "_version", "words"},
 }
 
 
