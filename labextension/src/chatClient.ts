@@ -157,6 +157,26 @@ export function listMCPServers(): Promise<{ config_file: string | null; servers:
   return requestAPI(['mcp', 'servers']);
 }
 
+/** A tool server whose word that a tool changes nothing the person trusts (`GET aaep/v1/mcp/trust`). */
+export interface IMCPTrust {
+  server: string;
+  /** What starts it (command line or URL, secrets masked). */
+  origin: string;
+  /** When the person said so, ISO 8601 UTC (may be empty in an old file). */
+  granted_at: string;
+}
+
+/** `GET aaep/v1/mcp/trust`: the servers the person trusts. */
+export async function listMCPTrust(): Promise<IMCPTrust[]> {
+  const answer = await requestAPI<{ trusted?: IMCPTrust[] }>(['mcp', 'trust']);
+  return answer.trusted ?? [];
+}
+
+/** `DELETE aaep/v1/mcp/trust/{server}`: its "read-only" tools ask again from now on. */
+export async function revokeMCPTrust(server: string): Promise<void> {
+  await requestAPI<unknown>(['mcp', 'trust', server], { method: 'DELETE' });
+}
+
 /** `GET aaep/v1/chats/{id}/variables`. */
 export function listVariables(chatId: string): Promise<IVariablesAnswer> {
   return requestAPI<IVariablesAnswer>(['chats', chatId, 'variables']);
