@@ -86,7 +86,7 @@ def clean_title(title: str) -> str:
 def _walk(schema: Any, where: str, words: list[str]) -> Any:
     """*schema* without its free text, which is added to *words* as ``where: …`` lines."""
     if not isinstance(schema, dict):
-        return schema if isinstance(schema, bool) else {}
+        return schema  # true/false, or broken: then schema_problem leaves the tool out, as before
     kept: dict[str, Any] = {}
     said = [
         f"{key}: {' '.join(text.split())}"
