@@ -149,6 +149,8 @@ export interface IMCPServerInfo {
   status: string;
   /** Why it is not working: the end of a sentence ("the command x was not found."), or null. */
   message: string | null;
+  /** Whether the person trusts it, as it is set up now (a trust given to another setup does not count). */
+  trusted?: boolean;
   tools: { name: string; title: string; read_only?: boolean; asks?: boolean }[];
 }
 

@@ -60,6 +60,15 @@ test('a trusted server says what the trust means and since when; taking it back 
       'You trust its tools that say they change nothing to run without asking.'
     );
   }
+  // Trusted as started by one command; the server's entry now starts another: the trust does not hold.
+  assert.equal(
+    mcpTrustLine(trust, trans, false),
+    'You trusted it when it was started by python hostile.py; it now starts something else, so its tools ask you again.'
+  );
+  assert.equal(
+    mcpTrustLine({ ...trust, origin: '' }, trans, false),
+    'You trusted an earlier setup of it; its tools ask you again.'
+  );
   assert.equal(
     mcpTrustRevoked('cache', trans),
     'You no longer trust the cache server: its tools that say they change nothing will ask you first again.'

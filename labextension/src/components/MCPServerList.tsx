@@ -42,11 +42,13 @@ function TrustLine(props: {
   trust: IMCPTrust;
   trans: TranslationBundle;
   onRevoke: (trust: IMCPTrust) => void;
+  /** False when the server now starts something else than what was trusted. */
+  holds?: boolean;
 }): JSX.Element {
   const { trust, trans } = props;
   return (
     <p className="jp-AAEPMCP-trust">
-      {mcpTrustLine(trust, trans)}{' '}
+      {mcpTrustLine(trust, trans, props.holds ?? true)}{' '}
       <button
         type="button"
         className="jp-mod-styled jp-mod-warn jp-AAEPMCP-untrust"
@@ -145,7 +147,14 @@ export function MCPServerList(props: IMCPServerListProps): JSX.Element | null {
                     {trans._n('1 tool: %2', '%1 tools: %2', titles.length, titles.join(', '))}
                   </p>
                 )}
-                {trust && <TrustLine trust={trust} trans={trans} onRevoke={t => void revoke(t)} />}
+                {trust && (
+                  <TrustLine
+                    trust={trust}
+                    trans={trans}
+                    holds={server.trusted !== false}
+                    onRevoke={t => void revoke(t)}
+                  />
+                )}
               </li>
             );
           })}

@@ -54,8 +54,20 @@ function trustedSince(trust: IMCPTrust): string {
   return when && !Number.isNaN(when.getTime()) ? when.toLocaleString() : '';
 }
 
-/** The line under a trusted server: what the trust means and since when. */
-export function mcpTrustLine(trust: IMCPTrust, trans: TranslationBundle): string {
+/**
+ * The line under a trusted server: what the trust means and since when; or, when
+ * the server is now set up to start something else (`holds` false), that the trust
+ * was for the earlier setup and its tools ask again.
+ */
+export function mcpTrustLine(trust: IMCPTrust, trans: TranslationBundle, holds = true): string {
+  if (!holds) {
+    return trust.origin
+      ? trans.__(
+          'You trusted it when it was started by %1; it now starts something else, so its tools ask you again.',
+          trust.origin
+        )
+      : trans.__('You trusted an earlier setup of it; its tools ask you again.');
+  }
   const since = trustedSince(trust);
   return since
     ? trans.__('You trust its tools that say they change nothing to run without asking (since %1).', since)
