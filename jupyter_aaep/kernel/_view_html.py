@@ -11,7 +11,8 @@ import math
 import re
 from typing import Any
 
-from ._markdown import escape, markdown_to_html
+from ._markdown import escape
+from ._view_citations import cited_html
 from ._view_state import (
     AnswerItem,
     NoticeItem,
@@ -87,6 +88,10 @@ STYLE = (
     ".jp-AAEPView-progressTrack{flex:0 0 12em;height:0.8em;border:1px solid var(--jp-border-color1);"
     "background:var(--jp-layout-color2);}"
     ".jp-AAEPView-progressFill{height:100%;background:var(--jp-brand-color1);}"
+    # A cited cell: looks like the link it is (not by colour alone), with a visible focus.
+    ".jp-AAEPView a.jp-AAEPView-citation{color:var(--jp-content-link-color);text-decoration:underline;}"
+    ".jp-AAEPView a.jp-AAEPView-citation:focus-visible{outline:2px solid var(--jp-brand-color1);"
+    "outline-offset:1px;}"
     "</style>"
 )
 """Spacing and the card's edge, from JupyterLab's theme variables (light, dark, high contrast)."""
@@ -123,7 +128,7 @@ def progress_html(bar: ProgressBar | None) -> str:
 
 
 def answer_html(item: AnswerItem) -> str:
-    body = markdown_to_html(item.text) or "<p>…</p>"
+    body = cited_html(item.text, item.citations) or "<p>…</p>"
     tail = "" if item.complete else '<p class="jp-AAEPView-more"><em>(still writing…)</em></p>'
     return f'<div class="jp-AAEPView-answer">{body}{tail}</div>'
 

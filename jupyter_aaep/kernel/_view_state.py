@@ -24,6 +24,7 @@ from typing import Any, Literal
 from ..aaep.clock import parse_timestamp
 from ..agent.services import cells_left_running
 from ..words import plural
+from ._view_citations import ViewCitation, citations_of
 
 __all__ = [
     "AnswerItem",
@@ -142,6 +143,7 @@ class AnswerItem:
     text: str = ""
     complete: bool = False
     kind: Literal["answer"] = "answer"
+    citations: list[ViewCitation] = field(default_factory=list)
 
 
 @dataclass
@@ -411,6 +413,7 @@ class ViewState:
                 item = self.items[key] = AnswerItem(key)
             if not item.complete:
                 chunk = event.get("chunk")
+                item.citations += citations_of(event, len(item.text))
                 item.text += chunk if isinstance(chunk, str) else ""
                 item.complete = event.get("complete") is True
         elif name == "tool.invoked":

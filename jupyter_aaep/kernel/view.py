@@ -372,7 +372,7 @@ class LiveView:
             widget = pending.pop(0)
             if isinstance(widget, widgets.HTML):
                 inline = re.sub(
-                    r"<style>.*?</style>|</?(?:strong|em|code)>|<wbr>",
+                    r"<style>.*?</style>|</?(?:strong|em|code)>|<a\s[^>]*>|</a>|<wbr>",
                     "",
                     widget.value,
                     flags=re.DOTALL,

@@ -35,6 +35,7 @@ from ..notebook.progress_pacing import (
 from ._mcp_claims import (
     clean_title,
     model_description,
+    model_schema,
 )
 from ._mcp_startup import ERROR_LINE, private_log, why_not_started
 from .mcp_config import ServerConfig, ServerProblem, command_allowed, read_config
@@ -205,14 +206,16 @@ class _Server:
             and (hints is None or hints.destructive_hint is None or hints.destructive_hint)
         )
         open_world = self.config.always_ask or hints is None or hints.open_world_hint is not False
-        schema = (
+        schema, parameters = model_schema(
             tool.input_schema
             if isinstance(tool.input_schema, dict)
             else {"type": "object", "properties": {}}
         )
         return MCPTool(
             name=f"mcp__{self.config.name}__{_UNSAFE.sub('_', tool.name)}"[:64],
-            description=model_description(self.config.name, title, tool.description or ""),
+            description=model_description(
+                self.config.name, title, tool.description or "", parameters
+            ),
             input_schema=schema,
             func=never_called,
             risk_level="medium" if destructive else "low",

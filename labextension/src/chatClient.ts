@@ -149,12 +149,34 @@ export interface IMCPServerInfo {
   status: string;
   /** Why it is not working: the end of a sentence ("the command x was not found."), or null. */
   message: string | null;
+  /** Whether the person trusts it, as it is set up now (a trust given to another setup does not count). */
+  trusted?: boolean;
   tools: { name: string; title: string; read_only?: boolean; asks?: boolean }[];
 }
 
 /** `GET aaep/v1/mcp/servers`: the user's tool servers, their status and tools. */
 export function listMCPServers(): Promise<{ config_file: string | null; servers: IMCPServerInfo[] }> {
   return requestAPI(['mcp', 'servers']);
+}
+
+/** A tool server whose word that a tool changes nothing the person trusts (`GET aaep/v1/mcp/trust`). */
+export interface IMCPTrust {
+  server: string;
+  /** What starts it (command line or URL, secrets masked). */
+  origin: string;
+  /** When the person said so, ISO 8601 UTC (may be empty in an old file). */
+  granted_at: string;
+}
+
+/** `GET aaep/v1/mcp/trust`: the servers the person trusts. */
+export async function listMCPTrust(): Promise<IMCPTrust[]> {
+  const answer = await requestAPI<{ trusted?: IMCPTrust[] }>(['mcp', 'trust']);
+  return answer.trusted ?? [];
+}
+
+/** `DELETE aaep/v1/mcp/trust/{server}`: its "read-only" tools ask again from now on. */
+export async function revokeMCPTrust(server: string): Promise<void> {
+  await requestAPI<unknown>(['mcp', 'trust', server], { method: 'DELETE' });
 }
 
 /** `GET aaep/v1/chats/{id}/variables`. */

@@ -2,22 +2,25 @@
  * Following a cell citation: the cell becomes the notebook's active cell,
  * scrolls into view and takes the focus (its cited lines selected), and the
  * person hears where they are. Also tells the transcript the cells' numbers
- * now, so a citation is named by the number the person sees.
+ * now, so a citation is named by the number the person sees. The `%aaep`
+ * view's citation links come here too (`followViewCitations`), for the
+ * notebook they are shown in.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { TranslationBundle } from '@jupyterlab/translation';
+import { DisposableDelegate, IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { Announcer } from './announcer';
-import { ICitation, citationWords } from './citations';
+import { ICitation, VIEW_CITATION_SELECTOR, citationOfLink, citationWords } from './citations';
 
 /** What the transcript needs to name and follow citations. */
 export interface ICitationNavigator {
   /** The cell's number now; `null` when it is gone, `undefined` when the notebook is not open. */
   numberOf(cellId: string): number | null | undefined;
-  /** Go to the cited cell and say so. */
-  go(citation: ICitation): void;
+  /** Go to the cited cell (of `panel`, else of the chat's notebook) and say so. */
+  go(citation: ICitation, panel?: NotebookPanel): void;
   /** The notebook's cells changed (numbers may have). */
   readonly changed: ISignal<ICitationNavigator, void>;
 }
@@ -48,9 +51,9 @@ export class CitationNavigator implements ICitationNavigator {
     return index < 0 ? null : index + 1;
   }
 
-  go(citation: ICitation): void {
+  go(citation: ICitation, inPanel?: NotebookPanel): void {
     const { announcer, trans, shell } = this._options;
-    const panel = this._panel();
+    const panel = inPanel ?? this._panel();
     if (!panel) {
       announcer.announce(trans.__('Open the notebook first: the cited cell is in it.'));
       return;
@@ -115,4 +118,24 @@ export class CitationNavigator implements ICitationNavigator {
   };
   private _watched = new WeakSet<object>();
   private _changed = new Signal<ICitationNavigator, void>(this);
+}
+
+/**
+ * Follow a click on a `%aaep` view's citation link (a real `<a href>`: Tab
+ * reaches it, Enter clicks it) to its cell, in the notebook the link is in.
+ * One listener on the page; links elsewhere are left alone.
+ */
+export function followViewCitations(tracker: INotebookTracker, navigator: ICitationNavigator): IDisposable {
+  const onClick = (event: MouseEvent) => {
+    const link = event.target instanceof Element ? event.target.closest(VIEW_CITATION_SELECTOR) : null;
+    const panel = link ? tracker.find(p => p.node.contains(link)) : undefined;
+    const citation = link instanceof HTMLElement ? citationOfLink(link.dataset) : null;
+    if (!panel || !citation) {
+      return;
+    }
+    event.preventDefault(); // the address stays as it is
+    navigator.go(citation, panel);
+  };
+  document.addEventListener('click', onClick);
+  return new DisposableDelegate(() => document.removeEventListener('click', onClick));
 }

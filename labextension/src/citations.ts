@@ -113,3 +113,25 @@ export function citationIndex(href: string | null): number | null {
   const index = Number(href.slice(at + CITATION_HREF.length));
   return Number.isInteger(index) && index >= 0 ? index : null;
 }
+
+/** The class and data attributes of a citation link in the `%aaep` view (`kernel/_view_citations.py`). */
+export const VIEW_CITATION_SELECTOR = 'a.jp-AAEPView-citation[data-aaep-cell-id]';
+
+/**
+ * The citation a `%aaep` view's link names, from its `data-` attributes
+ * (`aaepCellId`, `aaepFirstLine`, `aaepLastLine`), or null when they do not
+ * name a cell. The kernel wrote them: only a well-formed id and line numbers count.
+ */
+export function citationOfLink(data: { [key: string]: string | undefined }): ICitation | null {
+  const cellId = data.aaepCellId ?? '';
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(cellId)) {
+    return null;
+  }
+  const line = (value: string | undefined) => {
+    const n = Number(value);
+    return value && Number.isInteger(n) && n > 0 ? n : undefined;
+  };
+  const firstLine = line(data.aaepFirstLine);
+  const lastLine = firstLine === undefined ? undefined : (line(data.aaepLastLine) ?? firstLine);
+  return { start: 0, end: 0, cellId, firstLine, lastLine };
+}

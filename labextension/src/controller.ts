@@ -64,9 +64,9 @@ export class ChatController {
     return wanted;
   }
 
-  /** Say something through the panel's announcer (polite). */
-  announce(text: string): void {
-    this._announcer.announce(text);
+  /** Say something through the panel's announcer (polite unless told). */
+  announce(text: string, politeness: 'polite' | 'assertive' = 'polite'): void {
+    this._announcer.announce(text, politeness);
   }
 
   /** The open chat's session, or `null`. */

@@ -9,7 +9,7 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { Announcer } from './announcer';
-import { CitationNavigator } from './citationNavigator';
+import { CitationNavigator, followViewCitations } from './citationNavigator';
 import { CommandIDs, registerCommands } from './commands';
 import { FigureDescriber } from './figures';
 import { ModelChooser } from './modelChoice';
@@ -55,6 +55,14 @@ async function activate(
   const controller = new ChatController({ announcer, trans, settings: () => settings });
   const describer = new FigureDescriber({ controller, announcer, trans });
   const chooser = new ModelChooser({ controller, announcer, trans });
+  const citations = new CitationNavigator({
+    tracker,
+    shell: app.shell,
+    announcer,
+    trans,
+    notebookPath: () => controller.notebookPath
+  });
+  followViewCitations(tracker, citations); // the %aaep view's links, for as long as the page lives
   const panel = new AgentPanel({
     controller,
     describer,
@@ -69,13 +77,7 @@ async function activate(
     rendermime,
     commands: app.commands,
     translator: translator ?? nullTranslator,
-    citations: new CitationNavigator({
-      tracker,
-      shell: app.shell,
-      announcer,
-      trans,
-      notebookPath: () => controller.notebookPath
-    })
+    citations
   });
   app.shell.add(panel, settings.panelArea, { rank: 900 });
   restorer?.add(panel, 'jupyter-aaep-panel');

@@ -1,6 +1,8 @@
 /**
- * "Which rules apply here?": the rules files the agent follows in this
- * notebook, in one announcement (pure words; the command is in commands.ts).
+ * The rules files the agent follows in a notebook: the server call, the one
+ * announcement of *Which rules apply here?* (the command is in commands.ts)
+ * and the lines the settings list (`components/RulesList.tsx`). Pure words,
+ * unit-tested in `test/rules-words.test.mjs`.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
@@ -23,6 +25,26 @@ export interface IRulesReport {
   problems: string[];
   /** The server's own sentence ("2 rules apply: AGENTS.md, …"). */
   sentence: string;
+}
+
+/** `GET aaep/v1/rules?notebook_path=`: the rules of that notebook. */
+export function readRules(notebookPath: string): Promise<IRulesReport> {
+  return requestAPI<IRulesReport>(['rules'], {}, { notebook_path: notebookPath });
+}
+
+/** Where a rule that applies is, and where it applies, for the settings' list. */
+export function ruleWhere(rule: IRuleFile, trans: TranslationBundle): string {
+  const where = rule.scope
+    ? trans.__('at %1; applies to %2', rule.path, rule.scope)
+    : trans.__('at %1; applies everywhere', rule.path);
+  return rule.cut ? trans.__('%1 (cut to fit: the agent reads only its beginning)', where) : where;
+}
+
+/** Why a rule was left out, for the settings' list. */
+export function ruleLeftOut(rule: IRuleFile, trans: TranslationBundle): string {
+  return rule.active
+    ? trans.__('at %1; not for this notebook: it is for %2', rule.path, rule.scope ?? '')
+    : trans.__('at %1; switched off (active: false)', rule.path);
 }
 
 /** Everything about the notebook's rules in one announcement: which apply, where each
@@ -52,8 +74,7 @@ export async function whichRules(notebookPath: string | null, trans: Translation
     return trans.__('Open a notebook first: rules are read for the notebook the agent works on.');
   }
   try {
-    const report = await requestAPI<IRulesReport>(['rules'], {}, { notebook_path: notebookPath });
-    return rulesWords(report, trans);
+    return rulesWords(await readRules(notebookPath), trans);
   } catch (error) {
     return trans.__('Could not read the rules: %1', error instanceof Error ? error.message : String(error));
   }

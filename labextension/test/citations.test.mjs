@@ -5,7 +5,7 @@ import { test } from 'node:test';
 
 import { applyEvent } from '../lib/applyEvent.js';
 import * as chat from '../lib/chatState.js';
-import { citationIndex, citationWords, citationsOf, withCitationLinks } from '../lib/citations.js';
+import { citationIndex, citationOfLink, citationWords, citationsOf, withCitationLinks } from '../lib/citations.js';
 
 const fill = (text, args) => text.replace(/%(\d)/g, (_, i) => String(args[Number(i) - 1]));
 const trans = { __: (text, ...args) => fill(text, args) };
@@ -109,4 +109,26 @@ test('which rules apply, in one announcement', async () => {
     '1 rule applies: AGENTS.md. AGENTS.md is at /srv/AGENTS.md and applies everywhere. ' +
       '.aaep/rules/r.md does not apply here: it is for languages r. .aaep/rules/off.md is switched off (active: false).'
   );
+});
+
+test("a %aaep view's link names its cell by data attributes; anything else names none", () => {
+  assert.deepEqual(citationOfLink({ aaepCellId: 'abc-1' }), {
+    start: 0,
+    end: 0,
+    cellId: 'abc-1',
+    firstLine: undefined,
+    lastLine: undefined
+  });
+  assert.deepEqual(citationOfLink({ aaepCellId: 'def_2', aaepFirstLine: '3', aaepLastLine: '5' }), {
+    start: 0,
+    end: 0,
+    cellId: 'def_2',
+    firstLine: 3,
+    lastLine: 5
+  });
+  assert.equal(citationOfLink({ aaepCellId: 'x', aaepFirstLine: '2' }).lastLine, 2);
+  assert.equal(citationOfLink({ aaepCellId: 'x', aaepFirstLine: '-1', aaepLastLine: '4' }).firstLine, undefined);
+  for (const aaepCellId of [undefined, '', 'a b', '"><img>', 'x'.repeat(65)]) {
+    assert.equal(citationOfLink({ aaepCellId }), null, String(aaepCellId));
+  }
 });

@@ -45,3 +45,34 @@ test('a tool is listed by its title, without the server name the list already gi
   assert.equal(mcpToolTitle({ name: 'read_note', title: 'Read Note' }, 'notes'), 'Read Note');
   assert.equal(mcpToolTitle({ name: 'read_note', title: '' }, 'notes'), 'read_note');
 });
+
+test('a trusted server says what the trust means and since when; taking it back is said', async () => {
+  const { mcpTrustLine, mcpTrustNotSetUp, mcpTrustRevoked } = await import('../lib/components/mcpWords.js');
+  const trust = { server: 'cache', origin: 'python hostile.py', granted_at: '2026-11-28T18:02:00Z' };
+  const since = new Date(trust.granted_at).toLocaleString();
+  assert.equal(
+    mcpTrustLine(trust, trans),
+    `You trust its tools that say they change nothing to run without asking (since ${since}).`
+  );
+  for (const granted_at of ['', 'not a date']) {
+    assert.equal(
+      mcpTrustLine({ ...trust, granted_at }, trans),
+      'You trust its tools that say they change nothing to run without asking.'
+    );
+  }
+  // Trusted as started by one command; the server's entry now starts another: the trust does not hold.
+  assert.equal(
+    mcpTrustLine(trust, trans, false),
+    'You trusted it when it was started by python hostile.py; it now starts something else, so its tools ask you again.'
+  );
+  assert.equal(
+    mcpTrustLine({ ...trust, origin: '' }, trans, false),
+    'You trusted an earlier setup of it; its tools ask you again.'
+  );
+  assert.equal(
+    mcpTrustRevoked('cache', trans),
+    'You no longer trust the cache server: its tools that say they change nothing will ask you first again.'
+  );
+  assert.equal(mcpTrustNotSetUp(trust, trans), 'cache is no longer set up (it was started by python hostile.py).');
+  assert.equal(mcpTrustNotSetUp({ ...trust, origin: '' }, trans), 'cache is no longer set up.');
+});

@@ -311,3 +311,46 @@ def test_code_keeps_its_lines_and_their_indentation() -> None:
     code = html[html.index("<pre") :]
     assert unescape(re.sub(r"<[^>]+>", "", code)) == "if ok:\n\tx = 1\n        plt.title('<b>')"
     assert "<b>" not in html and 'style="--jp-private-aaep-gutter:2ch"' in html
+
+
+def test_a_citation_in_the_answer_is_a_link_to_its_cell_and_a_gone_cell_is_words() -> None:
+    """The server's own rewriter makes the chunks (two pieces, the second citation split across
+    them); the view links each cited cell that exists, by its id in data attributes, never in
+    the words; a cell that no longer exists stays words; the model's text cannot forge a link."""
+    from jupyter_aaep.agent.citations import CitationRewriter
+
+    rewrite = CitationRewriter({"abc-1": 4, "def_2": 2})
+    pieces = [
+        "Loaded in [[cell:abc-1]]; the mean is in [[cell:de",
+        'f_2:3-5]] and <a href="x">[[cell:gone]]</a> \ue0000\ue001.',
+    ]
+    state = ViewState("Where?")
+    state.session_id = "sess_1"
+    for i, piece in enumerate(pieces):
+        text, extensions = rewrite(piece, i == len(pieces) - 1)
+        event: dict[str, Any] = {
+            "type": "aaep:agent.output.streaming",
+            "event_id": f"evt_{i}",
+            "session_id": "sess_1",
+            "output_id": "out_1",
+            "chunk": text,
+            "complete": i == len(pieces) - 1,
+            "extensions": {e.prefix: dict(e.data) for e in extensions},
+        }
+        state.apply(event)
+    [answer] = only(state, AnswerItem)
+    assert answer.text.startswith("Loaded in cell 4; the mean is in cell 2, lines 3 to 5 and")
+    html = answer_html(answer)
+    links = re.findall(r"<a [^>]*>[^<]*</a>", html)
+    first = (
+        '<a href="#aaep-cell-citation" class="jp-AAEPView-citation" data-aaep-cell-id="abc-1">'
+        "cell 4</a>"
+    )
+    second = (
+        '<a href="#aaep-cell-citation" class="jp-AAEPView-citation" data-aaep-cell-id="def_2" '
+        'data-aaep-first-line="3" data-aaep-last-line="5">cell 2, lines 3 to 5</a>'
+    )
+    assert links == [first, second]
+    assert "&lt;a href=&quot;x&quot;&gt;a cell that no longer exists&lt;/a&gt;" in html
+    assert "abc-1" not in re.sub(r"<[^>]*>", "", html)  # the id is in no visible text
+    assert "\ue000" not in html and "[[cell" not in html

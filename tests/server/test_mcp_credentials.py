@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import threading
 from pathlib import Path
@@ -199,6 +200,98 @@ async def test_a_credential_opens_the_mcp_endpoint_and_no_other_door(
     # and the MCP endpoint lets it in
     [state] = await agent_calls(url, bearer(made), ("get_notebook_state", {"notebook_path": path}))
     assert not state.is_error and "x = 1" in text_of(state)
+
+
+def _our_routes(router: Any) -> list[tuple[Any, type]]:
+    """Every (matcher, handler class) of this package the server's web app routes to, found by
+    walking its routers (so a route added tomorrow is in the list without anyone adding it)."""
+    found: list[tuple[Any, type]] = []
+    for rule in getattr(router, "rules", []):
+        target = rule.target
+        if isinstance(target, type):
+            if target.__module__.startswith("jupyter_aaep."):
+                found.append((rule.matcher, target))
+        else:
+            found.extend(_our_routes(target))
+    return found
+
+
+def _path_of(pattern: str, samples: dict[str, str]) -> str:
+    """A path the route's pattern matches: each named group filled from *samples* (else ``x_1``).
+    (tornado's ``reverse`` cannot: it formats with ``%``, and the test's base URL holds ``%40``.)"""
+    filled = _GROUP.sub(lambda m: samples.get(m.group(1), "x_1"), pattern.rstrip("$"))
+    return re.sub(r"\\(.)", r"\1", filled)
+
+
+_GROUP = re.compile(r"\(\?P<(\w+)>(?:[^()]|\([^()]*\))*\)")
+MEANT_FOR_CREDENTIALS = {"MCPHandler"}
+"""The only doors an MCP-only credential opens: the MCP endpoint (the stdio bridge goes there too)."""
+
+
+async def test_every_route_of_the_extension_refuses_a_credential_but_the_mcp_endpoint(
+    base, api, mint, jp_serverapp, jp_auth_header, kernels
+) -> None:
+    """Each route our package registers, each HTTP verb, the credential in the header, in the
+    address and beside the person's login: 403 with the sentence, or the route is named."""
+    path = new_name()
+    await kernels.notebook(path, ["x = 1"])
+    chat_id = await chat_of_new(api, path)
+    made = await mint("Claude Code")
+    other = await mint("Codex")
+    samples = {"chat_id": chat_id, "credential_id": other["id"], "server": "cache"}
+    routes = _our_routes(jp_serverapp.web_app.default_router) + _our_routes(
+        jp_serverapp.web_app.wildcard_router
+    )
+    names = {cls.__name__ for _, cls in routes}
+    # The walk finds what it must: if these are missing, the walk (not the server) is broken.
+    assert {
+        "ChatsHandler",
+        "MCPTrustHandler",
+        "RulesHandler",
+        "TokenHandler",
+        "MCPHandler",
+    } <= names
+    assert {"ChatSocketHandler", "KernelMessagesHandler", "RequestHandler"} <= names
+    login = jp_auth_header["Authorization"].split()[-1]
+    leaks: list[str] = []
+    table: list[str] = []
+    async with httpx.AsyncClient(timeout=10) as client:
+        for matcher, handler in routes:
+            where = _path_of(matcher.regex.pattern, samples)
+            assert matcher.regex.fullmatch(where), (matcher.regex.pattern, where)
+            for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+                body = None if method in ("GET", "DELETE") else {"decision": "accept"}
+                for how, headers, params in (
+                    ("header", bearer(made), None),
+                    ("address", {}, {"token": made["token"]}),
+                    ("beside the login", bearer(made), {"token": login}),
+                ):
+                    response = await client.request(
+                        method,
+                        f"{base.split('/', 3)[0]}//{base.split('/', 3)[2]}{where}",
+                        json=body,
+                        headers=headers,
+                        params=params,
+                    )
+                    try:
+                        said = str(response.json().get("message", ""))
+                    except ValueError:
+                        said = response.text[:80]
+                    row = f"| {method} {where} ({how}) | {handler.__name__} | {response.status_code} |"
+                    table.append(row)
+                    refused = response.status_code == 403 and said == MCP_ONLY
+                    if handler.__name__ in MEANT_FOR_CREDENTIALS:
+                        continue  # its own tests: it lets the credential in, in the header only
+                    if not refused:
+                        leaks.append(f"{row} {said[:120]}")
+    print("\nEVERY ROUTE (an MCP-only credential):")
+    print("\n".join(table))
+    assert not leaks, "\n".join(leaks)
+    # nothing happened: no second chat, the other credential lives
+    _, chats, _ = await api("chats", params={"notebook_path": path})
+    assert len(chats["chats"]) == 1
+    _, listed, _ = await api("mcp", "tokens")
+    assert {c["name"] for c in listed["credentials"]} == {"Claude Code", "Codex"}
 
 
 async def test_a_credential_in_the_address_or_unknown_is_refused_with_a_sentence(url, mint) -> None:

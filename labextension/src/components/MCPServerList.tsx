@@ -1,27 +1,94 @@
 /**
  * The user's MCP servers, in the panel's settings: each server's name, its
- * status and its tools' titles, and for one that did not start the one
- * sentence saying why. Read from `GET aaep/v1/mcp/servers` when the settings
- * open, again every few seconds while a server is still starting. A plain
- * list: nothing here is announced by itself.
+ * status and its tools' titles, for one that did not start the one sentence
+ * saying why, and for one whose word that a tool changes nothing the person
+ * trusts, since when, with a button that takes the trust back. Read from
+ * `GET aaep/v1/mcp/servers` and `GET aaep/v1/mcp/trust` when the settings
+ * open, the servers again every few seconds while one is still starting.
+ * Nothing here is announced by itself; taking trust back is said (polite,
+ * a failure assertive) and the focus goes to the list's heading.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
-import React, { useEffect, useState } from 'react';
+import React, { useCallback, useEffect, useRef, useState } from 'react';
 
-import { IMCPServerInfo, listMCPServers } from '../chatClient';
+import { IMCPServerInfo, IMCPTrust, listMCPServers, listMCPTrust, revokeMCPTrust } from '../chatClient';
 import { useId } from './hooks';
-import { mcpProblemSentence, mcpStatusLabel, mcpToolTitle } from './mcpWords';
+import {
+  mcpProblemSentence,
+  mcpStatusLabel,
+  mcpToolTitle,
+  mcpTrustLine,
+  mcpTrustNotSetUp,
+  mcpTrustRevoked
+} from './mcpWords';
 
 /** How often the list is read again while a server is starting (ms). */
 const STARTING_POLL_MS = 2000;
 
+const failure = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
 type Listing =
   { state: 'loading' } | { state: 'failed'; message: string } | { state: 'ready'; servers: IMCPServerInfo[] };
 
-export function MCPServerList(props: { trans: TranslationBundle }): JSX.Element | null {
-  const { trans } = props;
+/** Props of {@link MCPServerList}. */
+export interface IMCPServerListProps {
+  trans: TranslationBundle;
+  /** Say something to the person (the panel's announcer). */
+  announce: (text: string, politeness?: 'polite' | 'assertive') => void;
+}
+
+/** The trust line and its button, under a server or for one no longer set up. */
+function TrustLine(props: {
+  trust: IMCPTrust;
+  trans: TranslationBundle;
+  onRevoke: (trust: IMCPTrust) => void;
+  /** False when the server now starts something else than what was trusted. */
+  holds?: boolean;
+}): JSX.Element {
+  const { trust, trans } = props;
+  return (
+    <p className="jp-AAEPMCP-trust">
+      {mcpTrustLine(trust, trans, props.holds ?? true)}{' '}
+      <button
+        type="button"
+        className="jp-mod-styled jp-mod-warn jp-AAEPMCP-untrust"
+        aria-label={trans.__('Stop trusting the %1 server', trust.server)}
+        onClick={() => props.onRevoke(trust)}
+      >
+        {trans.__('Stop trusting')}
+      </button>
+    </p>
+  );
+}
+
+export function MCPServerList(props: IMCPServerListProps): JSX.Element | null {
+  const { trans, announce } = props;
   const headingId = useId('jp-AAEPMCP-heading');
+  const heading = useRef<HTMLHeadingElement>(null);
   const [listing, setListing] = useState<Listing>({ state: 'loading' });
+  const [trusted, setTrusted] = useState<IMCPTrust[]>([]);
+  const [problem, setProblem] = useState('');
+  const readTrust = useCallback(async () => {
+    try {
+      setTrusted(await listMCPTrust());
+    } catch (error) {
+      setProblem(trans.__('Which servers you trust could not be read: %1', failure(error)));
+    }
+  }, [trans]);
+  useEffect(() => void readTrust(), [readTrust]);
+  const revoke = async (trust: IMCPTrust) => {
+    setProblem('');
+    try {
+      await revokeMCPTrust(trust.server);
+      await readTrust();
+      heading.current?.focus(); // the button is gone: the person's place is the list
+      announce(mcpTrustRevoked(trust.server, trans));
+    } catch (error) {
+      const said = trans.__('The %1 server is still trusted: %2', trust.server, failure(error));
+      setProblem(said);
+      announce(said, 'assertive');
+    }
+  };
   useEffect(() => {
     let alive = true;
     let timer = 0;
@@ -38,7 +105,7 @@ export function MCPServerList(props: { trans: TranslationBundle }): JSX.Element 
         }
       } catch (error) {
         if (alive) {
-          setListing({ state: 'failed', message: error instanceof Error ? error.message : String(error) });
+          setListing({ state: 'failed', message: failure(error) });
         }
       }
     };
@@ -48,9 +115,12 @@ export function MCPServerList(props: { trans: TranslationBundle }): JSX.Element 
       window.clearTimeout(timer);
     };
   }, []);
+  const trustOf = (name: string) => trusted.find(t => t.server === name);
+  const listed = new Set(listing.state === 'ready' ? listing.servers.map(s => s.name) : []);
+  const gone = trusted.filter(t => !listed.has(t.server));
   return (
     <section className="jp-AAEPMCP" aria-labelledby={headingId}>
-      <h3 id={headingId} className="jp-AAEPMCP-heading">
+      <h3 id={headingId} ref={heading} tabIndex={-1} className="jp-AAEPMCP-heading">
         {trans.__('Tools from MCP servers')}
       </h3>
       {listing.state === 'loading' && <p className="jp-AAEPMCP-note">{trans.__('Reading the tool servers…')}</p>}
@@ -64,6 +134,7 @@ export function MCPServerList(props: { trans: TranslationBundle }): JSX.Element 
         <ul className="jp-AAEPMCP-servers">
           {listing.servers.map(server => {
             const problem = mcpProblemSentence(server, trans);
+            const trust = trustOf(server.name);
             const titles = server.tools.map(t => mcpToolTitle(t, server.name));
             return (
               <li key={server.name} className={`jp-AAEPMCP-server jp-mod-${server.status}`}>
@@ -76,11 +147,30 @@ export function MCPServerList(props: { trans: TranslationBundle }): JSX.Element 
                     {trans._n('1 tool: %2', '%1 tools: %2', titles.length, titles.join(', '))}
                   </p>
                 )}
+                {trust && (
+                  <TrustLine
+                    trust={trust}
+                    trans={trans}
+                    holds={server.trusted !== false}
+                    onRevoke={t => void revoke(t)}
+                  />
+                )}
               </li>
             );
           })}
         </ul>
       )}
+      {listing.state === 'ready' && gone.length > 0 && (
+        <ul className="jp-AAEPMCP-servers" aria-label={trans.__('Trusted servers no longer set up')}>
+          {gone.map(trust => (
+            <li key={trust.server} className="jp-AAEPMCP-server">
+              <span className="jp-AAEPMCP-name">{mcpTrustNotSetUp(trust, trans)}</span>
+              <TrustLine trust={trust} trans={trans} onRevoke={t => void revoke(t)} />
+            </li>
+          ))}
+        </ul>
+      )}
+      {problem && <p className="jp-AAEPMCP-problem">{problem}</p>}
     </section>
   );
 }

@@ -116,6 +116,8 @@ export function PanelFooter(props: IPanelFooterProps): JSX.Element {
           policyMessage={model.policy.locked.includes('approval_mode') ? model.policy.message : null}
           onApprovalMode={mode => void controller.setApprovalMode(mode)}
           chooser={props.chooser}
+          announce={(text, politeness) => controller.announce(text, politeness)}
+          notebookPath={controller.notebookPath}
           onClose={() => {
             setSettingsOpen(false);
             focusSoon('.jp-AAEPPanel-settingsToggle');

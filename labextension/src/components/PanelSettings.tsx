@@ -1,7 +1,7 @@
 /**
  * The panel's settings, opened from the toolbar's Settings button: the chat's
- * approval mode, the model, how much the announcements say, and the user's
- * MCP tool servers. JupyterLab's styled selects (`HTMLSelect`), each labelled
+ * approval mode, the model, how much the announcements say, the rules files
+ * that apply to the notebook, and the user's MCP tool servers. JupyterLab's styled selects (`HTMLSelect`), each labelled
  * and described; Escape closes the settings and returns to the button.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
@@ -14,6 +14,7 @@ import { ModelChooser } from '../modelChoice';
 import { useId } from './hooks';
 import { MCPServerList } from './MCPServerList';
 import { ModelPicker } from './ModelPicker';
+import { RulesList } from './RulesList';
 import { approvalModeDescription, approvalModeLabel } from './approvalWords';
 
 /** Props of {@link PanelSettings}. */
@@ -36,6 +37,10 @@ export interface IPanelSettingsProps {
   onVerbosity: (verbosity: Verbosity) => void;
   /** Close the settings (Escape); the caller returns the focus to the button. */
   onClose: () => void;
+  /** Say something to the person (the panel's announcer): what a setting's button did. */
+  announce: (text: string, politeness?: 'polite' | 'assertive') => void;
+  /** The notebook the agent works on (its rules are listed), or null. */
+  notebookPath: string | null;
 }
 
 const VERBOSITIES: Verbosity[] = ['terse', 'normal', 'detailed'];
@@ -121,7 +126,8 @@ export function PanelSettings(props: IPanelSettingsProps): JSX.Element {
           {trans.__('How much the screen reader announcements of the agent say.')}
         </span>
       </div>
-      <MCPServerList trans={trans} />
+      <RulesList trans={trans} notebookPath={props.notebookPath} />
+      <MCPServerList trans={trans} announce={props.announce} />
     </div>
   );
 }
