@@ -8,6 +8,8 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
+import { AccessibilityChecker } from './accessibilityCheck';
+import { goToProblemCell } from './accessibilityCommands';
 import { Announcer } from './announcer';
 import { CitationNavigator } from './citationNavigator';
 import { CommandIDs, registerCommands } from './commands';
@@ -55,6 +57,7 @@ async function activate(
   const controller = new ChatController({ announcer, trans, settings: () => settings });
   const describer = new FigureDescriber({ controller, announcer, trans });
   const chooser = new ModelChooser({ controller, announcer, trans });
+  const checker = new AccessibilityChecker({ announcer, trans });
   const panel = new AgentPanel({
     controller,
     describer,
@@ -75,7 +78,11 @@ async function activate(
       announcer,
       trans,
       notebookPath: () => controller.notebookPath
-    })
+    }),
+    accessibility: {
+      checker,
+      goTo: (path, problem) => goToProblemCell({ app, tracker, announcer, trans }, path, problem)
+    }
   });
   app.shell.add(panel, settings.panelArea, { rank: 900 });
   restorer?.add(panel, 'jupyter-aaep-panel');
@@ -99,6 +106,7 @@ async function activate(
     panel,
     controller,
     describer,
+    checker,
     announcer,
     trans,
     palette,
