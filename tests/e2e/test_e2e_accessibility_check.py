@@ -93,6 +93,10 @@ def test_the_check_lists_each_problem_by_cell_and_goes_there(ui: PanelPage, them
     )
     active = ui.page.locator(".jp-NotebookPanel .jp-Cell.jp-mod-active")
     expect(active).to_contain_text("click here")
+    # the keyboard is in the notebook now (command mode), on the cell the screen reader reads
+    ui.page.wait_for_function(
+        "() => !!document.activeElement?.closest('.jp-Notebook .jp-Cell.jp-mod-active')"
+    )
     # Close leaves nothing behind
     report.get_by_role("button", name="Close").click()
     expect(panel.locator(".jp-AAEPAccessibility")).to_have_count(0)
