@@ -296,6 +296,7 @@ def test_the_wheel_installs_and_runs_in_a_fresh_environment(
     found = {p["name"].lower(): p["version"] for p in json.loads(installed.splitlines()[0])}
     if versions == "lowest":
         assert found["jupyterlab"] == "4.6.0" and found["anthropic"] == "2.0.0", found
+    assert "matplotlib" in found, found  # a dependency: the demo's plot is a real figure
     jupyter = str(python.parent / "jupyter")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_", "PYTHONPATH"))}
     labextensions = _run([jupyter, "labextension", "list"], cwd=tmp_path, env=env)

@@ -23,7 +23,7 @@ from ..agent.citations import CITATIONS_CONTEXT
 from .base import AAEPHandler, ServiceSource
 from .long_runs import how_far_along
 from .messages import take_request_id
-from .request_context import kernel_variables
+from .request_context import accessibility_report, kernel_variables
 
 _ANY_CHAT = r"(?P<chat_id>[^/]+)"
 
@@ -139,6 +139,17 @@ class VariablesHandler(AAEPHandler):
     async def get(self, chat_id: str) -> None:
         chat = self.service.runner.get(chat_id)
         self.finish(json.dumps(await kernel_variables(self.service.runner, chat)))
+
+
+class AccessibilityHandler(AAEPHandler):
+    """``GET /aaep/v1/chats/{chat_id}/accessibility``: *Check this notebook's accessibility* for
+    the chat's notebook, by the rules of the ``check_accessibility`` tool; reads, changes nothing."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, chat_id: str) -> None:
+        chat = self.service.runner.get(chat_id)
+        self.finish(json.dumps(await accessibility_report(self.service.runner, chat)))
 
 
 class ProgressHandler(AAEPHandler):
@@ -263,6 +274,7 @@ def handler_routes(
         (rf"aaep/v1/chats/{_ANY_CHAT}/ws", ChatSocketHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/variables", VariablesHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/progress", ProgressHandler, common),
+        (rf"aaep/v1/chats/{_ANY_CHAT}/accessibility", AccessibilityHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/requests/(?P<request_id>[^/]+)", RequestHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/sessions/(?P<session_id>[^/]+)/steps", StepsHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}", ChatHandler, common),

@@ -29,7 +29,13 @@ if TYPE_CHECKING:
     from ..chats.runner import ChatRunner
     from ..notebook.documents import LiveNotebook
 
-__all__ = ["MAX_CONTEXT_ITEMS", "kernel_variables", "request_attachment", "save_alt_text"]
+__all__ = [
+    "MAX_CONTEXT_ITEMS",
+    "accessibility_report",
+    "kernel_variables",
+    "request_attachment",
+    "save_alt_text",
+]
 
 MAX_CONTEXT_ITEMS = 10
 _CELL_SOURCE_CHARS = 6000
@@ -134,6 +140,35 @@ async def save_alt_text(runner: ChatRunner, chat: Chat, message: dict[str, Any])
         "mime_type": mime,
         "alt_text": text,
         "message": f"Saved as the alt text of the figure in cell {number}.",
+    }
+
+
+async def accessibility_report(runner: ChatRunner, chat: Chat) -> dict[str, Any]:
+    """The chat's notebook checked by the same rules as the ``check_accessibility`` tool: each
+    problem with its cell (number for people, id to go there) and the sentence a person hears."""
+    from ..notebook.accessibility import check_cells, summary_of
+    from ..tools._a11y_tools import NOT_CHECKED
+
+    if not chat.notebook_path:
+        raise RequestError(
+            409, "This chat has no notebook to check. Open a notebook and check it from there."
+        )
+    nb = await _open(runner, chat)
+    problems = check_cells(nb.cells())
+    return {
+        "chat_id": chat.chat_id,
+        "notebook_path": nb.path,
+        "summary": summary_of(problems),
+        "problems": [
+            {
+                "rule": p.rule,
+                "cell_number": p.cell,
+                "cell_id": p.cell_id,
+                "text": p.sentence,
+            }
+            for p in problems
+        ],
+        "not_checked": NOT_CHECKED,
     }
 
 

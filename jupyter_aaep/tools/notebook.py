@@ -9,6 +9,7 @@ cell 2" (docs/NARRATION.md has the rules). ``run_cell`` and ``run_all_cells`` bi
 from __future__ import annotations
 
 from ..agent.tools import ToolSpec
+from ._a11y_tools import check_accessibility
 from ._arrange_tools import delete_cell, move_cell
 from ._edit_tools import create_cell, edit_cell, get_notebook_state, list_notebooks
 from ._figure_tools import view_figure
@@ -17,6 +18,7 @@ from ._outputs_tools import clear_outputs
 from ._run_tools import interrupt_kernel, restart_kernel, run_all_cells, run_cell, wait_for_cell
 
 __all__ = [
+    "check_accessibility",
     "clear_outputs",
     "create_cell",
     "delete_cell",
@@ -44,6 +46,7 @@ def notebook_tools() -> list[ToolSpec]:
         list_files,
         read_file,
         view_figure,
+        check_accessibility,
         create_cell,
         edit_cell,
         delete_cell,

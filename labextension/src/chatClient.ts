@@ -196,6 +196,30 @@ export function getProgress(chatId: string): Promise<IProgressAnswer> {
   return requestAPI<IProgressAnswer>(['chats', chatId, 'progress']);
 }
 
+/** One problem `GET aaep/v1/chats/{id}/accessibility` found, by cell. */
+export interface IAccessibilityProblem {
+  rule: string;
+  /** 1-based, as people count cells; null for the notebook as a whole (no title). */
+  cell_number: number | null;
+  cell_id: string | null;
+  /** The sentence a person reads: "Cell 3: The image chart.png has no alt text." */
+  text: string;
+}
+
+/** What `GET aaep/v1/chats/{id}/accessibility` answers. */
+export interface IAccessibilityAnswer {
+  notebook_path: string;
+  summary: string;
+  problems: IAccessibilityProblem[];
+  /** What the check leaves out, in one sentence. */
+  not_checked: string;
+}
+
+/** `GET aaep/v1/chats/{id}/accessibility`: *Check this notebook's accessibility* (reads only). */
+export function getAccessibility(chatId: string): Promise<IAccessibilityAnswer> {
+  return requestAPI<IAccessibilityAnswer>(['chats', chatId, 'accessibility']);
+}
+
 /** The key of each chat's open event stream, as its server sent it (`stream.key`). */
 const streamKeys = new Map<string, string>();
 

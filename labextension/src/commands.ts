@@ -9,6 +9,8 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
 import { Verbosity } from './aaep';
+import { AccessibilityChecker } from './accessibilityCheck';
+import { CHECK_ACCESSIBILITY, registerAccessibilityCommand } from './accessibilityCommands';
 import { Announcer } from './announcer';
 import { ChatController } from './controller';
 import { CODE_LINE_CLASS } from './components/CodeLines';
@@ -49,6 +51,8 @@ export interface ICommandsOptions {
   panel: Widget;
   controller: ChatController;
   describer: FigureDescriber;
+  /** "Check this notebook's accessibility" (optional: tests register the commands without). */
+  checker?: AccessibilityChecker;
   announcer: Announcer;
   trans: TranslationBundle;
   palette: ICommandPalette | null;
@@ -324,6 +328,20 @@ export function registerCommands(options: ICommandsOptions): void {
     },
     focusInPanel: selector => afterRender(() => focusWhenReady(selector))
   });
+  if (options.checker) {
+    registerAccessibilityCommand({
+      app,
+      checker: options.checker,
+      controller,
+      trans,
+      showPanel: async () => {
+        showPanel();
+        follow();
+        await chatSettled();
+      }
+    });
+    palette?.addItem({ command: CHECK_ACCESSIBILITY, category: trans.__('AI Agent') });
+  }
   registerConnectAgent({ app, announcer, trans });
   const verbosityLabels: Record<Verbosity, string> = {
     terse: trans.__('Agent Announcements: Terse'),

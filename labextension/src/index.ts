@@ -8,6 +8,8 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
+import { AccessibilityChecker } from './accessibilityCheck';
+import { goToProblemCell } from './accessibilityCommands';
 import { Announcer } from './announcer';
 import { CitationNavigator, followViewCitations } from './citationNavigator';
 import { CommandIDs, registerCommands } from './commands';
@@ -63,6 +65,7 @@ async function activate(
     notebookPath: () => controller.notebookPath
   });
   followViewCitations(tracker, citations); // the %aaep view's links, for as long as the page lives
+  const checker = new AccessibilityChecker({ announcer, trans });
   const panel = new AgentPanel({
     controller,
     describer,
@@ -77,7 +80,11 @@ async function activate(
     rendermime,
     commands: app.commands,
     translator: translator ?? nullTranslator,
-    citations
+    citations,
+    accessibility: {
+      checker,
+      goTo: (path, problem) => goToProblemCell({ app, tracker, announcer, trans }, path, problem)
+    }
   });
   app.shell.add(panel, settings.panelArea, { rank: 900 });
   restorer?.add(panel, 'jupyter-aaep-panel');
@@ -101,6 +108,7 @@ async function activate(
     panel,
     controller,
     describer,
+    checker,
     announcer,
     trans,
     palette,

@@ -38,7 +38,13 @@ CHANGES = (
     "interrupt_kernel",
 )
 RUNS = ("run_cell", "run_all_cells", "restart_kernel")
-READS = ("get_notebook_state", "list_notebooks", "list_files", "read_file")
+READS = (
+    "get_notebook_state",
+    "list_notebooks",
+    "list_files",
+    "read_file",
+    "check_accessibility",
+)
 
 
 def asks(mode: str, tool: str, preview: ActionPreview = PLAIN) -> bool:

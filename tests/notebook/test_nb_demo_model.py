@@ -74,6 +74,9 @@ async def test_plot_the_temperatures_adds_a_cell_and_runs_what_it_needs(
     assert len(cells) == 4 and "values = list(temperatures)" in "".join(cells[3]["source"])
     outputs = cells[3]["outputs"]
     assert outputs and not any(o.get("output_type") == "error" for o in outputs)
+    # matplotlib is a dependency: a real picture, not the text chart of kernels without it
+    assert any("image/png" in (o.get("data") or {}) for o in outputs), outputs
+    assert "install matplotlib" not in json.dumps(outputs)
 
 
 @on_server_loop

@@ -12,6 +12,9 @@ import React, { useRef, useState } from 'react';
 
 import { ChatList } from '../components/ChatList';
 import { focusSoon, useSignals } from '../components/hooks';
+import { AccessibilityChecker } from '../accessibilityCheck';
+import { IAccessibilityProblem } from '../chatClient';
+import { AccessibilityReport } from '../components/AccessibilityReport';
 import { PanelFooter } from '../components/PanelFooter';
 import { useScrollRegions } from '../components/scrollRegions';
 import { ICitationNavigator } from '../citationNavigator';
@@ -44,6 +47,13 @@ interface IAgentViewProps {
   commands: CommandRegistry;
   trans: TranslationBundle;
   citations?: ICitationNavigator | null;
+  accessibility?: IAccessibilityParts;
+}
+
+/** "Check this notebook's accessibility": its report, and going to a problem's cell. */
+export interface IAccessibilityParts {
+  checker: AccessibilityChecker;
+  goTo: (notebookPath: string, problem: IAccessibilityProblem) => void;
 }
 
 /**
@@ -253,6 +263,19 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
             citations={props.citations}
           />
+          {props.accessibility && (
+            <AccessibilityReport
+              checker={props.accessibility.checker}
+              trans={trans}
+              notebookPath={controller.notebookPath}
+              onGoTo={problem => {
+                const path = controller.notebookPath;
+                if (path) {
+                  props.accessibility?.goTo(path, problem);
+                }
+              }}
+            />
+          )}
           <PanelFooter
             controller={controller}
             model={model}
@@ -297,6 +320,7 @@ export class AgentPanel extends SidePanel {
         commands={options.commands}
         trans={trans}
         citations={options.citations}
+        accessibility={options.accessibility}
       />
     );
     view.addClass('jp-AAEPPanel-view');
@@ -342,5 +366,7 @@ export namespace AgentPanel {
     translator: ITranslator;
     /** Names and follows the answers' cell citations (optional: tests build the panel without). */
     citations?: ICitationNavigator;
+    /** "Check this notebook's accessibility" (optional: tests build the panel without). */
+    accessibility?: IAccessibilityParts;
   }
 }
