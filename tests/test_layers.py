@@ -15,14 +15,16 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "jupyter_aaep"
 
 #: The layers each layer may import (besides itself). Imports point downwards only.
-#: ``words`` (plurals and durations) imports nothing, so every layer may use it.
+#: ``words`` (plurals and durations) imports nothing, so every layer may use it; so does
+#: ``figure_mime`` (the MIME type the kernel sends a figure's data under and the tools read).
 ALLOWED: dict[str, set[str]] = {
     "words": set(),
+    "figure_mime": set(),
     "aaep": {"words"},
     "agent": {"aaep", "errors", "_version", "words"},
-    "notebook": {"aaep", "errors", "_version", "words"},
-    "tools": {"aaep", "agent", "notebook", "errors", "_version", "words"},
-    "kernel": {"aaep", "agent", "errors", "_version", "words"},
+    "notebook": {"aaep", "errors", "_version", "words", "figure_mime"},
+    "tools": {"aaep", "agent", "notebook", "errors", "_version", "words", "figure_mime"},
+    "kernel": {"aaep", "agent", "errors", "_version", "words", "figure_mime"},
 }
 
 

@@ -326,10 +326,17 @@ def load(ipython: Any) -> None:
     ipython.register_magics(AAEPMagics)
     if on_tool_defined not in TOOL_DEFINED_HOOKS:
         TOOL_DEFINED_HOOKS.append(on_tool_defined)
+    from . import figures
+
+    if figures.enabled_by_environment():
+        figures.enable(ipython)
 
 
 def unload(ipython: Any) -> None:
     from ..agent.tools import TOOL_DEFINED_HOOKS
+    from . import figures
+
+    figures.disable(ipython)
 
     while on_tool_defined in TOOL_DEFINED_HOOKS:
         TOOL_DEFINED_HOOKS.remove(on_tool_defined)
