@@ -63,7 +63,7 @@ def _import_maidr() -> Any:
     try:
         with capture_output(stdout=False, stderr=False, display=True), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            import maidr
+            import maidr  # type: ignore[import-untyped, unused-ignore]
     finally:
         if before is None:
             os.environ.pop("MPLBACKEND", None)
@@ -80,7 +80,7 @@ def _undo_notebook_display(shell: Any) -> None:
     if shell is None:
         return
     try:
-        from maidr.util import notebook_display
+        from maidr.util import notebook_display  # type: ignore[import-untyped, unused-ignore]
         from matplotlib.figure import Figure
 
         callbacks = shell.events.callbacks.get("post_execute", [])
@@ -105,8 +105,8 @@ def figure_bundle(figure: Any) -> dict[str, Any] | None:
         return None  # an empty figure is no chart (matplotlib_inline shows no image of it)
     try:
         maidr = _import_maidr()
-        from maidr.core.figure_manager import FigureManager
-        from maidr.util.figure_lock import figure_lock
+        from maidr.core.figure_manager import FigureManager  # type: ignore[import-untyped, unused-ignore]
+        from maidr.util.figure_lock import figure_lock  # type: ignore[import-untyped, unused-ignore]
     except Exception:  # noqa: BLE001 - maidr missing or broken: the image is shown as always
         _log.debug("maidr is not available", exc_info=True)
         return {"version": 1, "explorable": False, "reason": "failed"}
@@ -156,7 +156,7 @@ def _formatter(shell: Any) -> Any:
     from IPython.core.formatters import BaseFormatter
     from traitlets import ObjectName, Unicode
 
-    class MaidrFormatter(BaseFormatter):  # type: ignore[misc]
+    class MaidrFormatter(BaseFormatter):
         """Formats a figure as our MIME bundle (a dict, sent as JSON)."""
 
         format_type = Unicode(MAIDR_MIME)
@@ -185,7 +185,7 @@ def enable(shell: Any) -> bool:
     if "matplotlib.pyplot" in sys.modules:
         _on_pyplot()
     elif not _state["hooked"]:
-        import wrapt
+        import wrapt  # type: ignore[import-untyped, unused-ignore]
 
         wrapt.register_post_import_hook(_on_pyplot, "matplotlib.pyplot")
         _state["hooked"] = True

@@ -21,8 +21,8 @@ from html.parser import HTMLParser
 from typing import Any
 
 from ..words import plural
-from .figure_data import MAIDR_MIME, data_summary
 from ._text_edits import version_tag
+from .figure_data import MAIDR_MIME, data_summary
 
 __all__ = [
     "CellView",

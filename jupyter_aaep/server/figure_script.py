@@ -10,11 +10,14 @@ on this server.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
-from .base import AAEPHandler
+from .base import AUTH_RESOURCE
 
 __all__ = ["FigureScriptHandler", "maidr_script"]
 
@@ -45,8 +48,15 @@ def maidr_script() -> bytes:
     return _cache["maidr.js"]
 
 
-class FigureScriptHandler(AAEPHandler):
-    """The script that makes figures explorable (maidr.js), for the panel."""
+class FigureScriptHandler(ExtensionHandlerMixin, JupyterHandler):
+    """The script that makes figures explorable (maidr.js), for the panel. Not an
+    ``APIHandler``: that one answers every body as JSON."""
+
+    auth_resource = AUTH_RESOURCE
+
+    def initialize(self, name: str, **kwargs: Any) -> None:
+        kwargs.pop("service", None)  # the routes' common arguments; a file needs no service
+        super().initialize(name, **kwargs)
 
     @web.authenticated
     @authorized

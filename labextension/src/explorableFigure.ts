@@ -19,78 +19,16 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
+import { IFigureData, MAIDR_MIME, altText, notExplorableText, withPageIds } from './figureData';
 import { serverSettings } from './handler';
 
-/** The MIME type of a figure's data (`jupyter_aaep/figure_mime.py`). */
-export const MAIDR_MIME = 'application/vnd.jupyter-aaep.maidr+json';
+export { MAIDR_MIME };
 
 /** Preferred over the image renderers (SVG 80, PNG 90), so the figure is drawn here. */
 export const EXPLORABLE_RANK = 75;
 
 /** The image types the figure may come as, in the order they are used. */
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/svg+xml'];
-
-/** What the kernel sends beside a figure's image. */
-export interface IFigureData {
-  version?: number;
-  explorable?: boolean;
-  reason?: string;
-  maidr?: Record<string, unknown>;
-}
-
-/** Why a figure is not explorable, in the reader's words. */
-export function notExplorableText(reason: string | undefined, trans: TranslationBundle): string {
-  switch (reason) {
-    case 'unsupported':
-      return trans.__('This kind of chart cannot be explored by keyboard yet; the image and its description are all there is.');
-    case 'too_large':
-      return trans.__('This chart has too much data to explore by keyboard; the image and its description are all there is.');
-    case 'script':
-      return trans.__('This chart cannot be explored by keyboard: the server could not send the script that does it (is maidr installed?).');
-    default:
-      return trans.__('This chart cannot be explored by keyboard: its data could not be read.');
-  }
-}
-
-/** The chart's title from maidr's data (the first layer that has one), or ''. */
-export function chartTitle(schema: Record<string, unknown> | undefined): string {
-  const rows = (schema?.subplots as unknown[][] | undefined) ?? [];
-  for (const row of rows) {
-    for (const panel of Array.isArray(row) ? row : []) {
-      for (const layer of ((panel as Record<string, unknown>)?.layers as Record<string, unknown>[]) ?? []) {
-        if (typeof layer?.title === 'string' && layer.title.trim()) {
-          return layer.title.trim();
-        }
-      }
-    }
-  }
-  return '';
-}
-
-let counter = 0;
-
-/**
- * maidr's data with ids of this page's own: maidr names its elements after
- * them, and the same notebook open twice (or a figure shown twice) must not
- * repeat an id in the page.
- */
-export function withPageIds(schema: Record<string, unknown>): Record<string, unknown> {
-  const suffix = `aaep${++counter}`;
-  const walk = (value: unknown): unknown => {
-    if (Array.isArray(value)) {
-      return value.map(walk);
-    }
-    if (value && typeof value === 'object') {
-      const copy: Record<string, unknown> = {};
-      for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
-        copy[key] = key === 'id' && typeof item === 'string' ? `${item}-${suffix}` : key === 'data' ? item : walk(item);
-      }
-      return copy;
-    }
-    return value;
-  };
-  return walk(schema) as Record<string, unknown>;
-}
 
 let scriptLoad: Promise<boolean> | null = null;
 
@@ -151,10 +89,7 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
     const data = (model.data[MAIDR_MIME] ?? {}) as IFigureData;
     const mime = IMAGE_TYPES.find(type => type in model.data);
     const meta = ((mime && model.metadata[mime]) ?? {}) as Record<string, unknown>;
-    const title = chartTitle(data.maidr);
-    const stored = typeof meta.alt === 'string' && meta.alt.trim() ? meta.alt.trim() : '';
-    const alt =
-      stored || (title ? trans.__('Chart: %1 (no description yet)', title) : trans.__('Chart (no description yet)'));
+    const alt = altText(meta.alt, data.maidr, trans);
 
     const host = document.createElement('div');
     host.className = 'jp-AAEPExplorable-host';

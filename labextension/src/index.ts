@@ -199,7 +199,8 @@ const notebookApproval: JupyterFrontEndPlugin<void> = {
 /** Figures explorable by keyboard (maidr), in every notebook and console. */
 const explorableFigures: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-aaep:explorable-figures',
-  description: "Shows a figure that carries its data as its image, explorable by keyboard with maidr's script from this server.",
+  description:
+    "Shows a figure that carries its data as its image, explorable by keyboard with maidr's script from this server.",
   autoStart: true,
   requires: [IRenderMimeRegistry],
   optional: [ITranslator],

@@ -98,7 +98,11 @@ def bar_notebook(ui: PanelPage) -> str:
     rain["id"] = "rain"
     rain["outputs"] = [stored_figure()]
     nb.cells = [title, bar, rain]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     name = f"{ui.name}-bars.ipynb"
     (ui.lab.root / name).write_text(nbformat.writes(nb))
     return name
