@@ -52,7 +52,8 @@ def _import_maidr() -> Any:
     if _state["maidr"] is not None:
         return _state["maidr"]
     if "maidr" in sys.modules:
-        # The user imported maidr themselves: its backend is their choice.
+        # The user imported maidr first: its backend is their choice (once imported here, a
+        # later ``import maidr`` changes nothing; ``maidr.set_backend(use_maidr=True)`` does).
         _state["maidr"] = sys.modules["maidr"]
         return _state["maidr"]
     from IPython.utils.capture import capture_output
@@ -138,14 +139,44 @@ def figure_bundle(figure: Any) -> dict[str, Any] | None:
     }
 
 
-def _on_pyplot(_module: Any = None) -> None:
-    """When pyplot is imported: bring in maidr, so the figures about to be drawn are recorded."""
-    if _state["shell"] is None:
-        return
+def _importing() -> bool:
+    """Whether a module is half imported now (``import seaborn`` imports pyplot on its way)."""
+    return any(
+        getattr(getattr(module, "__spec__", None), "_initializing", False)
+        for module in list(sys.modules.values())
+    )
+
+
+def _bring_in_maidr() -> None:
     try:
         _import_maidr()
-    except Exception:  # noqa: BLE001 - never break the user's import
+    except Exception:  # noqa: BLE001 - never break the user's import or figure
         _log.debug("maidr could not be imported", exc_info=True)
+
+
+def _on_pyplot(_module: Any = None) -> None:
+    """When pyplot is imported: bring in maidr, so the figures about to be drawn are recorded.
+
+    Not while another import is under way: maidr patches seaborn as soon as it finds it in
+    ``sys.modules``, and a seaborn still importing (it imports pyplot first) has no functions
+    yet. Then maidr comes in when the first figure is made, after every import has finished.
+    """
+    if _state["shell"] is None or _state["maidr"] is not None:
+        return
+    if not _importing():
+        _bring_in_maidr()
+        return
+    from matplotlib.figure import Figure
+
+    original = Figure.__init__
+
+    def first_figure(self: Any, *args: Any, **kwargs: Any) -> None:
+        Figure.__init__ = original  # type: ignore[method-assign]
+        if _state["shell"] is not None:
+            _bring_in_maidr()
+        original(self, *args, **kwargs)
+
+    Figure.__init__ = first_figure  # type: ignore[method-assign]
 
 
 def _formatter(shell: Any) -> Any:
@@ -185,8 +216,10 @@ def enable(shell: Any) -> bool:
     if "matplotlib.pyplot" in sys.modules:
         _on_pyplot()
     elif not _state["hooked"]:
-        import wrapt  # type: ignore[import-untyped, unused-ignore]
-
+        try:
+            import wrapt  # type: ignore[import-untyped, unused-ignore]
+        except ImportError:  # maidr (which brings wrapt) is missing: figures stay images
+            return True
         wrapt.register_post_import_hook(_on_pyplot, "matplotlib.pyplot")
         _state["hooked"] = True
     return True

@@ -11,6 +11,7 @@ user's cell, and a request that could not be sent is still in the cell to run ag
 
 from __future__ import annotations
 
+import logging
 import re
 import shlex
 import sys
@@ -329,7 +330,10 @@ def load(ipython: Any) -> None:
     from . import figures
 
     if figures.enabled_by_environment():
-        figures.enable(ipython)
+        try:
+            figures.enable(ipython)
+        except Exception:  # figures stay images; %aaep must load all the same
+            logging.getLogger(__name__).debug("explorable figures are off", exc_info=True)
 
 
 def unload(ipython: Any) -> None:

@@ -67,8 +67,11 @@ async def kernel(tmp_path: Path) -> AsyncIterator[Any]:
 
 
 async def test_a_bar_chart_carries_its_values_and_the_backend_stays_the_users(kernel: Any) -> None:
+    # seaborn first: it imports pyplot half-way through its own import, when maidr cannot
+    # patch it yet (maidr then comes in with the first figure).
     outputs = await run(
         kernel,
+        "import seaborn as sns\n"
         "import matplotlib.pyplot as plt\n"
         "plt.bar(['North', 'South', 'East'], [12, 17, 9])\n"
         "plt.title('Sales'); plt.ylabel('Units');",
@@ -102,6 +105,10 @@ async def test_a_bar_chart_carries_its_values_and_the_backend_stays_the_users(ke
     assert shown and all(f[MAIDR_MIME]["explorable"] for f in shown)
     data = shown[0][MAIDR_MIME]["maidr"]["subplots"][0][0]["layers"][0]["data"]
     assert [(p["x"], p["y"]) for p in data] == [("a", 3.0), ("b", 4.0)]
+    outputs = await run(kernel, "sns.lineplot(x=[1, 2, 3], y=[3, 1, 2]);")
+    (figure,) = figures(outputs)
+    (layer,) = figure[MAIDR_MIME]["maidr"]["subplots"][0][0]["layers"]
+    assert layer["type"] == "line" and [p["y"] for p in layer["data"][0]] == [3.0, 1.0, 2.0]
 
 
 async def test_the_setting_off_sends_images_only(tmp_path: Path) -> None:
