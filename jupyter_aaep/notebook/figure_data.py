@@ -18,7 +18,7 @@ from typing import Any
 from ..figure_mime import MAIDR_MIME
 from ..words import plural
 
-__all__ = ["MAIDR_MIME", "data_summary", "describe_data"]
+__all__ = ["MAIDR_MIME", "describe_data"]
 
 _REASONS = {
     "unsupported": "maidr cannot explore this kind of chart, so only the image is available",
@@ -127,23 +127,3 @@ def describe_data(bundle: Any, limit: int = 6000) -> str:
     if len(text) > limit:
         text = text[:limit].rsplit(";", 1)[0] + " … [cut: more values than fit here]"
     return text
-
-
-def data_summary(bundle: Any) -> str:
-    """One short line for an output listing: what the figure's data is, or why it has none."""
-    if not isinstance(bundle, dict):
-        return "[figure data unreadable]"
-    if not bundle.get("explorable"):
-        return "[figure not explorable: " + str(bundle.get("reason", "failed")) + "]"
-    grid = (bundle.get("maidr") or {}).get("subplots") or []
-    layers = [
-        layer
-        for row in grid
-        if isinstance(row, list)
-        for panel in row
-        if isinstance(panel, dict)
-        for layer in panel.get("layers") or []
-        if isinstance(layer, dict)
-    ]
-    kinds = ", ".join(_NAMES.get(str(x.get("type")), str(x.get("type"))) for x in layers[:4])
-    return f"[explorable figure data: {kinds or 'no layers'}; view_figure shows the values]"
