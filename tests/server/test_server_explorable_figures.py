@@ -191,3 +191,23 @@ async def test_the_agent_reads_a_figures_values_beside_its_image(
 
     await wait_until(saved, timeout=10, what="the alt text on disk")
     assert (saved() or {})["data"][MAIDR_MIME] == BARS
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_option_reaches_the_kernels_through_their_environment(monkeypatch, on: bool) -> None:
+    import os
+    from types import SimpleNamespace
+
+    from jupyter_aaep.server.app import EXPORTED, AAEPExtension
+
+    monkeypatch.delenv("AAEP_EXPLORABLE_FIGURES", raising=False)
+    monkeypatch.setenv("AAEP_SERVER_URL", "http://127.0.0.1:1/")  # restored after the test
+    fake = SimpleNamespace(
+        explorable_figures=on,
+        server=SimpleNamespace(connection_url="http://127.0.0.1:8888/"),
+        built=None,
+    )
+    AAEPExtension._export_environment(fake)  # type: ignore[arg-type]
+    assert os.environ["AAEP_EXPLORABLE_FIGURES"] == ("1" if on else "0")
+    assert "AAEP_EXPLORABLE_FIGURES" in EXPORTED  # put back as it was when the server stops
+    assert AAEPExtension().explorable_figures is True  # on unless turned off
