@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
 import warnings
@@ -92,6 +93,18 @@ def _undo_notebook_display(shell: Any) -> None:
         _log.debug("could not remove maidr's notebook display", exc_info=True)
 
 
+def _finite(value: Any) -> Any:
+    """*value* with NaN and infinities as ``None``: JSON has no words for them (a gap in a
+    line, a missing bar)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
 def figure_bundle(figure: Any) -> dict[str, Any] | None:
     """Our MIME bundle for *figure*: maidr's data, or why the figure cannot be explored.
 
@@ -108,7 +121,9 @@ def figure_bundle(figure: Any) -> dict[str, Any] | None:
         maidr = _import_maidr()
         from maidr.core.figure_manager import FigureManager  # type: ignore[import-untyped, unused-ignore]
         from maidr.util.figure_lock import figure_lock  # type: ignore[import-untyped, unused-ignore]
-    except Exception:  # noqa: BLE001 - maidr missing or broken: the image is shown as always
+    except ImportError:  # maidr is not installed here: the figure is an image, as without us
+        return None
+    except Exception:  # noqa: BLE001 - maidr broken: the image is shown as always
         _log.debug("maidr is not available", exc_info=True)
         return {"version": 1, "explorable": False, "reason": "failed"}
     if figure not in FigureManager.figs:
@@ -124,11 +139,7 @@ def figure_bundle(figure: Any) -> dict[str, Any] | None:
     except Exception:  # noqa: BLE001 - a chart maidr fails on is shown, not explorable
         _log.debug("maidr could not read the figure", exc_info=True)
         return {"version": 1, "explorable": False, "reason": "failed"}
-    try:
-        text = json.dumps(schema, allow_nan=False, default=str)
-    except ValueError:  # NaN or infinity in the data: JSON has no words for them
-        text = json.dumps(schema, default=str).replace("NaN", "null")
-        text = text.replace("-Infinity", "null").replace("Infinity", "null")
+    text = json.dumps(_finite(schema), allow_nan=False, default=str)
     if len(text) > MAX_DATA_CHARS:
         return {"version": 1, "explorable": False, "reason": "too_large"}
     return {

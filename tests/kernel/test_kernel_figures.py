@@ -92,6 +92,14 @@ async def test_a_bar_chart_carries_its_values_and_the_backend_stays_the_users(ke
     backend = await run(kernel, "import matplotlib; print(matplotlib.get_backend())")
     assert backend[0]["text"].strip() == "module://matplotlib_inline.backend_inline"
 
+    # A gap in a line (NaN) is a null, so the bundle stays JSON.
+    outputs = await run(
+        kernel, "fig, ax = plt.subplots(); ax.plot([1, 2, 3], [1, float('nan'), 3]);"
+    )
+    (figure,) = figures(outputs)
+    (layer,) = figure[MAIDR_MIME]["maidr"]["subplots"][0][0]["layers"]
+    assert [p["y"] for p in layer["data"][0]] == [1.0, None, 3.0]
+
     # A chart type maidr cannot explore keeps its image and says so.
     outputs = await run(
         kernel, "fig, ax = plt.subplots(); ax.quiver([0, 1], [0, 1], [1, 1], [1, 0]);"
