@@ -16,19 +16,21 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "jupyter_aaep"
 
 #: The layers each layer may import (besides itself). Imports point downwards only.
-#: ``words`` (plurals and durations) imports nothing, so every layer above the store may use it.
+#: ``words`` (plurals and durations) imports nothing, so every layer above the store may use it; so does
+#: ``figure_mime`` (the MIME type the kernel sends a figure's data under and the tools read).
 #: Three packages where there was one: the engine (``agent``: loop, dispatch, context, prompts,
 #: tools) knows nothing of chats or storage; the chats (``chats``: the runner, the chat record,
 #: persistence) use the engine and the store; the store (``store``: SQLite) imports nothing of ours.
 ALLOWED: dict[str, set[str]] = {
     "words": set(),
+    "figure_mime": set(),
     "aaep": {"words"},
     "store": set(),
     "agent": {"aaep", "errors", "_version", "words"},
     "chats": {"aaep", "agent", "store", "errors", "_version", "words"},
-    "notebook": {"aaep", "errors", "_version", "words"},
-    "tools": {"aaep", "agent", "notebook", "errors", "_version", "words"},
-    "kernel": {"aaep", "agent", "errors", "_version", "words"},
+    "notebook": {"aaep", "errors", "_version", "words", "figure_mime"},
+    "tools": {"aaep", "agent", "notebook", "errors", "_version", "words", "figure_mime"},
+    "kernel": {"aaep", "agent", "errors", "_version", "words", "figure_mime"},
     # Outside agents' MCP server and the hub's gateway: below the server, which loads them.
     "mcp": {"aaep", "agent", "chats", "store", "tools", "notebook", "errors", "_version", "words"},
     "hub": {"aaep", "agent", "errors", "_version", "words"},

@@ -11,6 +11,7 @@ user's cell, and a request that could not be sent is still in the cell to run ag
 
 from __future__ import annotations
 
+import logging
 import re
 import shlex
 import sys
@@ -326,10 +327,20 @@ def load(ipython: Any) -> None:
     ipython.register_magics(AAEPMagics)
     if on_tool_defined not in TOOL_DEFINED_HOOKS:
         TOOL_DEFINED_HOOKS.append(on_tool_defined)
+    from . import figures
+
+    if figures.enabled_by_environment():
+        try:
+            figures.enable(ipython)
+        except Exception:  # figures stay images; %aaep must load all the same
+            logging.getLogger(__name__).debug("explorable figures are off", exc_info=True)
 
 
 def unload(ipython: Any) -> None:
     from ..agent.tools import TOOL_DEFINED_HOOKS
+    from . import figures
+
+    figures.disable(ipython)
 
     while on_tool_defined in TOOL_DEFINED_HOOKS:
         TOOL_DEFINED_HOOKS.remove(on_tool_defined)

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..words import plural
 from ._text_edits import version_tag
+from .figure_data import MAIDR_MIME, describe_data
 
 __all__ = [
     "CellView",
@@ -158,6 +159,8 @@ def _join(value: Any) -> str:
 def _mime_bundle(data: dict[str, Any], limit: int) -> str:
     """The most useful text of a mime bundle, with images and other types described."""
     notes = [f"[{describe_image(m, data[m])}]" for m in _IMAGE_TYPES if m in data]
+    if MAIDR_MIME in data:  # the figure's values, so a description can state them exactly
+        notes.append(describe_data(data[MAIDR_MIME], limit=min(limit, 1500)))
     if "application/vnd.jupyter.widget-view+json" in data:
         model = data["application/vnd.jupyter.widget-view+json"]
         model_id = model.get("model_id", "?") if isinstance(model, dict) else "?"
@@ -179,6 +182,7 @@ def _mime_bundle(data: dict[str, Any], limit: int) -> str:
         for m in data
         if m not in _IMAGE_TYPES
         and m != "text/plain"
+        and m != MAIDR_MIME
         and not m.startswith("application/vnd.jupyter.widget")
     ]
     if others and text is not None and "text/plain" in data:

@@ -60,7 +60,7 @@ from .sse import EventStreamHandler
 from .streams import SERVER_RECONNECT_GRACE, StreamHub
 
 RISK_LEVELS = tuple(DEFAULT_TIMEOUTS)
-EXPORTED = ("AAEP_SERVER_URL", "AAEP_KERNEL_SECRET")
+EXPORTED = ("AAEP_SERVER_URL", "AAEP_KERNEL_SECRET", "AAEP_EXPLORABLE_FIGURES")
 
 
 class AAEPExtension(ExtensionApp):
@@ -435,6 +435,16 @@ class AAEPExtension(ExtensionApp):
         "jupyter_aaep. See python -m jupyter_aaep.kernel.autoload for doing it by hand.",
     )
 
+    explorable_figures = Bool(
+        True,
+        config=True,
+        help="When true (the default), every matplotlib or seaborn figure shown in a kernel this "
+        "server starts carries its data (from maidr) beside its image: the notebook lets a person "
+        "explore it by keyboard (arrows move value by value, with text, braille and sound) and the "
+        "agent reads its exact values. When false, figures are images only. Kernels read it from "
+        "AAEP_EXPLORABLE_FIGURES at start (kernel/figures.py).",
+    )
+
     @validate("run_cell_wait_seconds")
     def _run_wait(self, proposal: Any) -> float:
         if proposal["value"] < 1:
@@ -721,6 +731,7 @@ class AAEPExtension(ExtensionApp):
         url = self.server.connection_url
         os.environ["AAEP_SERVER_URL"] = url
         os.environ.pop("AAEP_KERNEL_SECRET", None)
+        os.environ["AAEP_EXPLORABLE_FIGURES"] = "1" if self.explorable_figures else "0"
         parts = self.built
         if parts is not None:
             parts.hub.manifest_uri = url_path_join(url, "aaep/v1/manifest")

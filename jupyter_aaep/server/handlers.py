@@ -255,6 +255,7 @@ def handler_routes(
     service: ServiceSource, *, keepalive: float
 ) -> list[tuple[str, type, dict[str, Any]]]:
     """Every AAEP route (relative to ``base_url``), each handler given what builds the service."""
+    from .figure_script import FigureScriptHandler
     from .kernel_handlers import kernel_routes
     from .sse import EventStreamHandler
     from .websocket import ChatSocketHandler
@@ -266,6 +267,7 @@ def handler_routes(
         (r"aaep/v1/models", ModelsHandler, common),
         (r"aaep/v1/mcp/servers", MCPServersHandler, common),
         (r"aaep/v1/rules", RulesHandler, common),
+        (r"aaep/v1/figures/maidr\.js", FigureScriptHandler, common),
         (r"aaep/v1/mcp/trust", MCPTrustHandler, common),
         (r"aaep/v1/mcp/trust/(?P<server>[A-Za-z0-9_-]{1,40})", MCPTrustServerHandler, common),
         (r"aaep/v1/chats", ChatsHandler, common),

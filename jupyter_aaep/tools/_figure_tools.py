@@ -12,6 +12,7 @@ from typing import Any
 from ..agent.tools import ToolContext, ToolResult, aaep_tool
 from ..errors import ToolError
 from ..notebook._figures import MODEL_IMAGE_TYPES, ImageBudget, figure_blocks
+from ..notebook.figure_data import MAIDR_MIME, describe_data
 from ..notebook.render import describe_image, render_outputs, truncate
 from ..words import plural
 from ._tool_common import chat_path, service_of
@@ -80,6 +81,9 @@ async def view_figure(
     for i in shown[:8]:
         mime = next(m for m in _FIGURE_TYPES if m in outputs[i]["data"])
         sizes.append(f"Output {i}: {describe_image(mime, outputs[i]['data'][mime])}")
+        if outputs[i] in chosen and MAIDR_MIME in outputs[i]["data"]:
+            # maidr's values beside the image: the description can state them exactly.
+            sizes.append(describe_data(outputs[i]["data"][MAIDR_MIME], limit=6000))
     text = [head, *sizes, "Code:", source]
     if others:
         text += ["Other outputs:", render_outputs(others, 3000)]

@@ -13,6 +13,7 @@ import { goToProblemCell } from './accessibilityCommands';
 import { Announcer } from './announcer';
 import { CitationNavigator, followViewCitations } from './citationNavigator';
 import { CommandIDs, registerCommands } from './commands';
+import { explorableFigureFactory } from './explorableFigure';
 import { FigureDescriber } from './figures';
 import { ModelChooser } from './modelChoice';
 import { NotebookMentions } from './mentions';
@@ -205,5 +206,19 @@ const notebookApproval: JupyterFrontEndPlugin<void> = {
   activate: activateNotebookApproval
 };
 
-export default [plugin, notebookApproval];
+/** Figures explorable by keyboard (maidr), in every notebook and console. */
+const explorableFigures: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-aaep:explorable-figures',
+  description:
+    "Shows a figure that carries its data as its image, explorable by keyboard with maidr's script from this server.",
+  autoStart: true,
+  requires: [IRenderMimeRegistry],
+  optional: [ITranslator],
+  activate: (_app: JupyterFrontEnd, rendermime: IRenderMimeRegistry, translator: ITranslator | null) => {
+    // Synchronously, before notebooks are restored: each notebook copies the registry when it opens.
+    rendermime.addFactory(explorableFigureFactory((translator ?? nullTranslator).load('jupyter_aaep')));
+  }
+};
+
+export default [plugin, notebookApproval, explorableFigures];
 export * from './tokens';

@@ -76,6 +76,7 @@ SERVER_ONLY = {
     "kernels_inherit_model_credentials",
     "kernel_replies",
     "kernel_autoload",
+    "explorable_figures",  # exported to kernels as AAEP_EXPLORABLE_FIGURES
     "mcp_server",
     "mcp_config_file",
     "mcp_call_timeout_seconds",

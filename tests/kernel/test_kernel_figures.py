@@ -1,0 +1,132 @@
+"""Explorable figures in a real IPython kernel (``kernel/figures.py``).
+
+The kernel loads the extension as kernels of this environment do; the tests read the outputs
+a frontend receives: a figure's ``image/png`` and, beside it, our MIME bundle with maidr's data.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.manager import start_new_async_kernel
+
+from jupyter_aaep.figure_mime import MAIDR_MIME
+
+pytestmark = [pytest.mark.slow]
+
+pytest.importorskip("matplotlib")
+pytest.importorskip("maidr")
+
+
+async def start(tmp_path: Path, **env: str) -> tuple[Any, Any]:
+    environment = {**os.environ, "IPYTHONDIR": str(tmp_path / "ipython"), **env}
+    environment.pop("MPLBACKEND", None)
+    root = str(Path(__file__).resolve().parents[2])
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (root, environment.get("PYTHONPATH", "")) if p
+    )
+    return await start_new_async_kernel(
+        kernel_name="python3",
+        env=environment,
+        extra_arguments=["--ext=jupyter_aaep"],
+        startup_timeout=120,
+    )
+
+
+async def run(client: Any, code: str) -> list[dict[str, Any]]:
+    """The outputs of *code*, as a frontend receives them (display data and results)."""
+    msg_id = client.execute(code)
+    outputs: list[dict[str, Any]] = []
+    while True:
+        msg = await client.get_iopub_msg(timeout=180)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind = msg["msg_type"]
+        if kind == "status" and msg["content"]["execution_state"] == "idle":
+            return outputs
+        if kind in ("display_data", "execute_result", "stream", "error"):
+            outputs.append({"type": kind, **msg["content"]})
+
+
+def figures(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [o["data"] for o in outputs if "image/png" in o.get("data", {})]
+
+
+@pytest.fixture
+async def kernel(tmp_path: Path) -> AsyncIterator[Any]:
+    manager, client = await start(tmp_path)
+    try:
+        yield client
+    finally:
+        client.stop_channels()
+        await manager.shutdown_kernel(now=True)
+
+
+async def test_a_bar_chart_carries_its_values_and_the_backend_stays_the_users(kernel: Any) -> None:
+    # seaborn first: it imports pyplot half-way through its own import, when maidr cannot
+    # patch it yet (maidr then comes in with the first figure).
+    outputs = await run(
+        kernel,
+        "import seaborn as sns\n"
+        "import matplotlib.pyplot as plt\n"
+        "plt.bar(['North', 'South', 'East'], [12, 17, 9])\n"
+        "plt.title('Sales'); plt.ylabel('Units');",
+    )
+    assert [o for o in outputs if o["type"] in ("error", "stream")] == []  # maidr said nothing
+    (figure,) = figures(outputs)
+    bundle = figure[MAIDR_MIME]
+    assert bundle["explorable"] is True and bundle["version"] == 1
+    (layer,) = bundle["maidr"]["subplots"][0][0]["layers"]
+    assert layer["type"] == "bar" and layer["title"] == "Sales"
+    assert layer["axes"]["y"]["label"] == "Units"
+    assert layer["data"] == [
+        {"x": "North", "y": 12.0},
+        {"x": "South", "y": 17.0},
+        {"x": "East", "y": 9.0},
+    ]
+    # maidr switches matplotlib to its own backend on import; here the notebook's stays.
+    backend = await run(kernel, "import matplotlib; print(matplotlib.get_backend())")
+    assert backend[0]["text"].strip() == "module://matplotlib_inline.backend_inline"
+
+    # A gap in a line (NaN) is a null, so the bundle stays JSON.
+    outputs = await run(
+        kernel, "fig, ax = plt.subplots(); ax.plot([1, 2, 3], [1, float('nan'), 3]);"
+    )
+    (figure,) = figures(outputs)
+    (layer,) = figure[MAIDR_MIME]["maidr"]["subplots"][0][0]["layers"]
+    assert [p["y"] for p in layer["data"][0]] == [1.0, None, 3.0]
+
+    # A chart type maidr cannot explore keeps its image and says so.
+    outputs = await run(
+        kernel, "fig, ax = plt.subplots(); ax.quiver([0, 1], [0, 1], [1, 1], [1, 0]);"
+    )
+    (figure,) = figures(outputs)
+    assert figure[MAIDR_MIME] == {"version": 1, "explorable": False, "reason": "unsupported"}
+
+    # A figure as a cell's value, and seaborn, go the same way.
+    outputs = await run(kernel, "import seaborn as sns\nsns.barplot(x=['a', 'b'], y=[3, 4]).figure")
+    shown = figures(outputs)
+    assert shown and all(f[MAIDR_MIME]["explorable"] for f in shown)
+    data = shown[0][MAIDR_MIME]["maidr"]["subplots"][0][0]["layers"][0]["data"]
+    assert [(p["x"], p["y"]) for p in data] == [("a", 3.0), ("b", 4.0)]
+    outputs = await run(kernel, "sns.lineplot(x=[1, 2, 3], y=[3, 1, 2]);")
+    (figure,) = figures(outputs)
+    (layer,) = figure[MAIDR_MIME]["maidr"]["subplots"][0][0]["layers"]
+    assert layer["type"] == "line" and [p["y"] for p in layer["data"][0]] == [3.0, 1.0, 2.0]
+
+
+async def test_the_setting_off_sends_images_only(tmp_path: Path) -> None:
+    manager, client = await start(tmp_path, AAEP_EXPLORABLE_FIGURES="0")
+    try:
+        outputs = await run(client, "import matplotlib.pyplot as plt\nplt.bar(['a'], [1]);")
+        (figure,) = figures(outputs)
+        assert MAIDR_MIME not in figure
+        imported = await run(client, "import sys; print('maidr' in sys.modules)")
+        assert imported[0]["text"].strip() == "False"  # not even loaded
+    finally:
+        client.stop_channels()
+        await manager.shutdown_kernel(now=True)
