@@ -2,7 +2,9 @@
 
 The panel's model picker lists them (``GET /aaep/v1/models``); a chat's choice is checked
 against the same list (``{"kind": "model", "model": ...}``). The Models API
-(``client.models.list()``) is asked at most once every ``ttl`` seconds; an endpoint without it
+(``client.models.list()``) is asked at most once every ``ttl`` seconds (a listing that failed
+is asked again after ``retry_after``: a slow moment must not hide the list for ten minutes); an
+endpoint without it
 (an Anthropic-compatible server that answers 404, or no key yet) falls back to the configured
 list (``c.AAEPExtension.models``), which always holds the configured default model.
 """
@@ -74,6 +76,7 @@ class ModelCatalog:
         default: str,
         configured: Sequence[str] = (),
         ttl: float = 600.0,
+        retry_after: float = 20.0,
         timeout: float = 5.0,
         locked: bool = False,
     ) -> None:
@@ -83,6 +86,7 @@ class ModelCatalog:
         self.default = default
         self.configured = list(dict.fromkeys([default, *configured]))
         self.ttl = ttl
+        self.retry_after = retry_after
         self.timeout = timeout
         self._listed: list[ModelChoice] | None = None
         self._when = 0.0
@@ -96,14 +100,20 @@ class ModelCatalog:
     async def models(self) -> list[ModelChoice]:
         """The models on offer (the API's list, newest first, with the default first)."""
         async with self._lock:
-            if self._listed is not None and time.monotonic() - self._when < self.ttl:
+            kept = (
+                self.ttl if self.source != "configured" or self.note is None else self.retry_after
+            )
+            if self._listed is not None and time.monotonic() - self._when < kept:
                 return self._listed
             if self.locked:
                 self.source, self.note, self._listed = "policy", None, self._fallback()
                 self._when = time.monotonic()
                 return self._listed
             try:
-                found = await asyncio.wait_for(self._from_api(), self.timeout)
+                # The client is built (the SDK imported, on a lazy start) before the clock
+                # starts: only the endpoint's answer is timed.
+                client = self.client_factory()
+                found = await asyncio.wait_for(self._from_api(client), self.timeout)
             except Exception as error:  # noqa: BLE001 - any failure: the configured list, and why
                 found = None
                 self.note = (
@@ -122,8 +132,8 @@ class ModelCatalog:
             self._when = time.monotonic()
             return self._listed
 
-    async def _from_api(self) -> list[ModelChoice]:
-        client = self.client_factory()
+    @staticmethod
+    async def _from_api(client: Any) -> list[ModelChoice]:
         page = await client.models.list(limit=100)
         return [
             ModelChoice(str(m.id), str(getattr(m, "display_name", "") or model_label(str(m.id))))
