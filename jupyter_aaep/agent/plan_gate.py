@@ -379,10 +379,11 @@ class PlanGate:
             return f"All {plural(total, 'step')} of the plan ran."
         if not self.done and self.phase == "planning" and self.stopped_at is None:
             return None  # still planning (keep planning, then the model stopped)
-        ran = _numbers(sorted(self.done))
         missing = _numbers([n for n in range(1, total + 1) if n not in self.done])
         said = f"Of the plan's {plural(total, 'step')}, " + (
-            f"{ran} ran; {missing} did not." if self.done else f"none ran ({missing} did not)."
+            f"{_numbers(sorted(self.done))} ran; {missing} did not."
+            if self.done
+            else "none ran."
         )
         if self.failed:
             said += f" {_numbers(sorted(self.failed)).capitalize()} failed."

@@ -83,7 +83,8 @@ class Planner:
         while not task.done():
             asks = self.events.of_type("awaiting.confirmation")
             if len(asks) > answered and answer is not None:
-                answer(asks[answered])
+                if not asks[answered]["extra_context"].get("auto_approved"):
+                    answer(asks[answered])  # (the plan's own approvals answer themselves)
                 answered += 1
             await asyncio.sleep(0.02)
         await self.client.close()
@@ -203,6 +204,11 @@ async def test_an_approved_plan_asks_once_and_both_runs_complete(
     running = planner.tool_names(1)
     assert "run_cell" in running and running[-1] == "plan_step" and "propose_plan" not in running
     assert planner.tool_names(3) == running, "one tools list for the whole running phase"
+    usage = [request.usage for request in planner.fake.requests]
+    assert all(u is not None for u in usage)
+    assert usage[2].cache_read_input_tokens > 0 and usage[4].cache_read_input_tokens > 0, (
+        "within a phase each request reads the previous one's prefix from the prompt cache"
+    )
     assert "Plan mode" not in planner.fake.requests[1].body["system"][1]["text"]
     steps = [e for e in planner.events.of_type("progress.updated") if e["progress"].get("step")]
     assert [(e["progress"]["step"], e["progress"]["total_steps"]) for e in steps] == [(1, 2), (2, 2)]
