@@ -143,7 +143,7 @@ def test_modes_are_set_by_name_and_restored_unless_auto() -> None:
     with pytest.raises(
         ValueError,
         match=r"ask \(Ask before running code\), ask_all \(Ask before every change\), "
-        r"auto \(Auto\), not 'review'",
+        r"auto \(Auto\), plan \(Plan first\), not 'review'",
     ):
         policy.set_mode("review")
     assert policy.mode == "ask_all"
