@@ -249,7 +249,8 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             rendermime={rendermime}
             trans={trans}
             shortcuts={shortcuts}
-            onReply={(item: TranscriptItem, decision) => void controller.reply(item, decision)}
+            onReply={(item: TranscriptItem, decision, details) => void controller.reply(item, decision, details)}
+            onOpenPlan={path => void commands.execute('docmanager:open', { path, factory: 'Editor' })}
             onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
             citations={props.citations}
           />
