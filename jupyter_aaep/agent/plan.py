@@ -118,12 +118,16 @@ class PlanFiles:
 
     def write(self, name: str, plan: Plan) -> str:
         """Write *plan*; returns its path relative to the server root."""
+        self.save_text(name, plan.markdown())
+        return self.relative(name)
+
+    def save_text(self, name: str, text: str) -> None:
+        """Write the file as a person saved it (the panel's editor)."""
         path = self._path(name)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(plan.markdown())
-        return self.relative(name)
+            out.write(text)
 
     def read(self, name: str) -> str | None:
         """The saved text, or ``None`` when the file is gone or unreadable."""

@@ -79,3 +79,45 @@ async def test_a_modified_action_on_an_ordinary_confirmation_is_still_ignored(
         await api("chats", chat_id, "messages", method="POST", body=reply(card, "reject"))
         events = await stream.until(of_type("session.completed"), timeout=20)
     assert not [e for e in events if of_type("tool.invoked")(e)]
+
+
+async def test_the_panels_editor_reads_and_saves_the_plan_and_the_agent_follows_the_save(
+    api, fake_model, sse, jp_root_dir: Path
+) -> None:
+    """The hidden plan folder is not served by the contents API; the panel's drive reads and
+    saves it through aaep/v1/plans/{name}, and the saved text is what the model is told."""
+    _, chat, _ = await api(
+        "chats", method="POST", body={"notebook_path": "a.ipynb", "approval_mode": "plan"}
+    )
+    chat_id = chat["chat_id"]
+    fake_model.add(
+        Turn(tool_uses=[ToolUse("propose_plan", PLAN)]),
+        Turn(text="I will send it to Grace instead."),
+    )
+    async with sse(chat_id) as stream:
+        await api(
+            "chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "go"}
+        )
+        card = (await stream.until(of_type("awaiting.confirmation"), timeout=20))[-1]
+        name = card["extra_context"]["plan"]["file"].rsplit("/", 1)[-1]
+        status, body, _ = await api("plans", name)
+        assert status == 200 and "1. Send Ada the report by email" in body["content"]
+        edited = body["content"].replace("Send Ada", "Send Grace")
+        status, _, _ = await api("plans", name, method="PUT", body={"content": edited})
+        assert status == 200
+        assert "Send Grace" in (jp_root_dir / ".aaep" / "plans" / name).read_text()
+        status, body, _ = await api("plans", name, method="PUT", body={"text": edited})
+        assert status == 400 and "content" in body["message"]
+        status, _, _ = await api("plans", "plan-000000000000.md")
+        assert status == 404
+        await api(
+            "chats",
+            chat_id,
+            "messages",
+            method="POST",
+            body=reply(card, "reject", decision_rationale="Grace, not Ada."),
+        )
+        await stream.until(of_type("session.completed"), timeout=20)
+    told = str(fake_model.requests[1].body["messages"][-1]["content"])
+    assert "Their comment: Grace, not Ada." in told
+    assert "Step 1 now reads: 'Send Grace the report by email'" in told
