@@ -462,7 +462,9 @@ class ToolDispatcher:
     def _setting(self) -> str:
         """What approved a step on the person's behalf: the plan they approved, or the mode."""
         plan = self.plan
-        return "your plan" if plan is not None and plan.phase == "running" else "this chat's setting"
+        return (
+            "your plan" if plan is not None and plan.phase == "running" else "this chat's setting"
+        )
 
     async def _wait_for_reply(self, request: Any) -> Outcome:
         """Wait for the reply; a pause meanwhile takes effect at once, and a reply that came

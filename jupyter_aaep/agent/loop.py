@@ -60,7 +60,6 @@ from .context import (
 )
 from .control import RunControl
 from .dispatch import ToolDispatcher
-from .plan_gate import PlanGate
 from .errors import ModelFailure, describe_model_error
 from .history import (
     append_assistant,
@@ -69,6 +68,7 @@ from .history import (
     close_open_tool_uses,
     close_stopped_request,
 )
+from .plan_gate import PlanGate
 from .prompts import SYSTEM_PROMPT, chat_context
 from .stop_reasons import stop_handling
 from .tools import ToolRegistry

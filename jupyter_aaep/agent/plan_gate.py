@@ -164,7 +164,7 @@ class PlanGate:
         if len(steps) > MAX_STEPS:
             raise ToolError(f"A plan has at most {MAX_STEPS} steps; group them and try again.")
         plan = Plan(" ".join(summary.split()), tuple(await self._cells_by_number(steps)))
-        outcome, path = await self._confirm(plan)
+        outcome = await self._confirm(plan)
         choice = _choice(outcome)
         saved = self._saved(plan)
         changes = plan_changes(plan, saved) if saved is not None else []
@@ -237,7 +237,11 @@ class PlanGate:
             said = f"Step {step} of {total} done: {_sentence(text)}"
             self._progress(step, total, said)
             left = [n for n in range(1, total + 1) if n not in self.done]
-            nxt = f" Next: step {left[0]}." if left else " All steps are done: tell the person briefly what was done."
+            nxt = (
+                f" Next: step {left[0]}."
+                if left
+                else " All steps are done: tell the person briefly what was done."
+            )
             return f"Noted: step {step} of {total} is done.{nxt}"
         self.failed.add(step)
         why = mask_secrets(" ".join(note.split()))[:500] or "no reason given"
@@ -260,7 +264,7 @@ class PlanGate:
         )
 
     # -- the one confirmation -----------------------------------------------------------------
-    async def _confirm(self, plan: Plan) -> tuple[Outcome, str | None]:
+    async def _confirm(self, plan: Plan) -> Outcome:
         session, policy = self.session, self.chat.approval
         path = self._write(plan)
         total = plural(len(plan.steps), "step")
@@ -268,7 +272,9 @@ class PlanGate:
         timeout = policy.timeout_for("high")
         session.change_state(
             "awaiting_input",
-            Summary(normal=f"Waiting for your decision on the plan: {plan.summary}", terse="Plan ready."),
+            Summary(
+                normal=f"Waiting for your decision on the plan: {plan.summary}", terse="Plan ready."
+            ),
         )
         choices = "run it asking only for code the risk scan flags, run it asking before each step, keep planning with a comment, or reject it"
         event = session.emit(
@@ -303,7 +309,7 @@ class PlanGate:
         request = self.broker.open_confirmation(
             event, modifications={"plan_choice": frozenset({"ask_each_step"})}
         )
-        return await self._wait(request), path
+        return await self._wait(request)
 
     def _after(self, normal: str, terse: str) -> None:
         self.session.change_state("thinking", Summary(normal=normal, terse=terse))
@@ -381,9 +387,7 @@ class PlanGate:
             return None  # still planning (keep planning, then the model stopped)
         missing = _numbers([n for n in range(1, total + 1) if n not in self.done])
         said = f"Of the plan's {plural(total, 'step')}, " + (
-            f"{_numbers(sorted(self.done))} ran; {missing} did not."
-            if self.done
-            else "none ran."
+            f"{_numbers(sorted(self.done))} ran; {missing} did not." if self.done else "none ran."
         )
         if self.failed:
             said += f" {_numbers(sorted(self.failed)).capitalize()} failed."

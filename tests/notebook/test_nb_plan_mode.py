@@ -179,9 +179,9 @@ async def test_a_rejected_two_run_plan_asks_once_and_changes_nothing(
     assert REFUSED in str(planner.results(2)[0]["content"])
     assert planner.tool_names(2) == planner.tool_names(0)
     assert await _executed(service, path) == [None, None]
-    assert "The plan was not approved; nothing was changed." in result.terminal_event[
-        "summary_normal"
-    ]
+    assert (
+        "The plan was not approved; nothing was changed." in result.terminal_event["summary_normal"]
+    )
 
 
 @on_server_loop
@@ -211,11 +211,18 @@ async def test_an_approved_plan_asks_once_and_both_runs_complete(
     )
     assert "Plan mode" not in planner.fake.requests[1].body["system"][1]["text"]
     steps = [e for e in planner.events.of_type("progress.updated") if e["progress"].get("step")]
-    assert [(e["progress"]["step"], e["progress"]["total_steps"]) for e in steps] == [(1, 2), (2, 2)]
+    assert [(e["progress"]["step"], e["progress"]["total_steps"]) for e in steps] == [
+        (1, 2),
+        (2, 2),
+    ]
     assert steps[1]["summary_normal"] == "Step 2 of 2 done: Run cell 2 (prints 7)."
     assert steps[0]["urgency"] == "normal"
     assert "All 2 steps of the plan ran." in result.terminal_event["summary_normal"]
-    approved = [e for e in planner.events.of_type("state.changed") if "Plan approved" in (e.get("summary_normal") or "")]
+    approved = [
+        e
+        for e in planner.events.of_type("state.changed")
+        if "Plan approved" in (e.get("summary_normal") or "")
+    ]
     assert approved, "the person hears how the plan runs"
 
 
@@ -298,7 +305,9 @@ async def test_an_edited_plan_file_is_what_the_agent_follows(
 
 
 @on_server_loop
-async def test_a_failed_step_stops_and_asks(notebook_file, service, fake_model, jp_root_dir) -> None:
+async def test_a_failed_step_stops_and_asks(
+    notebook_file, service, fake_model, jp_root_dir
+) -> None:
     path = notebook_file("fail.ipynb", CELLS)
     fake_model.add(
         Turn(tool_uses=[ToolUse("propose_plan", PLAN)]),
