@@ -17,6 +17,7 @@ import type { IProcessedEvent } from './model';
 import { withoutHint } from './model';
 import { AnswerNarrator } from './answerNarrator';
 import { saysReason, spokenMedia } from './speech';
+import { planTitle, readPlan } from './components/planWords';
 
 /** Politeness of an announcement. */
 export type Politeness = 'polite' | 'assertive';
@@ -238,6 +239,17 @@ export class Narrator {
       return;
     }
     const verbosity = this._config.verbosity;
+    const plan = readPlan(extra);
+    if (plan !== null) {
+      // Plan mode's one decision: its title and, unless terse, its numbered steps.
+      const steps = plan.steps.map((step, i) => `${i + 1}. ${step.replace(/[.;:,\s]+$/, '')}.`).join(' ');
+      const key = this._requestShortcut
+        ? trans.__('%1 to review and choose.', this._requestShortcut)
+        : trans.__('choose in the agent panel.');
+      const title = planTitle(plan, trans).replace(/[.;:,\s]+$/, '');
+      this._say(verbosity === 'terse' ? `${title}; ${key}` : `${title}. ${steps} ${key}`, 'request', 'assertive');
+      return;
+    }
     let action = (str(event, 'action') ?? summary ?? trans.__('an action')).trim().replace(/[.;:,\s]+$/, '');
     if (verbosity === 'terse') {
       action = action.split(/,\s/)[0];

@@ -117,3 +117,28 @@ test('without a file there is no Edit button; once answered the choices are gone
   assert.ok(!done.includes('<button'), done);
   assert.match(done, /You rejected this\./);
 });
+
+test('the plan is one alert: its title and numbered steps, the steps left out at terse', async () => {
+  const { Narrator } = await import('../lib/narrator.js');
+  const confirmation = {
+    event_id: 'evt_1',
+    type: 'aaep:agent.awaiting.confirmation',
+    timestamp: '2026-11-23T09:00:00.000Z',
+    session_id: 's1',
+    action: 'Follow this plan',
+    risk_level: 'medium',
+    extra_context: { plan: PLAN }
+  };
+  const said = verbosity => {
+    const it = new Narrator(trans, { verbosity });
+    it.setRequestShortcut('Ctrl+Shift+A');
+    return it.narrate({ event: confirmation, replay: false }).map(s => `${s.politeness}: ${s.text}`);
+  };
+  assert.deepEqual(said('normal'), [
+    'assertive: Plan for your approval, 2 steps: Train and plot. 1. Run cell 4 (the training loop). ' +
+      '2. Add a cell after cell 4 that plots the losses. Ctrl+Shift+A to review and choose.'
+  ]);
+  assert.deepEqual(said('terse'), [
+    'assertive: Plan for your approval, 2 steps: Train and plot; Ctrl+Shift+A to review and choose.'
+  ]);
+});
