@@ -8,7 +8,8 @@ for the model.
 
 The Markdown is deliberately plain: a ``#`` title (the summary) and a numbered list (the
 steps). Lines that continue a step (indented, or not a list item) belong to it; HTML comments
-and blank lines are ignored, so the note at the end of the file never becomes a step.
+blank lines and list markers with nothing after them are ignored, so the note at the end of the
+file never becomes a step.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ _NOTE = (
     "the agent follows what is saved here and is told what you changed. -->"
 )
 _ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*+])\s+(.*\S)\s*$")
+_EMPTY_ITEM = re.compile(r"^\s*(?:\d+[.)]|[-*+])\s*$")
+"""A list marker with nothing after it (an editor continues a list on Enter): no step."""
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
@@ -58,7 +61,7 @@ class Plan:
         summary = fallback_summary
         steps: list[str] = []
         for line in _COMMENT.sub("", text).splitlines():
-            if not line.strip():
+            if not line.strip() or _EMPTY_ITEM.match(line):
                 continue
             if line.startswith("#"):
                 if not steps:
@@ -128,6 +131,13 @@ class PlanFiles:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
+
+    def modified(self, name: str) -> float | None:
+        """When the file was last written (seconds since the epoch), or ``None``."""
+        try:
+            return self._path(name).stat().st_mtime
+        except (OSError, ValueError):
+            return None
 
     def read(self, name: str) -> str | None:
         """The saved text, or ``None`` when the file is gone or unreadable."""

@@ -260,7 +260,16 @@ class PlanFileHandler(AAEPHandler):
         text = self._files().read(name)
         if text is None:
             raise web.HTTPError(404, f"There is no plan called {name}; it may have been removed.")
-        self.finish(json.dumps({"name": name, "content": text}))
+        self.finish(json.dumps(self._model(name, text)))
+
+    def _model(self, name: str, text: str) -> dict[str, Any]:
+        """The file's text and its real modification time (JupyterLab's editor compares it
+        before saving, and asks about a newer file on disk)."""
+        from datetime import datetime, timezone
+
+        stamp = self._files().modified(name) or 0.0
+        modified = datetime.fromtimestamp(stamp, tz=timezone.utc).isoformat()
+        return {"name": name, "content": text, "last_modified": modified}
 
     @web.authenticated
     @authorized("execute")  # type: ignore[untyped-decorator]
@@ -275,7 +284,7 @@ class PlanFileHandler(AAEPHandler):
         if files.read(name) is None:
             raise web.HTTPError(404, f"There is no plan called {name}; it may have been removed.")
         files.save_text(name, content)
-        self.finish(json.dumps({"name": name, "content": content}))
+        self.finish(json.dumps(self._model(name, content)))
 
 
 def handler_routes(

@@ -27,17 +27,18 @@ export function planEditorPath(file: string): string {
 interface IPlanFile {
   name: string;
   content: string;
+  /** The file's modification time (the editor compares it before it saves). */
+  last_modified: string;
 }
 
 function model(file: IPlanFile, withContent: boolean): Contents.IModel {
-  const now = new Date().toISOString();
   return {
     name: file.name,
     path: file.name,
     type: 'file',
     writable: true,
-    created: now,
-    last_modified: now,
+    created: file.last_modified,
+    last_modified: file.last_modified,
     mimetype: 'text/markdown',
     content: withContent ? file.content : null,
     format: withContent ? 'text' : null,

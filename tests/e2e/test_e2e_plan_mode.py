@@ -136,7 +136,7 @@ def test_plan_first_chosen_by_keyboard_edited_and_approved_with_one_key(
     told = [
         result_text(r) for r in request_and_results(fake_model.requests[1])[1]
     ]
-    assert any(f"Added as step 3: '{ADDED}'" in t for t in told), told
+    assert any(f"Added as step 3: '{ADDED}'" in t for t in told), told[0][:400]
     ui.wait_announced("Step 1 of 3 done: Run cell 2 (loads the readings).")
     ui.wait_announced("All 3 steps of the plan ran.")
     cells = ui.page.locator(".jp-NotebookPanel .jp-Cell")
