@@ -353,7 +353,13 @@ export class Narrator {
     const verbosity = this._config.verbosity;
     const urgency = str(event, 'urgency');
     const sid = event.session_id;
-    const key = `progress:${sid}`;
+    // A numbered step ("Step 2 of 4 done", plan mode) is its own milestone: never replaced
+    // by the next one while it waits to be said.
+    const step = num(progress, 'step');
+    const key =
+      step !== undefined && num(progress, 'total_steps') !== undefined
+        ? `progress:${sid}:step${step}`
+        : `progress:${sid}`;
     // Never a bare number: a percentage is said with what it measures.
     const text =
       summary ??

@@ -142,3 +142,23 @@ test('the plan is one alert: its title and numbered steps, the steps left out at
     'assertive: Plan for your approval, 2 steps: Train and plot; Ctrl+Shift+A to review and choose.'
   ]);
 });
+
+test('each step of a running plan is heard, none replaced by the next', async () => {
+  const { Narrator } = await import('../lib/narrator.js');
+  const it = new Narrator(trans, { verbosity: 'normal' });
+  const step = (n, percent) => ({
+    event_id: `evt_s${n}`,
+    type: 'aaep:agent.progress.updated',
+    timestamp: '2026-11-23T09:00:00.000Z',
+    session_id: 's1',
+    urgency: 'normal',
+    progress: { step: n, total_steps: 2, percent },
+    summary_normal: `Step ${n} of 2 done: step ${n}.`
+  });
+  const said = [step(1, 50), step(2, 100)].flatMap(e => it.narrate({ event: e, replay: false }));
+  assert.deepEqual(
+    said.map(s => s.text),
+    ['Step 1 of 2 done: step 1.', 'Step 2 of 2 done: step 2.']
+  );
+  assert.notEqual(said[0].key, said[1].key);
+});
