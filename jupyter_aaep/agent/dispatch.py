@@ -129,6 +129,8 @@ class ToolDispatcher:
                     group.append(self.calls[index + len(group)])
             if len(group) == 1:
                 await self._run(group[0])
+                if self.plan is not None:  # a step of a running plan that failed stops and asks
+                    await self.plan.after_call(group[0].spec, group[0].result)
             else:
                 await asyncio.gather(*(self._run(call) for call in group))
             index += len(group)

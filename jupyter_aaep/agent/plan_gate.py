@@ -35,6 +35,7 @@ from ..aaep.ids import new_reply_token
 from ..aaep.redaction import mask_secrets
 from ..errors import ToolError
 from ..words import plural
+from ._loop_text import was_declined
 from .plan import MAX_STEPS, Plan, PlanFiles, plan_changes
 from .tools import ToolContext, ToolSpec, make_tool
 
@@ -262,6 +263,40 @@ class PlanGate:
             f"The person answered: {answer}. Fix step {step} and go on with the plan; call "
             "plan_step when it is done."
         )
+
+    async def after_call(self, spec: ToolSpec | None, result: dict[str, Any] | None) -> None:
+        """A change or run of the running plan that failed stops the plan and asks the person,
+        whether or not the model reports it: the answer is added to that call's result."""
+        if self.phase != "running" or spec is None or result is None or not result.get("is_error"):
+            return
+        if spec.read_only or spec.conversational or was_declined(result.get("content"), spec.name):
+            return
+        plan = self.plan
+        assert plan is not None
+        total = len(plan.steps)
+        step = next((n for n in range(1, total + 1) if n not in self.done), total)
+        self.failed.add(step)
+        answer = await self._ask(
+            f"A step of the plan failed: {spec.human_label()} did not work (step {step} of "
+            f"{total}: {_sentence(plan.steps[step - 1])}) Should the agent try to fix it and go "
+            "on, or stop the plan here?",
+            choices=["Fix it and go on", "Stop the plan here"],
+            context=None,
+            default=None,
+        )
+        if answer is None or str(answer).strip().lower().startswith("stop"):
+            self.phase, self.stopped_at = "planning", step
+            note = (
+                f"This failed, and the person stopped the plan at step {step}. Do not change or "
+                "run anything more; tell them in a sentence or two what ran and what did not."
+            )
+        else:
+            note = f"This failed; the person answered: {answer}. Fix it and go on with the plan."
+        content = result.get("content")
+        blocks = (
+            [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+        )
+        result["content"] = [*blocks, {"type": "text", "text": note}]
 
     # -- the one confirmation -----------------------------------------------------------------
     async def _confirm(self, plan: Plan) -> Outcome:

@@ -133,9 +133,7 @@ def test_plan_first_chosen_by_keyboard_edited_and_approved_with_one_key(
     ui.wait_focus("[data-request-id]")
     ui.page.keyboard.press("Control+Shift+Enter")
     expect(panel.locator(".jp-AAEPMessage-agent").last).to_contain_text(DONE, timeout=60_000)
-    told = [
-        result_text(r) for r in request_and_results(fake_model.requests[1])[1]
-    ]
+    told = [result_text(r) for r in request_and_results(fake_model.requests[1])[1]]
     assert any(f"Added as step 3: '{ADDED}'" in t for t in told), told[0][:400]
     ui.wait_announced("Step 1 of 3 done: Run cell 2 (loads the readings).")
     ui.wait_announced("All 3 steps of the plan ran.")

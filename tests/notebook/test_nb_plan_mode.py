@@ -337,3 +337,42 @@ async def test_a_failed_step_stops_and_asks(
     assert REFUSED in str(planner.results(3)[0]["content"]), "a stopped plan runs nothing more"
     assert await _executed(service, path) == [None, None]
     assert "none ran" in result.terminal_event["summary_normal"]
+
+
+@on_server_loop
+async def test_a_run_that_fails_stops_the_plan_and_asks_even_unreported(
+    notebook_file, service, fake_model, jp_root_dir
+) -> None:
+    """A careless model that never reports the failure: the server asks anyway."""
+    path = notebook_file("raise.ipynb", [{"id": "c1", "source": "1 / 0"}, CELLS[1]])
+    fake_model.add(
+        Turn(tool_uses=[ToolUse("propose_plan", PLAN)]),
+        Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]),
+        Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c2"})]),
+        Turn(text="Stopped."),
+    )
+    planner = Planner(fake_model, service, path, jp_root_dir)
+    session_task = asyncio.ensure_future(
+        planner.run("Run both cells.", lambda e: planner.reply(e, "accept"))
+    )
+    question = await wait_for(
+        lambda: planner.events.of_type("awaiting.clarification"), what="the question", timeout=30
+    )
+    assert question[0]["question"].startswith(
+        "A step of the plan failed: run a cell did not work (step 1 of 2: Run cell 1 (prints 42).)"
+    ), question[0]["question"]
+    assert planner.broker.submit(
+        {
+            "type": "clarification.reply",
+            "reply_token": question[0]["reply_token"],
+            "subscription_id": new_subscription_id(),
+            "timestamp": SessionClock().now(),
+            "response": "Stop the plan here",
+        }
+    )
+    result = await asyncio.wait_for(session_task, 30)
+    [failed] = planner.results(2)
+    assert failed["is_error"] and "the person stopped the plan at step 1" in str(failed["content"])
+    assert REFUSED in str(planner.results(3)[0]["content"])
+    assert await _executed(service, path) == [1, None]
+    assert "Step 1 failed." in result.terminal_event["summary_normal"]
