@@ -18,6 +18,7 @@ import difflib
 import os
 import re
 import secrets
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,9 @@ __all__ = ["MAX_STEPS", "Plan", "PlanFiles", "plan_changes"]
 
 MAX_STEPS = 30
 """More steps than anyone reviews at once: a longer plan is refused with a sentence."""
+
+KEEP_DAYS = 7
+"""Days a plan file is kept after it was last written."""
 
 PLAN_FOLDER = ".aaep/plans"
 """Under the server root; hidden, so it stays out of the file browser and the notebook."""
@@ -108,6 +112,15 @@ class PlanFiles:
         self.root = root
 
     def new_name(self) -> str:
+        """A fresh file name; plans older than :data:`KEEP_DAYS` are removed meanwhile (a plan
+        matters only while its request runs, and the folder must not grow for ever)."""
+        cutoff = time.time() - KEEP_DAYS * 86400
+        for old in (self.root / PLAN_FOLDER).glob("plan-*.md"):
+            try:
+                if old.stat().st_mtime < cutoff:
+                    old.unlink()
+            except OSError:
+                pass
         return f"plan-{secrets.token_hex(6)}.md"
 
     def relative(self, name: str) -> str:

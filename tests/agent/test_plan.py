@@ -59,3 +59,17 @@ def test_plan_files_are_private_and_only_plan_names_are_opened(tmp_path: Path) -
         assert files.read(bad) is None
         with pytest.raises(ValueError):
             files.save_text(bad, "x")
+
+
+def test_old_plans_are_removed_when_a_new_one_is_made(tmp_path: Path) -> None:
+    import os
+    import time
+
+    files = PlanFiles(tmp_path)
+    old, recent = files.new_name(), files.new_name()
+    files.write(old, PLAN)
+    files.write(recent, PLAN)
+    week_ago = time.time() - 8 * 86400
+    os.utime(tmp_path / ".aaep" / "plans" / old, (week_ago, week_ago))
+    files.new_name()
+    assert files.read(old) is None and files.read(recent) is not None
