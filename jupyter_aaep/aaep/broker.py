@@ -96,6 +96,10 @@ class Outcome:
     subscription_id: str | None = None
     origin: ReplyOrigin | None = None
     """Where a reply came from, as the transport that received it knows (see :class:`ReplyOrigin`)."""
+    rationale: str | None = None
+    """A confirmation reply's ``decision_rationale`` (what the person wrote with it)."""
+    modified: Mapping[str, Any] | None = None
+    """A confirmation reply's ``modified_action``, when its request said which keys it takes."""
 
     @property
     def accepted(self) -> bool:
@@ -114,6 +118,9 @@ class PendingRequest:
     choices: tuple[Choice, ...] = ()
     allowed_subscriptions: frozenset[str] | None = None
     """Subscriptions entitled to answer; ``None`` lets any authenticated sender answer."""
+    modifications: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """The ``modified_action`` keys this confirmation takes, each with its allowed values
+    (a plan's "ask before each step"); empty: a reply with a modified action is ignored."""
     future: asyncio.Future[Outcome] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -165,14 +172,17 @@ class ReplyBroker:
         event: Mapping[str, Any],
         *,
         allowed_subscriptions: frozenset[str] | None = None,
+        modifications: Mapping[str, frozenset[str]] | None = None,
     ) -> PendingRequest:
-        """Register the request described by an emitted ``awaiting.confirmation`` event."""
+        """Register the request described by an emitted ``awaiting.confirmation`` event;
+        *modifications* names the ``modified_action`` keys and values it takes (none by default)."""
         return self._open(
             event,
             kind="confirmation",
             default=event["default_decision"],
             allowed_replies=tuple(event.get("allowed_replies") or ("accept", "reject")),
             allowed_subscriptions=allowed_subscriptions,
+            modifications=dict(modifications or {}),
         )
 
     def open_clarification(
@@ -291,6 +301,8 @@ class ReplyBroker:
                 decided_by=origin.decided_by if origin is not None else reply.get("decided_by"),
                 subscription_id=reply.get("subscription_id"),
                 origin=origin,
+                rationale=reply.get("decision_rationale"),
+                modified=reply.get("modified_action"),
             ),
         )
         return True
@@ -339,7 +351,8 @@ class ReplyBroker:
         if kind == "confirmation":
             if reply.get("decision") not in request.allowed_replies:
                 raise _Ignored("decision not allowed")
-            if reply.get("modified_action") is not None:
+            modified = reply.get("modified_action")
+            if modified is not None and not _modification_fits(modified, request):
                 raise _Ignored("modified actions are not supported")
         elif not _response_fits(reply.get("response"), request):
             raise _Ignored("response does not match the accepted kinds")
@@ -418,6 +431,19 @@ def short_token(token: Any) -> str:
 
 class _Ignored(Exception):
     """Why a reply was ignored; logged, never sent back."""
+
+
+def _modification_fits(modified: Any, request: PendingRequest) -> bool:
+    """A ``modified_action`` counts only as the request declared: known keys, listed values."""
+    allowed = request.modifications
+    return (
+        isinstance(modified, Mapping)
+        and bool(modified)
+        and all(
+            key in allowed and isinstance(modified[key], str) and modified[key] in allowed[key]
+            for key in modified
+        )
+    )
 
 
 def _response_fits(response: Any, request: PendingRequest) -> bool:

@@ -12,9 +12,14 @@ Modes are per chat, named by what they ask before:
   "confirm before irreversible" rule holds — except calls a risk scan flagged, which always
   wait for a person. The scan (:mod:`.code_risk`) is static: auto mode runs whatever it does
   not flag, so it is a convenience for trusted work, not a sandbox.
+- ``"plan"``, *Plan first*: each request of the built-in agent starts read-only; the model is
+  offered only tools that change nothing plus ``propose_plan``, and the person approves the
+  plan once and chooses how the rest of that request runs (:mod:`.plan`). Calls outside a
+  plan (an outside agent's over MCP) are asked as in ``ask``.
 
-A chat's mode is stored with it; ``ask`` and ``ask_all`` come back after a restart, ``auto``
-never does (the chat then starts in the server's default mode).
+A chat's mode is stored with it; ``ask``, ``ask_all`` and ``plan`` come back after a restart
+(plan mode lets nothing run unasked), ``auto`` never does (the chat then starts in the server's
+default mode).
 """
 
 from __future__ import annotations
@@ -26,14 +31,15 @@ from ..aaep.events import Decision, RiskLevel
 from ..errors import SettingLocked
 from .tools import ActionPreview, ToolSpec
 
-ApprovalMode = Literal["ask", "ask_all", "auto"]
-APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "ask_all", "auto")
-REMEMBERED_MODES: tuple[ApprovalMode, ...] = ("ask", "ask_all")
+ApprovalMode = Literal["ask", "ask_all", "auto", "plan"]
+APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "ask_all", "auto", "plan")
+REMEMBERED_MODES: tuple[ApprovalMode, ...] = ("ask", "ask_all", "plan")
 """Modes a stored chat gets back after a restart; auto must be chosen again each time."""
 MODE_LABELS: dict[ApprovalMode, str] = {
     "ask": "Ask before running code",
     "ask_all": "Ask before every change",
     "auto": "Auto",
+    "plan": "Plan first",
 }
 """What people see for each wire value (the panel's select uses the same words)."""
 DEFAULT_TIMEOUTS: dict[str, int] = {"low": 90, "medium": 180, "high": 300}
@@ -52,8 +58,8 @@ class ApprovalPolicy:
     Parameters
     ----------
     mode
-        ``"ask"`` before running code, ``"ask_all"`` before every change, or ``"auto"``-approve
-        unflagged calls in this chat.
+        ``"ask"`` before running code, ``"ask_all"`` before every change, ``"auto"``-approve
+        unflagged calls in this chat, or ``"plan"`` first (asks as ``"ask"`` does outside a plan).
     timeouts
         Seconds a confirmation waits, by risk level, before its default decision applies.
         The spec suggests 180–600 s for high risk, 60–180 s for medium and 30–90 s for low.

@@ -37,6 +37,8 @@ from ..words import duration_words
 from .bulk_changes import BulkChanges
 from .data_blocks import data_content
 from .history import tool_result as _tool_result
+from .plan_gate import REFUSED as _PLAN_REFUSED
+from .plan_gate import PlanGate
 from .tools import (
     ActionPreview,
     StaleApproval,
@@ -83,6 +85,7 @@ class ToolDispatcher:
         *,
         on_handoff: Callable[[str], None],
         control: RunControl | None = None,
+        plan: bool = False,
     ) -> None:
         self.registry = registry
         self.broker = broker
@@ -94,13 +97,25 @@ class ToolDispatcher:
         self.calls: list[_Call] = []
         self.bulk = BulkChanges()
         """This session's destructive changes so far (bulk ones always ask)."""
+        self.plan = (
+            PlanGate(session, broker, chat, wait=self._wait_for_reply, ask=self._ask)
+            if plan
+            else None
+        )
+        """The request's plan in plan mode (the built-in agent's requests only)."""
 
     @property
     def policy(self) -> Any:
+        if self.plan is not None:
+            return self.plan.policy(self.chat.approval)
         return self.chat.approval
 
+    def _spec(self, name: str) -> ToolSpec | None:
+        found = self.plan.tool(name) if self.plan is not None else None
+        return found or self.registry.get(name)
+
     async def run_all(self, uses: Sequence[Any]) -> list[dict[str, Any]]:
-        self.calls = [_Call(use, self.registry.get(use.name)) for use in uses]
+        self.calls = [_Call(use, self._spec(use.name)) for use in uses]
         index = 0
         while index < len(self.calls):
             if self.control is not None:
@@ -114,6 +129,8 @@ class ToolDispatcher:
                     group.append(self.calls[index + len(group)])
             if len(group) == 1:
                 await self._run(group[0])
+                if self.plan is not None:  # a step of a running plan that failed stops and asks
+                    await self.plan.after_call(group[0].spec, group[0].result)
             else:
                 await asyncio.gather(*(self._run(call) for call in group))
             index += len(group)
@@ -145,6 +162,10 @@ class ToolDispatcher:
                 f"There is no tool named {use.name}. Available tools: {available}.",
                 heard=f"The agent asked for a tool that does not exist: {safe_tool_name(use.name)}.",
             )
+            return
+        if self.plan is not None and not self.plan.allows(spec):
+            # Refused before anything is described or asked: the model was never offered it.
+            call.result = _result(use.id, _PLAN_REFUSED, is_error=True)
             return
         try:
             spec.check(use.input)
@@ -370,9 +391,9 @@ class ToolDispatcher:
         flags = f" Warning: {'; '.join(preview.risk_flags)}." if preview.risk_flags else ""
         if automatic:
             summary = Summary(
-                normal=f"Approved automatically by this chat's setting: {action}",
+                normal=f"Approved automatically by {self._setting()}: {action}",
                 terse=f"Approved automatically: {preview.terse or preview.summary}",
-                detailed=f"Approved automatically by this chat's setting, {risk} risk: {action} {consequence}{flags}",
+                detailed=f"Approved automatically by {self._setting()}, {risk} risk: {action} {consequence}{flags}",
             )
         else:
             # An outside agent's request says whose it is; our own agent's is the chat's default.
@@ -419,6 +440,8 @@ class ToolDispatcher:
         if outcome.accepted:
             # Short: the tool.invoked that follows says what runs.
             how = _approved_how(outcome, automatic=automatic)
+            if automatic and self._setting() != "this chat's setting":
+                how = f"Approved automatically by {self._setting()}."
             session.change_state(
                 "calling_tool",
                 Summary(
@@ -437,6 +460,13 @@ class ToolDispatcher:
                 Summary(normal=f"{why}: {preview.summary} It will not happen.", terse="Rejected."),
             )
         return outcome
+
+    def _setting(self) -> str:
+        """What approved a step on the person's behalf: the plan they approved, or the mode."""
+        plan = self.plan
+        return (
+            "your plan" if plan is not None and plan.phase == "running" else "this chat's setting"
+        )
 
     async def _wait_for_reply(self, request: Any) -> Outcome:
         """Wait for the reply; a pause meanwhile takes effect at once, and a reply that came

@@ -68,6 +68,7 @@ from .history import (
     close_open_tool_uses,
     close_stopped_request,
 )
+from .plan_gate import PlanGate
 from .prompts import SYSTEM_PROMPT, chat_context
 from .stop_reasons import stop_handling
 from .tools import ToolRegistry
@@ -215,6 +216,7 @@ class AgentLoop:
             chat,
             on_handoff=self._on_handoff(run),
             control=control,
+            plan=chat.approval.mode == "plan",
         )
         run.dispatcher = dispatcher
         await self._read_rules(run)
@@ -341,12 +343,12 @@ class AgentLoop:
         too_long = 0
         while True:
             # the system prompt and tools, which every request repeats
-            static = self._request(run.chat, [], rules=run.rules_prompt)
+            static = self._request(run.chat, [], rules=run.rules_prompt, plan=_plan(run))
             fixed = estimate_tokens(static.get("tools") or []) + estimate_tokens(static["system"])
             self._announce(run, manager.prepare(history, fixed, request_start=request_start))
             estimate = manager.estimate(fixed, history)
             edit = manager.server_edit(estimate)
-            params = self._request(run.chat, history, rules=run.rules_prompt)
+            params = self._request(run.chat, history, rules=run.rules_prompt, plan=_plan(run))
             started = time.monotonic()
             try:
                 message = await self._stream_turn(run, params, edit)
@@ -515,7 +517,12 @@ class AgentLoop:
         )
 
     def _request(
-        self, chat: ChatContext, history: list[dict[str, Any]], *, rules: str = ""
+        self,
+        chat: ChatContext,
+        history: list[dict[str, Any]],
+        *,
+        rules: str = "",
+        plan: PlanGate | None = None,
     ) -> dict[str, Any]:
         cfg = self.config
         # Rules change rarely: they go with the cached system prompt, before the chat's context.
@@ -527,15 +534,20 @@ class AgentLoop:
         static_block: dict[str, Any] = {"type": "text", "text": static}
         if cfg.prompt_caching:
             static_block["cache_control"] = {"type": "ephemeral"}
+        dynamic = chat_context(chat.notebook_path)
+        if plan is not None and plan.note():
+            dynamic = f"{dynamic}\n{plan.note()}"
         params: dict[str, Any] = {
             "model": cfg.model,
             "max_tokens": cfg.max_tokens,
-            "system": [static_block, {"type": "text", "text": chat_context(chat.notebook_path)}],
+            "system": [static_block, {"type": "text", "text": dynamic}],
             "messages": _with_moving_breakpoint(history)
             if cfg.prompt_caching and cfg.cache_conversation
             else history,
         }
-        if len(self.registry):
+        if plan is not None:  # one fixed list per phase of the plan (the prompt cache holds)
+            params["tools"] = plan.model_tools(self.registry, cache=cfg.prompt_caching)
+        elif len(self.registry):
             params["tools"] = self.registry.model_tools(cache=cfg.prompt_caching)
         return params
 
@@ -560,6 +572,9 @@ class AgentLoop:
 
     def _completed(self, run: _Run, *, note: str | None = None) -> SessionResult:
         run.close_output()
+        planned = _plan(run)
+        if planned is not None and planned.closing_note():  # which of the plan's steps ran
+            note = " ".join(part for part in (planned.closing_note(), note) if part)
         answer = "\n\n".join(run.answers)
         used = _tool_phrase(run.tool_labels)
         unsaved = run.lost or (UNSAVED_NOTE if run.unsaved else None)
@@ -677,6 +692,10 @@ def _outcome_labels(dispatcher: ToolDispatcher) -> tuple[list[str], list[str]]:
         label = call.spec.human_label() if call.spec is not None else safe_tool_name(call.use.name)
         (failed if result.get("is_error") else worked).append(label)
     return failed, worked
+
+
+def _plan(run: _Run) -> PlanGate | None:
+    return run.dispatcher.plan if run.dispatcher is not None else None
 
 
 def _using(model: str | None) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .plan import PlanFiles
 from .rules import RulesProvider
 
 __all__ = [
@@ -150,3 +151,5 @@ class AgentServices:
     """Reads the rules files that apply to a notebook (``agent/rules.py``)."""
     cell_numbers: Callable[[str], Awaitable[Mapping[str, int]]] | None = None
     """A notebook's cell ids → their numbers now, for the answer's cell citations."""
+    plans: PlanFiles | None = None
+    """Where plan mode writes the plan a person may edit (under the server root)."""

@@ -25,6 +25,7 @@ from jupyter_server.utils import url_path_join
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from ..agent.plan import PlanFiles
     from ..agent.rules import RuleFiles
     from ..chats.runner import ChatRunner
     from ..mcp.http_endpoint import MCPEndpoint
@@ -124,6 +125,7 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
     toolbox.load(server, ext.extra_tools)
     if ext.rules_files:
         toolbox.rules = _rule_files(ext)
+    toolbox.plans = _plan_files(ext)
     notebooks = toolbox.notebooks
     if notebooks is not None:
         notebooks.image_max_edge = ext.model_image_max_edge
@@ -214,6 +216,15 @@ def _rule_files(ext: AAEPExtension) -> RuleFiles:
 
     root = Path(getattr(ext.serverapp, "root_dir", None) or ".").expanduser().resolve()
     return RuleFiles(root, user_dir=Path(jupyter_config_dir()) / "aaep" / "rules")
+
+
+def _plan_files(ext: AAEPExtension) -> PlanFiles:
+    """Plan mode's plans, under a hidden folder of this server's root (agent/plan.py)."""
+    from pathlib import Path
+
+    from ..agent.plan import PlanFiles
+
+    return PlanFiles(Path(getattr(ext.serverapp, "root_dir", None) or ".").expanduser().resolve())
 
 
 def _mcp_servers(ext: AAEPExtension, toolbox: Toolbox) -> MCPServers:

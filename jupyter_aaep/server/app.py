@@ -191,8 +191,11 @@ class AAEPExtension(ExtensionApp):
         "changes line by line. 'auto' (Auto): approved on the user's behalf, except code a static "
         "risk scan flags (shell, file writes and deletes, installs, network writes, environment and "
         "credential reads, exec/eval, dynamic imports, code that does not parse), which always asks. "
-        "'auto' is not a sandbox: code the scan does not flag runs without asking. Users can switch "
-        "a chat's mode at any time; a chat keeps 'ask' or 'ask_all' across restarts, never 'auto'.",
+        "'auto' is not a sandbox: code the scan does not flag runs without asking. 'plan' (Plan "
+        "first): each request starts read-only, the agent proposes a plan, and the user approves it "
+        "once, choosing how the rest of that request runs (asking only for flagged code, or before "
+        "each step); calls from outside agents over MCP ask as in 'ask'. Users can switch a chat's "
+        "mode at any time; a chat keeps 'ask', 'ask_all' or 'plan' across restarts, never 'auto'.",
     )
 
     confirmation_timeouts = Dict(
@@ -235,7 +238,7 @@ class AAEPExtension(ExtensionApp):
         Enum(list(APPROVAL_MODES)),
         default_value=list(APPROVAL_MODES),
         config=True,
-        help="The approval modes users may choose for a chat, e.g. ['ask', 'ask_all'] to turn 'auto' off "
+        help="The approval modes users may choose for a chat, e.g. ['ask', 'ask_all', 'plan'] to turn 'auto' off "
         "for everyone. Chats start in approval_mode, which must be one of them (else the first one is "
         "used); a chat stored in a mode no longer allowed comes back in it. A user who picks another "
         "mode is told the administrator turned it off. The chat state reports the lock (policy.locked).",

@@ -251,6 +251,53 @@ class MCPTrustServerHandler(AAEPHandler):
         self.finish()
 
 
+class PlanFileHandler(AAEPHandler):
+    """``GET|PUT /aaep/v1/plans/{name}``: a plan mode plan as Markdown, for the panel's editor.
+
+    Plans live under a hidden folder of the server root (``.aaep/plans``), which Jupyter's
+    contents API refuses to serve unless ``ContentsManager.allow_hidden`` is on; the panel's
+    small drive reads and saves them here instead. Saving decides what the agent will do, so
+    it needs ``kernels:execute``, like an approval."""
+
+    def _files(self) -> Any:
+        files = self.service.toolbox.plans
+        if files is None:
+            raise web.HTTPError(404, "Plan files are not available on this server.")
+        return files
+
+    @web.authenticated
+    @authorized
+    async def get(self, name: str) -> None:
+        text = self._files().read(name)
+        if text is None:
+            raise web.HTTPError(404, f"There is no plan called {name}; it may have been removed.")
+        self.finish(json.dumps(self._model(name, text)))
+
+    def _model(self, name: str, text: str) -> dict[str, Any]:
+        """The file's text and its real modification time (JupyterLab's editor compares it
+        before saving, and asks about a newer file on disk)."""
+        from datetime import datetime, timezone
+
+        stamp = self._files().modified(name) or 0.0
+        modified = datetime.fromtimestamp(stamp, tz=timezone.utc).isoformat()
+        return {"name": name, "content": text, "last_modified": modified}
+
+    @web.authenticated
+    @authorized("execute")  # type: ignore[untyped-decorator]
+    async def put(self, name: str) -> None:
+        body = self.body_json()
+        content = body.get("content") if isinstance(body, dict) else None
+        if not isinstance(content, str) or len(content) > 200_000:
+            raise web.HTTPError(
+                400, 'Send the plan as {"content": "<Markdown>"} (at most 200,000 characters).'
+            )
+        files = self._files()
+        if files.read(name) is None:
+            raise web.HTTPError(404, f"There is no plan called {name}; it may have been removed.")
+        files.save_text(name, content)
+        self.finish(json.dumps(self._model(name, content)))
+
+
 def handler_routes(
     service: ServiceSource, *, keepalive: float
 ) -> list[tuple[str, type, dict[str, Any]]]:
@@ -270,6 +317,7 @@ def handler_routes(
         (r"aaep/v1/figures/maidr\.js", FigureScriptHandler, common),
         (r"aaep/v1/mcp/trust", MCPTrustHandler, common),
         (r"aaep/v1/mcp/trust/(?P<server>[A-Za-z0-9_-]{1,40})", MCPTrustServerHandler, common),
+        (r"aaep/v1/plans/(?P<name>plan-[0-9a-f]{12}\.md)", PlanFileHandler, common),
         (r"aaep/v1/chats", ChatsHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/events", EventStreamHandler, streaming),
         (rf"aaep/v1/chats/{_ANY_CHAT}/messages", MessagesHandler, common),

@@ -482,7 +482,7 @@ class AAEPService:
         except InvalidInput as error:
             raise RequestError(
                 400,
-                f'{error}. Send {{"kind": "approval_mode", "mode": "ask"}}, "ask_all" or "auto".',
+                f'{error}. Send {{"kind": "approval_mode", "mode": "ask"}}, "ask_all", "auto" or "plan".',
             ) from error
         if chat.approval.mode != before:
             mode_changed(chat, sender)

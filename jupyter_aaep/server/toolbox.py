@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..agent.conversation_tools import conversation_tools
+from ..agent.plan import PlanFiles
 from ..agent.rules import AppliedRules, RuleFiles, RuleTarget
 from ..agent.services import AgentServices, CellRunFollower
 from ..agent.tools import ToolRegistry, ToolSpec
@@ -68,13 +69,19 @@ class Toolbox:
         """The user's MCP tool servers."""
         self.rules: RuleFiles | None = None
         """The rules files under the server root and the user's own (``agent/rules.py``)."""
+        self.plans: PlanFiles | None = None
+        """Where plan mode writes the plans a person may edit (``agent/plan.py``)."""
 
     def agent_services(self, *, long_runs: CellRunFollower | None = None) -> AgentServices:
         """What the runner hands the agent and its tools."""
         rules = self.rules_for if self.rules is not None else None
         numbers = self.cell_numbers if self.notebooks is not None else None
         return AgentServices(
-            notebook=self.notebooks, long_runs=long_runs, rules=rules, cell_numbers=numbers
+            notebook=self.notebooks,
+            long_runs=long_runs,
+            rules=rules,
+            cell_numbers=numbers,
+            plans=self.plans,
         )
 
     async def cell_numbers(self, notebook_path: str) -> dict[str, int]:

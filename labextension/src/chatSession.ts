@@ -11,6 +11,7 @@ import { ChatMessage, IAnswers } from './chatClient';
 import { ApprovalMode, TranscriptItem } from './model';
 import { SessionLife, waitingFor } from './sessionLife';
 import { ControlAction, describeError } from './sessionWords';
+import { IReplyDetails } from './components/planWords';
 
 export { waitingFor };
 
@@ -101,7 +102,7 @@ export class ChatSession extends SessionLife {
   }
 
   /** Answer a confirmation card. */
-  async reply(item: TranscriptItem, decision: 'accept' | 'reject'): Promise<void> {
+  async reply(item: TranscriptItem, decision: 'accept' | 'reject', details?: IReplyDetails): Promise<void> {
     if (item.kind !== 'confirmation' || item.state !== 'pending') {
       return;
     }
@@ -113,7 +114,8 @@ export class ChatSession extends SessionLife {
       decision,
       subscription_id: this.subscriptionId(),
       timestamp: decidedAt,
-      decided_by: 'user:jupyterlab'
+      decided_by: 'user:jupyterlab',
+      ...details // a plan's choice: a modified action or the comment (components/planWords.ts)
     });
     // Nothing is said here: the producer confirms the outcome to every
     // subscriber (a state change out of awaiting_input), and that is announced.

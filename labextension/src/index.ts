@@ -18,6 +18,7 @@ import { FigureDescriber } from './figures';
 import { ModelChooser } from './modelChoice';
 import { NotebookMentions } from './mentions';
 import { ChatController } from './controller';
+import { PlanDrive } from './planDrive';
 import { readSettings } from './settings';
 import {
   DEFAULT_SETTINGS,
@@ -56,6 +57,8 @@ async function activate(
   document.body.appendChild(announcer.node);
 
   const controller = new ChatController({ announcer, trans, settings: () => settings });
+  // Plan mode's plans (a hidden folder the contents API does not serve), for "Edit the plan".
+  app.serviceManager.contents.addDrive(new PlanDrive());
   const describer = new FigureDescriber({ controller, announcer, trans });
   const chooser = new ModelChooser({ controller, announcer, trans });
   const citations = new CitationNavigator({

@@ -18,6 +18,7 @@ import { withoutHint } from './model';
 import { AnswerNarrator } from './answerNarrator';
 import type { ISpeech, Politeness, SpeechKind } from './speech';
 import { saysReason, spokenMedia } from './speech';
+import { planTitle, readPlan } from './components/planWords';
 
 /** Narrator options (from the settings). */
 export interface INarratorConfig {
@@ -194,6 +195,17 @@ export class Narrator {
       return;
     }
     const verbosity = this._config.verbosity;
+    const plan = readPlan(extra);
+    if (plan !== null) {
+      // Plan mode's one decision: its title and, unless terse, its numbered steps.
+      const steps = plan.steps.map((step, i) => `${i + 1}. ${step.replace(/[.;:,\s]+$/, '')}.`).join(' ');
+      const key = this._requestShortcut
+        ? trans.__('%1 to review and choose.', this._requestShortcut)
+        : trans.__('choose in the agent panel.');
+      const title = planTitle(plan, trans).replace(/[.;:,\s]+$/, '');
+      this._say(verbosity === 'terse' ? `${title}; ${key}` : `${title}. ${steps} ${key}`, 'request', 'assertive');
+      return;
+    }
     let action = (str(event, 'action') ?? summary ?? trans.__('an action')).trim().replace(/[.;:,\s]+$/, '');
     if (verbosity === 'terse') {
       action = action.split(/,\s/)[0];
@@ -297,7 +309,13 @@ export class Narrator {
     const verbosity = this._config.verbosity;
     const urgency = str(event, 'urgency');
     const sid = event.session_id;
-    const key = `progress:${sid}`;
+    // A numbered step ("Step 2 of 4 done", plan mode) is its own milestone: never replaced
+    // by the next one while it waits to be said.
+    const step = num(progress, 'step');
+    const key =
+      step !== undefined && num(progress, 'total_steps') !== undefined
+        ? `progress:${sid}:step${step}`
+        : `progress:${sid}`;
     // Never a bare number: a percentage is said with what it measures.
     const text =
       summary ??

@@ -13,12 +13,15 @@ export type ChatStatus = 'idle' | 'running' | 'paused';
 /**
  * Approval mode of a chat (the server's wire values): `ask` asks before
  * running code, `ask_all` before every change, `auto` approves unflagged
- * calls itself.
+ * calls itself, `plan` reads first and asks once, for the whole plan.
  */
-export type ApprovalMode = 'ask' | 'ask_all' | 'auto';
+export type ApprovalMode = 'ask' | 'ask_all' | 'auto' | 'plan';
 
-/** The approval modes, strictest first (the order of the panel's select). */
-export const APPROVAL_MODES: readonly ApprovalMode[] = ['ask_all', 'ask', 'auto'];
+/**
+ * The approval modes in the order of the panel's select: plan first (nothing
+ * changes before you approve the whole plan), then strictest first.
+ */
+export const APPROVAL_MODES: readonly ApprovalMode[] = ['plan', 'ask_all', 'ask', 'auto'];
 
 /** Whether `value` is an approval mode this panel knows. */
 export function isApprovalMode(value: unknown): value is ApprovalMode {

@@ -307,9 +307,9 @@ test('the admin policy: only the allowed approval modes, with the sentence to sa
   assert.deepEqual(policy.locked, ['approval_mode', 'budget']);
   assert.match(policy.message, /^Set by the administrator/);
   const open = readPolicy(undefined);
-  assert.deepEqual(open.approvalModes, ['ask_all', 'ask', 'auto']);
+  assert.deepEqual(open.approvalModes, ['plan', 'ask_all', 'ask', 'auto']);
   assert.deepEqual(open.locked, []);
   assert.equal(open.message, null);
   // A list that allows nothing the panel knows must not leave the select empty.
-  assert.deepEqual(readPolicy({ approval_modes: [] }).approvalModes, ['ask_all', 'ask', 'auto']);
+  assert.deepEqual(readPolicy({ approval_modes: [] }).approvalModes, ['plan', 'ask_all', 'ask', 'auto']);
 });

@@ -15,11 +15,11 @@ const trans = {
   _n: (one, many, n, ...args) => fill(n === 1 ? one : many, [n, ...args])
 };
 
-test('the three approval modes, strictest first, with honest labels', () => {
-  assert.deepEqual(APPROVAL_MODES, ['ask_all', 'ask', 'auto']);
+test('the four approval modes, plan first, then strictest first, with honest labels', () => {
+  assert.deepEqual(APPROVAL_MODES, ['plan', 'ask_all', 'ask', 'auto']);
   assert.deepEqual(
     APPROVAL_MODES.map(m => approvalModeLabel(m, trans)),
-    ['Ask before every change', 'Ask before running code', 'Auto']
+    ['Plan first', 'Ask before every change', 'Ask before running code', 'Auto']
   );
   assert.ok(isApprovalMode('ask_all') && !isApprovalMode('review') && !isApprovalMode(undefined));
   for (const mode of APPROVAL_MODES) {

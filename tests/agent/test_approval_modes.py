@@ -52,13 +52,14 @@ def asks(mode: str, tool: str, preview: ActionPreview = PLAIN) -> bool:
 
 
 def test_the_three_modes_have_wire_values_and_honest_names() -> None:
-    assert APPROVAL_MODES == ("ask", "ask_all", "auto")
+    assert APPROVAL_MODES == ("ask", "ask_all", "auto", "plan")
     assert MODE_LABELS == {
         "ask": "Ask before running code",
         "ask_all": "Ask before every change",
         "auto": "Auto",
+        "plan": "Plan first",
     }
-    assert REMEMBERED_MODES == ("ask", "ask_all")
+    assert REMEMBERED_MODES == ("ask", "ask_all", "plan")
     assert {*CHANGES, *RUNS, *READS} <= set(TOOLS)
 
 
@@ -70,6 +71,7 @@ def test_every_notebook_tool_follows_the_rule_of_each_mode(tool: str) -> None:
         "ask": spec.irreversible or spec.require_confirmation,
         "ask_all": not spec.read_only,
         "auto": spec.irreversible or spec.require_confirmation,
+        "plan": spec.irreversible or spec.require_confirmation,  # outside a plan: as ask
     }
     assert {mode: asks(mode, tool) for mode in APPROVAL_MODES} == expected
 
@@ -147,7 +149,7 @@ def test_modes_are_set_by_name_and_restored_unless_auto() -> None:
     with pytest.raises(
         ValueError,
         match=r"ask \(Ask before running code\), ask_all \(Ask before every change\), "
-        r"auto \(Auto\), not 'review'",
+        r"auto \(Auto\), plan \(Plan first\), not 'review'",
     ):
         policy.set_mode("review")
     assert policy.mode == "ask_all"

@@ -97,6 +97,7 @@ def test_review_every_change_reject_leaves_the_cell_and_approve_applies(
     select = panel.locator(".jp-AAEPPanel-approvalMode select")
     expect(select).to_have_value("ask")
     assert select.locator("option").all_inner_texts() == [
+        "Plan first",
         "Ask before every change",
         "Ask before running code",
         "Auto",

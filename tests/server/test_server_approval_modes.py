@@ -11,7 +11,7 @@ from jupyter_aaep.testing.fake_anthropic import Turn
 
 
 async def test_a_chat_can_start_in_any_mode_and_switch(api, new_chat) -> None:
-    for mode in ("ask", "ask_all", "auto"):
+    for mode in ("ask", "ask_all", "auto", "plan"):
         status, chat, _ = await api(
             "chats", method="POST", body={"notebook_path": "a.ipynb", "approval_mode": mode}
         )
@@ -22,7 +22,7 @@ async def test_a_chat_can_start_in_any_mode_and_switch(api, new_chat) -> None:
     assert status == 400
     assert body["message"].startswith(
         "approval_mode says 'review', but the approval mode must be one of: ask (Ask before running code), "
-        "ask_all (Ask before every change), auto (Auto)."
+        "ask_all (Ask before every change), auto (Auto), plan (Plan first)."
     )
 
     chat_id = await new_chat()
@@ -88,16 +88,17 @@ async def test_the_server_default_can_be_ask_before_every_change(api, extension)
 
 def test_the_option_names_every_mode_and_says_what_auto_does_not_protect_against() -> None:
     trait = AAEPExtension.class_traits()["approval_mode"]
-    assert list(trait.values) == ["ask", "ask_all", "auto"] and trait.default_value == "ask"
+    assert list(trait.values) == ["ask", "ask_all", "auto", "plan"] and trait.default_value == "ask"
+    assert "'plan' (Plan first)" in trait.help
     assert "'ask_all' (Ask before every change)" in trait.help and "not a sandbox" in trait.help
     assert "never 'auto'" in trait.help
 
 
 async def test_a_stored_chat_is_listed_with_the_mode_it_comes_back_in(api, extension) -> None:
     """A chat only in the store (after a restart) says the mode it will have when loaded:
-    its own ask or ask_all, never auto."""
+    its own ask, ask_all or plan, never auto."""
     made = {}
-    for mode in ("ask_all", "auto"):
+    for mode in ("ask_all", "auto", "plan"):
         _, chat, _ = await api(
             "chats", method="POST", body={"notebook_path": "kept.ipynb", "approval_mode": mode}
         )
@@ -107,6 +108,7 @@ async def test_a_stored_chat_is_listed_with_the_mode_it_comes_back_in(api, exten
         extension.runner._chats.pop(chat_id)  # as after a restart: in the store only
     _, page, _ = await api("chats", params={"notebook_path": "kept.ipynb"})
     listed = {c["chat_id"]: c["approval_mode"] for c in page["chats"]}
-    assert listed == {made["ask_all"]: "ask_all", made["auto"]: "ask"}
+    assert listed == {made["ask_all"]: "ask_all", made["auto"]: "ask", made["plan"]: "plan"}
+    assert extension.runner.get(made["plan"]).approval.mode == "plan"
     assert extension.runner.get(made["auto"]).approval.mode == "ask"
     assert extension.runner.get(made["ask_all"]).approval.mode == "ask_all"

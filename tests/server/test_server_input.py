@@ -56,7 +56,7 @@ async def test_deep_nesting_is_400_on_every_post_endpoint(api, new_chat) -> None
         ),
         (
             {"kind": "approval_mode", "mode": {"ask": True}},
-            "approval_mode needs 'mode' as one of ask, ask_all, auto; it is a dict",
+            "approval_mode needs 'mode' as one of ask, ask_all, auto, plan; it is a dict",
         ),
         ({"kind": "user_input", "text": ["hello"]}, "user_input needs 'text' as a string"),
         ({"kind": "user_input", "text": "x" * 100_001}, "at most 100000 characters; it has 100001"),

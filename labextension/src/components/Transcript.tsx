@@ -17,6 +17,8 @@ import { ChatModel, TranscriptItem, collapsePoint } from '../model';
 import { ClarificationCard } from './ClarificationCard';
 import { ConfirmationCard, IRequestShortcuts } from './ConfirmationCard';
 import { Markdown } from './Markdown';
+import { PlanCard } from './PlanCard';
+import { IReplyDetails, readPlan } from './planWords';
 import { HandoffCard, Notice, ProgressStep, ToolStep, UserMessage } from './TranscriptItems';
 
 /** Props of {@link Transcript}. */
@@ -26,7 +28,9 @@ export interface ITranscriptProps {
   trans: TranslationBundle;
   /** Keys of the approve and reject commands, shown on confirmation cards. */
   shortcuts?: IRequestShortcuts;
-  onReply: (item: TranscriptItem, decision: 'accept' | 'reject') => void;
+  onReply: (item: TranscriptItem, decision: 'accept' | 'reject', details?: IReplyDetails) => void;
+  /** Opens a plan's Markdown file in the editor (plan mode's "Edit the plan"). */
+  onOpenPlan?: (path: string) => void;
   onAnswer: (item: TranscriptItem, response: string | boolean | number) => void;
   /** Names and follows the answers' cell citations (none: they stay words). */
   citations?: ICitationNavigator | null;
@@ -213,6 +217,17 @@ function renderItem(item: TranscriptItem, context: IEntryContext): JSX.Element |
       // Progress is transient: once its step is over the tool step says how it went.
       return item.done ? null : <ProgressStep item={item} trans={trans} />;
     case 'confirmation':
+      if (readPlan(item.event.extra_context) !== null) {
+        return (
+          <PlanCard
+            item={item}
+            trans={trans}
+            shortcuts={context.shortcuts}
+            onReply={(i, decision, details) => context.latest.current.onReply(i, decision, details)}
+            onOpenPlan={path => context.latest.current.onOpenPlan?.(path)}
+          />
+        );
+      }
       return (
         <ConfirmationCard
           item={item}

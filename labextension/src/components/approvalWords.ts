@@ -13,6 +13,8 @@ export function approvalModeLabel(mode: ApprovalMode, trans: TranslationBundle):
       return trans.__('Ask before every change');
     case 'auto':
       return trans.__('Auto');
+    case 'plan':
+      return trans.__('Plan first');
     default:
       return trans.__('Ask before running code');
   }
@@ -30,6 +32,10 @@ export function approvalModeDescription(mode: ApprovalMode, trans: TranslationBu
     case 'ask_all':
       return `${trans.__(
         'The agent asks before every change: creating, editing, moving or deleting a cell, clearing outputs, and running code. An edit shows what changes, line by line.'
+      )} ${caveat}`;
+    case 'plan':
+      return `${trans.__(
+        'The agent first reads and proposes a plan; nothing is changed or run until you approve it. You approve the plan once and choose how it runs: asking only for code the check flags, or asking before each step.'
       )} ${caveat}`;
     case 'auto':
       return trans.__(

@@ -26,6 +26,7 @@ import { IMentionSource } from '../mentions';
 import { ModelChooser } from '../modelChoice';
 import { ChatModel, TranscriptItem } from '../model';
 import { usageMeterText } from '../usage';
+import { planEditorPath } from '../planDrive';
 import { ariaShortcut, shortcutLabel } from '../shortcuts';
 
 /** The panel's icon: a speech bubble with a sound wave. */
@@ -259,7 +260,10 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             rendermime={rendermime}
             trans={trans}
             shortcuts={shortcuts}
-            onReply={(item: TranscriptItem, decision) => void controller.reply(item, decision)}
+            onReply={(item: TranscriptItem, decision, details) => void controller.reply(item, decision, details)}
+            onOpenPlan={path =>
+              void commands.execute('docmanager:open', { path: planEditorPath(path), factory: 'Editor' })
+            }
             onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
             citations={props.citations}
           />
