@@ -23,6 +23,9 @@ ALLOWED: dict[str, set[str]] = {
     "notebook": {"aaep", "errors", "_version", "words"},
     "tools": {"aaep", "agent", "notebook", "errors", "_version", "words"},
     "kernel": {"aaep", "agent", "errors", "_version", "words"},
+    # The ACP client sits beside tools: it runs chats' sessions with another agent, and reaches
+    # the server's MCP endpoint only through callables the server hands it.
+    "acp": {"aaep", "agent", "errors", "_version", "words"},
 }
 
 

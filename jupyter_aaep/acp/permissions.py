@@ -199,8 +199,10 @@ class Gate:
             outcome: Outcome = await self.broker.wait(request)
         except asyncio.CancelledError:
             return _selected(None)
-        if self.session.closed:
-            return _selected(None)
+        if self.session.closed or outcome.resolution == "cancelled":
+            return _selected(
+                None
+            )  # Stop, or the request was withdrawn: the agent hears "cancelled"
         if outcome.accepted:
             self.session.change_state(
                 "calling_tool", Summary(normal="Approved.", terse="Approved.")
