@@ -334,3 +334,33 @@ async def test_a_missing_adapter_is_one_sentence_saying_what_to_install(tmp_path
     assert _said(session)[-1] == (
         "Codex could not start: its command was not found. Install its ACP adapter, or fix agents.json."
     )
+
+
+async def test_a_new_acp_session_gets_the_chats_transcript_and_says_so(tmp_path: Path) -> None:
+    """After a restart the chat's history is back from the store but the agent's process is new:
+    its first prompt carries the transcript, and the person hears that it is a new session."""
+    broker = ReplyBroker()
+    agent, received = _agent(tmp_path, broker)
+    history: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": "Load sales.csv"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Loaded 120 rows."}]},
+    ]
+    try:
+        session = Session(
+            Emitter(history_limit=1000), Producer(model="outside-agent"), actor="Claude Code"
+        )
+        running = asyncio.ensure_future(agent.run(session, history, "Continue", chat=ChatContext()))
+        await _question(session)
+        assert _said(session)[0] == (
+            "Claude Code is working on your request. This is a new Claude Code session: it gets "
+            "this chat's earlier messages as context."
+        )
+        (request,) = broker.pending()
+        broker.resolve(request, "reject", decided_by="user:panel")
+        await running
+        prompt = next(m for m in _received(received) if m.get("method") == "session/prompt")
+        text = prompt["params"]["prompt"][0]["text"]
+        assert "Person: Load sales.csv\n\nAssistant: Loaded 120 rows." in text
+        assert text.endswith("Continue")
+    finally:
+        await agent.stop()
