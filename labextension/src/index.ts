@@ -12,6 +12,7 @@ import { Announcer } from './announcer';
 import { CitationNavigator } from './citationNavigator';
 import { CommandIDs, registerCommands } from './commands';
 import { FigureDescriber } from './figures';
+import { AgentChooser } from './agentChoice';
 import { ModelChooser } from './modelChoice';
 import { NotebookMentions } from './mentions';
 import { ChatController } from './controller';
@@ -55,10 +56,12 @@ async function activate(
   const controller = new ChatController({ announcer, trans, settings: () => settings });
   const describer = new FigureDescriber({ controller, announcer, trans });
   const chooser = new ModelChooser({ controller, announcer, trans });
+  const agentChooser = new AgentChooser({ controller, announcer, trans });
   const panel = new AgentPanel({
     controller,
     describer,
     chooser,
+    agentChooser,
     mentions: new NotebookMentions({
       tracker,
       contents: app.serviceManager.contents,
