@@ -13,6 +13,7 @@ calls), so this package never imports the server's or the MCP endpoint's modules
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -87,8 +88,10 @@ class AcpHost:
         os.makedirs(self.log_dir, mode=0o700, exist_ok=True)
         os.chmod(self.log_dir, 0o700)
         self.agents: dict[str, AcpChatAgent] = {}
+        self._closing: set[asyncio.Task[None]] = set()
         self.choices: dict[str, str] = self._load()
         runner.chosen_agent = self.agent_for
+        runner.on_chat_closed = self._chat_closed
 
     # -- choosing -------------------------------------------------------------------------------
     def chosen(self, chat_id: str) -> str:
@@ -159,6 +162,12 @@ class AcpHost:
         self.mcp.revoke(access.credential_id)
 
     # -- stopping ------------------------------------------------------------------------------
+    def _chat_closed(self, chat_id: str) -> None:
+        if chat_id in self.agents:
+            task = asyncio.ensure_future(self.close_chat(chat_id))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
     async def close_chat(self, chat_id: str) -> None:
         agent = self.agents.pop(chat_id, None)
         if agent is not None:
@@ -166,6 +175,8 @@ class AcpHost:
 
     async def close(self) -> None:
         """Server shutdown: every agent process stops (with its children)."""
+        if self._closing:
+            await asyncio.wait(list(self._closing), timeout=10)
         for chat_id in list(self.agents):
             try:
                 await self.close_chat(chat_id)

@@ -119,6 +119,9 @@ class ChatRunner:
         self.on_chat_loaded: Callable[[Chat], None] | None = None
         """Called with each chat read back from the store (the server attaches its streams)."""
         self.loaded_limit = LOADED_CHATS
+        self.on_chat_closed: Callable[[str], None] | None = None
+        """Called with a chat's id when it leaves memory (idle, followed by nobody): what it
+        held open (an ACP agent's process) can go."""
         self.chosen_agent: Callable[[Chat], ChosenAgent | None] | None = None
         """The coding agent a chat chose instead of ours (an ACP agent, ``jupyter_aaep.acp``), if any:
         its sessions run through it, with the same arguments and result as ``AgentLoop.run``."""
@@ -200,6 +203,8 @@ class ChatRunner:
                 continue
             self.persistence.forget(chat)
             del self._chats[chat.chat_id]
+            if self.on_chat_closed is not None:
+                self.on_chat_closed(chat.chat_id)
             excess -= 1
 
     def page(

@@ -364,3 +364,30 @@ async def test_a_new_acp_session_gets_the_chats_transcript_and_says_so(tmp_path:
         assert text.endswith("Continue")
     finally:
         await agent.stop()
+
+
+async def test_a_chat_that_leaves_memory_stops_its_agent(tmp_path: Path) -> None:
+    """A chat is closed when it leaves memory (idle, followed by nobody): its agent's process goes."""
+    from jupyter_aaep.acp.host import AcpHost
+    from jupyter_aaep.agent.runner import ChatRunner
+    from jupyter_aaep.agent.tools import ToolRegistry
+
+    runner = ChatRunner(client_factory=lambda: None, registry_factory=lambda _chat: ToolRegistry())  # type: ignore[arg-type,return-value]
+    host = AcpHost(
+        runner,
+        AgentCatalog([]),
+        root=str(tmp_path),
+        choices_path=None,
+        registry_for=lambda _c: ToolRegistry(),
+    )
+    chat = runner.create_chat("a.ipynb")
+    agent, _ = _agent(tmp_path, runner.broker)
+    host.agents[chat.chat_id] = agent
+    agent.process = None
+    await agent._ensure_session()
+    pid = agent.pid
+    assert pid is not None and _alive(pid)
+    assert runner.on_chat_closed is not None
+    runner.on_chat_closed(chat.chat_id)
+    await host.close()
+    assert not _alive(pid) and chat.chat_id not in host.agents
