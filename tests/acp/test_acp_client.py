@@ -391,3 +391,20 @@ async def test_a_chat_that_leaves_memory_stops_its_agent(tmp_path: Path) -> None
     runner.on_chat_closed(chat.chat_id)
     await host.close()
     assert not _alive(pid) and chat.chat_id not in host.agents
+
+
+def test_the_agent_reads_files_inside_the_server_root_only(tmp_path: Path) -> None:
+    from jupyter_aaep.acp.rpc import RpcError
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "notes.txt").write_text("one\ntwo\nthree\n")
+    (tmp_path / "secret.txt").write_text("outside")
+    (root / "link.txt").symlink_to(tmp_path / "secret.txt")
+    agent, _ = _agent(tmp_path, ReplyBroker())
+    agent.root = str(root)
+    assert agent._read({"path": str(root / "notes.txt")}) == "one\ntwo\nthree\n"
+    assert agent._read({"path": str(root / "notes.txt"), "line": 2, "limit": 1}) == "two\n"
+    for path in (tmp_path / "secret.txt", root / "link.txt", root / ".." / "secret.txt"):
+        with pytest.raises(RpcError, match="Only files inside the Jupyter server's folder"):
+            agent._read({"path": str(path)})
