@@ -16,16 +16,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._version import __version__
 from ..aaep.broker import ReplyBroker
 from ..aaep.events import (
-    SessionCancelled,
-    SessionCompleted,
-    SessionErrored,
     SessionStarted,
     Summary,
 )
@@ -36,11 +33,12 @@ from ..agent.dispatch import ToolDispatcher
 from ..agent.history import append_user_text
 from ..agent.loop import SessionResult
 from ..agent.tools import ToolRegistry
-from ..agent.usage import Usage
 from ..errors import ToolError
 from .agents import AgentSpec
+from .endings import cancelled, ended, errored
 from .narration import Narrator
 from .permissions import NOTEBOOK_REFUSAL, Gate
+from .prompts import START_TIMEOUT, first_prompt, start_problem, transcript
 from .rpc import AgentExited, AgentProcess, RpcError
 
 log = logging.getLogger(__name__)
@@ -48,10 +46,6 @@ log = logging.getLogger(__name__)
 __all__ = ["AcpChatAgent", "McpAccess"]
 
 PROTOCOL_VERSION = 1
-START_TIMEOUT = 60.0
-"""Seconds for ``initialize`` and ``session/new`` (Claude Code takes a few seconds here)."""
-TRANSCRIPT_CHARS = 20_000
-"""Most of an earlier transcript handed to a new ACP session as context (the newest part)."""
 
 
 @dataclass
@@ -238,7 +232,7 @@ class AcpChatAgent:
         attachment: str | None,
     ) -> SessionResult:
         name = self.spec.name
-        earlier = _transcript(history)
+        earlier = transcript(history)
         fresh = self.process is None or not self.process.running or not self.acp_session
         where = f" on {chat.notebook_path}" if chat is not None and chat.notebook_path else ""
         note = (
@@ -289,12 +283,12 @@ class AcpChatAgent:
             try:
                 new = await self._ensure_session()
             except (AgentExited, RpcError, OSError, asyncio.TimeoutError) as error:
-                return self._errored(
-                    session, narrator, history, _start_problem(name, error, self.log_path)
+                return errored(
+                    name, session, narrator, history, start_problem(name, error, self.log_path)
                 )
             prompt_text = user_text if not attachment else f"{user_text}\n\n{attachment}"
             if new:
-                prompt_text = _first_prompt(prompt_text, earlier if fresh else "")
+                prompt_text = first_prompt(prompt_text, earlier if fresh else "")
             assert self.process is not None
             try:
                 answer = await self.process.request(
@@ -306,7 +300,8 @@ class AcpChatAgent:
                 )
             except (AgentExited, RpcError) as error:
                 await self.stop()
-                return self._errored(
+                return errored(
+                    name,
                     session,
                     narrator,
                     history,
@@ -316,10 +311,10 @@ class AcpChatAgent:
             stop_reason = str((answer or {}).get("stopReason") or "end_turn")
             if chat is not None and chat.save_changes is not None:
                 await chat.save_changes()  # its notebook edits are on disk before "finished"
-            return self._ended(session, narrator, history, stop_reason, started)
+            return ended(name, session, narrator, history, stop_reason, started)
         except asyncio.CancelledError:
             await self._cancel()
-            self._cancelled(session, narrator, history, control)
+            cancelled(name, session, narrator, history, control)
             raise
         finally:
             self.turn = None
@@ -410,163 +405,3 @@ class AcpChatAgent:
         limit = params.get("limit")
         chosen = lines[start : start + int(limit)] if isinstance(limit, int) else lines[start:]
         return "".join(chosen)
-
-    # -- endings ------------------------------------------------------------------------------
-    def _remember(self, history: list[dict[str, Any]], narrator: Narrator) -> str:
-        narrator.finish_output()
-        text = "\n\n".join(narrator.answer).strip()
-        history.append(
-            {
-                "role": "assistant",
-                "content": [
-                    {"type": "text", "text": text or f"({self.spec.name} gave no written answer.)"}
-                ],
-            }
-        )
-        return text
-
-    def _ended(
-        self,
-        session: Session,
-        narrator: Narrator,
-        history: list[dict[str, Any]],
-        stop_reason: str,
-        started: int,
-    ) -> SessionResult:
-        name = self.spec.name
-        answer = self._remember(history, narrator)
-        if stop_reason == "cancelled":
-            self._cancelled(session, narrator, history, None, remembered=True)
-            return SessionResult("cancelled", answer, len(narrator.steps), session.terminal_event)
-        if stop_reason == "max_turn_requests":
-            return self._errored(
-                session,
-                narrator,
-                history,
-                f"{name} stopped: it reached its limit of steps for one request. Send "
-                "'continue' to carry on.",
-                remembered=True,
-                code="TURN_LIMIT_REACHED",
-            )
-        closing = {
-            "end_turn": f"{name} finished.",
-            "max_tokens": f"{name} finished, but its answer was cut off at its length limit.",
-            "refusal": f"{name} declined to do this.",
-        }.get(stop_reason, f"{name} finished.")
-        did = len(narrator.steps)
-        failed = (
-            f" {len(narrator.failed)} failed: {'; '.join(narrator.failed)}."
-            if narrator.failed
-            else ""
-        )
-        steps = f" {did} step{'s' if did != 1 else ''}.{failed}" if did else ""
-        usage = narrator.usage_words()
-        event = session.emit(
-            SessionCompleted(
-                summary=Summary(
-                    normal=f"{closing}{steps}",
-                    terse="Done." if stop_reason == "end_turn" else closing,
-                    detailed=f"{closing}{steps} {usage}".strip(),
-                ),
-                duration_ms=min(session.elapsed_ms(started), 86_400_000),
-                tool_invocations_count=did,
-                output_summary=answer[:500] or None,
-            )
-        )
-        return SessionResult("completed", answer, did, event, Usage())
-
-    def _errored(
-        self,
-        session: Session,
-        narrator: Narrator,
-        history: list[dict[str, Any]],
-        sentence: str,
-        *,
-        remembered: bool = False,
-        code: str = "AGENT_UNAVAILABLE",
-    ) -> SessionResult:
-        answer = narrator.answer and "\n\n".join(narrator.answer) or ""
-        if not remembered:
-            answer = self._remember(history, narrator)
-        event = session.emit(
-            SessionErrored(
-                error_category="unknown" if code != "TURN_LIMIT_REACHED" else "requires_user",
-                error_code=code,
-                recoverable=code == "TURN_LIMIT_REACHED",
-                remediation_hint=sentence[:500],
-                summary=Summary(normal=sentence, terse="Error."),
-            )
-        )
-        return SessionResult("errored", answer, len(narrator.steps), event, Usage())
-
-    def _cancelled(
-        self,
-        session: Session,
-        narrator: Narrator,
-        history: list[dict[str, Any]],
-        control: RunControl | None,
-        *,
-        remembered: bool = False,
-    ) -> None:
-        if session.closed:
-            return
-        if not remembered:
-            self._remember(history, narrator)
-        by = control.cancelled_by if control is not None else "user"
-        who = "You stopped" if by == "user" else "The server stopped"
-        session.emit(
-            SessionCancelled(
-                cancelled_by=by,
-                cancellation_reason=control.reason if control is not None else "stopped_by_user",
-                summary=Summary(
-                    normal=f"{who} {self.spec.name}. Nothing else it asked for will run; "
-                    "changes made so far are kept.",
-                    terse="Stopped.",
-                ),
-            )
-        )
-
-
-def _transcript(history: list[dict[str, Any]]) -> str:
-    """The chat so far as plain text (for a new ACP session's first prompt)."""
-    lines = []
-    for message in history:
-        content = message.get("content")
-        if isinstance(content, str):
-            text = content
-        else:
-            text = " ".join(
-                str(b.get("text") or "")
-                for b in content or []
-                if isinstance(b, dict) and b.get("type") == "text"
-            )
-        if text.strip():
-            who = "Person" if message.get("role") == "user" else "Assistant"
-            lines.append(f"{who}: {text.strip()}")
-    return "\n\n".join(lines)[-TRANSCRIPT_CHARS:]
-
-
-def _first_prompt(text: str, earlier: str) -> str:
-    """The first prompt of an ACP session: how notebooks are worked on here, the earlier
-    conversation if any, then the request."""
-    parts = [
-        "You work inside JupyterLab for a person who may use a screen reader. " + NOTEBOOK_REFUSAL
-    ]
-    if earlier:
-        parts.append(
-            "This chat continues an earlier conversation (a new session; here is its transcript):\n"
-            + earlier
-        )
-    parts.append(text)
-    return "\n\n".join(parts)
-
-
-def _start_problem(name: str, error: BaseException, log_path: str) -> str:
-    if isinstance(error, FileNotFoundError):
-        return f"{name} could not start: its command was not found. Install its ACP adapter, or fix agents.json."
-    if isinstance(error, asyncio.TimeoutError):
-        return f"{name} did not answer within {int(START_TIMEOUT)} seconds of starting; its log is {log_path}."
-    return f"{name} could not start ({error}); its log is {log_path}."
-
-
-AwaitRun = Callable[..., Awaitable[SessionResult]]
