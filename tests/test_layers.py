@@ -34,6 +34,9 @@ ALLOWED: dict[str, set[str]] = {
     # Outside agents' MCP server and the hub's gateway: below the server, which loads them.
     "mcp": {"aaep", "agent", "chats", "store", "tools", "notebook", "errors", "_version", "words"},
     "hub": {"aaep", "agent", "errors", "_version", "words"},
+    # The ACP client sits beside tools: it runs chats' sessions with another agent, and reaches
+    # the server's MCP endpoint only through callables the server hands it.
+    "acp": {"aaep", "agent", "chats", "store", "errors", "_version", "words"},
 }
 
 

@@ -15,7 +15,7 @@ import logging
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..aaep.broker import ReplyBroker, ReplyOrigin
 from ..aaep.emitter import Emitter, Event
@@ -38,6 +38,26 @@ if TYPE_CHECKING:  # the SDK loads with the first model client (issue 31)
     import anthropic
 
 log = logging.getLogger(__name__)
+
+
+class ChosenAgent(Protocol):
+    """Another coding agent a chat uses instead of ours (see ``ChatRunner.chosen_agent``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def run(
+        self,
+        session: Session,
+        history: list[dict[str, Any]],
+        user_text: str,
+        *,
+        chat: ChatContext | None = None,
+        control: RunControl | None = None,
+        attachment: str | None = None,
+    ) -> SessionResult: ...
+
+
 _UNNAMED = ReplyOrigin("program")
 
 SNAPSHOTS_KEPT = 10
@@ -99,6 +119,12 @@ class ChatRunner:
         self.on_chat_loaded: Callable[[Chat], None] | None = None
         """Called with each chat read back from the store (the server attaches its streams)."""
         self.loaded_limit = LOADED_CHATS
+        self.on_chat_closed: Callable[[str], None] | None = None
+        """Called with a chat's id when it leaves memory (idle, followed by nobody): what it
+        held open (an ACP agent's process) can go."""
+        self.chosen_agent: Callable[[Chat], ChosenAgent | None] | None = None
+        """The coding agent a chat chose instead of ours (an ACP agent, ``jupyter_aaep.acp``), if any:
+        its sessions run through it, with the same arguments and result as ``AgentLoop.run``."""
 
     # -- chats -------------------------------------------------------------------------------
     def create_chat(self, notebook_path: str | None, *, approval_mode: str | None = None) -> Chat:
@@ -177,6 +203,8 @@ class ChatRunner:
                 continue
             self.persistence.forget(chat)
             del self._chats[chat.chat_id]
+            if self.on_chat_closed is not None:
+                self.on_chat_closed(chat.chat_id)
             excess -= 1
 
     def page(
@@ -283,7 +311,10 @@ class ChatRunner:
             chat.control.reason = "superseded_by_new_request"
         self._refuse_if_notebook_held(chat)
         producer = replace(self.producer, model=chat.model) if chat.model else self.producer
-        session = Session(chat.emitter, producer)
+        agent = self.chosen_agent(chat) if self.chosen_agent is not None else None
+        if agent is not None:  # its own model is its own business
+            producer = replace(self.producer, agent_name=agent.name, model="outside-agent")
+        session = Session(chat.emitter, producer, actor=agent.name if agent else "The agent")
         chat.session = session
         chat.control = RunControl()
         self._starting(chat, text)
@@ -312,10 +343,17 @@ class ChatRunner:
                 [after]
             )  # the superseded session closes (and fixes the history) first
         record = self.begin_record(chat, session)
-        client = self.client_factory()
-        loop = AgentLoop(
-            client, self.registry_factory(chat), broker=self.broker, config=self._config_for(chat)
-        )
+        agent = self.chosen_agent(chat) if self.chosen_agent is not None else None
+        loop: AgentLoop | ChosenAgent
+        if agent is not None:
+            loop = agent
+        else:
+            loop = AgentLoop(
+                self.client_factory(),
+                self.registry_factory(chat),
+                broker=self.broker,
+                config=self._config_for(chat),
+            )
         context = self.context_for(chat, record, still_running=self._still_running(chat))
         try:
             result = await loop.run(

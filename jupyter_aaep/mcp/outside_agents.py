@@ -48,7 +48,10 @@ from ..words import plural
 
 log = logging.getLogger(__name__)
 
-__all__ = ["OutsideAgents", "OutsideCall"]
+HostedCalls = Callable[[str, str, dict[str, Any], str], Awaitable[dict[str, Any]]]
+"""Runs one call (notebook path, tool, arguments, call id) where its host says; its result block."""
+
+__all__ = ["HostedCalls", "OutsideAgents", "OutsideCall"]
 
 
 @dataclass
@@ -119,6 +122,11 @@ class OutsideAgents:
         self._bursts: dict[str, _Burst] = {}
         """Open bursts by chat id."""
         self._counter = 0
+        self.hosts: dict[str, HostedCalls] = {}
+        """Owners (``credential:<id>``) whose calls run in a session already open for them: a
+        coding agent a chat hosts over ACP (``jupyter_aaep.acp``) works inside the AAEP session of
+        the person's message, not in a burst of its own (which its own chat's session would
+        refuse as someone else at work)."""
 
     # -- finding the chat ------------------------------------------------------------------
     def chat_for(self, notebook_path: str) -> Chat:
@@ -149,6 +157,10 @@ class OutsideAgents:
         working in that chat. Cancelling this coroutine withdraws the call: a pending
         confirmation is taken back and nothing runs.
         """
+        hosted = self.hosts.get(owner or "")
+        if hosted is not None:
+            self._counter += 1
+            return await hosted(notebook_path, tool, arguments, f"toolu_mcp_{self._counter:06d}")
         chat = self.chat_for(notebook_path)
         burst = await self._burst_for(
             chat, client_key, client_name, owner or f"client:{client_name}"

@@ -25,6 +25,7 @@ from jupyter_server.utils import url_path_join
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from ..acp.host import AcpHost
     from ..agent.plan import PlanFiles
     from ..agent.rules import RuleFiles
     from ..chats.runner import ChatRunner
@@ -55,6 +56,8 @@ class AgentParts:
     mcp_endpoint: MCPEndpoint | None = None
     renames: RenameFollower | None = None
     """Moves a chat with its notebook when the notebook is renamed inside the root."""
+    acp: AcpHost | None = None
+    """The coding agents chats chose over ACP, and their processes."""
     started: bool = False
 
     def endpoint(self) -> MCPEndpoint:
@@ -80,6 +83,8 @@ class AgentParts:
         if self.mcp_endpoint is not None:
             await step("close the MCP endpoint for outside agents", self.mcp_endpoint.stop)
         await step("stop the running chat sessions", self.runner.shutdown)
+        if self.acp is not None:
+            await step("stop the coding agents' processes", self.acp.close)
         await step("stop the MCP tool servers", self.mcp_servers.close)
         await step("close the event streams", self.hub.shutdown)
         if self.renames is not None:
@@ -201,8 +206,60 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
         ext.approval_mode,
     )
     endpoint = (lambda: _mcp_endpoint(ext, runner, toolbox, hub)) if ext.mcp_server else None
-    return AgentParts(
+    parts = AgentParts(
         store, toolbox, hub, runner, long_runs, service, servers, endpoint, renames=renames
+    )
+    parts.acp = service.acp = _acp_host(ext, parts)
+    return parts
+
+
+def _acp_host(ext: AAEPExtension, parts: AgentParts) -> AcpHost:
+    """The chats' ACP agents; their notebook calls reach our MCP endpoint with a credential of
+    their own, minted per ACP session and revoked when it ends."""
+    import os
+
+    from jupyter_core.paths import jupyter_config_path, jupyter_runtime_dir
+
+    from ..acp.agents import AgentCatalog
+    from ..acp.host import AcpHost, McpHooks
+    from .chat_roots import server_root
+
+    def route(credential_id: str, calls: Any) -> None:
+        hosts = parts.endpoint().agents.hosts
+        if calls is None:
+            hosts.pop(f"credential:{credential_id}", None)
+        else:
+            hosts[f"credential:{credential_id}"] = calls
+
+    def mint(name: str) -> tuple[str, str]:
+        record, token = ext.outside_credentials.mint(name)
+        return record.id, token
+
+    def revoke(credential_id: str) -> None:
+        ext.outside_credentials.revoke(credential_id)
+
+    hooks = None
+    if ext.mcp_server:
+        hooks = McpHooks(
+            url=lambda: url_path_join(ext.server.connection_url, "aaep/v1/mcp"),
+            mint=mint,
+            revoke=revoke,
+            route=route,
+        )
+    db = ext.db_path
+    choices = (
+        os.path.join(os.path.dirname(os.path.abspath(db)), "acp_agents.json")
+        if db and db != ":memory:"
+        else None
+    )
+    return AcpHost(
+        parts.runner,
+        AgentCatalog(jupyter_config_path()),
+        root=server_root(ext.serverapp) or os.path.abspath(ext.server.root_dir),
+        choices_path=choices,
+        registry_for=parts.toolbox.registry_for,
+        mcp=hooks,
+        log_dir=os.path.join(jupyter_runtime_dir(), "aaep-acp"),
     )
 
 

@@ -12,6 +12,7 @@ unless token-authenticated, and the WebSocket Jupyter's origin check.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -181,6 +182,20 @@ class ModelsHandler(AAEPHandler):
         self.finish(json.dumps(await self.service.models.describe()))
 
 
+class AgentsHandler(AAEPHandler):
+    """``GET /aaep/v1/agents``: the coding agents a chat can use, our own first, each ACP agent
+    with whether it can start and, when it cannot, one sentence saying what to install."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        acp = self.service.acp
+        if acp is None:
+            self.finish(json.dumps({"agents": [], "default": None}))
+            return
+        self.finish(json.dumps(await asyncio.to_thread(acp.catalog.describe)))
+
+
 class MCPServersHandler(AAEPHandler):
     """``GET /aaep/v1/mcp/servers``: the user's tool servers, each with its status, its tools
     (names and titles) and, when it did not start, one sentence saying why."""
@@ -312,6 +327,7 @@ def handler_routes(
     return [
         (r"aaep/v1/manifest", ManifestHandler, common),
         (r"aaep/v1/models", ModelsHandler, common),
+        (r"aaep/v1/agents", AgentsHandler, common),
         (r"aaep/v1/mcp/servers", MCPServersHandler, common),
         (r"aaep/v1/rules", RulesHandler, common),
         (r"aaep/v1/figures/maidr\.js", FigureScriptHandler, common),

@@ -2,7 +2,7 @@
 
 Both transports carry the same messages (a POST body or one WebSocket text frame). Each is
 a JSON object identified by ``kind`` (our own: ``user_input``, ``guidance``, ``control``,
-``approval_mode``) or by ``type`` (AAEP messages: replies and subscription messages).
+``approval_mode``, ``model``, ``agent``, …) or by ``type`` (AAEP messages: replies and subscription messages).
 
 :func:`parse_json` is the first gate for all of them: at most 1 MiB, UTF-8, nested at most
 :data:`MAX_DEPTH` levels (measured on the text before parsing, so a ``[[[[…`` bomb never
@@ -34,7 +34,15 @@ from ..errors import RequestError
 MAX_MESSAGE_BYTES = 1 << 20
 """Largest body or frame accepted (1 MiB); AAEP asks for at least 64 KiB."""
 
-KINDS = ("user_input", "guidance", "control", "approval_mode", "model", "figure_alt_text")
+KINDS = (
+    "user_input",
+    "guidance",
+    "control",
+    "approval_mode",
+    "model",
+    "agent",
+    "figure_alt_text",
+)
 REPLY_TYPES = ("confirmation.reply", "clarification.reply")
 SUBSCRIPTION_TYPES = ("subscription.request", "subscription.renegotiate", "subscription.close")
 CONTROL_ACTIONS = ("stop", "pause", "resume", "continue", "revert")

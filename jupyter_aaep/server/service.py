@@ -32,6 +32,7 @@ from ..aaep.broker import PendingRequest, ReplyOrigin, short_token
 from ..aaep.emitter import Event
 from ..aaep.handshake import Rejected
 from ..aaep.ids import is_valid_id
+from ..acp.agents import BUILT_IN
 from ..chats.chat import SUPPORTS, Chat
 from ..chats.runner import ChatRunner
 from ..errors import InvalidInput, RequestError
@@ -57,6 +58,8 @@ from .validation import check_last_event_id, check_subscription_id, validate
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from ..acp.host import AcpHost
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +96,7 @@ class AAEPService:
         models: ModelCatalog | None = None,
         policy: AdminPolicy | None = None,
         toolbox: Toolbox | None = None,
+        acp: AcpHost | None = None,
     ) -> None:
         self.runner = runner
         self.toolbox = toolbox or Toolbox(log=log)
@@ -101,6 +105,8 @@ class AAEPService:
         self.hub = hub
         self.url_for = url_for
         self.models = models or ModelCatalog(runner.client_factory, default=runner.config.model)
+        self.acp: AcpHost | None = acp
+        """The chats' ACP agents (``None``: only our own agent is offered)."""
 
     # -- chats ------------------------------------------------------------------------------------
     def create_chat(self, body: dict[str, Any]) -> Response:
@@ -157,6 +163,7 @@ class AAEPService:
             "status": "idle",
             "session_id": stored.last_session_id,
             "approval_mode": mode.mode,
+            "agent": self._agent_of(stored.chat_id) or BUILT_IN,
             "supports": dict(SUPPORTS),
             "undoable_sessions": stored.snapshot_ids,
             "paused": False,
@@ -213,8 +220,13 @@ class AAEPService:
     def _describe(self, chat: Chat) -> dict[str, Any]:
         base = f"chats/{chat.chat_id}"
         model = chat.model or self.runner.config.model
+        agent = self._agent_of(chat.chat_id)
+        described = chat.describe()
+        if agent is not None:  # an ACP agent cannot pause or take guidance mid-request
+            described["supports"] = {**described["supports"], "pause": False, "resume": False}
         return {
-            **chat.describe(),
+            **described,
+            "agent": agent or BUILT_IN,
             "model": model,
             "model_label": chat.model_label or self.models.label(model),
             "policy": self.policy.describe(),
@@ -230,6 +242,13 @@ class AAEPService:
 
     def _chat(self, chat_id: str) -> Chat:
         return self.runner.get(chat_id)
+
+    def _agent_of(self, chat_id: str) -> str | None:
+        """The ACP agent the chat chose, or ``None`` for our own."""
+        if self.acp is None:
+            return None
+        name = self.acp.chosen(chat_id)
+        return None if name == BUILT_IN else name
 
     # -- streams -------------------------------------------------------------------------------------
     def open_stream(
@@ -350,6 +369,8 @@ class AAEPService:
             return await self._user_input(message, chat_id)
         if kind == "model":
             return await self._model(message, chat_id)
+        if kind == "agent":
+            return await self._agent(message, chat_id)
         if kind == "figure_alt_text":
             return Response(200, await save_alt_text(self.runner, self._chat(chat_id), message))
         if kind == "guidance":  # its settings may change the approval mode: said as any change
@@ -410,6 +431,17 @@ class AAEPService:
             },
         )
 
+    async def _agent(self, message: dict[str, Any], chat_id: str) -> Response:
+        """Choose the coding agent that answers the chat's next messages (ours or an ACP agent)."""
+        only_fields(message, {"kind", "agent"}, what="agent")
+        if self.acp is None:
+            raise RequestError(409, "Other coding agents are turned off on this server.")
+        try:
+            sentence = await self.acp.choose(chat_id, message["agent"])
+        except InvalidInput as error:
+            raise RequestError(400, str(error)) from error
+        return Response(200, {"chat_id": chat_id, "agent": message["agent"], "message": sentence})
+
     def _guidance(self, message: dict[str, Any], chat_id: str) -> Response:
         item, applies, session_id = self.runner.guide(
             chat_id,
@@ -440,6 +472,17 @@ class AAEPService:
             report = await self.runner.revert(chat_id, message.get("session_id"))
             return Response(200, {**report, "action": "revert"})
         only_fields(message, {"kind", "action"}, what="control")
+        if action == "pause" and self._agent_of(chat_id) is not None:
+            return Response(
+                200,
+                {
+                    "kind": "control.accepted",
+                    "action": "pause",
+                    "paused": False,
+                    "message": f"{self._agent_of(chat_id)} cannot pause. Stop it instead: "
+                    "changes made so far are kept.",
+                },
+            )
         if action == "pause":
             return Response(
                 200,

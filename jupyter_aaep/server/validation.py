@@ -354,6 +354,17 @@ SPECS: dict[str, Spec] = {
         ),
         '{"kind": "model", "model": "claude-sonnet-4-5"}',
     ),
+    "agent": Spec(
+        "agent",
+        Obj(
+            {
+                "kind": Text(),
+                "agent": Text(max_length=60, non_blank=True, no_nul=True, example="Claude Code"),
+            },
+            required=("agent",),
+        ),
+        '{"kind": "agent", "agent": "Claude Code"}',
+    ),
     "figure_alt_text": Spec(
         "figure_alt_text",
         Obj(

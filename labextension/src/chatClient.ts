@@ -46,6 +46,8 @@ export interface IChatInfo {
   guidance?: unknown;
   /** The model of the chat's next request. */
   model?: string;
+  /** The coding agent that answers the chat ("Jupyter agent", or an ACP agent's name). */
+  agent?: string;
   /** What the administrator fixed (see `readPolicy`). */
   policy?: unknown;
   /** The sessions whose changes to the notebook can still be undone, oldest first. */
@@ -96,6 +98,7 @@ export interface IAnswers {
   };
   approval_mode: { kind: 'approval_mode.accepted'; approval_mode: string };
   model: { kind: 'model.accepted'; model: string; label?: string; message?: string };
+  agent: { kind: 'agent.accepted'; agent: string; message?: string };
   figure_alt_text: { kind: 'figure_alt_text.accepted'; message?: string; output_index?: number };
   'confirmation.reply': { kind: 'confirmation.reply.accepted' } | null;
   'clarification.reply': { kind: 'clarification.reply.accepted' } | null;
@@ -135,6 +138,27 @@ export async function getRequest(chatId: string, requestId: string): Promise<IRe
     throw new AAEPRequestError(0, 'The server answered with something that is not a request.', false);
   }
   return answer;
+}
+
+/** A coding agent a chat can use (`GET aaep/v1/agents`). */
+export interface IAgentInfo {
+  name: string;
+  /** `built_in` (ours) or `acp`. */
+  kind: string;
+  available: boolean;
+  /** Why it cannot be used and what to install, or null. */
+  problem: string | null;
+}
+
+/** `GET aaep/v1/agents`: ours first. */
+export interface IAgentsAnswer {
+  agents?: IAgentInfo[];
+  default?: string | null;
+}
+
+/** `GET aaep/v1/agents`. */
+export function listAgents(): Promise<IAgentsAnswer> {
+  return requestAPI<IAgentsAnswer>(['agents']);
 }
 
 /** `GET aaep/v1/models`. */

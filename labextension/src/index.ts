@@ -15,6 +15,7 @@ import { CitationNavigator, followViewCitations } from './citationNavigator';
 import { CommandIDs, registerCommands } from './commands';
 import { explorableFigureFactory } from './explorableFigure';
 import { FigureDescriber } from './figures';
+import { AgentChooser } from './agentChoice';
 import { ModelChooser } from './modelChoice';
 import { NotebookMentions } from './mentions';
 import { ChatController } from './controller';
@@ -70,10 +71,12 @@ async function activate(
   });
   followViewCitations(tracker, citations); // the %aaep view's links, for as long as the page lives
   const checker = new AccessibilityChecker({ announcer, trans });
+  const agentChooser = new AgentChooser({ controller, announcer, trans });
   const panel = new AgentPanel({
     controller,
     describer,
     chooser,
+    agentChooser,
     mentions: new NotebookMentions({
       tracker,
       contents: app.serviceManager.contents,

@@ -144,7 +144,12 @@ export function sessionWords(
             : trans.__('Nothing is running, so there is nothing to stop.')
       );
     case 'cannot-control':
-      return polite(trans.__('This server cannot %1 the agent.', signal.action));
+      // A chat answered by a coding agent over ACP cannot pause: Stop is what there is.
+      return polite(
+        signal.action === 'stop'
+          ? trans.__('This server cannot stop the agent.')
+          : trans.__('This agent cannot pause. Stop it instead: changes made so far are kept.')
+      );
     case 'pausing':
       return polite(terse ? trans.__('Pausing.') : trans.__('Pausing the agent at the next safe point.'));
     case 'nothing-to-continue':

@@ -42,7 +42,11 @@ const EXAMPLES = [
   [{ kind: 'nothing-to-control', action: 'stop' }, 'Nothing is running, so there is nothing to stop.', 'polite'],
   [{ kind: 'nothing-to-control', action: 'pause' }, 'Nothing is running, so there is nothing to pause.', 'polite'],
   [{ kind: 'nothing-to-control', action: 'resume' }, 'Nothing is paused, so there is nothing to resume.', 'polite'],
-  [{ kind: 'cannot-control', action: 'pause' }, 'This server cannot pause the agent.', 'polite'],
+  [
+    { kind: 'cannot-control', action: 'pause' },
+    'This agent cannot pause. Stop it instead: changes made so far are kept.',
+    'polite'
+  ],
   [{ kind: 'pausing' }, 'Pausing the agent at the next safe point.', 'polite'],
   [{ kind: 'nothing-to-continue' }, 'There is no interrupted request to continue in this chat.', 'polite'],
   [{ kind: 'continuing' }, 'Continuing where the agent stopped.', 'polite'],

@@ -1,4 +1,5 @@
-"""What ``scripts/interop-deps`` installs from npm: Claude Code and the reference MCP servers.
+"""What ``scripts/interop-deps`` installs from npm: Claude Code, the reference MCP servers and
+Zed's ACP adapter for Claude Code.
 
 Nothing is downloaded here; a test that needs a missing package skips with the reason, and
 fails in CI (where ``scripts/test`` runs ``scripts/interop-deps`` first).
@@ -16,6 +17,8 @@ INTEROP_MODULES = Path(__file__).resolve().parents[2] / ".interop" / "node_modul
 CLAUDE = "@anthropic-ai/claude-code/bin/claude.exe"
 FILESYSTEM_SERVER = "@modelcontextprotocol/server-filesystem/dist/index.js"
 EVERYTHING_SERVER = "@modelcontextprotocol/server-everything/dist/index.js"
+CLAUDE_ACP = "@zed-industries/claude-agent-acp/dist/index.js"
+"""Zed's ACP adapter for Claude Code (run with ``node``; it bundles its own Claude Code)."""
 
 
 def npm_tool(relative: str) -> Path:

@@ -47,6 +47,7 @@ VALID: dict[str, dict[str, Any]] = {
     "user_input": {"kind": "user_input", "text": "Plot column A"},
     "control": {"kind": "control", "action": "revert", "session_id": "sess_abc"},
     "approval_mode": {"kind": "approval_mode", "mode": "ask"},
+    "agent": {"kind": "agent", "agent": "Claude Code"},
     "confirmation.reply": {
         "type": "confirmation.reply",
         "reply_token": "rpl_abc",

@@ -14,6 +14,7 @@ import { ChatController } from '../controller';
 import { FigureDescriber } from '../figures';
 import { IMentionSource } from '../mentions';
 import { ChatModel } from '../model';
+import { AgentChooser } from '../agentChoice';
 import { ModelChooser } from '../modelChoice';
 import { ariaShortcut } from '../shortcuts';
 import { Composer } from './Composer';
@@ -53,6 +54,7 @@ export interface IPanelFooterProps {
   trans: TranslationBundle;
   describer?: FigureDescriber;
   chooser?: ModelChooser;
+  agentChooser?: AgentChooser;
   mentions?: IMentionSource;
   /** Whether the chat's connection is open. */
   connected: boolean;
@@ -118,6 +120,7 @@ export function PanelFooter(props: IPanelFooterProps): JSX.Element {
           chooser={props.chooser}
           announce={(text, politeness) => controller.announce(text, politeness)}
           notebookPath={controller.notebookPath}
+          agentChooser={props.agentChooser}
           onClose={() => {
             setSettingsOpen(false);
             focusSoon('.jp-AAEPPanel-settingsToggle');

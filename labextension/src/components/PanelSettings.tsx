@@ -10,7 +10,9 @@ import React from 'react';
 
 import { Verbosity } from '../aaep';
 import { APPROVAL_MODES, ApprovalMode, isApprovalMode } from '../model';
+import { AgentChooser } from '../agentChoice';
 import { ModelChooser } from '../modelChoice';
+import { AgentPicker } from './AgentPicker';
 import { useId } from './hooks';
 import { MCPServerList } from './MCPServerList';
 import { ModelPicker } from './ModelPicker';
@@ -33,6 +35,8 @@ export interface IPanelSettingsProps {
   policyMessage?: string | null;
   onApprovalMode: (mode: ApprovalMode) => void;
   chooser?: ModelChooser;
+  /** The agent picker's data (ours, or a coding agent over ACP). */
+  agentChooser?: AgentChooser;
   verbosity: Verbosity;
   onVerbosity: (verbosity: Verbosity) => void;
   /** Close the settings (Escape); the caller returns the focus to the button. */
@@ -106,6 +110,7 @@ export function PanelSettings(props: IPanelSettingsProps): JSX.Element {
           )}
         </div>
       )}
+      {props.agentChooser && <AgentPicker chooser={props.agentChooser} trans={trans} disabled={disabled} />}
       {props.chooser && <ModelPicker chooser={props.chooser} trans={trans} disabled={disabled} />}
       <div className="jp-AAEPSettings-field">
         <label htmlFor={verbosityId}>{trans.__('Announcements')}</label>

@@ -23,6 +23,7 @@ import { CommandIDs } from '../commands';
 import { ChatController } from '../controller';
 import { FigureDescriber } from '../figures';
 import { IMentionSource } from '../mentions';
+import { AgentChooser } from '../agentChoice';
 import { ModelChooser } from '../modelChoice';
 import { ChatModel, TranscriptItem } from '../model';
 import { usageMeterText } from '../usage';
@@ -43,6 +44,7 @@ interface IAgentViewProps {
   controller: ChatController;
   describer?: FigureDescriber;
   chooser?: ModelChooser;
+  agentChooser?: AgentChooser;
   mentions?: IMentionSource;
   rendermime: IRenderMimeRegistry;
   commands: CommandRegistry;
@@ -287,6 +289,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             trans={trans}
             describer={props.describer}
             chooser={props.chooser}
+            agentChooser={props.agentChooser}
             mentions={props.mentions}
             connected={connected}
           />
@@ -319,6 +322,7 @@ export class AgentPanel extends SidePanel {
         controller={options.controller}
         describer={options.describer}
         chooser={options.chooser}
+        agentChooser={options.agentChooser}
         mentions={options.mentions}
         rendermime={options.rendermime}
         commands={options.commands}
@@ -362,6 +366,8 @@ export namespace AgentPanel {
     describer?: FigureDescriber;
     /** The model picker's data. */
     chooser?: ModelChooser;
+    /** The agent picker's data. */
+    agentChooser?: AgentChooser;
     /** What `@` in the message box offers. */
     mentions?: IMentionSource;
     rendermime: IRenderMimeRegistry;
