@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..agent.tools import ToolRegistry
 from ..chats.chat import Chat
 from ..chats.runner import ChatRunner
-from ..agent.tools import ToolRegistry
 from ..errors import InvalidInput
 from .agents import BUILT_IN, AgentCatalog
 from .client import AcpChatAgent, McpAccess

@@ -369,8 +369,8 @@ async def test_a_new_acp_session_gets_the_chats_transcript_and_says_so(tmp_path:
 async def test_a_chat_that_leaves_memory_stops_its_agent(tmp_path: Path) -> None:
     """A chat is closed when it leaves memory (idle, followed by nobody): its agent's process goes."""
     from jupyter_aaep.acp.host import AcpHost
-    from jupyter_aaep.chats.runner import ChatRunner
     from jupyter_aaep.agent.tools import ToolRegistry
+    from jupyter_aaep.chats.runner import ChatRunner
 
     runner = ChatRunner(client_factory=lambda: None, registry_factory=lambda _chat: ToolRegistry())  # type: ignore[arg-type,return-value]
     host = AcpHost(
