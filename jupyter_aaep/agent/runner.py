@@ -25,6 +25,7 @@ from .approval import ApprovalPolicy
 from .chat import EVENT_HISTORY_LIMIT, Chat
 from .chat_context import ChatContext
 from .control import MAX_TURNS_LIMIT, Applies, Guidance, RunControl
+from .grant_book import GrantBook
 from .loop import AgentConfig, AgentLoop, SessionResult
 from .persistence import CONTINUE_AFTER_ERROR, CONTINUE_TEXT, ChatPersistence, Discard
 from .services import AgentServices, SessionEdits
@@ -99,6 +100,8 @@ class ChatRunner:
         self.on_chat_loaded: Callable[[Chat], None] | None = None
         """Called with each chat read back from the store (the server attaches its streams)."""
         self.loaded_limit = LOADED_CHATS
+        self.grants: GrantBook | None = None
+        """The person's standing permissions, for every session (``None``: none kept)."""
 
     # -- chats -------------------------------------------------------------------------------
     def create_chat(self, notebook_path: str | None, *, approval_mode: str | None = None) -> Chat:
@@ -428,6 +431,7 @@ class ChatRunner:
             edits_stored=lambda: self.edits_stored(chat),
             still_running=still_running,
             notices=chat.notices,
+            grants=self.grants,
         )
 
     async def edits_stored(self, chat: Chat) -> None:

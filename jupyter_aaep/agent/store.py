@@ -30,12 +30,13 @@ from typing import Any
 
 from . import store_files
 from .retention import RetentionPolicy
+from .store_grants import GRANTS_TABLE
 from .store_health import StoreHealth, advice
 from .store_writer import STOP, StoreWriter, Write
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -380,7 +381,9 @@ class ChatStore:
     @staticmethod
     def _upgrade(conn: sqlite3.Connection) -> None:
         """Add what later versions store to a database an earlier version made (version 3: the
-        model; version 4: the server root a chat belongs to, ``NULL`` for every older chat)."""
+        model; version 4: the server root a chat belongs to, ``NULL`` for every older chat;
+        version 5: standing permissions, :mod:`.store_grants`)."""
+        conn.executescript(GRANTS_TABLE)
         columns = {row[1] for row in conn.execute("PRAGMA table_info(chats)")}
         for column in ("model", "model_label", "root"):
             if column not in columns:

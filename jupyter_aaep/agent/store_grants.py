@@ -1,0 +1,56 @@
+"""Standing permissions of chat and notebook scope, in the chat store (schema version 5).
+
+They live beside the chats they belong to, so they are private as the chats are (the store's
+files are 0600) and come back after a restart. Permissions of scope ``always`` are not here:
+they belong to the user, not to this server's chat database (:mod:`.grant_file`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import TYPE_CHECKING
+
+from .grants import Grant, GrantError
+
+if TYPE_CHECKING:
+    from .store import ChatStore
+
+log = logging.getLogger(__name__)
+
+GRANTS_TABLE = """
+CREATE TABLE IF NOT EXISTS grants (
+    grant_id TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
+"""
+"""Added in schema version 5 (an older database gets it when opened)."""
+
+
+class StoredGrants:
+    """Reads and writes the ``grants`` table through the store's own connections."""
+
+    def __init__(self, store: ChatStore) -> None:
+        self.store = store
+
+    def load(self) -> list[Grant]:
+        grants = []
+        for (body,) in self.store._read("SELECT body FROM grants ORDER BY rowid"):
+            try:
+                grants.append(Grant.from_json(json.loads(body)))
+            except (GrantError, ValueError, TypeError) as error:
+                log.warning("AAEP chat store: a stored permission was skipped (%s)", error)
+        return grants
+
+    def save(self, grant: Grant) -> None:
+        body = json.dumps(grant.to_json())
+        self.store._submit(
+            lambda c: c.execute(
+                "INSERT OR REPLACE INTO grants (grant_id, body) VALUES (?, ?)", (grant.id, body)
+            )
+        )
+
+    def delete(self, grant_id: str) -> None:
+        self.store._submit(
+            lambda c: c.execute("DELETE FROM grants WHERE grant_id = ?", (grant_id,))
+        )
