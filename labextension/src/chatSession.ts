@@ -9,6 +9,7 @@
 import { JSONRecord, nowTimestamp } from './aaep';
 import { ChatMessage, IAnswers } from './chatClient';
 import { ApprovalMode, TranscriptItem } from './model';
+import { IPermissionWish } from './permissions';
 import { SessionLife, waitingFor } from './sessionLife';
 import { ControlAction, describeError } from './sessionWords';
 
@@ -100,8 +101,9 @@ export class ChatSession extends SessionLife {
     }
   }
 
-  /** Answer a confirmation card. */
-  async reply(item: TranscriptItem, decision: 'accept' | 'reject'): Promise<void> {
+  /** Answer a confirmation card; with `grant`, also give the standing permission its card
+   * offered (the server gives it only for the panel's own approving answer). */
+  async reply(item: TranscriptItem, decision: 'accept' | 'reject', grant?: IPermissionWish): Promise<void> {
     if (item.kind !== 'confirmation' || item.state !== 'pending') {
       return;
     }
@@ -113,7 +115,8 @@ export class ChatSession extends SessionLife {
       decision,
       subscription_id: this.subscriptionId(),
       timestamp: decidedAt,
-      decided_by: 'user:jupyterlab'
+      decided_by: 'user:jupyterlab',
+      ...(grant && decision === 'accept' ? { grant: { rule: grant.rule, scope: grant.scope } } : {})
     });
     // Nothing is said here: the producer confirms the outcome to every
     // subscriber (a state change out of awaiting_input), and that is announced.

@@ -15,6 +15,7 @@ import { CODE_LINE_CLASS } from './components/CodeLines';
 import { CONNECT_OUTSIDE_AGENT, registerConnectAgent } from './connectAgentCommand';
 import { DESCRIBE_FIGURE, SAVE_FIGURE_ALT, registerFigureCommands } from './figureCommands';
 import { FigureDescriber } from './figures';
+import { WHAT_MAY_THE_AGENT_DO, registerPermissionsCommand } from './permissionsCommand';
 import { shortcutLabel } from './shortcuts';
 import { whichRules } from './rules';
 
@@ -38,6 +39,7 @@ export namespace CommandIDs {
   export const setVerbosity = 'jupyter-aaep:set-verbosity';
   export const whichRules = 'jupyter-aaep:which-rules';
   export const connectOutsideAgent = CONNECT_OUTSIDE_AGENT;
+  export const whatMayTheAgentDo = WHAT_MAY_THE_AGENT_DO;
 }
 
 const VERBOSITIES: Verbosity[] = ['terse', 'normal', 'detailed'];
@@ -325,6 +327,7 @@ export function registerCommands(options: ICommandsOptions): void {
     focusInPanel: selector => afterRender(() => focusWhenReady(selector))
   });
   registerConnectAgent({ app, announcer, trans });
+  registerPermissionsCommand({ app, announcer, trans });
   const verbosityLabels: Record<Verbosity, string> = {
     terse: trans.__('Agent Announcements: Terse'),
     normal: trans.__('Agent Announcements: Normal'),

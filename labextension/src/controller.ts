@@ -15,6 +15,7 @@ import { IChatPage, INewChat, chatDetails, chatPage, findOrCreateChat } from './
 import { ChatSession, waitingFor } from './chatSession';
 import { ApprovalMode, ChatModel, IUsage, TranscriptItem, lastRunOutput } from './model';
 import { IPanelError, SessionSignal, describeError, newChatFailed, sessionWords, whereYouAre } from './sessionWords';
+import { IPermissionWish } from './permissions';
 import { IAAEPSettings } from './tokens';
 import { usageSentence } from './usage';
 
@@ -222,8 +223,8 @@ export class ChatController {
   }
 
   /** Answer a confirmation card. */
-  async reply(item: TranscriptItem, decision: 'accept' | 'reject'): Promise<void> {
-    await this._session?.reply(item, decision);
+  async reply(item: TranscriptItem, decision: 'accept' | 'reject', grant?: IPermissionWish): Promise<void> {
+    await this._session?.reply(item, decision, grant);
   }
 
   /** Answer a clarification card. */

@@ -18,6 +18,7 @@ import { ClarificationCard } from './ClarificationCard';
 import { ConfirmationCard, IRequestShortcuts } from './ConfirmationCard';
 import { Markdown } from './Markdown';
 import { HandoffCard, Notice, ProgressStep, ToolStep, UserMessage } from './TranscriptItems';
+import { IPermissionWish } from '../permissions';
 
 /** Props of {@link Transcript}. */
 export interface ITranscriptProps {
@@ -26,7 +27,7 @@ export interface ITranscriptProps {
   trans: TranslationBundle;
   /** Keys of the approve and reject commands, shown on confirmation cards. */
   shortcuts?: IRequestShortcuts;
-  onReply: (item: TranscriptItem, decision: 'accept' | 'reject') => void;
+  onReply: (item: TranscriptItem, decision: 'accept' | 'reject', grant?: IPermissionWish) => void;
   onAnswer: (item: TranscriptItem, response: string | boolean | number) => void;
   /** Names and follows the answers' cell citations (none: they stay words). */
   citations?: ICitationNavigator | null;
@@ -218,7 +219,7 @@ function renderItem(item: TranscriptItem, context: IEntryContext): JSX.Element |
           item={item}
           trans={trans}
           shortcuts={context.shortcuts}
-          onReply={(i, decision) => context.latest.current.onReply(i, decision)}
+          onReply={(i, decision, grant) => context.latest.current.onReply(i, decision, grant)}
         />
       );
     case 'clarification':

@@ -249,7 +249,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             rendermime={rendermime}
             trans={trans}
             shortcuts={shortcuts}
-            onReply={(item: TranscriptItem, decision) => void controller.reply(item, decision)}
+            onReply={(item: TranscriptItem, decision, grant) => void controller.reply(item, decision, grant)}
             onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
             citations={props.citations}
           />
