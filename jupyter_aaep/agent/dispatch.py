@@ -34,8 +34,8 @@ from ..aaep.redaction import mask_for_model, mask_secrets, redact_arguments
 from ..aaep.session import Session
 from ..errors import ToolError
 from ..words import duration_words
-from .bulk_changes import BulkChanges
 from . import grant_gate
+from .bulk_changes import BulkChanges
 from .data_blocks import data_content
 from .grants import Verdict
 from .history import tool_result as _tool_result

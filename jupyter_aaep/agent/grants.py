@@ -98,7 +98,7 @@ def check_rule(rule: object) -> str:
 def check_scope(scope: object) -> Scope:
     if scope not in SCOPES:
         raise GrantError(f"{str(scope)[:40]!r} is not a scope. {SCOPE_HELP}")
-    return scope  # type: ignore[return-value]
+    return scope
 
 
 def rule_words(rule: str, label: str | None = None) -> str:

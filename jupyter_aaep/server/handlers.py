@@ -20,9 +20,10 @@ from tornado import web
 
 from ..aaep.manifest import build_manifest
 from ..agent.citations import CITATIONS_CONTEXT
+from ..agent.grant_gate import PERMISSION_CONTEXT
+from ..errors import RequestError
 from .base import AAEPHandler, ServiceSource
 from .long_runs import how_far_along
-from ..errors import RequestError
 from .messages import EXAMPLE, take_request_id
 from .permissions import EXAMPLE as PERMISSION
 from .permissions import OFF, Permissions
@@ -128,7 +129,7 @@ class ManifestHandler(AAEPHandler):
                 "chat_websocket": self.service.url_for("chats/{chat_id}/ws"),
             },
             max_concurrent_subscriptions=hub.max_streams,
-            extensions=(CITATIONS_CONTEXT,),
+            extensions=(CITATIONS_CONTEXT, PERMISSION_CONTEXT),
         )
         self.finish(json.dumps(manifest))
 

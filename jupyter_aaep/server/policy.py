@@ -111,4 +111,8 @@ class AdminPolicy:
         return "Set by the administrator of this server: " + "; ".join(parts) + "."
 
 
-_SCOPE_NAMES = {"chat": "for one chat", "notebook": "for one notebook", "always": "for every notebook"}
+_SCOPE_NAMES = {
+    "chat": "for one chat",
+    "notebook": "for one notebook",
+    "always": "for every notebook",
+}

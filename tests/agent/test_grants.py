@@ -52,7 +52,7 @@ def test_the_exact_code_rule_ignores_trailing_spaces_but_not_a_changed_line() ->
         "grt_0000000000000001",
         f"run_cell:{source_hash('x = 1')}",
         "notebook",
-        **{"notebook_path": "a.ipynb"},
+        notebook_path="a.ipynb",
     )
     assert _decide([grant], code="\nx = 1   \n\n") is not None
     assert _decide([grant], code="x = 2") is None

@@ -26,8 +26,8 @@ from jupyter_aaep.notebook.service import NotebookService
 from jupyter_aaep.server.app import AAEPExtension
 from jupyter_aaep.server.long_runs import LongRunNews
 from jupyter_aaep.server.option_defaults import default_of
-from jupyter_aaep.server.policy import AdminPolicy
 from jupyter_aaep.server.options import own_options
+from jupyter_aaep.server.policy import AdminPolicy
 from jupyter_aaep.server.sse import EventStreamHandler
 from jupyter_aaep.server.streams import SERVER_RECONNECT_GRACE, StreamHub
 
