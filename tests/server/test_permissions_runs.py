@@ -191,3 +191,83 @@ async def test_the_cards_choice_grants_only_with_the_panels_key(
     third = of(events, "awaiting.confirmation")[-1]
     assert third["extra_context"]["granted_by"]["id"] == grant["id"]
     assert any("Permission given" in str(e.get("summary_normal")) for e in events)
+
+
+GRANTER = """
+import json, urllib.request, urllib.error
+from jupyter_aaep.kernel.client import KernelClient
+_client = KernelClient.from_environment()
+_url = _client.server_url + "aaep/v1/permissions"
+_body = json.dumps({"rule": "run_cell:unflagged", "scope": "always"}).encode()
+_request = urllib.request.Request(
+    _url, data=_body, method="POST",
+    headers={**_client.headers("POST", _url, _body), "Content-Type": "application/json"})
+try:
+    urllib.request.urlopen(_request, timeout=10)
+    print("GRANTED")
+except urllib.error.HTTPError as error:
+    print("refused", error.code)
+"""
+
+
+async def test_kernel_code_cannot_give_itself_a_permission(
+    kernels, kernel_api, api, sse, extension, fake_model, jp_http_port, jp_base_url
+) -> None:
+    """As an attacker's (or a prompt-injected) cell: the kernel's own credential does not open
+    the permissions route, and a reply sent through the kernel's route with a grant riding
+    along approves nothing and grants nothing, even with kernel answers turned on."""
+    from server_helpers import SSE
+    from test_kernel_security import _signed
+
+    path = new_name()
+    kernel = await kernels.notebook(path, ["print(1)"])
+    printed = await kernel.run(GRANTER)
+    assert "refused 403" in printed and "GRANTED" not in printed, printed
+    extension.kernel_replies = True
+    try:
+        chat_id = await _chat(api, path)
+        handshake = {
+            "type": "subscription.request",
+            "aaep_version": "1.0.0",
+            "subscriber_id": "kernel-view",
+            "capabilities": {"supports_confirmation_reply": True},
+        }
+        status, accepted = await kernel_api(
+            kernel, "subscriptions", method="POST", body=handshake, query=f"chat_id={chat_id}"
+        )
+        assert status == 201, accepted
+        subscription = accepted["subscription_id"]
+        url_path = (
+            f"{jp_base_url}aaep/v1/kernel/events?subscription_id={subscription}&chat_id={chat_id}"
+        )
+        headers = _signed(extension, kernel.kernel_id, "GET", url_path)
+        fake_model.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]), Turn(text="ok"))
+        async with SSE(f"http://127.0.0.1:{jp_http_port}{url_path}", headers=headers) as view:
+            await _ask(api, chat_id, "Run it.")
+            shown = (await view.until(_asking, 30))[-1]
+            assert shown["extra_context"]["permission_offer"]["rule"] == "run_cell:unflagged"
+            reply = {
+                "type": "confirmation.reply",
+                "reply_token": shown["reply_token"],
+                "decision": "accept",
+                "subscription_id": subscription,
+                "timestamp": shown["timestamp"],
+                "grant": {"rule": "run_cell:unflagged", "scope": "notebook"},
+            }
+            await kernel_api(
+                kernel, "messages", method="POST", body=reply, query=f"chat_id={chat_id}"
+            )
+            _, listed, _ = await api("permissions")
+            assert listed["permissions"] == []
+            chat = extension.runner.get(chat_id)
+            assert chat.session is not None and any(
+                r.token == shown["reply_token"] for r in extension.runner.broker.pending()
+            ), "the reply with a grant riding along was not taken as an approval"
+            refuse = {k: v for k, v in reply.items() if k != "grant"} | {"decision": "reject"}
+            await kernel_api(
+                kernel, "messages", method="POST", body=refuse, query=f"chat_id={chat_id}"
+            )
+            await wait_idle(extension, chat_id)
+    finally:
+        extension.kernel_replies = False
+    assert (await api("permissions"))[1]["permissions"] == []
