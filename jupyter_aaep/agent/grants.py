@@ -160,7 +160,12 @@ class Grant:
             else f"Without asking: {what} {where}"
         )
         when = f", given {self.granted_at[:16].replace('T', ' ')} UTC" if self.granted_at else ""
-        given_in = f" in {self.granted_in}" if self.granted_in else ""
+        # where it was given, unless that is the notebook it is for (said already)
+        given_in = (
+            f" in {self.granted_in}"
+            if self.granted_in and self.granted_in != self.notebook_path
+            else ""
+        )
         return f"{head}{when}{given_in}."
 
     def applies_to(self, chat_id: str | None, notebook_path: str | None) -> bool:

@@ -101,7 +101,7 @@ def test_the_words_say_exactly_what_is_allowed() -> None:
     )
     assert grant.words() == "your permission for unflagged code in this notebook"
     assert grant.sentence() == (
-        "Without asking: unflagged code in a.ipynb, given 2026-11-28 18:00 UTC in a.ipynb."
+        "Without asking: unflagged code in a.ipynb, given 2026-11-28 18:00 UTC."
     )
     tool = Grant("grt_0000000000000002", "mcp__github__create_issue", "always", "deny")
     assert tool.words() == (
