@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING
+import sqlite3
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from .grants import Grant, GrantError
-
-if TYPE_CHECKING:
-    from .store import ChatStore
 
 log = logging.getLogger(__name__)
 
@@ -27,10 +26,18 @@ CREATE TABLE IF NOT EXISTS grants (
 """Added in schema version 5 (an older database gets it when opened)."""
 
 
+class _Store(Protocol):
+    """What is used of :class:`~.store.ChatStore` (named so, the store can import this module)."""
+
+    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]: ...
+
+    def _submit(self, run: Callable[[sqlite3.Connection], object]) -> None: ...
+
+
 class StoredGrants:
     """Reads and writes the ``grants`` table through the store's own connections."""
 
-    def __init__(self, store: ChatStore) -> None:
+    def __init__(self, store: _Store) -> None:
         self.store = store
 
     def load(self) -> list[Grant]:
