@@ -75,6 +75,10 @@ class GrantBook:
     def listing(self) -> list[Grant]:
         return list(self._grants)
 
+    def applies(self, grant: Grant) -> bool:
+        """Whether *grant* is in force (an allow the administrator has since forbidden is not)."""
+        return grant.effect == "deny" or self._forbidden(grant.rule, grant.scope) is None
+
     def get(self, grant_id: str) -> Grant | None:
         return next((g for g in self._grants if g.id == grant_id), None)
 
@@ -156,13 +160,8 @@ class GrantBook:
     ) -> Verdict | None:
         """The grant that decides this step, or ``None``; an allow the administrator has since
         forbidden no longer applies."""
-        usable = [
-            g
-            for g in self._grants
-            if g.effect == "deny" or self._forbidden(g.rule, g.scope) is None
-        ]
         return decide(
-            usable,
+            [g for g in self._grants if self.applies(g)],
             tool=tool,
             tool_input=tool_input,
             code=code,

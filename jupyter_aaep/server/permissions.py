@@ -54,7 +54,8 @@ class Permissions:
     # -- the list -------------------------------------------------------------------------------
     def listing(self) -> dict[str, Any]:
         grants = self.book.listing()
-        return {"permissions": [g.to_json() for g in grants], "sentence": list_sentence(grants)}
+        listed = [{**g.to_json(), "applies": self.book.applies(g)} for g in grants]
+        return {"permissions": listed, "sentence": list_sentence(grants)}
 
     # -- over HTTP ------------------------------------------------------------------------------
     def add(self, body: Any) -> Response:

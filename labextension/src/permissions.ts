@@ -23,6 +23,15 @@ export interface IPermission {
   granted_in: string | null;
   /** The server's sentence: what it allows, where, when and where it was given. */
   sentence: string;
+  /** False when the administrator has since forbidden it (it no longer applies). */
+  applies?: boolean;
+}
+
+/** One permission in words: the server's sentence, and whether it still applies. */
+export function permissionWords(permission: IPermission, trans: TranslationBundle): string {
+  return permission.applies === false
+    ? trans.__('%1 Turned off by the administrator: it does not apply.', permission.sentence)
+    : permission.sentence;
 }
 
 /** The grant an approval card offers with its approval (`extra_context.permission_offer`). */
@@ -79,7 +88,7 @@ export function permissionListWords(list: IPermission[], trans: TranslationBundl
       'The agent may do nothing without asking: you have given no standing permissions. Choose "don\'t ask again" on an approval card to give one.'
     );
   }
-  const items = list.map((p, i) => `${i + 1}. ${p.sentence}`).join(' ');
+  const items = list.map((p, i) => `${i + 1}. ${permissionWords(p, trans)}`).join(' ');
   return trans._n(
     'The agent may do %1 thing without asking: %2 To take it back, press its Take back button.',
     'The agent may do %1 things without asking: %2 To take one back, Tab to its Take back button.',
@@ -90,7 +99,7 @@ export function permissionListWords(list: IPermission[], trans: TranslationBundl
 
 /** The name of one item's Take back button ("Take back 2: Without asking: …"). */
 export function revokeLabel(permission: IPermission, index: number, trans: TranslationBundle): string {
-  return trans.__('Take back %1: %2', index + 1, permission.sentence);
+  return trans.__('Take back %1: %2', index + 1, permissionWords(permission, trans));
 }
 
 /** What is said once a permission is taken back. */

@@ -132,6 +132,12 @@ test('the list is an ordered list whose every item has its own named Take back b
   assert.doesNotMatch(empty, /<button|<ol/);
 });
 
+test('a permission the administrator turned off says so', () => {
+  const off = { ...permissions[0], applies: false };
+  assert.match(permissionListWords([off], trans), /Turned off by the administrator: it does not apply\./);
+  assert.match(revokeLabel(off, 0, trans), /^Take back 1: Without asking: .* Turned off by the administrator/);
+});
+
 test('after taking one back the focus goes to the next, the previous, or the heading', () => {
   assert.equal(focusAfterRevoke(3, 0), 0, 'the item that took its place');
   assert.equal(focusAfterRevoke(3, 2), 1, 'the last one: the one before');

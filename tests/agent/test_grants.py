@@ -156,6 +156,19 @@ def test_scope_needs_its_place_and_the_administrator_may_forbid(tmp_path: Path) 
     assert denied.effect == "deny"
 
 
+def test_a_grant_the_administrator_forbids_later_stops_applying() -> None:
+    locked: set[str] = set()
+    book = GrantBook(forbidden=lambda rule, scope: "locked" if scope in locked else None)
+    allow = book.add("run_cell:unflagged", "always")
+    deny = book.add("edit_cell", "always", effect="deny")
+    args = {"code": "x = 1", "flagged": False, **HERE}
+    assert book.verdict("run_cell", {}, **args) is not None  # type: ignore[arg-type]
+    locked.add("always")
+    assert book.verdict("run_cell", {}, **args) is None, "forbidden since: it asks again"  # type: ignore[arg-type]
+    assert not book.applies(allow) and book.applies(deny), "the person's own 'never' still holds"
+    assert book.verdict("edit_cell", {}, **args).denied  # type: ignore[arg-type, union-attr]
+
+
 def test_a_card_grants_only_what_it_offered() -> None:
     book = GrantBook()
     offer = book.offer("rpl_1", "run_cell", {}, flagged=False, **HERE)

@@ -7,7 +7,14 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import React, { useEffect, useRef, useState } from 'react';
 
-import { IPermission, focusAfterRevoke, permissionListWords, revokeLabel, revokedWords } from '../permissions';
+import {
+  IPermission,
+  focusAfterRevoke,
+  permissionListWords,
+  permissionWords,
+  revokeLabel,
+  revokedWords
+} from '../permissions';
 import { useId } from './hooks';
 
 /** Props of {@link PermissionList}. */
@@ -66,7 +73,7 @@ export function PermissionList(props: IPermissionListProps): JSX.Element {
         <ol className="jp-AAEPPermissions-list" aria-labelledby={headingId}>
           {list.map((permission, index) => (
             <li key={permission.id} className="jp-AAEPPermissions-item">
-              <span className="jp-AAEPPermissions-sentence">{permission.sentence}</span>{' '}
+              <span className="jp-AAEPPermissions-sentence">{permissionWords(permission, trans)}</span>{' '}
               <button
                 type="button"
                 ref={node => {
