@@ -5,14 +5,15 @@ allow, and the outside agents' actor goes through the same grants."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
-
-from conftest import Harness
+from typing import TYPE_CHECKING, Any
 
 from jupyter_aaep.agent.grant_book import GrantBook
 from jupyter_aaep.agent.loop import ChatContext
 from jupyter_aaep.agent.tools import ActionPreview, ToolResult, aaep_tool
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
+
+if TYPE_CHECKING:
+    from tests.agent.conftest import Harness
 
 
 def _tools(ran: list[str]) -> list[Any]:
