@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..aaep.events import Progress, ProgressUpdated, Summary
 from ..aaep.session import Session
@@ -15,6 +16,9 @@ from .approval import ApprovalPolicy
 from .context import ContextState
 from .services import AgentServices
 from .usage import Usage
+
+if TYPE_CHECKING:
+    from .grant_book import GrantBook
 
 
 @dataclass
@@ -43,6 +47,8 @@ class ChatContext:
     still_running: Callable[[], str | None] | None = None
     """A sentence about the agent's cells that are still running when the session ends ("Cell
     4 is still running; you will hear when it ends."), or ``None``: part of its last words."""
+    grants: GrantBook | None = None
+    """The person's standing permissions (:mod:`.grant_book`), checked where a step would ask."""
     notices: list[str] = field(default_factory=list)
     """Sentences for the person that came while nothing ran (a program switched the approval
     mode); the next session says them right after it starts, then the list is emptied."""

@@ -34,8 +34,10 @@ from ..aaep.redaction import mask_for_model, mask_secrets, redact_arguments
 from ..aaep.session import Session
 from ..errors import ToolError
 from ..words import duration_words
+from . import grant_gate
 from .bulk_changes import BulkChanges
 from .data_blocks import data_content
+from .grants import Verdict
 from .history import tool_result as _tool_result
 from .plan_gate import REFUSED as _PLAN_REFUSED
 from .plan_gate import PlanGate
@@ -194,8 +196,13 @@ class ToolDispatcher:
         bulk_flags, preview = checked.risk_flags[len(preview.risk_flags) :], checked
         for _round in range(MAX_APPROVAL_ROUNDS):
             ctx.approved_fingerprint = None
+            standing = grant_gate.standing(self.chat, spec, use.input, preview)  # grants
+            if standing is not None and standing.denied:
+                text = grant_gate.refuse(self.session, standing.grant, preview)
+                call.result = _result(use.id, text, is_error=True)
+                return
             if self.policy.needs_confirmation(spec, preview):
-                outcome = await self._confirm(call, spec, preview)
+                outcome = await self._confirm(call, spec, preview, standing)
                 if not outcome.accepted:
                     call.result = _result(use.id, _declined_text(outcome, spec), is_error=True)
                     return
@@ -360,7 +367,9 @@ class ToolDispatcher:
         call.result = _result(call.use.id, result.content, is_error=result.is_error)
 
     # -- approval ---------------------------------------------------------------------------
-    async def _confirm(self, call: _Call, spec: ToolSpec, preview: ActionPreview) -> Outcome:
+    async def _confirm(
+        self, call: _Call, spec: ToolSpec, preview: ActionPreview, standing: Verdict | None = None
+    ) -> Outcome:
         session, policy = self.session, self.policy
         risk = _risk(spec, preview)
         timeout = policy.timeout_for(risk)
@@ -368,8 +377,10 @@ class ToolDispatcher:
         action = preview.action or preview.summary
         consequence = preview.consequence or _default_consequence(spec)
         # Decided before the request goes out, so it is announced as what it is: approved by
-        # the chat's setting, never as a question the user must answer in time.
-        automatic = policy.auto_approves(preview)
+        # a standing permission or the chat's setting, never as a question to answer in time.
+        grant = standing.grant if standing is not None else None
+        automatic = grant is not None or policy.auto_approves(preview)
+        token = new_reply_token()
         session.change_state(
             "awaiting_input",
             Summary(
@@ -388,8 +399,16 @@ class ToolDispatcher:
             extra["risk_flags"] = list(preview.risk_flags)
         if automatic:
             extra["auto_approved"] = True
+        if grant is not None:
+            extra["granted_by"] = grant_gate.granted_context(grant)
+        elif not automatic:
+            offer = grant_gate.offered(self.chat, token, spec, call.use.input, preview)
+            if offer is not None:
+                extra["permission_offer"] = offer
         flags = f" Warning: {'; '.join(preview.risk_flags)}." if preview.risk_flags else ""
-        if automatic:
+        if grant is not None:
+            summary = grant_gate.granted_summary(grant, preview, risk, action)
+        elif automatic:
             summary = Summary(
                 normal=f"Approved automatically by {self._setting()}: {action}",
                 terse=f"Approved automatically: {preview.terse or preview.summary}",
@@ -413,7 +432,7 @@ class ToolDispatcher:
             AwaitingConfirmation(
                 action=action,
                 consequence=consequence,
-                reply_token=new_reply_token(),
+                reply_token=token,
                 timeout_seconds=timeout,
                 default_decision=default,
                 risk_level=risk,
@@ -426,7 +445,8 @@ class ToolDispatcher:
         )
         request = self.broker.open_confirmation(event)
         if automatic:
-            self.broker.resolve(request, "accept", decided_by="auto:configured_policy")
+            decided_by = f"grant:{grant.id}" if grant is not None else "auto:configured_policy"
+            self.broker.resolve(request, "accept", decided_by=decided_by)
         countdown = (
             asyncio.ensure_future(self._countdown(request, timeout))
             if timeout > 60 and not automatic
@@ -437,7 +457,10 @@ class ToolDispatcher:
         finally:
             if countdown is not None:
                 countdown.cancel()
-        if outcome.accepted:
+            grant_gate.forget(self.chat, token)
+        if outcome.accepted and grant is not None:
+            grant_gate.granted_record(session, grant, token, preview)
+        elif outcome.accepted:
             # Short: the tool.invoked that follows says what runs.
             how = _approved_how(outcome, automatic=automatic)
             if automatic and self._setting() != "this chat's setting":

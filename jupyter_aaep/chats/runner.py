@@ -23,6 +23,7 @@ from ..aaep.session import Producer, Session
 from ..agent.approval import ApprovalPolicy
 from ..agent.chat_context import ChatContext
 from ..agent.control import MAX_TURNS_LIMIT, Applies, Guidance, RunControl
+from ..agent.grant_book import GrantBook
 from ..agent.loop import AgentConfig, AgentLoop, SessionResult
 from ..agent.services import AgentServices, SessionEdits
 from ..agent.tools import ToolRegistry
@@ -125,6 +126,8 @@ class ChatRunner:
         self.chosen_agent: Callable[[Chat], ChosenAgent | None] | None = None
         """The coding agent a chat chose instead of ours (an ACP agent, ``jupyter_aaep.acp``), if any:
         its sessions run through it, with the same arguments and result as ``AgentLoop.run``."""
+        self.grants: GrantBook | None = None
+        """The person's standing permissions, for every session (``None``: none kept)."""
 
     # -- chats -------------------------------------------------------------------------------
     def create_chat(self, notebook_path: str | None, *, approval_mode: str | None = None) -> Chat:
@@ -466,6 +469,7 @@ class ChatRunner:
             edits_stored=lambda: self.edits_stored(chat),
             still_running=still_running,
             notices=chat.notices,
+            grants=self.grants,
         )
 
     async def edits_stored(self, chat: Chat) -> None:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from ..acp.host import AcpHost
+    from ..agent.grant_book import GrantBook
     from ..agent.plan import PlanFiles
     from ..agent.rules import RuleFiles
     from ..chats.runner import ChatRunner
@@ -107,6 +108,7 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
     from .chat_roots import RenameFollower, notebook_cell_ids, per_root_file_id, server_root
     from .long_runs import LongRunNews
     from .models import ModelCatalog
+    from .permissions import Permissions
     from .service import AAEPService
     from .streams import StreamHub
     from .toolbox import Toolbox
@@ -185,6 +187,7 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
         if note:
             ext.log.info(note)
         renames = RenameFollower(ext.serverapp, runner.notebook_moved)
+    runner.grants = _grant_book(ext, store)
     base_url = server.base_url
     service = AAEPService(
         runner,
@@ -196,6 +199,7 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
         policy=ext.admin_policy,
         toolbox=toolbox,
     )
+    service.permissions = Permissions(runner.grants, hub.keys)
     servers = _mcp_servers(ext, toolbox)
     if store is not None and store.ok:
         ext.log.info("AAEP agent: chats are stored in %s.", store.path)
@@ -260,6 +264,24 @@ def _acp_host(ext: AAEPExtension, parts: AgentParts) -> AcpHost:
         registry_for=parts.toolbox.registry_for,
         mcp=hooks,
         log_dir=os.path.join(jupyter_runtime_dir(), "aaep-acp"),
+    )
+
+
+def _grant_book(ext: AAEPExtension, store: ChatStore | None) -> GrantBook:
+    """The person's standing permissions: chat and notebook ones in the chat store, 'always'
+    ones in the user's config folder (``{jupyter config dir}/aaep/permissions.json``)."""
+    from pathlib import Path
+
+    from jupyter_core.paths import jupyter_config_dir
+
+    from ..agent.grant_book import GrantBook
+    from ..agent.grant_file import GrantFile
+    from ..chats.stored_grants import StoredGrants
+
+    return GrantBook(
+        StoredGrants(store) if store is not None else None,
+        GrantFile(Path(jupyter_config_dir()) / "aaep" / "permissions.json"),
+        forbidden=ext.admin_policy.permission_refused,
     )
 
 

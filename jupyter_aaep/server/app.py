@@ -35,6 +35,7 @@ from traitlets import Bool, Dict, Enum, Float, Integer, List, TraitError, Unicod
 from ..aaep.session import Producer
 from ..agent.approval import APPROVAL_MODES, DEFAULT_TIMEOUTS, ApprovalPolicy
 from ..agent.context import ContextSettings
+from ..agent.grants import SCOPES
 from ..agent.loop import AgentConfig
 from ..agent.usage import PriceTable
 from ..mcp.credentials import OutsideCredentials
@@ -259,6 +260,22 @@ class AAEPExtension(ExtensionApp):
         config=True,
         help="When true, chats may use only 'model' and the models in 'models'; the model endpoint's "
         "own list (GET /v1/models) is not offered, and a user who picks another model is told so.",
+    )
+
+    allowed_permission_scopes = List(
+        Enum(list(SCOPES)),
+        default_value=list(SCOPES),
+        config=True,
+        help="Where users may give the agent standing permissions ('don't ask again'): any of 'chat', "
+        "'notebook', 'always'. [] turns them off. A permission in a scope no longer allowed stops applying.",
+    )
+
+    forbidden_permission_rules = List(
+        Unicode(),
+        default_value=[],
+        config=True,
+        help="Kinds of step no standing permission may allow, as patterns of rules, e.g. ['run_cell:*'] "
+        "(running code always asks) or ['mcp__*']. Users' own 'never' rules still apply.",
     )
 
     # -- the chat database (ChatStore, RetentionPolicy) --------------------------------------------
@@ -718,6 +735,8 @@ class AAEPExtension(ExtensionApp):
             else tuple(self.allowed_mcp_stdio_commands),
             models=tuple(dict.fromkeys([self.model, *self.models])) if self.lock_models else None,
             budget_usd=self.chat_budget_usd or None,
+            permission_scopes=tuple(s for s in SCOPES if s in self.allowed_permission_scopes),
+            forbidden_permission_rules=tuple(self.forbidden_permission_rules),
         )
 
     def chat_policy(self) -> ApprovalPolicy:

@@ -21,9 +21,13 @@ from tornado import web
 
 from ..aaep.manifest import build_manifest
 from ..agent.citations import CITATIONS_CONTEXT
+from ..agent.grant_gate import PERMISSION_CONTEXT
+from ..errors import RequestError
 from .base import AAEPHandler, ServiceSource
 from .long_runs import how_far_along
-from .messages import take_request_id
+from .messages import EXAMPLE, take_request_id
+from .permissions import EXAMPLE as PERMISSION
+from .permissions import OFF, Permissions
 from .request_context import accessibility_report, kernel_variables
 
 _ANY_CHAT = r"(?P<chat_id>[^/]+)"
@@ -126,7 +130,7 @@ class ManifestHandler(AAEPHandler):
                 "chat_websocket": self.service.url_for("chats/{chat_id}/ws"),
             },
             max_concurrent_subscriptions=hub.max_streams,
-            extensions=(CITATIONS_CONTEXT,),
+            extensions=(CITATIONS_CONTEXT, PERMISSION_CONTEXT),
         )
         self.finish(json.dumps(manifest))
 
@@ -313,6 +317,41 @@ class PlanFileHandler(AAEPHandler):
         self.finish(json.dumps(self._model(name, content)))
 
 
+class PermissionsHandler(AAEPHandler):
+    """``GET /aaep/v1/permissions``: the standing permissions (id, rule, scope, a sentence,
+    when and where given) and the list as one sentence; ``POST`` gives one, from the person's
+    panel only (:mod:`.permissions`)."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.finish(json.dumps(self._permissions().listing()))
+
+    @web.authenticated
+    @authorized("execute")  # type: ignore[untyped-decorator]
+    async def post(self) -> None:
+        try:
+            body = self.body_json()
+        except RequestError as error:  # its example is a chat message's: show a permission's
+            raise RequestError(error.status, str(error).replace(EXAMPLE, PERMISSION)) from error
+        self.respond(self._permissions().add(body))
+
+    @web.authenticated
+    @authorized("execute")  # type: ignore[untyped-decorator]
+    async def delete(self, grant_id: str | None = None) -> None:
+        if grant_id is None:
+            raise web.HTTPError(
+                405, "Say which permission to take back: DELETE /aaep/v1/permissions/{id}."
+            )
+        self.respond(self._permissions().revoke(grant_id))
+
+    def _permissions(self) -> Permissions:
+        permissions = self.service.permissions
+        if permissions is None:
+            raise web.HTTPError(503, OFF)
+        return permissions
+
+
 def handler_routes(
     service: ServiceSource, *, keepalive: float
 ) -> list[tuple[str, type, dict[str, Any]]]:
@@ -334,6 +373,8 @@ def handler_routes(
         (r"aaep/v1/mcp/trust", MCPTrustHandler, common),
         (r"aaep/v1/mcp/trust/(?P<server>[A-Za-z0-9_-]{1,40})", MCPTrustServerHandler, common),
         (r"aaep/v1/plans/(?P<name>plan-[0-9a-f]{12}\.md)", PlanFileHandler, common),
+        (r"aaep/v1/permissions", PermissionsHandler, common),
+        (r"aaep/v1/permissions/(?P<grant_id>[^/]+)", PermissionsHandler, common),
         (r"aaep/v1/chats", ChatsHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/events", EventStreamHandler, streaming),
         (rf"aaep/v1/chats/{_ANY_CHAT}/messages", MessagesHandler, common),

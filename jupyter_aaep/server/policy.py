@@ -15,10 +15,12 @@ someone who edits their own config can change it (docs/JUPYTERHUB.md says what t
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
 from ..agent.approval import APPROVAL_MODES, MODE_LABELS, ApprovalMode
+from ..agent.grants import SCOPES, Scope
 
 __all__ = ["AdminPolicy"]
 
@@ -33,6 +35,10 @@ class AdminPolicy:
     models: tuple[str, ...] | None = None
     """``None``: whatever the model endpoint lists; otherwise only these."""
     budget_usd: float | None = None
+    permission_scopes: tuple[Scope, ...] = SCOPES
+    """Where users may give the agent standing permissions (``chat``, ``notebook``, ``always``)."""
+    forbidden_permission_rules: tuple[str, ...] = ()
+    """Rules no standing permission may allow, as patterns (``run_cell:*``, ``mcp__*``)."""
 
     @property
     def locked(self) -> list[str]:
@@ -46,7 +52,24 @@ class AdminPolicy:
             names.append("mcp_stdio_commands")
         if self.budget_usd is not None:
             names.append("budget")
+        if set(self.permission_scopes) != set(SCOPES) or self.forbidden_permission_rules:
+            names.append("permissions")
         return names
+
+    def permission_refused(self, rule: str, scope: Scope) -> str | None:
+        """Why the administrator forbids allowing *rule* in *scope*, or ``None``."""
+        if scope not in self.permission_scopes:
+            allowed = ", ".join(_SCOPE_NAMES[s] for s in self.permission_scopes) or "nowhere"
+            return (
+                f"The administrator of this server does not allow standing permissions "
+                f"{_SCOPE_NAMES[scope]}; they may be given: {allowed}. Nothing was changed."
+            )
+        if any(fnmatch.fnmatchcase(rule, p) for p in self.forbidden_permission_rules):
+            return (
+                "The administrator of this server does not allow a standing permission for this "
+                "kind of step; it will keep asking you. Nothing was changed."
+            )
+        return None
 
     def describe(self) -> dict[str, Any]:
         """The ``policy`` object of the chat state, with one sentence a client can announce."""
@@ -59,6 +82,8 @@ class AdminPolicy:
             else list(self.mcp_stdio_commands),
             "models": None if self.models is None else list(self.models),
             "budget_usd": self.budget_usd,
+            "permission_scopes": list(self.permission_scopes),
+            "forbidden_permission_rules": list(self.forbidden_permission_rules),
             "message": self.sentence(),
         }
 
@@ -75,6 +100,19 @@ class AdminPolicy:
             parts.append("tool servers: only " + (", ".join(self.mcp_stdio_commands) or "none"))
         if self.budget_usd is not None:
             parts.append(f"at most ${self.budget_usd:,.2f} per chat")
+        if "permissions" in self.locked:
+            parts.append(
+                "standing permissions: "
+                + (" or ".join(_SCOPE_NAMES[s] for s in self.permission_scopes) or "none")
+                + (", some kinds of step never" if self.forbidden_permission_rules else "")
+            )
         if not parts:
             return None
         return "Set by the administrator of this server: " + "; ".join(parts) + "."
+
+
+_SCOPE_NAMES = {
+    "chat": "for one chat",
+    "notebook": "for one notebook",
+    "always": "for every notebook",
+}

@@ -111,6 +111,16 @@ class StreamKeys:
             return ReplyOrigin("notebook")
         return origin
 
+    def person(self, key: Any) -> bool:
+        """Whether *key* is the live key of the person's own panel, on any chat (what a grant
+        made outside a reply must carry: :mod:`.permissions`)."""
+        keyed = self._keys.get(key) if isinstance(key, str) and _KEY.match(key) else None
+        return (
+            keyed is not None
+            and keyed.origin.is_person
+            and (keyed.closed_at is None or time.monotonic() - keyed.closed_at <= KEY_GRACE_SECONDS)
+        )
+
     def _by_key(self, key: Any, chat_id: str | None) -> ReplyOrigin | None:
         if not isinstance(key, str) or not _KEY.match(key):
             return None

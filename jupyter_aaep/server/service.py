@@ -49,6 +49,7 @@ from .messages import (
 )
 from .models import ModelCatalog
 from .notebook_approval import describe_request
+from .permissions import Permissions, take_grant_field
 from .policy import AdminPolicy
 from .reply_origin import mode_changed, refused_own_answer, take_sender_fields
 from .request_context import request_attachment, save_alt_text
@@ -107,6 +108,8 @@ class AAEPService:
         self.models = models or ModelCatalog(runner.client_factory, default=runner.config.model)
         self.acp: AcpHost | None = acp
         """The chats' ACP agents (``None``: only our own agent is offered)."""
+        self.permissions: Permissions | None = None
+        """The person's standing permissions (:mod:`.permissions`); ``None`` until the parts set it."""
 
     # -- chats ------------------------------------------------------------------------------------
     def create_chat(self, body: dict[str, Any]) -> Response:
@@ -335,6 +338,7 @@ class AAEPService:
         WebSocket's stream it came on (``None`` for a POST)."""
         kind = classify(message)
         key, via = take_sender_fields(message, reply=kind in REPLY_TYPES)  # who sent it
+        wish = take_grant_field(message) if kind == "confirmation.reply" else None
         try:
             validate(message, kind)
         except RequestError as error:
@@ -354,7 +358,7 @@ class AAEPService:
             sender = self.hub.keys.sender(key, via, origin, chat_id=chat)
             return _accepted(kind, await self._handle_kind(kind, message, chat, sender))
         if kind in ("confirmation.reply", "clarification.reply"):
-            return self._reply(message, chat_id, (key, via, origin))
+            return self._reply(message, chat_id, (key, via, origin), wish)
         if kind == "subscription.request":
             return self._subscribe(message, chat_id, origin)
         if kind == "subscription.renegotiate":
@@ -536,14 +540,20 @@ class AAEPService:
         message: dict[str, Any],
         chat_id: str | None,
         sent_by: tuple[Any, Any, Stream | None],
+        wish: Any = None,
     ) -> Response:
         """Offer the reply to the broker; the answer is 204 whatever happened to it (§6.3.4),
-        also when it is refused as the outside agent's answer to its own request."""
+        also when it is refused as the outside agent's answer to its own request. A *wish* (the
+        card's "don't ask again") is given only as :mod:`.permissions` allows."""
         if chat_id is not None:
             chat = self._chat(chat_id)  # an unknown chat is a wrong URL, not a reply to hide
             sender = self.hub.keys.sender(*sent_by, chat_id=chat_id)
+            resolved = False
             if not refused_own_answer(message, chat, sender, self.runner.broker):
-                self.runner.reply(chat_id, self._attributed(message, chat), origin=sender)
+                attributed = self._attributed(message, chat)
+                resolved = self.runner.reply(chat_id, attributed, origin=sender)
+            if wish is not None and self.permissions is not None:
+                self.permissions.from_reply(wish, message, chat, sender.is_person, resolved)
             return Response(204)
         token = message.get("reply_token")
         session = next(
@@ -555,8 +565,11 @@ class AAEPService:
         )
         if found is not None:
             sender = self.hub.keys.sender(*sent_by, chat_id=found.chat_id)
+            resolved = False
             if not refused_own_answer(message, found, sender, self.runner.broker):
-                self.runner.reply(found.chat_id, message, origin=sender)
+                resolved = self.runner.reply(found.chat_id, message, origin=sender)
+            if wish is not None and self.permissions is not None:
+                self.permissions.from_reply(wish, message, found, sender.is_person, resolved)
         else:
             log.warning(
                 "AAEP reply ignored (reply_token %s): no open request has that token",

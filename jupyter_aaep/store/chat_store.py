@@ -35,7 +35,16 @@ from .writer import STOP, StoreWriter, Write
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+
+GRANTS_TABLE = """
+CREATE TABLE IF NOT EXISTS grants (
+    grant_id TEXT PRIMARY KEY,
+    body TEXT NOT NULL
+);
+"""
+"""Added in schema version 5 (an older database gets it when opened)."""
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -380,7 +389,9 @@ class ChatStore:
     @staticmethod
     def _upgrade(conn: sqlite3.Connection) -> None:
         """Add what later versions store to a database an earlier version made (version 3: the
-        model; version 4: the server root a chat belongs to, ``NULL`` for every older chat)."""
+        model; version 4: the server root a chat belongs to, ``NULL`` for every older chat;
+        version 5: standing permissions, :mod:`jupyter_aaep.chats.stored_grants`)."""
+        conn.executescript(GRANTS_TABLE)
         columns = {row[1] for row in conn.execute("PRAGMA table_info(chats)")}
         for column in ("model", "model_label", "root"):
             if column not in columns:

@@ -101,7 +101,8 @@ export class ChatSession extends SessionLife {
     }
   }
 
-  /** Answer a confirmation card. */
+  /** Answer a confirmation card; `details` carry a plan's choice or the standing permission
+   * the card offered (the server gives that only for the panel's own approving answer). */
   async reply(item: TranscriptItem, decision: 'accept' | 'reject', details?: IReplyDetails): Promise<void> {
     if (item.kind !== 'confirmation' || item.state !== 'pending') {
       return;
@@ -115,7 +116,7 @@ export class ChatSession extends SessionLife {
       subscription_id: this.subscriptionId(),
       timestamp: decidedAt,
       decided_by: 'user:jupyterlab',
-      ...details // a plan's choice: a modified action or the comment (components/planWords.ts)
+      ...details // a plan's choice, or a grant (components/planWords.ts)
     });
     // Nothing is said here: the producer confirms the outcome to every
     // subscriber (a state change out of awaiting_input), and that is announced.

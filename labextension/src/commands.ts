@@ -17,6 +17,7 @@ import { CODE_LINE_CLASS } from './components/CodeLines';
 import { CONNECT_OUTSIDE_AGENT, registerConnectAgent } from './connectAgentCommand';
 import { DESCRIBE_FIGURE, SAVE_FIGURE_ALT, registerFigureCommands } from './figureCommands';
 import { FigureDescriber } from './figures';
+import { WHAT_MAY_THE_AGENT_DO, registerPermissionsCommand } from './permissionsCommand';
 import { shortcutLabel } from './shortcuts';
 import { whichRules } from './rules';
 
@@ -40,6 +41,7 @@ export namespace CommandIDs {
   export const setVerbosity = 'jupyter-aaep:set-verbosity';
   export const whichRules = 'jupyter-aaep:which-rules';
   export const connectOutsideAgent = CONNECT_OUTSIDE_AGENT;
+  export const whatMayTheAgentDo = WHAT_MAY_THE_AGENT_DO;
 }
 
 const VERBOSITIES: Verbosity[] = ['terse', 'normal', 'detailed'];
@@ -343,6 +345,7 @@ export function registerCommands(options: ICommandsOptions): void {
     palette?.addItem({ command: CHECK_ACCESSIBILITY, category: trans.__('AI Agent') });
   }
   registerConnectAgent({ app, announcer, trans });
+  registerPermissionsCommand({ app, announcer, trans });
   const verbosityLabels: Record<Verbosity, string> = {
     terse: trans.__('Agent Announcements: Terse'),
     normal: trans.__('Agent Announcements: Normal'),

@@ -18,7 +18,7 @@ from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.chats.persistence import ChatPersistence
 from jupyter_aaep.chats.runner import ChatRunner, UnknownChat
-from jupyter_aaep.store.chat_store import ChatStore
+from jupyter_aaep.store.chat_store import SCHEMA_VERSION, ChatStore
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, Turn
 
 Make = Callable[..., ChatRunner]
@@ -167,7 +167,9 @@ async def test_an_old_database_keeps_working_and_its_chats_go_only_where_the_evi
         "chat_made": "/data/X",
         "chat_read": None,
     }, "adopted for good by the root with the evidence; the other stays unlisted, unrooted"
-    assert _rows(path, "SELECT value FROM meta WHERE key='schema_version'") == [("4",)]
+    assert _rows(path, "SELECT value FROM meta WHERE key='schema_version'") == [
+        (str(SCHEMA_VERSION),)
+    ]
     # Once adopted, it is X's: the copy never gets it, even when its notebook later holds that cell.
     later = make("/data/Y", {"a.ipynb": {"c1", "c2", "agent01"}})
     assert later.page("a.ipynb")[0] == [] and later.page(None)[0] == []

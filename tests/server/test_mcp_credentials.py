@@ -135,6 +135,9 @@ async def test_a_credential_opens_the_mcp_endpoint_and_no_other_door(
         ("GET", "aaep/v1/mcp/tokens", None),
         ("POST", "aaep/v1/mcp/tokens", {"name": "Another me"}),
         ("DELETE", f"aaep/v1/mcp/tokens/{other['id']}", None),
+        ("GET", "aaep/v1/permissions", None),
+        ("POST", "aaep/v1/permissions", {"rule": "run_cell:unflagged", "scope": "always"}),
+        ("DELETE", "aaep/v1/permissions/grt_0000000000000000", None),
         ("GET", "aaep/v1/kernel/status", None),
         ("POST", "aaep/v1/kernel/messages", reply_body),
     ]

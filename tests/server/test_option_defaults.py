@@ -25,6 +25,7 @@ from jupyter_aaep.server.app import AAEPExtension
 from jupyter_aaep.server.long_runs import LongRunNews
 from jupyter_aaep.server.option_defaults import default_of
 from jupyter_aaep.server.options import own_options
+from jupyter_aaep.server.policy import AdminPolicy
 from jupyter_aaep.server.sse import EventStreamHandler
 from jupyter_aaep.server.streams import SERVER_RECONNECT_GRACE, StreamHub
 from jupyter_aaep.store.chat_store import ChatStore
@@ -44,6 +45,8 @@ FEEDS: dict[str, list[Callable[[], Any]]] = {
     "confirmation_timeouts": [lambda: ApprovalPolicy().timeouts],
     "clarification_timeout": [lambda: ApprovalPolicy().clarification_timeout],
     "allowed_approval_modes": [lambda: list(ApprovalPolicy().allowed)],
+    "allowed_permission_scopes": [lambda: list(AdminPolicy().permission_scopes)],
+    "forbidden_permission_rules": [lambda: list(AdminPolicy().forbidden_permission_rules)],
     "store_keep_days": [lambda: RetentionPolicy.for_server().keep_days],
     "store_keep_mb_per_chat": [lambda: RetentionPolicy.for_server().keep_mb_per_chat],
     "store_lock_timeout": [lambda: default_of(ChatStore, "lock_timeout")],

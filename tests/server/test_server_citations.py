@@ -10,6 +10,7 @@ from kernel_helpers import _private_cwd, jp_server_config, write_notebook  # noq
 from server_helpers import of_type
 
 from jupyter_aaep.agent.citations import CITATIONS_CONTEXT
+from jupyter_aaep.agent.grant_gate import PERMISSION_CONTEXT
 from jupyter_aaep.testing.fake_anthropic import Turn
 
 
@@ -51,4 +52,4 @@ async def test_a_cited_cell_is_said_by_number_and_named_by_id_in_the_extension(
     system = "\n".join(b["text"] for b in fake_model.requests[0].body["system"])
     assert "[[cell:<cell id>]]" in system
     _, manifest, _ = await api("manifest")
-    assert manifest["extensions_supported"] == [CITATIONS_CONTEXT]
+    assert manifest["extensions_supported"] == [CITATIONS_CONTEXT, PERMISSION_CONTEXT]

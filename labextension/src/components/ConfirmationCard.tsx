@@ -9,6 +9,7 @@ import { useFocusOutcome } from './hooks';
 
 import { isRecord, str } from '../aaep';
 import { IRequestItem } from '../model';
+import { IPermissionWish, grantedWords, readOffer } from '../permissions';
 import { CodeLines, codeLines } from './CodeLines';
 import { Countdown } from './Countdown';
 import { DiffView, diffDescriptionIds, readChange } from './DiffView';
@@ -29,7 +30,7 @@ export interface IConfirmationCardProps {
   item: RequestItem;
   trans: TranslationBundle;
   shortcuts?: IRequestShortcuts;
-  onReply: (item: RequestItem, decision: 'accept' | 'reject') => void;
+  onReply: (item: RequestItem, decision: 'accept' | 'reject', grant?: IPermissionWish) => void;
 }
 
 /** One cell of a multi-cell confirmation (`extra_context.cells`). */
@@ -103,11 +104,13 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
   const warnings = Array.isArray(extra.risk_flags)
     ? extra.risk_flags.filter((f): f is string => typeof f === 'string' && f.length > 0)
     : [];
-  const reply = (decision: 'accept' | 'reject') => {
+  const offer = readOffer(extra);
+  const granted = grantedWords(extra);
+  const reply = (decision: 'accept' | 'reject', grant?: IPermissionWish) => {
     // The buttons go away once answered: the focus goes to the short outcome
     // (useFocusOutcome), never back to the card, which would be read again.
     pressed.current = true;
-    props.onReply(item, decision);
+    props.onReply(item, decision, grant);
   };
   const keys =
     shortcuts?.approve && shortcuts.reject
@@ -153,9 +156,11 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
       data-request-id={item.id}
     >
       <h4 id={titleId} className="jp-AAEPCard-title">
-        {automatic
-          ? trans.__('Approved automatically: %1', str(event, 'action') ?? trans.__('an action'))
-          : trans.__('Approval needed: %1', str(event, 'action') ?? trans.__('an action'))}
+        {granted
+          ? trans.__('Allowed by %1: %2', granted, str(event, 'action') ?? trans.__('an action'))
+          : automatic
+            ? trans.__('Approved automatically: %1', str(event, 'action') ?? trans.__('an action'))
+            : trans.__('Approval needed: %1', str(event, 'action') ?? trans.__('an action'))}
       </h4>
       <dl className="jp-AAEPCard-facts">
         <dt id={riskLabelId}>{trans.__('Risk')}</dt>
@@ -248,6 +253,16 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
             >
               {trans.__('Reject')}
             </button>
+            {offer && (
+              // Its words say exactly what it allows; it is the last choice, after Reject.
+              <button
+                type="button"
+                className="jp-Button jp-mod-styled jp-AAEPCard-approveAndGrant"
+                onClick={() => reply('accept', { rule: offer.rule, scope: offer.scope })}
+              >
+                {offer.label}
+              </button>
+            )}
           </div>
           {keys && (
             <div id={keysId} className="jp-AAEPCard-keys">
@@ -257,11 +272,13 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
         </>
       ) : (
         <p className="jp-AAEPCard-outcome" tabIndex={-1} ref={outcome}>
-          {automatic
-            ? trans.__("Approved automatically by this chat's setting.")
-            : expired
-              ? trans.__('Expired without an answer.')
-              : outcomeText(item, trans)}
+          {granted
+            ? trans.__('Allowed by %1.', granted)
+            : automatic
+              ? trans.__("Approved automatically by this chat's setting.")
+              : expired
+                ? trans.__('Expired without an answer.')
+                : outcomeText(item, trans)}
         </p>
       )}
     </div>

@@ -233,7 +233,13 @@ function renderItem(item: TranscriptItem, context: IEntryContext): JSX.Element |
           item={item}
           trans={trans}
           shortcuts={context.shortcuts}
-          onReply={(i, decision) => context.latest.current.onReply(i, decision)}
+          onReply={(i, decision, grant) =>
+            context.latest.current.onReply(
+              i,
+              decision,
+              grant && decision === 'accept' ? { grant: { rule: grant.rule, scope: grant.scope } } : undefined
+            )
+          }
         />
       );
     case 'clarification':

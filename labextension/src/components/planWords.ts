@@ -25,6 +25,8 @@ export interface IPlan {
 export interface IReplyDetails {
   modified_action?: { plan_choice: 'ask_each_step' };
   decision_rationale?: string;
+  /** The standing permission an approval card offered, given with the approval. */
+  grant?: { rule: string; scope: string };
 }
 
 /** The plan of a confirmation's `extra_context`, or `null` when it is not a plan. */
