@@ -97,7 +97,7 @@ def done_terse(failed: list[str]) -> str:
 def was_declined(content: Any, tool_name: str) -> bool:
     """A result of the dispatcher for a call that never ran because of its approval (declined,
     unanswered, withdrawn, or its code kept changing): the user's choice, not a failed step.
-    These phrases mirror ``dispatch._declined_text``; tests/agent/test_loop.py checks both."""
+    These phrases mirror ``confirmation.declined_text``; tests/agent/test_loop.py checks both."""
     if not isinstance(content, str):
         return False
     declined = (
