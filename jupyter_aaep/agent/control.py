@@ -19,6 +19,7 @@ from ..aaep.broker import ReplyBroker
 from ..aaep.events import CancelledBy, Progress, ProgressUpdated, Summary
 from ..aaep.redaction import mask_secrets
 from ..aaep.session import Session
+from ..errors import InvalidInput
 
 STEERING_PREFIX = "[Steering from the user while you work]"
 STOPPED_NOTE = "[Stopped by the user before finishing.]"
@@ -32,6 +33,18 @@ PAUSED = Summary(
 MAX_TURNS_LIMIT = 500
 
 Applies = Literal["next_turn", "on_resume", "new_session"]
+
+
+def turn_limit(settings: dict[str, Any]) -> int | None:
+    """The turn cap a piece of guidance sets (``settings.max_turns``), checked; ``None`` if none."""
+    limit = settings.get("max_turns")
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_TURNS_LIMIT:
+        raise InvalidInput(
+            f"settings.max_turns must be a whole number from 1 to {MAX_TURNS_LIMIT}."
+        )
+    return limit
 
 
 @dataclass

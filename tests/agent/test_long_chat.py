@@ -354,7 +354,8 @@ async def test_chat_view_reports_usage(client_for: Any) -> None:
 
 
 def test_moving_breakpoint_edge_cases() -> None:
-    from jupyter_aaep.agent.loop import _error_text, _with_moving_breakpoint
+    from jupyter_aaep.agent._loop_text import error_text as _error_text
+    from jupyter_aaep.agent._loop_text import with_moving_breakpoint as _with_moving_breakpoint
 
     assert _with_moving_breakpoint([]) == []
     plain = [{"role": "user", "content": "hi"}]

@@ -7,7 +7,8 @@ import pytest
 from conftest import Harness
 
 from jupyter_aaep import aaep_tool
-from jupyter_aaep.agent.loop import UNSAVED_NOTE, ChatContext
+from jupyter_aaep.agent.loop import ChatContext
+from jupyter_aaep.agent.session_end import UNSAVED_NOTE
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 
