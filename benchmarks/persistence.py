@@ -108,7 +108,7 @@ async def loop_figures(folder: Path) -> tuple[list[float], list[float], int]:
             without.append(await turn_rate(fake, None))
             store = ChatStore(str(folder / f"loop{round_}.sqlite3"))
             with_db.append(await turn_rate(fake, store))
-            events = len(store.events(store.list_chats()[0].chat_id))
+            events = len(store.read.events(store.read.list_chats()[0].chat_id))
             store.close()
     return without, with_db, events
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from ..aaep.coalescer import OutputCoalescer
 from ..aaep.session import Session
@@ -63,3 +63,22 @@ class Run:
     def plan(self) -> PlanGate | None:
         """The request's plan in plan mode."""
         return self.dispatcher.plan if self.dispatcher is not None else None
+
+
+class SessionAgent(Protocol):
+    """What runs a session: :class:`~.loop.AgentLoop`, or another coding agent a chat chose
+    instead of ours (an ACP agent, see ``ChatRunner.chosen_agent``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def run(
+        self,
+        session: Session,
+        history: list[dict[str, Any]],
+        user_text: str,
+        *,
+        chat: ChatContext | None = None,
+        control: RunControl | None = None,
+        attachment: str | None = None,
+    ) -> SessionResult: ...

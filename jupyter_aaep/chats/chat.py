@@ -8,18 +8,24 @@ caller: the record knows nothing of either.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..aaep.clock import ms_to_timestamp, utc_now_ms
 from ..aaep.emitter import Emitter
 from ..aaep.session import Session
 from ..agent.approval import ApprovalPolicy
+from ..agent.config import AgentConfig
 from ..agent.context import ContextState
 from ..agent.control import Guidance, RunControl
-from ..agent.loop import SessionResult
+from ..agent.run_state import SessionResult
 from ..agent.usage import Usage
+from ..errors import ChatBusy, InvalidInput
+from ..store.records import StoredChat
+
+log = logging.getLogger(__name__)
 
 __all__ = ["EVENT_HISTORY_LIMIT", "SUPPORTS", "Chat", "now_iso"]
 
@@ -43,6 +49,9 @@ SUPPORTS: Mapping[str, bool] = {
 }
 """The run controls a chat accepts now (``control`` stop, pause/resume, guidance, approval mode)."""
 
+TITLE_LENGTH = 80
+"""Longest chat title (the first request, clipped) in the list of earlier chats."""
+
 
 @dataclass
 class Chat:
@@ -61,7 +70,7 @@ class Chat:
     """What each recent session changed in the notebook (session id → its edit record, or the
     record's stored JSON), for undo; sessions that changed nothing are not here."""
     record_unstored: bool = False
-    """An edit record was queued for the store and not yet waited for (see ``Runner.edits_stored``)."""
+    """An edit record was queued for the store and not yet waited for (see ``EditRecords.stored``)."""
     pending_save: asyncio.Future[Any] | None = None
     """The save that follows the agent's latest edit (debounced by ``EDIT_SAVE_DELAY``)."""
     usage: Usage = field(default_factory=Usage)
@@ -89,6 +98,89 @@ class Chat:
     """The outside agent (an MCP client, e.g. "Claude Code") whose session runs now, if any."""
     notices: list[str] = field(default_factory=list)
     """Said at the start of the next session (see ``ChatContext.notices``)."""
+
+    @classmethod
+    def from_stored(cls, stored: StoredChat, emitter: Emitter, approval: ApprovalPolicy) -> Chat:
+        """A stored chat back in memory (its events, history and edit records follow)."""
+        approval.restore(stored.approval_mode)  # 'auto' is never remembered across restarts
+        return cls(
+            chat_id=stored.chat_id,
+            notebook_path=stored.notebook_path,
+            emitter=emitter,
+            history=stored.history,
+            approval=approval,
+            title=stored.title,
+            created=stored.created,
+            updated=stored.updated,
+            file_id=stored.file_id,
+            can_continue=stored.can_continue,
+            model=stored.model,
+            model_label=stored.model_label,
+        )
+
+    def request_started(self, text: str) -> bool:
+        """A session is about to start: the chat gets its title, Continue no longer applies.
+        Whether that changed what is stored of the chat."""
+        changed = self.can_continue or not self.title
+        self.can_continue = False
+        if not self.title:
+            flat = " ".join(text.split())
+            self.title = (
+                flat if len(flat) <= TITLE_LENGTH else flat[: TITLE_LENGTH - 1].rstrip() + "…"
+            )
+        return changed
+
+    def session_ended(self, session: Session) -> None:
+        """Continue applies after a session that ended with a recoverable error."""
+        terminal = session.terminal_event or {}
+        self.can_continue = (
+            terminal.get("type") == "aaep:agent.session.errored"
+            and terminal.get("recoverable") is True
+        )
+
+    def set_approval_mode(self, mode: Any) -> None:
+        try:
+            self.approval.set_mode(mode)
+        except ValueError as error:
+            raise InvalidInput(str(error)) from error
+
+    def choose_model(self, model: str | None, label: str | None) -> None:
+        """Use *model* from the next session on (``None``: the server's default), said then."""
+        self.model, self.model_label, self.model_changed = model, label, True
+
+    def config_for(self, base: AgentConfig) -> AgentConfig:
+        """The server's settings with the chat's model, announced with the first session that uses it."""
+        model = self.model or base.model
+        announce = (self.model_label or model) if self.model_changed else None
+        self.model_changed = False
+        if model == base.model and announce is None:
+            return base
+        return replace(base, model=model, announce_model=announce)
+
+    async def stop(self, cancelled_by: str, reason: str) -> bool:
+        """Stop the running session, if any (waiting up to 10 s for it to close); whether one was."""
+        task = self.task
+        if task is None or task.done():
+            return False
+        self.control.cancelled_by = cancelled_by  # type: ignore[assignment]
+        self.control.reason = reason
+        task.cancel()
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout=10)
+        except (asyncio.CancelledError, asyncio.TimeoutError):
+            pass
+        except Exception:  # pragma: no cover - the loop converts failures into events
+            log.exception("session task failed while stopping")
+        return True
+
+    def refuse_if_held(self) -> None:
+        """One agent works on a notebook at a time: an outside agent's session is not steered or
+        replaced by a message (it could not read it); the person stops it first."""
+        if self.running and self.held_by:
+            raise ChatBusy(
+                f"{self.held_by} is working on {self.notebook_path or 'this notebook'} right now. "
+                "Stop it, or wait until it finishes, then send your request."
+            )
 
     def usage_report(self) -> dict[str, Any]:
         """The chat's token usage and estimated cost, in total and per finished session."""

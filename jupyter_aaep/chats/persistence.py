@@ -21,7 +21,8 @@ from ..aaep.events import OutputStreaming, SessionErrored, Summary, ToolComplete
 from ..aaep.session import Producer, Session
 from ..agent.history import close_open_tool_uses
 from ..agent.usage import ModelRequest
-from ..store.chat_store import ChatStore, StepRecord, StoredChat
+from ..store.chat_store import ChatStore
+from ..store.records import StepRecord, StoredChat
 from ..store.roots import CellIds, RootedChats
 from .chat import Chat, now_iso
 from .store_notices import StoreNotices
@@ -271,14 +272,15 @@ class ChatPersistence:
         self, chat_id: str, make: Callable[[StoredChat, Emitter], Chat], history_limit: int
     ) -> Chat | None:
         """The stored chat with its history, recent events (for replay) and edit records (for undo)."""
-        stored = self.store.load_chat(chat_id)
+        read = self.store.read
+        stored = read.load_chat(chat_id)
         if stored is None or not self.roots.ours(stored):
             return None  # another root's chat is not this server's to show or continue
         emitter = Emitter(history_limit=history_limit)
-        emitter.restore_history(self.store.events(chat_id, last=history_limit))
+        emitter.restore_history(read.events(chat_id, last=history_limit))
         chat = make(stored, emitter)
         chat.snapshots.update(
-            {sid: body for sid, body in self.store.snapshots(chat_id).items() if undoable(body)}
+            {sid: body for sid, body in read.snapshots(chat_id).items() if undoable(body)}
         )
         self.watch(chat)
         return chat
@@ -293,17 +295,17 @@ class ChatPersistence:
         what was found, never that the work is kept without having checked it.
         """
         closed = []
-        for stored in self.store.running_sessions(self.roots.root):
-            last = self.store.last_session_event(stored.session_id)
+        for stored in self.store.read.running_sessions(self.roots.root):
+            last = self.store.read.last_session_event(stored.session_id)
             if last is None:  # nothing of it was published: there is nothing to close
                 self.store.session_ended(stored.session_id, "errored", now_iso(), None, None)
                 continue
-            events = self.store.session_events(stored.session_id)
+            events = self.store.read.session_events(stored.session_id)
             outside = outside_agent_of(events)
             speaker = producer if outside is None else replace(producer, agent_name=outside)
             session = Session(Emitter(), speaker, session_id=stored.session_id)
             session.restore(
-                state=self.store.session_states(stored.session_id),
+                state=self.store.read.session_states(stored.session_id),
                 next_sequence=int(last.get("sequence_number", -1)) + 1,
             )
             closing = _close_open_work(session, events)
@@ -333,7 +335,7 @@ class ChatPersistence:
                 if done.get("type") == "aaep:agent.tool.completed":
                     self.store.add_step(stored.chat_id, tool_step(done))
             self.store.session_ended(stored.session_id, "errored", now_iso(), event, None)
-            chat = self.store.load_chat(stored.chat_id) if outside is None else None
+            chat = self.store.read.load_chat(stored.chat_id) if outside is None else None
             if chat is not None:
                 close_open_tool_uses(
                     chat.history, "The server stopped before this tool's result was recorded."
@@ -366,7 +368,7 @@ class ChatPersistence:
         who: str = "the agent",
     ) -> str:
         """One sentence on whether the interrupted session's notebook edits reached the file."""
-        body = self.store.snapshots(chat_id).get(session_id)
+        body = self.store.read.snapshots(chat_id).get(session_id)
         if body is None or not undoable(body):
             return f"{who[:1].upper()}{who[1:]} had not changed the notebook in this request."
         missing = None

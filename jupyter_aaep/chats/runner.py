@@ -15,25 +15,27 @@ import logging
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ..aaep.broker import ReplyBroker, ReplyOrigin
-from ..aaep.emitter import Emitter, Event
+from ..aaep.emitter import Event
 from ..aaep.session import Producer, Session
 from ..agent.approval import ApprovalPolicy
 from ..agent.chat_context import ChatContext
-from ..agent.control import MAX_TURNS_LIMIT, Applies, Guidance, RunControl
+from ..agent.control import Applies, Guidance, RunControl, turn_limit
 from ..agent.grant_book import GrantBook
-from ..agent.loop import AgentConfig, AgentLoop, SessionResult
+from ..agent.loop import AgentConfig, AgentLoop
+from ..agent.run_state import SessionAgent, SessionResult
 from ..agent.services import AgentServices, SessionEdits
 from ..agent.tools import ToolRegistry
 from ..agent.usage import Usage
-from ..errors import ChatBusy, InvalidInput, UnknownChat, UnknownSession
-from ..store.chat_store import StoredChat, decode_cursor, encode_cursor
+from ..errors import ChatBusy, InvalidInput, UnknownChat
 from ..store.health import StoreHealth
+from ..store.records import StoredChat
 from .chat import EVENT_HISTORY_LIMIT, Chat
+from .edit_records import EditRecords
 from .persistence import CONTINUE_AFTER_ERROR, CONTINUE_TEXT, ChatPersistence, Discard
-from .undo_words import actor_of, undo_summary
+from .reading import chat_page, events_after, session_steps, stored_events
 
 if TYPE_CHECKING:  # the SDK loads with the first model client (issue 31)
     import anthropic
@@ -41,35 +43,10 @@ if TYPE_CHECKING:  # the SDK loads with the first model client (issue 31)
 log = logging.getLogger(__name__)
 
 
-class ChosenAgent(Protocol):
-    """Another coding agent a chat uses instead of ours (see ``ChatRunner.chosen_agent``)."""
-
-    @property
-    def name(self) -> str: ...
-
-    async def run(
-        self,
-        session: Session,
-        history: list[dict[str, Any]],
-        user_text: str,
-        *,
-        chat: ChatContext | None = None,
-        control: RunControl | None = None,
-        attachment: str | None = None,
-    ) -> SessionResult: ...
-
-
 _UNNAMED = ReplyOrigin("program")
 
-SNAPSHOTS_KEPT = 10
-EDIT_SAVE_DELAY = 0.15
-"""Seconds after an agent edit before the notebook is saved (edits in a burst are saved once)."""
-RECORD_STORE_WAIT = 2.0
-"""Longest a tool's completion waits for its edit record to be written (a slow disk)."""
 LOADED_CHATS = 50
 """Chats kept in memory when a store holds them all; the least recently used idle ones go first."""
-TITLE_LENGTH = 80
-"""Longest chat title (the first request, clipped) in the list of earlier chats."""
 
 
 class ChatRunner:
@@ -117,13 +94,15 @@ class ChatRunner:
         self._chats: dict[str, Chat] = {}
         self.persistence = persistence
         """Where chats are stored (``None``: memory only)."""
+        self.edits = EditRecords(self)
+        """What each session changes in its chat's notebook (undo, saving, lost edits)."""
         self.on_chat_loaded: Callable[[Chat], None] | None = None
         """Called with each chat read back from the store (the server attaches its streams)."""
         self.loaded_limit = LOADED_CHATS
         self.on_chat_closed: Callable[[str], None] | None = None
         """Called with a chat's id when it leaves memory (idle, followed by nobody): what it
         held open (an ACP agent's process) can go."""
-        self.chosen_agent: Callable[[Chat], ChosenAgent | None] | None = None
+        self.chosen_agent: Callable[[Chat], SessionAgent | None] | None = None
         """The coding agent a chat chose instead of ours (an ACP agent, ``jupyter_aaep.acp``), if any:
         its sessions run through it, with the same arguments and result as ``AgentLoop.run``."""
         self.grants: GrantBook | None = None
@@ -134,15 +113,9 @@ class ChatRunner:
         """A new chat, in the server's default approval mode unless *approval_mode* names one."""
         if notebook_path is not None and not isinstance(notebook_path, str):
             raise InvalidInput("notebook_path must be a string.")
-        approval = self.policy_factory()
+        chat = Chat(f"chat_{secrets.token_hex(16)}", notebook_path, approval=self.policy_factory())
         if approval_mode is not None:
-            try:
-                approval.set_mode(approval_mode)
-            except ValueError as error:
-                raise InvalidInput(str(error)) from error
-        chat = Chat(
-            chat_id=f"chat_{secrets.token_hex(16)}", notebook_path=notebook_path, approval=approval
-        )
+            chat.set_approval_mode(approval_mode)
         self._chats[chat.chat_id] = chat
         if self.persistence is not None:
             self.persistence.created(chat)
@@ -164,7 +137,11 @@ class ChatRunner:
         """A stored chat back in memory (after a restart, or after it was evicted)."""
         if self.persistence is None or not isinstance(chat_id, str):
             return None
-        chat = self.persistence.load(chat_id, self._from_store, EVENT_HISTORY_LIMIT)
+        chat = self.persistence.load(
+            chat_id,
+            lambda stored, emitter: Chat.from_stored(stored, emitter, self.policy_factory()),
+            EVENT_HISTORY_LIMIT,
+        )
         if chat is None:
             return None
         self._chats[chat_id] = chat
@@ -173,24 +150,6 @@ class ChatRunner:
         chat.baseline_subscribers = len(chat.emitter.subscribers)
         self._evict()
         return chat
-
-    def _from_store(self, stored: StoredChat, emitter: Emitter) -> Chat:
-        approval = self.policy_factory()
-        approval.restore(stored.approval_mode)  # 'auto' is never remembered across restarts
-        return Chat(
-            chat_id=stored.chat_id,
-            notebook_path=stored.notebook_path,
-            emitter=emitter,
-            history=stored.history,
-            approval=approval,
-            title=stored.title,
-            created=stored.created,
-            updated=stored.updated,
-            file_id=stored.file_id,
-            can_continue=stored.can_continue,
-            model=stored.model,
-            model_label=stored.model_label,
-        )
 
     def _evict(self) -> None:
         """Keep at most ``loaded_limit`` chats in memory: drop the least recently used ones that
@@ -213,38 +172,8 @@ class ChatRunner:
     def page(
         self, notebook_path: str | None = None, *, limit: int = 20, before: str | None = None
     ) -> tuple[list[Chat | StoredChat], str | None]:
-        """One page of chats, newest first, from memory and the store; and the next page's cursor.
-
-        A notebook's chats are found by its path and by its file id, so they follow a rename;
-        a stored chat is not loaded into memory for this (it is described from its row).
-        """
-        try:
-            after = decode_cursor(before) if before else None
-        except ValueError as error:
-            raise InvalidInput(str(error)) from error
-        found: dict[str, Chat | StoredChat] = {}
-        file_id = None
-        if self.persistence is not None:
-            if notebook_path:
-                file_id = self.persistence.file_id_of(notebook_path)
-            for row in self.persistence.list_chats(
-                notebook_path, file_id=file_id, before=after, limit=limit + 1
-            ):
-                if notebook_path and row.notebook_path != notebook_path:  # renamed: follow it
-                    row.notebook_path = notebook_path
-                    self.persistence.store.save_chat(row)
-                found[row.chat_id] = row
-        for chat in self._chats.values():
-            if notebook_path is not None and chat.notebook_path != notebook_path:
-                if file_id is None or chat.file_id != file_id:
-                    continue
-                chat.notebook_path = notebook_path
-            if after is None or (chat.updated, chat.chat_id) < after:
-                found[chat.chat_id] = chat
-        ordered = sorted(found.values(), key=lambda c: (c.updated, c.chat_id), reverse=True)
-        page = ordered[:limit]
-        more = len(ordered) > limit
-        return page, (encode_cursor(page[-1].updated, page[-1].chat_id) if more and page else None)
+        """One page of chats, newest first, and the next page's cursor (see :func:`chat_page`)."""
+        return chat_page(self._chats.values(), self.persistence, notebook_path, limit, before)
 
     @property
     def storage_problem(self) -> str | None:
@@ -304,7 +233,7 @@ class ChatRunner:
             raise InvalidInput("The message text must be a non-empty string.")
         previous: asyncio.Task[SessionResult] | None = None
         if chat.running:
-            _refuse_if_held(chat)
+            chat.refuse_if_held()
             if not chat.waiting_for_user:
                 raise ChatBusy(
                     "The agent is still working on the previous request. Stop it or wait until it finishes."
@@ -320,7 +249,8 @@ class ChatRunner:
         session = Session(chat.emitter, producer, actor=agent.name if agent else "The agent")
         chat.session = session
         chat.control = RunControl()
-        self._starting(chat, text)
+        if chat.request_started(text) and self.persistence is not None:
+            self.persistence.changed(chat)
         if self.acknowledge_input:
             chat.emitter.publish(
                 {"kind": "user_input.accepted", "session_id": session.id, "chat_id": chat.chat_id}
@@ -347,7 +277,7 @@ class ChatRunner:
             )  # the superseded session closes (and fixes the history) first
         record = self.begin_record(chat, session)
         agent = self.chosen_agent(chat) if self.chosen_agent is not None else None
-        loop: AgentLoop | ChosenAgent
+        loop: AgentLoop | SessionAgent
         if agent is not None:
             loop = agent
         else:
@@ -355,7 +285,7 @@ class ChatRunner:
                 self.client_factory(),
                 self.registry_factory(chat),
                 broker=self.broker,
-                config=self._config_for(chat),
+                config=chat.config_for(self.config),
             )
         context = self.context_for(chat, record, still_running=self._still_running(chat))
         try:
@@ -383,40 +313,15 @@ class ChatRunner:
         return lambda: follower.still_running_note(chat.chat_id)
 
     async def save_notebook(self, chat: Chat) -> bool:
-        """Put the agent's edits on disk now rather than after the shared document's autosave
-        delay; False when they may not be there yet."""
-        notebooks = self.services.notebook
-        if notebooks is None or not chat.notebook_path:
-            return True  # no notebook service or no notebook: nothing the agent could have edited
-        try:
-            return bool(await notebooks.save(chat.notebook_path))
-        except Exception as error:  # noqa: BLE001 - the autosave still follows; the log says why
-            log.warning(
-                "could not save %s at the end of the session: %s", chat.notebook_path, error
-            )
-            return False
-
-    def _starting(self, chat: Chat, text: str) -> None:
-        """A session is about to start: the chat gets its title, Continue no longer applies."""
-        changed = chat.can_continue or not chat.title
-        chat.can_continue = False
-        if not chat.title:
-            flat = " ".join(text.split())
-            chat.title = (
-                flat if len(flat) <= TITLE_LENGTH else flat[: TITLE_LENGTH - 1].rstrip() + "…"
-            )
-        if changed and self.persistence is not None:
-            self.persistence.changed(chat)
+        """Put the chat's notebook on disk now (see :meth:`EditRecords.save`)."""
+        return await self.edits.save(chat)
 
     def _ended(self, chat: Chat, session: Session) -> None:
         """The session closed (or its task was cut short): store the history and the outcome."""
-        terminal = session.terminal_event or {}
-        chat.can_continue = (
-            terminal.get("type") == "aaep:agent.session.errored"
-            and terminal.get("recoverable") is True
-        )
+        chat.session_ended(session)
         if self.persistence is not None:
-            self.persistence.session_ended(chat, session, chat.usage_report() if terminal else None)
+            usage = chat.usage_report() if session.terminal_event else None
+            self.persistence.session_ended(chat, session, usage)
 
     def continue_chat(self, chat_id: str) -> str:
         """Start a session that asks the model to carry on with the interrupted request."""
@@ -436,17 +341,8 @@ class ChatRunner:
         return self.submit(chat_id, CONTINUE_TEXT if restarted else CONTINUE_AFTER_ERROR)
 
     def begin_record(self, chat: Chat, session: Session) -> SessionEdits | None:
-        """Record what the session changes in the notebook (for undo, saving and recovery)."""
-        notebooks = self.services.notebook
-        if notebooks is None or not chat.notebook_path:
-            return None
-        return notebooks.begin_record(
-            chat.chat_id,
-            session.id,
-            chat.notebook_path,
-            lambda record: self._recorded(chat, record),
-            actor=session.actor,
-        )
+        """Record what *session* changes in the notebook (see :meth:`EditRecords.begin`)."""
+        return self.edits.begin(chat, session)
 
     def context_for(
         self,
@@ -465,66 +361,15 @@ class ChatRunner:
             usage=chat.usage if usage is None else usage,
             context=chat.context,
             save_changes=lambda: self.save_notebook(chat),
-            check_changes=lambda: self._lost_changes(record),
-            edits_stored=lambda: self.edits_stored(chat),
+            check_changes=lambda: self.edits.lost_changes(record),
+            edits_stored=lambda: self.edits.stored(chat),
             still_running=still_running,
             notices=chat.notices,
             grants=self.grants,
         )
 
-    async def edits_stored(self, chat: Chat) -> None:
-        """Wait until the edit record a tool call just queued is written to the chat store.
-
-        The tool's completion is told only after this: a server killed right after it then
-        names the edit on restart instead of saying the agent changed nothing."""
-        if not chat.record_unstored or self.persistence is None:
-            return
-        chat.record_unstored = False
-        await self.persistence.written(RECORD_STORE_WAIT)
-
     def end_record(self, chat: Chat) -> None:
-        notebooks = self.services.notebook
-        if notebooks is not None:
-            notebooks.end_record(chat.chat_id)
-
-    def _recorded(self, chat: Chat, record: SessionEdits) -> None:
-        """The agent changed the notebook: store the session's record and save the notebook soon."""
-        chat.snapshots.pop(record.session_id, None)
-        chat.snapshots[record.session_id] = record
-        dropped = []
-        while len(chat.snapshots) > SNAPSHOTS_KEPT:
-            oldest = next(iter(chat.snapshots))
-            del chat.snapshots[oldest]
-            dropped.append(oldest)
-        if self.persistence is not None:
-            self.persistence.snapshot_taken(chat, record.session_id, record)
-            chat.record_unstored = True
-            if dropped:
-                self.persistence.snapshots_dropped(chat, dropped)
-        if chat.pending_save is None or chat.pending_save.done():
-            chat.pending_save = asyncio.ensure_future(self._save_soon(chat))
-
-    async def _save_soon(self, chat: Chat) -> None:
-        await asyncio.sleep(EDIT_SAVE_DELAY)
-        chat.pending_save = None  # an edit made while this save runs schedules the next one
-        await self.save_notebook(chat)
-
-    async def _lost_changes(self, record: SessionEdits | None) -> str | None:
-        """At the session's end: the agent's edits another program's write took away, said once."""
-        notebooks = self.services.notebook
-        if record is None or notebooks is None:
-            return None
-        try:
-            await notebooks.lost_edits(record)
-        except Exception as error:  # noqa: BLE001 - the notebook may be gone; the tools said so
-            log.debug("could not check the notebook for lost edits: %s", error)
-        lost = list(record.lost)
-        if not lost:
-            return None
-        return (
-            "Another program rewrote the notebook's file during this request, and these changes by the agent "
-            f"are gone: {'; '.join(lost)}."
-        )
+        self.edits.end(chat)
 
     async def revert(self, chat_id: str, session_id: str | None = None) -> dict[str, Any]:
         """Take back what one session (the latest by default) changed, and only that.
@@ -539,67 +384,14 @@ class ChatRunner:
         if chat.running:
             who = chat.held_by or "The agent"
             raise ChatBusy(f"{who} is still working. Stop it before undoing its changes.")
-        notebooks = self.services.notebook
-        if notebooks is None or not chat.notebook_path or not chat.snapshots:
-            raise InvalidInput(
-                "There is nothing to undo: the agent has not changed this notebook in this chat "
-                "since its changes were last undone."
-            )
-        target = session_id or next(reversed(chat.snapshots))
-        if target not in chat.snapshots:
-            raise InvalidInput(
-                "There is nothing to undo for that request: it changed nothing in the notebook, "
-                "or its changes were already undone."
-            )
-        record = chat.snapshots[target]
-        others = [
-            other
-            for each in {id(c): c for c in (chat, *self.chats(chat.notebook_path))}.values()
-            for sid, other in each.snapshots.items()
-            if sid != target
-        ]
-        report = await notebooks.undo(chat.notebook_path, [record], others=others)
-        del chat.snapshots[target]
-        if self.persistence is not None:
-            self.persistence.snapshots_dropped(chat, [target])
-        summary = undo_summary(
-            chat.notebook_path,
-            removed=report.removed,
-            added=report.added,
-            restored=report.restored,
-            kept=report.kept,
-            actor=actor_of(record),
-        )
-        # The answer to the request, not a notice on the AAEP stream (which carries AAEP events only).
-        return {
-            "kind": "notebook.reverted",
-            "chat_id": chat.chat_id,
-            "session_id": target,
-            "summary": summary,
-            "removed": report.removed,
-            "added": report.added,
-            "restored": report.restored,
-            "kept": list(report.kept),
-        }
+        neighbours = self.chats(chat.notebook_path) if chat.notebook_path else []
+        return await self.edits.undo(chat, session_id, neighbours)
 
     async def stop(
         self, chat_id: str, *, cancelled_by: str = "user", reason: str = "stopped_by_user"
     ) -> bool:
         """Stop the running session, if any; returns whether one was stopped."""
-        chat = self.get(chat_id)
-        task = chat.task
-        if task is None or task.done():
-            return False
-        chat.control.cancelled_by = cancelled_by  # type: ignore[assignment]
-        chat.control.reason = reason
-        task.cancel()
-        try:
-            await asyncio.wait_for(asyncio.shield(task), timeout=10)
-        except (asyncio.CancelledError, asyncio.TimeoutError):
-            pass
-        except Exception:  # pragma: no cover - the loop converts failures into events
-            log.exception("session task failed while stopping")
-        return True
+        return await self.get(chat_id).stop(cancelled_by, reason)
 
     def pause(self, chat_id: str) -> bool:
         """Ask the running session to pause at its next safe point; ``False`` when nothing runs."""
@@ -629,21 +421,13 @@ class ChatRunner:
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("The guidance text must be a non-empty string.")
         settings = dict(settings or {})
-        limit = settings.get("max_turns")
-        if limit is not None and (
-            isinstance(limit, bool)
-            or not isinstance(limit, int)
-            or not 1 <= limit <= MAX_TURNS_LIMIT
-        ):
-            raise InvalidInput(
-                f"settings.max_turns must be a whole number from 1 to {MAX_TURNS_LIMIT}."
-            )
+        limit = turn_limit(settings)
         if "approval_mode" in settings:
             self.set_approval_mode(chat_id, settings["approval_mode"])
-        _refuse_if_held(chat)
+        chat.refuse_if_held()
         if not chat.running:
             session_id = self.submit(chat_id, text)
-            if isinstance(limit, int):
+            if limit is not None:
                 chat.control.max_turns = limit
             item = Guidance(text=text, session_id=session_id, settings=settings, applied=True)
             chat.guidance.append(item)
@@ -657,19 +441,8 @@ class ChatRunner:
         return item, applies, chat.session.id
 
     def steps(self, chat_id: str, session_id: str) -> list[dict[str, Any]]:
-        """The recorded steps of one of the chat's sessions (model requests and tool calls, in order).
-
-        Steps are written by the store's writer as they finish, so a session still running
-        lists the steps done so far.
-        """
-        chat = self.get(chat_id)
-        store = self.persistence.store if self.persistence is not None else None
-        if store is None or not store.has_session(chat.chat_id, session_id):
-            raise UnknownSession(
-                f"This chat has no session {session_id!r}; the chat's sessions are the "
-                "session_id values of its events (GET /aaep/v1/chats/{chat_id})."
-            )
-        return [step.to_json() for step in store.steps(session_id)]
+        """The recorded steps of one of the chat's sessions (see :func:`session_steps`)."""
+        return session_steps(self.get(chat_id), self.persistence, session_id)
 
     def reply(
         self, chat_id: str, reply: Mapping[str, Any], *, origin: ReplyOrigin = _UNNAMED
@@ -682,49 +455,26 @@ class ChatRunner:
             return False
         return self.broker.submit(reply, session_id=session_id, origin=origin)
 
-    def _config_for(self, chat: Chat) -> AgentConfig:
-        """The chat's model, announced with the first session that uses it."""
-        model = chat.model or self.config.model
-        announce = (chat.model_label or model) if chat.model_changed else None
-        chat.model_changed = False
-        if model == self.config.model and announce is None:
-            return self.config
-        return replace(self.config, model=model, announce_model=announce)
-
     def set_model(self, chat_id: str, model: str | None, label: str | None = None) -> None:
         """Use *model* from the next session of this chat on (``None``: the server's default)."""
         chat = self.get(chat_id)
-        chat.model = None if model == self.config.model else model
-        chat.model_label = label
-        chat.model_changed = True
+        chat.choose_model(None if model == self.config.model else model, label)
         if self.persistence is not None:
             self.persistence.changed(chat)
 
     def set_approval_mode(self, chat_id: str, mode: Any) -> None:
         chat = self.get(chat_id)
-        try:
-            chat.approval.set_mode(mode)
-        except ValueError as error:
-            raise InvalidInput(str(error)) from error
+        chat.set_approval_mode(mode)
         if self.persistence is not None:
             self.persistence.changed(chat)
 
     def replay(self, chat_id: str, after_event_id: str | None = None) -> list[Event]:
         """Past messages of the chat, optionally only those after *after_event_id*."""
-        history = self.get(chat_id).emitter.history
-        if after_event_id is None:
-            return history
-        for index, event in enumerate(history):
-            if event.get("event_id") == after_event_id:
-                return history[index + 1 :]
-        stored = self.stored_events_after(chat_id, after_event_id)
-        return stored if stored is not None else history
+        return events_after(self.get(chat_id), self.persistence, after_event_id)
 
     def stored_events_after(self, chat_id: str, event_id: str) -> list[Event] | None:
         """Events after *event_id* from the store (older than what memory keeps); ``None`` if unknown."""
-        if self.persistence is None:
-            return None
-        return self.persistence.store.events_after(chat_id, event_id)
+        return stored_events(self.persistence, chat_id, event_id)
 
     async def shutdown(self) -> None:
         """Stop every running session (server shutdown).
@@ -746,14 +496,4 @@ class ChatRunner:
                 for c in running
             ),
             return_exceptions=True,
-        )
-
-
-def _refuse_if_held(chat: Chat) -> None:
-    """One agent works on a notebook at a time: an outside agent's session is not steered or
-    replaced by a message (it could not read it); the person stops it first."""
-    if chat.running and chat.held_by:
-        raise ChatBusy(
-            f"{chat.held_by} is working on {chat.notebook_path or 'this notebook'} right now. "
-            "Stop it, or wait until it finishes, then send your request."
         )

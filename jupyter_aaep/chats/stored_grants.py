@@ -3,7 +3,7 @@
 They live beside the chats they belong to, so they are private as the chats are (the store's
 files are 0600) and come back after a restart. Permissions of scope ``always`` are not here:
 they belong to the user, not to this server's chat database
-(:mod:`jupyter_aaep.agent.grant_file`). The table itself is the store's (``GRANTS_TABLE``).
+(:mod:`jupyter_aaep.agent.grant_file`). The table itself is the store's (``GRANTS_TABLE`` in :mod:`jupyter_aaep.store.schema`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,15 @@ from ..agent.grants import Grant, GrantError
 log = logging.getLogger(__name__)
 
 
+class _Rows(Protocol):
+    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]: ...
+
+
 class _Store(Protocol):
     """What is used of :class:`~jupyter_aaep.store.chat_store.ChatStore`."""
 
-    def _read(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]: ...
+    @property
+    def read(self) -> _Rows: ...
 
     def _submit(self, run: Callable[[sqlite3.Connection], object]) -> None: ...
 
@@ -35,7 +40,7 @@ class StoredGrants:
 
     def load(self) -> list[Grant]:
         grants = []
-        for (body,) in self.store._read("SELECT body FROM grants ORDER BY rowid"):
+        for (body,) in self.store.read.rows("SELECT body FROM grants ORDER BY rowid"):
             try:
                 grants.append(Grant.from_json(json.loads(body)))
             except (GrantError, ValueError, TypeError) as error:

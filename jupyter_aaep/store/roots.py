@@ -55,7 +55,7 @@ class RootedChats:
         """This root's stored chats (of *notebook_path*, or all), newest first."""
         if notebook_path:
             self._adopt(notebook_path)
-        return self._store.list_chats(
+        return self._store.read.list_chats(
             notebook_path=notebook_path,
             file_id=file_id,
             before=before,
@@ -73,7 +73,9 @@ class RootedChats:
         holds (see the module docstring)."""
         if self.root is None or self.cell_ids is None:
             return
-        waiting = [c for c in self._store.unrooted_chats(notebook_path) if c not in self._adopted]
+        waiting = [
+            c for c in self._store.read.unrooted_chats(notebook_path) if c not in self._adopted
+        ]
         if not waiting or self._not_adopted.get(notebook_path) == set(waiting):
             return  # looked already: the file is read once per server, not at every listing
         self._not_adopted[notebook_path] = set(waiting)
@@ -83,7 +85,7 @@ class RootedChats:
         for chat_id in waiting:
             created = {
                 str(op.get("cell_id"))
-                for body in self._store.snapshots(chat_id).values()
+                for body in self._store.read.snapshots(chat_id).values()
                 if body.get("kind") == "operations"
                 for op in body.get("operations") or []
                 if op.get("kind") == "create"
@@ -102,7 +104,7 @@ class RootedChats:
         """A line for the log at start: how many older chats wait for a root, and why."""
         if self.root is None:
             return None
-        count = self._store.count_unrooted()
+        count = self._store.read.count_unrooted()
         if not count:
             return None
         return (

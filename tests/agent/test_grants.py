@@ -138,7 +138,7 @@ def test_notebook_grants_are_kept_in_the_chat_store(tmp_path: Path) -> None:
     store = ChatStore(str(db))
     try:
         assert [g.id for g in GrantBook(StoredGrants(store)).listing()] == [kept.id]
-        version = store._read("SELECT value FROM meta WHERE key='schema_version'")
+        version = store.read.rows("SELECT value FROM meta WHERE key='schema_version'")
         assert version == [(str(SCHEMA_VERSION),)] and SCHEMA_VERSION == 5
     finally:
         store.close()

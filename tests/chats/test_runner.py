@@ -14,7 +14,8 @@ from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolRegistry
-from jupyter_aaep.chats.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat, undo_summary
+from jupyter_aaep.chats.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat
+from jupyter_aaep.chats.undo_words import undo_summary
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 
 

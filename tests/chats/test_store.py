@@ -153,7 +153,7 @@ async def test_every_model_request_and_tool_call_is_a_step_record(rig: Rig) -> N
     await first.shutdown()
 
     second = rig.runner()  # the same file, opened again
-    steps = second.persistence.store.steps(session_id)  # type: ignore[union-attr]
+    steps = second.persistence.store.read.steps(session_id)  # type: ignore[union-attr]
     assert [(s.kind, s.status, s.name) for s in steps] == [
         ("model_request", "success", "claude-test"),
         ("tool", "success", "slow_step"),
@@ -189,7 +189,7 @@ async def test_every_model_request_and_tool_call_is_a_step_record(rig: Rig) -> N
     await again.task  # type: ignore[misc]
     await second.shutdown()
     assert second.persistence is not None and second.persistence.store.flush()
-    [failed] = second.persistence.store.steps(failed_session)
+    [failed] = second.persistence.store.read.steps(failed_session)
     assert (failed.kind, failed.status, failed.input_tokens) == ("model_request", "error", None)
     assert failed.error and "overloaded" in failed.error.lower()
     assert failed.to_json()["status"] == "error" and "input_tokens" not in failed.to_json()
@@ -336,9 +336,9 @@ async def test_a_session_cut_by_a_restart_is_closed_as_errored_and_can_be_contin
     assert closing[0]["status"] == "error" and "server stopped" in closing[0]["error_message"]
     assert second.replay(chat.chat_id, seen[-1]) == closing
     assert again.describe()["can_continue"] is True
-    assert rig.stores[-1].running_sessions() == []
+    assert rig.stores[-1].read.running_sessions() == []
     assert rig.stores[-1].flush()
-    [step] = [s for s in rig.stores[-1].steps(session_id) if s.kind == "tool"]
+    [step] = [s for s in rig.stores[-1].read.steps(session_id) if s.kind == "tool"]
     assert (step.name, step.status) == ("slow_step", "error") and "server stopped" in (
         step.error or ""
     )
@@ -378,9 +378,9 @@ async def test_an_in_memory_store_and_the_runner_without_one() -> None:
     )
     store.append_event("chat_m", {"kind": "note", "event_id": None})
     assert store.flush()
-    assert [c.chat_id for c in store.list_chats(notebook_path="n.ipynb")] == ["chat_m"]
-    assert store.events("chat_m") == [{"kind": "note", "event_id": None}]
-    assert store.events_after("chat_m", "evt_missing") is None
+    assert [c.chat_id for c in store.read.list_chats(notebook_path="n.ipynb")] == ["chat_m"]
+    assert store.read.events("chat_m") == [{"kind": "note", "event_id": None}]
+    assert store.read.events_after("chat_m", "evt_missing") is None
     store.close()
     plain = ChatRunner(client_factory=lambda: None, registry_factory=lambda chat: ToolRegistry([]))  # type: ignore[arg-type,return-value]
     chat = plain.create_chat(None)
@@ -496,7 +496,7 @@ async def test_a_tool_s_completion_is_told_only_once_its_edit_record_is_stored(
     class Listener:
         def deliver(self, event: dict[str, Any]) -> None:
             if event["type"] == "aaep:agent.tool.completed":
-                stored_at_completion.append(list(store.snapshots(chat.chat_id)))
+                stored_at_completion.append(list(store.read.snapshots(chat.chat_id)))
 
     chat.emitter.subscribe(Listener())
     rig.fake.add(Turn(tool_uses=[ToolUse("make_cell", {})]), Turn(text="Done."))
@@ -547,7 +547,7 @@ async def test_recovery_closes_an_open_output_and_skips_a_session_that_never_spo
         "session.errored",
     ]
     assert tail[0]["complete"] is True and tail[0]["position"] == len("Half an answer")
-    assert rig.stores[-1].running_sessions() == []
+    assert rig.stores[-1].read.running_sessions() == []
     assert ChatPersistence(store, file_id=lambda path: 1 / 0).file_id_of("x.ipynb") is None  # type: ignore[arg-type,return-value]
 
 

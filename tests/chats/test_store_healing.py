@@ -382,7 +382,7 @@ async def test_an_unreadable_database_at_start_is_one_sentence_and_no_history(
         warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
         assert all(r.exc_info is None for r in caplog.records), "a sentence, not a traceback"
         assert len([r for r in warnings if "cannot be written" in r.getMessage()]) == 1
-        assert not store.ok and store.list_chats() == [] and store.load_chat("x") is None
+        assert not store.ok and store.read.list_chats() == [] and store.read.load_chat("x") is None
         store.save_chat(
             StoredChat(
                 chat_id="chat_x",

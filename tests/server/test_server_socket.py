@@ -384,6 +384,6 @@ async def test_with_a_durable_store_running_sessions_stay_open_for_continue(
     assert messages[-1]["type"] == "subscription.close"
     reopened = ChatStore(extension.db_path)  # what the next start reads
     try:
-        assert session_id in [s.session_id for s in reopened.running_sessions()]
+        assert session_id in [s.session_id for s in reopened.read.running_sessions()]
     finally:
         reopened.close()

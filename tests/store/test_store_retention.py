@@ -103,15 +103,17 @@ def test_sessions_past_the_time_limit_go_with_their_steps_and_undo_snapshot(tmp_
         store.session_ended(session_id, "completed", when, None, None)
     assert store.flush()
     for _ in range(100):
-        if store.steps("sess_old") == [] and not store.has_session("chat_t", "sess_old"):
+        if store.read.steps("sess_old") == [] and not store.read.has_session("chat_t", "sess_old"):
             break
         time.sleep(0.05)
-    assert store.session_events("sess_old") == [] and store.steps("sess_old") == []
-    assert not store.has_session("chat_t", "sess_old") and list(store.snapshots("chat_t")) == [
-        "sess_new"
-    ]
-    assert len(store.session_events("sess_new")) == 1 and len(store.steps("sess_new")) == 1
-    assert store.load_chat("chat_t") is not None, "the chat itself is kept"
+    assert store.read.session_events("sess_old") == [] and store.read.steps("sess_old") == []
+    assert not store.read.has_session("chat_t", "sess_old") and list(
+        store.read.snapshots("chat_t")
+    ) == ["sess_new"]
+    assert (
+        len(store.read.session_events("sess_new")) == 1 and len(store.read.steps("sess_new")) == 1
+    )
+    assert store.read.load_chat("chat_t") is not None, "the chat itself is kept"
     store.close()
 
 
@@ -127,7 +129,7 @@ def test_a_running_session_is_never_pruned(tmp_path: Path) -> None:
         )
     assert store.flush()
     time.sleep(0.5)
-    assert len(store.session_events("sess_run")) == 50, (
+    assert len(store.read.session_events("sess_run")) == 50, (
         "a request still running keeps its whole log"
     )
     store.close()
