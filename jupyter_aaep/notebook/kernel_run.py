@@ -1,0 +1,119 @@
+"""One run of code in a kernel: where its outputs go, its state, and what each IOPub message does.
+
+The pump in :mod:`.executor` reads the messages; here each one moves the run on (busy: the
+time limit starts; idle: the run is over; ``shutdown_reply``: the kernel went away under it)
+or goes to the run's sink. A display id shown by an earlier run is updated where it is shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from .progress import ProgressTracker
+
+
+class RunSink(Protocol):
+    """Where one run's outputs go (the shared cell: ``LiveCellWriter``)."""
+
+    cell_id: str
+
+    async def begin(self) -> None: ...
+    async def handle(self, msg_type: str, content: dict[str, Any]) -> None: ...
+    async def flush(self) -> None:
+        """Write what :meth:`handle` kept back (it may hold edits for a tenth of a second)."""
+
+    @property
+    def pending(self) -> bool: ...
+    async def finish(self, execution_count: int | None) -> None: ...
+    def outputs(self) -> list[dict[str, Any]]: ...
+    @property
+    def display_ids(self) -> set[str]: ...
+
+
+Displays = dict[str, dict[str, RunSink]]
+"""Per display id, the latest run of each cell that shows it (cell id → its sink)."""
+
+
+@dataclass
+class KernelRun:
+    """One request's state while it runs, as its IOPub messages tell it."""
+
+    msg_id: str
+    submitted: float
+    limit: float | None
+    """Seconds the code may run; the clock starts when the kernel starts *this* request."""
+    deadline: float | None = None
+    running_since: float | None = None
+    idle: bool = False
+    execution_count: int | None = None
+    last_progress: float = 0.0
+    ended_by: Literal["restarted", "shut down"] | None = None
+    """Set when the kernel announced its shutdown or restart (``shutdown_reply`` on IOPub)."""
+    tracker: ProgressTracker | None = None
+    started: asyncio.Event | None = None
+    reply: dict[str, Any] | None = None
+    """The ``execute_reply`` (shell): the code is done, whatever IOPub still has to deliver."""
+    quiet_since: float = 0.0
+
+    def elapsed(self, now: float) -> float:
+        return now - (self.running_since or self.submitted)
+
+
+async def take(
+    displays: Displays, sink: RunSink, run: KernelRun, msg: dict[str, Any], now: float
+) -> None:
+    """One IOPub message (or several stream messages of the run joined into one)."""
+    msg_type, content = msg.get("msg_type", ""), msg.get("content", {})
+    if msg_type == "shutdown_reply":  # someone restarts or stops the kernel under us
+        run.ended_by = "restarted" if content.get("restart") else "shut down"
+    if msg.get("parent_header", {}).get("msg_id") != run.msg_id:
+        if msg_type == "update_display_data":  # e.g. a background thread of an earlier run
+            await update_elsewhere(displays, None, content)
+        return
+    if msg_type == "status":
+        state = content.get("execution_state")
+        if state == "busy" and run.running_since is None:
+            run.running_since = now
+            if run.limit is not None:
+                run.deadline = now + run.limit
+            if run.started is not None:
+                run.started.set()
+        run.idle = state == "idle"
+        if run.idle:
+            await sink.flush()
+    elif msg_type == "execute_input":
+        run.execution_count = content.get("execution_count")
+    elif msg_type == "update_display_data":
+        display_id = str((content.get("transient") or {}).get("display_id", ""))
+        if display_id in sink.display_ids:
+            await sink.handle(msg_type, content)
+        await update_elsewhere(displays, sink, content)
+    else:
+        if run.tracker is not None:
+            run.tracker.feed(msg_type, content, now)
+        await sink.handle(msg_type, content)
+
+
+async def update_elsewhere(
+    displays: Displays, current: RunSink | None, content: dict[str, Any]
+) -> None:
+    """Show a display's update in the other cells that show the same display id."""
+    display_id = str((content.get("transient") or {}).get("display_id", ""))
+    for other in list(displays.get(display_id, {}).values()):
+        if other is not current:
+            await other.handle("update_display_data", content)
+
+
+def remember_displays(displays: Displays, sink: RunSink) -> None:
+    """Keep the latest run of each cell that shows a display id, for later updates."""
+    for owners in displays.values():
+        if owners.get(sink.cell_id) is not sink:
+            owners.pop(sink.cell_id, None)
+    for display_id in sink.display_ids:
+        displays.setdefault(display_id, {})[sink.cell_id] = sink
+    for display_id in [d for d, owners in displays.items() if not owners]:
+        del displays[display_id]
+    while len(displays) > 500:
+        displays.pop(next(iter(displays)))
