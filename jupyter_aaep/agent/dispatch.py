@@ -88,7 +88,6 @@ class ToolDispatcher:
         self.broker = broker
         self.session = session
         self.chat = chat
-        self.on_handoff = on_handoff
         self.control = control
         self.completed_labels: list[str] = []
         self.calls: list[_Call] = []
@@ -180,28 +179,22 @@ class ToolDispatcher:
             # Refused before anything is described or asked: the model was never offered it.
             call.result = _result(use.id, _PLAN_REFUSED, is_error=True)
             return
+        checked_input = False
         try:
             spec.check(use.input)
-        except ToolError as error:
-            self._fail_visibly(
-                call,
-                spec.name,
-                str(error),
-                heard=f"The agent gave invalid input to {spec.human_label()}.",
-            )
-            return
-        if spec.conversational:
-            await self._call_conversational(call, spec, ctx)
-            return
-        try:
+            checked_input = True
+            if spec.conversational:  # answers the model itself (its errors included)
+                await self._call_conversational(call, spec, ctx)
+                return
             preview = await spec.describe(ctx, use.input)
-        except ToolError as error:
-            self._fail_visibly(
-                call,
-                spec.name,
-                str(error),
-                heard=f"Could not {spec.human_label()}: {mask_secrets(str(error))}",
+        except ToolError as error:  # it could not start: listeners hear why
+            label = spec.human_label()
+            heard = (
+                f"Could not {label}: {mask_secrets(str(error))}"
+                if checked_input
+                else f"The agent gave invalid input to {label}."
             )
+            self._fail_visibly(call, spec.name, str(error), heard=heard)
             return
         checked = self.bulk.check(preview)
         bulk_flags, preview = checked.risk_flags[len(preview.risk_flags) :], checked

@@ -8,6 +8,7 @@ in the person's words (``awaiting.clarification``, ``progress.updated``,
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..aaep.broker import Outcome, ReplyBroker
@@ -28,29 +29,19 @@ if TYPE_CHECKING:
     from .chat_context import ChatContext
 
 
+@dataclass
 class ToolRequests:
     """The services one session offers its tools."""
 
-    def __init__(
-        self,
-        session: Session,
-        broker: ReplyBroker,
-        chat: ChatContext,
-        *,
-        policy: Callable[[], Any],
-        wait: Callable[[Any], Awaitable[Outcome]],
-        steps: list[str],
-        on_handoff: Callable[[str], None],
-    ) -> None:
-        self.session = session
-        self.broker = broker
-        self.chat = chat
-        self.policy = policy
-        """The approval policy in force now (a plan changes it as it runs)."""
-        self.wait = wait
-        self.steps = steps
-        """The labels of the steps finished so far (the dispatcher's list, told in a hand-off)."""
-        self.on_handoff = on_handoff
+    session: Session
+    broker: ReplyBroker
+    chat: ChatContext
+    policy: Callable[[], Any]
+    """The approval policy in force now (a plan changes it as it runs)."""
+    wait: Callable[[Any], Awaitable[Outcome]]
+    steps: list[str]
+    """The labels of the steps finished so far (the dispatcher's list, told in a hand-off)."""
+    on_handoff: Callable[[str], None]
 
     async def ask(
         self, question: str, *, choices: list[str] | None, context: str | None, default: str | None

@@ -174,17 +174,6 @@ class ChatPersistence:
         )
 
     # -- which chats are this root's (see :mod:`~jupyter_aaep.store.roots`) ----------------------
-    def list_chats(
-        self,
-        notebook_path: str | None,
-        *,
-        file_id: str | None,
-        before: tuple[str, str] | None,
-        limit: int,
-    ) -> list[StoredChat]:
-        """This root's stored chats (of *notebook_path*, or all), newest first."""
-        return self.roots.list_chats(notebook_path, file_id=file_id, before=before, limit=limit)
-
     def unrooted_note(self) -> str | None:
         return self.roots.unrooted_note()
 

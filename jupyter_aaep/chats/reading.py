@@ -35,7 +35,7 @@ def chat_page(
     if persistence is not None:
         if notebook_path:
             file_id = persistence.file_id_of(notebook_path)
-        for row in persistence.list_chats(
+        for row in persistence.roots.list_chats(
             notebook_path, file_id=file_id, before=after, limit=limit + 1
         ):
             if notebook_path and row.notebook_path != notebook_path:  # renamed: follow it
