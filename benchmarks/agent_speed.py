@@ -323,6 +323,8 @@ async def measure(args: argparse.Namespace) -> None:
         p90 = statistics.quantiles(fan_agent, n=10)[-1] * 1000
         p90b = statistics.quantiles(fan_base, n=10)[-1] * 1000
         print(f"  p90: agent {p90:.2f} ms, tornado {p90b:.2f} ms")
+    if profiler is not None and args.profile_out:
+        profiler.dump_stats(args.profile_out)
     if profiler is not None:
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(args.top)
@@ -340,6 +342,7 @@ def main() -> None:
     parser.add_argument("--answer-chars", type=int, default=3000)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--top", type=int, default=35)
+    parser.add_argument("--profile-out", help="also write the profile here (pstats format)")
     asyncio.run(measure(parser.parse_args()))
 
 
