@@ -312,6 +312,9 @@ class ChatRunner:
                 [after]
             )  # the superseded session closes (and fixes the history) first
         record = self.begin_record(chat, session)
+        ready = getattr(self.client_factory, "ready", None)
+        if ready is not None:
+            await ready()  # an SDK import under way on another thread ends first (issue 31)
         client = self.client_factory()
         loop = AgentLoop(
             client, self.registry_factory(chat), broker=self.broker, config=self._config_for(chat)

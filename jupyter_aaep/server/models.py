@@ -123,6 +123,9 @@ class ModelCatalog:
             return self._listed
 
     async def _from_api(self) -> list[ModelChoice]:
+        ready = getattr(self.client_factory, "ready", None)
+        if ready is not None:
+            await ready()  # an SDK import under way on another thread ends first (issue 31)
         client = self.client_factory()
         page = await client.models.list(limit=100)
         return [
