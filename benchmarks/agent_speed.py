@@ -41,6 +41,7 @@ import time
 from typing import Any
 
 from _kernel_bench import TOKEN, Bench, running_server
+from typing_extensions import Self
 
 SENTENCE = "The mean temperature rose by 1.2 degrees over the week, while humidity stayed near 42 percent. "
 
@@ -84,7 +85,7 @@ class Listeners:
         self._stop: asyncio.Event | None = None
         self._thread = threading.Thread(target=self._run, name="ws-listeners", daemon=True)
 
-    async def __aenter__(self) -> Listeners:
+    async def __aenter__(self) -> Self:
         self._thread.start()
         deadline = time.monotonic() + 30
         while not self.ready.is_set():  # the server answers on this loop meanwhile
@@ -93,7 +94,7 @@ class Listeners:
             await asyncio.sleep(0.01)
         return self
 
-    async def __aexit__(self, *_: Any) -> None:
+    async def __aexit__(self, *_: object) -> None:
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         while self._thread.is_alive():
@@ -137,10 +138,9 @@ class Broadcast:
     """The baseline: a bare tornado WebSocket server that sends each message to every client."""
 
     def __init__(self) -> None:
+        from _kernel_bench import free_port
         from tornado.web import Application
         from tornado.websocket import WebSocketHandler
-
-        from _kernel_bench import free_port
 
         clients: list[Any] = []
         self.clients = clients
@@ -214,9 +214,9 @@ async def measure(args: argparse.Namespace) -> None:
         bench.write_notebook("speed.ipynb", ["x = 1"])
         answer_text = SENTENCE * (args.answer_chars // len(SENTENCE))
         for round_ in range(args.rounds + 1):  # the first round warms up and is left out
-            chat_id = (
-                await bench.call("POST", "aaep/v1/chats", {"notebook_path": "speed.ipynb"})
-            )["chat_id"]
+            chat_id = (await bench.call("POST", "aaep/v1/chats", {"notebook_path": "speed.ipynb"}))[
+                "chat_id"
+            ]
             chat = bench.extension.runner.get(chat_id)
             stamps = Stamps()
             chat.emitter.subscribe(stamps)
@@ -313,12 +313,16 @@ async def measure(args: argparse.Namespace) -> None:
     print(f"  loop overhead per model turn:                 {ms(overhead):8.2f} ms (goal <= 3)")
     print("POST -> session.started:")
     print(f"  published by the server, p50:                 {ms(started_published):8.2f} ms")
-    print(f"  arrived on a WebSocket, p50:                  {ms(started_arrived):8.2f} ms (goal <= 50)")
+    print(
+        f"  arrived on a WebSocket, p50:                  {ms(started_arrived):8.2f} ms (goal <= 50)"
+    )
     agent_p50, base_p50 = ms(fan_agent), ms(fan_base)
     print(f"fan-out to {args.subscribers} WebSocket subscribers, publication -> arrival:")
     print(f"  agent ({len(fan_agent)} deliveries), p50:            {agent_p50:8.2f} ms")
     print(f"  bare tornado broadcast ({len(fan_base)}), p50:       {base_p50:8.2f} ms")
-    print(f"  ratio:                                        {agent_p50 / base_p50:8.2f}x (goal <= 2)")
+    print(
+        f"  ratio:                                        {agent_p50 / base_p50:8.2f}x (goal <= 2)"
+    )
     if fan_agent and fan_base:
         p90 = statistics.quantiles(fan_agent, n=10)[-1] * 1000
         p90b = statistics.quantiles(fan_base, n=10)[-1] * 1000

@@ -74,17 +74,17 @@ class AgentParts:
         if self.long_runs is not None:
             self.long_runs.start()
         clients = self.runner.client_factory
-        preload = getattr(clients, "preload", None)
+        preload, ready = getattr(clients, "preload", None), getattr(clients, "ready", None)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             preload = None
         if preload is not None:
             preload()
-        if not getattr(clients, "loading", False):
+        if ready is None or not getattr(clients, "loading", False):
             self.mcp_servers.start()
             return
-        self._after_sdk = asyncio.ensure_future(self._start_mcp_servers(clients.ready))
+        self._after_sdk = asyncio.ensure_future(self._start_mcp_servers(ready))
 
     async def _start_mcp_servers(self, sdk_ready: Callable[[], Awaitable[None]]) -> None:
         await sdk_ready()

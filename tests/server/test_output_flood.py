@@ -157,7 +157,9 @@ async def test_a_big_outputs_kept_copy_is_cut_once_reported_and_the_notebook_kee
             body={"kind": "user_input", "text": "Print the lines."},
         )
         confirmation = (
-            await panel.until(lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30)
+            await panel.until(
+                lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30
+            )
         )[-1]
         reply = {
             "type": "confirmation.reply",
@@ -168,7 +170,7 @@ async def test_a_big_outputs_kept_copy_is_cut_once_reported_and_the_notebook_kee
         }
         await api("chats", chat_id, "messages", method="POST", body=reply)
         await panel.until(lambda m: str(m.get("type", "")).endswith("session.completed"), 120)
-    last = "%099d" % (lines - 1)
+    last = f"{lines - 1:099d}"
     assert last in json.dumps(fake_model.requests[1].body["messages"][-1]["content"])
     run = service.runs.get(path, "c1")
     assert run is not None and run.reported
@@ -178,7 +180,7 @@ async def test_a_big_outputs_kept_copy_is_cut_once_reported_and_the_notebook_kee
         return len(kept[0]["text"]) < 2 * _memory.KEPT_CHARS + 200
 
     await wait_until(cut, timeout=10, what="our copy of the output cut")
-    assert kept[0]["text"].startswith("%099d\n" % 0) and kept[0]["text"].endswith(last + "\n")
+    assert kept[0]["text"].startswith(f"{0:099d}\n") and kept[0]["text"].endswith(last + "\n")
     live = await service.documents.open(path)
     assert live.cell("c1")["outputs"][0]["text"].count("\n") == lines  # the notebook: every line
     await wait_until(

@@ -393,8 +393,9 @@ def test_the_send_loop_waits_for_a_write_only_when_the_socket_is_behind() -> Non
     """Awaiting every write (a task tornado makes per message) cost each message two loop
     iterations per subscriber; the wait stays where it matters, when the socket holds unsent
     bytes (a slow client), and a write nobody awaited fails quietly."""
-    import asyncio
+    import gc
     from types import SimpleNamespace
+    from typing import Any
 
     from tornado.websocket import WebSocketClosedError
 
@@ -424,7 +425,5 @@ def test_the_send_loop_waits_for_a_write_only_when_the_socket_is_behind() -> Non
     loop.set_exception_handler(lambda _loop, context: seen.append(context))
     loop.run_until_complete(main())
     loop.close()
-    import gc
-
     gc.collect()
     assert seen == []  # "Task exception was never retrieved" would land here
