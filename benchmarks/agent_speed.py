@@ -8,8 +8,9 @@ scripted fake Messages API reached through the real SDK (``_kernel_bench.running
   a final answer; timed from the POST of the message to ``session.completed`` published.
   Baseline: the very request bodies the agent sent (recorded by the fake), replayed through
   the same SDK client with the same scripted answers, streamed and read to the final message.
-  Overhead per turn = (agent - baseline) / turns: everything the agent does between model
-  answers (the loop, the tool's dispatch and its own run, events, the store).
+  Overhead per turn = (agent - baseline - the tool's own run) / turns: everything the agent
+  does between model answers (the loop, the tool's dispatch, events, the store). The tool's own
+  run (``NotebookService.list_notebooks``, timed inside the agent's run) is printed beside it.
 - **POST -> session.started** (goal: p50 at most 50 ms): from the POST of a message until the
   server publishes ``session.started`` (and until it arrives on a WebSocket).
 - **Fan-out to 10 WebSocket subscribers** during a streamed answer (goal at most 2x): the
@@ -175,6 +176,23 @@ def latencies(published: dict[str, float], listeners: Listeners) -> list[float]:
     return found
 
 
+def time_tool(bench: Bench) -> list[float]:
+    """Seconds spent inside the service's ``list_notebooks`` from now on (the tool's own run)."""
+    service = bench.extension.toolbox.notebooks
+    real = type(service).list_notebooks
+    spent: list[float] = []
+
+    async def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await real(service, *args, **kwargs)
+        finally:
+            spent.append(time.perf_counter() - started)
+
+    service.list_notebooks = timed
+    return spent
+
+
 async def post(bench: Bench, chat_id: str, text: str) -> None:
     await bench.call(
         "POST", f"aaep/v1/chats/{chat_id}/messages", {"kind": "user_input", "text": text}
@@ -205,6 +223,7 @@ async def measure(args: argparse.Namespace) -> None:
     profiler = cProfile.Profile() if args.profile else None
     loop_agent: list[float] = []
     loop_base: list[float] = []
+    loop_tool: list[float] = []
     started_published: list[float] = []
     started_arrived: list[float] = []
     fan_agent: list[float] = []
@@ -229,6 +248,7 @@ async def measure(args: argparse.Namespace) -> None:
             ] + [Turn(text="Done.")]
             first = len(bench.fake.requests)
             bench.fake.add(*turns)
+            tool_seconds = time_tool(bench)
             ended = stamps.next("session.completed")
             if profiler is not None and round_:
                 profiler.enable()
@@ -243,6 +263,7 @@ async def measure(args: argparse.Namespace) -> None:
             if round_:
                 loop_agent.append(finished - began)
                 loop_base.append(baseline)
+                loop_tool.append(sum(tool_seconds))
 
             async with Listeners(ws_url, args.subscribers) as listeners:
                 await asyncio.sleep(0.2)  # every socket subscribed
@@ -304,12 +325,17 @@ async def measure(args: argparse.Namespace) -> None:
 
     per_turn_agent = [a / (args.turns + 1) for a in loop_agent]
     per_turn_base = [b / (args.turns + 1) for b in loop_base]
-    overhead = [(a - b) / (args.turns + 1) for a, b in zip(loop_agent, loop_base, strict=True)]
+    overhead = [
+        (a - b - t) / (args.turns + 1)
+        for a, b, t in zip(loop_agent, loop_base, loop_tool, strict=True)
+    ]
+    per_turn_tool = [t / args.turns for t in loop_tool]
     print(f"load average during the run: {statistics.median(load):.1f} (1-minute, median)")
     print(f"{args.rounds} rounds; medians")
     print(f"loop, {args.turns} tool turns + 1 answer per request:")
     print(f"  agent, POST -> session.completed, per turn:   {ms(per_turn_agent):8.2f} ms")
     print(f"  SDK replay of the same requests, per turn:    {ms(per_turn_base):8.2f} ms")
+    print(f"  the tool's own run (list_notebooks), per call: {ms(per_turn_tool):8.2f} ms")
     print(f"  loop overhead per model turn:                 {ms(overhead):8.2f} ms (goal <= 3)")
     print("POST -> session.started:")
     print(f"  published by the server, p50:                 {ms(started_published):8.2f} ms")
