@@ -351,6 +351,9 @@ class ChatRunner:
         if agent is not None:
             loop = agent
         else:
+            ready = getattr(self.client_factory, "ready", None)
+            if ready is not None:
+                await ready()  # an SDK import under way on another thread ends first (issue 31)
             loop = AgentLoop(
                 self.client_factory(),
                 self.registry_factory(chat),

@@ -8,15 +8,17 @@ every user; their modules (the Anthropic and MCP SDKs among them) are loaded by 
 Now the server's start keeps only what must hold from the first second (the model credentials
 kept from kernels, kernels' own credentials, the traitlets), and :class:`AgentParts` is built
 by :func:`build_parts` when the first agent request needs it (the panel's first call, a kernel's
-``%aaep``, an outside agent's MCP call); the Anthropic SDK comes with the first model request
-(importing it in a background thread ahead of that was tried: the SDK is not safe to import in
-one thread while another starts using it, and a session's request went out malformed);
+``%aaep``, an outside agent's MCP call); starting them begins the Anthropic SDK's import on a
+worker thread, which every model client waits for (``model_client.ClientFactory.preload``), and
+the user's MCP tool servers (and the MCP SDK, which shares modules with it) start once that
+import has ended, so no two threads import the same modules at once;
 outside agents' MCP endpoint (and the MCP SDK) waits for the first MCP request. Closing is per part, each step on its own, so a failure in one never skips
 the others.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -60,6 +62,7 @@ class AgentParts:
     acp: AcpHost | None = None
     """The coding agents chats chose over ACP, and their processes."""
     started: bool = False
+    _after_sdk: asyncio.Future[None] | None = None
 
     def endpoint(self) -> MCPEndpoint:
         """Outside agents' MCP endpoint, built by its first request (it starts itself then)."""
@@ -75,10 +78,27 @@ class AgentParts:
         self.started = True
         if self.long_runs is not None:
             self.long_runs.start()
+        clients = self.runner.client_factory
+        preload, ready = getattr(clients, "preload", None), getattr(clients, "ready", None)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            preload = None
+        if preload is not None:
+            preload()
+        if ready is None or not getattr(clients, "loading", False):
+            self.mcp_servers.start()
+            return
+        self._after_sdk = asyncio.ensure_future(self._start_mcp_servers(ready))
+
+    async def _start_mcp_servers(self, sdk_ready: Callable[[], Awaitable[None]]) -> None:
+        await sdk_ready()
         self.mcp_servers.start()
 
     async def close(self, step: Callable[[str, Callable[[], Any]], Awaitable[None]]) -> None:
         """Stop every part, each through *step* (which runs it and logs a failure in a sentence)."""
+        if self._after_sdk is not None:
+            self._after_sdk.cancel()  # a stop before the SDK loaded starts no tool server
         if self.long_runs is not None:
             await step("stop following long cell runs", self.long_runs.close)
         if self.mcp_endpoint is not None:
