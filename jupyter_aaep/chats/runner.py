@@ -25,7 +25,7 @@ from ..agent.chat_context import ChatContext
 from ..agent.control import MAX_TURNS_LIMIT, Applies, Guidance, RunControl
 from ..agent.grant_book import GrantBook
 from ..agent.loop import AgentConfig, AgentLoop, SessionResult
-from ..agent.services import AgentServices, SessionEdits
+from ..agent.services import AgentServices, LeftRunning, SessionEdits
 from ..agent.tools import ToolRegistry
 from ..agent.usage import Usage
 from ..errors import ChatBusy, InvalidInput, UnknownChat, UnknownSession
@@ -378,7 +378,7 @@ class ChatRunner:
             await self.save_notebook(chat)
         return result
 
-    def _still_running(self, chat: Chat) -> Callable[[], str | None] | None:
+    def _still_running(self, chat: Chat) -> Callable[[], LeftRunning | None] | None:
         """What the chat's follower of long cell runs says at the end of a session, if any."""
         follower = self.services.long_runs
         if follower is None:
@@ -457,7 +457,7 @@ class ChatRunner:
         record: SessionEdits | None,
         *,
         usage: Usage | None = None,
-        still_running: Callable[[], str | None] | None = None,
+        still_running: Callable[[], LeftRunning | None] | None = None,
     ) -> ChatContext:
         """What a session of *chat* (the agent's, or an outside agent's burst) runs with."""
         return ChatContext(

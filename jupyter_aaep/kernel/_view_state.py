@@ -299,7 +299,7 @@ class ViewState:
     """Whether approvals may be given in this view (the server's ``kernel_replies``); when not,
     a confirmation card sends the person to the side panel instead of showing buttons."""
     left_running: int = 0
-    """How many cells the request's last words say it left running."""
+    """How many cells the request left running (data on its ``session.completed``)."""
     cell_runs: dict[str, bool] = field(default_factory=dict)
     """Sessions telling the cells the request left running, and whether each has ended."""
     _seen: set[str] = field(default_factory=set)
@@ -507,7 +507,7 @@ class ViewState:
                 "cancelled": "The request was stopped.",
             }[variant]
         )
-        self.left_running = cells_left_running(text) if variant == "completed" else 0
+        self.left_running = cells_left_running(event) if variant == "completed" else 0
         if hint and text.rstrip().endswith(hint.strip()):
             text = text.rstrip()[: -len(hint.strip())].rstrip() or text
         key = f"end:{event.get('event_id')}"

@@ -38,7 +38,7 @@ from ..aaep.events import (
     Summary,
 )
 from ..aaep.session import Producer, Session
-from ..agent.services import left_running_sentence
+from ..agent.services import LeftRunning, left_running
 from ..chats.runner import ChatRunner
 from ..errors import AAEPError
 from ..notebook.errors import ExecutionTimeout, KernelDied
@@ -132,8 +132,8 @@ class LongRunNews:
         self._followed[run] = story
         self._spawn(self._follow(run, story))
 
-    def still_running_note(self, chat_id: str) -> str | None:
-        """The agent's last words when its session ends while its cells run."""
+    def still_running_note(self, chat_id: str) -> LeftRunning | None:
+        """The agent's last words when its session ends while its cells run, with their count."""
         cells = [
             run
             for run, story in self._followed.items()
@@ -141,7 +141,7 @@ class LongRunNews:
         ]
         if not cells:
             return None
-        return left_running_sentence([run.number for run in cells])
+        return left_running([run.number for run in cells])
 
     def running(self, path: str | None) -> list[dict[str, Any]]:
         """What "How far along?" says: every cell running in the notebook, agent's or person's."""

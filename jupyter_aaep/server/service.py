@@ -197,14 +197,28 @@ class AAEPService:
             for e in transcript
             if e.get("type") in _AWAITING and e.get("reply_token") in open_tokens
         ]
-        usage = {**chat.usage_report(), "budget_usd": self.runner.config.budget_usd}
         return {
             **self._describe(chat),
             "transcript": transcript,
             "pending_requests": pending,
-            "usage": usage,
+            "usage": self._usage(chat),
             "guidance": [item.to_json() for item in chat.guidance],
         }
+
+    def chat_usage(self, chat_id: str) -> dict[str, Any]:
+        """What a session's end changes, for the panel's meter, Continue and Undo: the usage, and
+        the chat's ``can_continue``, ``undoable_sessions`` and ``title`` (no transcript)."""
+        chat = self._chat(chat_id)
+        described = chat.describe()
+        return {
+            "chat_id": chat.chat_id,
+            "usage": self._usage(chat),
+            **{key: described[key] for key in ("can_continue", "undoable_sessions", "title")},
+        }
+
+    def _usage(self, chat: Chat) -> dict[str, Any]:
+        """The chat's token usage with its estimated cost (``budget_usd`` null without a budget)."""
+        return {**chat.usage_report(), "budget_usd": self.runner.config.budget_usd}
 
     def pending_request(self, chat_id: str, request_id: str) -> dict[str, Any]:
         """One request of the chat as the server describes it (the notebook view's buttons)."""

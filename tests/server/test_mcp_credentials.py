@@ -127,6 +127,7 @@ async def test_a_credential_opens_the_mcp_endpoint_and_no_other_door(
         ("POST", "aaep/v1/subscriptions", {"type": "subscription.request"}),
         ("GET", f"aaep/v1/chats/{chat_id}/variables", None),
         ("GET", f"aaep/v1/chats/{chat_id}/progress", None),
+        ("GET", f"aaep/v1/chats/{chat_id}/usage", None),
         ("GET", f"aaep/v1/chats/{chat_id}/accessibility", None),
         ("GET", f"aaep/v1/chats/{chat_id}/sessions/sess_x/steps", None),
         ("GET", "aaep/v1/manifest", None),
