@@ -23,6 +23,7 @@ from .message_kinds import classify
 from .messages import REPLY_TYPES, Response
 
 if TYPE_CHECKING:
+    from ..agent.tools import ToolSpec
     from ..chats.chat import Chat
     from ..tools.kernel_tools import KernelToolRegistry
     from .service import AAEPService
@@ -337,18 +338,9 @@ class KernelGateway:
         return notebooks is not None and notebooks.executor.is_running_code(kernel_id)
 
 
-def describe_tool(tool: Any) -> dict[str, Any]:
+def describe_tool(tool: ToolSpec) -> dict[str, Any]:
     """A kernel tool as the kernel endpoints list it."""
-    return {
-        "name": tool.name,
-        "description": tool.description,
-        "input_schema": tool.input_schema,
-        "risk_level": tool.risk_level,
-        "irreversible": tool.irreversible,
-        "require_confirmation": tool.require_confirmation,
-        "read_only": tool.read_only,
-        "label": tool.label,
-    }
+    return {"name": tool.name, **tool.declaration()}
 
 
 def context_block(items: Any) -> str:

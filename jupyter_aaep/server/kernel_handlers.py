@@ -166,4 +166,4 @@ def kernel_routes(
     ]
 
 
-__all__ = ["KernelGateway", "kernel_routes", "kernel_signature"]
+__all__ = ["kernel_routes", "kernel_signature"]
