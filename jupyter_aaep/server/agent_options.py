@@ -21,10 +21,20 @@ from ..agent.grants import SCOPES
 from ..agent.loop import AgentConfig
 from ..agent.usage import PriceTable
 from ..notebook.service import NotebookService
+from .option_bounds import Lowest, checked
 from .option_defaults import default_of
 from .policy import AdminPolicy
 
 RISK_LEVELS = tuple(DEFAULT_TIMEOUTS)
+LOWEST = {
+    "context_window": Lowest(0, zero="none"),
+    "chat_budget_usd": Lowest(0, zero="none"),
+    "model_images_per_request": Lowest(0, zero="none"),
+    "model_image_max_edge": Lowest(64, unit="pixels"),
+    "max_tokens": Lowest(1),
+    "max_turns": Lowest(1),
+    "clarification_timeout": Lowest(1),
+}
 
 
 class AgentOptions(LoggingConfigurable):
@@ -115,22 +125,6 @@ class AgentOptions(LoggingConfigurable):
         help="Estimated cost in USD at which a chat stops asking the model, with an announcement "
         "that says so (the work so far is kept). 0 (the default) means no budget.",
     )
-
-    @validate("context_window", "chat_budget_usd", "model_images_per_request")
-    def _not_negative(self, proposal: Any) -> Any:
-        if proposal["value"] < 0:
-            raise TraitError(
-                f"{proposal['trait'].name} must be 0 (none) or more, not {proposal['value']}."
-            )
-        return proposal["value"]
-
-    @validate("model_image_max_edge")
-    def _image_edge(self, proposal: Any) -> int:
-        if proposal["value"] < 64:
-            raise TraitError(
-                f"model_image_max_edge must be at least 64 pixels, not {proposal['value']}."
-            )
-        return int(proposal["value"])
 
     @validate("model_prices")
     def _prices(self, proposal: Any) -> dict[str, Any]:
@@ -250,12 +244,9 @@ class AgentOptions(LoggingConfigurable):
         "the agent's own code runs in that kernel, and only for a request that kernel's view received.",
     )
 
-    @validate("max_tokens", "max_turns", "clarification_timeout")
-    def _positive(self, proposal: Any) -> int:
-        value = proposal["value"]
-        if value < 1:
-            raise TraitError(f"{proposal['trait'].name} must be at least 1, not {value}.")
-        return int(value)
+    @validate(*LOWEST)
+    def _agent_bounds(self, proposal: Any) -> Any:
+        return checked(proposal, LOWEST)
 
     # -- the policies these options make -----------------------------------------------------------
     admin_policy: AdminPolicy

@@ -23,6 +23,7 @@ from .messages import (
     REPLY_TYPES,
     SUBSCRIPTION_TYPES,
     Response,
+    accepted,
     only_fields,
     text_field,
 )
@@ -100,6 +101,16 @@ def classify(message: dict[str, Any]) -> str:
 def spec_of(kind: str) -> Spec:
     """The spec of a classified message: its row's, or the AAEP message's."""
     return KINDS[kind].spec if kind in KINDS else SPECS[kind]
+
+
+async def handle_kind(
+    host: KindHost, kind: str, message: dict[str, Any], chat_id: str, sender: ReplyOrigin
+) -> Response:
+    """Act on a message of one of our own kinds sent to a chat; the answer has the one shape,
+    its ``kind`` saying which message it answers (``control.accepted``)."""
+    response = await KINDS[kind].handle(host, message, chat_id, sender)
+    body = {key: value for key, value in (response.body or {}).items() if key != "kind"}
+    return Response(response.status, {"kind": accepted(kind), **body}, response.headers)
 
 
 # -- the handlers ----------------------------------------------------------------------------------
@@ -416,4 +427,4 @@ KINDS: dict[str, Kind] = {
     ),
 }
 
-__all__ = ["KINDS", "Kind", "KindHost", "agent_of", "classify", "spec_of"]
+__all__ = ["KINDS", "Kind", "KindHost", "agent_of", "classify", "handle_kind", "spec_of"]

@@ -37,8 +37,8 @@ from ..chats.chat import SUPPORTS, Chat
 from ..chats.runner import ChatRunner
 from ..errors import RequestError
 from ..store.chat_store import StoredChat
-from .message_kinds import KINDS, agent_of, classify, spec_of
-from .messages import REPLY_TYPES, Response, accepted, only_fields
+from .message_kinds import KINDS, agent_of, classify, handle_kind, spec_of
+from .messages import REPLY_TYPES, Response, only_fields
 from .models import ModelCatalog
 from .notebook_approval import describe_request
 from .permissions import Permissions, take_grant_field
@@ -340,7 +340,7 @@ class AAEPService:
         if kind in KINDS:
             chat = self._need_chat(chat_id, kind)
             sender = self.hub.keys.sender(key, via, origin, chat_id=chat)
-            return _accepted(kind, await KINDS[kind].handle(self, message, chat, sender))
+            return await handle_kind(self, kind, message, chat, sender)
         if kind in ("confirmation.reply", "clarification.reply"):
             return self._reply(message, chat_id, (key, via, origin), wish)
         if kind == "subscription.request":
@@ -489,12 +489,6 @@ class AAEPService:
             )
         self.hub.end_subscription(message["subscription_id"])
         return Response(204)
-
-
-def _accepted(kind: str, response: Response) -> Response:
-    """*response* with the one answer shape: ``kind`` says which message it answers."""
-    body = {key: value for key, value in (response.body or {}).items() if key != "kind"}
-    return Response(response.status, {"kind": accepted(kind), **body}, response.headers)
 
 
 __all__ = ["AAEPService", "RequestError", "Response"]

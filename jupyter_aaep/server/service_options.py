@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import Bool, Float, Integer, List, TraitError, Unicode, default, validate
+from traitlets import Bool, Float, Integer, List, Unicode, default, validate
 from traitlets.config import LoggingConfigurable
 
 from ..mcp.outside_agents import OutsideAgents
@@ -24,9 +24,20 @@ from ..store.health import StoreHealth
 from ..store.retention import RetentionPolicy
 from .long_runs import LongRunNews
 from .model_client import WITHHELD
+from .option_bounds import Lowest, checked
 from .option_defaults import default_of
 from .sse import EventStreamHandler
 from .streams import SERVER_RECONNECT_GRACE, StreamHub
+
+LOWEST = {
+    "sse_keepalive_seconds": Lowest(0, above=True, unit="seconds"),
+    "max_streams_per_client": Lowest(1),
+    "run_cell_wait_seconds": Lowest(1, unit="second"),
+    "progress_announce_seconds": Lowest(15, unit="seconds"),
+    "announce_person_runs_after_seconds": Lowest(0, zero="off"),
+    "mcp_idle_seconds": Lowest(0, above=True, unit="seconds"),
+    "mcp_call_timeout_seconds": Lowest(0, above=True, unit="seconds"),
+}
 
 
 class ServiceOptions(LoggingConfigurable):
@@ -131,12 +142,6 @@ class ServiceOptions(LoggingConfigurable):
         "the session id in the answer to user_input (the POST body or the WebSocket response frame).",
     )
 
-    @validate("sse_keepalive_seconds")
-    def _keepalive(self, proposal: Any) -> float:
-        if proposal["value"] <= 0:
-            raise TraitError("sse_keepalive_seconds must be more than 0.")
-        return float(proposal["value"])
-
     # -- cells and kernels (NotebookService, RunningCells, LongRunNews, kernel credentials) --------
     run_cell_wait_seconds = Float(
         default_of(NotebookService, "run_cell_wait_seconds"),
@@ -207,24 +212,6 @@ class ServiceOptions(LoggingConfigurable):
         "AAEP_EXPLORABLE_FIGURES at start (kernel/figures.py).",
     )
 
-    @validate("run_cell_wait_seconds")
-    def _run_wait(self, proposal: Any) -> float:
-        if proposal["value"] < 1:
-            raise TraitError("run_cell_wait_seconds must be at least 1.")
-        return float(proposal["value"])
-
-    @validate("progress_announce_seconds")
-    def _announce_every(self, proposal: Any) -> float:
-        if proposal["value"] < 15:
-            raise TraitError("progress_announce_seconds must be at least 15.")
-        return float(proposal["value"])
-
-    @validate("announce_person_runs_after_seconds")
-    def _person_runs(self, proposal: Any) -> float:
-        if proposal["value"] < 0:
-            raise TraitError("announce_person_runs_after_seconds must be 0 (off) or more.")
-        return float(proposal["value"])
-
     # -- tools (extra tools, outside agents over MCP, the user's MCP servers) ----------------------
     extra_tools = List(
         Unicode(),
@@ -267,17 +254,9 @@ class ServiceOptions(LoggingConfigurable):
         help="Seconds a tool server may take to answer one call before the call is stopped (starting may take at least 30).",
     )
 
-    @validate("mcp_idle_seconds", "mcp_call_timeout_seconds")
-    def _mcp_idle(self, proposal: Any) -> float:
-        if proposal["value"] <= 0:
-            raise TraitError(f"{proposal['trait'].name} must be more than 0.")
-        return float(proposal["value"])
-
-    @validate("max_streams_per_client")
-    def _at_least_one(self, proposal: Any) -> int:
-        if proposal["value"] < 1:
-            raise TraitError(f"max_streams_per_client must be at least 1, not {proposal['value']}.")
-        return int(proposal["value"])
+    @validate(*LOWEST)
+    def _service_bounds(self, proposal: Any) -> Any:
+        return checked(proposal, LOWEST)
 
     def open_store(self, on_health: Callable[[StoreHealth], None]) -> ChatStore | None:
         """The chat database; ``None`` (memory only) if it cannot even be opened."""
