@@ -13,15 +13,15 @@ from typing import Any
 
 from ._markdown import escape
 from ._view_citations import cited_html
-from ._view_state import (
+from ._view_items import (
     AnswerItem,
     NoticeItem,
     ProgressBar,
     RequestItem,
     StepItem,
-    ViewState,
     action_phrase,
 )
+from ._view_state import ViewState
 
 __all__ = [
     "answer_html",

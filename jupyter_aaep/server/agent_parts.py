@@ -35,9 +35,9 @@ if TYPE_CHECKING:
     from ..mcp.http_endpoint import MCPEndpoint
     from ..store.chat_store import ChatStore
     from ..tools.mcp_tools import MCPServers
-    from .app import AAEPExtension
     from .chat_roots import RenameFollower
     from .long_runs import LongRunNews
+    from .server_options import ServerOptions
     from .service import AAEPService
     from .streams import StreamHub
     from .toolbox import Toolbox
@@ -115,7 +115,7 @@ class AgentParts:
         await step("close the tools", self.toolbox.close)
 
 
-def build_parts(ext: AAEPExtension) -> AgentParts:
+def build_parts(ext: ServerOptions) -> AgentParts:
     """Build the parts from *ext*'s settings (imports the agent's modules on this first call)."""
     from .._version import __version__
     from ..aaep.broker import ReplyBroker
@@ -147,7 +147,7 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
         prices=PriceTable(ext.model_prices),
         budget_usd=ext.chat_budget_usd or None,
     )
-    store = ext.open_store()
+    store = ext.chat_store()
     toolbox = Toolbox(log=ext.log)
     toolbox.load(server, ext.extra_tools)
     if ext.rules_files:
@@ -194,7 +194,7 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
     renames = None
     if store is not None:
         # A chat belongs to one notebook under this server's root (chat_roots.py).
-        root = server_root(ext.serverapp)
+        root = server_root(ext.server)
         persistence = ChatPersistence(
             store,
             file_id=per_root_file_id(server.web_app.settings),
@@ -206,7 +206,7 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
         note = persistence.unrooted_note()
         if note:
             ext.log.info(note)
-        renames = RenameFollower(ext.serverapp, runner.notebook_moved)
+        renames = RenameFollower(ext.server, runner.notebook_moved)
     runner.grants = _grant_book(ext, store)
     base_url = server.base_url
     service = AAEPService(
@@ -237,7 +237,7 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
     return parts
 
 
-def _acp_host(ext: AAEPExtension, parts: AgentParts) -> AcpHost:
+def _acp_host(ext: ServerOptions, parts: AgentParts) -> AcpHost:
     """The chats' ACP agents; their notebook calls reach our MCP endpoint with a credential of
     their own, minted per ACP session and revoked when it ends."""
     import os
@@ -279,7 +279,7 @@ def _acp_host(ext: AAEPExtension, parts: AgentParts) -> AcpHost:
     return AcpHost(
         parts.runner,
         AgentCatalog(jupyter_config_path()),
-        root=server_root(ext.serverapp) or os.path.abspath(ext.server.root_dir),
+        root=server_root(ext.server) or os.path.abspath(ext.server.root_dir),
         choices_path=choices,
         registry_for=parts.toolbox.registry_for,
         mcp=hooks,
@@ -287,7 +287,7 @@ def _acp_host(ext: AAEPExtension, parts: AgentParts) -> AcpHost:
     )
 
 
-def _grant_book(ext: AAEPExtension, store: ChatStore | None) -> GrantBook:
+def _grant_book(ext: ServerOptions, store: ChatStore | None) -> GrantBook:
     """The person's standing permissions: chat and notebook ones in the chat store, 'always'
     ones in the user's config folder (``{jupyter config dir}/aaep/permissions.json``)."""
     from pathlib import Path
@@ -305,7 +305,7 @@ def _grant_book(ext: AAEPExtension, store: ChatStore | None) -> GrantBook:
     )
 
 
-def _rule_files(ext: AAEPExtension) -> RuleFiles:
+def _rule_files(ext: ServerOptions) -> RuleFiles:
     """The rules files of this server's root and the user's own (agent/rules.py)."""
     from pathlib import Path
 
@@ -313,20 +313,20 @@ def _rule_files(ext: AAEPExtension) -> RuleFiles:
 
     from ..agent.rules import RuleFiles
 
-    root = Path(getattr(ext.serverapp, "root_dir", None) or ".").expanduser().resolve()
+    root = Path(getattr(ext.server, "root_dir", None) or ".").expanduser().resolve()
     return RuleFiles(root, user_dir=Path(jupyter_config_dir()) / "aaep" / "rules")
 
 
-def _plan_files(ext: AAEPExtension) -> PlanFiles:
+def _plan_files(ext: ServerOptions) -> PlanFiles:
     """Plan mode's plans, under a hidden folder of this server's root (agent/plan.py)."""
     from pathlib import Path
 
     from ..agent.plan import PlanFiles
 
-    return PlanFiles(Path(getattr(ext.serverapp, "root_dir", None) or ".").expanduser().resolve())
+    return PlanFiles(Path(getattr(ext.server, "root_dir", None) or ".").expanduser().resolve())
 
 
-def _mcp_servers(ext: AAEPExtension, toolbox: Toolbox) -> MCPServers:
+def _mcp_servers(ext: ServerOptions, toolbox: Toolbox) -> MCPServers:
     """The user's MCP servers, read now and started with the parts."""
     from pathlib import Path
 
@@ -357,7 +357,7 @@ def _mcp_servers(ext: AAEPExtension, toolbox: Toolbox) -> MCPServers:
 
 
 def _mcp_endpoint(
-    ext: AAEPExtension, runner: ChatRunner, toolbox: Toolbox, hub: StreamHub
+    ext: ServerOptions, runner: ChatRunner, toolbox: Toolbox, hub: StreamHub
 ) -> MCPEndpoint:
     """Outside agents' MCP endpoint (its session manager starts on its first request)."""
     from jupyter_server.utils import ensure_async

@@ -43,7 +43,7 @@ from ..chats.runner import ChatRunner
 from ..errors import AAEPError
 from ..notebook.errors import ExecutionTimeout, KernelDied
 from ..notebook.kernel_watch import KernelWatch, PersonRun
-from ..notebook.progress import ProgressReading
+from ..notebook.progress import ProgressReading, reading_fields
 from ..notebook.progress_pacing import (
     Beat,
     ProgressPacer,
@@ -341,15 +341,7 @@ class LongRunNews:
             "running": True,
             "waiting_for_kernel": False,
             "elapsed_seconds": round(run.elapsed(), 1),
-            "percent": None
-            if reading is None or reading.percent is None
-            else round(reading.percent, 1),
-            "current": None if reading is None else reading.current,
-            "total": None if reading is None else reading.total,
-            "eta_seconds": None
-            if reading is None or reading.eta_seconds is None
-            else round(reading.eta_seconds),
-            "description": None if reading is None else reading.description,
+            **reading_fields(reading),
             "value_text": value_text(reading, run.elapsed()),
             "sentence": f"{name} is still running ({inside}).",
             "last_output": run.tracker.last_line,

@@ -42,15 +42,8 @@ from ..errors import AAEPError
 from ..mcp.credentials import MCP_ONLY
 from .base import AUTH_RESOURCE, ServiceSource, ServiceUser, carries_outside_credential
 from .http_errors import AAEPErrorAnswers, http_status
-from .messages import (
-    KINDS,
-    MAX_MESSAGE_BYTES,
-    REPLY_TYPES,
-    accepted,
-    classify,
-    parse_json,
-    take_request_id,
-)
+from .message_kinds import KINDS, classify
+from .messages import MAX_MESSAGE_BYTES, REPLY_TYPES, accepted, parse_json, take_request_id
 from .streams import Stream, client_key
 
 SUBPROTOCOL = "aaep.v1"

@@ -26,16 +26,16 @@ from jupyter_aaep.kernel._view_html import (
     request_outcome_html,
     step_html,
 )
-from jupyter_aaep.kernel._view_state import (
+from jupyter_aaep.kernel._view_items import (
     AnswerItem,
     NoticeItem,
     RequestItem,
     StepItem,
-    ViewState,
     action_phrase,
     clarification_reply,
     confirmation_reply,
 )
+from jupyter_aaep.kernel._view_state import ViewState
 from jupyter_aaep.testing.fake_anthropic import ErrorReply, FakeAnthropic, ToolUse, Turn
 
 
