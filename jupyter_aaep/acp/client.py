@@ -122,8 +122,6 @@ class AcpChatAgent:
     acp_session: str | None = None
     mcp: McpAccess | None = None
     turn: _Turn | None = None
-    allowed: set[str] = field(default_factory=set)
-    """Steps the person allowed for this ACP session (see :class:`Gate`)."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     # -- the process -----------------------------------------------------------------------------
@@ -185,7 +183,6 @@ class AcpChatAgent:
         self.acp_session = str((answer or {}).get("sessionId") or "")
         if not self.acp_session:
             raise RpcError(-32603, "The agent did not open a session.")
-        self.allowed.clear()
         return True
 
     async def stop(self) -> None:
@@ -261,8 +258,8 @@ class AcpChatAgent:
             self.broker,
             narrator,
             timeout_for=(approval.timeout_for if approval is not None else lambda _risk: 120),
-            allowed=self.allowed,
             until_running=control.until_running,
+            chat=chat,
         )
         dispatcher = None
         if chat is not None and self.registry_for is not None:

@@ -121,7 +121,7 @@ async def test_the_gate_asks_the_person_and_answers_with_the_agents_own_options(
     narrator = Narrator(session, "Claude Code")
     for body in (recorded.BASH_PENDING, recorded.BASH_INPUT):
         narrator.update(body)
-    gate = Gate(session, broker, narrator, timeout_for=lambda _risk: 60, allowed=set())
+    gate = Gate(session, broker, narrator, timeout_for=lambda _risk: 60)
     asking = asyncio.ensure_future(gate.request(recorded.BASH_PERMISSION))
     await asyncio.sleep(0.05)
     question = session.emitter.history[-1]
@@ -145,7 +145,7 @@ async def test_our_notebook_tools_pass_without_a_second_question_and_notebook_wr
     broker = ReplyBroker()
     session = _session()
     narrator = Narrator(session, "Claude Code")
-    gate = Gate(session, broker, narrator, timeout_for=lambda _risk: 60, allowed=set())
+    gate = Gate(session, broker, narrator, timeout_for=lambda _risk: 60)
     assert await gate.request(recorded.NOTEBOOK_TOOL_PERMISSION) == {
         "outcome": {"outcome": "selected", "optionId": "allow"}
     }
@@ -167,7 +167,7 @@ async def test_a_permission_cancelled_while_it_waits_answers_cancelled() -> None
     session = _session()
     narrator = Narrator(session, "Claude Code")
     narrator.update(recorded.BASH_INPUT)
-    gate = Gate(session, broker, narrator, timeout_for=lambda _risk: 60, allowed=set())
+    gate = Gate(session, broker, narrator, timeout_for=lambda _risk: 60)
     asking = asyncio.ensure_future(gate.request(recorded.BASH_PERMISSION))
     await asyncio.sleep(0.05)
     assert broker.pending()
