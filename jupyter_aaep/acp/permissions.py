@@ -171,25 +171,25 @@ class Gate:
                 ),
             )
             return _selected(reject)
-        _, _, wants = tool_words(agent, call, self.narrator.cwd)
+        doing, _, wants = tool_words(agent, call, self.narrator.cwd)
         rule = acp_rule(agent, call.kind)
         verdict = self.standing(rule)
         if verdict is not None and verdict.denied:
             call.refused = True
             self.narrator.finish_output()
             grant_gate.refuse(
-                self.session, verdict.grant, ActionPreview(summary=f"{agent} {wants}")
+                self.session, verdict.grant, ActionPreview(summary=f"{agent} wanted to {wants}")
             )
             return _selected(reject)
         if self.session.closed:
             return _selected(None)
         grant = verdict.grant if verdict is not None else None
-        return await self._ask(call, wants, allow, reject, rule=rule, grant=grant)
+        return await self._ask(call, (doing, wants), allow, reject, rule=rule, grant=grant)
 
     async def _ask(
         self,
         call: ToolCall,
-        wants: str,
+        words: tuple[str, str],
         allow: str | None,
         reject: str | None,
         *,
@@ -201,12 +201,13 @@ class Gate:
         if self.until_running is not None and grant is None:
             await self.until_running()
         agent = self.narrator.agent
+        doing, wants = words
         self.narrator.finish_output()
         risk: RiskLevel = _RISK.get(call.kind, "low")
         irreversible = call.kind in ("execute", "delete")
         timeout = self.timeout_for(risk)
         action = f"{agent} wants to {wants}."
-        preview = ActionPreview(summary=f"{agent} {wants}", terse=wants)
+        preview = ActionPreview(summary=doing.rstrip("."), terse=wants)
         consequence = _CONSEQUENCE.get(call.kind, "The agent goes on with this step.")
         token = new_reply_token()
         self.session.change_state(

@@ -125,8 +125,9 @@ async def test_allowed_for_the_chat_answers_unasked_until_taken_back() -> None:
     assert granted["extra_context"]["granted_by"]["id"] == grant.id
     assert "permission_offer" not in granted["extra_context"]
     said = [e.get("summary_normal", "") for e in session.emitter.history]
-    assert any(
-        "allowed by your permission for commands Claude Code runs in this chat" in s for s in said
+    assert (
+        "Claude Code is running a command: touch made.txt: allowed by your permission for "
+        "commands Claude Code runs in this chat." in said
     ), said
     record = next(
         x
@@ -165,7 +166,10 @@ async def test_a_chat_grant_does_not_reach_another_chat_and_a_deny_refuses_unask
     assert _cards(session) == [] and gate.questions == 0
     said = [e.get("summary_normal", "") for e in session.emitter.history]
     assert any(
-        "Stopped by your rule never to allow commands Claude Code runs in this chat" in s
+        s.startswith(
+            "Not done: Claude Code wanted to run a command: touch made.txt. Stopped by "
+            "your rule never to allow commands Claude Code runs in this chat"
+        )
         for s in said
     ), said
     _end(session)
