@@ -189,3 +189,17 @@ async def test_without_a_grant_book_the_card_offers_once_or_reject_only() -> Non
     assert await asking == ALLOW
     narrator.update(recorded.BASH_DONE)
     _end(session)
+
+
+async def test_an_acp_grant_the_administrator_forbids_is_not_offered() -> None:
+    book = GrantBook(forbidden=lambda rule, _scope: "locked" if rule.startswith("acp__") else None)
+    gate, session, broker = _gate(book)
+    asking = asyncio.ensure_future(gate.request(_bash(gate, 1)))
+    await asyncio.sleep(0.05)
+    (card,) = _cards(session)
+    assert "permission_offer" not in card["extra_context"]
+    assert len(card["extra_context"]["choices"]) == 2
+    (request,) = broker.pending()
+    broker.resolve(request, "reject", decided_by="user:panel")
+    assert await asking == REJECT
+    _end(session)
