@@ -137,6 +137,7 @@ export function PanelFooter(props: IPanelFooterProps): JSX.Element {
           return waiting?.answersIt ? 'question' : waiting ? 'approval' : null;
         })()}
         disabled={!connected}
+        connecting={model.firstConnecting}
         mentions={props.mentions}
         onSend={(text, context) => controller.sendText(text, context)}
       />
