@@ -56,9 +56,7 @@ ACP_CREATE, ACP_RUN = "mcp__notebook__create_cell", "mcp__notebook__run_cell"
 ALERT_MARK = re.compile(r"alert \d+ written")
 
 
-def _runs(
-    results: list[dict[str, Any]], *, plan: bool
-) -> Turn:  # pragma: no cover - run by the fake
+def _runs(results: list[dict[str, Any]], *, plan: bool) -> Turn:
     """Plan mode: propose the plan, then three runs each followed by its ``plan_step``.
     Ask mode: the three runs (each asks)."""
     script = [ToolUse("run_cell", {"cell_id": c}) for c in (LOAD, MEANS, MEANS)]
@@ -252,6 +250,7 @@ IN_FIGURE = """() => {
       + (el.getAttribute('aria-label') || '').slice(0, 120)
     : '';
 }"""
+UNNAMED = "() => (document.activeElement || document.body).outerHTML.slice(0, 160)"
 FIGURE_TEXT = """() => Array.from(document.querySelectorAll(
     '.jp-AAEPExplorable [role=alert], .jp-AAEPExplorable [aria-live], #maidr-text-container'))
   .map(e => e.textContent.trim()).filter(Boolean).join(' | ')"""
@@ -267,7 +266,9 @@ def explore(stage: Stage) -> None:
         at = stage.key("Tab", "Tab")
         time.sleep(0.3)
         where = page.evaluate(IN_FIGURE)
-        stage.session.tab_stops.append(where or str(stage.focused().get("name", ""))[:60])
+        name = str(stage.focused().get("name", ""))[:60]
+        # A stop without a name is told by its markup, so it can be found.
+        stage.session.tab_stops.append(where or name or page.evaluate(UNNAMED))
         if where:
             break
         listener.until_quiet(at, quiet=0.6, cap=8)
