@@ -139,6 +139,7 @@ export function PanelFooter(props: IPanelFooterProps): JSX.Element {
           return waiting?.answersIt ? 'question' : waiting ? 'approval' : null;
         })()}
         disabled={!connected}
+        connecting={model.firstConnecting}
         mentions={props.mentions}
         onSend={async (text, context) => session?.sendText(text, context)}
       />
