@@ -50,15 +50,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _orca_desktop import Desktop, missing_programs
 from _orca_listen import (
     CARD_FOCUSED,
-    FOCUSED,
     LIVE_RECORDER,
     REMEMBER_CARD,
     Listener,
-    orca_in_focus_mode,
     poll,
 )
 from _orca_report import report
+from _orca_scenarios import SCENARIOS, drive, findings, prepare, responder, user_settings
 from _orca_speech import parse
+from _orca_stage import Stage
 from e2e_lab import LabServer
 from e2e_model import ScriptedModel, _turn
 
@@ -137,26 +137,27 @@ class Session:
     started: float = 0.0
     load: list[float] = field(default_factory=list)
     """The machine's one-minute load average at the start and at the end."""
+    scenario: str = "card"
 
 
 def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnthropic]:
     from playwright.sync_api import sync_playwright
 
-    session = Session()
+    session = Session(scenario=args.scenario)
     with ExitStack() as stack:
-        fake = FakeAnthropic(
-            responder=ScriptedModel({"summarise the temperatures": summarise_and_run})
-        ).start()
+        scripted = ScriptedModel({"summarise the temperatures": summarise_and_run})
+        fake = FakeAnthropic(responder=responder(args.scenario) or scripted).start()
         stack.callback(fake.stop)
         lab = LabServer(
             home=out / "lab",
             model_url=fake.base_url,
             api_key=fake.api_key,
             log_path=out / "jupyter.log",
+            user_settings=user_settings(args.scenario),
         )
         stack.callback(lab.stop)
         lab.start()
-        notebook = lab.notebook("orca-session.ipynb")
+        notebook = prepare(args.scenario, lab, fake, out)
         desktop = stack.enter_context(Desktop(out / "desktop"))
         endpoint = desktop.start_chromium()
         playwright = stack.enter_context(sync_playwright())
@@ -167,29 +168,8 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
         page = context.pages[0] if context.pages else context.new_page()
         page.set_default_timeout(90_000)
         listener = Listener(desktop)
-
-        def key(label: str, *keys: str) -> float:
-            at = desktop.key(*keys)
-            session.keys.append((at, label))
-            return at
-
-        def live() -> list[dict[str, Any]]:
-            return [
-                {**e, "time": e["time"] / 1000}
-                for e in page.evaluate("() => window.__orcaLive || []")
-            ]
-
-        def focused() -> dict[str, Any]:
-            return page.evaluate(FOCUSED) or {}
-
-        def wait_for(what: str, check: Any, cap: float) -> Any:
-            deadline = time.time() + cap
-            while time.time() < deadline:
-                value = check()
-                if value:
-                    return value
-                time.sleep(0.2)
-            raise RuntimeError(f"gave up waiting {cap:.0f} s for {what}")
+        stage = Stage(page, desktop, listener, lab, notebook, session, args)
+        key, live, focused, wait_for = stage.key, stage.live, stage.focused, stage.wait_for
 
         page.goto(lab.lab_url(notebook))
         page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for()
@@ -200,30 +180,14 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
         # A person waits until the page has been announced as loaded.
         listener.until_quiet(session.marks["lab loaded"], quiet=2.0, cap=30, need_speech=False)
 
-        opened = key("Ctrl+Shift+Y (open the agent panel)", "ctrl+shift+y")
-        wait_for(
-            "the focus in the panel's message box",
-            lambda: (f := focused()) and f.get("inPanel") and f.get("editable"),
-            90,  # keys wait for Orca (it may consume them), which a busy machine slows down
-        )
-        # Listen to where you are, as a person does before typing: the panel's first words,
-        # then until Orca is quiet.
-        said = next(
-            (e["time"] for e in poll(live, lambda es: [e for e in es if e["time"] >= opened], 15)),
-            opened,
-        )
-        listener.until_quiet(said, cap=args.listen_cap)
-        if not orca_in_focus_mode(desktop, opened):
-            # What a person does on hearing an entry in browse mode: Orca+A, for focus mode.
-            session.problems.append(
-                "Orca stayed in browse mode in the message box: pressed Orca+A (Insert+A)"
-            )
-            toggled = key("Insert+A (Orca: focus mode)", "Insert+a")
-            listener.until_quiet(toggled, quiet=0.6, cap=10)
-
-        session.marks["typing"] = desktop.type_text(REQUEST)
-        sent = key("Enter (send the request)", "Return")
-        session.marks["sent"] = sent
+        if args.scenario != "card":
+            drive(args.scenario, stage)
+            session.live = live()
+            page.screenshot(path=str(out / "end.png"))
+            lab.shutdown_kernels()
+            return session, desktop, fake
+        stage.open_panel()
+        sent = stage.send(REQUEST)
 
         alert = wait_for(
             "an assertive announcement (the approval alert)",
@@ -296,15 +260,7 @@ def run(args: argparse.Namespace, out: Path) -> tuple[Session, Desktop, FakeAnth
                 if text and text not in session.card_after:
                     session.card_after += "\n" + text
 
-        def finished() -> bool:
-            chat = lab.chat_of(notebook) or {}
-            types = [str(e.get("type", "")) for e in chat.get("transcript", [])]
-            return any(
-                t.endswith(("session.completed", "session.errored", "session.cancelled"))
-                for t in types
-            )
-
-        wait_for("the end of the turn", finished, 180)
+        wait_for("the end of the turn", stage.finished, 180)
         session.marks["turn over"] = time.time()
         session.marks["quiet at the end"] = listener.until_quiet(
             approve, quiet=2.0, cap=args.tail_cap
@@ -325,6 +281,17 @@ def main() -> int:
         type=Path,
         default=None,
         help="where logs and results go (default test-output/orca/<time>)",
+    )
+    parser.add_argument(
+        "--scenario",
+        choices=tuple(SCENARIOS),
+        default="card",
+        help="; ".join(f"{name}: {what}" for name, what in SCENARIOS.items()),
+    )
+    parser.add_argument(
+        "--figure-focus-mode",
+        action="store_true",
+        help="figure: press Orca+A (focus mode) on the chart when Orca stayed in browse mode",
     )
     parser.add_argument(
         "--approve-with",
@@ -374,7 +341,8 @@ def main() -> int:
             file=sys.stderr,
         )
         return 2
-    out = args.out or REPO / "test-output" / "orca" / time.strftime("%Y%m%d-%H%M%S")
+    # Absolute: the lab's root and the desktop's folders are passed to processes in other folders.
+    out = (args.out or REPO / "test-output" / "orca" / time.strftime("%Y%m%d-%H%M%S")).resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = time.time()
     load_at_start = os.getloadavg()[0]
@@ -401,7 +369,14 @@ def reprint(out: Path) -> str:
     desktop = out / "desktop"
     speech = (desktop / "speechd" / "speech-dispatcher.log").read_text(errors="replace")
     orca = (desktop / "orca-debug.log").read_text(errors="replace").splitlines()
-    return report(session, parse(speech.splitlines()), session.started, out, orca)
+    utterances = parse(speech.splitlines())
+    text = report(session, utterances, session.started, out, orca)
+    extra = findings(session, utterances, session.started)
+    if extra:
+        text += "\n" + f"Scenario {session.scenario}:\n  " + "\n  ".join(extra) + "\n"
+        with (out / "report.txt").open("a") as handle:
+            handle.write("\n".join(extra) + "\n")
+    return text
 
 
 if __name__ == "__main__":

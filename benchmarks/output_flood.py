@@ -12,7 +12,8 @@ stream message each) at full speed, then stamps the wall-clock time its loop end
   longest time the notebook file went unsaved during the run, and whether the saved file ends
   with the loop's last line.
 - Memory (``--megabytes``, 0 to skip): the server's resident memory before, at its peak and
-  after an agent run of a cell that prints that many megabytes of lines (the file keeps them).
+  after an agent run of a cell that prints that many megabytes of lines (the file keeps them),
+  and how much of the output our registry of runs still holds (cut once the run is reported).
 
 ``--profile`` prints the functions with the most own time during the agent's flood run.
 
@@ -261,12 +262,24 @@ async def memory(bench: Bench, megabytes: int, profile: bool) -> None:
     trimmed = _rss_mb()
     size = (bench.root / "big.ipynb").stat().st_size / 1e6
     took = "did not end" if seconds is None else f"{seconds:.1f} s"
+    from jupyter_aaep.notebook._memory import output_chars
+
+    run = bench.extension.toolbox.notebooks.runs.get("big.ipynb", "c1")
+    kept = (
+        output_chars(run.task.result().result.outputs)
+        if run is not None and run.done and run.task.exception() is None
+        else 0
+    )
     print(f"memory, a cell printing {megabytes} MB run by the agent ({took}):")
     print(
         f"  server RSS before {before:6.0f} MB, peak {peak:6.0f} MB, after {after:6.0f} MB "
         f"(+{after - before:.0f} MB; goal within 50); saved file {size:.0f} MB"
     )
     print(f"  after malloc_trim (freed memory given back): {trimmed:6.0f} MB")
+    print(
+        f"  our copy in the registry of runs: {kept / 1e6:.2f} M characters "
+        f"(the run printed {megabytes * 10_000 * 100 / 1e6:.0f} M; the notebook keeps them all)"
+    )
 
 
 def main() -> None:

@@ -33,6 +33,7 @@ from ..agent.dispatch import ToolDispatcher
 from ..agent.history import append_user_text
 from ..agent.loop import SessionResult
 from ..agent.tools import ToolRegistry
+from ..agent.usage import Usage
 from ..errors import ToolError
 from .agents import AgentSpec
 from .endings import cancelled, ended, errored
@@ -40,6 +41,7 @@ from .narration import Narrator
 from .permissions import NOTEBOOK_REFUSAL, Gate
 from .prompts import START_TIMEOUT, first_prompt, start_problem, transcript
 from .rpc import AgentExited, AgentProcess, RpcError
+from .usage import CostMeter
 
 log = logging.getLogger(__name__)
 
@@ -118,12 +120,12 @@ class AcpChatAgent:
     registry_for: Callable[[], ToolRegistry] | None = None
     """Our notebook tools, for the calls the agent makes through our MCP server."""
     base_env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    meter: CostMeter = field(default_factory=CostMeter)
+    """What the current ACP session has cost so far (its ``usage_update`` figures are totals)."""
     process: AgentProcess | None = None
     acp_session: str | None = None
     mcp: McpAccess | None = None
     turn: _Turn | None = None
-    allowed: set[str] = field(default_factory=set)
-    """Steps the person allowed for this ACP session (see :class:`Gate`)."""
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     # -- the process -----------------------------------------------------------------------------
@@ -185,7 +187,7 @@ class AcpChatAgent:
         self.acp_session = str((answer or {}).get("sessionId") or "")
         if not self.acp_session:
             raise RpcError(-32603, "The agent did not open a session.")
-        self.allowed.clear()
+        self.meter.new_session()
         return True
 
     async def stop(self) -> None:
@@ -261,8 +263,8 @@ class AcpChatAgent:
             self.broker,
             narrator,
             timeout_for=(approval.timeout_for if approval is not None else lambda _risk: 120),
-            allowed=self.allowed,
             until_running=control.until_running,
+            chat=chat,
         )
         dispatcher = None
         if chat is not None and self.registry_for is not None:
@@ -309,16 +311,25 @@ class AcpChatAgent:
                     f"(its log: {self.log_path}).",
                 )
             stop_reason = str((answer or {}).get("stopReason") or "end_turn")
+            used = self._count_usage(chat, narrator, (answer or {}).get("usage"))
             if chat is not None and chat.save_changes is not None:
                 await chat.save_changes()  # its notebook edits are on disk before "finished"
-            return ended(name, session, narrator, history, stop_reason, started)
+            return ended(name, session, narrator, history, stop_reason, started, usage=used)
         except asyncio.CancelledError:
+            self._count_usage(chat, narrator, None)  # what it cost before Stop still counts
             await self._cancel()
             cancelled(name, session, narrator, history, control)
             raise
         finally:
             self.turn = None
             self.broker.cancel_session(session.id)
+
+    def _count_usage(self, chat: ChatContext | None, narrator: Narrator, reported: Any) -> Usage:
+        """This prompt's tokens and cost, added to the chat's meter as our own sessions are."""
+        used = self.meter.prompt_usage(reported, narrator)
+        if chat is not None:
+            chat.usage.merge(used)
+        return used
 
     async def _cancel(self) -> None:
         """Stop: ``session/cancel`` to the agent; its pending questions are answered cancelled

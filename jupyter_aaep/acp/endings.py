@@ -38,12 +38,16 @@ def ended(
     history: list[dict[str, Any]],
     stop_reason: str,
     started: int,
+    *,
+    usage: Usage | None = None,
 ) -> SessionResult:
     """The prompt's answer came back: the closing line for its ``stopReason``."""
     answer = remember(name, history, narrator)
     if stop_reason == "cancelled":
         cancelled(name, session, narrator, history, None, remembered=True)
-        return SessionResult("cancelled", answer, len(narrator.steps), session.terminal_event)
+        return SessionResult(
+            "cancelled", answer, len(narrator.steps), session.terminal_event, usage or Usage()
+        )
     if stop_reason == "max_turn_requests":
         return errored(
             name,
@@ -65,20 +69,20 @@ def ended(
         f" {len(narrator.failed)} failed: {'; '.join(narrator.failed)}." if narrator.failed else ""
     )
     steps = f" {did} step{'s' if did != 1 else ''}.{failed}" if did else ""
-    usage = narrator.usage_words()
+    usage_said = narrator.usage_words()
     event = session.emit(
         SessionCompleted(
             summary=Summary(
                 normal=f"{closing}{steps}",
                 terse="Done." if stop_reason == "end_turn" else closing,
-                detailed=f"{closing}{steps} {usage}".strip(),
+                detailed=f"{closing}{steps} {usage_said}".strip(),
             ),
             duration_ms=min(session.elapsed_ms(started), 86_400_000),
             tool_invocations_count=did,
             output_summary=answer[:500] or None,
         )
     )
-    return SessionResult("completed", answer, did, event, Usage())
+    return SessionResult("completed", answer, did, event, usage or Usage())
 
 
 def errored(

@@ -7,9 +7,11 @@ notebook file made by the agent's own file tools is refused at once: notebooks a
 JupyterLab, and a write beside the live document loses edits (the agent is told to use the
 notebook tools in its first prompt).
 
-"Allow for this session" is kept here, per ACP session and per kind of step (a command, an
-edit of one file): the agent's own "allow always" is never sent, so the agent never stops
-asking us. The standing permissions of the grants issue plug in at :meth:`Gate.standing`.
+"Allow for this session" is a standing permission of the chat (:mod:`jupyter_aaep.agent.grants`,
+rule ``acp__<agent>__<kind>``, chat scope): the card offers it, only the person can take it (the
+server checks the reply's origin), and it is listed and revocable like every grant; a revoked
+one asks again. The agent's own "allow always" is never sent, so the agent never stops asking
+us and the grant stays ours to check and take back. A deny grant refuses without asking.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from ..aaep.broker import Outcome, ReplyBroker
 from ..aaep.events import AwaitingConfirmation, RiskLevel, Summary
 from ..aaep.ids import new_reply_token
 from ..aaep.session import Session
+from ..agent import grant_gate
+from ..agent.chat_context import ChatContext
+from ..agent.grants import Grant, Verdict, acp_rule
+from ..agent.tools import ActionPreview
 from ..words import duration_words
 from .narration import Narrator, ToolCall, is_notebook_tool, tool_words
 
@@ -90,6 +96,8 @@ class Gate:
         Seconds a person has to answer, by risk (the chat's approval policy).
     until_running
         Awaited before a question (a pause holds it; our agents' pause does the same).
+    chat
+        The chat: its standing permissions (``chat.grants``) decide or are offered.
     """
 
     def __init__(
@@ -99,22 +107,46 @@ class Gate:
         narrator: Narrator,
         *,
         timeout_for: Callable[[RiskLevel], int],
-        allowed: set[str],
         until_running: Callable[[], Awaitable[None]] | None = None,
+        chat: ChatContext | None = None,
     ) -> None:
         self.session = session
         self.broker = broker
         self.narrator = narrator
         self.timeout_for = timeout_for
-        self.allowed = allowed
-        """Kinds of step the person allowed for this ACP session (kept across its prompts)."""
         self.until_running = until_running
+        self.chat = chat
         self.questions = 0
 
-    def standing(self, key: str) -> bool:
-        """Whether a standing permission covers this step (the grants issue hooks in here;
-        until it lands, only what the person allowed for this session)."""
-        return key in self.allowed
+    def standing(self, rule: str | None) -> Verdict | None:
+        """The chat's standing permission that decides this kind of step, or ``None`` (ask)."""
+        book = self.chat.grants if self.chat is not None else None
+        if book is None or rule is None:
+            return None
+        return book.verdict(
+            rule,
+            {},
+            code=None,
+            flagged=False,
+            chat_id=self.chat.chat_id if self.chat is not None else None,
+            notebook_path=self.chat.notebook_path if self.chat is not None else None,
+        )
+
+    def _offer(self, token: str, rule: str | None) -> dict[str, Any] | None:
+        """The "allow for this chat" grant the card offers (``extra_context.permission_offer``)."""
+        chat = self.chat
+        if chat is None or chat.grants is None or rule is None:
+            return None
+        offer = chat.grants.offer(
+            token,
+            rule,
+            {},
+            flagged=False,
+            chat_id=chat.chat_id,
+            notebook_path=chat.notebook_path,
+            label=self.narrator.agent,
+        )
+        return None if offer is None else offer.to_json(chat.notebook_path)
 
     async def request(self, params: dict[str, Any]) -> dict[str, Any]:
         """The answer to one ``session/request_permission``."""
@@ -139,70 +171,108 @@ class Gate:
                 ),
             )
             return _selected(reject)
-        _, _, wants = tool_words(agent, call, self.narrator.cwd)
-        key = f"{call.kind}:{call.title if call.kind != 'execute' else call.tool}"
-        if self.standing(key):
-            self.narrator.invoke(call)
-            return _selected(allow)
+        doing, _, wants = tool_words(agent, call, self.narrator.cwd)
+        rule = acp_rule(agent, call.kind)
+        verdict = self.standing(rule)
+        if verdict is not None and verdict.denied:
+            call.refused = True
+            self.narrator.finish_output()
+            grant_gate.refuse(
+                self.session, verdict.grant, ActionPreview(summary=f"{agent} wanted to {wants}")
+            )
+            return _selected(reject)
         if self.session.closed:
             return _selected(None)
-        return await self._ask(call, wants, allow, reject)
+        grant = verdict.grant if verdict is not None else None
+        return await self._ask(call, (doing, wants), allow, reject, rule=rule, grant=grant)
 
     async def _ask(
-        self, call: ToolCall, wants: str, allow: str | None, reject: str | None
+        self,
+        call: ToolCall,
+        words: tuple[str, str],
+        allow: str | None,
+        reject: str | None,
+        *,
+        rule: str | None,
+        grant: Grant | None,
     ) -> dict[str, Any]:
-        if self.until_running is not None:
+        """Ask the person; or, when *grant* allows the step, tell the same card as answered by
+        it (the record names the grant, as for our own agent's granted steps)."""
+        if self.until_running is not None and grant is None:
             await self.until_running()
         agent = self.narrator.agent
+        doing, wants = words
         self.narrator.finish_output()
         risk: RiskLevel = _RISK.get(call.kind, "low")
         irreversible = call.kind in ("execute", "delete")
         timeout = self.timeout_for(risk)
         action = f"{agent} wants to {wants}."
+        preview = ActionPreview(summary=doing.rstrip("."), terse=wants)
         consequence = _CONSEQUENCE.get(call.kind, "The agent goes on with this step.")
+        token = new_reply_token()
         self.session.change_state(
             "awaiting_input",
-            Summary(
+            Summary(normal="Approving automatically.", terse="Approving.")
+            if grant is not None
+            else Summary(
                 normal=f"{agent} is waiting for your approval to {wants}.", terse="Approval needed."
             ),
         )
-        self.questions += 1
+        choices: list[dict[str, Any]] = [
+            {"value": "accept", "label": "Allow once"},
+            {"value": "reject", "label": "Reject"},
+        ]
+        extra: dict[str, Any] = {"agent": agent, "tool_kind": call.kind, "choices": choices}
+        if call.kind == "execute":
+            extra.update(code=call.title, language="shell")
+        if grant is not None:
+            extra.update(auto_approved=True, granted_by=grant_gate.granted_context(grant))
+            summary = grant_gate.granted_summary(grant, preview, risk, action)
+        else:
+            self.questions += 1
+            offer = self._offer(token, rule)
+            if offer is not None:
+                extra["permission_offer"] = offer
+                grant_wish = {"rule": offer["rule"], "scope": offer["scope"]}
+                choices.append({"value": "accept", "label": offer["label"], "grant": grant_wish})
+            summary = Summary(
+                normal=f"Approval needed for {agent}, {risk} risk: {action} {consequence} "
+                f"If you do not answer within {duration_words(timeout, short=False)}, it will be rejected.",
+                terse=f"Approve? {wants}",
+            )
         event = self.session.emit(
             AwaitingConfirmation(
                 action=action,
                 consequence=consequence,
-                reply_token=new_reply_token(),
+                reply_token=token,
                 timeout_seconds=timeout,
                 default_decision="reject",
                 risk_level=risk,
                 irreversible=irreversible,
                 reversibility="irreversible" if irreversible else "reversible_with_effort",
                 allowed_replies=("accept", "reject"),
-                extra_context={
-                    "agent": agent,
-                    "tool_kind": call.kind,
-                    "choices": [
-                        {"value": "accept", "label": "Allow once"},
-                        {"value": "reject", "label": "Reject"},
-                    ],
-                    **({"code": call.title, "language": "shell"} if call.kind == "execute" else {}),
-                },
-                summary=Summary(
-                    normal=f"Approval needed for {agent}, {risk} risk: {action} {consequence} "
-                    f"If you do not answer within {duration_words(timeout, short=False)}, it will be rejected.",
-                    terse=f"Approve? {wants}",
-                ),
+                extra_context=extra,
+                summary=summary,
             )
         )
         request = self.broker.open_confirmation(event)
+        if grant is not None:
+            self.broker.resolve(request, "accept", decided_by=f"grant:{grant.id}")
         try:
             outcome: Outcome = await self.broker.wait(request)
         except asyncio.CancelledError:
             return _selected(None)
+        finally:
+            if self.chat is not None and self.chat.grants is not None:
+                self.chat.grants.forget_offer(token)
         if self.session.closed or outcome.resolution == "cancelled":
             return _selected(
                 None
             )  # Stop, or the request was withdrawn: the agent hears "cancelled"
+        if outcome.accepted and grant is not None:
+            grant_gate.granted_record(self.session, grant, token, preview)
+            self.narrator.invoke(call)
+            return _selected(allow)
         if outcome.accepted:
             self.session.change_state(
                 "calling_tool", Summary(normal="Approved.", terse="Approved.")

@@ -14,7 +14,7 @@ from ..aaep.events import Progress, ProgressUpdated, Summary
 from ..aaep.session import Session
 from .approval import ApprovalPolicy
 from .context import ContextState
-from .services import AgentServices
+from .services import AgentServices, LeftRunning
 from .usage import Usage
 
 if TYPE_CHECKING:
@@ -44,9 +44,10 @@ class ChatContext:
     edits_stored: Callable[[], Awaitable[None]] | None = None
     """Awaited after each tool call, before its completion is told: the edits it made are in
     the chat store, so a server killed right after still names them when it starts again."""
-    still_running: Callable[[], str | None] | None = None
-    """A sentence about the agent's cells that are still running when the session ends ("Cell
-    4 is still running; you will hear when it ends."), or ``None``: part of its last words."""
+    still_running: Callable[[], LeftRunning | None] | None = None
+    """The agent's cells still running when the session ends, or ``None``: their sentence ("Cell
+    4 is still running; you will hear when it ends.") is part of its last words, their count
+    data on its ``session.completed`` (:meth:`LeftRunning.extension`)."""
     grants: GrantBook | None = None
     """The person's standing permissions (:mod:`.grant_book`), checked where a step would ask."""
     notices: list[str] = field(default_factory=list)

@@ -213,6 +213,9 @@ class ContextManager:
         """Edits the server made that were mirrored into the history, not yet announced."""
         self.growth = 0
         """Tokens this request has added so far."""
+        self._memo: dict[int, tuple[object, int]] | None = None
+        """Block sizes during one :meth:`prepare`, which estimates the same blocks up to five
+        times (its edits replace blocks, never change one): 6 ms of each model turn before."""
 
     def _size(self, window: int) -> None:
         self.window = window
@@ -232,8 +235,19 @@ class ContextManager:
     # -- estimates -------------------------------------------------------------------------------
     def estimate(self, fixed: int, history: list[Message]) -> int:
         """Prompt tokens as the server will count them (calibrated estimate)."""
-        raw = fixed + sum(estimate_tokens(b) for m in history for b in blocks_of(m["content"]))
+        raw = fixed + sum(self._tokens(b) for m in history for b in blocks_of(m["content"]))
         return math.ceil(raw * self.state.ratio)
+
+    def _tokens(self, block: dict[str, Any]) -> int:
+        memo = self._memo
+        if memo is None:
+            return estimate_tokens(block)
+        known = memo.get(id(block))
+        if known is not None and known[0] is block:
+            return known[1]
+        size = estimate_tokens(block)
+        memo[id(block)] = (block, size)  # the block is held, so its id is not reused meanwhile
+        return size
 
     def _estimate_cleared(self, fixed: int, history: list[Message], keep: int) -> int:
         """The estimate if every clearable tool result were cleared now."""
@@ -268,6 +282,15 @@ class ContextManager:
         limit_images(history, self.settings.max_images)  # even with "off": the API caps images too
         if not self.enabled:
             return report
+        self._memo = {}
+        try:
+            return self._make_room(history, fixed, report, request_start=request_start)
+        finally:
+            self._memo = None
+
+    def _make_room(
+        self, history: list[Message], fixed: int, report: ContextReport, *, request_start: bool
+    ) -> ContextReport:
         expected = self.expected_growth if request_start else 0
         keep = 0 if request_start else self.settings.keep_tool_results
         estimate = self.estimate(fixed, history)

@@ -188,9 +188,12 @@ class GrantBook:
         flagged: bool,
         chat_id: str | None,
         notebook_path: str | None,
+        label: str | None = None,
     ) -> Offer | None:
         """The grant the card with *token* offers (remembered until it is taken or forgotten)."""
-        offer = offer_for(tool, tool_input, flagged=flagged, notebook_path=notebook_path)
+        offer = offer_for(
+            tool, tool_input, flagged=flagged, notebook_path=notebook_path, label=label
+        )
         if offer is None or self._forbidden(offer.rule, offer.scope) is not None:
             return None
         if offer.scope == "chat" and not chat_id:

@@ -4,7 +4,9 @@ A grant is a *rule* (what kind of step) plus a *scope* (where it holds):
 
 - rules: ``run_cell:unflagged`` (run code the risk scan does not flag), ``run_cell:<hash>``
   (this exact code again; the hash is :func:`source_hash` of the cell's source),
-  ``create_cell``, ``edit_cell``, ``read_file:<glob>``, ``mcp__<server>__<tool>``;
+  ``create_cell``, ``edit_cell``, ``read_file:<glob>``, ``mcp__<server>__<tool>``,
+  ``acp__<agent>__<kind>`` (one kind of step of a coding agent over ACP: its commands, its
+  file edits; :func:`acp_rule`);
 - scopes: ``chat`` (this chat), ``notebook`` (this notebook), ``always`` (this user on this
   server).
 
@@ -34,11 +36,38 @@ RUN_TOOLS = ("run_cell", "run_all_cells")
 _HASH = re.compile(r"^[0-9a-f]{64}$")
 _MCP = re.compile(r"^mcp__[A-Za-z0-9_-]+?__[A-Za-z0-9_-]+$")
 _ID = re.compile(r"^grt_[0-9a-f]{16}$")
+ACP_KINDS = (
+    "read",
+    "edit",
+    "delete",
+    "move",
+    "search",
+    "execute",
+    "think",
+    "fetch",
+    "switch_mode",
+    "other",
+)
+"""ACP's tool kinds (``ToolKind``): what an ``acp__<agent>__<kind>`` rule names."""
+_ACP = re.compile(r"^acp__([a-z0-9]+(?:-[a-z0-9]+)*)__([a-z_]+)$")
+_ACP_WORDS = {  # kind: what the rule lets through, as the object of "permission for …"
+    "read": "files {agent} reads",
+    "edit": "file edits by {agent}",
+    "delete": "files {agent} deletes",
+    "move": "files {agent} moves or renames",
+    "search": "searches by {agent}",
+    "execute": "commands {agent} runs",
+    "think": "{agent} thinking a step over",
+    "fetch": "{agent} reaching the network",
+    "switch_mode": "{agent} switching its mode",
+    "other": "other tools of {agent}",
+}
 MAX_GLOB = 200
 
 RULE_HELP = (
     "A rule is one of: run_cell:unflagged, run_cell:<64 hex digits of the code's hash>, "
-    "create_cell, edit_cell, read_file:<glob such as data/*.csv>, mcp__<server>__<tool>."
+    "create_cell, edit_cell, read_file:<glob such as data/*.csv>, mcp__<server>__<tool>, "
+    "acp__<agent>__<kind> (such as acp__claude-code__execute: the commands Claude Code runs)."
 )
 SCOPE_HELP = (
     "A scope is one of: chat (this chat, give chat_id), notebook (this notebook, give "
@@ -69,6 +98,18 @@ def source_hash(source: str) -> str:
     return hashlib.sha256(normalised_source(source).encode("utf-8")).hexdigest()
 
 
+def agent_slug(agent: str) -> str:
+    """An agent's name as a rule spells it: "Claude Code" → ``claude-code``."""
+    return "-".join(re.findall(r"[a-z0-9]+", agent.lower()))[:40].strip("-")
+
+
+def acp_rule(agent: str, kind: str) -> str | None:
+    """The rule for one kind of step of an ACP agent (``None``: a name or kind it cannot spell)."""
+    slug = agent_slug(agent)
+    kind = kind if kind in ACP_KINDS else "other"
+    return f"acp__{slug}__{kind}" if slug else None
+
+
 def check_rule(rule: object) -> str:
     """The rule, if it is one this server knows; else :class:`GrantError` saying what to send."""
     if not isinstance(rule, str) or not rule:
@@ -90,6 +131,14 @@ def check_rule(rule: object) -> str:
                 "such as data/*.csv. " + RULE_HELP
             )
         return rule
+    if rule.startswith("acp__"):
+        match = _ACP.match(rule)
+        if match and len(match.group(1)) <= 40 and match.group(2) in ACP_KINDS:
+            return rule
+        raise GrantError(
+            "acp__ takes the agent's name in lowercase letters, digits and dashes, then __ and "
+            f"one kind of step: {', '.join(ACP_KINDS)}. {RULE_HELP}"
+        )
     if len(rule) <= 64 and _MCP.match(rule):
         return rule
     raise GrantError(f"{rule[:80]!r} is not a rule this server knows. {RULE_HELP}")
@@ -113,6 +162,10 @@ def rule_words(rule: str, label: str | None = None) -> str:
         return "editing cells"
     if rule.startswith("read_file:"):
         return f"reading files matching {rule[len('read_file:') :]}"
+    match = _ACP.match(rule)
+    if match:
+        agent = label or f"the agent {match.group(1).replace('-', ' ')}"
+        return _ACP_WORDS.get(match.group(2), _ACP_WORDS["other"]).format(agent=agent)
     server, _, tool = rule[len("mcp__") :].partition("__")
     return f"the tool {tool} of the {server} tool server"
 
@@ -140,7 +193,8 @@ class Grant:
     granted_in: str | None = None
     """Where the person was when they gave it (a notebook path), for the list."""
     label: str | None = None
-    """For ``run_cell:<hash>``: the code's first line, so the person knows which code."""
+    """For ``run_cell:<hash>``: the code's first line, so the person knows which code; for
+    ``acp__…``: the agent's own name ("Claude Code")."""
 
     def words(self, *, here: bool = True) -> str:
         """ "your permission for unflagged code in this notebook" (or its deny form)."""
@@ -269,12 +323,20 @@ class Offer:
 
 
 def offer_for(
-    tool: str, tool_input: Mapping[str, Any], *, flagged: bool, notebook_path: str | None
+    tool: str,
+    tool_input: Mapping[str, Any],
+    *,
+    flagged: bool,
+    notebook_path: str | None,
+    label: str | None = None,
 ) -> Offer | None:
     """The one grant an approval card for this step offers (``None``: none fits). Flagged
-    steps get none: no grant covers them."""
+    steps get none: no grant covers them. An ACP agent's kind of step is offered for this chat
+    only (its words name the agent: *label*)."""
     if flagged:
         return None
+    if tool.startswith("acp__") and _ACP.match(tool):
+        return Offer(tool, "chat", label)
     scope: Scope = "notebook" if notebook_path else "chat"
     if tool in RUN_TOOLS:
         return Offer("run_cell:unflagged", scope)
@@ -307,6 +369,7 @@ def _text(value: Any) -> str | None:
 
 
 __all__ = [
+    "ACP_KINDS",
     "EFFECTS",
     "RULE_HELP",
     "SCOPES",
@@ -317,6 +380,8 @@ __all__ = [
     "Offer",
     "Scope",
     "Verdict",
+    "acp_rule",
+    "agent_slug",
     "check_rule",
     "check_scope",
     "code_label",

@@ -10,21 +10,25 @@ jupyter-collaboration has no notebook service): callers check, and say so in a s
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..aaep.events import Extension
 from .plan import PlanFiles
 from .rules import RulesProvider
 
 __all__ = [
+    "LEFT_RUNNING_CONTEXT",
+    "LEFT_RUNNING_PREFIX",
     "AgentServices",
     "CellRunFollower",
+    "LeftRunning",
     "NotebookEdits",
     "SessionEdits",
     "UndoOutcome",
     "cells_left_running",
+    "left_running",
     "left_running_sentence",
 ]
 
@@ -100,8 +104,27 @@ class NotebookEdits(Protocol):
 
 LEFT_RUNNING = "still running; you will hear when"
 """How a session's last words say that a cell it started still runs ("Cell 4 is still running;
-you will hear when it ends."): the follower says it, the ``%aaep`` view listens for it and then
-follows the cell's own session (correlated with the request's) to its end."""
+you will hear when it ends."): the words for people; the count travels as data beside them."""
+
+LEFT_RUNNING_PREFIX = "jaaep_cells"
+LEFT_RUNNING_CONTEXT = (
+    "https://github.com/jupyter-aaep/jupyter-aaep/blob/main/docs/protocol.md#cells-left-running"
+)
+"""The context URI that declares the ``jaaep_cells`` extension of ``session.completed``:
+``{"left_running": N}``, the cells the session leaves running (documented there)."""
+
+
+@dataclass(frozen=True)
+class LeftRunning:
+    """The cells a session leaves running at its end: the sentence its last words say, and
+    their count as data, which the ``%aaep`` view reads to follow each one to its end."""
+
+    sentence: str
+    cells: int
+
+    def extension(self) -> Extension:
+        """The count as the ``jaaep_cells`` extension of the session's ``session.completed``."""
+        return Extension(LEFT_RUNNING_PREFIX, LEFT_RUNNING_CONTEXT, {"left_running": self.cells})
 
 
 def left_running_sentence(numbers: Sequence[int | None]) -> str:
@@ -113,13 +136,18 @@ def left_running_sentence(numbers: Sequence[int | None]) -> str:
     return f"{listed[0].upper()}{listed[1:]} {verb} {LEFT_RUNNING} {end}."
 
 
-def cells_left_running(last_words: str) -> int:
-    """How many cells a session's last words say it left running (0: none)."""
-    at = last_words.find(LEFT_RUNNING)
-    if at < 0:
-        return 0
-    sentence = last_words[last_words.rfind(". ", 0, at) + 1 : at]
-    return max(1, len(re.findall(r"\bcell\b", sentence, flags=re.IGNORECASE)))
+def left_running(numbers: Sequence[int | None]) -> LeftRunning:
+    """The sentence and the count for the cells numbered *numbers* (``None``: no number)."""
+    return LeftRunning(left_running_sentence(numbers), len(numbers))
+
+
+def cells_left_running(event: Mapping[str, Any]) -> int:
+    """How many cells a ``session.completed`` event says its session left running (0: none),
+    read from its ``jaaep_cells`` extension."""
+    extensions = event.get("extensions")
+    ours = extensions.get(LEFT_RUNNING_PREFIX) if isinstance(extensions, Mapping) else None
+    count = ours.get("left_running") if isinstance(ours, Mapping) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else 0
 
 
 class CellRunFollower(Protocol):
@@ -130,8 +158,8 @@ class CellRunFollower(Protocol):
         in a session correlated with *started_by*, the session that left it running."""
         ...
 
-    def still_running_note(self, chat_id: str) -> str | None:
-        """The sentence a session ends with while its cells still run, or ``None``."""
+    def still_running_note(self, chat_id: str) -> LeftRunning | None:
+        """The cells a session leaves running as it ends (sentence and count), or ``None``."""
         ...
 
     def running(self, path: str | None) -> list[dict[str, Any]]:

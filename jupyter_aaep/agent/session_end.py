@@ -50,7 +50,8 @@ def completed(run: Run, *, note: str | None = None) -> SessionResult:
     used = _tool_phrase(run.tool_labels)
     unsaved = run.lost or (UNSAVED_NOTE if run.unsaved else None)
     done = _done_phrase(run.failed_labels, run.recovered_labels)
-    running = run.chat.still_running() if run.chat.still_running is not None else None
+    left = run.chat.still_running() if run.chat.still_running is not None else None
+    running = left.sentence if left is not None else None
     # Each step was heard as it happened: the normal ending does not list them again.
     normal = " ".join(part for part in (done, note, unsaved, running) if part)
     detailed = " ".join(part for part in (done, note, used, unsaved, running) if part)
@@ -70,6 +71,7 @@ def completed(run: Run, *, note: str | None = None) -> SessionResult:
             duration_ms=min(run.session.elapsed_ms(run.started_ms), 86_400_000),
             tool_invocations_count=len(run.tool_labels),
             output_summary=_clip(answer, 300) or None,
+            extensions=(left.extension(),) if left is not None else (),
         )
     )
     return SessionResult("completed", answer, len(run.tool_labels), event, run.usage)

@@ -9,10 +9,16 @@ them, and per value ``type`` (one of the JSON types, or a list of them), ``enum`
 ``anyOf`` (a list of schemas) and ``items`` (a schema). Other keywords (``description``,
 ``default``, ``minimum``, ``format``…) are allowed: the model reads them, the checker ignores
 them. Each problem is one sentence naming where it is.
+
+The answer is remembered per schema *content* (its canonical JSON): every session builds a
+fresh registry of the same tools, and the meta-schema check cost 19 ms a tool (0.36 s of each
+session's start with the built-in tools, measured by ``benchmarks/agent_speed.py``). A schema
+changed in place is a different key, so it is checked again.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 __all__ = ["schema_problem"]
@@ -23,6 +29,26 @@ MAX_DEPTH = 16
 
 def schema_problem(schema: Any) -> str | None:
     """A sentence saying what is wrong with *schema*, or ``None`` when it can be used."""
+    try:
+        key = json.dumps(schema, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):  # not plain JSON: checked each time
+        return _problem(schema)
+    if key in _checked:
+        return _checked[key]
+    problem = _problem(schema)
+    if json.loads(key) == schema:  # plain JSON values only (a tuple is not a list here)
+        if len(_checked) >= _REMEMBER:
+            _checked.pop(next(iter(_checked)))
+        _checked[key] = problem
+    return problem
+
+
+_REMEMBER = 1024
+_checked: dict[str, str | None] = {}
+"""Answers by the schema's canonical JSON, oldest first."""
+
+
+def _problem(schema: Any) -> str | None:
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return 'the input schema must be a JSON Schema object with "type": "object"'
     try:

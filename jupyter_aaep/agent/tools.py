@@ -187,6 +187,19 @@ class ToolSpec:
         (silence never applies a change; :meth:`ApprovalPolicy.default_decision`)."""
         return "reject"
 
+    def declaration(self) -> dict[str, Any]:
+        """Everything but the function, as JSON: how a kernel registers its tool with the server
+        (``PUT aaep/v1/kernel/tools/{name}``) and how the server lists it back."""
+        return {
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "risk_level": self.risk_level,
+            "irreversible": self.irreversible,
+            "require_confirmation": self.require_confirmation,
+            "read_only": self.read_only,
+            "label": self.label,
+        }
+
     def human_label(self) -> str:
         return self.label or self.name.replace("_", " ")
 

@@ -26,7 +26,7 @@ from ..agent.control import Applies, Guidance, RunControl, turn_limit
 from ..agent.grant_book import GrantBook
 from ..agent.loop import AgentConfig, AgentLoop
 from ..agent.run_state import SessionAgent, SessionResult
-from ..agent.services import AgentServices, SessionEdits
+from ..agent.services import AgentServices, LeftRunning, SessionEdits
 from ..agent.tools import ToolRegistry
 from ..agent.usage import Usage
 from ..errors import ChatBusy, InvalidInput, UnknownChat
@@ -281,6 +281,9 @@ class ChatRunner:
         if agent is not None:
             loop = agent
         else:
+            ready = getattr(self.client_factory, "ready", None)
+            if ready is not None:
+                await ready()  # an SDK import under way on another thread ends first (issue 31)
             loop = AgentLoop(
                 self.client_factory(),
                 self.registry_factory(chat),
@@ -305,7 +308,7 @@ class ChatRunner:
             await self.save_notebook(chat)
         return result
 
-    def _still_running(self, chat: Chat) -> Callable[[], str | None] | None:
+    def _still_running(self, chat: Chat) -> Callable[[], LeftRunning | None] | None:
         """What the chat's follower of long cell runs says at the end of a session, if any."""
         follower = self.services.long_runs
         if follower is None:
@@ -350,7 +353,7 @@ class ChatRunner:
         record: SessionEdits | None,
         *,
         usage: Usage | None = None,
-        still_running: Callable[[], str | None] | None = None,
+        still_running: Callable[[], LeftRunning | None] | None = None,
     ) -> ChatContext:
         """What a session of *chat* (the agent's, or an outside agent's burst) runs with."""
         return ChatContext(

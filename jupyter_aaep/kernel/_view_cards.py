@@ -10,7 +10,8 @@ import ipywidgets as widgets  # type: ignore[import-untyped]
 
 from ._view_approval import PANEL_ONLY, PANEL_ONLY_CLASS, ApprovalWidget
 from ._view_html import approve_name, pressed_name, reject_name, request_html, request_outcome_html
-from ._view_state import RequestItem, ViewState
+from ._view_items import RequestItem
+from ._view_state import ViewState
 
 __all__ = ["CardHost", "RequestCard", "set_html"]
 

@@ -13,15 +13,15 @@ from typing import Any
 
 from ._markdown import escape
 from ._view_citations import cited_html
-from ._view_state import (
+from ._view_items import (
     AnswerItem,
     NoticeItem,
     ProgressBar,
     RequestItem,
     StepItem,
-    ViewState,
     action_phrase,
 )
+from ._view_state import ViewState
 
 __all__ = [
     "answer_html",
@@ -48,12 +48,37 @@ _END = {
 }
 
 
+PLAN_RUN = "Run it, asking only for code the risk scan flags"
+PLAN_ELSEWHERE = (
+    "The other choices (run it asking before each step, keep planning with a comment, edit the "
+    "plan) are in the side panel."
+)
+
+
+def plan_of(event: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """A plan's summary and steps (plan mode's confirmation), or ``None`` for any other."""
+    extra = event.get("extra_context")
+    plan = extra.get("plan") if isinstance(extra, dict) else None
+    if not isinstance(plan, dict) or not isinstance(plan.get("summary"), str):
+        return None
+    steps = plan.get("steps")
+    listed = (
+        [s for s in steps if isinstance(s, str) and s.strip()] if isinstance(steps, list) else []
+    )
+    return plan["summary"], listed
+
+
 def approve_name(item: RequestItem) -> str:
-    """The Approve button's text, which is also its accessible name: "Approve running cell 3"."""
+    """The Approve button's text, which is also its accessible name: "Approve running cell 3";
+    for a plan its first choice (what a plain approval means)."""
+    if plan_of(item.event) is not None:
+        return PLAN_RUN
     return f"Approve {action_phrase(item.event)}"
 
 
 def reject_name(item: RequestItem) -> str:
+    if plan_of(item.event) is not None:
+        return "Reject the plan"
     return f"Reject {action_phrase(item.event)}"
 
 
@@ -198,8 +223,21 @@ def request_html(item: RequestItem) -> str:
     extra: dict[str, Any] = context_value if isinstance(context_value, dict) else {}
     risk = str(event.get("risk_level") or "low")
     irreversible = event.get("irreversible") is True or event.get("reversibility") == "irreversible"
+    plan = plan_of(event)
+    if plan is not None:
+        summary, steps = plan
+        count = f"{len(steps)} step{'s' if len(steps) != 1 else ''}"
+        head = [
+            f"<p><strong>Plan for your approval, {count}:</strong> {escape(summary)}</p>",
+            "<ol>" + "".join(f"<li>{escape(step)}</li>" for step in steps) + "</ol>",
+            f"<p>{escape(PLAN_ELSEWHERE)}</p>",
+        ]
+    else:
+        head = [
+            f"<p><strong>Approval needed:</strong> {escape(str(event.get('action', 'an action')))}</p>"
+        ]
     parts = [
-        f"<p><strong>Approval needed:</strong> {escape(str(event.get('action', 'an action')))}</p>",
+        *head,
         f"<p>Consequence: {escape(str(event.get('consequence', 'Not described.')))}</p>",
         f"<p>Risk: {escape(_RISK.get(risk, risk))}{' (cannot be undone)' if irreversible else ''}</p>",
     ]

@@ -210,9 +210,7 @@ class KernelClient:
 
     def put_tool(self, spec: Any) -> dict[str, Any]:
         """Register (or replace) a kernel tool: a :class:`ToolSpec` or its ``(name, payload)``."""
-        from .runtime import spec_payload
-
-        name, payload = (spec.name, spec_payload(spec)) if hasattr(spec, "func") else spec
+        name, payload = (spec.name, spec.declaration()) if hasattr(spec, "func") else spec
         return dict(self.request("PUT", "tools/" + quote(name, safe=""), payload) or {})
 
     def delete_tool(self, name: str) -> dict[str, Any]:

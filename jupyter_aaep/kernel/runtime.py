@@ -44,7 +44,6 @@ __all__ = [
     "register",
     "registered",
     "remove",
-    "spec_payload",
 ]
 
 MAX_RESULT_CHARS = 20_000
@@ -76,19 +75,6 @@ def get(name: str) -> ToolSpec | None:
 
 def registered() -> list[ToolSpec]:
     return list(_TOOLS.values())
-
-
-def spec_payload(spec: ToolSpec) -> dict[str, Any]:
-    """The body of ``PUT aaep/v1/kernel/tools/{name}``: everything but the function."""
-    return {
-        "description": spec.description,
-        "input_schema": spec.input_schema,
-        "risk_level": spec.risk_level,
-        "irreversible": spec.irreversible,
-        "require_confirmation": spec.require_confirmation,
-        "read_only": spec.read_only,
-        "label": spec.label,
-    }
 
 
 # -- server -> kernel calls ---------------------------------------------------------------------

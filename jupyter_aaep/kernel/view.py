@@ -50,16 +50,16 @@ from ..aaep.clock import SessionClock
 from ._view_approval import ApprovalWidget
 from ._view_cards import RequestCard, set_html
 from ._view_html import answer_html, header_html, notice_html, step_html
-from ._view_state import (
+from ._view_items import (
     AnswerItem,
     NoticeItem,
     RequestItem,
     StepItem,
-    ViewState,
     clarification_reply,
     confirmation_reply,
     core_name,
 )
+from ._view_state import ViewState
 
 __all__ = ["CAPABILITIES", "RECENT", "LiveView", "subscription_request"]
 

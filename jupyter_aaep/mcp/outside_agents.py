@@ -25,13 +25,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from ..aaep.events import (
-    SessionCancelled,
-    SessionCompleted,
-    SessionErrored,
     SessionStarted,
     Summary,
 )
@@ -44,52 +41,25 @@ from ..agent.usage import Usage
 from ..chats.chat import Chat
 from ..chats.runner import ChatRunner
 from ..errors import ToolError
-from ..words import plural
+from ._bursts import (
+    END,
+    Burst,
+    OutsideCall,
+    ToolUse,
+    cancelled,
+    completed,
+    error_block,
+    errored,
+    fail_waiting,
+    withdrawn,
+)
 
 log = logging.getLogger(__name__)
 
 HostedCalls = Callable[[str, str, dict[str, Any], str], Awaitable[dict[str, Any]]]
 """Runs one call (notebook path, tool, arguments, call id) where its host says; its result block."""
 
-__all__ = ["HostedCalls", "OutsideAgents", "OutsideCall"]
-
-
-@dataclass
-class _Use:
-    """A ``tool_use`` block as the dispatcher reads it."""
-
-    id: str
-    name: str
-    input: dict[str, Any]
-    type: str = "tool_use"
-
-
-@dataclass
-class OutsideCall:
-    """One queued call and where its result goes."""
-
-    use: _Use
-    done: asyncio.Future[dict[str, Any]] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future()
-    )
-    task: asyncio.Task[list[dict[str, Any]]] | None = None
-
-
-@dataclass
-class _Burst:
-    chat: Chat
-    client_key: str
-    client_name: str
-    session: Session
-    owner: str = ""
-    """Whose agent it is (``credential:<id>`` or ``client:<name>``): the same owner takes over."""
-    in_flight: int = 0
-    """Calls sent and not yet answered (queued, waiting for a person, or running)."""
-    queue: asyncio.Queue[OutsideCall] = field(default_factory=asyncio.Queue)
-    last_activity: float = field(default_factory=time.monotonic)
-    ending: bool = False
-    closing: bool = False
-    """It takes no more calls: idle long enough, left, stopped or failed; its session is ending."""
+__all__ = ["HostedCalls", "OutsideAgents"]
 
 
 class OutsideAgents:
@@ -119,7 +89,7 @@ class OutsideAgents:
         self.registry_factory = registry_factory
         self.attach_chat = attach_chat
         self.idle_seconds = idle_seconds
-        self._bursts: dict[str, _Burst] = {}
+        self._bursts: dict[str, Burst] = {}
         """Open bursts by chat id."""
         self._counter = 0
         self.hosts: dict[str, HostedCalls] = {}
@@ -167,7 +137,7 @@ class OutsideAgents:
         )
         burst.in_flight += 1  # before any await: a takeover never ends a burst with a call in it
         self._counter += 1
-        item = OutsideCall(_Use(id=f"toolu_mcp_{self._counter:06d}", name=tool, input=arguments))
+        item = OutsideCall(ToolUse(id=f"toolu_mcp_{self._counter:06d}", name=tool, input=arguments))
         burst.last_activity = time.monotonic()
         await burst.queue.put(item)
         watcher = (
@@ -191,7 +161,7 @@ class OutsideAgents:
         for burst in list(self._bursts.values()):
             if burst.client_key == client_key:
                 burst.ending = True
-                burst.queue.put_nowait(_END)
+                burst.queue.put_nowait(END)
 
     def revoked(self, credential_id: str) -> None:
         """A credential was revoked: its bursts end once their calls are done (its next call is
@@ -199,7 +169,7 @@ class OutsideAgents:
         for burst in list(self._bursts.values()):
             if burst.owner == f"credential:{credential_id}":
                 burst.ending = True
-                burst.queue.put_nowait(_END)
+                burst.queue.put_nowait(END)
 
     def working(self, notebook_path: str) -> str | None:
         """Who is working on that notebook through MCP now, if anyone."""
@@ -220,7 +190,7 @@ class OutsideAgents:
 
     # -- bursts ----------------------------------------------------------------------------
     @staticmethod
-    def _idle(burst: _Burst) -> bool:
+    def _idle(burst: Burst) -> bool:
         """No call in flight, none waiting for a person, not paused by them: safe to end now."""
         return (
             burst.in_flight == 0
@@ -228,7 +198,7 @@ class OutsideAgents:
             and not burst.chat.control.paused
         )
 
-    async def _burst_for(self, chat: Chat, client_key: str, client_name: str, owner: str) -> _Burst:
+    async def _burst_for(self, chat: Chat, client_key: str, client_name: str, owner: str) -> Burst:
         burst = self._bursts.get(chat.chat_id)
         task = chat.task
         same_agent = burst is not None and (burst.client_key == client_key or burst.owner == owner)
@@ -249,7 +219,7 @@ class OutsideAgents:
             # someone else's.
             if not (burst.closing or burst.ending):
                 burst.ending = True
-                burst.queue.put_nowait(_END)
+                burst.queue.put_nowait(END)
             await asyncio.wait([task])
             self._released(burst, task)
             burst = self._bursts.get(chat.chat_id)
@@ -276,7 +246,7 @@ class OutsideAgents:
         # The outside agent speaks through this server; its model is its own business (not known here).
         producer = replace(self.runner.producer, agent_name=client_name, model="outside-agent")
         session = Session(chat.emitter, producer, actor=client_name)
-        burst = _Burst(
+        burst = Burst(
             chat=chat, client_key=client_key, client_name=client_name, session=session, owner=owner
         )
         chat.session = session
@@ -289,7 +259,7 @@ class OutsideAgents:
         started.add_done_callback(lambda _: self._released(burst, started))
         return burst
 
-    async def _serve(self, burst: _Burst) -> SessionResult:
+    async def _serve(self, burst: Burst) -> SessionResult:
         chat, session, runner = burst.chat, burst.session, self.runner
         where = chat.notebook_path or "this notebook"
         registry = self.registry_factory(chat)
@@ -340,22 +310,22 @@ class OutsideAgents:
                 steps.extend(dispatcher.completed_labels)
                 dispatcher.completed_labels.clear()
                 if item.task.cancelled():
-                    self._withdrawn(burst)
+                    withdrawn(burst)
                     continue
                 results = item.task.result()
                 if session.state == "calling_tool":  # its own model decides what comes next
                     session.change_state("thinking")
                 if not item.done.done():
                     item.done.set_result(
-                        results[0] if results else _error("The call produced no result.")
+                        results[0] if results else error_block("The call produced no result.")
                     )
                 burst.last_activity = time.monotonic()
         except asyncio.CancelledError:
             if current is not None and current.task is not None:
                 current.task.cancel()
                 await asyncio.wait([current.task])
-            self._cancelled(burst, steps)
-            self._fail_waiting(
+            cancelled(burst, steps)
+            fail_waiting(
                 burst,
                 current,
                 "The person watching the notebook stopped {who}; this step did not "
@@ -364,8 +334,8 @@ class OutsideAgents:
             raise
         except Exception as error:  # keep the chat usable and the client answered whatever broke
             log.exception("an outside agent's session failed")
-            self._errored(burst, error)
-            self._fail_waiting(
+            errored(burst, error)
+            fail_waiting(
                 burst,
                 current,
                 "This step failed in the Jupyter server ({error}); the person "
@@ -379,10 +349,10 @@ class OutsideAgents:
             runner.end_record(chat)
             runner._ended(chat, session)
         saved = await runner.save_notebook(chat)
-        event = self._completed(burst, steps, started, saved)
+        event = completed(burst, steps, started, saved)
         return SessionResult("completed", "", len(steps), event, Usage())
 
-    async def _next(self, burst: _Burst) -> OutsideCall | None:
+    async def _next(self, burst: Burst) -> OutsideCall | None:
         """The next call, or ``None`` when the client has been idle long enough or left."""
         while True:
             left = self.idle_seconds - (time.monotonic() - burst.last_activity)
@@ -392,12 +362,12 @@ class OutsideAgents:
                 item = await asyncio.wait_for(burst.queue.get(), timeout=max(left, 0.01))
             except asyncio.TimeoutError:
                 continue
-            if item is _END:
+            if item is END:
                 continue
             return item
 
     async def _watch(
-        self, burst: _Burst, item: OutsideCall, on_waiting: Callable[[str], Awaitable[None]]
+        self, burst: Burst, item: OutsideCall, on_waiting: Callable[[str], Awaitable[None]]
     ) -> None:
         """While the call waits for a person (or a pause), tell the client now and then."""
         while not item.done.done():
@@ -412,99 +382,10 @@ class OutsideAgents:
                     "Paused by the person watching the notebook; it will go on when they resume."
                 )
 
-    def _released(self, burst: _Burst, task: asyncio.Task[Any]) -> None:
+    def _released(self, burst: Burst, task: asyncio.Task[Any]) -> None:
         """Its task is over (its last save included): the notebook is free for others."""
         chat = burst.chat
         if self._bursts.get(chat.chat_id) is burst:
             del self._bursts[chat.chat_id]
         if chat.task is task:
             chat.held_by = None
-
-    # -- endings ---------------------------------------------------------------------------
-    def _withdrawn(self, burst: _Burst) -> None:
-        session = burst.session
-        if session.state == "awaiting_input" and not session.closed:
-            session.change_state(
-                "thinking",
-                Summary(
-                    normal=f"{burst.client_name} withdrew its request; nothing ran.",
-                    terse="Withdrawn.",
-                ),
-            )
-
-    def _completed(
-        self, burst: _Burst, steps: list[str], started: int, saved: bool
-    ) -> dict[str, Any]:
-        count = len(steps)
-        did = plural(count, "step") if count else "no steps"
-        unsaved = "" if saved else " Its changes may not be saved to disk yet."
-        listed = f" ({', '.join(dict.fromkeys(steps))})" if steps else ""
-        return burst.session.emit(
-            SessionCompleted(
-                summary=Summary(
-                    normal=f"{burst.client_name} finished: {did}.{unsaved}",
-                    terse="Done.",
-                    detailed=f"{burst.client_name} finished working on {burst.chat.notebook_path}: "
-                    f"{did}{listed}.{unsaved}",
-                ),
-                duration_ms=min(burst.session.elapsed_ms(started), 86_400_000),
-                tool_invocations_count=count,
-            )
-        )
-
-    def _cancelled(self, burst: _Burst, steps: list[str]) -> None:
-        control, session = burst.chat.control, burst.session
-        if session.closed:
-            return
-        who = "You stopped" if control.cancelled_by == "user" else "The server stopped"
-        session.emit(
-            SessionCancelled(
-                cancelled_by=control.cancelled_by,
-                cancellation_reason=control.reason,
-                summary=Summary(
-                    normal=f"{who} {burst.client_name}. Nothing else it asks for will run. Changes made so far are kept.",
-                    terse="Stopped.",
-                    detailed=f"{who} {burst.client_name} after {len(steps)} steps. Its next calls are refused "
-                    "until the stop is over; changes made so far are kept (Undo reverts them).",
-                ),
-            )
-        )
-
-    def _errored(self, burst: _Burst, error: Exception) -> None:
-        session = burst.session
-        if session.closed or not session.started:
-            return
-        session.emit(
-            SessionErrored(
-                error_category="unknown",
-                error_code="OUTSIDE_AGENT_FAILED",
-                recoverable=False,  # nothing here continues it (Continue is the agent's own)
-                remediation_hint="Its next call starts again; the server log has the details.",
-                summary=Summary(
-                    normal=f"{burst.client_name}'s work stopped on an error in the server: "
-                    f"{type(error).__name__}. Its next step starts again.",
-                    terse="Error.",
-                ),
-            )
-        )
-
-    def _fail_waiting(
-        self, burst: _Burst, current: OutsideCall | None, text: str, error: Exception | None = None
-    ) -> None:
-        stopped = _error(
-            text.format(who=burst.client_name, error=type(error).__name__ if error else "")
-        )
-        if current is not None and not current.done.done():
-            current.done.set_result(stopped)
-        while not burst.queue.empty():
-            item = burst.queue.get_nowait()
-            if item is not _END and not item.done.done():
-                item.done.set_result(stopped)
-
-
-_END: Any = OutsideCall.__new__(OutsideCall)
-"""Put in a burst's queue to wake it when its client leaves."""
-
-
-def _error(text: str) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": "", "content": text, "is_error": True}

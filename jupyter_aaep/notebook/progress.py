@@ -60,6 +60,20 @@ class ProgressReading:
     """Counts bars: a second loop with another total starts stage 2."""
 
 
+def reading_fields(reading: ProgressReading | None) -> dict[str, Any]:
+    """A reading as the JSON of "How far along?" and the progress bar (rounded; ``None``
+    where nothing is known), the same for a cell the agent runs and one the person runs."""
+    if reading is None:
+        return dict.fromkeys(("percent", "current", "total", "eta_seconds", "description"))
+    return {
+        "percent": None if reading.percent is None else round(reading.percent, 1),
+        "current": reading.current,
+        "total": reading.total,
+        "eta_seconds": None if reading.eta_seconds is None else round(reading.eta_seconds),
+        "description": reading.description,
+    }
+
+
 def _number(text: str) -> float:
     scale = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}.get(text[-1:], 1.0)
     return float(text.rstrip("kMGT")) * scale

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..words import duration_words
-from .progress import ProgressTracker
+from .progress import ProgressTracker, reading_fields
 from .progress_pacing import Beat, ProgressPacer, progress_phrase, value_text
 
 if TYPE_CHECKING:
@@ -104,15 +104,7 @@ class RunningCell:
             "running": not self.done,
             "waiting_for_kernel": self.started_at is None,
             "elapsed_seconds": round(self.elapsed(), 1),
-            "percent": None
-            if reading is None or reading.percent is None
-            else round(reading.percent, 1),
-            "current": None if reading is None else reading.current,
-            "total": None if reading is None else reading.total,
-            "eta_seconds": None
-            if reading is None or reading.eta_seconds is None
-            else round(reading.eta_seconds),
-            "description": None if reading is None else reading.description,
+            **reading_fields(reading),
             "value_text": self.value_text(),
             "sentence": self.status_sentence(),
             "last_output": self.last_output(),

@@ -21,7 +21,7 @@ from jupyter_server.utils import ensure_async
 from tornado import web
 
 from ._cell_writer import LiveCellWriter
-from ._memory import BIG_OUTPUT_CHARS, TRIM_AFTER_SECONDS, give_back_freed_memory, output_chars
+from ._memory import BIG_OUTPUT_CHARS, output_chars, release_later
 from ._sessions import KernelInfo, NotebookKernels
 from ._text_edits import version_tag
 from .documents import LiveNotebook, NotebookDocuments, normalize_path
@@ -267,9 +267,9 @@ class NotebookService:
                 started=started,
             )
             if output_chars(result.outputs) >= BIG_OUTPUT_CHARS:
-                # Once the run's messages and strings are freed, and what the tool and the
-                # listeners made of its outputs too (a few seconds later).
-                asyncio.get_running_loop().call_later(TRIM_AFTER_SECONDS, give_back_freed_memory)
+                # Once the run is reported, our kept copy of its outputs is cut and the freed
+                # memory given back (the notebook keeps the whole output).
+                release_later(result.outputs, lambda: run.reported)
             return CellRun(
                 cell_id, number, source, kernel, result, cell_deleted=writer.cell_missing
             )

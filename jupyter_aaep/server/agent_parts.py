@@ -8,15 +8,17 @@ every user; their modules (the Anthropic and MCP SDKs among them) are loaded by 
 Now the server's start keeps only what must hold from the first second (the model credentials
 kept from kernels, kernels' own credentials, the traitlets), and :class:`AgentParts` is built
 by :func:`build_parts` when the first agent request needs it (the panel's first call, a kernel's
-``%aaep``, an outside agent's MCP call); the Anthropic SDK comes with the first model request
-(importing it in a background thread ahead of that was tried: the SDK is not safe to import in
-one thread while another starts using it, and a session's request went out malformed);
+``%aaep``, an outside agent's MCP call); starting them begins the Anthropic SDK's import on a
+worker thread, which every model client waits for (``model_client.ClientFactory.preload``), and
+the user's MCP tool servers (and the MCP SDK, which shares modules with it) start once that
+import has ended, so no two threads import the same modules at once;
 outside agents' MCP endpoint (and the MCP SDK) waits for the first MCP request. Closing is per part, each step on its own, so a failure in one never skips
 the others.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -33,9 +35,9 @@ if TYPE_CHECKING:
     from ..mcp.http_endpoint import MCPEndpoint
     from ..store.chat_store import ChatStore
     from ..tools.mcp_tools import MCPServers
-    from .app import AAEPExtension
     from .chat_roots import RenameFollower
     from .long_runs import LongRunNews
+    from .server_options import ServerOptions
     from .service import AAEPService
     from .streams import StreamHub
     from .toolbox import Toolbox
@@ -60,6 +62,7 @@ class AgentParts:
     acp: AcpHost | None = None
     """The coding agents chats chose over ACP, and their processes."""
     started: bool = False
+    _after_sdk: asyncio.Future[None] | None = None
 
     def endpoint(self) -> MCPEndpoint:
         """Outside agents' MCP endpoint, built by its first request (it starts itself then)."""
@@ -75,10 +78,27 @@ class AgentParts:
         self.started = True
         if self.long_runs is not None:
             self.long_runs.start()
+        clients = self.runner.client_factory
+        preload, ready = getattr(clients, "preload", None), getattr(clients, "ready", None)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            preload = None
+        if preload is not None:
+            preload()
+        if ready is None or not getattr(clients, "loading", False):
+            self.mcp_servers.start()
+            return
+        self._after_sdk = asyncio.ensure_future(self._start_mcp_servers(ready))
+
+    async def _start_mcp_servers(self, sdk_ready: Callable[[], Awaitable[None]]) -> None:
+        await sdk_ready()
         self.mcp_servers.start()
 
     async def close(self, step: Callable[[str, Callable[[], Any]], Awaitable[None]]) -> None:
         """Stop every part, each through *step* (which runs it and logs a failure in a sentence)."""
+        if self._after_sdk is not None:
+            self._after_sdk.cancel()  # a stop before the SDK loaded starts no tool server
         if self.long_runs is not None:
             await step("stop following long cell runs", self.long_runs.close)
         if self.mcp_endpoint is not None:
@@ -95,7 +115,7 @@ class AgentParts:
         await step("close the tools", self.toolbox.close)
 
 
-def build_parts(ext: AAEPExtension) -> AgentParts:
+def build_parts(ext: ServerOptions) -> AgentParts:
     """Build the parts from *ext*'s settings (imports the agent's modules on this first call)."""
     from .._version import __version__
     from ..aaep.broker import ReplyBroker
@@ -127,7 +147,7 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
         prices=PriceTable(ext.model_prices),
         budget_usd=ext.chat_budget_usd or None,
     )
-    store = ext.open_store()
+    store = ext.chat_store()
     toolbox = Toolbox(log=ext.log)
     toolbox.load(server, ext.extra_tools)
     if ext.rules_files:
@@ -174,7 +194,7 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
     renames = None
     if store is not None:
         # A chat belongs to one notebook under this server's root (chat_roots.py).
-        root = server_root(ext.serverapp)
+        root = server_root(ext.server)
         persistence = ChatPersistence(
             store,
             file_id=per_root_file_id(server.web_app.settings),
@@ -186,7 +206,7 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
         note = persistence.unrooted_note()
         if note:
             ext.log.info(note)
-        renames = RenameFollower(ext.serverapp, runner.notebook_moved)
+        renames = RenameFollower(ext.server, runner.notebook_moved)
     runner.grants = _grant_book(ext, store)
     base_url = server.base_url
     service = AAEPService(
@@ -217,7 +237,7 @@ def build_parts(ext: AAEPExtension) -> AgentParts:
     return parts
 
 
-def _acp_host(ext: AAEPExtension, parts: AgentParts) -> AcpHost:
+def _acp_host(ext: ServerOptions, parts: AgentParts) -> AcpHost:
     """The chats' ACP agents; their notebook calls reach our MCP endpoint with a credential of
     their own, minted per ACP session and revoked when it ends."""
     import os
@@ -259,7 +279,7 @@ def _acp_host(ext: AAEPExtension, parts: AgentParts) -> AcpHost:
     return AcpHost(
         parts.runner,
         AgentCatalog(jupyter_config_path()),
-        root=server_root(ext.serverapp) or os.path.abspath(ext.server.root_dir),
+        root=server_root(ext.server) or os.path.abspath(ext.server.root_dir),
         choices_path=choices,
         registry_for=parts.toolbox.registry_for,
         mcp=hooks,
@@ -267,7 +287,7 @@ def _acp_host(ext: AAEPExtension, parts: AgentParts) -> AcpHost:
     )
 
 
-def _grant_book(ext: AAEPExtension, store: ChatStore | None) -> GrantBook:
+def _grant_book(ext: ServerOptions, store: ChatStore | None) -> GrantBook:
     """The person's standing permissions: chat and notebook ones in the chat store, 'always'
     ones in the user's config folder (``{jupyter config dir}/aaep/permissions.json``)."""
     from pathlib import Path
@@ -285,7 +305,7 @@ def _grant_book(ext: AAEPExtension, store: ChatStore | None) -> GrantBook:
     )
 
 
-def _rule_files(ext: AAEPExtension) -> RuleFiles:
+def _rule_files(ext: ServerOptions) -> RuleFiles:
     """The rules files of this server's root and the user's own (agent/rules.py)."""
     from pathlib import Path
 
@@ -293,20 +313,20 @@ def _rule_files(ext: AAEPExtension) -> RuleFiles:
 
     from ..agent.rules import RuleFiles
 
-    root = Path(getattr(ext.serverapp, "root_dir", None) or ".").expanduser().resolve()
+    root = Path(getattr(ext.server, "root_dir", None) or ".").expanduser().resolve()
     return RuleFiles(root, user_dir=Path(jupyter_config_dir()) / "aaep" / "rules")
 
 
-def _plan_files(ext: AAEPExtension) -> PlanFiles:
+def _plan_files(ext: ServerOptions) -> PlanFiles:
     """Plan mode's plans, under a hidden folder of this server's root (agent/plan.py)."""
     from pathlib import Path
 
     from ..agent.plan import PlanFiles
 
-    return PlanFiles(Path(getattr(ext.serverapp, "root_dir", None) or ".").expanduser().resolve())
+    return PlanFiles(Path(getattr(ext.server, "root_dir", None) or ".").expanduser().resolve())
 
 
-def _mcp_servers(ext: AAEPExtension, toolbox: Toolbox) -> MCPServers:
+def _mcp_servers(ext: ServerOptions, toolbox: Toolbox) -> MCPServers:
     """The user's MCP servers, read now and started with the parts."""
     from pathlib import Path
 
@@ -337,7 +357,7 @@ def _mcp_servers(ext: AAEPExtension, toolbox: Toolbox) -> MCPServers:
 
 
 def _mcp_endpoint(
-    ext: AAEPExtension, runner: ChatRunner, toolbox: Toolbox, hub: StreamHub
+    ext: ServerOptions, runner: ChatRunner, toolbox: Toolbox, hub: StreamHub
 ) -> MCPEndpoint:
     """Outside agents' MCP endpoint (its session manager starts on its first request)."""
     from jupyter_server.utils import ensure_async

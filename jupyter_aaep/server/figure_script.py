@@ -9,6 +9,7 @@ on this server.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,8 @@ from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
-from .base import AUTH_RESOURCE
+from ..mcp.credentials import MCP_ONLY
+from .base import AUTH_RESOURCE, carries_outside_credential
 
 __all__ = ["FigureScriptHandler", "maidr_script"]
 
@@ -57,6 +59,14 @@ class FigureScriptHandler(ExtensionHandlerMixin, JupyterHandler):
     def initialize(self, name: str, **kwargs: Any) -> None:
         kwargs.pop("service", None)  # the routes' common arguments; a file needs no service
         super().initialize(name, **kwargs)
+
+    async def prepare(self) -> None:  # type: ignore[override]  # as JupyterHandler.prepare
+        if carries_outside_credential(self):  # refused as on every AAEP route, in the same words
+            self.set_status(403)
+            self.set_header("Content-Type", "application/json; charset=utf-8")
+            self.finish(json.dumps({"message": MCP_ONLY}))
+            return
+        await super().prepare()
 
     @web.authenticated
     @authorized

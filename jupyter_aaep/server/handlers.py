@@ -22,6 +22,7 @@ from tornado import web
 from ..aaep.manifest import build_manifest
 from ..agent.citations import CITATIONS_CONTEXT
 from ..agent.grant_gate import PERMISSION_CONTEXT
+from ..agent.services import LEFT_RUNNING_CONTEXT
 from ..errors import RequestError
 from .base import AAEPHandler, ServiceSource
 from .long_runs import how_far_along
@@ -62,6 +63,16 @@ class ChatHandler(AAEPHandler):
     async def get(self, chat_id: str) -> None:
         view = self.service.chat_view(chat_id)
         self.finish(json.dumps(view))
+
+
+class UsageHandler(AAEPHandler):
+    """``GET /aaep/v1/chats/{chat_id}/usage``: the usage, ``can_continue``, ``undoable_sessions``
+    and ``title``: what the panel reads again when a session ends, without the transcript."""
+
+    @web.authenticated
+    @authorized
+    async def get(self, chat_id: str) -> None:
+        self.finish(json.dumps(self.service.chat_usage(chat_id)))
 
 
 class RequestHandler(AAEPHandler):
@@ -130,7 +141,7 @@ class ManifestHandler(AAEPHandler):
                 "chat_websocket": self.service.url_for("chats/{chat_id}/ws"),
             },
             max_concurrent_subscriptions=hub.max_streams,
-            extensions=(CITATIONS_CONTEXT, PERMISSION_CONTEXT),
+            extensions=(CITATIONS_CONTEXT, PERMISSION_CONTEXT, LEFT_RUNNING_CONTEXT),
         )
         self.finish(json.dumps(manifest))
 
@@ -381,6 +392,7 @@ def handler_routes(
         (rf"aaep/v1/chats/{_ANY_CHAT}/ws", ChatSocketHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/variables", VariablesHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/progress", ProgressHandler, common),
+        (rf"aaep/v1/chats/{_ANY_CHAT}/usage", UsageHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/accessibility", AccessibilityHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/requests/(?P<request_id>[^/]+)", RequestHandler, common),
         (rf"aaep/v1/chats/{_ANY_CHAT}/sessions/(?P<session_id>[^/]+)/steps", StepsHandler, common),

@@ -38,12 +38,12 @@ from ..aaep.events import (
     Summary,
 )
 from ..aaep.session import Producer, Session
-from ..agent.services import left_running_sentence
+from ..agent.services import LeftRunning, left_running
 from ..chats.runner import ChatRunner
 from ..errors import AAEPError
 from ..notebook.errors import ExecutionTimeout, KernelDied
 from ..notebook.kernel_watch import KernelWatch, PersonRun
-from ..notebook.progress import ProgressReading
+from ..notebook.progress import ProgressReading, reading_fields
 from ..notebook.progress_pacing import (
     Beat,
     ProgressPacer,
@@ -132,8 +132,8 @@ class LongRunNews:
         self._followed[run] = story
         self._spawn(self._follow(run, story))
 
-    def still_running_note(self, chat_id: str) -> str | None:
-        """The agent's last words when its session ends while its cells run."""
+    def still_running_note(self, chat_id: str) -> LeftRunning | None:
+        """The agent's last words when its session ends while its cells run, with their count."""
         cells = [
             run
             for run, story in self._followed.items()
@@ -141,7 +141,7 @@ class LongRunNews:
         ]
         if not cells:
             return None
-        return left_running_sentence([run.number for run in cells])
+        return left_running([run.number for run in cells])
 
     def running(self, path: str | None) -> list[dict[str, Any]]:
         """What "How far along?" says: every cell running in the notebook, agent's or person's."""
@@ -341,15 +341,7 @@ class LongRunNews:
             "running": True,
             "waiting_for_kernel": False,
             "elapsed_seconds": round(run.elapsed(), 1),
-            "percent": None
-            if reading is None or reading.percent is None
-            else round(reading.percent, 1),
-            "current": None if reading is None else reading.current,
-            "total": None if reading is None else reading.total,
-            "eta_seconds": None
-            if reading is None or reading.eta_seconds is None
-            else round(reading.eta_seconds),
-            "description": None if reading is None else reading.description,
+            **reading_fields(reading),
             "value_text": value_text(reading, run.elapsed()),
             "sentence": f"{name} is still running ({inside}).",
             "last_output": run.tracker.last_line,

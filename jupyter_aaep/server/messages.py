@@ -11,7 +11,8 @@ or field name. Surrogates are refused rather than repaired: the client sent text
 Unicode, and only it knows what it meant. Each kind's own fields are checked next, against
 its spec in :mod:`.validation`.
 
-One answer shape, whatever the transport: a message of one of our own :data:`KINDS` is
+One answer shape, whatever the transport: a message of one of our own kinds
+(:data:`.message_kinds.KINDS`, where :func:`~.message_kinds.classify` tells it from AAEP's) is
 answered by a JSON object whose ``kind`` is ``"<kind>.accepted"`` (:func:`accepted`), or by an
 error carrying a sentence (``{"message": …}`` over HTTP, ``{"kind": "error", "status", "message"}``
 on the socket). A message may carry a ``request_id`` (:func:`take_request_id`), which its answer
@@ -34,15 +35,6 @@ from ..errors import RequestError
 MAX_MESSAGE_BYTES = 1 << 20
 """Largest body or frame accepted (1 MiB); AAEP asks for at least 64 KiB."""
 
-KINDS = (
-    "user_input",
-    "guidance",
-    "control",
-    "approval_mode",
-    "model",
-    "agent",
-    "figure_alt_text",
-)
 REPLY_TYPES = ("confirmation.reply", "clarification.reply")
 SUBSCRIPTION_TYPES = ("subscription.request", "subscription.renegotiate", "subscription.close")
 CONTROL_ACTIONS = ("stop", "pause", "resume", "continue", "revert")
@@ -143,33 +135,6 @@ def surrogate_path(value: Any) -> str | None:
         elif isinstance(item, list):
             pending.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
     return None
-
-
-def classify(message: dict[str, Any]) -> str:
-    """The message's ``kind`` or ``type``; ``RequestError`` when it is neither or unknown."""
-    kind, message_type = message.get("kind"), message.get("type")
-    if kind is not None and message_type is not None:
-        raise RequestError(400, "A message has either a kind or a type, not both.")
-    if kind is not None:
-        if kind not in KINDS:
-            raise RequestError(
-                400, f"Unknown message kind {kind!r}; use one of: {', '.join(KINDS)}."
-            )
-        return str(kind)
-    if message_type is not None:
-        if message_type in REPLY_TYPES or message_type in SUBSCRIPTION_TYPES:
-            return str(message_type)
-        if "@context" in message:
-            raise RequestError(
-                400, "This endpoint belongs to the producer; it does not accept AAEP events."
-            )
-        known = ", ".join((*REPLY_TYPES, *SUBSCRIPTION_TYPES))
-        raise RequestError(400, f"Unknown message type {message_type!r}; use one of: {known}.")
-    raise RequestError(
-        400,
-        f"Say what the message is with kind ({', '.join(KINDS)}) or type "
-        f"({', '.join((*REPLY_TYPES, *SUBSCRIPTION_TYPES))}), e.g. {EXAMPLE}.",
-    )
 
 
 def only_fields(message: dict[str, Any], allowed: set[str], *, what: str) -> None:

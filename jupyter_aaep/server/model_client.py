@@ -15,6 +15,13 @@ while the values are briefly put back (one synchronous call, so no other corouti
 server's loop can start a process meanwhile), which lets the SDK resolve them exactly as it
 always does. ``AAEPExtension.kernels_inherit_model_credentials`` turns this off.
 
+The SDK's import (about 1 s of CPU, 20 s with ten users starting at once on two cores) is started
+ahead on a worker thread when the agent is first used (:meth:`ClientFactory.preload`: the panel
+opening, not the server's start, so a server nobody asks keeps its memory), and every user of a
+client awaits :meth:`ClientFactory.ready` first: no client is built, and the SDK is not touched on
+the server's thread, until that import has ended. (An earlier attempt imported in a thread without
+that wait, and a session's first request went out malformed.)
+
 Without any credentials the client is still created (``api_key=None``): the first model call
 then fails inside the loop, which ends the session with a ``session.errored`` event
 (``MODEL_API_KEY_MISSING``) telling the user how to fix it, instead of an HTTP 500.
@@ -22,7 +29,13 @@ then fails inside the loop, which ends the session with a ``session.errored`` ev
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import importlib
+import logging
 import os
+import sys
+import threading
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -31,6 +44,8 @@ from ..aaep.redaction import remember_secret
 
 if TYPE_CHECKING:
     import anthropic
+
+log = logging.getLogger(__name__)
 
 WITHHELD = (
     "ANTHROPIC_API_KEY",
@@ -137,6 +152,43 @@ class ClientFactory:
         self._client: anthropic.AsyncAnthropic | None = None
         self._fingerprint: tuple[str | None, ...] | None = None
         self._retired: list[anthropic.AsyncAnthropic] = []
+        self._sdk: concurrent.futures.Future[None] | None = None
+
+    def preload(self) -> None:
+        """Start importing the SDK on a worker thread (once), so the first message does not
+        wait for it; the server's thread goes on answering meanwhile."""
+        if self._sdk is not None or "anthropic" in sys.modules:
+            return
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def load() -> None:
+            try:
+                importlib.import_module("anthropic")
+            except BaseException as error:  # noqa: BLE001 - the first client raises it again
+                log.debug("loading the Anthropic SDK ahead of the first request failed: %s", error)
+                future.set_exception(error)
+            else:
+                future.set_result(None)
+
+        self._sdk = future
+        threading.Thread(target=load, name="aaep-sdk-import", daemon=True).start()
+
+    @property
+    def loading(self) -> bool:
+        """An import :meth:`preload` started is still under way."""
+        return self._sdk is not None and not self._sdk.done()
+
+    async def ready(self) -> None:
+        """Wait, without holding up the server, until an import :meth:`preload` started has
+        ended (at once when none is under way). A failed import is left to the client, which
+        imports the SDK again and says what is wrong."""
+        future = self._sdk
+        if future is None or future.done():
+            return
+        try:
+            await asyncio.wrap_future(future)
+        except Exception:  # noqa: BLE001 - reported by the import in __call__
+            return
 
     def __call__(self) -> anthropic.AsyncAnthropic:
         import anthropic  # the SDK loads with the first client, not with the server (issue 31)

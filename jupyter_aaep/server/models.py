@@ -112,6 +112,9 @@ class ModelCatalog:
             try:
                 # The client is built (the SDK imported, on a lazy start) before the clock
                 # starts: only the endpoint's answer is timed.
+                ready = getattr(self.client_factory, "ready", None)
+                if ready is not None:
+                    await ready()  # an SDK import under way on another thread ends first
                 client = self.client_factory()
                 found = await asyncio.wait_for(self._from_api(client), self.timeout)
             except Exception as error:  # noqa: BLE001 - any failure: the configured list, and why

@@ -2,8 +2,8 @@
 
 ``jupyter server --help-all`` only describes the server's own classes, never an extension's,
 so the options of :class:`~jupyter_aaep.server.app.AAEPExtension` would otherwise be found
-only in the source. This prints each of them (the traitlets declared on the extension itself,
-not the ones every Jupyter application inherits) with its type, help and default, either in
+only in the source. This prints each of them (the traitlets of its option classes, not the
+ones every Jupyter application inherits) with its type, help and default, either in
 the command-line form or, with ``--config``, as a commented ``jupyter_server_config.py``
 section to copy from.
 """
@@ -18,6 +18,7 @@ from typing import Any
 from traitlets import TraitType
 
 from .app import AAEPExtension
+from .server_options import ServerOptions
 
 __all__ = ["config_text", "help_text", "main", "own_options"]
 
@@ -30,8 +31,8 @@ _HOW_TO_SET = (
 
 
 def own_options() -> list[tuple[str, TraitType[Any, Any]]]:
-    """The configurable traitlets declared on ``AAEPExtension`` itself, by name."""
-    return sorted(AAEPExtension.class_own_traits(config=True).items())
+    """The extension's own configurable traitlets (declared in its option classes), by name."""
+    return sorted(ServerOptions.class_traits(config=True).items())
 
 
 def _computed_defaults() -> dict[str, str]:

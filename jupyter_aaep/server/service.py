@@ -28,34 +28,25 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..aaep.broker import PendingRequest, ReplyOrigin, short_token
+from ..aaep.broker import PendingRequest, short_token
 from ..aaep.emitter import Event
 from ..aaep.handshake import Rejected
 from ..aaep.ids import is_valid_id
 from ..acp.agents import BUILT_IN
 from ..chats.chat import SUPPORTS, Chat
 from ..chats.runner import ChatRunner
-from ..errors import InvalidInput, RequestError
+from ..errors import RequestError
 from ..store.chat_store import StoredChat
-from .messages import (
-    CONTROL_ACTIONS,
-    KINDS,
-    REPLY_TYPES,
-    Response,
-    accepted,
-    classify,
-    only_fields,
-    text_field,
-)
+from .message_kinds import KINDS, agent_of, classify, handle_kind, spec_of
+from .messages import REPLY_TYPES, Response, only_fields
 from .models import ModelCatalog
 from .notebook_approval import describe_request
 from .permissions import Permissions, take_grant_field
 from .policy import AdminPolicy
-from .reply_origin import mode_changed, refused_own_answer, take_sender_fields
-from .request_context import request_attachment, save_alt_text
+from .reply_origin import refused_own_answer, take_sender_fields
 from .streams import Stream, StreamHub, Transport
 from .toolbox import Toolbox
-from .validation import check_last_event_id, check_subscription_id, validate
+from .validation import SPECS, check_last_event_id, check_subscription_id, validate
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -113,7 +104,7 @@ class AAEPService:
 
     # -- chats ------------------------------------------------------------------------------------
     def create_chat(self, body: dict[str, Any]) -> Response:
-        validate(body, "new chat")
+        validate(body, SPECS["new chat"])
         path = body.get("notebook_path")
         if path is not None and (not isinstance(path, str) or not path.strip()):
             raise RequestError(
@@ -166,7 +157,7 @@ class AAEPService:
             "status": "idle",
             "session_id": stored.last_session_id,
             "approval_mode": mode.mode,
-            "agent": self._agent_of(stored.chat_id) or BUILT_IN,
+            "agent": agent_of(self, stored.chat_id) or BUILT_IN,
             "supports": dict(SUPPORTS),
             "undoable_sessions": stored.snapshot_ids,
             "paused": False,
@@ -197,14 +188,28 @@ class AAEPService:
             for e in transcript
             if e.get("type") in _AWAITING and e.get("reply_token") in open_tokens
         ]
-        usage = {**chat.usage_report(), "budget_usd": self.runner.config.budget_usd}
         return {
             **self._describe(chat),
             "transcript": transcript,
             "pending_requests": pending,
-            "usage": usage,
+            "usage": self._usage(chat),
             "guidance": [item.to_json() for item in chat.guidance],
         }
+
+    def chat_usage(self, chat_id: str) -> dict[str, Any]:
+        """What a session's end changes, for the panel's meter, Continue and Undo: the usage, and
+        the chat's ``can_continue``, ``undoable_sessions`` and ``title`` (no transcript)."""
+        chat = self._chat(chat_id)
+        described = chat.describe()
+        return {
+            "chat_id": chat.chat_id,
+            "usage": self._usage(chat),
+            **{key: described[key] for key in ("can_continue", "undoable_sessions", "title")},
+        }
+
+    def _usage(self, chat: Chat) -> dict[str, Any]:
+        """The chat's token usage with its estimated cost (``budget_usd`` null without a budget)."""
+        return {**chat.usage_report(), "budget_usd": self.runner.config.budget_usd}
 
     def pending_request(self, chat_id: str, request_id: str) -> dict[str, Any]:
         """One request of the chat as the server describes it (the notebook view's buttons)."""
@@ -223,7 +228,7 @@ class AAEPService:
     def _describe(self, chat: Chat) -> dict[str, Any]:
         base = f"chats/{chat.chat_id}"
         model = chat.model or self.runner.config.model
-        agent = self._agent_of(chat.chat_id)
+        agent = agent_of(self, chat.chat_id)
         described = chat.describe()
         if agent is not None:  # an ACP agent cannot pause or take guidance mid-request
             described["supports"] = {**described["supports"], "pause": False, "resume": False}
@@ -245,13 +250,6 @@ class AAEPService:
 
     def _chat(self, chat_id: str) -> Chat:
         return self.runner.get(chat_id)
-
-    def _agent_of(self, chat_id: str) -> str | None:
-        """The ACP agent the chat chose, or ``None`` for our own."""
-        if self.acp is None:
-            return None
-        name = self.acp.chosen(chat_id)
-        return None if name == BUILT_IN else name
 
     # -- streams -------------------------------------------------------------------------------------
     def open_stream(
@@ -340,7 +338,7 @@ class AAEPService:
         key, via = take_sender_fields(message, reply=kind in REPLY_TYPES)  # who sent it
         wish = take_grant_field(message) if kind == "confirmation.reply" else None
         try:
-            validate(message, kind)
+            validate(message, spec_of(kind))
         except RequestError as error:
             if kind not in REPLY_TYPES:
                 raise
@@ -356,7 +354,7 @@ class AAEPService:
         if kind in KINDS:
             chat = self._need_chat(chat_id, kind)
             sender = self.hub.keys.sender(key, via, origin, chat_id=chat)
-            return _accepted(kind, await self._handle_kind(kind, message, chat, sender))
+            return await handle_kind(self, kind, message, chat, sender)
         if kind in ("confirmation.reply", "clarification.reply"):
             return self._reply(message, chat_id, (key, via, origin), wish)
         if kind == "subscription.request":
@@ -365,175 +363,12 @@ class AAEPService:
             return self._renegotiate(message)
         return self._close(message)
 
-    async def _handle_kind(
-        self, kind: str, message: dict[str, Any], chat_id: str, sender: ReplyOrigin
-    ) -> Response:
-        """One of our own kinds, sent to a chat."""
-        if kind == "user_input":
-            return await self._user_input(message, chat_id)
-        if kind == "model":
-            return await self._model(message, chat_id)
-        if kind == "agent":
-            return await self._agent(message, chat_id)
-        if kind == "figure_alt_text":
-            return Response(200, await save_alt_text(self.runner, self._chat(chat_id), message))
-        if kind == "guidance":  # its settings may change the approval mode: said as any change
-            before = self._chat(chat_id).approval.mode
-            answer = self._guidance(message, chat_id)
-            if self._chat(chat_id).approval.mode != before:
-                mode_changed(self._chat(chat_id), sender)
-            return answer
-        if kind == "control":
-            return await self._control(message, chat_id)
-        return self._approval_mode(message, chat_id, sender)
-
     def _need_chat(self, chat_id: str | None, kind: str) -> str:
         if chat_id is None:
             raise RequestError(
                 400, f"Send {kind} to a chat: POST /aaep/v1/chats/{{chat_id}}/messages."
             )
         return chat_id
-
-    async def _user_input(self, message: dict[str, Any], chat_id: str) -> Response:
-        only_fields(message, {"kind", "text", "context", "describe_figure"}, what="user_input")
-        text = text_field(message, "text", what="user_input")
-        chat = self.runner.get(chat_id)
-        attachment = await request_attachment(
-            self.runner, chat, message
-        )  # cells picked with @, a figure
-        if chat.working:  # a message while the agent works steers it (not 409)
-            item, _, session_id = self.runner.guide(
-                chat_id, f"{text}\n\n{attachment}" if attachment else text
-            )
-            return Response(
-                202,
-                {
-                    "chat_id": chat_id,
-                    "session_id": session_id,
-                    "as_guidance": True,
-                    "guidance_id": item.guidance_id,
-                },
-            )
-        session_id = self.runner.submit(chat_id, text, attachment=attachment)
-        return Response(202, {"chat_id": chat_id, "session_id": session_id})
-
-    async def _model(self, message: dict[str, Any], chat_id: str) -> Response:
-        """Choose the chat's model for its next session, from the models on offer."""
-        only_fields(message, {"kind", "model"}, what="model")
-        try:
-            choice = await self.models.check(message["model"])
-        except ValueError as error:
-            raise RequestError(400, f"{error}. Pick one from GET /aaep/v1/models.") from error
-        self.runner.set_model(chat_id, choice.model_id, choice.label)
-        return Response(
-            200,
-            {
-                "chat_id": chat_id,
-                "model": choice.model_id,
-                "label": choice.label,
-                "message": f"The next request uses {choice.label}.",
-            },
-        )
-
-    async def _agent(self, message: dict[str, Any], chat_id: str) -> Response:
-        """Choose the coding agent that answers the chat's next messages (ours or an ACP agent)."""
-        only_fields(message, {"kind", "agent"}, what="agent")
-        if self.acp is None:
-            raise RequestError(409, "Other coding agents are turned off on this server.")
-        try:
-            sentence = await self.acp.choose(chat_id, message["agent"])
-        except InvalidInput as error:
-            raise RequestError(400, str(error)) from error
-        return Response(200, {"chat_id": chat_id, "agent": message["agent"], "message": sentence})
-
-    def _guidance(self, message: dict[str, Any], chat_id: str) -> Response:
-        item, applies, session_id = self.runner.guide(
-            chat_id,
-            message["text"],
-            resume=bool(message.get("resume", False)),
-            settings=message.get("settings"),
-        )
-        return Response(
-            202,
-            {
-                "kind": "guidance.accepted",
-                "chat_id": chat_id,
-                "session_id": session_id,
-                "guidance_id": item.guidance_id,
-                "applies": applies,
-            },
-        )
-
-    async def _control(self, message: dict[str, Any], chat_id: str) -> Response:
-        action = message.get("action")
-        if action not in CONTROL_ACTIONS:
-            raise RequestError(
-                400,
-                f'Unknown control action {action!r}; use {{"kind": "control", "action": "stop"}}.',
-            )
-        if action == "revert":
-            only_fields(message, {"kind", "action", "session_id"}, what="control")
-            report = await self.runner.revert(chat_id, message.get("session_id"))
-            return Response(200, {**report, "action": "revert"})
-        only_fields(message, {"kind", "action"}, what="control")
-        if action == "pause" and self._agent_of(chat_id) is not None:
-            return Response(
-                200,
-                {
-                    "kind": "control.accepted",
-                    "action": "pause",
-                    "paused": False,
-                    "message": f"{self._agent_of(chat_id)} cannot pause. Stop it instead: "
-                    "changes made so far are kept.",
-                },
-            )
-        if action == "pause":
-            return Response(
-                200,
-                {
-                    "kind": "control.accepted",
-                    "action": "pause",
-                    "paused": self.runner.pause(chat_id),
-                },
-            )
-        if action == "resume":
-            return Response(
-                200,
-                {
-                    "kind": "control.accepted",
-                    "action": "resume",
-                    "resumed": self.runner.resume(chat_id),
-                },
-            )
-        if action == "continue":
-            return Response(
-                202,
-                {
-                    "action": "continue",
-                    "chat_id": chat_id,
-                    "session_id": self.runner.continue_chat(chat_id),
-                },
-            )
-        stopped = await self.runner.stop(chat_id)
-        return Response(202, {"action": "stop", "chat_id": chat_id, "stopped": stopped})
-
-    def _approval_mode(
-        self, message: dict[str, Any], chat_id: str, sender: ReplyOrigin
-    ) -> Response:
-        """Change the chat's mode; a change by anything but the person's panel is announced."""
-        only_fields(message, {"kind", "mode"}, what="approval_mode")
-        chat = self._chat(chat_id)
-        before = chat.approval.mode
-        try:
-            self.runner.set_approval_mode(chat_id, message.get("mode"))
-        except InvalidInput as error:
-            raise RequestError(
-                400,
-                f'{error}. Send {{"kind": "approval_mode", "mode": "ask"}}, "ask_all", "auto" or "plan".',
-            ) from error
-        if chat.approval.mode != before:
-            mode_changed(chat, sender)
-        return Response(200, {"chat_id": chat_id, "approval_mode": message["mode"]})
 
     def _reply(
         self,
@@ -668,12 +503,6 @@ class AAEPService:
             )
         self.hub.end_subscription(message["subscription_id"])
         return Response(204)
-
-
-def _accepted(kind: str, response: Response) -> Response:
-    """*response* with the one answer shape: ``kind`` says which message it answers."""
-    body = {key: value for key, value in (response.body or {}).items() if key != "kind"}
-    return Response(response.status, {"kind": accepted(kind), **body}, response.headers)
 
 
 __all__ = ["AAEPService", "RequestError", "Response"]

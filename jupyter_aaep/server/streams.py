@@ -233,17 +233,7 @@ class StreamHub:
             stream.stream_id,
             stream.client or "a client",
         )
-        stream.subscription.send_control(
-            {
-                "type": "subscription.close",
-                "subscription_id": stream.subscription.id,
-                "reason_code": "stream_limit",
-                "reason_message": reason,
-            }
-        )
-        if stream.on_end is not None:
-            stream.on_end(4000, "stream limit")
-        self.close_stream(stream)
+        self._end_stream(stream, "stream_limit", reason)
 
     def streams_of(self, client: str) -> list[Stream]:
         """The open streams of *client*, oldest first."""
@@ -334,17 +324,21 @@ class StreamHub:
 
     def shutdown(self, reason: str = "The Jupyter server is shutting down.") -> None:
         for stream in list(self._streams):
-            stream.subscription.send_control(
-                {
-                    "type": "subscription.close",
-                    "subscription_id": stream.subscription.id,
-                    "reason_code": "producer_shutdown",
-                    "reason_message": reason,
-                }
-            )
-            if stream.on_end is not None:
-                stream.on_end(4000, "producer shutdown")
-            self.close_stream(stream, final=True)
+            self._end_stream(stream, "producer_shutdown", reason, final=True)
+
+    def _end_stream(self, stream: Stream, code: str, reason: str, *, final: bool = False) -> None:
+        """Send the subscriber ``subscription.close`` with *code* and *reason*, then close."""
+        stream.subscription.send_control(
+            {
+                "type": "subscription.close",
+                "subscription_id": stream.subscription.id,
+                "reason_code": code,
+                "reason_message": reason,
+            }
+        )
+        if stream.on_end is not None:
+            stream.on_end(4000, code.replace("_", " "))
+        self.close_stream(stream, final=final)
 
     # -- handshakes ---------------------------------------------------------------------------------
     def handshake(

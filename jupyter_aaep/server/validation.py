@@ -1,8 +1,8 @@
 """The shape of every message a client may send, declared once per kind and checked at the edge.
 
-Each message kind (``user_input``, ``guidance``, ``control``, ``approval_mode``, both replies, the three
-subscription messages) and the body of ``POST /aaep/v1/chats`` has a :data:`SPECS` entry
-that says which fields it may hold, the JSON type of each (nested lists and objects too),
+Each AAEP message (both replies, the three subscription messages) and the body of
+``POST /aaep/v1/chats`` has a :data:`SPECS` entry, and each of our own kinds (``user_input``,
+``guidance``, ``control``, …) a spec in its row of :data:`.message_kinds.KINDS`; a spec says which fields it may hold, the JSON type of each (nested lists and objects too),
 the longest string, and for our own kinds the allowed values and id patterns. A message
 that does not fit is refused with 400 and a sentence naming the field, what it is and what
 it should be, before any of it reaches the runner, the broker or the handshake (replies
@@ -32,10 +32,8 @@ from typing import Any
 
 from ..agent.approval import APPROVAL_MODES, mode_choices
 from ..errors import RequestError
-from .messages import CONTROL_ACTIONS
 
 _SUB_ID = re.compile(r"sub_[A-Za-z0-9]{1,64}")
-_SESSION_ID = re.compile(r"sess_[A-Za-z0-9]{1,64}")
 _EVENT_ID = re.compile(r"evt_[A-Za-z0-9]{1,64}")
 
 
@@ -286,9 +284,6 @@ _REPLY_COMMON: dict[str, Shape] = {
     "correlation_id": Text(max_length=256),
 }
 _SUBSCRIPTION_ID = Text(max_length=256)
-_CELL_ID = Text(max_length=128, pattern=re.compile(r"[A-Za-z0-9_-]{1,128}"), example="a1b2c3d4")
-_VARIABLE = Text(max_length=128, pattern=re.compile(r"[^\W\d]\w{0,127}"), example="df")
-_MODEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,127}")
 _ID_EXAMPLE = "sub_8a4f2c9d1e7b5f3a"
 
 SPECS: dict[str, Spec] = {
@@ -306,136 +301,6 @@ SPECS: dict[str, Spec] = {
             }
         ),
         '{"notebook_path": "analysis.ipynb", "approval_mode": "ask_all"}',
-    ),
-    "user_input": Spec(
-        "user_input",
-        Obj(
-            {
-                "kind": Text(),
-                "text": Text(max_length=100_000, non_blank=True),
-                # What the user picked with @ in the composer (server/request_context.py resolves it).
-                "context": ListOf(
-                    Tagged(
-                        {
-                            "cell": Obj(
-                                {"type": Text(), "cell_id": _CELL_ID}, required=("cell_id",)
-                            ),
-                            "file": Obj(
-                                {
-                                    "type": Text(),
-                                    "path": Text(max_length=1024, non_blank=True, no_nul=True),
-                                },
-                                required=("path",),
-                            ),
-                            "variable": Obj(
-                                {"type": Text(), "name": _VARIABLE}, required=("name",)
-                            ),
-                        }
-                    ),
-                    max_items=10,
-                ),
-                "describe_figure": Obj(
-                    {"cell_id": _CELL_ID, "output_index": Integer()}, required=("cell_id",)
-                ),
-            },
-            required=("text",),
-        ),
-        '{"kind": "user_input", "text": "Plot column A", '
-        '"context": [{"type": "cell", "cell_id": "a1b2"}, {"type": "variable", "name": "df"}]}',
-    ),
-    "model": Spec(
-        "model",
-        Obj(
-            {
-                "kind": Text(),
-                "model": Text(max_length=128, pattern=_MODEL_ID, example="claude-sonnet-4-5"),
-            },
-            required=("model",),
-        ),
-        '{"kind": "model", "model": "claude-sonnet-4-5"}',
-    ),
-    "agent": Spec(
-        "agent",
-        Obj(
-            {
-                "kind": Text(),
-                "agent": Text(max_length=60, non_blank=True, no_nul=True, example="Claude Code"),
-            },
-            required=("agent",),
-        ),
-        '{"kind": "agent", "agent": "Claude Code"}',
-    ),
-    "figure_alt_text": Spec(
-        "figure_alt_text",
-        Obj(
-            {
-                "kind": Text(),
-                "cell_id": _CELL_ID,
-                "output_index": Integer(),
-                "alt_text": Text(max_length=4000, non_blank=True, no_nul=True),
-            },
-            required=("cell_id", "alt_text"),
-        ),
-        '{"kind": "figure_alt_text", "cell_id": "a1b2", "alt_text": "A line chart of temperature by day…"}',
-    ),
-    "control": Spec(
-        "control",
-        Obj(
-            {
-                "kind": Text(),
-                "action": Text(
-                    max_length=64,
-                    choices=CONTROL_ACTIONS,
-                    choice_error="Unknown control action {value}; use one of: "
-                    + ", ".join(CONTROL_ACTIONS),
-                ),
-                "session_id": Text(
-                    max_length=128, pattern=_SESSION_ID, example="sess_4f8a2e7d9c1b6a3f"
-                ),
-            },
-            required=("action",),
-        ),
-        '{"kind": "control", "action": "stop"}',
-    ),
-    "guidance": Spec(
-        "guidance",
-        Obj(
-            {
-                "kind": Text(),
-                "text": Text(max_length=100_000, non_blank=True),
-                "resume": Boolean(),
-                "settings": Obj(
-                    {
-                        "approval_mode": Text(
-                            max_length=64,
-                            choices=APPROVAL_MODES,
-                            choice_error="settings.approval_mode says {value}, but it must be one of: "
-                            + mode_choices(),
-                        ),
-                        "max_turns": Integer(),
-                    }
-                ),
-            },
-            required=("text",),
-        ),
-        '{"kind": "guidance", "text": "Use the cleaned table instead", "resume": false, '
-        '"settings": {"approval_mode": "ask", "max_turns": 30}}',
-    ),
-    "approval_mode": Spec(
-        "approval_mode",
-        Obj(
-            {
-                "kind": Text(),
-                "mode": Text(
-                    max_length=64,
-                    choices=APPROVAL_MODES,
-                    choice_error="approval_mode says {value}, but the approval mode must be one of: "
-                    + mode_choices(),
-                ),
-            },
-            required=("mode",),
-        ),
-        '{"kind": "approval_mode", "mode": "ask"}',
     ),
     "confirmation.reply": Spec(
         "confirmation.reply",
@@ -514,9 +379,8 @@ SPECS: dict[str, Spec] = {
 }
 
 
-def validate(message: Any, kind: str) -> None:
-    """Raise ``RequestError(400)`` with a sentence when *message* does not fit *kind*'s spec."""
-    spec = SPECS[kind]
+def validate(message: Any, spec: Spec) -> None:
+    """Raise ``RequestError(400)`` with a sentence when *message* does not fit *spec*."""
     try:
         spec.shape.check(message, "", spec.what)
     except _Wrong as wrong:

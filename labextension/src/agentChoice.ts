@@ -12,7 +12,7 @@ import { Announcer } from './announcer';
 import { AAEPRequestError, IAgentInfo, getChat, listAgents } from './chatClient';
 import { ChatController } from './controller';
 import { ChatModel } from './model';
-export { agentHint, agentOptions } from './agentWords';
+export { agentHint, agentOptions, modelNotApplicable, outsideAgent } from './agentWords';
 
 /** Milliseconds the picker must rest on an agent before it is sent (arrow keys). */
 const SETTLE_MS = 500;

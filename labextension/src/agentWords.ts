@@ -45,3 +45,26 @@ export function agentHint(agents: ReadonlyArray<IAgentInfo>, trans: TranslationB
   );
   return problems.length ? `${base} ${problems.join(' ')}` : base;
 }
+
+/**
+ * The coding agent over ACP that answers this chat, or null when our own
+ * agent does: the model picker applies to our agent only (an ACP agent runs
+ * its own model), so with one chosen the picker says so instead of offering
+ * a choice that would do nothing.
+ */
+export function outsideAgent(agents: ReadonlyArray<IAgentInfo>, current: string | null): string | null {
+  if (!current || agents.length === 0) {
+    return null;
+  }
+  const agent = agents.find(a => a.name === current);
+  // Not listed any more (removed from agents.json): still not ours, ours is always listed.
+  return agent?.kind === 'built_in' ? null : current;
+}
+
+/** What the settings say in place of the model picker while an ACP agent answers. */
+export function modelNotApplicable(agent: string, trans: TranslationBundle): string {
+  return trans.__(
+    '%1 uses its own model: the model setting applies only to the built-in agent. Choose the built-in agent above to pick a model.',
+    agent
+  );
+}

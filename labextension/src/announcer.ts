@@ -109,8 +109,11 @@ export class Announcer implements IDisposable, ISpeechSink {
     this._delivery.deliver([{ text: spokenMedia(text), politeness, key, kind: 'said', asked: true }]);
   }
 
-  /** Say what an AAEP event means at the current verbosity. */
-  handleEvent(processed: IProcessedEvent): void {
+  /**
+   * Say what an AAEP event means at the current verbosity: a slot of the
+   * chat model's `eventProcessed` signal, connected by the controller.
+   */
+  handleEvent(_model: unknown, processed: IProcessedEvent): void {
     if (!this._isDisposed) {
       this._delivery.deliver(this._narrator.narrate(processed));
     }

@@ -129,6 +129,14 @@ export function getChat(chatId: string): Promise<IChatInfo> {
 }
 
 /**
+ * `GET aaep/v1/chats/{id}/usage`: what a session's end changes (`usage`,
+ * `can_continue`, `undoable_sessions`, `title`), without the transcript.
+ */
+export function getUsage(chatId: string): Promise<IChatInfo> {
+  return requestAPI<IChatInfo>(['chats', chatId, 'usage']);
+}
+
+/**
  * `GET aaep/v1/chats/{id}/requests/{requestId}`: one request as the server
  * describes it (the notebook view's Approve and Reject are drawn from this).
  */

@@ -207,7 +207,7 @@ export function registerCommands(options: ICommandsOptions): void {
         return;
       }
       keepFocusInCard(item.id);
-      return controller.reply(item, 'accept');
+      return controller.session?.reply(item, 'accept');
     }
   });
   app.commands.addCommand(CommandIDs.reject, {
@@ -219,7 +219,7 @@ export function registerCommands(options: ICommandsOptions): void {
         return;
       }
       keepFocusInCard(item.id);
-      return controller.reply(item, 'reject');
+      return controller.session?.reply(item, 'reject');
     }
   });
   app.commands.addCommand(CommandIDs.stop, {
@@ -244,13 +244,13 @@ export function registerCommands(options: ICommandsOptions): void {
     ),
     isVisible: () => controller.model?.supports.pause ?? true,
     // The focus stays where it is; the change is announced.
-    execute: () => controller.togglePause()
+    execute: () => controller.session?.togglePause()
   });
   app.commands.addCommand(CommandIDs.continueChat, {
     label: trans.__('Continue the Interrupted Agent Request'),
     caption: trans.__('Start a new session that picks up where the agent stopped (after a restart or an error)'),
     isVisible: () => controller.model?.supports.continue ?? true,
-    execute: () => controller.continueChat()
+    execute: () => controller.session?.continueChat()
   });
   app.commands.addCommand(CommandIDs.showChats, {
     label: trans.__("Show the Notebook's Agent Chats"),

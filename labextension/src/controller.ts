@@ -2,20 +2,20 @@
  * Which chat the panel shows: it follows the active notebook, opens its
  * newest chat (or the one chosen in the chat list) as a {@link ChatSession},
  * and delivers what the session signals to the announcer, in the words of
- * `sessionWords.ts`. The person's actions go to the open session; this
- * class only says when there is none.
+ * `sessionWords.ts`. The chat's AAEP events go from its model to the
+ * announcer directly. Components and commands call the open session
+ * ({@link ChatController.session}) for the person's actions; the controller
+ * answers only the commands that must say something when no chat is open.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { JSONRecord } from './aaep';
 import { Announcer } from './announcer';
 import { AAEPRequestError, ChatMessage, IAnswers, IChatInfo, createChat, getProgress } from './chatClient';
 import { IChatPage, INewChat, chatDetails, chatPage, findOrCreateChat } from './chatList';
-import { ChatSession, waitingFor } from './chatSession';
-import { ApprovalMode, ChatModel, IUsage, TranscriptItem, lastRunOutput } from './model';
+import { ChatSession } from './chatSession';
+import { ChatModel, lastRunOutput } from './model';
 import { IPanelError, SessionSignal, describeError, newChatFailed, sessionWords, whereYouAre } from './sessionWords';
-import { IReplyDetails } from './components/planWords';
 import { IAAEPSettings } from './tokens';
 import { usageSentence } from './usage';
 
@@ -65,12 +65,12 @@ export class ChatController {
     return wanted;
   }
 
-  /** Say something through the panel's announcer (polite unless told). */
-  announce(text: string, politeness: 'polite' | 'assertive' = 'polite'): void {
-    this._announcer.announce(text, politeness);
+  /** The panel's voice (for what components say themselves, e.g. the chat list). */
+  get announcer(): Announcer {
+    return this._announcer;
   }
 
-  /** The open chat's session, or `null`. */
+  /** The open chat's session (the person's actions go to it), or `null`. */
   get session(): ChatSession | null {
     return this._session;
   }
@@ -199,40 +199,10 @@ export class ChatController {
       return;
     }
     await session.refresh();
-    this._deliver({ kind: 'usage', sentence: this.usageSentence(session.model.usage) });
+    this._deliver({ kind: 'usage', sentence: usageSentence(session.model.usage, this._trans) });
   }
 
-  /** The usage in one sentence, for people. */
-  usageSentence(usage: IUsage | null): string {
-    return usageSentence(usage, this._trans);
-  }
-
-  /** Send what the person typed (see {@link ChatSession.sendText}). */
-  async sendText(text: string, context?: JSONRecord[]): Promise<void> {
-    await this._session?.sendText(text, context);
-  }
-
-  /** The newest request waiting for the person, if any, and whether a typed message answers it. */
-  waitingFor(): { item: TranscriptItem; answersIt: boolean } | null {
-    return waitingFor(this.model);
-  }
-
-  /** Change the terms of the live subscription (see {@link ChatSession.renegotiate}). */
-  async renegotiate(capabilities: JSONRecord): Promise<void> {
-    await this._session?.renegotiate(capabilities);
-  }
-
-  /** Answer a confirmation card. */
-  async reply(item: TranscriptItem, decision: 'accept' | 'reject', details?: IReplyDetails): Promise<void> {
-    await this._session?.reply(item, decision, details);
-  }
-
-  /** Answer a clarification card. */
-  async answer(item: TranscriptItem, response: string | boolean | number): Promise<void> {
-    await this._session?.answer(item, response);
-  }
-
-  /** Stop, pause or resume the running session. */
+  /** Stop, pause or resume the running session (the Stop command: says so when no chat is open). */
   async control(action: 'stop' | 'pause' | 'resume'): Promise<void> {
     if (this._session) {
       await this._session.control(action);
@@ -241,28 +211,13 @@ export class ChatController {
     }
   }
 
-  /** Pause a running session, or resume a paused one. */
-  async togglePause(): Promise<void> {
-    await this._session?.togglePause();
-  }
-
-  /** Continue the chat's interrupted request. */
-  async continueChat(): Promise<void> {
-    await this._session?.continueChat();
-  }
-
-  /** Undo the agent's changes of its latest request in this chat. */
+  /** Undo the agent's changes of its latest request in this chat (says so when no chat is open). */
   async revert(): Promise<void> {
     if (this._session) {
       await this._session.revert();
     } else {
       this._deliver({ kind: 'cannot-revert', why: 'no-chat' });
     }
-  }
-
-  /** Change the approval mode of this chat. */
-  async setApprovalMode(mode: ApprovalMode): Promise<void> {
-    await this._session?.setApprovalMode(mode);
   }
 
   /**
@@ -330,7 +285,9 @@ export class ChatController {
 
   private _openChat(info: IChatInfo, path: string): void {
     const session = new ChatSession({ info, path, trans: this._trans, settings: this._settings });
-    session.event.connect((_, processed) => this._announcer.handleEvent(processed), this);
+    // The events go straight from the model to the announcer, which hears each one before
+    // the session reacts to it (the session connects its own listener in start()).
+    session.model.eventProcessed.connect(this._announcer.handleEvent, this._announcer);
     session.said.connect((_, signal) => this._deliver(signal), this);
     this._session = session;
     this._modelChanged.emit(session.model);

@@ -150,11 +150,39 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
       return;
     }
     img.setAttribute('maidr-data', JSON.stringify(this._schema));
+    this._keepApplicationRole();
     img.dispatchEvent(new CustomEvent('maidr:bindchart', { bubbles: true }));
     this._bound = true;
   }
 
+  /**
+   * The chart's focusable element keeps the role `application`. maidr switches it from `img`
+   * to `application` as it takes the focus (and back on blur); the browser then replaces its
+   * accessible object, so a screen reader's focus event finds a dead one: Orca said nothing
+   * on Tab, stayed in browse mode and took the arrows as its own caret moves, moving the focus
+   * out of the chart. With the role fixed before the focus comes, focusing changes no role.
+   * The observer runs before the page is rendered, so the browser never sees `img`.
+   */
+  private _keepApplicationRole(): void {
+    this._roles?.disconnect();
+    const fix = () => {
+      for (const el of Array.from(this.node.querySelectorAll('[tabindex="0"][role="img"]'))) {
+        el.setAttribute('role', 'application');
+      }
+    };
+    this._roles = new MutationObserver(fix);
+    this._roles.observe(this.node, {
+      subtree: true,
+      childList: true,
+      attributes: true,
+      attributeFilter: ['role', 'tabindex']
+    });
+    fix();
+  }
+
   private _unbind(): void {
+    this._roles?.disconnect();
+    this._roles = null;
     if (this._bound && this._img) {
       document.dispatchEvent(new CustomEvent('maidr:unbindchart', { detail: this._img }));
       this._img.removeAttribute('maidr-data');
@@ -173,6 +201,7 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
   private _img: HTMLImageElement | null = null;
   private _schema: Record<string, unknown> | null = null;
   private _bound = false;
+  private _roles: MutationObserver | null = null;
 }
 
 /** The renderer factory JupyterLab's rendermime registry uses for figure data. */

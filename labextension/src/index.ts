@@ -144,7 +144,7 @@ async function activate(
     }
     if (next.verbosity !== previous.verbosity) {
       // The producer shapes summaries per subscription: ask for the new level.
-      void controller.renegotiate({ preferred_verbosity: next.verbosity });
+      void controller.session?.renegotiate({ preferred_verbosity: next.verbosity });
     }
     app.commands.notifyCommandChanged(CommandIDs.setVerbosity);
   };

@@ -130,8 +130,14 @@ export class ChatModel {
   set connection(value: ConnectionState) {
     if (value !== this._connection) {
       this._connection = value;
+      this._everConnected = this._everConnected || value === 'open';
       this._changed.emit();
     }
+  }
+
+  /** Whether the first connection is still to be made (not yet open, not given up). */
+  get firstConnecting(): boolean {
+    return !this._everConnected && this._connection !== 'failed';
   }
 
   /** The subscription id granted by the producer, if any. */
@@ -359,6 +365,7 @@ export class ChatModel {
   private _usage: IUsage | null = null;
   private _policy: IPolicy = OPEN_POLICY;
   private _connection: ConnectionState = 'closed';
+  private _everConnected = false;
   private _approvalMode: ApprovalMode = 'ask';
   private _changed = new Signal<this, void>(this);
   private _eventProcessed = new Signal<this, IProcessedEvent>(this);

@@ -7,6 +7,7 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { JSONRecord, isRecord, nowTimestamp, num, str } from './aaep';
+import { planChoiceLabel, planTitle, readPlan } from './components/planWords';
 
 /** What `GET aaep/v1/chats/{chat}/requests/{id}` answers. */
 export interface IRequestAnswer {
@@ -53,6 +54,10 @@ export interface IApprovalWords {
   /** "Approve running cell 3": the button's text, which is its accessible name. */
   approve: string;
   reject: string;
+  /** A plan's numbered steps (plan mode), or `null` for any other confirmation. */
+  steps: string[] | null;
+  /** For a plan: where its other choices are ("…are in the side panel."), else `''`. */
+  elsewhere: string;
 }
 
 const CHANGE_VERBS: Record<string, string> = {
@@ -139,6 +144,24 @@ export function approvalWords(event: JSONRecord, trans: TranslationBundle): IApp
     Number.isNaN(start) || timeout === undefined
       ? ''
       : trans.__('If you do not answer by %1, it will be %2.', clockTime(start + timeout * 1000), fallback);
+  const plan = readPlan(extra);
+  if (plan !== null) {
+    // Approve is the plan's first choice (a plain accept means it); the others need the panel.
+    return {
+      title: planTitle(plan, trans),
+      risk: `${trans.__(RISKS[risk] ?? risk)}${irreversible ? ` ${trans.__('(cannot be undone)')}` : ''}`,
+      consequence: str(event, 'consequence') ?? trans.__('Not described.'),
+      warnings,
+      code,
+      deadline,
+      approve: planChoiceLabel('run', trans),
+      reject: planChoiceLabel('reject', trans),
+      steps: plan.steps,
+      elsewhere: trans.__(
+        'The other choices (run it asking before each step, keep planning with a comment, edit the plan) are in the side panel.'
+      )
+    };
+  }
   const phrase = actionPhrase(event, trans);
   return {
     title: trans.__('Approval needed: %1', str(event, 'action') ?? trans.__('an action')),
@@ -148,7 +171,9 @@ export function approvalWords(event: JSONRecord, trans: TranslationBundle): IApp
     code,
     deadline,
     approve: trans.__('Approve %1', phrase),
-    reject: trans.__('Reject %1', phrase)
+    reject: trans.__('Reject %1', phrase),
+    steps: null,
+    elsewhere: ''
   };
 }
 

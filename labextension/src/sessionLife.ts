@@ -4,8 +4,8 @@
  * {@link ChatModel}, its event stream and {@link ChatClient}, the
  * resynchronisation after a lost connection and the timers of waiting
  * requests. It never speaks: what the person should hear leaves as a
- * {@link SessionSignal} on {@link SessionLife.said}, and the events as
- * {@link SessionLife.event}, for the controller to hand to the announcer.
+ * {@link SessionSignal} on {@link SessionLife.said}, for the controller to
+ * hand to the announcer; the announcer listens to the model's events itself.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
@@ -21,7 +21,7 @@ import {
   readResponseKinds,
   str
 } from './aaep';
-import { ChatClient, ChatMessage, IAnswers, IChatInfo, getChat, setStreamKey } from './chatClient';
+import { ChatClient, ChatMessage, IAnswers, IChatInfo, getChat, getUsage, setStreamKey } from './chatClient';
 import { EventStream } from './eventStream';
 import { ExpiryClock } from './expiryClock';
 import { implicitSubscriptionId, readStreamMessage, subscriptionRequest } from './handshake';
@@ -65,7 +65,6 @@ export class SessionLife implements IDisposable {
     model.ingestAll(historyEvents(info));
     model.setStatus(info.paused ? 'paused' : info.status);
     applyInfo(model, info);
-    model.eventProcessed.connect(this._onEvent, this);
     this.model = model;
     this._expiry = new ExpiryClock(model, fallback => this.say({ kind: 'expiring', fallback }));
     this.stream = new EventStream({
@@ -90,11 +89,6 @@ export class SessionLife implements IDisposable {
     return this._said;
   }
 
-  /** Every new AAEP event, in processing order (replayed ones are marked). */
-  get event(): ISignal<this, IProcessedEvent> {
-    return this._event;
-  }
-
   /** The person's settings as they are now. */
   get settings(): IAAEPSettings {
     return this._settings();
@@ -110,9 +104,14 @@ export class SessionLife implements IDisposable {
     return this._disposed;
   }
 
-  /** Connect the stream, say what waits for an answer and start its clocks. */
+  /**
+   * Connect the stream, say what waits for an answer and start its clocks.
+   * The session hears each event after the listeners connected before this
+   * (the announcer), so an event is said before what the session adds to it.
+   */
   start(): void {
     const { model, stream, client } = this;
+    model.eventProcessed.connect(this._onEvent, this);
     stream.message.connect((_, message) => this._onMessage(message), this);
     stream.answer.connect((_, frame) => client.settle(frame), this);
     stream.stateChanged.connect((_, state) => {
@@ -169,10 +168,13 @@ export class SessionLife implements IDisposable {
     return this.model.subscriptionId;
   }
 
-  /** Read the chat again for what changes at a session's end (usage, Continue). */
+  /**
+   * Read what changes at a session's end (usage, Continue, Undo, the title)
+   * from `GET chats/{id}/usage`: a few fields, not the transcript.
+   */
   async refresh(): Promise<void> {
     try {
-      const info = await getChat(this.model.chatId);
+      const info = await getUsage(this.model.chatId);
       if (!this._disposed && isRecord(info)) {
         applyInfo(this.model, info);
       }
@@ -272,7 +274,6 @@ export class SessionLife implements IDisposable {
   }
 
   private _onEvent(model: ChatModel, processed: IProcessedEvent): void {
-    this._event.emit(processed);
     const name = coreName(processed.event.type);
     if (!processed.replay && name === 'session.completed') {
       const end = model.item(`end:${processed.event.event_id}`);
@@ -301,7 +302,6 @@ export class SessionLife implements IDisposable {
   private _subscriptionGranted = false;
   private _disposed = false;
   private _said = new Signal<this, SessionSignal>(this);
-  private _event = new Signal<this, IProcessedEvent>(this);
 }
 
 /** Options of {@link SessionLife}. */

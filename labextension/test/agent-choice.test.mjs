@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { agentHint, agentOptions } from '../lib/agentWords.js';
+import { agentHint, agentOptions, modelNotApplicable, outsideAgent } from '../lib/agentWords.js';
 
 const fill = (text, args) => text.replace(/%(\d)/g, (_, i) => String(args[Number(i) - 1]));
 const trans = { __: (text, ...args) => fill(text, args) };
@@ -38,4 +38,16 @@ test('the description says what a choice does and what to install', () => {
   assert.match(hint, /^The coding agent that answers your next messages in this chat\./);
   assert.match(hint, /Install it with: npm install -g @zed-industries\/codex-acp\.$/);
   assert.doesNotMatch(agentHint(listed.slice(0, 2), trans), /Install/);
+});
+
+test('the model picker applies to our agent only: with an ACP agent it says so instead', () => {
+  assert.equal(outsideAgent(listed, 'Jupyter agent'), null);
+  assert.equal(outsideAgent(listed, null), null, 'no choice yet: our agent answers');
+  assert.equal(outsideAgent([], 'Claude Code'), null, 'no list: the picker is as before');
+  assert.equal(outsideAgent(listed, 'Claude Code'), 'Claude Code');
+  assert.equal(outsideAgent(listed, 'Gemini CLI'), 'Gemini CLI', 'an agent no longer listed is not ours');
+  assert.equal(
+    modelNotApplicable('Claude Code', trans),
+    'Claude Code uses its own model: the model setting applies only to the built-in agent. Choose the built-in agent above to pick a model.'
+  );
 });

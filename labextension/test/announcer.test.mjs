@@ -76,7 +76,7 @@ function spoken() {
 function make(verbosity = 'normal', maxPerSecond = 1) {
   const announcer = new Announcer(trans, { verbosity, maxPerSecond, debugLog: true });
   announcer.setRequestShortcut('Ctrl+Shift+A');
-  const feed = e => announcer.handleEvent({ event: e, replay: false });
+  const feed = e => announcer.handleEvent(null, { event: e, replay: false });
   return { announcer, feed };
 }
 

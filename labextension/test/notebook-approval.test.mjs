@@ -44,6 +44,32 @@ test('the buttons say what they approve, in the words of the kernel view', () =>
   assert.match(words.deadline, /^If you do not answer by .+, it will be rejected\.$/);
 });
 
+test('a plan shows its numbered steps, the first choice and Reject, and where the others are', () => {
+  const plan = {
+    ...EVENT,
+    action: 'Follow this plan: Clean and plot the temperatures.',
+    irreversible: false,
+    extra_context: {
+      plan: {
+        summary: 'Clean and plot the temperatures',
+        steps: ['Run cell 2 (the cleaning)', 'Run cell 4 (the plot)']
+      }
+    }
+  };
+  const words = approvalWords(plan, trans);
+  assert.equal(words.title, 'Plan for your approval, 2 steps: Clean and plot the temperatures');
+  assert.deepEqual(words.steps, ['Run cell 2 (the cleaning)', 'Run cell 4 (the plot)']);
+  assert.equal(words.approve, 'Run it, asking only for code the risk scan flags');
+  assert.equal(words.reject, 'Reject the plan');
+  assert.match(words.elsewhere, /^The other choices \(run it asking before each step, keep planning/);
+  assert.match(words.elsewhere, /are in the side panel\.$/);
+  // a plain accept is the plan's first choice: the reply is the same as any approval's
+  assert.equal(notebookReply(plan, 'accept').decision, 'accept');
+  const ordinary = approvalWords(EVENT, trans);
+  assert.equal(ordinary.steps, null);
+  assert.equal(ordinary.elsewhere, '');
+});
+
 test('every kind of step has a phrase, never an id or JSON', () => {
   const phrase = extra => actionPhrase({ extra_context: extra }, trans);
   assert.equal(phrase({ change: { kind: 'delete', cell_number: 4 } }), 'deleting cell 4');

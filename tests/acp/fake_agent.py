@@ -2,7 +2,7 @@
 
 ``python fake_agent.py LOG`` appends every message it receives to LOG (one JSON a line). Its
 prompt streams a chunk, the plan, a Bash call and asks permission for it; the answer decides the
-end: allowed → the call completes, refused → failed, cancelled (or a ``session/cancel``) → the
+end (each prompt reports the recorded usage, its cost a running total as the adapter's is): allowed → the call completes, refused → failed, cancelled (or a ``session/cancel``) → the
 prompt answers ``cancelled``. It starts a child (``sleep``) to show that a stop reaches children.
 """
 
@@ -22,6 +22,13 @@ lock = threading.Lock()
 waiting: dict[int, threading.Event] = {}
 answers: dict[int, object] = {}
 cancelled = threading.Event()
+prompts = [0]
+PROMPT_USAGE = {
+    "inputTokens": 10,
+    "outputTokens": 5,
+    "cachedReadTokens": 100,
+    "cachedWriteTokens": 20,
+}
 
 
 def send(message: dict) -> None:
@@ -65,8 +72,11 @@ def prompt(number: int) -> None:
     notify(
         {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "All done."}}
     )
-    notify(recorded.USAGE)
-    send({"jsonrpc": "2.0", "id": number, "result": {"stopReason": "end_turn"}})
+    prompts[0] += 1
+    cost = {"amount": recorded.USAGE["cost"]["amount"] * prompts[0], "currency": "USD"}
+    notify({**recorded.USAGE, "cost": cost})
+    result = {"stopReason": "end_turn", "usage": {**PROMPT_USAGE, "totalTokens": 135}}
+    send({"jsonrpc": "2.0", "id": number, "result": result})
 
 
 for line in sys.stdin:

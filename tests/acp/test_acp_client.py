@@ -121,7 +121,7 @@ async def test_the_gate_asks_the_person_and_answers_with_the_agents_own_options(
     narrator = Narrator(session, "Claude Code")
     for body in (recorded.BASH_PENDING, recorded.BASH_INPUT):
         narrator.update(body)
-    gate = Gate(session, broker, narrator, timeout_for=lambda _risk: 60, allowed=set())
+    gate = Gate(session, broker, narrator, timeout_for=lambda _risk: 60)
     asking = asyncio.ensure_future(gate.request(recorded.BASH_PERMISSION))
     await asyncio.sleep(0.05)
     question = session.emitter.history[-1]
@@ -145,7 +145,7 @@ async def test_our_notebook_tools_pass_without_a_second_question_and_notebook_wr
     broker = ReplyBroker()
     session = _session()
     narrator = Narrator(session, "Claude Code")
-    gate = Gate(session, broker, narrator, timeout_for=lambda _risk: 60, allowed=set())
+    gate = Gate(session, broker, narrator, timeout_for=lambda _risk: 60)
     assert await gate.request(recorded.NOTEBOOK_TOOL_PERMISSION) == {
         "outcome": {"outcome": "selected", "optionId": "allow"}
     }
@@ -167,7 +167,7 @@ async def test_a_permission_cancelled_while_it_waits_answers_cancelled() -> None
     session = _session()
     narrator = Narrator(session, "Claude Code")
     narrator.update(recorded.BASH_INPUT)
-    gate = Gate(session, broker, narrator, timeout_for=lambda _risk: 60, allowed=set())
+    gate = Gate(session, broker, narrator, timeout_for=lambda _risk: 60)
     asking = asyncio.ensure_future(gate.request(recorded.BASH_PERMISSION))
     await asyncio.sleep(0.05)
     assert broker.pending()
@@ -224,14 +224,17 @@ async def test_a_rejected_command_ends_the_request_and_the_next_message_reuses_t
         session = Session(
             Emitter(history_limit=1000), Producer(model="outside-agent"), actor="Claude Code"
         )
-        running = asyncio.ensure_future(
-            agent.run(session, history, "Make a file", chat=ChatContext())
-        )
+        chat = ChatContext()
+        running = asyncio.ensure_future(agent.run(session, history, "Make a file", chat=chat))
         await _question(session)
         (request,) = broker.pending()
         broker.resolve(request, "reject", decided_by="user:panel")
         result = await running
         assert result.status == "completed"
+        # Its usage is the chat's, as our own sessions' is: the prompt's tokens and its cost.
+        assert (result.usage.input_tokens, result.usage.cache_read_tokens) == (10, 100)
+        assert result.usage.cost_usd == pytest.approx(0.10326225)
+        assert chat.usage.to_json()["estimated_cost_usd"] == pytest.approx(0.103262)
         said = _said(session)
         assert said[-1] == "Claude Code finished.", said
         assert "Rejected: Claude Code will not run a command: touch made.txt." in said
@@ -248,11 +251,20 @@ async def test_a_rejected_command_ends_the_request_and_the_next_message_reuses_t
         second = Session(
             Emitter(history_limit=1000), Producer(model="outside-agent"), actor="Claude Code"
         )
-        running = asyncio.ensure_future(agent.run(second, history, "Again", chat=ChatContext()))
+        running = asyncio.ensure_future(agent.run(second, history, "Again", chat=chat))
         await _question(second)
         (request,) = broker.pending()
         broker.resolve(request, "accept", decided_by="user:panel")
-        assert (await running).status == "completed"
+        again = await running
+        assert again.status == "completed"
+        # The adapter's cost is the ACP session's total: the second prompt adds only its part.
+        assert again.usage.cost_usd == pytest.approx(0.10326225)
+        assert (chat.usage.requests, chat.usage.input_tokens, chat.usage.output_tokens) == (
+            2,
+            20,
+            10,
+        )
+        assert chat.usage.cost_usd == pytest.approx(2 * 0.10326225)
         assert agent.pid == pid
         assert sum(m.get("method") == "session/new" for m in _received(received)) == 1
         first_prompt = next(m for m in _received(received) if m.get("method") == "session/prompt")

@@ -262,3 +262,32 @@ def test_growth_forecast_keeps_the_last_five_requests() -> None:
         m.finish_request()
     sizes = [estimate_tokens({"type": "text", "text": "x" * 400 * size}) for size in range(3, 8)]
     assert m.state.growths == sizes and m.expected_growth == sizes[-1]
+
+
+def test_one_prepare_estimates_each_block_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """prepare() asks for the history's size up to five times; each block's JSON is measured
+    once per prepare (it was measured every time: 6 ms of each model turn), and the same
+    decisions come out."""
+    from jupyter_aaep.agent import context
+
+    measured: list[int] = []
+
+    def counting(value: object) -> int:
+        measured.append(id(value))
+        return estimate_tokens(value)
+
+    monkeypatch.setattr(context, "estimate_tokens", counting)
+    m = manager(window=200_000)
+    history = chat(6)
+    blocks = sum(len(message["content"]) for message in history)
+    assert not m.prepare(history, 500, request_start=True)
+    # Each block once, plus the six placeholders of the "what if everything were cleared" trial.
+    assert len(measured) == len(set(measured)) == blocks + 6
+    measured.clear()
+    m.prepare(history, 500)  # a new prepare measures again (the history may have changed)
+    assert len(measured) == len(set(measured)) >= blocks
+    # Still clears when it must (the replaced blocks are measured as what they are now).
+    small = manager()
+    small.state.growths = [3000]
+    report = small.prepare(chat(6), 500, request_start=True)
+    assert report.cleared == 6

@@ -6,7 +6,12 @@ import dataclasses
 
 import pytest
 
-from jupyter_aaep.agent.services import AgentServices, cells_left_running, left_running_sentence
+from jupyter_aaep.agent.services import (
+    AgentServices,
+    cells_left_running,
+    left_running,
+    left_running_sentence,
+)
 from jupyter_aaep.agent.tools import ToolContext
 from jupyter_aaep.errors import ToolError
 from jupyter_aaep.tools import _tool_common, kernel_tools
@@ -58,7 +63,13 @@ def test_tools_say_when_the_host_has_no_notebook_service_of_their_kind(
 def test_the_last_words_name_every_cell_left_running_and_are_read_back(
     numbers: list[int | None], sentence: str
 ) -> None:
-    """The ``%aaep`` view waits for as many ends as the sentence names (not just the first)."""
+    """The ``%aaep`` view waits for as many ends as the sentence names (not just the first):
+    the count travels as the ``jaaep_cells`` extension beside the words."""
     assert left_running_sentence(numbers) == sentence
-    assert cells_left_running(f"Trained it in cell 2. {sentence}") == len(numbers)
-    assert cells_left_running("Done. All 3 cells ran.") == 0
+    left = left_running(numbers)
+    assert left.sentence == sentence
+    ext = left.extension()
+    event = {"extensions": {ext.prefix: dict(ext.data)}}
+    assert cells_left_running(event) == len(numbers)
+    assert cells_left_running({"summary_normal": f"Trained it in cell 2. {sentence}"}) == 0
+    assert cells_left_running({"extensions": {"jaaep_cells": {"left_running": "2"}}}) == 0

@@ -123,3 +123,34 @@ async def test_a_session_with_a_bad_tool_keeps_working(harness: Any) -> None:
     assert result.status == "completed"
     [outcome] = harness.last_tool_results()
     assert outcome["is_error"] and "input schema cannot be checked" in outcome["content"]
+
+
+def test_a_schema_is_checked_once_per_content(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every session builds a fresh registry of the same tools: the meta-schema check (the
+    costly part of a session's start) runs once per schema content, and a schema changed in
+    place is checked again."""
+    from jupyter_aaep.agent import tool_schema
+
+    checked: list[Any] = []
+    real = tool_schema._problem
+
+    def counting(schema: Any) -> str | None:
+        checked.append(schema)
+        return real(schema)
+
+    monkeypatch.setattr(tool_schema, "_problem", counting)
+    monkeypatch.setattr(tool_schema, "_checked", {})
+    schema: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "string"}}}
+    assert schema_problem(schema) is None
+    assert schema_problem(dict(schema)) is None
+    assert len(checked) == 1
+    schema["properties"]["a"]["type"] = "text"  # changed in place: a new key
+    problem = schema_problem(schema)
+    assert problem is not None and "type" in problem
+    assert schema_problem(schema) == problem
+    assert len(checked) == 2
+    # A tuple is not a JSON list: never answered from the cache of its list twin.
+    odd = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ("a",)}
+    assert schema_problem(odd) is not None
+    assert schema_problem(odd) is not None
+    assert len(checked) == 4

@@ -1,7 +1,8 @@
 """The agent picker (issue 29): in the panel's settings, next to the model, our own agent first
 and the coding agents of ``agents.json`` (here a scripted ACP agent, ``tests/acp/fake_agent.py``,
 and one whose command is missing). Reached and changed from the keyboard; the server's sentence
-is announced; the missing one is marked and its description says what to install; axe finds
+is announced; the missing one is marked and its description says what to install; with the
+ACP agent chosen the model picker gives way to a sentence saying it does not apply; axe finds
 nothing. Screenshot: ``test-output/e2e/agent-picker.png``.
 """
 
@@ -66,6 +67,12 @@ def test_the_agent_is_chosen_from_the_keyboard_and_the_choice_is_announced(
     )
     said = [e["text"] for e in ui.live_log()]
     assert "Your next messages in this chat go to Scripted agent." in said, said
+    # The model applies to our agent only: in its place, a sentence saying so.
+    expect(settings.get_by_label("Model", exact=True)).to_have_count(0)
+    expect(settings.locator(".jp-AAEPModel")).to_have_text(
+        "Scripted agent uses its own model: the model setting applies only to the built-in "
+        "agent. Choose the built-in agent above to pick a model."
+    )
     violations = ui.axe()
     assert violations == [], json.dumps(violations, indent=2)
     ui.screenshot("agent-picker")

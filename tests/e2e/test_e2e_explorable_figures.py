@@ -195,9 +195,14 @@ def test_a_persons_bar_chart_is_explored_by_keyboard_and_still_after_a_reload(
     chart.wait_for(timeout=120_000)
     # Rendering it took no focus.
     assert not in_figure(ui, 1)
+    # It is an application before it has the focus, so focusing it changes no role: maidr's
+    # switch from img on focus made Orca's focus event find a dead object (Orca said nothing,
+    # stayed in browse mode and moved the focus away with the arrows; docs/orca-runs-2026-11-28.md).
+    expect(chart).to_have_attribute("role", "application")
     assert ui.page.evaluate("() => !document.activeElement.closest('.jp-AAEPExplorable')")
 
     tab_to_figure(ui, 1)
+    assert ui.page.evaluate("() => document.activeElement.getAttribute('role')") == "application"
     ui.page.keyboard.press("ArrowRight")
     wait_said(ui, 1, "North", "12")
     ui.page.keyboard.press("ArrowRight")

@@ -144,3 +144,40 @@ def test_plan_first_chosen_by_keyboard_edited_and_approved_with_one_key(
     assert asked == [], asked
     ui.screenshot("plan-3-done")
     assert not [e for e in ui.console_errors if "aaep" in e.lower()], ui.console_errors
+
+
+def test_a_plan_in_the_notebook_view_shows_its_steps_and_runs_on_its_first_choice(
+    ui: PanelPage, fake_model: FakeAnthropic
+) -> None:
+    """``%aaep`` in plan mode: the view's card is the plan, numbered, with its first choice and
+    Reject, and says where the other choices are; a click on the first choice runs it."""
+    ui.open_notebook()
+    panel = ui.open_panel()
+    ui.open_settings()
+    panel.locator(".jp-AAEPPanel-approvalMode select").select_option(label="Plan first")
+    page = ui.page
+    cells = page.locator(".jp-NotebookPanel .jp-Cell")
+    expect(page.get_by_text(re.compile(r"\| Idle$"))).to_be_visible(timeout=60_000)
+    cells.last.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")
+    page.keyboard.press("Enter")
+    page.keyboard.type("%aaep plan-mode from the notebook: load the readings, print the means")
+    page.keyboard.press("Control+Enter")
+    approval = page.locator(".jp-AAEPView .jp-AAEPApproval").first  # the runs' cards follow
+    expect(approval).to_contain_text(
+        f"Plan for your approval, 2 steps: {PLAN['summary']}", timeout=60_000
+    )
+    expect(approval.locator("ol.jp-AAEPApproval-steps li")).to_have_count(2)
+    expect(approval).to_contain_text(
+        "The other choices (run it asking before each step, keep planning with a comment, edit "
+        "the plan) are in the side panel."
+    )
+    expect(approval.get_by_role("button", name="Reject the plan")).to_be_enabled()
+    ui.screenshot("plan-notebook-view")
+    approval.get_by_role("button", name="Run it, asking only for code the risk scan flags").click()
+    expect(approval.locator(".jp-AAEPApproval-outcome")).to_have_text(
+        "Plan approved: the agent runs its 2 steps, asking only for code the risk scan flags.",
+        timeout=60_000,
+    )
+    expect(page.locator(".jp-AAEPView").last).to_contain_text(DONE, timeout=90_000)

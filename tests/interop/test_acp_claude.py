@@ -6,6 +6,8 @@ Messages API on 127.0.0.1 (``ANTHROPIC_BASE_URL`` in ``agents.json``'s ``env``),
 notebook's chat and sends one message. The scripted model writes a two-step plan, runs a shell
 command (the person rejects it: nothing happens), then adds a cell through our notebook MCP
 server and runs it (the person approves: exactly one question for that run), and answers.
+The command's card offers "don't ask again" as our chat grant, and the prompt's tokens reach
+the chat's usage meter.
 Every event the person's stream heard passes the schemas and the sequence checker, and no
 process of the agent is left once the server stops.
 """
@@ -216,6 +218,12 @@ async def test_claude_code_in_a_chat_heard_and_gated(
         assert bash["action"] == "Claude Code wants to run a command: touch marker.txt.", "\n".join(
             str(e.get("summary_normal")) for e in first
         )
+        # "Allow for this chat" is offered as a standing permission of ours (issue 27).
+        assert bash["extra_context"]["permission_offer"] == {
+            "rule": "acp__claude-code__execute",
+            "scope": "chat",
+            "label": "Approve, and don't ask again for commands Claude Code runs in this chat",
+        }
         status, _, _ = await api(
             "chats", chat_id, "messages", method="POST", body=reply(bash, "reject", key)
         )
@@ -238,6 +246,11 @@ async def test_claude_code_in_a_chat_heard_and_gated(
         assert not any(item.startswith(b"IS_SANDBOX=") for item in env)
 
     assert not (jp_root_dir / "marker.txt").exists()  # the rejected command did nothing
+    # Its tokens and cost reached the chat's meter, as our own sessions' do.
+    _, described, _ = await api("chats", chat_id)
+    usage = described["usage"]
+    print("USAGE:", usage)
+    assert usage["requests"] >= 1 and usage["input_tokens"] + usage["output_tokens"] > 0, usage
     assert "yes" in await kernel.run("print(acp_ran)")
     cell = await _notebook_cell(jp_root_dir, path, CODE)
     assert cell["execution_count"] is not None

@@ -241,7 +241,7 @@ def test_registry_and_payload() -> None:
 
     runtime.register(drop)
     assert runtime.get("drop") is drop and runtime.registered() == [drop]
-    assert runtime.spec_payload(drop) == {
+    assert drop.declaration() == {
         "description": "Delete a table's rows.",
         "input_schema": drop.input_schema,
         "risk_level": "high",

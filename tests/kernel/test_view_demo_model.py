@@ -19,7 +19,7 @@ TOOLS = [
         },
     },
 ]
-# As the server writes it (server/kernel_handlers.py): each description inside its data block.
+# As the server writes it (server/kernel_gateway.py): each description inside its data block.
 CONTEXT = (
     "<kernel_variables>\nThe request names these variables of the notebook's kernel; the kernel described "
     "them (bounded, a few values only):\n"

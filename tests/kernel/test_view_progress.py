@@ -20,6 +20,7 @@ from jupyter_aaep.aaep.events import (
     ToolInvoked,
 )
 from jupyter_aaep.aaep.session import Producer, Session
+from jupyter_aaep.agent.services import left_running
 from jupyter_aaep.kernel._view_html import header_html
 from jupyter_aaep.kernel._view_state import ViewState
 from jupyter_aaep.kernel.view import LiveView
@@ -98,23 +99,28 @@ def test_progress_is_a_real_progressbar_and_goes_away_when_the_step_ends() -> No
     assert 'role="progressbar"' not in header_html(state)
 
 
-def _request(last_words: str) -> tuple[Session, ListSubscriber, Producer]:
-    """A request's session that ended with *last_words*; its events are in the listener."""
+def _request(
+    last_words: str, left: list[int | None] | None = None
+) -> tuple[Session, ListSubscriber, Producer]:
+    """A request's session that ended with *last_words*, leaving the cells numbered *left*
+    running as the server tells it (their sentence, and their count as data); its events are
+    in the listener."""
     emitter, heard = Emitter(), ListSubscriber()
     emitter.subscribe(heard)
     producer = Producer(model="claude-test")
     request = Session(emitter, producer)
     request.emit(SessionStarted(summary=Summary(normal="Working on your request.")))
-    request.emit(SessionCompleted(summary=Summary(normal=last_words)))
+    running = left_running(left) if left else None
+    words = f"{last_words} {running.sentence}" if running else last_words
+    extensions = (running.extension(),) if running else ()
+    request.emit(SessionCompleted(summary=Summary(normal=words), extensions=extensions))
     return request, heard, producer
 
 
 def _left_running(ended: str = "completed") -> tuple[list[dict], list[dict], Emitter]:
     """The request's session, which ends with its cell still running, and the cell's own
     session, correlated with it the way the server's follower of long runs tells it."""
-    request, heard, producer = _request(
-        "The training runs in its cell. Cell 4 is still running; you will hear when it ends."
-    )
+    request, heard, producer = _request("The training runs in its cell.", [4])
     emitter = request.emitter
     mine = list(heard.events)
     cell = Session(emitter, producer)
@@ -199,13 +205,20 @@ def test_a_failed_cell_left_running_ends_as_an_error_and_a_plain_end_waits_for_n
         state.apply(event)
     assert state.ended == "completed" and not state.left_running and not state.following
 
+    # The count is data on the event, not read from the words: a sentence alone (a model that
+    # wrote it, or a translation) leaves nothing to wait for.
+    request, heard, _ = _request("Cell 4 is still running; you will hear when it ends.")
+    state = ViewState("train it")
+    state.follow(request.id)
+    for event in heard.events:
+        state.apply(event)
+    assert state.ended == "completed" and not state.left_running and not state.following
+
 
 def test_two_cells_left_running_are_both_followed_though_the_second_speaks_last() -> None:
     """The second cell's session opens only when it has something to say (here: after the
     first ended), so the view counts the cells its request's last words named."""
-    request, heard, producer = _request(
-        "I started both runs. Cell 4 and cell 5 are still running; you will hear when they end."
-    )
+    request, heard, producer = _request("I started both runs.", [4, 5])
     state = ViewState("train both")
     state.follow(request.id)
     for event in heard.events:

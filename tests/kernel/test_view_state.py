@@ -26,16 +26,16 @@ from jupyter_aaep.kernel._view_html import (
     request_outcome_html,
     step_html,
 )
-from jupyter_aaep.kernel._view_state import (
+from jupyter_aaep.kernel._view_items import (
     AnswerItem,
     NoticeItem,
     RequestItem,
     StepItem,
-    ViewState,
     action_phrase,
     clarification_reply,
     confirmation_reply,
 )
+from jupyter_aaep.kernel._view_state import ViewState
 from jupyter_aaep.testing.fake_anthropic import ErrorReply, FakeAnthropic, ToolUse, Turn
 
 
@@ -354,3 +354,24 @@ def test_a_citation_in_the_answer_is_a_link_to_its_cell_and_a_gone_cell_is_words
     assert "&lt;a href=&quot;x&quot;&gt;a cell that no longer exists&lt;/a&gt;" in html
     assert "abc-1" not in re.sub(r"<[^>]*>", "", html)  # the id is in no visible text
     assert "\ue000" not in html and "[[cell" not in html
+
+
+def test_a_plan_shows_its_numbered_steps_its_first_choice_and_where_the_others_are() -> None:
+    plan = {
+        "type": "aaep:agent.awaiting.confirmation",
+        "action": "Follow this plan, 2 steps: Clean and plot. 1. Clean. 2. Plot.",
+        "consequence": "Nothing has changed yet.",
+        "risk_level": "medium",
+        "reply_token": "rpl_1",
+        "extra_context": {
+            "plan": {"summary": "Clean <and> plot", "steps": ["Run cell 2 (the cleaning)", "Plot"]}
+        },
+    }
+    card = RequestItem("evt_1", plan)
+    facts = request_html(card)
+    assert "Plan for your approval, 2 steps:</strong> Clean &lt;and&gt; plot" in facts
+    assert "<ol><li>Run cell 2 (the cleaning)</li><li>Plot</li></ol>" in facts
+    assert "other choices (run it asking before each step, keep planning" in facts
+    assert "Approval needed" not in facts
+    assert approve_name(card) == "Run it, asking only for code the risk scan flags"
+    assert reject_name(card) == "Reject the plan"

@@ -20,7 +20,7 @@ from nb_helpers import Progress, on_server_loop, wait_for
 
 from jupyter_aaep.aaep.emitter import ListSubscriber
 from jupyter_aaep.aaep.session import Producer
-from jupyter_aaep.agent.services import AgentServices
+from jupyter_aaep.agent.services import AgentServices, LeftRunning
 from jupyter_aaep.agent.tools import ToolContext, ToolRegistry
 from jupyter_aaep.chats.runner import ChatRunner
 from jupyter_aaep.notebook import executor as executor_module
@@ -245,8 +245,8 @@ async def test_a_cell_left_running_is_announced_once_when_it_ends(
     ctx, heard, chat_id = chat_ctx(runner, path)
     first = await run_cell(ctx, cell_id="fit")
     assert "still running" in first.content
-    assert (
-        news.still_running_note(chat_id) == "Cell 1 is still running; you will hear when it ends."
+    assert news.still_running_note(chat_id) == LeftRunning(
+        "Cell 1 is still running; you will hear when it ends.", 1
     )
     answer = how_far_along(news.running(path))
     assert (

@@ -24,7 +24,8 @@ from jupyter_aaep.agent.prompts import SYSTEM_PROMPT
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolError, ToolRegistry
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
-from jupyter_aaep.tools._file_tools import human_size, list_files, read_file
+from jupyter_aaep.tools._file_heads import human_size
+from jupyter_aaep.tools._file_tools import list_files, read_file
 from jupyter_aaep.tools.notebook import notebook_tools
 
 

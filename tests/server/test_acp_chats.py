@@ -16,6 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from server_helpers import panel_key
+
+from jupyter_aaep.aaep.clock import SessionClock
+from jupyter_aaep.aaep.ids import new_subscription_id
 
 FAKE_AGENT = Path(__file__).resolve().parents[1] / "acp" / "fake_agent.py"
 
@@ -130,3 +134,90 @@ async def test_a_chat_with_an_acp_agent_pauses_not_stops_cleanly(
     )
     assert status == 200
     assert not _alive(pid)
+
+
+def _card(message: dict[str, Any]) -> bool:
+    return str(message.get("type", "")).endswith("awaiting.confirmation")
+
+
+def _reply(card: dict[str, Any], decision: str, **ours: Any) -> dict[str, Any]:
+    return {
+        "type": "confirmation.reply",
+        "reply_token": card["reply_token"],
+        "subscription_id": new_subscription_id(),
+        "timestamp": SessionClock().now(),
+        "decision": decision,
+        **ours,
+    }
+
+
+async def _finished(stream: Any) -> list[dict[str, Any]]:
+    return list(
+        await stream.until(lambda e: str(e.get("type", "")).endswith("session.completed"), 30)
+    )
+
+
+async def test_allow_for_this_chat_is_a_listed_revocable_grant_given_by_the_panel_only(
+    agents_json: Path, api: Any, sse: Any, new_chat: Any
+) -> None:
+    chat_id = await new_chat("work.ipynb")
+    body = {"kind": "agent", "agent": "Scripted agent"}
+    assert (await api("chats", chat_id, "messages", method="POST", body=body))[0] == 200
+    ask = {"kind": "user_input", "text": "Make a file"}
+    wish = {"rule": "acp__scripted-agent__execute", "scope": "chat"}
+    async with sse(chat_id) as stream:
+        key = await panel_key(api, stream, chat_id)
+        # 1. A program with the login but not the panel's key: approved, nothing granted.
+        await api("chats", chat_id, "messages", method="POST", body=ask)
+        card = (await stream.until(_card, 30))[-1]
+        assert card["extra_context"]["permission_offer"] == {
+            **wish,
+            "label": "Approve, and don't ask again for commands Scripted agent runs in this chat",
+        }
+        reply = _reply(card, "accept", grant=wish)
+        await api("chats", chat_id, "messages", method="POST", body=reply)
+        await _finished(stream)
+        assert (await api("permissions"))[1]["permissions"] == []
+        # 2. The panel's own answer with the grant: approved and granted, listed.
+        await api("chats", chat_id, "messages", method="POST", body=ask)
+        card = (await stream.until(_card, 30))[-1]
+        reply = _reply(card, "accept", grant=wish, stream_key=key)
+        assert (await api("chats", chat_id, "messages", method="POST", body=reply))[0] == 204
+        heard = await _finished(stream)
+        assert any("Permission given" in str(e.get("summary_normal")) for e in heard)
+        _, listed, _ = await api("permissions")
+        (grant,) = listed["permissions"]
+        assert (grant["rule"], grant["scope"], grant["chat_id"]) == (wish["rule"], "chat", chat_id)
+        assert grant["sentence"].startswith(
+            "Without asking: commands Scripted agent runs in one chat"
+        )
+        # 3. The next command goes through on the grant, unasked, and says so.
+        await api("chats", chat_id, "messages", method="POST", body=ask)
+        heard = await _finished(stream)
+        (granted,) = [e for e in heard if _card(e)]
+        assert granted["extra_context"]["granted_by"]["id"] == grant["id"]
+        assert any(
+            "allowed by your permission for commands Scripted agent runs in this chat"
+            in str(e.get("summary_normal"))
+            for e in heard
+        )
+        # 4. Taken back: it asks again.
+        assert (await api("permissions", grant["id"], method="DELETE"))[0] == 204
+        await api("chats", chat_id, "messages", method="POST", body=ask)
+        card = (await stream.until(_card, 30))[-1]
+        assert "granted_by" not in card["extra_context"]
+        await api("chats", chat_id, "messages", method="POST", body=_reply(card, "reject"))
+        await _finished(stream)
+    answers = [
+        json.loads(line)["result"]["outcome"]
+        for line in agents_json.read_text().splitlines()
+        if json.loads(line).get("id") == 900
+    ]
+    assert [a.get("optionId") for a in answers] == ["allow", "allow", "allow", "reject"]
+    await api(
+        "chats",
+        chat_id,
+        "messages",
+        method="POST",
+        body={"kind": "agent", "agent": "Jupyter agent"},
+    )

@@ -405,7 +405,7 @@ def test_a_chats_registry_sees_kernel_tools_come_and_go() -> None:
 
 def test_context_blocks_are_delimited_and_bounded() -> None:
     from jupyter_aaep.errors import RequestError
-    from jupyter_aaep.server.kernel_handlers import MAX_CONTEXT_CHARS, context_block
+    from jupyter_aaep.server.kernel_gateway import MAX_CONTEXT_CHARS, context_block
 
     assert context_block([]) == ""
     block = context_block([{"name": "df", "description": "x" * (MAX_CONTEXT_CHARS + 50)}])

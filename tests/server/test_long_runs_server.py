@@ -21,6 +21,7 @@ from traitlets import TraitError
 from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.aaep.session import Producer
+from jupyter_aaep.agent.services import LEFT_RUNNING_CONTEXT
 from jupyter_aaep.notebook.kernel_watch import PersonRun
 from jupyter_aaep.server.app import AAEPExtension
 from jupyter_aaep.server.long_runs import PERSON_RUN, LongRunNews, _Story
@@ -74,6 +75,9 @@ async def test_the_agent_ends_its_turn_while_its_cell_runs(
         assert completed["summary_normal"].endswith(
             "Cell 1 is still running; you will hear when it ends."
         )
+        # … and says how many as data, declared in its @context (the %aaep view reads it).
+        assert completed["extensions"]["jaaep_cells"] == {"left_running": 1}
+        assert LEFT_RUNNING_CONTEXT in completed["@context"]
         # How far along? while it runs.
         status, answer, _ = await api("chats", chat_id, "progress")
         assert status == 200 and answer["sentence"].startswith("Cell 1 is still running (")

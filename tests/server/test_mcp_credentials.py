@@ -127,6 +127,7 @@ async def test_a_credential_opens_the_mcp_endpoint_and_no_other_door(
         ("POST", "aaep/v1/subscriptions", {"type": "subscription.request"}),
         ("GET", f"aaep/v1/chats/{chat_id}/variables", None),
         ("GET", f"aaep/v1/chats/{chat_id}/progress", None),
+        ("GET", f"aaep/v1/chats/{chat_id}/usage", None),
         ("GET", f"aaep/v1/chats/{chat_id}/accessibility", None),
         ("GET", f"aaep/v1/chats/{chat_id}/sessions/sess_x/steps", None),
         ("GET", "aaep/v1/manifest", None),
@@ -242,7 +243,12 @@ async def test_every_route_of_the_extension_refuses_a_credential_but_the_mcp_end
     chat_id = await chat_of_new(api, path)
     made = await mint("Claude Code")
     other = await mint("Codex")
-    samples = {"chat_id": chat_id, "credential_id": other["id"], "server": "cache"}
+    samples = {
+        "chat_id": chat_id,
+        "credential_id": other["id"],
+        "server": "cache",
+        "name": "plan-0123456789ab.md",  # plan mode's plan files have names of this shape
+    }
     routes = _our_routes(jp_serverapp.web_app.default_router) + _our_routes(
         jp_serverapp.web_app.wildcard_router
     )

@@ -25,7 +25,7 @@ from mcp_helpers import (
     reply,
     text_of,
 )
-from server_helpers import panel_key
+from server_helpers import panel_key, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -181,7 +181,9 @@ async def test_running_code_waits_for_a_person_rejected_runs_nothing(
         )
         confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
         assert "ran = 'yes'" in confirmation["extra_context"]["code"]
-        await asyncio.sleep(2.5)  # the client hears that it waits for a person
+        await wait_until(  # the client hears that it waits for a person (said every 2 s)
+            lambda: any("approve" in p for p in progress), 15, "the waiting progress"
+        )
         assert not call.done()
         status, _, _ = await api(
             "chats", chat_id, "messages", method="POST", body=reply(confirmation, "reject", key)

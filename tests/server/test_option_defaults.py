@@ -26,6 +26,7 @@ from jupyter_aaep.server.long_runs import LongRunNews
 from jupyter_aaep.server.option_defaults import default_of
 from jupyter_aaep.server.options import own_options
 from jupyter_aaep.server.policy import AdminPolicy
+from jupyter_aaep.server.server_options import ServerOptions
 from jupyter_aaep.server.sse import EventStreamHandler
 from jupyter_aaep.server.streams import SERVER_RECONNECT_GRACE, StreamHub
 from jupyter_aaep.store.chat_store import ChatStore
@@ -105,7 +106,7 @@ def test_an_options_default_is_the_default_of_what_it_feeds(name: str) -> None:
 
 def test_the_options_help_shows_the_default_it_reads() -> None:
     """What ``python -m jupyter_aaep.server.options`` prints is the value read, not a copy."""
-    traits = AAEPExtension.class_own_traits(config=True)
+    traits = ServerOptions.class_traits(config=True)
     assert traits["max_turns"].default_value_repr() == repr(AgentConfig().max_turns)
     assert traits["store_keep_days"].default_value_repr() == repr(
         RetentionPolicy.for_server().keep_days

@@ -5,8 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+from traitlets import TraitError
 from traitlets.config import Config
 
+from jupyter_aaep.server import agent_options, service_options
 from jupyter_aaep.server.app import AAEPExtension
 from jupyter_aaep.server.options import config_text, help_text, main, own_options
 
@@ -56,3 +59,18 @@ def test_runs_as_a_module() -> None:
         check=True,
     )
     assert "--AAEPExtension.model=<Unicode>" in done.stdout
+
+
+BOUNDS = {**agent_options.LOWEST, **service_options.LOWEST}
+
+
+@pytest.mark.parametrize("name", sorted(BOUNDS))
+def test_each_bounded_option_refuses_less_than_its_lowest_value_in_a_sentence(name: str) -> None:
+    """Both options classes check their bounds; one must not hide the other's check."""
+    low = BOUNDS[name]
+    app = AAEPExtension()
+    with pytest.raises(TraitError, match=rf"^{name} must be .+, not "):
+        setattr(app, name, low.value if low.above else low.value - 1)
+    ok = low.value + 1 if low.above else low.value
+    setattr(app, name, ok)
+    assert getattr(app, name) == ok

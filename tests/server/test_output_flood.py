@@ -130,3 +130,61 @@ async def test_a_flooding_cell_is_heard_to_end_and_saved(
     finally:
         saves.stop.set()
         saves.thread.join()
+
+
+async def test_a_big_outputs_kept_copy_is_cut_once_reported_and_the_notebook_keeps_it_all(
+    kernels, api, extension, fake_model, sse, jp_root_dir: Path, monkeypatch: Any
+) -> None:
+    """Issue 32: a cell printing 50 MB left the server 245 MB larger, 30 MB of it our own copy
+    in the registry of runs. Once the run is reported that copy is cut to its head and tail;
+    the model got the last line, and the notebook (live and saved) keeps every line."""
+    from jupyter_aaep.notebook import _memory
+
+    monkeypatch.setattr(_memory, "TRIM_AFTER_SECONDS", 0.2)
+    path = new_name()
+    lines = 30_000  # 3 MB: over BIG_OUTPUT_CHARS
+    await kernels.notebook(path, [f"for i in range({lines}):\n    print('%099d' % i)"])
+    _, body, _ = await api("chats", method="POST", body={"notebook_path": path})
+    chat_id = body["chat_id"]
+    fake_model.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]), Turn(text="Done."))
+    service = extension.toolbox.notebooks
+    async with sse(chat_id) as panel:
+        await api(
+            "chats",
+            chat_id,
+            "messages",
+            method="POST",
+            body={"kind": "user_input", "text": "Print the lines."},
+        )
+        confirmation = (
+            await panel.until(
+                lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30
+            )
+        )[-1]
+        reply = {
+            "type": "confirmation.reply",
+            "reply_token": confirmation["reply_token"],
+            "subscription_id": new_subscription_id(),
+            "timestamp": SessionClock().now(),
+            "decision": "accept",
+        }
+        await api("chats", chat_id, "messages", method="POST", body=reply)
+        await panel.until(lambda m: str(m.get("type", "")).endswith("session.completed"), 120)
+    last = f"{lines - 1:099d}"
+    assert last in json.dumps(fake_model.requests[1].body["messages"][-1]["content"])
+    run = service.runs.get(path, "c1")
+    assert run is not None and run.reported
+    kept = run.task.result().result.outputs
+
+    def cut() -> bool:
+        return len(kept[0]["text"]) < 2 * _memory.KEPT_CHARS + 200
+
+    await wait_until(cut, timeout=10, what="our copy of the output cut")
+    assert kept[0]["text"].startswith(f"{0:099d}\n") and kept[0]["text"].endswith(last + "\n")
+    live = await service.documents.open(path)
+    assert live.cell("c1")["outputs"][0]["text"].count("\n") == lines  # the notebook: every line
+    await wait_until(
+        lambda: _saved_stream(jp_root_dir / path).count("\n") == lines,
+        timeout=20,
+        what="the saved notebook with every line",
+    )

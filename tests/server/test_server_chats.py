@@ -12,6 +12,7 @@ from traitlets import TraitError
 
 from jupyter_aaep import _jupyter_server_extension_points
 from jupyter_aaep.server.app import AAEPExtension
+from jupyter_aaep.server.server_options import ServerOptions
 from jupyter_aaep.testing.fake_anthropic import Turn
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,7 +50,7 @@ def test_traitlets_validate() -> None:
     ]:
         with pytest.raises(TraitError):
             setattr(app, name, value)
-    for trait in app.class_own_traits(config=True).values():
+    for trait in ServerOptions.class_traits(config=True).values():
         assert len(trait.help) > 40, trait.name
 
 

@@ -11,6 +11,7 @@ from server_helpers import of_type
 
 from jupyter_aaep.agent.citations import CITATIONS_CONTEXT
 from jupyter_aaep.agent.grant_gate import PERMISSION_CONTEXT
+from jupyter_aaep.agent.services import LEFT_RUNNING_CONTEXT
 from jupyter_aaep.testing.fake_anthropic import Turn
 
 
@@ -52,4 +53,8 @@ async def test_a_cited_cell_is_said_by_number_and_named_by_id_in_the_extension(
     system = "\n".join(b["text"] for b in fake_model.requests[0].body["system"])
     assert "[[cell:<cell id>]]" in system
     _, manifest, _ = await api("manifest")
-    assert manifest["extensions_supported"] == [CITATIONS_CONTEXT, PERMISSION_CONTEXT]
+    assert manifest["extensions_supported"] == [
+        CITATIONS_CONTEXT,
+        PERMISSION_CONTEXT,
+        LEFT_RUNNING_CONTEXT,
+    ]

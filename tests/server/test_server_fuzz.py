@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from server_helpers import of_type
 
+from jupyter_aaep.server.message_kinds import spec_of
 from jupyter_aaep.server.messages import REPLY_TYPES, surrogate_path
 from jupyter_aaep.server.validation import (
-    SPECS,
     Anything,
     Boolean,
     Integer,
@@ -174,7 +174,7 @@ def wrong_typed(draw: Any) -> tuple[str, str, tuple[Any, ...]]:
     """(kind, JSON text, path): a valid message of *kind* with one field of the wrong JSON type."""
     kind = draw(st.sampled_from(list(VALID)))
     message = json.loads(json.dumps(VALID[kind]))
-    path, shape = draw(st.sampled_from(typed_paths(SPECS[kind].shape, message)))
+    path, shape = draw(st.sampled_from(typed_paths(spec_of(kind).shape, message)))
     allowed = json_types(shape)
     value = draw(
         JSON_VALUES.filter(lambda v: type(v).__name__ not in allowed and not accepts(shape, v))

@@ -387,3 +387,43 @@ async def test_with_a_durable_store_running_sessions_stay_open_for_continue(
         assert session_id in [s.session_id for s in reopened.read.running_sessions()]
     finally:
         reopened.close()
+
+
+def test_the_send_loop_waits_for_a_write_only_when_the_socket_is_behind() -> None:
+    """Awaiting every write (a task tornado makes per message) cost each message two loop
+    iterations per subscriber; the wait stays where it matters, when the socket holds unsent
+    bytes (a slow client), and a write nobody awaited fails quietly."""
+    import gc
+    from types import SimpleNamespace
+    from typing import Any
+
+    from tornado.websocket import WebSocketClosedError
+
+    from jupyter_aaep.server.websocket import _behind, _retrieve
+
+    def handler(writing: bool | None) -> Any:
+        stream = None if writing is None else SimpleNamespace(writing=lambda: writing)
+        return SimpleNamespace(ws_connection=SimpleNamespace(stream=stream))
+
+    assert _behind(handler(True)) is True
+    assert _behind(handler(False)) is False
+    assert _behind(handler(None)) is True  # no stream to ask: wait as before
+    assert _behind(SimpleNamespace(ws_connection=None)) is True
+
+    async def failed_write() -> None:
+        raise WebSocketClosedError()
+
+    async def main() -> None:
+        sent = asyncio.ensure_future(failed_write())
+        sent.add_done_callback(_retrieve)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert sent.done()
+
+    loop = asyncio.new_event_loop()
+    seen: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _loop, context: seen.append(context))
+    loop.run_until_complete(main())
+    loop.close()
+    gc.collect()
+    assert seen == []  # "Task exception was never retrieved" would land here

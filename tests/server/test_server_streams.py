@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from server_helpers import of_type, types, wait_until
 
@@ -28,8 +26,8 @@ async def post(api, chat_id, body):
 
 async def test_keepalive_comments_on_a_quiet_stream(new_chat, sse) -> None:
     chat_id = await new_chat()
-    async with sse(chat_id) as stream:
-        await asyncio.sleep(1.3)
+    async with sse(chat_id) as stream:  # keepalive every 0.5 s (conftest.py)
+        await wait_until(lambda: stream.comments.count(": keepalive") >= 2, 10, "two keepalives")
     assert stream.comments[0] == ": connected"
     assert stream.comments.count(": keepalive") >= 2
 

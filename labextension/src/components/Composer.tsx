@@ -14,6 +14,7 @@ import React, { useEffect, useLayoutEffect, useRef, useState } from 'react';
 
 import { JSONRecord } from '../aaep';
 import { IMentionSource } from '../mentions';
+import { composerHint } from './composerHint';
 import { useId } from './hooks';
 import { useMentions } from './MentionPicker';
 import { ToolbarIconButton } from './ToolbarIconButton';
@@ -35,6 +36,11 @@ export interface IComposerProps {
   waiting?: 'question' | 'approval' | null;
   /** Whether the connection is down (nothing can be sent). */
   disabled: boolean;
+  /**
+   * Whether the panel's first connection is still being made (with `disabled`): the box
+   * then says so in a few words, not that a connection was lost.
+   */
+  connecting?: boolean;
   /** `context` items picked with `@` travel with the request. */
   onSend: (text: string, context?: JSONRecord[]) => Promise<void>;
   /** What `@` offers (no `@` list without it). */
@@ -105,32 +111,15 @@ export function Composer(props: IComposerProps): JSX.Element {
     }
   };
 
-  let hint = trans.__('Enter to send, Shift+Enter for a new line.');
-  if (steering && props.paused) {
-    hint = trans.__(
-      'The agent is paused: guidance you send now applies when you resume. Enter to send, Shift+Enter for a new line.'
-    );
-  } else if (steering) {
-    hint = trans.__(
-      'The agent is working: what you send is guidance it reads at its next step. Enter to send, Shift+Enter for a new line.'
-    );
-  }
-  if (waiting === 'question') {
-    hint = trans.__(
-      'The agent asked you a question: what you send answers it. Enter to send, Shift+Enter for a new line.'
-    );
-  } else if (waiting === 'approval') {
-    hint = trans.__(
-      'A request waits for your answer: a message you send instead cancels it and starts a new request. Enter to send, Shift+Enter for a new line.'
-    );
-  }
-  if (disabled) {
-    hint = trans.__('Not connected to the agent. You can send your message once the connection is back.');
-  } else if (running && !acceptsGuidance) {
-    hint = trans.__(
-      'The agent is working and cannot take guidance yet. Send your next message when it finishes, or stop it.'
-    );
-  }
+  const hint = composerHint(trans, {
+    steering,
+    paused: !!props.paused,
+    waiting,
+    disabled,
+    connecting: !!props.connecting,
+    running,
+    acceptsGuidance
+  });
 
   useEffect(() => {
     if (focusHint && focusHint.blocked !== blocked) {

@@ -10,6 +10,7 @@ import React, { useState } from 'react';
 
 import { Verbosity } from '../aaep';
 import { CommandIDs } from '../commands';
+import { waitingFor } from '../chatSession';
 import { ChatController } from '../controller';
 import { FigureDescriber } from '../figures';
 import { IMentionSource } from '../mentions';
@@ -62,6 +63,7 @@ export interface IPanelFooterProps {
 
 export function PanelFooter(props: IPanelFooterProps): JSX.Element {
   const { controller, model, commands, trans, connected } = props;
+  const session = controller.session; // the person's actions go to the chat drawn here
   const [settingsOpen, setSettingsOpen] = useState(false);
   const settingsId = useId('jp-AAEPSettings');
   return (
@@ -81,12 +83,12 @@ export function PanelFooter(props: IPanelFooterProps): JSX.Element {
         continueShortcut={ariaShortcut(commands, CommandIDs.continueChat)}
         onContinue={() => {
           // The button goes away: the focus moves to the message box (now the steer box).
-          void controller.continueChat();
+          void session?.continueChat();
           focusSoon('.jp-AAEPComposer-input');
         }}
         disabled={!connected}
-        onControl={action => void controller.control(action)}
-        onUndo={() => void controller.revert()}
+        onControl={action => void session?.control(action)}
+        onUndo={() => void session?.revert()}
       >
         {props.describer && (
           <FigureDescription
@@ -116,9 +118,9 @@ export function PanelFooter(props: IPanelFooterProps): JSX.Element {
           approvalMode={model.approvalMode}
           allowedModes={model.policy.approvalModes}
           policyMessage={model.policy.locked.includes('approval_mode') ? model.policy.message : null}
-          onApprovalMode={mode => void controller.setApprovalMode(mode)}
+          onApprovalMode={mode => void session?.setApprovalMode(mode)}
           chooser={props.chooser}
-          announce={(text, politeness) => controller.announce(text, politeness)}
+          announce={(text, politeness) => controller.announcer.announce(text, politeness)}
           notebookPath={controller.notebookPath}
           agentChooser={props.agentChooser}
           onClose={() => {
@@ -133,12 +135,13 @@ export function PanelFooter(props: IPanelFooterProps): JSX.Element {
         acceptsGuidance={model.supports.guidance}
         paused={model.status === 'paused'}
         waiting={(() => {
-          const waiting = controller.waitingFor();
+          const waiting = waitingFor(model);
           return waiting?.answersIt ? 'question' : waiting ? 'approval' : null;
         })()}
         disabled={!connected}
+        connecting={model.firstConnecting}
         mentions={props.mentions}
-        onSend={(text, context) => controller.sendText(text, context)}
+        onSend={async (text, context) => session?.sendText(text, context)}
       />
     </div>
   );

@@ -111,7 +111,9 @@ export function PanelSettings(props: IPanelSettingsProps): JSX.Element {
         </div>
       )}
       {props.agentChooser && <AgentPicker chooser={props.agentChooser} trans={trans} disabled={disabled} />}
-      {props.chooser && <ModelPicker chooser={props.chooser} trans={trans} disabled={disabled} />}
+      {props.chooser && (
+        <ModelPicker chooser={props.chooser} trans={trans} disabled={disabled} agentChooser={props.agentChooser} />
+      )}
       <div className="jp-AAEPSettings-field">
         <label htmlFor={verbosityId}>{trans.__('Announcements')}</label>
         <HTMLSelect

@@ -111,7 +111,9 @@ function baseName(path: string): string {
  */
 function AgentView(props: IAgentViewProps): JSX.Element {
   const { controller, rendermime, commands, trans } = props;
-  const model = controller.model;
+  // The person's actions go to the open chat's session; its model is what is shown.
+  const session = controller.session;
+  const model = session?.model ?? null;
   useSignals(controller.changed, model?.changed, commands.keyBindingChanged);
   const error = controller.error;
   const shortcuts = {
@@ -214,7 +216,7 @@ function AgentView(props: IAgentViewProps): JSX.Element {
               setChatsOpen(false);
               void controller.newChat().then(() => focusSoon('.jp-AAEPComposer-input'));
             }}
-            announce={text => controller.announce(text)}
+            announce={text => controller.announcer.announce(text)}
             listShortcut={ariaShortcut(commands, CommandIDs.showChats)}
             newShortcut={ariaShortcut(commands, CommandIDs.newChat)}
             disabled={!connected}
@@ -262,11 +264,11 @@ function AgentView(props: IAgentViewProps): JSX.Element {
             rendermime={rendermime}
             trans={trans}
             shortcuts={shortcuts}
-            onReply={(item: TranscriptItem, decision, details) => void controller.reply(item, decision, details)}
+            onReply={(item: TranscriptItem, decision, details) => void session?.reply(item, decision, details)}
             onOpenPlan={path =>
               void commands.execute('docmanager:open', { path: planEditorPath(path), factory: 'Editor' })
             }
-            onAnswer={(item: TranscriptItem, response) => void controller.answer(item, response)}
+            onAnswer={(item: TranscriptItem, response) => void session?.answer(item, response)}
             citations={props.citations}
           />
           {props.accessibility && (

@@ -125,6 +125,18 @@ export function notebookApprovalExports(trans: TranslationBundle): {
         p.textContent = `${label} ${text}`;
         this._card.appendChild(p);
       };
+      if (words.steps !== null) {
+        // The plan's steps as a numbered list: a screen reader says "list, 3 items".
+        const steps = document.createElement('ol');
+        steps.className = 'jp-AAEPApproval-steps';
+        steps.setAttribute('aria-label', trans.__('Steps of the plan'));
+        for (const step of words.steps) {
+          const item = document.createElement('li');
+          item.textContent = step;
+          steps.appendChild(item);
+        }
+        this._card.appendChild(steps);
+      }
       line(trans.__('Risk:'), words.risk);
       line(trans.__('Consequence:'), words.consequence);
       if (words.warnings.length > 0) {
@@ -150,6 +162,12 @@ export function notebookApprovalExports(trans: TranslationBundle): {
       if (words.deadline) {
         this._deadline.textContent = words.deadline;
         this._card.appendChild(this._deadline);
+      }
+      if (words.elsewhere) {
+        const note = document.createElement('p');
+        note.className = 'jp-AAEPApproval-elsewhere';
+        note.textContent = words.elsewhere;
+        this._card.appendChild(note);
       }
       this._actions.className = 'jp-AAEPApproval-actions';
       this._actions.append(
