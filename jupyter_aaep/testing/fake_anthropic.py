@@ -350,6 +350,15 @@ class FakeAnthropic:
             body: object = json.loads(raw)
         except ValueError:
             body = None
+        if not isinstance(
+            body, dict
+        ):  # say what arrived, so a rare malformed request can be traced
+            self._problem(
+                f"a body that is not a JSON object: {len(raw)} bytes read, "
+                f"content-length {headers.get('content-length')!r}, "
+                f"transfer-encoding {headers.get('transfer-encoding')!r}, "
+                f"content-type {headers.get('content-type')!r}, starts {raw[:120]!r}"
+            )
         record = RecordedRequest(
             body=body if isinstance(body, dict) else {}, headers=headers, path=handler.path
         )
