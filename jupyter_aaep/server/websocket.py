@@ -138,10 +138,10 @@ class ChatSocketHandler(
                         "AAEP message could not be serialised and was skipped: %.200r", message
                     )
                     continue
-                sent = self.write_message(text)
-                sent.add_done_callback(_retrieve)
-                if _behind(self):
-                    await sent  # the client reads slower than we send: wait for the socket
+                # Each write is awaited: that yields to the loop between messages, so a
+                # subscription request the client sent on opening is answered before the
+                # rest of the replay (a send loop that skipped the wait put it after).
+                await self.write_message(text)
         except WebSocketClosedError:
             pass
         finally:
@@ -217,25 +217,6 @@ class ChatSocketHandler(
             self.service.hub.close_stream(self.aaep_stream)
         if self._pump is not None and not self._pump.done():
             self._pump.cancel()  # nothing more can be sent on a closed socket
-
-
-def _behind(handler: WebSocketHandler) -> bool:
-    """Whether the socket still holds unsent bytes after a write.
-
-    Tornado hands back each write as a new task; awaiting it cost every message two more loop
-    iterations per subscriber, shared with whatever else the server does (fan-out to ten
-    sockets took 2 to 5 times a bare tornado broadcast: ``benchmarks/agent_speed.py``). So the
-    send loop waits for a write only when the socket is behind, which keeps a slow client from
-    piling up messages in memory.
-    """
-    stream = getattr(handler.ws_connection, "stream", None)
-    return stream is None or bool(stream.writing())
-
-
-def _retrieve(sent: asyncio.Future[None]) -> None:
-    """A write nobody awaited may fail (the socket closed): that is not worth a warning."""
-    if not sent.cancelled():
-        sent.exception()
 
 
 __all__ = ["SUBPROTOCOL", "ChatSocketHandler"]
