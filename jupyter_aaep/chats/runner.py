@@ -275,7 +275,7 @@ class ChatRunner:
             await asyncio.wait(
                 [after]
             )  # the superseded session closes (and fixes the history) first
-        record = self.begin_record(chat, session)
+        record = self.edits.begin(chat, session)
         agent = self.chosen_agent(chat) if self.chosen_agent is not None else None
         loop: AgentLoop | SessionAgent
         if agent is not None:
@@ -301,7 +301,7 @@ class ChatRunner:
                 attachment=attachment,
             )
         finally:
-            self.end_record(chat)
+            self.edits.end(chat)
             self._ended(chat, session)
         chat.results.append(result)
         if result.status != "completed":  # a completed session saved before it said "Done"
@@ -343,10 +343,6 @@ class ChatRunner:
         )
         return self.submit(chat_id, CONTINUE_TEXT if restarted else CONTINUE_AFTER_ERROR)
 
-    def begin_record(self, chat: Chat, session: Session) -> SessionEdits | None:
-        """Record what *session* changes in the notebook (see :meth:`EditRecords.begin`)."""
-        return self.edits.begin(chat, session)
-
     def context_for(
         self,
         chat: Chat,
@@ -370,9 +366,6 @@ class ChatRunner:
             notices=chat.notices,
             grants=self.grants,
         )
-
-    def end_record(self, chat: Chat) -> None:
-        self.edits.end(chat)
 
     async def revert(self, chat_id: str, session_id: str | None = None) -> dict[str, Any]:
         """Take back what one session (the latest by default) changed, and only that.

@@ -281,7 +281,7 @@ class OutsideAgents:
                 )
             )
             chat.control.bind(session, runner.broker)
-            record = runner.begin_record(
+            record = runner.edits.begin(
                 chat, session
             )  # its edits are saved soon and undone like the agent's
             context = runner.context_for(chat, record, usage=Usage())
@@ -346,7 +346,7 @@ class OutsideAgents:
         finally:
             burst.closing = True
             runner.broker.cancel_session(session.id)
-            runner.end_record(chat)
+            runner.edits.end(chat)
             runner._ended(chat, session)
         saved = await runner.save_notebook(chat)
         event = completed(burst, steps, started, saved)

@@ -5,6 +5,15 @@ looked up in :data:`KINDS`: the row's :class:`~.validation.Spec` says which fiel
 (checked at the edge, :func:`~.validation.validate`) and its handler acts on it for one chat.
 AAEP's own messages (replies, subscription messages) are identified by ``type`` and answered by
 the service (:mod:`.service`); :func:`classify` tells the two apart. A new kind is one new row.
+
+The answers, over HTTP: each kind is answered ``{"kind": "<kind>.accepted", …}``
+(:func:`.messages.accepted`);
+
+- ``user_input`` → 202 with the session id; a busy chat → 409;
+- ``control`` ``stop`` → 202; ``pause``/``resume`` → 200 ``control.accepted``; ``continue`` →
+  202 with the new session (409 when nothing can be continued); ``approval_mode`` → 200;
+- ``guidance`` → 202 ``guidance.accepted`` (it steers the running session, or starts one when
+  nothing runs); a ``user_input`` while the agent works (not waiting for a reply) is guidance.
 """
 
 from __future__ import annotations

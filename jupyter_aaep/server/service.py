@@ -3,8 +3,7 @@
 Handlers stay thin (parse, one call here, JSON out); the rules of the HTTP contract live
 here, next to each other, so they read as one document:
 
-- our own kinds are answered ``{"kind": "<kind>.accepted", …}`` (:func:`.messages.accepted`);
-- ``user_input`` → 202 with the session id; a busy chat → 409;
+- our own kinds are answered as :mod:`.message_kinds` says;
 - replies → always 204, even when ignored: a sender is never told why (§6.3.4), but the
   server log says why (with the reply token shortened). On a chat's own endpoint a reply
   without ``subscription_id`` (aaep-listen sends such replies) is attributed to that chat's
@@ -17,10 +16,6 @@ here, next to each other, so they read as one document:
   out on the stream(s) it applies to;
 - ``subscription.renegotiate`` → 200 with the answer (404 for an unknown subscription);
   ``subscription.close`` → 204;
-- ``control`` ``stop`` → 202; ``pause``/``resume`` → 200 ``control.accepted``; ``continue`` →
-  202 with the new session (409 when nothing can be continued); ``approval_mode`` → 200;
-- ``guidance`` → 202 ``guidance.accepted`` (it steers the running session, or starts one when
-  nothing runs); a ``user_input`` while the agent works (not waiting for a reply) is guidance.
 """
 
 from __future__ import annotations
@@ -148,7 +143,6 @@ class AAEPService:
 
     def _describe_stored(self, stored: StoredChat) -> dict[str, Any]:
         """A chat that is only in the store (not loaded): described from its row."""
-        base = f"chats/{stored.chat_id}"
         mode = self.runner.policy_factory()  # the mode it loads with: auto is never remembered
         mode.restore(stored.approval_mode)
         return {
@@ -169,18 +163,13 @@ class AAEPService:
             "saved": self.runner.storage_problem is None,
             "model": stored.model,
             "policy": self.policy.describe(),
-            "urls": {
-                "chat": self.url_for(base),
-                "events": self.url_for(f"{base}/events"),
-                "messages": self.url_for(f"{base}/messages"),
-                "websocket": self.url_for(f"{base}/ws"),
-            },
+            "urls": self._urls(stored.chat_id),
         }
 
     def chat_view(self, chat_id: str) -> dict[str, Any]:
         """Status, the AAEP events so far, the requests still waiting for an answer, and the
         chat's token usage with its estimated cost (``usage``; ``budget_usd`` is null without a budget)."""
-        chat = self._chat(chat_id)
+        chat = self.runner.get(chat_id)
         transcript = [event for event in chat.emitter.history if "@context" in event]
         open_tokens = {request.token for request in self.runner.broker.pending()}
         pending = [
@@ -199,7 +188,7 @@ class AAEPService:
     def chat_usage(self, chat_id: str) -> dict[str, Any]:
         """What a session's end changes, for the panel's meter, Continue and Undo: the usage, and
         the chat's ``can_continue``, ``undoable_sessions`` and ``title`` (no transcript)."""
-        chat = self._chat(chat_id)
+        chat = self.runner.get(chat_id)
         described = chat.describe()
         return {
             "chat_id": chat.chat_id,
@@ -213,7 +202,7 @@ class AAEPService:
 
     def pending_request(self, chat_id: str, request_id: str) -> dict[str, Any]:
         """One request of the chat as the server describes it (the notebook view's buttons)."""
-        chat = self._chat(chat_id)
+        chat = self.runner.get(chat_id)
         open_tokens = {request.token for request in self.runner.broker.pending()}
         return describe_request(chat.emitter.history, request_id, open_tokens=open_tokens)
 
@@ -226,7 +215,6 @@ class AAEPService:
         }
 
     def _describe(self, chat: Chat) -> dict[str, Any]:
-        base = f"chats/{chat.chat_id}"
         model = chat.model or self.runner.config.model
         agent = agent_of(self, chat.chat_id)
         described = chat.describe()
@@ -240,16 +228,18 @@ class AAEPService:
             "policy": self.policy.describe(),
             "state": chat.session.state if chat.session is not None else "idle",
             "saved": self.runner.storage_problem is None,
-            "urls": {
-                "chat": self.url_for(base),
-                "events": self.url_for(f"{base}/events"),
-                "messages": self.url_for(f"{base}/messages"),
-                "websocket": self.url_for(f"{base}/ws"),
-            },
+            "urls": self._urls(chat.chat_id),
         }
 
-    def _chat(self, chat_id: str) -> Chat:
-        return self.runner.get(chat_id)
+    def _urls(self, chat_id: str) -> dict[str, str]:
+        """Where a chat's resources are, the same for a loaded chat and a stored one."""
+        base = f"chats/{chat_id}"
+        return {
+            "chat": self.url_for(base),
+            "events": self.url_for(f"{base}/events"),
+            "messages": self.url_for(f"{base}/messages"),
+            "websocket": self.url_for(f"{base}/ws"),
+        }
 
     # -- streams -------------------------------------------------------------------------------------
     def open_stream(
@@ -265,7 +255,7 @@ class AAEPService:
 
         *client* (the user and their address) is whom the per-client stream limit counts.
         """
-        chat = self._chat(chat_id) if chat_id is not None else None
+        chat = self.runner.get(chat_id) if chat_id is not None else None
         check_subscription_id(subscription_id)
         check_last_event_id(last_event_id)
         replay, note = self._replay(chat, last_event_id)
@@ -343,7 +333,7 @@ class AAEPService:
             if kind not in REPLY_TYPES:
                 raise
             if chat_id is not None:
-                self._chat(chat_id)  # a wrong URL is still a 404
+                self.runner.get(chat_id)  # a wrong URL is still a 404
             log.warning(
                 "AAEP reply ignored: %s", error.message
             )  # §6.3.4: the sender gets 204 all the same
@@ -381,7 +371,7 @@ class AAEPService:
         also when it is refused as the outside agent's answer to its own request. A *wish* (the
         card's "don't ask again") is given only as :mod:`.permissions` allows."""
         if chat_id is not None:
-            chat = self._chat(chat_id)  # an unknown chat is a wrong URL, not a reply to hide
+            chat = self.runner.get(chat_id)  # an unknown chat is a wrong URL, not a reply to hide
             sender = self.hub.keys.sender(*sent_by, chat_id=chat_id)
             resolved = False
             if not refused_own_answer(message, chat, sender, self.runner.broker):
@@ -463,7 +453,7 @@ class AAEPService:
         in_band: bool = True,
     ) -> Response:
         if chat_id is not None:
-            self._chat(chat_id)
+            self.runner.get(chat_id)
         answer = self.hub.handshake(message, chat_id=chat_id, origin=origin, in_band=in_band)
         if isinstance(answer, Rejected):
             if answer.malformed:
