@@ -38,7 +38,7 @@ def test_pause_and_resume_around_a_waiting_approval_keep_it_answerable(ui: Panel
     expect(state).to_have_text("Paused")
     # Still waiting, still answerable: the buttons, the banner, the box saying what a message does.
     expect(card).to_have_class(re.compile("jp-mod-pending"))
-    expect(card.get_by_role("button", name=re.compile("^Approve"))).to_be_visible()
+    expect(card.get_by_role("button", name="Approve", exact=True)).to_be_visible()
     banner = panel.locator(".jp-AAEPPanel-pendingBanner")
     expect(banner).to_contain_text("waiting for your answer")
     expect(panel.locator(".jp-AAEPComposer-hint")).to_contain_text(
