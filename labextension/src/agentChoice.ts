@@ -9,20 +9,27 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { Announcer } from './announcer';
-import { AAEPRequestError, IAgentInfo, getChat, listAgents } from './chatClient';
+import { IAgentInfo, getChat, listAgents } from './chatClient';
 import { ChatController } from './controller';
 import { ChatModel } from './model';
+import { SettledChoice } from './settledChoice';
 export { agentHint, agentOptions, modelNotApplicable, outsideAgent } from './agentWords';
-
-/** Milliseconds the picker must rest on an agent before it is sent (arrow keys). */
-const SETTLE_MS = 500;
 
 /** Keeps the list of agents and the current chat's choice. */
 export class AgentChooser {
   constructor(options: AgentChooser.IOptions) {
     this._controller = options.controller;
-    this._announcer = options.announcer;
     this._trans = options.trans;
+    this._choice = new SettledChoice({
+      controller: this._controller,
+      announcer: options.announcer,
+      send: async name => {
+        const answer = await this._controller.request({ kind: 'agent', agent: name });
+        return answer?.message ?? this._trans.__('Your next messages in this chat go to %1.', name);
+      },
+      notChanged: why => this._trans.__('The agent was not changed: %1', why),
+      changed: () => this._changed.emit()
+    });
     this._controller.modelChanged.connect(this._chatChanged, this);
     this._chatChanged(this._controller, this._controller.model);
   }
@@ -38,7 +45,7 @@ export class AgentChooser {
 
   /** The agent of the chat shown. */
   get current(): string | null {
-    return this._current;
+    return this._choice.current;
   }
 
   /** Load the list (again each time the chat changes: adapters get installed meanwhile). */
@@ -46,8 +53,8 @@ export class AgentChooser {
     try {
       const answer = await listAgents();
       this._agents = (answer.agents ?? []).filter(a => typeof a?.name === 'string');
-      if (this._current === null) {
-        this._current = answer.default ?? null;
+      if (this._choice.current === null) {
+        this._choice.current = answer.default ?? null;
       }
     } catch {
       // No list: the picker stays hidden and the built-in agent answers.
@@ -58,43 +65,11 @@ export class AgentChooser {
 
   /** Use `name` for the chat's next messages (sent once the picker rests on it). */
   choose(name: string): Promise<void> {
-    const model = this._controller.model;
-    if (!model || name === this._current) {
-      return Promise.resolve();
-    }
-    if (this._confirmed === null) {
-      this._confirmed = this._current;
-    }
-    this._current = name;
-    this._changed.emit();
-    window.clearTimeout(this._timer);
-    return new Promise(resolve => {
-      this._timer = window.setTimeout(() => void this._commit(model.chatId).then(resolve), SETTLE_MS);
-    });
-  }
-
-  private async _commit(chatId: string): Promise<void> {
-    const name = this._current;
-    const previous = this._confirmed;
-    if (name === null || this._controller.model?.chatId !== chatId) {
-      return;
-    }
-    try {
-      const answer = await this._controller.request({ kind: 'agent', agent: name });
-      this._confirmed = null;
-      this._announcer.announce(answer?.message ?? this._trans.__('Your next messages in this chat go to %1.', name));
-    } catch (error) {
-      this._current = previous;
-      this._confirmed = null;
-      const why = error instanceof AAEPRequestError ? error.message : String(error);
-      this._announcer.announce(this._trans.__('The agent was not changed: %1', why), 'assertive');
-    } finally {
-      this._changed.emit();
-    }
+    return this._choice.choose(name);
   }
 
   dispose(): void {
-    window.clearTimeout(this._timer);
+    this._choice.dispose();
     Signal.clearData(this);
   }
 
@@ -107,7 +82,7 @@ export class AgentChooser {
     void getChat(chatId)
       .then(info => {
         if (this._controller.model?.chatId === chatId) {
-          this._current = info?.agent ?? null;
+          this._choice.current = info?.agent ?? null;
           this._changed.emit();
         }
       })
@@ -115,12 +90,9 @@ export class AgentChooser {
   }
 
   private _controller: ChatController;
-  private _announcer: Announcer;
   private _trans: TranslationBundle;
   private _agents: IAgentInfo[] = [];
-  private _current: string | null = null;
-  private _confirmed: string | null = null;
-  private _timer = 0;
+  private _choice: SettledChoice;
   private _changed = new Signal<this, void>(this);
 }
 

@@ -10,11 +10,9 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { Announcer } from './announcer';
 import { ChatController } from './controller';
-import { AAEPRequestError, getChat, listModels } from './chatClient';
+import { getChat, listModels } from './chatClient';
 import { ChatModel } from './model';
-
-/** Milliseconds the picker must rest on a model before it is sent. */
-const SETTLE_MS = 500;
+import { SettledChoice } from './settledChoice';
 
 /** One model on offer. */
 export interface IModelOption {
@@ -26,8 +24,17 @@ export interface IModelOption {
 export class ModelChooser {
   constructor(options: ModelChooser.IOptions) {
     this._controller = options.controller;
-    this._announcer = options.announcer;
     this._trans = options.trans;
+    this._choice = new SettledChoice({
+      controller: this._controller,
+      announcer: options.announcer,
+      send: async id => {
+        const answer = await this._controller.request({ kind: 'model', model: id });
+        return this._trans.__('The next request uses %1.', answer?.label ?? this.label(id));
+      },
+      notChanged: why => this._trans.__('The model was not changed: %1', why),
+      changed: () => this._changed.emit()
+    });
     this._controller.modelChanged.connect(this._chatChanged, this);
     this._chatChanged(this._controller, this._controller.model);
   }
@@ -58,7 +65,7 @@ export class ModelChooser {
 
   /** The model the chat shown uses (its choice, or the default). */
   get current(): string | null {
-    return this._current;
+    return this._choice.current;
   }
 
   /** A spoken name for a model id. */
@@ -68,7 +75,7 @@ export class ModelChooser {
 
   /** Whether a change is on its way to the server. */
   get busy(): boolean {
-    return this._busy;
+    return this._choice.busy;
   }
 
   /** Load the list once (again after a failure). */
@@ -84,8 +91,8 @@ export class ModelChooser {
       this._source = answer.source ?? 'configured';
       this._note = answer.note ?? null;
       this._loaded = true;
-      if (this._current === null) {
-        this._current = this._default;
+      if (this._choice.current === null) {
+        this._choice.current = this._default;
       }
     } catch {
       // The picker shows only the current model; the next chat switch tries again.
@@ -101,45 +108,11 @@ export class ModelChooser {
    * user stops on goes to the server (and is announced), a moment later.
    */
   choose(id: string): Promise<void> {
-    const model = this._controller.model;
-    if (!model || id === this._current) {
-      return Promise.resolve();
-    }
-    if (this._confirmed === null) {
-      this._confirmed = this._current;
-    }
-    this._current = id;
-    this._changed.emit();
-    window.clearTimeout(this._timer);
-    return new Promise(resolve => {
-      this._timer = window.setTimeout(() => void this._commit(model.chatId).then(resolve), SETTLE_MS);
-    });
-  }
-
-  private async _commit(chatId: string): Promise<void> {
-    const id = this._current;
-    const previous = this._confirmed;
-    if (id === null || this._controller.model?.chatId !== chatId) {
-      return;
-    }
-    this._busy = true;
-    this._changed.emit();
-    try {
-      const answer = await this._controller.request({ kind: 'model', model: id });
-      this._confirmed = null;
-      this._announcer.announce(this._trans.__('The next request uses %1.', answer?.label ?? this.label(id)));
-    } catch (error) {
-      this._current = previous;
-      this._confirmed = null;
-      const why = error instanceof AAEPRequestError ? error.message : String(error);
-      this._announcer.announce(this._trans.__('The model was not changed: %1', why), 'assertive');
-    } finally {
-      this._busy = false;
-      this._changed.emit();
-    }
+    return this._choice.choose(id);
   }
 
   dispose(): void {
+    this._choice.dispose();
     Signal.clearData(this);
   }
 
@@ -152,7 +125,7 @@ export class ModelChooser {
     void getChat(chatId)
       .then(info => {
         if (this._controller.model?.chatId === chatId) {
-          this._current = info?.model ?? this._default;
+          this._choice.current = info?.model ?? this._default;
           this._changed.emit();
         }
       })
@@ -160,19 +133,14 @@ export class ModelChooser {
   }
 
   private _controller: ChatController;
-  private _announcer: Announcer;
   private _trans: TranslationBundle;
   private _models: IModelOption[] = [];
   private _default: string | null = null;
   private _source = 'configured';
   private _note: string | null = null;
-  private _current: string | null = null;
   private _loaded = false;
   private _loading = false;
-  private _busy = false;
-  /** The model the server has for the chat while a change waits to be sent. */
-  private _confirmed: string | null = null;
-  private _timer = 0;
+  private _choice: SettledChoice;
   private _changed = new Signal<this, void>(this);
 }
 
