@@ -225,6 +225,7 @@ class FakeAnthropic:
         self._responder = responder
         self._cond = threading.Condition()
         self._release_generation = 0
+        self._held = 0  # streams waiting in _stall right now
         self._stopping = threading.Event()
         self._live: dict[threading.Thread, socket.socket] = {}
         self._server: Server | None = None
@@ -309,10 +310,27 @@ class FakeAnthropic:
             self._script.extend(turns)
 
     def release(self) -> None:
-        """Let every currently stalled stream finish normally."""
+        """Let every stream already begun (stalled, or on its way to its stall) finish."""
         with self._cond:
             self._release_generation += 1
             self._cond.notify_all()
+
+    def wait_until_held(self, count: int = 1, timeout: float = 30.0) -> None:
+        """Block until ``count`` streams wait at their stall point.
+
+        A request may reach the fake well after the event a test watched for (the agent
+        imports the SDK at its first request), and a release before the request began frees
+        nothing; a test that must release a particular stall waits for it here first.
+        """
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._held < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(
+                        f"fake model: {self._held} of {count} streams held after {timeout:g} s"
+                    )
+                self._cond.wait(min(left, _POLL))
 
     # -- the App side of _http.Server (runs on server threads) -----------------------
 
@@ -521,12 +539,14 @@ class FakeAnthropic:
     def _send_stream(
         self, handler: Handler, turn: Turn, rendered: Rendered, record: RecordedRequest
     ) -> None:
+        with self._cond:
+            generation = self._release_generation
         self._wait(turn.delay)
         try:
             handler.start_stream()
             for i, (name, data) in enumerate(rendered.events):
                 if i == rendered.stall_index:
-                    self._stall(handler, record)
+                    self._stall(handler, record, generation)
                 if i:
                     self._wait(turn.chunk_delay)
                 handler.write_chunk(encode_sse(name, data))
@@ -541,20 +561,25 @@ class FakeAnthropic:
         if seconds > 0 and self._stopping.wait(seconds):
             raise Aborted
 
-    def _stall(self, handler: Handler, record: RecordedRequest) -> None:
-        """Hold a stream until ``release()``; raise if the client leaves or we stop."""
+    def _stall(self, handler: Handler, record: RecordedRequest, generation: int) -> None:
+        """Hold a stream until a ``release()`` after it began; raise if the client leaves or we stop."""
         with self._cond:
-            generation = self._release_generation
-        while True:
-            with self._cond:
-                if self._release_generation != generation:
-                    return
-                if self._stopping.is_set():
+            self._held += 1
+            self._cond.notify_all()
+        try:
+            while True:
+                with self._cond:
+                    if self._release_generation != generation:
+                        return
+                    if self._stopping.is_set():
+                        raise Aborted
+                    self._cond.wait(_POLL)
+                if handler.peer_closed():
+                    record.disconnected = True
                     raise Aborted
-                self._cond.wait(_POLL)
-            if handler.peer_closed():
-                record.disconnected = True
-                raise Aborted
+        finally:
+            with self._cond:
+                self._held -= 1
 
 
 def _model_info(index: int, model: str | tuple[str, str]) -> dict[str, Any]:

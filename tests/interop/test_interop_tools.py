@@ -287,6 +287,7 @@ def test_aaep_listen_approves_and_aaep_capture_records_only_valid_aaep_events(
             30,
             diagnose,
         )
+        fake_model.wait_until_held()
         fake_model.release()
         wait_for(
             lambda: (

@@ -273,12 +273,39 @@ async def test_release_finishes_stalled_streams() -> None:
         client_for(fake) as client,
     ):
         task = asyncio.create_task(stream_final(client))
-        await asyncio.sleep(0.2)
+        await asyncio.to_thread(fake.wait_until_held, 1, 5)
         assert not task.done()
         fake.release()
         message = await asyncio.wait_for(task, 2)
     assert message.content[0].text == text
     assert not fake.requests[0].disconnected
+
+
+async def test_a_release_frees_a_stream_begun_before_it_but_not_one_begun_after() -> None:
+    """A release while a stream is on its way to its stall (here: its opening delay) is not
+    lost; one from before the request arrived frees nothing, so a test waits for the hold."""
+    async with (
+        FakeAnthropic(
+            [
+                Turn(text="first", stall_after_chunks=0, delay=0.5),
+                Turn(text="second", stall_after_chunks=0),
+            ]
+        ) as fake,
+        client_for(fake) as client,
+    ):
+        first = asyncio.create_task(stream_final(client))
+        while not fake.requests:
+            await asyncio.sleep(0.02)
+        fake.release()  # the stream is in its delay, not yet at its stall
+        assert (await asyncio.wait_for(first, 5)).content[0].text == "first"
+        second = asyncio.create_task(stream_final(client))
+        await asyncio.to_thread(fake.wait_until_held, 1, 5)
+        await asyncio.sleep(0.2)
+        assert not second.done(), "the earlier release must not free a later stream"
+        fake.release()
+        assert (await asyncio.wait_for(second, 5)).content[0].text == "second"
+        with pytest.raises(TimeoutError, match="0 of 1 streams held"):
+            fake.wait_until_held(1, 0.1)
 
 
 async def test_missing_tool_result_is_rejected_like_the_service() -> None:
