@@ -98,6 +98,8 @@ class Chat:
     """The outside agent (an MCP client, e.g. "Claude Code") whose session runs now, if any."""
     notices: list[str] = field(default_factory=list)
     """Said at the start of the next session (see ``ChatContext.notices``)."""
+    last_session_id: str | None = None
+    """The newest session a reloaded chat had before the restart (``session`` is then ``None``)."""
 
     @classmethod
     def from_stored(cls, stored: StoredChat, emitter: Emitter, approval: ApprovalPolicy) -> Chat:
@@ -116,6 +118,7 @@ class Chat:
             can_continue=stored.can_continue,
             model=stored.model,
             model_label=stored.model_label,
+            last_session_id=stored.last_session_id,
         )
 
     def request_started(self, text: str) -> bool:
@@ -225,21 +228,3 @@ class Chat:
     @property
     def status(self) -> str:
         return "running" if self.running else "idle"
-
-    def describe(self) -> dict[str, Any]:
-        return {
-            "chat_id": self.chat_id,
-            "notebook_path": self.notebook_path,
-            "status": self.status,
-            "paused": self.paused,
-            "session_id": self.session.id if self.session else None,
-            "approval_mode": self.approval.mode,
-            # What clients may offer: the panel hides or disables the rest, with a reason.
-            "supports": dict(SUPPORTS),
-            "undoable_sessions": list(self.snapshots),
-            "title": self.title,
-            "created": self.created,
-            "updated": self.updated,
-            "can_continue": self.can_continue and not self.running,
-            "model": self.model,
-        }

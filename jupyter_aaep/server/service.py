@@ -28,10 +28,10 @@ from ..aaep.emitter import Event
 from ..aaep.handshake import Rejected
 from ..aaep.ids import is_valid_id
 from ..acp.agents import BUILT_IN
-from ..chats.chat import SUPPORTS, Chat
+from ..chats.chat import Chat
+from ..chats.chat_json import ServerFacts, chat_json
 from ..chats.runner import ChatRunner
 from ..errors import RequestError
-from ..store.chat_store import StoredChat
 from .message_kinds import KINDS, agent_of, classify, handle_kind, spec_of
 from .messages import REPLY_TYPES, Response, only_fields
 from .models import ModelCatalog
@@ -113,7 +113,9 @@ class AAEPService:
             chat.notices.append(AUTO_FROM_THE_START)
         self.hub.attach_chat(chat)
         return Response(
-            201, self._describe(chat), {"Location": self.url_for(f"chats/{chat.chat_id}")}
+            201,
+            chat_json(chat, self._server_facts()),
+            {"Location": self.url_for(f"chats/{chat.chat_id}")},
         )
 
     def list_chats(
@@ -133,37 +135,10 @@ class AAEPService:
                 400, f"limit must be a whole number from 1 to {MAX_PAGE}, e.g. ?limit=20."
             )
         chats, cursor = self.runner.page(notebook_path, limit=size, before=before or None)
+        server = self._server_facts()
         return {
-            "chats": [
-                self._describe(c) if isinstance(c, Chat) else self._describe_stored(c)
-                for c in chats
-            ],
+            "chats": [chat_json(c, server) for c in chats],
             "next": cursor,
-        }
-
-    def _describe_stored(self, stored: StoredChat) -> dict[str, Any]:
-        """A chat that is only in the store (not loaded): described from its row."""
-        mode = self.runner.policy_factory()  # the mode it loads with: auto is never remembered
-        mode.restore(stored.approval_mode)
-        return {
-            "chat_id": stored.chat_id,
-            "notebook_path": stored.notebook_path,
-            "status": "idle",
-            "session_id": stored.last_session_id,
-            "approval_mode": mode.mode,
-            "agent": agent_of(self, stored.chat_id) or BUILT_IN,
-            "supports": dict(SUPPORTS),
-            "undoable_sessions": stored.snapshot_ids,
-            "paused": False,
-            "title": stored.title,
-            "created": stored.created,
-            "updated": stored.updated,
-            "can_continue": stored.can_continue,
-            "state": "idle",
-            "saved": self.runner.storage_problem is None,
-            "model": stored.model,
-            "policy": self.policy.describe(),
-            "urls": self._urls(stored.chat_id),
         }
 
     def chat_view(self, chat_id: str) -> dict[str, Any]:
@@ -178,7 +153,7 @@ class AAEPService:
             if e.get("type") in _AWAITING and e.get("reply_token") in open_tokens
         ]
         return {
-            **self._describe(chat),
+            **chat_json(chat, self._server_facts()),
             "transcript": transcript,
             "pending_requests": pending,
             "usage": self._usage(chat),
@@ -189,7 +164,7 @@ class AAEPService:
         """What a session's end changes, for the panel's meter, Continue and Undo: the usage, and
         the chat's ``can_continue``, ``undoable_sessions`` and ``title`` (no transcript)."""
         chat = self.runner.get(chat_id)
-        described = chat.describe()
+        described = chat_json(chat)
         return {
             "chat_id": chat.chat_id,
             "usage": self._usage(chat),
@@ -214,32 +189,24 @@ class AAEPService:
             "steps": self.runner.steps(chat_id, session_id),
         }
 
-    def _describe(self, chat: Chat) -> dict[str, Any]:
-        model = chat.model or self.runner.config.model
-        agent = agent_of(self, chat.chat_id)
-        described = chat.describe()
-        if agent is not None:  # an ACP agent cannot pause or take guidance mid-request
-            described["supports"] = {**described["supports"], "pause": False, "resume": False}
-        return {
-            **described,
-            "agent": agent or BUILT_IN,
-            "model": model,
-            "model_label": chat.model_label or self.models.label(model),
-            "policy": self.policy.describe(),
-            "state": chat.session.state if chat.session is not None else "idle",
-            "saved": self.runner.storage_problem is None,
-            "urls": self._urls(chat.chat_id),
-        }
+    def _server_facts(self) -> ServerFacts:
+        """What the server adds to every chat's JSON (:mod:`..chats.chat_json`)."""
 
-    def _urls(self, chat_id: str) -> dict[str, str]:
-        """Where a chat's resources are, the same for a loaded chat and a stored one."""
-        base = f"chats/{chat_id}"
-        return {
-            "chat": self.url_for(base),
-            "events": self.url_for(f"{base}/events"),
-            "messages": self.url_for(f"{base}/messages"),
-            "websocket": self.url_for(f"{base}/ws"),
-        }
+        def mode_of_stored(stored_mode: str) -> str:
+            mode = self.runner.policy_factory()  # the mode it loads with: auto is never remembered
+            mode.restore(stored_mode)
+            return mode.mode
+
+        return ServerFacts(
+            default_model=self.runner.config.model,
+            label_of=self.models.label,
+            policy=self.policy.describe(),
+            saved=self.runner.storage_problem is None,
+            url_for=self.url_for,
+            agent_of=lambda chat_id: agent_of(self, chat_id),
+            built_in=BUILT_IN,
+            mode_of_stored=mode_of_stored,
+        )
 
     # -- streams -------------------------------------------------------------------------------------
     def open_stream(

@@ -125,11 +125,7 @@ class StoreReader:
         chats = [chat_from_row(row) for row in self.rows(sql, (*params, limit))]
         for chat in chats:
             chat.snapshot_ids = self.snapshot_ids(chat.chat_id)
-            last = self.rows(
-                "SELECT session_id FROM sessions WHERE chat_id=? ORDER BY started DESC LIMIT 1",
-                (chat.chat_id,),
-            )
-            chat.last_session_id = last[0][0] if last else None
+            chat.last_session_id = self.last_session_id(chat.chat_id)
         return chats
 
     def load_chat(self, chat_id: str) -> StoredChat | None:
@@ -139,7 +135,16 @@ class StoreReader:
         chat = chat_from_row(rows[0])
         chat.history = json.loads(rows[0][11])
         chat.snapshot_ids = self.snapshot_ids(chat_id)
+        chat.last_session_id = self.last_session_id(chat_id)
         return chat
+
+    def last_session_id(self, chat_id: str) -> str | None:
+        """The chat's newest session, which a chat described or loaded from the store names."""
+        last = self.rows(
+            "SELECT session_id FROM sessions WHERE chat_id=? ORDER BY started DESC LIMIT 1",
+            (chat_id,),
+        )
+        return str(last[0][0]) if last else None
 
     def snapshot_ids(self, chat_id: str) -> list[str]:
         return [

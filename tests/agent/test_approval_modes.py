@@ -19,6 +19,7 @@ from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.text_diff import describe_change
 from jupyter_aaep.agent.tools import ActionPreview, ToolRegistry, ToolResult, aaep_tool
+from jupyter_aaep.chats.chat_json import chat_json
 from jupyter_aaep.chats.persistence import ChatPersistence
 from jupyter_aaep.chats.runner import ChatRunner, InvalidInput
 from jupyter_aaep.store.chat_store import ChatStore
@@ -193,7 +194,7 @@ async def test_the_mode_is_chosen_at_creation_stored_and_restored(tmp_path: Path
         auto = first.create_chat("a.ipynb", approval_mode="auto")
         with pytest.raises(InvalidInput, match="approval mode must be one of"):
             first.create_chat("a.ipynb", approval_mode="sometimes")
-        assert [c.describe()["approval_mode"] for c in (plain, review, switched, auto)] == [
+        assert [chat_json(c)["approval_mode"] for c in (plain, review, switched, auto)] == [
             "ask",
             "ask_all",
             "ask_all",

@@ -14,6 +14,7 @@ from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolRegistry
+from jupyter_aaep.chats.chat_json import chat_json
 from jupyter_aaep.chats.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat
 from jupyter_aaep.chats.undo_words import undo_summary
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
@@ -85,7 +86,7 @@ async def test_sessions_keep_chat_history_and_publish_aaep_events_only(runner: C
     second = runner.submit(chat.chat_id, "again")
     await chat.task
     assert first != second
-    assert chat.describe()["status"] == "idle"
+    assert chat_json(chat)["status"] == "idle"
     assert len(chat.history) == 4, "both exchanges stay in the chat's history"
     assert runner.chats("analysis.ipynb") == [chat] and runner.chats("other.ipynb") == []
     replay = runner.replay(chat.chat_id)
@@ -136,7 +137,7 @@ async def test_busy_stop_and_bad_input(runner: ChatRunner) -> None:
     with pytest.raises(InvalidInput):
         runner.set_approval_mode(chat.chat_id, "always")
     runner.set_approval_mode(chat.chat_id, "auto")
-    assert chat.describe()["approval_mode"] == "auto"
+    assert chat_json(chat)["approval_mode"] == "auto"
 
 
 async def test_replies_are_bound_to_the_chat_session(runner: ChatRunner) -> None:
@@ -195,7 +196,7 @@ async def test_without_edit_records_there_is_nothing_to_undo(runner: ChatRunner)
     runner.submit(chat.chat_id, "hi")
     await chat.task
     assert chat.results[-1].status == "completed"
-    assert chat.snapshots == {} and chat.describe()["undoable_sessions"] == []
+    assert chat.snapshots == {} and chat_json(chat)["undoable_sessions"] == []
     with pytest.raises(InvalidInput, match="nothing to undo"):
         await runner.revert(chat.chat_id)
 

@@ -18,6 +18,7 @@ from jupyter_aaep.agent.conversation_tools import conversation_tools
 from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolRegistry
+from jupyter_aaep.chats.chat_json import chat_json
 from jupyter_aaep.chats.persistence import RESTART_HINT, ChatPersistence, Discard
 from jupyter_aaep.chats.runner import ChatBusy, ChatRunner, InvalidInput, UnknownChat
 from jupyter_aaep.mcp.outside_agents import OutsideAgents
@@ -281,7 +282,7 @@ async def test_an_outside_agents_request_cut_by_a_crash_is_told_as_its_own_witho
         "Claude Code",
     )
     assert last["remediation_hint"] == "Ask Claude Code again if you still want it done."
-    assert again.describe()["can_continue"] is False
+    assert chat_json(again)["can_continue"] is False
     with pytest.raises(ChatBusy):
         second.continue_chat(chat.chat_id)
     call.cancel()
@@ -335,7 +336,7 @@ async def test_a_session_cut_by_a_restart_is_closed_as_errored_and_can_be_contin
     ]
     assert closing[0]["status"] == "error" and "server stopped" in closing[0]["error_message"]
     assert second.replay(chat.chat_id, seen[-1]) == closing
-    assert again.describe()["can_continue"] is True
+    assert chat_json(again)["can_continue"] is True
     assert rig.stores[-1].read.running_sessions() == []
     assert rig.stores[-1].flush()
     [step] = [s for s in rig.stores[-1].read.steps(session_id) if s.kind == "tool"]
@@ -356,7 +357,7 @@ async def test_a_session_cut_by_a_restart_is_closed_as_errored_and_can_be_contin
         and sent[2]["content"][0]["type"] == "tool_result"
     )
     assert "Continue that request" in rig.fake.requests[-1].last_user_text
-    assert again.describe()["can_continue"] is False
+    assert chat_json(again)["can_continue"] is False
     with pytest.raises(ChatBusy, match="nothing to continue"):
         second.continue_chat(chat.chat_id)
     await second.shutdown()
@@ -450,7 +451,7 @@ async def test_edit_records_survive_a_restart(rig: Rig) -> None:
         list(again.snapshots) == [session_id]
         and again.snapshots[session_id]["operations"][0]["cell_id"] == "b"
     )
-    assert second.page("nb.ipynb")[0][0].describe()["undoable_sessions"] == [session_id]  # type: ignore[union-attr]
+    assert chat_json(second.page("nb.ipynb")[0][0])["undoable_sessions"] == [session_id]
     await second.revert(chat.chat_id)
     assert notebooks.cells["nb.ipynb"] == [{"id": "a", "source": "1"}]
     third = rig.runner()

@@ -34,6 +34,7 @@ from jupyter_aaep.agent.data_blocks import unwrap
 from jupyter_aaep.agent.loop import AgentConfig
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolError, ToolRegistry
+from jupyter_aaep.chats.chat_json import chat_json
 from jupyter_aaep.chats.runner import ChatRunner, InvalidInput
 from jupyter_aaep.notebook._text_edits import version_tag
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
@@ -184,7 +185,7 @@ async def test_undo_keeps_a_collaborators_edit_and_cell_and_reverts_only_the_age
             await wait_for(
                 lambda: "mine" in live.cell_ids(), what="the collaborator's cell on the server"
             )
-            assert chat.describe()["undoable_sessions"] == [
+            assert chat_json(chat)["undoable_sessions"] == [
                 chat.results[-1].terminal_event["session_id"]
             ]
 
@@ -235,7 +236,7 @@ async def test_a_read_only_session_has_nothing_to_undo(notebook_file, service, b
             )
             live = await service.open(path)
             await wait_for(lambda: "mine" in live.cell_ids(), what="the collaborator's cell")
-            assert chat.describe()["undoable_sessions"] == []
+            assert chat_json(chat)["undoable_sessions"] == []
             with pytest.raises(
                 InvalidInput, match="nothing to undo: the agent has not changed this notebook"
             ):

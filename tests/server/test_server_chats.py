@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from server_helpers import of_type, types
+from server_helpers import of_type, types, wait_until
 from traitlets import TraitError
 
 from jupyter_aaep import _jupyter_server_extension_points
@@ -144,6 +144,35 @@ async def test_chat_view_has_transcript_and_pending_requests(
         await stream.until(of_type("session.cancelled"))
     _, view, _ = await api("chats", chat_id)
     assert view["pending_requests"] == [] and view["status"] == "idle"
+
+
+async def test_a_loaded_chat_and_the_same_chat_after_a_restart_read_the_same(
+    api, new_chat, fake_model, extension
+) -> None:
+    """One serializer (``chats/chat_json.py``): a chat described loaded, listed from the store
+    after a restart, and loaded again reads the same, field for field and in the same order.
+    The stored one used to miss ``model_label`` and the default model, and the reloaded one
+    its last session and its rest state."""
+    chat_id = await new_chat()
+    fake_model.add(Turn(text="Done."))
+    status, _, _ = await api(
+        "chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": "hello"}
+    )
+    assert status == 202
+    chat = extension.runner.get(chat_id)
+    await wait_until(lambda: not chat.running, timeout=10, what="the session to end")
+    per_session = {"transcript", "pending_requests", "usage", "guidance"}
+    _, view, _ = await api("chats", chat_id)
+    loaded = {k: v for k, v in view.items() if k not in per_session}
+    assert loaded["session_id"] and loaded["title"] == "hello" and loaded["model"] == "claude-test"
+
+    assert extension.store.flush()
+    extension.runner._chats.pop(chat_id)  # as after a restart: in the store only
+    _, page, _ = await api("chats", params={"notebook_path": "analysis.ipynb"})
+    (stored,) = page["chats"]
+    assert list(stored.items()) == list(loaded.items())
+    _, view, _ = await api("chats", chat_id)  # loaded from the store
+    assert [(k, v) for k, v in view.items() if k not in per_session] == list(loaded.items())
 
 
 @pytest.mark.parametrize(
