@@ -32,6 +32,7 @@ from ..agent.control import RunControl
 from ..agent.dispatch import ToolDispatcher
 from ..agent.history import append_user_text
 from ..agent.loop import SessionResult
+from ..agent.tool_use import ToolUse
 from ..agent.tools import ToolRegistry
 from ..agent.usage import Usage
 from ..errors import ToolError
@@ -65,16 +66,6 @@ class McpAccess:
             "url": self.url,
             "headers": [{"name": "Authorization", "value": f"Bearer {self.token}"}],
         }
-
-
-@dataclass
-class _Use:
-    """A ``tool_use`` block as the dispatcher reads it."""
-
-    id: str
-    name: str
-    input: dict[str, Any]
-    type: str = "tool_use"
 
 
 @dataclass
@@ -359,7 +350,7 @@ class AcpChatAgent:
                 f"This chat works on {turn.notebook_path}; open a chat in {notebook_path} to work there."
             )
         turn.narrator.finish_output()
-        use = _Use(id=call_id, name=tool, input=arguments)
+        use = ToolUse(id=call_id, name=tool, input=arguments)
         results = await turn.dispatcher.run_all([use])
         turn.narrator.steps.extend(turn.dispatcher.completed_labels)
         turn.dispatcher.completed_labels.clear()

@@ -27,7 +27,7 @@ from ..store.records import StoredChat
 
 log = logging.getLogger(__name__)
 
-__all__ = ["EVENT_HISTORY_LIMIT", "SUPPORTS", "Chat", "now_iso"]
+__all__ = ["EVENT_HISTORY_LIMIT", "KEPT_FIELDS", "SUPPORTS", "Chat", "kept", "now_iso"]
 
 
 def now_iso() -> str:
@@ -48,6 +48,25 @@ SUPPORTS: Mapping[str, bool] = {
     "continue": True,
 }
 """The run controls a chat accepts now (``control`` stop, pause/resume, guidance, approval mode)."""
+
+KEPT_FIELDS = (
+    "chat_id",
+    "notebook_path",
+    "title",
+    "created",
+    "updated",
+    "can_continue",
+    "model",
+    "model_label",
+)
+"""What a chat in memory and its row in the store hold alike, under the same names: copied
+from one to the other, and what the chat's JSON reads of either (:mod:`.chat_json`)."""
+
+
+def kept(chat: Chat | StoredChat) -> dict[str, Any]:
+    """The :data:`KEPT_FIELDS` of a chat or of its stored row."""
+    return {name: getattr(chat, name) for name in KEPT_FIELDS}
+
 
 TITLE_LENGTH = 80
 """Longest chat title (the first request, clipped) in the list of earlier chats."""
@@ -106,19 +125,18 @@ class Chat:
         """A stored chat back in memory (its events, history and edit records follow)."""
         approval.restore(stored.approval_mode)  # 'auto' is never remembered across restarts
         return cls(
-            chat_id=stored.chat_id,
-            notebook_path=stored.notebook_path,
+            **kept(stored),
+            file_id=stored.file_id,
             emitter=emitter,
             history=stored.history,
             approval=approval,
-            title=stored.title,
-            created=stored.created,
-            updated=stored.updated,
-            file_id=stored.file_id,
-            can_continue=stored.can_continue,
-            model=stored.model,
-            model_label=stored.model_label,
             last_session_id=stored.last_session_id,
+        )
+
+    def to_stored(self, *, root: str | None) -> StoredChat:
+        """The chat's row in the store (its events, history and edit records are stored apart)."""
+        return StoredChat(
+            **kept(self), file_id=self.file_id, approval_mode=self.approval.mode, root=root
         )
 
     def request_started(self, text: str) -> bool:

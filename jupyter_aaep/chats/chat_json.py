@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..store.records import StoredChat
-from .chat import SUPPORTS, Chat
+from .chat import SUPPORTS, Chat, kept
 
 __all__ = ["ChatFacts", "ServerFacts", "chat_json", "chat_urls"]
 
@@ -44,7 +44,8 @@ class ServerFacts:
 
 @dataclass(frozen=True)
 class ChatFacts:
-    """What a loaded and a stored chat share: read from either, described by one function."""
+    """What a loaded and a stored chat share: read from either, described by one function
+    (the first fields are :data:`.chat.KEPT_FIELDS`)."""
 
     chat_id: str
     notebook_path: str | None
@@ -66,17 +67,10 @@ class ChatFacts:
         if isinstance(chat, Chat):
             running = chat.running
             return cls(
-                chat_id=chat.chat_id,
-                notebook_path=chat.notebook_path,
+                **{**kept(chat), "can_continue": chat.can_continue and not running},
                 session_id=chat.session.id if chat.session else chat.last_session_id,
                 approval_mode=chat.approval.mode,
                 undoable_sessions=list(chat.snapshots),
-                title=chat.title,
-                created=chat.created,
-                updated=chat.updated,
-                can_continue=chat.can_continue and not running,
-                model=chat.model,
-                model_label=chat.model_label,
                 running=running,
                 paused=chat.paused,
                 # A chat at rest is idle, whatever state its last session ended in.
@@ -84,17 +78,10 @@ class ChatFacts:
             )
         mode = chat.approval_mode
         return cls(
-            chat_id=chat.chat_id,
-            notebook_path=chat.notebook_path,
+            **kept(chat),
             session_id=chat.last_session_id,
             approval_mode=server.mode_of_stored(mode) if server is not None else mode,
             undoable_sessions=list(chat.snapshot_ids),
-            title=chat.title,
-            created=chat.created,
-            updated=chat.updated,
-            can_continue=chat.can_continue,
-            model=chat.model,
-            model_label=chat.model_label,
         )
 
 

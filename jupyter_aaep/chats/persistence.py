@@ -158,21 +158,6 @@ class ChatPersistence:
         return self.store.ok
 
     # -- chats -------------------------------------------------------------------------------------
-    def record(self, chat: Chat) -> StoredChat:
-        return StoredChat(
-            chat_id=chat.chat_id,
-            notebook_path=chat.notebook_path,
-            file_id=chat.file_id,
-            title=chat.title,
-            created=chat.created,
-            updated=chat.updated,
-            approval_mode=chat.approval.mode,
-            can_continue=chat.can_continue,
-            model=chat.model,
-            model_label=chat.model_label,
-            root=self.roots.root,
-        )
-
     # -- which chats are this root's (see :mod:`~jupyter_aaep.store.roots`) ----------------------
     def unrooted_note(self) -> str | None:
         return self.roots.unrooted_note()
@@ -184,7 +169,7 @@ class ChatPersistence:
     def created(self, chat: Chat) -> None:
         if chat.notebook_path:
             chat.file_id = self._file_id(chat.notebook_path)
-        self.store.save_chat(self.record(chat))
+        self.store.save_chat(chat.to_stored(root=self.roots.root))
         self.watch(chat)
 
     def file_id_of(self, path: str) -> str | None:
@@ -200,7 +185,7 @@ class ChatPersistence:
     def changed(self, chat: Chat) -> None:
         """Title, approval mode or ``can_continue`` changed."""
         chat.updated = now_iso()
-        self.store.save_chat(self.record(chat))
+        self.store.save_chat(chat.to_stored(root=self.roots.root))
 
     def watch(self, chat: Chat) -> None:
         writer = _Writer(self, chat, saved_length=len(chat.history))
@@ -233,7 +218,7 @@ class ChatPersistence:
                 "sessions": [s for s in usage["sessions"] if s.get("session_id") == session.id],
             }
         self.store.session_ended(session.id, status, chat.updated, terminal, usage)
-        self.store.save_chat(self.record(chat))
+        self.store.save_chat(chat.to_stored(root=self.roots.root))
 
     def snapshot_taken(self, chat: Chat, session_id: str, record: Any) -> None:
         """The session changed the notebook: store its edit record (replacing the previous one)."""

@@ -15,18 +15,9 @@ from typing import Any
 
 from ..aaep.events import SessionCancelled, SessionCompleted, SessionErrored, Summary
 from ..aaep.session import Session
+from ..agent.tool_use import ToolUse
 from ..chats.chat import Chat
 from ..words import plural
-
-
-@dataclass
-class ToolUse:
-    """A ``tool_use`` block as the dispatcher reads it."""
-
-    id: str
-    name: str
-    input: dict[str, Any]
-    type: str = "tool_use"
 
 
 @dataclass

@@ -36,6 +36,7 @@ from ..aaep.session import Session
 from ..agent.control import RunControl
 from ..agent.dispatch import ToolDispatcher
 from ..agent.loop import SessionResult
+from ..agent.tool_use import ToolUse
 from ..agent.tools import ToolRegistry
 from ..agent.usage import Usage
 from ..chats.chat import Chat
@@ -45,7 +46,6 @@ from ._bursts import (
     END,
     Burst,
     OutsideCall,
-    ToolUse,
     cancelled,
     completed,
     error_block,

@@ -122,16 +122,10 @@ async def move_cell(
     version : str, optional
         The cell's version as you read it; a cell someone changed since is not moved.
     """
-    if after_cell_id is None and before_cell_id is None and position is None:
-        raise ToolError("Say where to move the cell: after_cell_id, before_cell_id or position.")
-    nb = await service_of(ctx).open(chat_path(ctx))
+    nb, old, target = await _move_plan(ctx, cell_id, after_cell_id, before_cell_id, position)
     note = await reload_note(ctx, nb.path)
-    old = nb.index_of(cell_id)
     if not matches(version, plain_source(nb.cell(cell_id))):
         raise stale_refusal(ctx, old + 1, "move")
-    target = target_index(nb, after_cell_id, before_cell_id, position)
-    if target > old and position is None:
-        target -= 1  # the anchor shifts up once the cell is taken out
     check_approved(
         ctx, _move_fingerprint(nb, cell_id, old, target), "The cells around where it goes changed"
     )
@@ -169,14 +163,8 @@ async def _preview_move(
     position: int | None = None,
     version: str | None = None,
 ) -> ActionPreview:
-    if after_cell_id is None and before_cell_id is None and position is None:
-        raise ToolError("Say where to move the cell: after_cell_id, before_cell_id or position.")
-    nb = await service_of(ctx).open(chat_path(ctx))
-    old, cell = nb.index_of(cell_id), nb.cell(cell_id)
-    target = target_index(nb, after_cell_id, before_cell_id, position)
-    if target > old and position is None:
-        target -= 1
-    target = max(0, min(target, len(nb) - 1))
+    nb, old, target = await _move_plan(ctx, cell_id, after_cell_id, before_cell_id, position)
+    cell = nb.cell(cell_id)
     place = where(nb, target, moving=cell_id)
     return ActionPreview(
         summary=f"Moving cell {old + 1}.",
@@ -197,6 +185,25 @@ async def _preview_move(
         },
         fingerprint=_move_fingerprint(nb, cell_id, old, target),
     )
+
+
+async def _move_plan(
+    ctx: ToolContext,
+    cell_id: str,
+    after: str | None,
+    before: str | None,
+    position: int | None,
+) -> tuple[LiveNotebook, int, int]:
+    """The notebook, and the 0-based place of the cell now and after the move: the same for
+    the preview a person approves and the move itself (the approval is bound to it)."""
+    if after is None and before is None and position is None:
+        raise ToolError("Say where to move the cell: after_cell_id, before_cell_id or position.")
+    nb = await service_of(ctx).open(chat_path(ctx))
+    old = nb.index_of(cell_id)
+    target = target_index(nb, after, before, position)
+    if target > old and position is None:
+        target -= 1  # the anchor shifts up once the cell is taken out
+    return nb, old, max(0, min(target, len(nb) - 1))
 
 
 def _move_fingerprint(nb: LiveNotebook, cell_id: str, old: int, target: int) -> str:

@@ -203,7 +203,7 @@ async def test_chats_are_listed_newest_first_in_pages_and_follow_a_renamed_noteb
     made = [runner.create_chat("a.ipynb") for _ in range(5)]
     for index, chat in enumerate(made):
         chat.updated = f"2026-01-0{index + 1}T00:00:00.000Z"
-        runner.persistence.store.save_chat(runner.persistence.record(chat))  # type: ignore[union-attr]
+        runner.persistence.store.save_chat(chat.to_stored(root=runner.persistence.roots.root))  # type: ignore[union-attr]
     runner.create_chat("b.ipynb")
     assert runner.persistence is not None and runner.persistence.store.flush()
     fresh = rig.runner()
