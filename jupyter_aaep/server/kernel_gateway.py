@@ -21,6 +21,7 @@ from .base import ServiceSource
 from .kernel_credentials import KernelCredentials
 from .message_kinds import classify
 from .messages import REPLY_TYPES, Response
+from .notebook_approval import AWAITING_KINDS
 
 if TYPE_CHECKING:
     from ..agent.tools import ToolSpec
@@ -35,7 +36,6 @@ SIGNATURE_HEADER = "X-AAEP-Kernel-Signature"
 MAX_CONTEXT_ITEMS = 20
 MAX_CONTEXT_CHARS = 8_000
 """Characters of one ``{name}`` description given to the model."""
-_AWAITING = ("aaep:agent.awaiting.confirmation", "aaep:agent.awaiting.clarification")
 _NOT_A_NOTEBOOK = (
     "This kernel is not attached to a notebook; open the notebook in JupyterLab (or start the "
     "kernel from a notebook) and run the cell again."
@@ -159,12 +159,7 @@ class KernelGateway:
         pending: list[dict[str, Any]] = []
         state = "idle"
         if chat is not None:
-            open_tokens = {r.token for r in self.runner.broker.pending()}
-            pending = [
-                e
-                for e in chat.emitter.history
-                if e.get("type") in _AWAITING and e.get("reply_token") in open_tokens
-            ]
+            pending = self.service.open_requests(chat)
             if chat.paused:
                 state = "paused"
             elif (
@@ -327,7 +322,7 @@ class KernelGateway:
     def showed(self, kernel_id: str, event: dict[str, Any]) -> None:
         """The kernel's event stream delivered *event*: its reply token may be answered from there."""
         token = event.get("reply_token")
-        if isinstance(token, str) and event.get("type") in _AWAITING:
+        if isinstance(token, str) and event.get("type") in AWAITING_KINDS:
             shown = self.shown.setdefault(kernel_id, set())
             if len(shown) > 1000:
                 shown.clear()

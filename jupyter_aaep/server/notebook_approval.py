@@ -17,15 +17,16 @@ from typing import Any
 
 from ..errors import RequestError
 
-__all__ = ["NOTEBOOK_VIA", "describe_request"]
+__all__ = ["AWAITING_KINDS", "NOTEBOOK_VIA", "describe_request"]
 
 NOTEBOOK_VIA = "notebook"
 """The ``via`` value the notebook view's replies carry."""
 
-_AWAITING = {
+AWAITING_KINDS = {
     "aaep:agent.awaiting.confirmation": "confirmation",
     "aaep:agent.awaiting.clarification": "clarification",
 }
+"""The events that ask a person something, with the kind of answer each waits for."""
 _STATE = "aaep:agent.state.changed"
 _ENDS = (
     "aaep:agent.session.completed",
@@ -48,7 +49,7 @@ def describe_request(
         (
             i
             for i, event in enumerate(events)
-            if event.get("event_id") == request_id and event.get("type") in _AWAITING
+            if event.get("event_id") == request_id and event.get("type") in AWAITING_KINDS
         ),
         None,
     )
@@ -62,7 +63,7 @@ def describe_request(
     is_open = event.get("reply_token") in open_tokens
     return {
         "request_id": request_id,
-        "kind": _AWAITING[str(event.get("type"))],
+        "kind": AWAITING_KINDS[str(event.get("type"))],
         "open": is_open,
         "outcome": None if is_open else _outcome(event, events[index + 1 :]),
         "event": event,

@@ -35,7 +35,7 @@ from ..errors import RequestError
 from .message_kinds import KINDS, agent_of, classify, handle_kind, spec_of
 from .messages import REPLY_TYPES, Response, only_fields
 from .models import ModelCatalog
-from .notebook_approval import describe_request
+from .notebook_approval import AWAITING_KINDS, describe_request
 from .permissions import Permissions, take_grant_field
 from .policy import AdminPolicy
 from .reply_origin import refused_own_answer, take_sender_fields
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_AWAITING = ("aaep:agent.awaiting.confirmation", "aaep:agent.awaiting.clarification")
 DEFAULT_PAGE = 20
 MAX_PAGE = 200
 
@@ -146,16 +145,10 @@ class AAEPService:
         chat's token usage with its estimated cost (``usage``; ``budget_usd`` is null without a budget)."""
         chat = self.runner.get(chat_id)
         transcript = [event for event in chat.emitter.history if "@context" in event]
-        open_tokens = {request.token for request in self.runner.broker.pending()}
-        pending = [
-            e
-            for e in transcript
-            if e.get("type") in _AWAITING and e.get("reply_token") in open_tokens
-        ]
         return {
             **chat_json(chat, self._server_facts()),
             "transcript": transcript,
-            "pending_requests": pending,
+            "pending_requests": self.open_requests(chat),
             "usage": self._usage(chat),
             "guidance": [item.to_json() for item in chat.guidance],
         }
@@ -175,11 +168,23 @@ class AAEPService:
         """The chat's token usage with its estimated cost (``budget_usd`` null without a budget)."""
         return {**chat.usage_report(), "budget_usd": self.runner.config.budget_usd}
 
+    def open_requests(self, chat: Chat) -> list[Event]:
+        """The chat's questions and approval requests still waiting for an answer (the chat
+        view's ``pending_requests``, the kernel's status), oldest first."""
+        open_tokens = self._open_tokens()
+        return [
+            e
+            for e in chat.emitter.history
+            if e.get("type") in AWAITING_KINDS and e.get("reply_token") in open_tokens
+        ]
+
     def pending_request(self, chat_id: str, request_id: str) -> dict[str, Any]:
         """One request of the chat as the server describes it (the notebook view's buttons)."""
         chat = self.runner.get(chat_id)
-        open_tokens = {request.token for request in self.runner.broker.pending()}
-        return describe_request(chat.emitter.history, request_id, open_tokens=open_tokens)
+        return describe_request(chat.emitter.history, request_id, open_tokens=self._open_tokens())
+
+    def _open_tokens(self) -> set[str]:
+        return {request.token for request in self.runner.broker.pending()}
 
     def session_steps(self, chat_id: str, session_id: str) -> dict[str, Any]:
         """One session's step records: status, text, tool, latency, error and token usage of each."""
