@@ -26,6 +26,9 @@ from .code_risk import risk_level_for, scan, scan_cells
 
 __all__ = ["interrupt_kernel", "restart_kernel", "run_all_cells", "run_cell", "wait_for_cell"]
 
+CODE_CONSEQUENCE = "It can change variables and files; Undo cannot reverse what code did."
+"""What a person approving code to run is told happens (one cell or many)."""
+
 # -- running ------------------------------------------------------------------------------------
 
 
@@ -177,7 +180,7 @@ async def _preview_run_cell(
         summary=f"Running cell {number}.",
         terse=f"Run cell {number}.",
         action=f"Run cell {number}, {plural(lines, 'line')} of code, in {kernel_name}.",
-        consequence="It can change variables and files; Undo cannot reverse what code did.",
+        consequence=CODE_CONSEQUENCE,
         extra_context={"cell_id": cell_id, "cell_number": number, "code": source},
         fingerprint=source_fingerprint(source),
         risk_level=risk_level_for(findings) if findings else None,
@@ -331,7 +334,7 @@ async def _preview_run_all(
         summary=f"Running {plural(len(cells), 'code cell')}, {span}.",
         terse=f"Run {plural(len(cells), 'cell')}.",
         action=f"Run {plural(len(cells), 'code cell')} in order ({span}), stopping at the first error.",
-        consequence="It can change variables and files; Undo cannot reverse what code did.",
+        consequence=CODE_CONSEQUENCE,
         # Shown with the confirmation; very long notebooks are cut with a visible marker.
         extra_context={
             "cells": [
