@@ -267,10 +267,11 @@ CHART_KEYS = [(f"Right ({n})", "Right") for n in range(1, 7)] + [
     ("Ctrl+Right (maidr: the last value)", "ctrl+Right"),
     ("Home", "Home"),
     ("End", "End"),
+    ("Tab (out of the chart)", "Tab"),
 ]
 """The keys pressed on the chart: the right arrow value by value (one more than there are
 values, to hear the end), then maidr's keys for the first and the last value, then Home and
-End (which maidr does not bind)."""
+End (which maidr does not bind), then Tab out of the chart (Orca back in browse mode)."""
 CHART_EXPECTS = {
     **{f"Right ({n})": f"{v:g}" for n, v in enumerate(TEMPERATURES, 1)},
     "Right (6)": "No more data",
@@ -315,6 +316,10 @@ def explore(stage: Stage) -> None:
     for label, key in CHART_KEYS:
         at = stage.key(label, key)
         listener.until_quiet(at, quiet=1.0, cap=20)
+        if label.startswith("Tab"):
+            mode = "focus" if orca_in_focus_mode(stage.desktop, at) else "browse"
+            marks[f"{mode} mode after Tab out of the chart"] = time.time()
+            continue
         where = page.evaluate(IN_FIGURE)
         stage.session.problems.append(
             f"after {label}: the figure says {page.evaluate(FIGURE_TEXT)[:160]!r}; "
@@ -385,9 +390,11 @@ def figure_findings(session: Any, utterances: list[Utterance]) -> list[str]:
     marks = session.marks
     end = marks.get("quiet at the end", float("inf")) + 0.5
     per_key = heard_after_keys(session.keys, utterances, marks["figure focused"], end)
+    after = [k for k in marks if k.endswith("mode after Tab out of the chart")]
     lines = [
         "Orca's mode once the chart had the focus: "
-        + ("focus mode" if "focus mode on the chart" in marks else "BROWSE MODE"),
+        + ("focus mode" if "focus mode on the chart" in marks else "BROWSE MODE")
+        + (f"; {after[0]}" if after else ""),
         "Heard after each key (what began to play before the next key):",
     ]
     lines += [f"  {label}: {' / '.join(said) or '(nothing)'}" for label, said in per_key]
