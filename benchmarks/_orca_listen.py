@@ -97,10 +97,19 @@ def poll(read: Any, pick: Any, cap: float) -> list[Any]:
 
 _SPEAKING = "SPEECH DISPATCHER: Speaking"
 _MODE = re.compile(r"WEB: (Using focus mode|Staying in focus mode|Not using focus mode)")
+_IN_FOCUS_MODE = re.compile(r"EVENT MANAGER: _inFocusMode: (True|False)")
 
 
 def orca_in_focus_mode(desktop: Desktop, since: float) -> bool:
-    """Whether Orca's last decision (its debug log) after *since* was focus mode."""
+    """Whether Orca was in focus mode after the last event it handled since *since* (the state
+    its debug log gives after each event; else its last decision, for a log without it)."""
+    states = [
+        m.group(1)
+        for at, line in desktop.orca_log.snapshot()
+        if at >= since and (m := _IN_FOCUS_MODE.search(line))
+    ]
+    if states:
+        return states[-1] == "True"
     decisions = [
         m.group(1)
         for at, line in desktop.orca_log.snapshot()

@@ -4,7 +4,8 @@
   (Ctrl+Shift+Enter) once its alert has been heard; ``ask3``: the same request in ask mode,
   each of its three runs approved the same way. Compared: from the first alert to the last step.
 - ``figure`` (issue 28): the demo's chart ("plot the temperatures"), already run, explored by
-  keyboard: Tab to the figure, then the right arrow value by value.
+  keyboard: Tab to the figure (until it is heard), then the right arrow value by value, maidr's
+  Ctrl+Left and Ctrl+Right (first and last value), Home and End; what was heard after each key.
 - ``acp`` (issue 29): one request to Claude Code (Zed's ACP adapter from npm, offline against the
   scripted Messages API) that adds a cell and runs it, with one approval.
 
@@ -250,15 +251,38 @@ IN_FIGURE = """() => {
       + (el.getAttribute('aria-label') || '').slice(0, 120)
     : '';
 }"""
+CHART_WORDS = """() => {
+  const el = document.activeElement;
+  const help = el.closest('figure').querySelector('[id^="maidr-instruction-"]');
+  return (el.getAttribute('aria-label') || '') + ' ' + (help ? help.textContent : '');
+}"""
 UNNAMED = "() => (document.activeElement || document.body).outerHTML.slice(0, 160)"
 FIGURE_TEXT = """() => Array.from(document.querySelectorAll(
     '.jp-AAEPExplorable [role=alert], .jp-AAEPExplorable [aria-live], #maidr-text-container'))
   .map(e => e.textContent.trim()).filter(Boolean).join(' | ')"""
 
 
+CHART_KEYS = [(f"Right ({n})", "Right") for n in range(1, 7)] + [
+    ("Ctrl+Left (maidr: the first value)", "ctrl+Left"),
+    ("Ctrl+Right (maidr: the last value)", "ctrl+Right"),
+    ("Home", "Home"),
+    ("End", "End"),
+    ("Tab (out of the chart)", "Tab"),
+]
+"""The keys pressed on the chart: the right arrow value by value (one more than there are
+values, to hear the end), then maidr's keys for the first and the last value, then Home and
+End (which maidr does not bind), then Tab out of the chart (Orca back in browse mode)."""
+CHART_EXPECTS = {
+    **{f"Right ({n})": f"{v:g}" for n, v in enumerate(TEMPERATURES, 1)},
+    "Right (6)": "No more data",
+    "Ctrl+Left (maidr: the first value)": f"{TEMPERATURES[0]:g}",
+    "Ctrl+Right (maidr: the last value)": f"{TEMPERATURES[-1]:g}",
+}
+
+
 def explore(stage: Stage) -> None:
-    """Tab from the notebook to the chart, listen, then the right arrow value by value (one
-    more than there are values, to hear the end), listening after each key."""
+    """Tab from the notebook to the chart and listen, then press ``CHART_KEYS`` one by one,
+    listening after each and noting whether the focus is still on the chart."""
     marks, listener, page = stage.session.marks, stage.listener, stage.page
     page.locator(".jp-AAEPExplorable").first.wait_for(timeout=60_000)
     at = time.time()
@@ -275,21 +299,49 @@ def explore(stage: Stage) -> None:
     else:
         raise RuntimeError(f"Tab never reached the figure: {stage.session.tab_stops}")
     marks["figure focused"] = at
+    # A person waits until the chart is heard (its name or maidr's instructions): under load
+    # Orca handles the focus event seconds late, and an arrow pressed before that is its own.
+    listener.until_reading(at, page.evaluate(CHART_WORDS), cap=30)
     listener.until_quiet(at, quiet=1.5, cap=60)
-    if stage.args.figure_focus_mode and not orca_in_focus_mode(stage.desktop, at):
+    marks[
+        "focus mode on the chart"
+        if orca_in_focus_mode(stage.desktop, at)
+        else "browse mode on the chart"
+    ] = time.time()
+    if stage.args.figure_focus_mode and "browse mode on the chart" in marks:
         # What a person who knows Orca does on a silent chart: Orca+A, focus mode, so that
         # the arrows reach the page instead of moving Orca's own caret.
         toggled = stage.key("Insert+A (Orca: focus mode)", "Insert+a")
         listener.until_quiet(toggled, quiet=0.8, cap=10)
-    for n in range(1, len(TEMPERATURES) + 2):
-        at = stage.key(f"Right ({n})", "Right")
+    for label, key in CHART_KEYS:
+        at = stage.key(label, key)
         listener.until_quiet(at, quiet=1.0, cap=20)
+        if label.startswith("Tab"):
+            mode = "focus" if orca_in_focus_mode(stage.desktop, at) else "browse"
+            marks[f"{mode} mode after Tab out of the chart"] = time.time()
+            continue
         where = page.evaluate(IN_FIGURE)
         stage.session.problems.append(
-            f"after Right {n}: the figure says {page.evaluate(FIGURE_TEXT)[:160]!r}; "
+            f"after {label}: the figure says {page.evaluate(FIGURE_TEXT)[:160]!r}; "
             f"focus {'on the figure' if where else 'LEFT THE FIGURE: ' + str(stage.focused())[:80]}"
         )
     marks["quiet at the end"] = listener.until_quiet(at, quiet=1.5, cap=30)
+
+
+def heard_after_keys(
+    keys: list[tuple[float, str]], utterances: list[Utterance], since: float, end: float
+) -> list[tuple[str, list[str]]]:
+    """For each key pressed from *since* on: what Orca said (queued) before the next key
+    (the last key's: before *end*, so "Screen reader off" is no key's answer)."""
+    pressed = [(at, label) for at, label in keys if at >= since - 0.05]
+    heard = []
+    for i, (at, label) in enumerate(pressed):
+        until = pressed[i + 1][0] if i + 1 < len(pressed) else end
+        # When it began to play: speech-dispatcher's queueing time of an answer was seen half a
+        # second before the key that caused it (the log's timestamps), its start never.
+        said = [u.heard_text() for u in utterances if at <= (u.begun or u.queued) < until]
+        heard.append((label, [s for s in said if s.strip()]))
+    return heard
 
 
 def _says(value: float, text: str) -> bool:
@@ -329,17 +381,49 @@ def findings(session: Any, utterances: list[Utterance], origin: float) -> list[s
             lines.append(f"To Orca quiet at the end: {marks['quiet at the end'] - first:.1f} s")
         return lines
     if session.scenario == "figure" and "figure focused" in marks:
-        said = [u.heard_text() for u in utterances if u.queued >= marks["figure focused"] - 0.05]
-        text = " ".join(said)
-        counts = {v: sum(_says(v, s) for s in said) for v in TEMPERATURES}
-        return [
-            "Values heard after the figure got the focus (utterances that say each): "
-            + ", ".join(f"{v:g}: {c}" for v, c in counts.items()),
-            (
-                f"Every value heard: {'yes' if all(counts.values()) else 'NO'}; "
-                "a value said in more than one utterance: "
-                f"{[f'{v:g}' for v, c in counts.items() if c > 1] or 'none'}"
-            ),
-            f"Words heard while exploring: {len(words(text))}",
-        ]
+        return figure_findings(session, utterances)
     return []
+
+
+def figure_findings(session: Any, utterances: list[Utterance]) -> list[str]:
+    """What was heard after each key on the chart; each value once in the sweep, in its place."""
+    marks = session.marks
+    end = marks.get("quiet at the end", float("inf")) + 0.5
+    per_key = heard_after_keys(session.keys, utterances, marks["figure focused"], end)
+    after = [k for k in marks if k.endswith("mode after Tab out of the chart")]
+    lines = [
+        "Orca's mode once the chart had the focus: "
+        + ("focus mode" if "focus mode on the chart" in marks else "BROWSE MODE")
+        + (f"; {after[0]}" if after else ""),
+        "Heard after each key (what began to play before the next key):",
+    ]
+    lines += [f"  {label}: {' / '.join(said) or '(nothing)'}" for label, said in per_key]
+    sweep = [s for label, said in per_key if label.startswith("Right") for s in said]
+    counts = {v: sum(_says(v, s) for s in sweep) for v in TEMPERATURES}
+    wrong = [
+        label
+        for label, said in per_key
+        if label in CHART_EXPECTS
+        and not any(
+            CHART_EXPECTS[label] in s
+            if not CHART_EXPECTS[label][0].isdigit()
+            else _says(float(CHART_EXPECTS[label]), s)
+            for s in said
+        )
+    ]
+    repeated = [label for label, said in per_key if len(said) != len(set(said))]
+    left = [p for p in session.problems if "LEFT THE FIGURE" in p]
+    lines += [
+        "Values heard in the sweep with the right arrow (utterances that say each): "
+        + ", ".join(f"{v:g}: {c}" for v, c in counts.items()),
+        (
+            f"Every value heard: {'yes' if all(counts.values()) else 'NO'}; a value said in more "
+            f"than one utterance: {[f'{v:g}' for v, c in counts.items() if c > 1] or 'none'}"
+        ),
+        (
+            f"Keys whose value was not heard: {wrong or 'none'}; a key's answer said twice: "
+            f"{repeated or 'none'}; keys after which the focus had left the chart: {len(left)}"
+        ),
+        f"Words heard on the chart: {len(words(' '.join(s for _, said in per_key for s in said)))}",
+    ]
+    return lines

@@ -19,7 +19,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { IFigureData, MAIDR_MIME, altText, notExplorableText, withPageIds } from './figureData';
+import { IFigureData, MAIDR_MIME, altText, notExplorableText, steadyInstructions, withPageIds } from './figureData';
 import { serverSettings } from './handler';
 
 export { MAIDR_MIME };
@@ -31,6 +31,7 @@ export const EXPLORABLE_RANK = 75;
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/svg+xml'];
 
 let scriptLoad: Promise<boolean> | null = null;
+let idCount = 0;
 
 /** Load maidr's script from the server once per page; false when it cannot be had. */
 export function loadMaidr(): Promise<boolean> {
@@ -84,6 +85,7 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
     this._unbind();
     this.node.textContent = '';
     this._img = null;
+    this._helpNode = null;
     this._schema = null;
     const trans = this._trans;
     const data = (model.data[MAIDR_MIME] ?? {}) as IFigureData;
@@ -94,6 +96,7 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
     const host = document.createElement('div');
     host.className = 'jp-AAEPExplorable-host';
     this.node.appendChild(host);
+    this._host = host;
     if (mime) {
       const img = document.createElement('img');
       const value = model.data[mime] as string;
@@ -102,6 +105,7 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
           ? `data:image/svg+xml;charset=utf-8,${encodeURIComponent(value)}`
           : `data:${mime};base64,${String(value).replace(/\s/g, '')}`;
       img.alt = alt;
+      img.id = `jp-AAEPExplorable-image-${++idCount}`;
       for (const side of ['width', 'height'] as const) {
         if (typeof meta[side] === 'number') {
           img[side] = meta[side] as number;
@@ -150,39 +154,87 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
       return;
     }
     img.setAttribute('maidr-data', JSON.stringify(this._schema));
-    this._keepApplicationRole();
+    // The figure: an application named by its image's description (ARIA names every one).
+    this._host?.setAttribute('role', 'application');
+    this._host?.setAttribute('aria-labelledby', img.id);
+    this._keepChartSemantics();
     img.dispatchEvent(new CustomEvent('maidr:bindchart', { bubbles: true }));
     this._bound = true;
   }
 
   /**
-   * The chart's focusable element keeps the role `application`. maidr switches it from `img`
-   * to `application` as it takes the focus (and back on blur); the browser then replaces its
-   * accessible object, so a screen reader's focus event finds a dead one: Orca said nothing
-   * on Tab, stayed in browse mode and took the arrows as its own caret moves, moving the focus
-   * out of the chart. With the role fixed before the focus comes, focusing changes no role.
-   * The observer runs before the page is rendered, so the browser never sees `img`.
+   * What a screen reader meets when Tab reaches the chart, kept steady while maidr works:
+   *
+   * - The chart's focusable element keeps the role `application`. maidr switches it from `img`
+   *   to `application` as it takes the focus (and back on blur); the browser then replaces its
+   *   accessible object and a screen reader's focus event finds a dead one (Orca said nothing).
+   * - It sits inside the figure's host, itself an `application` (set in `_bind`): the figure is
+   *   a region of keyboard interaction with one focusable chart in it. Orca 43 (Debian 12)
+   *   takes a focused `application` that is not inside another one for a document of its own:
+   *   its focus handler sees "document changed", moves its focus there without presenting it,
+   *   and never asks whether to use focus mode, so the arrows stayed its caret moves. Inside
+   *   an application the chart is "a web app descendant": Orca presents it and, its role being
+   *   one it treats as a focus-mode widget, switches to focus mode as for a form field.
+   * - Its description is one text of ours, maidr's instructions without "Click to activate."
+   *   maidr swaps the description as the chart takes the focus (to the same instructions
+   *   without that phrase); a screen reader that is seconds behind reads the focused chart
+   *   with the new text and then the change again (Orca read 14 s of instructions twice).
+   *
+   * The observer runs before the page is rendered, so the browser never sees maidr's values.
    */
-  private _keepApplicationRole(): void {
-    this._roles?.disconnect();
+  private _keepChartSemantics(): void {
+    this._watch?.disconnect();
     const fix = () => {
       for (const el of Array.from(this.node.querySelectorAll('[tabindex="0"][role="img"]'))) {
         el.setAttribute('role', 'application');
       }
+      const chart = this.node.querySelector('[tabindex="0"][role="application"]');
+      const help = this._help();
+      if (!chart || !help) {
+        return;
+      }
+      const ids = (chart.getAttribute('aria-describedby') ?? '').split(/\s+/);
+      const kept = ids.filter(id => id && !id.startsWith('maidr-instruction-') && id !== help.id);
+      const wanted = [...kept, help.id].join(' ');
+      if (chart.getAttribute('aria-describedby') !== wanted) {
+        chart.setAttribute('aria-describedby', wanted);
+      }
     };
-    this._roles = new MutationObserver(fix);
-    this._roles.observe(this.node, {
+    this._watch = new MutationObserver(fix);
+    this._watch.observe(this.node, {
       subtree: true,
       childList: true,
+      characterData: true,
       attributes: true,
-      attributeFilter: ['role', 'tabindex']
+      attributeFilter: ['role', 'tabindex', 'aria-describedby']
     });
     fix();
   }
 
+  /** The chart's description (hidden, ours), from maidr's instructions; null before maidr's. */
+  private _help(): HTMLElement | null {
+    const source = this.node.querySelector('[id^="maidr-instruction-"]:not([id$="-current"])');
+    const text = steadyInstructions(source?.textContent ?? '');
+    if (!text) {
+      return null;
+    }
+    if (!this._helpNode) {
+      this._helpNode = document.createElement('div');
+      this._helpNode.id = `jp-AAEPExplorable-help-${++idCount}`;
+      this._helpNode.hidden = true;
+      this.node.appendChild(this._helpNode);
+    }
+    if (this._helpNode.textContent !== text) {
+      this._helpNode.textContent = text;
+    }
+    return this._helpNode;
+  }
+
   private _unbind(): void {
-    this._roles?.disconnect();
-    this._roles = null;
+    this._watch?.disconnect();
+    this._watch = null;
+    this._host?.removeAttribute('role');
+    this._host?.removeAttribute('aria-labelledby');
     if (this._bound && this._img) {
       document.dispatchEvent(new CustomEvent('maidr:unbindchart', { detail: this._img }));
       this._img.removeAttribute('maidr-data');
@@ -198,10 +250,12 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
   }
 
   private _trans: TranslationBundle;
+  private _host: HTMLElement | null = null;
   private _img: HTMLImageElement | null = null;
+  private _helpNode: HTMLElement | null = null;
   private _schema: Record<string, unknown> | null = null;
   private _bound = false;
-  private _roles: MutationObserver | null = null;
+  private _watch: MutationObserver | null = null;
 }
 
 /** The renderer factory JupyterLab's rendermime registry uses for figure data. */

@@ -87,3 +87,14 @@ export function altText(
   const title = chartTitle(schema);
   return title ? trans.__('Chart: %1 (no description yet)', title) : trans.__('Chart (no description yet)');
 }
+
+/**
+ * maidr's instructions as they hold while the chart has the focus: without its prompt for a
+ * pointer ("Click to activate.", which maidr drops itself once the chart is focused).
+ */
+export function steadyInstructions(text: string): string {
+  return text
+    .replace(/\bClick to activate\.\s*/, '')
+    .replace(/\s+/g, ' ')
+    .trim();
+}

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { altText, chartTitle, notExplorableText, withPageIds } from '../lib/figureData.js';
+import { altText, chartTitle, notExplorableText, steadyInstructions, withPageIds } from '../lib/figureData.js';
 
 const fill = (text, args) => text.replace(/%(\d)/g, (_, i) => String(args[Number(i) - 1]));
 const trans = { __: (text, ...args) => fill(text, args) };
@@ -37,4 +37,17 @@ test('a figure that cannot be explored says why, in a sentence', () => {
     assert.match(text, /cannot be explored|too much data to explore/);
     assert.doesNotMatch(text, /maidr\+json|_/);
   }
+});
+
+test("the chart's description is maidr's instructions as they hold once it has the focus", () => {
+  // maidr drops "Click to activate." as the chart takes the focus; a description that changed
+  // then was read twice by Orca (the focused chart, then the change).
+  const unfocused = 'This is a maidr plot of type: single line. Click to activate. Use Arrows to navigate data points.';
+  const focused = 'This is a maidr plot of type: single line.  Use Arrows to navigate data points.';
+  assert.equal(steadyInstructions(unfocused), steadyInstructions(focused));
+  assert.equal(
+    steadyInstructions(unfocused),
+    'This is a maidr plot of type: single line. Use Arrows to navigate data points.'
+  );
+  assert.equal(steadyInstructions('  \n '), '');
 });

@@ -129,13 +129,30 @@ def tab_to_figure(ui: PanelPage, cell: int) -> None:
     for _ in range(60):
         ui.page.keyboard.press("Tab")
         if in_figure(ui, cell):
-            # maidr has taken the chart in hand once it describes it to the focused reader.
+            # maidr has taken the chart in hand once it has written its instructions for the
+            # focused chart (the chart's description stays ours: ``description``).
             ui.page.wait_for_function(
-                "() => (document.activeElement.getAttribute('aria-describedby') || '')"
-                ".endsWith('-current')"
+                "() => !!document.activeElement.closest('figure')"
+                '.querySelector(\'[id^="maidr-instruction-"][id$="-current"]\')'
             )
             return
     raise AssertionError("Tab never reached the figure")
+
+
+def description(ui: PanelPage, cell: int) -> str:
+    """The description of the chart of *cell* (the text its ``aria-describedby`` names)."""
+    return str(
+        ui.page.evaluate(
+            """n => {
+                const cell = document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[n];
+                const chart = cell.querySelector('.jp-AAEPExplorable [tabindex="0"]');
+                return (chart.getAttribute('aria-describedby') || '').split(/\\s+/)
+                  .map(id => document.getElementById(id)).filter(Boolean)
+                  .map(e => e.textContent).join(' ');
+            }""",
+            cell,
+        )
+    )
 
 
 def said(ui: PanelPage, cell: int) -> str:
@@ -199,12 +216,26 @@ def test_a_persons_bar_chart_is_explored_by_keyboard_and_still_after_a_reload(
     # switch from img on focus made Orca's focus event find a dead object (Orca said nothing,
     # stayed in browse mode and moved the focus away with the arrows; docs/orca-runs-2026-11-28.md).
     expect(chart).to_have_attribute("role", "application")
+    # ... inside an application, the figure: Orca 43 takes a focused application that is in
+    # none for a document of its own and stays in browse mode (docs/orca-runs-2026-11-28.md).
+    host = ui.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".jp-AAEPExplorable-host")
+    expect(host).to_have_attribute("role", "application")
     assert ui.page.evaluate("() => !document.activeElement.closest('.jp-AAEPExplorable')")
+    # One description before and with the focus: maidr's instructions without its pointer
+    # prompt (a description that changed on focus was read twice by Orca).
+    ui.page.wait_for_function(
+        """() => !!document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[1]
+             .querySelector('[id^="maidr-instruction-"]')"""
+    )
+    before = description(ui, 1)
+    assert before.startswith("This is a maidr plot") and "Click to activate" not in before
 
     tab_to_figure(ui, 1)
     assert ui.page.evaluate("() => document.activeElement.getAttribute('role')") == "application"
+    assert description(ui, 1) == before
     ui.page.keyboard.press("ArrowRight")
     wait_said(ui, 1, "North", "12")
+    assert description(ui, 1) == before
     ui.page.keyboard.press("ArrowRight")
     wait_said(ui, 1, "South", "17")
     # The notebook's own shortcuts stay out of the chart's way: still one cell selected, no new cell.
