@@ -244,9 +244,10 @@ def _output_problems(number: int, cell_id: str | None, outputs: list[Any]) -> li
                         number,
                         cell_id,
                         f"Its figure (output {index + 1}) has no description.",
-                        f"Look at it with view_figure (cell {number}, output_index {index}) and "
-                        "write a description a screen-reader user can use; the person stores it "
-                        "as the figure's alt text with Describe this figure, Save as alt text.",
+                        f"Look at it with view_figure (cell {number}, output_index {index}), "
+                        "write a description a screen-reader user can use, and save it as the "
+                        f"figure's alt text with set_figure_alt_text (cell {number}, "
+                        f"output_index {index}).",
                     )
                 )
             continue
