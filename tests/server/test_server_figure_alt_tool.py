@@ -146,9 +146,7 @@ async def test_a_description_is_refused_when_the_cell_drew_another_figure_since(
         Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]),
         Turn(tool_uses=[ToolUse("view_figure", {"cell_id": "c1"})]),
         Turn(tool_uses=[ToolUse("get_notebook_state", {})]),
-        Turn(
-            tool_uses=[ToolUse("edit_cell", {"cell_id": "c1", "source": OTHER_PLOT})]
-        ),
+        Turn(tool_uses=[ToolUse("edit_cell", {"cell_id": "c1", "source": OTHER_PLOT})]),
         Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]),
         Turn(
             tool_uses=[ToolUse("set_figure_alt_text", {"cell_id": "c1", "alt_text": DESCRIPTION})]
