@@ -20,7 +20,7 @@ __all__ = ["MAX_AXES", "MAX_SERIES", "figure_styles"]
 MAX_AXES = 24
 MAX_SERIES = 40
 _NO_MARKER = ("", " ", "None", "none", None)
-_NAMED_MARKERS = "o s ^ v < > D d p h H * + x X P 8 . , | _ 1 2 3 4".split()
+_NAMED_MARKERS = tuple("os^v<>DdpHh*+xXP8.,|_1234")  # each a one-letter matplotlib marker
 
 
 def _colour(value: Any) -> str | None:

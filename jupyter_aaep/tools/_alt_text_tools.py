@@ -13,8 +13,6 @@ description is refused instead of being stored on a figure it does not describe.
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..agent.tools import ActionPreview, ToolContext, ToolResult, aaep_tool
 from ..errors import ToolError
 from ..notebook.documents import LiveNotebook

@@ -144,36 +144,48 @@ def colour_only(outputs: list[dict[str, Any]]) -> list[str]:
     ("code", "said"),
     [
         (  # (a) two lines told apart only by colour, with a legend (which does not help)
-            "plt.plot([1, 2, 3], [1, 3, 2], label='North')\n"
-            "plt.plot([1, 2, 3], [2, 1, 3], label='South')\nplt.legend();",
+            (
+                "plt.plot([1, 2, 3], [1, 3, 2], label='North')\n"
+                "plt.plot([1, 2, 3], [2, 1, 3], label='South')\nplt.legend();"
+            ),
             "Cell 2: In its figure (output 1), 2 lines (“North”, “South”) differ only by colour.",
         ),
         (  # (b) the same with their own markers
-            "plt.plot([1, 2, 3], [1, 3, 2], marker='o', label='North')\n"
-            "plt.plot([1, 2, 3], [2, 1, 3], marker='s', label='South')\nplt.legend();",
+            (
+                "plt.plot([1, 2, 3], [1, 3, 2], marker='o', label='North')\n"
+                "plt.plot([1, 2, 3], [2, 1, 3], marker='s', label='South')\nplt.legend();"
+            ),
             None,
         ),
         ("plt.plot([1, 2, 3], [1, 3, 2]);", None),  # (c) a single series
         (  # (d) bars told apart by their hatches
-            "plt.bar([1, 2], [3, 4], width=0.4, hatch='//', label='2023')\n"
-            "plt.bar([1.4, 2.4], [2, 5], width=0.4, hatch='..', label='2024')\nplt.legend();",
+            (
+                "plt.bar([1, 2], [3, 4], width=0.4, hatch='//', label='2023')\n"
+                "plt.bar([1.4, 2.4], [2, 5], width=0.4, hatch='..', label='2024')\nplt.legend();"
+            ),
             None,
         ),
         (  # the same bars without hatches
-            "plt.bar([1, 2], [3, 4], width=0.4, label='2023')\n"
-            "plt.bar([1.4, 2.4], [2, 5], width=0.4, label='2024');",
+            (
+                "plt.bar([1, 2], [3, 4], width=0.4, label='2023')\n"
+                "plt.bar([1.4, 2.4], [2, 5], width=0.4, label='2024');"
+            ),
             "Cell 2: In its figure (output 1), 2 bar series (“2023”, “2024”) differ only by colour.",
         ),
         (  # seaborn: hue alone, then hue and style
-            "import pandas as pd, seaborn as sns\n"
-            "df = pd.DataFrame({'x': [1, 2, 1, 2], 'y': [1, 2, 3, 1], 'g': list('aabb')})\n"
-            "sns.lineplot(df, x='x', y='y', hue='g');",
+            (
+                "import pandas as pd, seaborn as sns\n"
+                "df = pd.DataFrame({'x': [1, 2, 1, 2], 'y': [1, 2, 3, 1], 'g': list('aabb')})\n"
+                "sns.lineplot(df, x='x', y='y', hue='g');"
+            ),
             "Cell 2: In its figure (output 1), 2 lines differ only by colour.",
         ),
         (
-            "import pandas as pd, seaborn as sns\n"
-            "df = pd.DataFrame({'x': [1, 2, 1, 2], 'y': [1, 2, 3, 1], 'g': list('aabb')})\n"
-            "sns.lineplot(df, x='x', y='y', hue='g', style='g');",
+            (
+                "import pandas as pd, seaborn as sns\n"
+                "df = pd.DataFrame({'x': [1, 2, 1, 2], 'y': [1, 2, 3, 1], 'g': list('aabb')})\n"
+                "sns.lineplot(df, x='x', y='y', hue='g', style='g');"
+            ),
             None,
         ),
     ],
