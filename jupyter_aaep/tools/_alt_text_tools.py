@@ -4,7 +4,8 @@ one function that stores it, also used by the panel's *Save as alt text* (``figu
 The description goes into the output's ``metadata[mime]["alt"]``, where nbconvert's HTML export
 and our image renderer read it, so every reader of the saved ``.ipynb`` gets it. It is a change
 to the notebook, so the tool is classified as the other edits are (not read-only: it waits for
-the person in "Ask before every change"), and its confirmation names the cell and quotes the text.
+the person in "Ask before every change"; Undo agent changes puts the earlier alt text back), and
+its confirmation names the cell and quotes the text.
 
 A description belongs to one picture. When the model looked at the figure with ``view_figure``,
 the figure's fingerprint is remembered; if the cell ran again and drew another picture since, the
@@ -15,15 +16,12 @@ from __future__ import annotations
 
 from ..agent.tools import ActionPreview, ToolContext, ToolResult, aaep_tool
 from ..errors import ToolError
+from ..notebook._alt_text import figure_fingerprint, figure_mime, output_alt, write_alt
 from ..notebook.documents import LiveNotebook
+from ..notebook.edit_record import CellOperation
+from ._agent_edits import record
 from ._change_preview import check_approved
-from ._figure_tools import (
-    FIGURE_TYPES,
-    figure_fingerprint,
-    figure_outputs,
-    looked_at,
-    remember_figure,
-)
+from ._figure_tools import figure_outputs, looked_at, remember_figure
 from ._tool_common import chat_path, service_of
 
 __all__ = ["clean_alt_text", "set_alt_text", "set_figure_alt_text"]
@@ -66,27 +64,18 @@ def _chosen(nb: LiveNotebook, cell_id: str, output_index: int | None) -> tuple[i
             f"Output {chosen} of cell {number} is not a figure; its figures are outputs "
             f"{', '.join(map(str, shown))}."
         )
-    mime = next(m for m in FIGURE_TYPES if m in (outputs[chosen].get("data") or {}))
-    return number, chosen, mime
+    return number, chosen, str(figure_mime(outputs[chosen]))
 
 
 def set_alt_text(
     nb: LiveNotebook, cell_id: str, output_index: int | None, alt_text: str
 ) -> tuple[int, int, str]:
-    """Store *alt_text* as the alt text of a figure output: ``metadata[mime]["alt"]``, where
-    nbconvert's HTML export reads it for the ``<img alt>``. Returns ``(cell number, output
-    index, mime)``. The output is replaced as a whole, so open notebooks pick the change up."""
-    from pycrdt import Map
-
+    """Store *alt_text* as the alt text of a figure output (its first figure by default):
+    ``metadata[mime]["alt"]``, where nbconvert's HTML export reads it for the ``<img alt>``.
+    Returns ``(cell number, output index, mime)``."""
     text = clean_alt_text(alt_text)
     number, chosen, mime = _chosen(nb, cell_id, output_index)
-    output = dict(list(nb.cell(cell_id).get("outputs") or [])[chosen])
-    metadata = dict(output.get("metadata") or {})
-    metadata[mime] = {**dict(metadata.get(mime) or {}), "alt": text}
-    youtputs = nb.ynotebook.ycells[number - 1].get("outputs")
-    with nb.transaction():
-        del youtputs[chosen]
-        youtputs.insert(chosen, Map({**output, "metadata": metadata}))
+    write_alt(nb, cell_id, chosen, mime, text)
     return number, chosen, mime
 
 
@@ -126,10 +115,23 @@ async def set_figure_alt_text(
     """
     text = clean_alt_text(alt_text)
     nb = await service_of(ctx).open(chat_path(ctx))
-    number, index, _ = _chosen(nb, cell_id, output_index)
+    number, index, mime = _chosen(nb, cell_id, output_index)
     check_approved(ctx, _figure_state(nb, cell_id, index), f"The figure in cell {number} changed")
     _check_same_picture(ctx, nb, cell_id, index)
+    before = output_alt(list(nb.cell(cell_id)["outputs"])[index], mime)
     number, index, mime = set_alt_text(nb, cell_id, index, text)
+    if before != text:  # Undo agent changes puts the earlier alt text (or none) back
+        record(
+            ctx,
+            nb.path,
+            CellOperation(
+                "alt_text",
+                cell_id,
+                before={"alt": before, "output_index": index, "mime": mime},
+                after={"alt": text, "figure": _figure_state(nb, cell_id, index)},
+                index=number - 1,
+            ),
+        )
     remember_figure(ctx, nb.path, cell_id, index, list(nb.cell(cell_id)["outputs"])[index])
     which = (
         f" (output {index})" if len(figure_outputs(list(nb.cell(cell_id)["outputs"]))) > 1 else ""
@@ -159,8 +161,6 @@ async def _preview_alt_text(
         f"{replacing}: {_quoted(text)}",
         consequence="The description is kept with the figure in the notebook, where screen "
         "readers read it; running the cell again replaces the figure and its description.",
-        # Undo does not bring an alt text back: replacing one someone wrote is asked first.
-        requires_confirmation=True if replacing else None,
         extra_context={
             "cell_id": cell_id,
             "change": {"kind": "alt_text", "cell_number": number, "output_index": index},

@@ -7,11 +7,11 @@ the same budget as ``run_cell`` (downscaled, a bounded number).
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from ..agent.tools import ToolContext, ToolResult, aaep_tool
 from ..errors import ToolError
+from ..notebook._alt_text import figure_fingerprint
 from ..notebook._figures import MODEL_IMAGE_TYPES, ImageBudget, figure_blocks
 from ..notebook.figure_data import MAIDR_MIME, describe_data
 from ..notebook.render import describe_image, render_outputs, truncate
@@ -37,15 +37,6 @@ def figure_outputs(outputs: list[dict[str, Any]]) -> list[int]:
     return [
         i for i, o in enumerate(outputs) if any(m in (o.get("data") or {}) for m in FIGURE_TYPES)
     ]
-
-
-def figure_fingerprint(output: Any) -> str:
-    """Which picture an output shows: a hash of its figure's data (the same plot drawn again
-    gives the same bytes; another plot, other bytes)."""
-    data = dict(output).get("data") or {}
-    value = data[next(m for m in FIGURE_TYPES if m in data)]
-    text = "".join(value) if isinstance(value, list) else str(value)
-    return hashlib.sha256("".join(text.split()).encode("utf-8")).hexdigest()[:32]
 
 
 def _key(cell_id: str, index: int) -> str:

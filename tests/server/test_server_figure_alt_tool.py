@@ -1,10 +1,11 @@
 """The agent saves a figure's description as its alt text (``set_figure_alt_text``, issue 28),
 through a real server, a real kernel drawing with matplotlib and the scripted model: stored with
 the output on disk, narrated in a sentence, refused in one sentence when the model is careless,
-and asked first where the chat's approval mode (or replacing someone's alt text) says so."""
+asked first where the chat's approval mode says so, and taken back by Undo agent changes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,16 @@ def _alt_on_disk(root: Path, path: str, cell: int, output: int = 0) -> str | Non
         return None
     alt = outputs[output].get("metadata", {}).get("image/png", {}).get("alt")
     return alt if isinstance(alt, str) else None
+
+
+async def _read(root: Path, path: str) -> Any:
+    """The saved notebook (read again while Jupyter is writing it)."""
+    for _ in range(250):
+        try:
+            return nbformat.reads((root / path).read_text(), as_version=4)
+        except (json.JSONDecodeError, OSError, nbformat.reader.NotJSONError):
+            await asyncio.sleep(0.02)
+    raise AssertionError(f"{path} could not be read")
 
 
 async def test_the_agent_plots_then_saves_its_description_as_the_figures_alt_text(
@@ -131,7 +142,7 @@ async def test_the_agent_plots_then_saves_its_description_as_the_figures_alt_tex
         timeout=15,
         what="the alt text in the saved notebook",
     )
-    cell = nbformat.reads((jp_root_dir / path).read_text(), as_version=4).cells[0]
+    cell = (await _read(jp_root_dir, path)).cells[0]
     assert [o["output_type"] for o in cell.outputs] == ["display_data"]
     assert cell.outputs[0]["data"]["image/png"]  # the figure itself stays as it was
 
@@ -181,8 +192,9 @@ def _figure_notebook(root: Path, alt: str | None = None) -> str:
     ("mode", "alt", "asked"),
     [
         ("ask_all", None, True),  # every change asks in "Ask before every change"
-        ("ask", None, False),  # a new description is an ordinary edit
-        ("ask", "Chart of days written by a colleague.", True),  # replacing one asks first
+        ("ask_all", "Chart of days written by a colleague.", True),  # and says what it replaces
+        ("ask", None, False),  # an ordinary edit: Undo takes it back
+        ("ask", "Chart of days written by a colleague.", False),
     ],
 )
 async def test_saving_alt_text_is_approved_as_the_other_edits_are(
@@ -236,4 +248,93 @@ async def test_saving_alt_text_is_approved_as_the_other_edits_are(
         lambda: _alt_on_disk(jp_root_dir, path, 1, 1) == DESCRIPTION,
         timeout=15,
         what="the alt text in the saved notebook",
+    )
+
+
+@pytest.mark.parametrize("earlier", [None, "Chart of days written by a colleague."])
+async def test_undo_gives_the_figure_its_earlier_alt_text_back(
+    api, sse, extension, fake_model, jp_root_dir, earlier: str | None
+) -> None:
+    path = _figure_notebook(jp_root_dir, earlier)
+    chat_id = await _chat(api, path, "ask")
+    fake_model.add(
+        Turn(
+            tool_uses=[ToolUse("set_figure_alt_text", {"cell_id": "fig", "alt_text": DESCRIPTION})]
+        ),
+        Turn(text="Saved."),
+    )
+    async with sse(chat_id) as panel:
+        await _ask(api, chat_id, "Save the description.")
+        events = await panel.until(of_type("session.completed"), timeout=30)
+    await wait_until(
+        lambda: _alt_on_disk(jp_root_dir, path, 1, 1) == DESCRIPTION,
+        timeout=15,
+        what="the alt text in the saved notebook",
+    )
+    session_id = events[-1]["session_id"]
+    status, body, _ = await api(
+        "chats",
+        chat_id,
+        "messages",
+        method="POST",
+        body={"kind": "control", "action": "revert", "session_id": session_id},
+    )
+    assert status == 200, body
+    assert body["kept"] == [], body
+
+    def undone() -> dict[str, Any] | None:
+        try:  # the file may be mid-write
+            output = json.loads((jp_root_dir / path).read_text())["cells"][1]["outputs"][1]
+        except (json.JSONDecodeError, OSError):
+            return None
+        return output if _alt_on_disk(jp_root_dir, path, 1, 1) == earlier else None
+
+    output = undone()
+    for _ in range(750):
+        if output is not None:
+            break
+        await asyncio.sleep(0.02)
+        output = undone()
+    assert output is not None, "the earlier alt text never came back on disk"
+    assert output["data"]["image/png"]  # the figure itself untouched
+    if earlier is None:
+        assert "image/png" not in output.get("metadata", {})  # no empty shell left behind
+
+
+async def test_undo_keeps_an_alt_text_someone_wrote_after_the_agent(
+    api, sse, fake_model, jp_root_dir
+) -> None:
+    path = _figure_notebook(jp_root_dir)
+    chat_id = await _chat(api, path, "ask")
+    fake_model.add(
+        Turn(
+            tool_uses=[ToolUse("set_figure_alt_text", {"cell_id": "fig", "alt_text": DESCRIPTION})]
+        ),
+        Turn(text="Saved."),
+    )
+    async with sse(chat_id) as panel:
+        await _ask(api, chat_id, "Save the description.")
+        events = await panel.until(of_type("session.completed"), timeout=30)
+    mine = "My own words for this chart."
+    status, body, _ = await api(
+        "chats",
+        chat_id,
+        "messages",
+        method="POST",
+        body={"kind": "figure_alt_text", "cell_id": "fig", "alt_text": mine},
+    )
+    assert status == 200, body
+    status, body, _ = await api(
+        "chats",
+        chat_id,
+        "messages",
+        method="POST",
+        body={"kind": "control", "action": "revert", "session_id": events[-1]["session_id"]},
+    )
+    assert status == 200, body
+    assert body["kept"] == ["Cell 2 was kept as it is: someone changed it after this request."]
+    await wait_until(
+        lambda: _alt_on_disk(jp_root_dir, path, 1, 1) == mine,
+        timeout=15,
+        what="the person's alt text kept on disk",
     )
