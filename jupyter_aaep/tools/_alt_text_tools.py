@@ -150,9 +150,7 @@ async def _preview_alt_text(
     text = clean_alt_text(alt_text)
     nb = await service_of(ctx).open(chat_path(ctx))
     number, index, mime = _chosen(nb, cell_id, output_index)
-    output = list(nb.cell(cell_id).get("outputs") or [])[index]
-    before = ((output.get("metadata") or {}).get(mime) or {}).get("alt")
-    before = " ".join(before.split()) if isinstance(before, str) else ""
+    before = " ".join((output_alt(nb.cell(cell_id)["outputs"][index], mime) or "").split())
     replacing = f", replacing its alt text {_quoted(before)}" if before and before != text else ""
     return ActionPreview(
         summary=f"Saving a description of the figure in cell {number} as its alt text.",
@@ -160,7 +158,8 @@ async def _preview_alt_text(
         action=f"Save this description as the alt text of the figure in cell {number}"
         f"{replacing}: {_quoted(text)}",
         consequence="The description is kept with the figure in the notebook, where screen "
-        "readers read it; running the cell again replaces the figure and its description.",
+        "readers read it; running the cell again replaces the figure and its description. Undo "
+        "agent changes puts the earlier alt text back.",
         extra_context={
             "cell_id": cell_id,
             "change": {"kind": "alt_text", "cell_number": number, "output_index": index},
