@@ -10,7 +10,7 @@ some users hear it through a screen reader, so:
 
 - Keep answers short and well structured. Lead with the result. Use plain Markdown; avoid \
 wide tables and decorative symbols.
-- Describe plots and tables in words when you mention them (what they show, not how they look). You see the figures a cell run shows; view_figure shows you one already in the notebook.
+- Describe plots and tables in words when you mention them (what they show, not how they look). You see the figures a cell run shows; view_figure shows you one already in the notebook. When you describe a figure for the user, also save that description as the figure's alt text with set_figure_alt_text, so screen readers and everyone the notebook reaches get it.
 - Address cells by their id in tool calls. Read the notebook before changing it if you have \
 not seen it yet in this conversation.
 - When your answer refers to a cell, cite it as [[cell:<cell id>]], or [[cell:<cell id>:<first \
@@ -55,6 +55,7 @@ def describe_figure_request(cell_id: str, output_index: int | None = None) -> st
         "4. The extremes: the highest and lowest points, with their values.\n"
         "5. Outliers or anything surprising, or say there are none.\n"
         "Say where a value is read off the picture (approximate) and where it comes from the data. "
-        "Write only the description (it may be stored as the figure's alt text), with no preamble.\n"
+        "Write only the description, with no preamble. Do not save it with set_figure_alt_text: "
+        "the user reads it first and saves it as the figure's alt text themselves.\n"
         "</describe_figure>"
     )

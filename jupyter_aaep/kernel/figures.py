@@ -109,8 +109,20 @@ def figure_bundle(figure: Any) -> dict[str, Any] | None:
     """Our MIME bundle for *figure*: maidr's data, or why the figure cannot be explored.
 
     ``{"version": 1, "explorable": true, "maidr": {...}}`` or
-    ``{"version": 1, "explorable": false, "reason": "unsupported" | "too_large" | "failed"}``.
+    ``{"version": 1, "explorable": false, "reason": "unsupported" | "too_large" | "failed"}``,
+    both with ``styles``: how its series are told apart (:mod:`._styles`), when readable.
     """
+    bundle = _maidr_bundle(figure)
+    if bundle is not None:
+        from ._styles import figure_styles
+
+        styles = figure_styles(figure)
+        if styles is not None:
+            bundle["styles"] = styles
+    return bundle
+
+
+def _maidr_bundle(figure: Any) -> dict[str, Any] | None:
     from matplotlib.figure import Figure
 
     if not isinstance(figure, Figure):

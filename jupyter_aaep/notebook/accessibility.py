@@ -7,10 +7,11 @@ headings, tables without headers, and links whose text says nothing. Each :class
 names its cell by number (people count cells; ids are for the model's edits) and says both what
 is wrong, for a person, and how to fix it, for the agent.
 
-One check is left out on purpose: *colour as the only way to tell series apart*. A figure here
-is a PNG or SVG with no record of its series' colours, markers and line styles, so nothing in
-the notebook shows whether colour alone carries the difference. The agent is told to look at
-multi-series figures itself (``view_figure``) instead.
+*Colour as the only way to tell series apart* is checked where the notebook records how the
+series were drawn: a kernel of this environment sends each matplotlib or seaborn figure's series
+styles (colour, marker, line style, hatch, direct labels) with it (:mod:`._colour_rule`). A
+figure that is only an image (drawn elsewhere, or by another library) cannot be judged; the
+agent is told to look at such figures itself (``view_figure``).
 
 Pure Python: no Jupyter imports, so the rules are tested on their own and any host can run them.
 """
@@ -21,7 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..figure_mime import MAIDR_MIME
 from ..words import plural
+from ._colour_rule import colour_only
 from ._markdown_scan import (
     Image,
     Link,
@@ -51,6 +54,7 @@ Rule = Literal[
     "heading-empty",
     "image-alt",
     "figure-description",
+    "colour-only",
     "table-headers",
     "link-text",
 ]
@@ -62,6 +66,7 @@ RULES: dict[Rule, str] = {
     "heading-empty": "Every heading has text.",
     "image-alt": "Every image in a Markdown cell or an HTML output has alt text.",
     "figure-description": "Every figure a cell shows has a stored description (alt text).",
+    "colour-only": "A figure's series differ by more than colour (marker, line style, hatch or a label).",
     "table-headers": "Every table has column headers.",
     "link-text": "Every link's text says where it leads (not 'click here' or a bare address).",
 }
@@ -244,9 +249,20 @@ def _output_problems(number: int, cell_id: str | None, outputs: list[Any]) -> li
                         number,
                         cell_id,
                         f"Its figure (output {index + 1}) has no description.",
-                        f"Look at it with view_figure (cell {number}, output_index {index}) and "
-                        "write a description a screen-reader user can use; the person stores it "
-                        "as the figure's alt text with Describe this figure, Save as alt text.",
+                        f"Look at it with view_figure (cell {number}, output_index {index}), "
+                        "write a description a screen-reader user can use, and save it as the "
+                        f"figure's alt text with set_figure_alt_text (cell {number}, "
+                        f"output_index {index}).",
+                    )
+                )
+            for group in colour_only(data.get(MAIDR_MIME)):
+                found.append(
+                    Problem(
+                        "colour-only",
+                        number,
+                        cell_id,
+                        f"In its figure (output {index + 1}), {group.what}.",
+                        f"Change the code of cell {number}: {group.how}; then run it again.",
                     )
                 )
             continue

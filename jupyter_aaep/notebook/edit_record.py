@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ._alt_text import figure_fingerprint, output_alt, write_alt
 from .documents import LiveNotebook
 
 __all__ = ["CellOperation", "EditRecord", "UndoReport", "missing_from_file", "undo_records"]
 
-OperationKind = Literal["create", "edit", "delete", "move", "clear"]
+OperationKind = Literal["create", "edit", "delete", "move", "clear", "alt_text"]
 AGENT = "The agent"
 """The built-in agent's name in sentences (as :class:`~jupyter_aaep.aaep.session.Session` says it)."""
 
@@ -33,9 +34,11 @@ class CellOperation:
     kind: OperationKind
     cell_id: str
     before: dict[str, Any] = field(default_factory=dict)
-    """What the cell was: ``source``/``cell_type`` (edit), the whole cell (delete), outputs (clear)."""
+    """What the cell was: ``source``/``cell_type`` (edit), the whole cell (delete), outputs
+    (clear), a figure's earlier ``alt`` with its ``output_index`` and ``mime`` (alt_text)."""
     after: dict[str, Any] = field(default_factory=dict)
-    """What the agent left: ``source``/``cell_type`` (create, edit); ``prev`` (move)."""
+    """What the agent left: ``source``/``cell_type`` (create, edit); ``prev`` (move); the
+    ``alt`` it wrote and the ``figure`` it described (alt_text)."""
     index: int = 0
     """0-based position before the change (delete, move) or after it (create)."""
     prev: str | None = None
@@ -180,7 +183,7 @@ class UndoReport:
     added: int = 0
     """Cells the agent deleted, put back."""
     restored: int = 0
-    """Cells the agent edited, moved or cleared, put back as they were."""
+    """Cells the agent edited, moved or cleared (or whose figure it described), put back."""
     kept: list[str] = field(default_factory=list)
 
 
@@ -298,6 +301,8 @@ def _undo_one(nb: LiveNotebook, op: CellOperation, report: UndoReport) -> str | 
         nb.move_cell(op.cell_id, target)
         report.restored += 1
         return None
+    if op.kind == "alt_text":
+        return _undo_alt_text(nb, op, report)
     if op.kind == "clear":
         if cell.get("outputs") or source != op.before.get("source"):
             return "changed or ran"
@@ -305,6 +310,21 @@ def _undo_one(nb: LiveNotebook, op: CellOperation, report: UndoReport) -> str | 
             op.cell_id, op.before.get("outputs") or [], op.before.get("execution_count")
         )
         report.restored += 1
+    return None
+
+
+def _undo_alt_text(nb: LiveNotebook, op: CellOperation, report: UndoReport) -> str | None:
+    """Give the figure its earlier alt text back, if it still shows the picture the agent
+    described with the text the agent wrote."""
+    outputs = list(nb.cell(op.cell_id).get("outputs") or [])
+    index, mime = int(op.before.get("output_index") or 0), str(op.before.get("mime"))
+    if index >= len(outputs) or figure_fingerprint(outputs[index]) != op.after.get("figure"):
+        return "changed or ran"
+    if output_alt(outputs[index], mime) != op.after.get("alt"):
+        return "changed"
+    before = op.before.get("alt")
+    write_alt(nb, op.cell_id, index, mime, before if isinstance(before, str) else None)
+    report.restored += 1
     return None
 
 

@@ -122,7 +122,7 @@ async def _context_block(runner: ChatRunner, chat: Chat, items: list[dict[str, A
 
 async def save_alt_text(runner: ChatRunner, chat: Chat, message: dict[str, Any]) -> dict[str, Any]:
     """Store ``alt_text`` on the figure of ``cell_id`` (``output_index``, else its first figure)."""
-    from ..tools._figure_tools import set_alt_text
+    from ..tools._alt_text_tools import set_alt_text
 
     nb = await _open(runner, chat)
     text = " ".join(str(message["alt_text"]).split())

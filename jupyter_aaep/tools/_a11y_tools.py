@@ -20,16 +20,18 @@ __all__ = ["NOT_CHECKED", "check_accessibility", "problems_text"]
 _SOURCE_CHARS = 3000
 
 NOT_CHECKED = (
-    "Not checked: whether colour alone tells a figure's series apart; a stored figure is only an "
-    "image, so listen to its description or ask the agent to look at it."
+    "Not checked: whether colour alone tells apart the series of a figure that is only an image "
+    "(drawn outside this environment's kernels, so how its series were drawn is not recorded); "
+    "listen to its description or ask the agent to look at it."
 )
 """What a person is told the check leaves out."""
 
 COLOUR_NOTE = (
-    "Not checked: whether colour is the only thing that tells a figure's series apart (a stored "
-    "figure is an image, with no record of its colours and markers). For a figure with several "
-    "series, look at it with view_figure and, if only colour differs, offer to change its code "
-    "(markers, line styles or direct labels)."
+    "Not checked: whether colour is the only thing that tells apart the series of a figure "
+    "stored only as an image (no record of its colours and markers; figures drawn in this "
+    "environment's kernels are checked). For such a figure with several series, look at it with "
+    "view_figure and, if only colour differs, offer to change its code (markers, line styles "
+    "or direct labels)."
 )
 
 
@@ -43,11 +45,11 @@ async def check_accessibility(ctx: ToolContext) -> ToolResult:
     """Check this notebook for what makes it hard to read with a screen reader, and say how to fix each problem.
 
     Lists problems by cell: images without alt text (Markdown and outputs), figures without a
-    stored description, a missing or repeated title, skipped heading levels, empty headings,
-    tables without headers, and links whose text says nothing ("click here", bare addresses).
-    Nothing changes. Fixes are ordinary edits (edit_cell, create_cell), and a figure's
-    description is kept with its output as alt text; offer to fix them, all at once if the
-    person wants, and write real descriptions, never placeholders.
+    stored description, figures whose series differ only by colour, a missing or repeated title,
+    skipped heading levels, empty headings, tables without headers, and links whose text says
+    nothing ("click here", bare addresses). Nothing changes. Fixes are ordinary edits (edit_cell,
+    create_cell; a figure's description is saved with set_figure_alt_text); offer to fix them,
+    all at once if the person wants, and write real descriptions, never placeholders.
     """
     service = service_of(ctx)
     nb = await service.open(chat_path(ctx))

@@ -11,22 +11,48 @@ from typing import Any
 
 from ..agent.tools import ToolContext, ToolResult, aaep_tool
 from ..errors import ToolError
+from ..notebook._alt_text import figure_fingerprint
 from ..notebook._figures import MODEL_IMAGE_TYPES, ImageBudget, figure_blocks
 from ..notebook.figure_data import MAIDR_MIME, describe_data
 from ..notebook.render import describe_image, render_outputs, truncate
 from ..words import plural
+from ._agent_edits import reader_of
 from ._tool_common import chat_path, service_of
 
-__all__ = ["figure_outputs", "set_alt_text", "view_figure"]
+__all__ = [
+    "FIGURE_TYPES",
+    "figure_fingerprint",
+    "figure_outputs",
+    "looked_at",
+    "remember_figure",
+    "view_figure",
+]
 
-_FIGURE_TYPES = (*MODEL_IMAGE_TYPES, "image/svg+xml")
+FIGURE_TYPES = (*MODEL_IMAGE_TYPES, "image/svg+xml")
+"""Output mime types that hold a figure."""
 
 
 def figure_outputs(outputs: list[dict[str, Any]]) -> list[int]:
     """Indexes of the outputs that hold a figure."""
     return [
-        i for i, o in enumerate(outputs) if any(m in (o.get("data") or {}) for m in _FIGURE_TYPES)
+        i for i, o in enumerate(outputs) if any(m in (o.get("data") or {}) for m in FIGURE_TYPES)
     ]
+
+
+def _key(cell_id: str, index: int) -> str:
+    return f"\0figure {cell_id} {index}"  # never a cell id: kept apart from the cells' sources
+
+
+def remember_figure(ctx: ToolContext, path: str, cell_id: str, index: int, output: Any) -> None:
+    """The model was shown this figure: a description it writes next is of this picture."""
+    service_of(ctx).shown.remember(
+        reader_of(ctx), path, _key(cell_id, index), figure_fingerprint(output)
+    )
+
+
+def looked_at(ctx: ToolContext, path: str, cell_id: str, index: int) -> str | None:
+    """The fingerprint of the figure the model last looked at there (``None``: never)."""
+    return service_of(ctx).shown.base(reader_of(ctx), path, _key(cell_id, index))
 
 
 @aaep_tool(risk_level="low", read_only=True, label="look at a figure")
@@ -60,9 +86,10 @@ async def view_figure(
                 f"Output {output_index} of cell {number} is not a figure; its figures are outputs "
                 f"{', '.join(map(str, shown))}."
             )
-        chosen = [outputs[output_index]]
+        picked = [output_index]
     else:
-        chosen = [outputs[i] for i in shown]
+        picked = shown
+    chosen = [outputs[i] for i in picked]
     found = figure_blocks(
         chosen,
         ImageBudget(
@@ -72,18 +99,21 @@ async def view_figure(
         ),
     )
     source = truncate(str(cell.get("source", "")), 6000)
-    others = [o for o in outputs if not any(m in (o.get("data") or {}) for m in _FIGURE_TYPES)]
+    others = [o for o in outputs if not any(m in (o.get("data") or {}) for m in FIGURE_TYPES)]
     head = (
         f"Cell {number} (id {cell_id}) shows {plural(len(shown), 'figure')} "
         f"(outputs {', '.join(map(str, shown))})."
     )
     sizes = []
     for i in shown[:8]:
-        mime = next(m for m in _FIGURE_TYPES if m in outputs[i]["data"])
+        mime = next(m for m in FIGURE_TYPES if m in outputs[i]["data"])
         sizes.append(f"Output {i}: {describe_image(mime, outputs[i]['data'][mime])}")
         if outputs[i] in chosen and MAIDR_MIME in outputs[i]["data"]:
             # maidr's values beside the image: the description can state them exactly.
             sizes.append(describe_data(outputs[i]["data"][MAIDR_MIME], limit=6000))
+        alt = ((outputs[i].get("metadata") or {}).get(mime) or {}).get("alt")
+        if i in picked and isinstance(alt, str) and alt.strip():
+            sizes.append(f"Its alt text now: {truncate(alt, 1000)}")
     text = [head, *sizes, "Code:", source]
     if others:
         text += ["Other outputs:", render_outputs(others, 3000)]
@@ -92,6 +122,13 @@ async def view_figure(
         text.append(
             "The figure was downscaled to fit the size limit; small labels may be hard to read."
         )
+    text.append(
+        "After describing a figure for the user, save the description as its alt text with "
+        "set_figure_alt_text (this cell and its output index), so screen readers and everyone the "
+        "notebook reaches get it; not when the request says the user saves it themselves."
+    )
+    for i in picked:
+        remember_figure(ctx, nb.path, cell_id, i, outputs[i])
     figures = len(found.blocks)
     summary = (
         f"Looked at the figure in cell {number}."
@@ -106,37 +143,3 @@ async def view_figure(
         else "\n".join(text)
     )
     return ToolResult(content=content, summary=summary)
-
-
-def set_alt_text(
-    nb: Any, cell_id: str, output_index: int | None, alt_text: str
-) -> tuple[int, int, str]:
-    """Store *alt_text* as the alt text of a figure output: ``metadata[mime]["alt"]``, where
-    nbconvert's HTML export reads it for the ``<img alt>``. Returns ``(cell number, output
-    index, mime)``. The output is replaced as a whole, so open notebooks pick the change up."""
-    from pycrdt import Map
-
-    index = nb.index_of(cell_id)
-    ycell = nb.ynotebook.ycells[index]
-    outputs = [dict(o) for o in (nb.cell(cell_id).get("outputs") or [])]
-    shown = figure_outputs(outputs)
-    if not shown:
-        raise ToolError(
-            f"Cell {index + 1} shows no figure any more; run it again, then describe it."
-        )
-    chosen = shown[0] if output_index is None else output_index
-    if chosen not in shown:
-        raise ToolError(
-            f"Output {chosen} of cell {index + 1} is not a figure; its figures are outputs "
-            f"{', '.join(map(str, shown))}."
-        )
-    output = outputs[chosen]
-    mime = next(m for m in _FIGURE_TYPES if m in (output.get("data") or {}))
-    metadata = dict(output.get("metadata") or {})
-    metadata[mime] = {**dict(metadata.get(mime) or {}), "alt": alt_text}
-    replaced = {**output, "metadata": metadata}
-    youtputs = ycell.get("outputs")
-    with nb.transaction():
-        del youtputs[chosen]
-        youtputs.insert(chosen, Map(replaced))
-    return index + 1, chosen, mime

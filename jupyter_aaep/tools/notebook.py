@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..agent.tools import ToolSpec
 from ._a11y_tools import check_accessibility
+from ._alt_text_tools import set_figure_alt_text
 from ._arrange_tools import delete_cell, move_cell
 from ._edit_tools import create_cell, edit_cell, get_notebook_state, list_notebooks
 from ._figure_tools import view_figure
@@ -33,6 +34,7 @@ __all__ = [
     "restart_kernel",
     "run_all_cells",
     "run_cell",
+    "set_figure_alt_text",
     "view_figure",
     "wait_for_cell",
 ]
@@ -46,6 +48,7 @@ def notebook_tools() -> list[ToolSpec]:
         list_files,
         read_file,
         view_figure,
+        set_figure_alt_text,
         check_accessibility,
         create_cell,
         edit_cell,

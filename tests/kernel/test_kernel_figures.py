@@ -6,6 +6,7 @@ a frontend receives: a figure's ``image/png`` and, beside it, our MIME bundle wi
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from jupyter_client.manager import start_new_async_kernel
 
 from jupyter_aaep.figure_mime import MAIDR_MIME
+from jupyter_aaep.notebook.accessibility import check_cells
 
 pytestmark = [pytest.mark.slow]
 
@@ -105,7 +107,10 @@ async def test_a_bar_chart_carries_its_values_and_the_backend_stays_the_users(ke
         kernel, "fig, ax = plt.subplots(); ax.quiver([0, 1], [0, 1], [1, 1], [1, 0]);"
     )
     (figure,) = figures(outputs)
-    assert figure[MAIDR_MIME] == {"version": 1, "explorable": False, "reason": "unsupported"}
+    bundle = dict(figure[MAIDR_MIME])
+    styles = bundle.pop("styles")  # how its series are drawn is still recorded
+    assert bundle == {"version": 1, "explorable": False, "reason": "unsupported"}
+    assert styles["axes"][0]["series"] == []
 
     # A figure as a cell's value, and seaborn, go the same way.
     outputs = await run(kernel, "import seaborn as sns\nsns.barplot(x=['a', 'b'], y=[3, 4]).figure")
@@ -117,6 +122,83 @@ async def test_a_bar_chart_carries_its_values_and_the_backend_stays_the_users(ke
     (figure,) = figures(outputs)
     (layer,) = figure[MAIDR_MIME]["maidr"]["subplots"][0][0]["layers"]
     assert layer["type"] == "line" and [p["y"] for p in layer["data"][0]] == [3.0, 1.0, 2.0]
+
+
+def colour_only(outputs: list[dict[str, Any]]) -> list[str]:
+    """What the accessibility check says about colour for a cell with these outputs."""
+    cell = {
+        "id": "c",
+        "cell_type": "code",
+        "source": "",
+        "outputs": [
+            {"output_type": "display_data", "data": o["data"], "metadata": o.get("metadata", {})}
+            for o in outputs
+            if o["type"] in ("display_data", "execute_result")
+        ],
+    }
+    title = {"id": "t", "cell_type": "markdown", "source": "# Title"}
+    return [p.sentence for p in check_cells([title, cell]) if p.rule == "colour-only"]
+
+
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        (  # (a) two lines told apart only by colour, with a legend (which does not help)
+            (
+                "plt.plot([1, 2, 3], [1, 3, 2], label='North')\n"
+                "plt.plot([1, 2, 3], [2, 1, 3], label='South')\nplt.legend();"
+            ),
+            "Cell 2: In its figure (output 1), 2 lines (“North”, “South”) differ only by colour.",
+        ),
+        (  # (b) the same with their own markers
+            (
+                "plt.plot([1, 2, 3], [1, 3, 2], marker='o', label='North')\n"
+                "plt.plot([1, 2, 3], [2, 1, 3], marker='s', label='South')\nplt.legend();"
+            ),
+            None,
+        ),
+        ("plt.plot([1, 2, 3], [1, 3, 2]);", None),  # (c) a single series
+        (  # (d) bars told apart by their hatches
+            (
+                "plt.bar([1, 2], [3, 4], width=0.4, hatch='//', label='2023')\n"
+                "plt.bar([1.4, 2.4], [2, 5], width=0.4, hatch='..', label='2024')\nplt.legend();"
+            ),
+            None,
+        ),
+        (  # the same bars without hatches
+            (
+                "plt.bar([1, 2], [3, 4], width=0.4, label='2023')\n"
+                "plt.bar([1.4, 2.4], [2, 5], width=0.4, label='2024');"
+            ),
+            "Cell 2: In its figure (output 1), 2 bar series (“2023”, “2024”) differ only by colour.",
+        ),
+        (  # seaborn: hue alone, then hue and style
+            (
+                "import pandas as pd, seaborn as sns\n"
+                "df = pd.DataFrame({'x': [1, 2, 1, 2], 'y': [1, 2, 3, 1], 'g': list('aabb')})\n"
+                "sns.lineplot(df, x='x', y='y', hue='g');"
+            ),
+            "Cell 2: In its figure (output 1), 2 lines differ only by colour.",
+        ),
+        (
+            (
+                "import pandas as pd, seaborn as sns\n"
+                "df = pd.DataFrame({'x': [1, 2, 1, 2], 'y': [1, 2, 3, 1], 'g': list('aabb')})\n"
+                "sns.lineplot(df, x='x', y='y', hue='g', style='g');"
+            ),
+            None,
+        ),
+    ],
+)
+async def test_the_kernel_records_how_series_are_drawn_for_the_colour_check(
+    kernel: Any, code: str, said: str | None
+) -> None:
+    outputs = await run(kernel, "import matplotlib.pyplot as plt\n" + code)
+    assert [o for o in outputs if o["type"] == "error"] == []
+    (figure,) = figures(outputs)
+    assert figure[MAIDR_MIME]["styles"]["version"] == 1
+    assert len(json.dumps(figure[MAIDR_MIME]["styles"])) < 2000  # small beside the data
+    assert colour_only(outputs) == ([said] if said else [])
 
 
 async def test_the_setting_off_sends_images_only(tmp_path: Path) -> None:

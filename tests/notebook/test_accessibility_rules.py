@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from jupyter_aaep.figure_mime import MAIDR_MIME
 from jupyter_aaep.notebook import _markdown_scan as scan
 from jupyter_aaep.notebook.accessibility import RULES, Problem, check_cells, summary_of
 
@@ -135,6 +136,98 @@ def test_a_figure_with_its_description_passes() -> None:
 def test_a_markdown_cell_with_outputs_is_not_read_for_figures() -> None:
     cell = {**md("Some text"), "outputs": [figure()]}
     assert found(cell) == []
+
+
+# -- colour as the only difference between series ----------------------------------------------
+
+
+def series(color: str, kind: str = "line", **style: Any) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "label": style.pop("label", None),
+        "color": color,
+        "marker": style.pop("marker", "none"),
+        "linestyle": style.pop("linestyle", "-" if kind == "line" else "none"),
+        "hatch": style.pop("hatch", ""),
+        "labelled_directly": style.pop("labelled_directly", False),
+    }
+
+
+def styled(*axes: list[dict[str, Any]], legend: bool = True) -> dict[str, Any]:
+    """A described figure whose bundle records how its series are drawn."""
+    out = figure("A chart with its description")
+    out["data"][MAIDR_MIME] = {
+        "version": 1,
+        "explorable": True,
+        "maidr": {},
+        "styles": {
+            "version": 1,
+            "legend": False,
+            "axes": [{"legend": legend, "texts": 0, "series": a} for a in axes],
+        },
+    }
+    return out
+
+
+def test_two_lines_that_differ_only_by_colour_are_named_with_what_to_change() -> None:
+    lines = [series("#1f77b4", label="North"), series("#ff7f0e", label="South")]
+    (problem,) = found(code([styled(lines)]), rule="colour-only")
+    assert problem.cell == 2 and problem.sentence == (
+        "Cell 2: In its figure (output 1), 2 lines (“North”, “South”) differ only by colour."
+    )
+    assert problem.fix == (
+        "Change the code of cell 2: give each line its own marker or line style (marker='o', "
+        "linestyle='--'), or label the lines directly (ax.annotate beside each line); then run "
+        "it again."
+    )
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        series("#ff7f0e", marker="s"),  # its own marker
+        series("#ff7f0e", linestyle="--"),  # its own line style
+        series("#ff7f0e", labelled_directly=True, label="South"),  # labelled beside the line
+        series("#1f77b4"),  # the same colour: not told apart by colour
+    ],
+)
+def test_lines_told_apart_by_more_than_colour_pass(other: dict[str, Any]) -> None:
+    assert found(code([styled([series("#1f77b4"), other])]), rule="colour-only") == []
+
+
+def test_series_of_each_kind_and_subplot_are_compared_among_themselves() -> None:
+    # A line and bars of another colour are different kinds of mark; one series per subplot.
+    mixed = [series("#1f77b4"), series("#ff7f0e", kind="bar")]
+    assert found(code([styled(mixed, [series("#2ca02c")])]), rule="colour-only") == []
+    bars = [series("#1f77b4", kind="bar"), series("#ff7f0e", kind="bar")]
+    (problem,) = found(code([styled([series("#1f77b4")], bars)]), rule="colour-only")
+    assert (
+        problem.what == "In its figure (output 1), 2 bar series in subplot 2 differ only by colour."
+    )
+    assert "hatch='//'" in problem.fix
+    hatched = [series("#1f77b4", kind="bar", hatch="//"), series("#ff7f0e", kind="bar", hatch="..")]
+    assert found(code([styled(hatched)]), rule="colour-only") == []
+
+
+def test_a_legend_does_not_make_colour_enough() -> None:
+    lines = [series("#1f77b4", label="a"), series("#ff7f0e", label="b")]
+    assert len(found(code([styled(lines, legend=True)]), rule="colour-only")) == 1
+
+
+@pytest.mark.parametrize(
+    "bundle",
+    [
+        None,  # only an image: nothing is known, nothing is claimed
+        {"version": 1, "explorable": True, "maidr": {}},
+        {"version": 1, "styles": "garbage"},
+        {"version": 1, "styles": {"axes": [None, {"series": "x"}, {"series": [None, 3]}]}},
+    ],
+)
+def test_figures_without_style_facts_are_not_judged(bundle: Any) -> None:
+    out = figure("A chart")
+    if bundle is not None:
+        out["data"][MAIDR_MIME] = bundle
+    assert found(code([out])) == []
 
 
 def test_images_and_tables_in_html_outputs() -> None:
@@ -374,6 +467,7 @@ def test_every_rule_has_a_sentence() -> None:
         "heading-empty",
         "image-alt",
         "figure-description",
+        "colour-only",
         "table-headers",
         "link-text",
     }
