@@ -13,6 +13,8 @@ import ctypes
 import gc
 import sys
 import tracemalloc
+import types
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,15 @@ def rooms(app: Any) -> list[tuple[str, int, int]]:
     return found
 
 
+def room_document(app: Any, path: str) -> weakref.ref[Any] | None:
+    """A weak reference to the shared document of *path*'s room, to see when it is freed."""
+    extension = app.web_app.settings.get("jupyter_server_ydoc")
+    file_id = app.web_app.settings["file_id_manager"].get_id(path)
+    room = extension.ywebsocket_server.rooms.get(f"json:notebook:{file_id}")
+    document = getattr(room, "_document", None)
+    return None if document is None else weakref.ref(document)
+
+
 def big_string_holders() -> list[str]:
     """What holds a string of more than ``BIG_STRING`` characters: each holder's type and, for
     a dict, its keys (strings are not tracked by gc; their containers are)."""
@@ -68,16 +79,57 @@ def big_string_holders() -> list[str]:
 
 
 def live_documents() -> list[str]:
-    """Every shared document (``pycrdt.Doc``) still alive over 1 MB, and what refers to it."""
-    from pycrdt import Doc
+    """Every shared notebook (``YNotebook``) still alive over 1 MB, and what keeps it alive."""
+    from jupyter_ydoc import YNotebook
 
     found = []
-    for doc in [o for o in gc.get_objects() if isinstance(o, Doc)]:
-        size = len(doc.get_update())
+    for doc in [o for o in gc.get_objects() if isinstance(o, YNotebook)]:
+        size = len(doc.ydoc.get_update())
         if size > 1_000_000:
-            holders = sorted({type(r).__name__ for r in gc.get_referrers(doc)} - {"list"})
-            found.append(f"live shared document {size / 1e6:.1f} MB, held by {', '.join(holders)}")
+            found.append(f"live shared notebook {size / 1e6:.1f} MB, kept by:")
+            found.extend(f"  {chain}" for chain in _holders(doc))
     return found
+
+
+def _label(obj: Any) -> str:
+    if isinstance(obj, types.FrameType):
+        return f"frame {obj.f_code.co_name}"
+    if isinstance(obj, types.CoroutineType):
+        return f"coroutine {obj.cr_code.co_qualname}"
+    return type(obj).__qualname__
+
+
+def _holders(target: Any, depth: int = 6) -> list[str]:
+    """Chains of referrers (an instance's ``__dict__`` named as the instance, frames by their
+    function) that keep *target* alive, up to *depth* steps, without this module's own."""
+    chains: list[str] = []
+    skip = {id(sys._getframe())}
+
+    def walk(obj: Any, path: list[str], level: int) -> None:
+        skip.add(id(path))
+        if level >= depth or len(chains) > 12:
+            chains.append(" <- ".join(path))
+            return
+        referrers = [r for r in gc.get_referrers(obj) if id(r) not in skip]
+        referrers = [
+            r
+            for r in referrers
+            if not (isinstance(r, types.FrameType) and r.f_code.co_filename == __file__)
+        ]
+        if not referrers:
+            chains.append(" <- ".join(path) + " (nothing: garbage)")
+        for ref in referrers[:5]:
+            skip.add(id(ref))
+            owner, label = ref, _label(ref)
+            if isinstance(ref, dict):
+                owners = [o for o in gc.get_referrers(ref) if getattr(o, "__dict__", None) is ref]
+                if owners:
+                    owner, label = owners[0], f"{_label(owners[0])}.__dict__"
+                    skip.add(id(owner))
+            walk(owner, [*path, label], level + 1)
+
+    walk(target, [_label(target)], 0)
+    return chains
 
 
 def start_tracing() -> tracemalloc.Snapshot:

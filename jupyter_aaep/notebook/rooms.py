@@ -21,10 +21,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ._memory import give_back_freed_memory
+from ._memory import TRIM_AFTER_SECONDS, give_back_freed_memory
 from .errors import NotebookError
 
 __all__ = ["OpenedRooms", "room_id"]
@@ -32,7 +33,9 @@ __all__ = ["OpenedRooms", "room_id"]
 log = logging.getLogger(__name__)
 
 BIG_DOCUMENT_BYTES = 5_000_000
-"""A released shared document from which the freed memory is worth giving back at once."""
+"""A released shared document from which the freed memory is worth giving back."""
+FREED_WITHIN = 120.0
+"""Seconds after which the memory is given back even if the released document is still alive."""
 
 
 def room_id(serverapp: Any, path: str) -> str | None:
@@ -158,7 +161,9 @@ class OpenedRooms:
         self.released = [*self.released[-99:], path]
         log.info("Released the collaboration room of %s (nobody had it open).", path)
         if size >= BIG_DOCUMENT_BYTES:
-            give_back_freed_memory()
+            document = getattr(room, "_document", None)
+            if document is not None:
+                _give_back_once_freed(weakref.ref(document))
         return True
 
     def close(self) -> None:
@@ -175,6 +180,17 @@ def _nobody_in(room: Any) -> bool:
     """No client is connected and no browser's leaving is being cleaned up by the room's owner."""
     cleaner = getattr(room, "cleaner", None)
     return not room.clients and (cleaner is None or cleaner.done())
+
+
+def _give_back_once_freed(document: weakref.ref[Any], waited: float = 0.0) -> None:
+    """Give the freed memory back once the released document is really gone: a deleted room's
+    tasks (its pending history writes) take a while to end and hold it until then."""
+    if document() is None or waited >= FREED_WITHIN:
+        give_back_freed_memory()
+        return
+    asyncio.get_running_loop().call_later(
+        TRIM_AFTER_SECONDS, _give_back_once_freed, document, waited + TRIM_AFTER_SECONDS
+    )
 
 
 def _close_update_streams(room: Any) -> None:
