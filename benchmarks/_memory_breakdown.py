@@ -157,7 +157,11 @@ def report(app: Any, before: float, label: str) -> None:
     gc.collect()
     now = rss_mb()
     open_rooms = rooms(app)
-    print(f"  [{label}] RSS {now:6.0f} MB (+{now - before:.0f})", file=sys.stdout)
+    print(
+        f"  [{label}] RSS {now:6.0f} MB (+{now - before:.0f}); Python objects' blocks "
+        f"{sys.getallocatedblocks() / 1e6:.2f} M",
+        file=sys.stdout,
+    )
     for name, clients, size in open_rooms:
         print(f"    room {name}: {clients} client(s), shared document {size / 1e6:.1f} MB")
     for line in [*live_documents(), *big_string_holders()[:6]]:

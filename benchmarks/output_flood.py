@@ -14,10 +14,17 @@ stream message each) at full speed, then stamps the wall-clock time its loop end
 - Memory (``--megabytes``, 0 to skip): the server's resident memory before, at its peak and
   after an agent run of a cell that prints that many megabytes of lines (the file keeps them),
   and how much of the output our registry of runs still holds (cut once the run is reported).
+  "After" is once the collaboration room the agent opened has been released (60 s after the
+  session by default; ``--release-seconds`` to shorten) and its shared document freed. The
+  breakdown on the way (``_memory_breakdown.py``): rooms still open and their documents' sizes,
+  what keeps a big shared notebook alive, big strings still held, and what a ``malloc_trim`` by
+  the benchmark gives back (freed but kept by glibc); rooms nobody is in that remain are then
+  closed by the benchmark to show what they held.
 
 ``--profile`` prints the functions with the most own time during the agent's flood run.
 
-Run: ``python benchmarks/output_flood.py [--messages 50000] [--megabytes 50] [--profile]``
+Run: ``python benchmarks/output_flood.py [--messages 50000] [--megabytes 50] [--profile]
+[--trace] [--release-seconds S]`` (``--trace``: tracemalloc, slow).
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import io
 import itertools
 import json
 import pstats
+import sys
 import threading
 import time
 from pathlib import Path
@@ -213,6 +221,7 @@ async def measure(
 async def memory(
     bench: Bench, megabytes: int, profile: bool, trace: bool, release_seconds: float | None
 ) -> None:
+    from jupyter_aaep.notebook._memory import TRIM_AFTER_SECONDS
     from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
     session = await bench.call(
@@ -229,6 +238,7 @@ async def memory(
     chat_id = (await bench.call("POST", "aaep/v1/chats", {"notebook_path": "big.ipynb"}))["chat_id"]
     gc.collect()
     before = breakdown.rss_mb()
+    print(f"  Python objects' blocks before the run: {sys.getallocatedblocks() / 1e6:.2f} M")
     peak = before
     stop = asyncio.Event()
 
@@ -288,11 +298,15 @@ async def memory(
             gc.collect()
         alive = "still alive" if document() is not None else "gone"
         gc.collect()
-        after = breakdown.rss_mb()
+        gone = breakdown.rss_mb()
         print(
             f"  the released room's document {alive} {time.monotonic() - since:.0f} s later: "
-            f"RSS {after:6.0f} MB (+{after - before:.0f})"
+            f"RSS {gone:6.0f} MB (+{gone - before:.0f})"
         )
+        await asyncio.sleep(TRIM_AFTER_SECONDS + 1)  # the server's own trim once it is gone
+        gc.collect()
+        after = breakdown.rss_mb()
+        print(f"  after the server's own trim: RSS {after:6.0f} MB (+{after - before:.0f})")
     if traced is not None:
         for line in breakdown.traced_growth(traced):
             print(f"    {line}")
