@@ -112,10 +112,9 @@ class OpenedRooms:
         except Exception as error:  # noqa: BLE001 - the room stays; the next touch tries again
             log.warning("Could not release the collaboration room of %s: %s", path, error)
             released = False
-        if (
-            self._touched.get(path, touched) > touched or released is None
-        ):  # opened again meanwhile: wait again
-            self._arm(path, self._delay() or 0.0)
+        if self._touched.get(path, touched) > touched or released is None:
+            # opened again meanwhile, or busy saving: wait again (at least a second)
+            self._arm(path, max(self._delay() or 0.0, 1.0))
         else:
             self._touched.pop(path, None)
 
