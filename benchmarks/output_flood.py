@@ -14,10 +14,17 @@ stream message each) at full speed, then stamps the wall-clock time its loop end
 - Memory (``--megabytes``, 0 to skip): the server's resident memory before, at its peak and
   after an agent run of a cell that prints that many megabytes of lines (the file keeps them),
   and how much of the output our registry of runs still holds (cut once the run is reported).
+  "After" is once the collaboration room the agent opened has been released (60 s after the
+  session by default; ``--release-seconds`` to shorten) and its shared document freed. The
+  breakdown on the way (``_memory_breakdown.py``): rooms still open and their documents' sizes,
+  what keeps a big shared notebook alive, big strings still held, and what a ``malloc_trim`` by
+  the benchmark gives back (freed but kept by glibc); rooms nobody is in that remain are then
+  closed by the benchmark to show what they held.
 
 ``--profile`` prints the functions with the most own time during the agent's flood run.
 
-Run: ``python benchmarks/output_flood.py [--messages 50000] [--megabytes 50] [--profile]``
+Run: ``python benchmarks/output_flood.py [--messages 50000] [--megabytes 50] [--profile]
+[--trace] [--release-seconds S]`` (``--trace``: tracemalloc, slow).
 """
 
 from __future__ import annotations
@@ -25,17 +32,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
-import ctypes
 import gc
 import io
 import itertools
 import json
 import pstats
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import _memory_breakdown as breakdown
 import zmq
 import zmq.asyncio
 from _kernel_bench import Bench, running_server
@@ -52,14 +60,10 @@ FLOOD = (
 )
 GIVE_UP = 300.0
 """Seconds after which a run that has not ended is reported as such (the bug: minutes)."""
+RELEASE_WAIT = 90.0
+"""Seconds to wait for the agent's room to be released (the default delay is the collaboration
+extension's ``document_cleanup_delay``, 60 s)."""
 BIG = "for i in range({lines}):\n    print('%099d' % i)"
-
-
-def _rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def _saved_text(root: Path, path: str) -> str:
@@ -136,7 +140,9 @@ async def agent_run(bench: Bench, chat_id: str, profile: cProfile.Profile | None
     return arrived - started
 
 
-async def measure(messages: int, megabytes: int, profile: bool) -> None:
+async def measure(
+    messages: int, megabytes: int, profile: bool, trace: bool, release_seconds: float | None
+) -> None:
     from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
     async with running_server(run_cell_wait_seconds=600) as bench:
@@ -209,10 +215,13 @@ async def measure(messages: int, megabytes: int, profile: bool) -> None:
             stats.sort_stats("cumulative").print_stats(40)
             print(text.getvalue())
         if megabytes and seconds is not None:
-            await memory(bench, megabytes, profile)
+            await memory(bench, megabytes, profile, trace, release_seconds)
 
 
-async def memory(bench: Bench, megabytes: int, profile: bool) -> None:
+async def memory(
+    bench: Bench, megabytes: int, profile: bool, trace: bool, release_seconds: float | None
+) -> None:
+    from jupyter_aaep.notebook._memory import TRIM_AFTER_SECONDS
     from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
     session = await bench.call(
@@ -228,17 +237,19 @@ async def memory(bench: Bench, megabytes: int, profile: bool) -> None:
     assert session["kernel"]["id"]
     chat_id = (await bench.call("POST", "aaep/v1/chats", {"notebook_path": "big.ipynb"}))["chat_id"]
     gc.collect()
-    before = _rss_mb()
+    before = breakdown.rss_mb()
+    print(f"  Python objects' blocks before the run: {sys.getallocatedblocks() / 1e6:.2f} M")
     peak = before
     stop = asyncio.Event()
 
     async def sample() -> None:
         nonlocal peak
         while not stop.is_set():
-            peak = max(peak, _rss_mb())
+            peak = max(peak, breakdown.rss_mb())
             await asyncio.sleep(0.05)
 
     sampler = asyncio.ensure_future(sample())
+    traced = breakdown.start_tracing() if trace else None
     bench.fake.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]), Turn(text="Done."))
     async with bench.panel(chat_id):
         ended = bench.next_event("session.completed")
@@ -257,11 +268,57 @@ async def memory(bench: Bench, megabytes: int, profile: bool) -> None:
     stop.set()
     await sampler
     gc.collect()
-    after = _rss_mb()
-    ctypes.CDLL("libc.so.6").malloc_trim(0)  # what is freed but kept by the C allocator
-    trimmed = _rss_mb()
-    size = (bench.root / "big.ipynb").stat().st_size / 1e6
+    after = breakdown.rss_mb()
     took = "did not end" if seconds is None else f"{seconds:.1f} s"
+    print(f"memory, a cell printing {megabytes} MB run by the agent ({took}):")
+    print(f"  server RSS before {before:6.0f} MB, peak {peak:6.0f} MB")
+    breakdown.report(bench.app, before, "5 s after the session ended")
+    rooms = getattr(bench.extension.toolbox.notebooks.documents, "rooms", None)
+    document = breakdown.room_document(bench.app, "big.ipynb")
+    if rooms is not None and release_seconds is not None:
+        rooms.idle_seconds = release_seconds
+    waited = time.monotonic()
+    while rooms is not None and "big.ipynb" not in rooms.released:
+        if time.monotonic() - waited > RELEASE_WAIT:
+            print(f"  the agent's room was not released within {RELEASE_WAIT:g} s")
+            break
+        await asyncio.sleep(0.5)
+    else:
+        if rooms is not None:
+            print(
+                f"  the agent's room released {time.monotonic() - waited + 5:.0f} s after the session"
+            )
+    gc.collect()
+    after = breakdown.rss_mb()
+    breakdown.report(bench.app, before, "after the release")
+    if document is not None:
+        since = time.monotonic()
+        while document() is not None and time.monotonic() - since < RELEASE_WAIT:
+            await asyncio.sleep(1.0)
+            gc.collect()
+        alive = "still alive" if document() is not None else "gone"
+        gc.collect()
+        gone = breakdown.rss_mb()
+        print(
+            f"  the released room's document {alive} {time.monotonic() - since:.0f} s later: "
+            f"RSS {gone:6.0f} MB (+{gone - before:.0f})"
+        )
+        await asyncio.sleep(TRIM_AFTER_SECONDS + 1)  # the server's own trim once it is gone
+        gc.collect()
+        after = breakdown.rss_mb()
+        print(f"  after the server's own trim: RSS {after:6.0f} MB (+{after - before:.0f})")
+    if traced is not None:
+        for line in breakdown.traced_growth(traced):
+            print(f"    {line}")
+    trimmed = breakdown.trim()
+    print(f"  after a malloc_trim by this benchmark: {trimmed:6.0f} MB (+{trimmed - before:.0f})")
+    closed = await breakdown.close_idle_rooms_by_hand(bench.app)
+    if closed:
+        print(f"  rooms nobody is in, closed by this benchmark: {closed}")
+        breakdown.report(bench.app, before, "after closing them")
+        released = breakdown.trim()
+        print(f"  and after malloc_trim: {released:6.0f} MB (+{released - before:.0f})")
+    size = (bench.root / "big.ipynb").stat().st_size / 1e6
     from jupyter_aaep.notebook._memory import output_chars
 
     run = bench.extension.toolbox.notebooks.runs.get("big.ipynb", "c1")
@@ -270,12 +327,9 @@ async def memory(bench: Bench, megabytes: int, profile: bool) -> None:
         if run is not None and run.done and run.task.exception() is None
         else 0
     )
-    print(f"memory, a cell printing {megabytes} MB run by the agent ({took}):")
     print(
-        f"  server RSS before {before:6.0f} MB, peak {peak:6.0f} MB, after {after:6.0f} MB "
-        f"(+{after - before:.0f} MB; goal within 50); saved file {size:.0f} MB"
+        f"  RESULT: after the run (its room released) +{after - before:.0f} MB (goal within 50); saved file {size:.0f} MB"
     )
-    print(f"  after malloc_trim (freed memory given back): {trimmed:6.0f} MB")
     print(
         f"  our copy in the registry of runs: {kept / 1e6:.2f} M characters "
         f"(the run printed {megabytes * 10_000 * 100 / 1e6:.0f} M; the notebook keeps them all)"
@@ -289,8 +343,22 @@ def main() -> None:
         "--megabytes", type=int, default=50, help="size of the big-output cell (0: skip)"
     )
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="tracemalloc during the big run (slow; Python heap only)",
+    )
+    parser.add_argument(
+        "--release-seconds",
+        type=float,
+        default=None,
+        help="release the agent's rooms this long after their last use (default: the "
+        "collaboration extension's document_cleanup_delay, 60 s)",
+    )
     args = parser.parse_args()
-    asyncio.run(measure(args.messages, args.megabytes, args.profile))
+    asyncio.run(
+        measure(args.messages, args.megabytes, args.profile, args.trace, args.release_seconds)
+    )
 
 
 if __name__ == "__main__":

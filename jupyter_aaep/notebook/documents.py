@@ -28,6 +28,7 @@ from tornado import web
 
 from ._text_edits import apply_text
 from .errors import CellBusy, CellNotFound, CollaborationUnavailable, NotebookNotFound
+from .rooms import OpenedRooms, room_id
 
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
@@ -54,10 +55,12 @@ CellType = Literal["code", "markdown", "raw"]
 
 
 class NotebookDocuments:
-    """Opens live notebooks through jupyter-collaboration; holds nothing between calls."""
+    """Opens live notebooks through jupyter-collaboration; holds no document between calls
+    (:attr:`rooms` releases the rooms only the agent opened, once it is done with them)."""
 
     def __init__(self, serverapp: ServerApp) -> None:
         self._serverapp = serverapp
+        self.rooms = OpenedRooms(serverapp, self._extension)
 
     def _extension(self) -> Any:
         extension = self._serverapp.web_app.settings.get(EXTENSION_KEY)
@@ -102,6 +105,7 @@ class NotebookDocuments:
         )
         if document is None:
             raise CollaborationUnavailable(f"Could not open the shared document for '{path}'.")
+        self.rooms.touch(path)
         return LiveNotebook(path, document)
 
     async def cursors(self, path: str) -> list[dict[str, Any]]:
@@ -131,14 +135,11 @@ class NotebookDocuments:
             extension = self._extension()
         except CollaborationUnavailable:
             return None
-        manager = self._serverapp.web_app.settings.get("file_id_manager")
         server = getattr(extension, "ywebsocket_server", None)
-        if manager is None or server is None:
+        name = room_id(self._serverapp, normalize_path(path))
+        if server is None or name is None or not server.room_exists(name):
             return None
-        file_id = manager.get_id(normalize_path(path))
-        if file_id is None or not server.room_exists(f"json:notebook:{file_id}"):
-            return None
-        return await server.get_room(f"json:notebook:{file_id}")
+        return await server.get_room(name)
 
     async def save(self, path: str) -> bool:
         """Write the shared notebook at *path* to disk now, without the room's autosave delay.

@@ -124,6 +124,11 @@ class NotebookService:
         self.runs = RunningCells(
             announce_seconds=progress_announce_seconds, min_gap=progress_min_gap
         )
+        self.documents.rooms.in_use = self._in_use
+
+    def _in_use(self, path: str) -> bool:
+        """A session works on *path*, or a cell run there has not ended: keep its room."""
+        return bool(self.runs.running(path)) or any(r.path == path for r in self._records.values())
 
     # -- documents -------------------------------------------------------------------------------
     async def open(self, path: str) -> LiveNotebook:
@@ -343,7 +348,10 @@ class NotebookService:
         return record
 
     def end_record(self, chat_id: str) -> EditRecord | None:
-        return self._records.pop(chat_id, None)
+        record = self._records.pop(chat_id, None)
+        if record is not None:  # the room the session used may be released after a while
+            self.documents.rooms.touch(record.path)
+        return record
 
     def record_for(self, chat_id: str | None, path: str) -> EditRecord | None:
         """The running session's record, when it is about *path* (edits elsewhere are not undone)."""
@@ -404,6 +412,7 @@ class NotebookService:
 
     async def close(self) -> None:
         """Release kernel clients; call from the server extension's ``stop_extension``."""
+        self.documents.rooms.close()
         await self.runs.close()
         await self.executor.close()
 
