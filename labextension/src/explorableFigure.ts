@@ -11,6 +11,9 @@
  * outputs, so a notebook reopened later stays explorable. The renderer is
  * "safe" (it runs nothing from the notebook) and so is used in untrusted
  * notebooks too. Nothing here moves the focus.
+ *
+ * maidr is bound to a box holding the image and, when the kernel said where
+ * each value is drawn, the outline of the current value (`figureOutline.ts`).
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { IRenderMime } from '@jupyterlab/rendermime';
@@ -20,6 +23,8 @@ import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { IFigureData, MAIDR_MIME, altText, notExplorableText, withPageIds } from './figureData';
+import { withMarks } from './figureMarks';
+import { FigureOutline } from './figureOutline';
 import { serverSettings } from './handler';
 
 export { MAIDR_MIME };
@@ -31,6 +36,7 @@ export const EXPLORABLE_RANK = 75;
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/svg+xml'];
 
 let scriptLoad: Promise<boolean> | null = null;
+let figures = 0;
 
 /** Load maidr's script from the server once per page; false when it cannot be had. */
 export function loadMaidr(): Promise<boolean> {
@@ -82,8 +88,11 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     this._unbind();
+    this._outline?.dispose();
+    this._outline = null;
     this.node.textContent = '';
     this._img = null;
+    this._host = null;
     this._schema = null;
     const trans = this._trans;
     const data = (model.data[MAIDR_MIME] ?? {}) as IFigureData;
@@ -94,6 +103,7 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
     const host = document.createElement('div');
     host.className = 'jp-AAEPExplorable-host';
     this.node.appendChild(host);
+    this._host = host;
     if (mime) {
       const img = document.createElement('img');
       const value = model.data[mime] as string;
@@ -122,7 +132,12 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
       this._note(notExplorableText('script', trans));
       return;
     }
-    this._schema = withPageIds(data.maidr);
+    const key = `${++figures}`;
+    const marked = withMarks(data.maidr, data.marks, key);
+    if (marked.layers.length) {
+      this._outline = new FigureOutline(host, marked.layers, key);
+    }
+    this._schema = withPageIds(marked.schema);
     if (this.isAttached) {
       this._bind();
     }
@@ -130,6 +145,7 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
 
   dispose(): void {
     this._unbind();
+    this._outline?.dispose();
     super.dispose();
   }
 
@@ -143,15 +159,15 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
     super.onBeforeDetach(msg);
   }
 
-  /** Hand the image and its data to maidr (it must be in the page to be found). */
+  /** Hand the image's box and its data to maidr (it must be in the page to be found). */
   private _bind(): void {
-    const img = this._img;
-    if (!img || !this._schema || this._bound || !img.isConnected) {
+    const host = this._host;
+    if (!host || !this._img || !this._schema || this._bound || !host.isConnected) {
       return;
     }
-    img.setAttribute('maidr-data', JSON.stringify(this._schema));
+    host.setAttribute('maidr-data', JSON.stringify(this._schema));
     this._keepApplicationRole();
-    img.dispatchEvent(new CustomEvent('maidr:bindchart', { bubbles: true }));
+    host.dispatchEvent(new CustomEvent('maidr:bindchart', { bubbles: true }));
     this._bound = true;
   }
 
@@ -183,9 +199,9 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
   private _unbind(): void {
     this._roles?.disconnect();
     this._roles = null;
-    if (this._bound && this._img) {
-      document.dispatchEvent(new CustomEvent('maidr:unbindchart', { detail: this._img }));
-      this._img.removeAttribute('maidr-data');
+    if (this._bound && this._host) {
+      document.dispatchEvent(new CustomEvent('maidr:unbindchart', { detail: this._host }));
+      this._host.removeAttribute('maidr-data');
     }
     this._bound = false;
   }
@@ -199,6 +215,8 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
 
   private _trans: TranslationBundle;
   private _img: HTMLImageElement | null = null;
+  private _host: HTMLDivElement | null = null;
+  private _outline: FigureOutline | null = null;
   private _schema: Record<string, unknown> | null = null;
   private _bound = false;
   private _roles: MutationObserver | null = null;

@@ -5,7 +5,9 @@ extension by itself, so the figure carries maidr's data). Tab reaches the chart 
 the focus by itself), the arrow keys make the page say each category and its value, and no
 request leaves 127.0.0.1 (maidr's script comes from this server). After a reload the chart is
 still explorable, and a figure stored earlier with alt text (a notebook reopened later) shows
-that text as its image's ``alt``. axe-core finds nothing wrong in the figures.
+that text as its image's ``alt``. A visible outline follows the current value over the image
+(for a sighted colleague beside the reader), where the kernel said that value is drawn, and
+the focus stays on the chart. axe-core finds nothing wrong in the figures.
 Screenshots: ``test-output/e2e/explorable-*.png``.
 """
 
@@ -163,6 +165,28 @@ def wait_said(ui: PanelPage, cell: int, *fragments: str) -> str:
     raise AssertionError(f"never said {fragments}; the figure says: {said(ui, cell)!r}")
 
 
+def outline_box(ui: PanelPage, cell: int) -> list[float]:
+    """The current value's outline (visible, or the test fails) as fractions of its image."""
+    outline = (
+        ui.page.locator(".jp-NotebookPanel .jp-Cell")
+        .nth(cell)
+        .locator(".jp-AAEPExplorable-current")
+    )
+    expect(outline).to_be_visible()
+    return list(
+        ui.page.evaluate(
+            """el => {
+                const o = el.getBoundingClientRect();
+                const i = el.closest('.jp-AAEPExplorable-host').querySelector('img')
+                  .getBoundingClientRect();
+                return [(o.left - i.left) / i.width, (o.top - i.top) / i.height,
+                        (o.right - i.left) / i.width, (o.bottom - i.top) / i.height];
+            }""",
+            outline.element_handle(),
+        )
+    )
+
+
 def axe_figures(ui: PanelPage) -> list[dict[str, Any]]:
     ui.axe()  # loads axe-core into the page
     return ui.page.evaluate(  # type: ignore[no-any-return]
@@ -209,7 +233,12 @@ def test_a_persons_bar_chart_is_explored_by_keyboard_and_still_after_a_reload(
     wait_said(ui, 1, "South", "17")
     # The notebook's own shortcuts stay out of the chart's way: still one cell selected, no new cell.
     assert ui.page.locator(".jp-NotebookPanel .jp-Cell").count() == 3
+    ui.page.wait_for_timeout(300)  # the outline's move (a short slide) is over
+    south = outline_box(ui, 1)  # compared below with where the kernel drew South
+    assert in_figure(ui, 1)  # the outline took no focus
     ui.screenshot("explorable-bar")
+    figure_node = ui.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(FIGURE)
+    figure_node.screenshot(path=str(ui.screenshot("explorable-bar-outline")))
     assert axe_figures(ui) == []
 
     # Saved: the figure's data is in the notebook file, beside its image.
@@ -225,6 +254,15 @@ def test_a_persons_bar_chart_is_explored_by_keyboard_and_still_after_a_reload(
     data = figure["data"]["application/vnd.jupyter-aaep.maidr+json"]
     layer = data["maidr"]["subplots"][0][0]["layers"][0]
     assert layer["type"] == "bar" and layer["data"][1] == {"x": "South", "y": 17.0}
+    # The outline was over the second bar, where the kernel said it is drawn (the outline's
+    # border lies on the bar's edge: within 4 % of the image).
+    drawn = data["marks"][layer["id"]][1]
+    assert all(abs(got - want) < 0.04 for got, want in zip(south, drawn, strict=True)), (
+        south,
+        drawn,
+    )
+    first = data["marks"][layer["id"]][0]
+    assert abs(south[0] - first[0]) > 0.1  # not the first bar's place
 
     # After a reload: still explorable, the stored alt text still the image's alt.
     ui.reload()
