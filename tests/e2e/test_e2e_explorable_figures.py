@@ -286,3 +286,39 @@ def test_a_persons_bar_chart_is_explored_by_keyboard_and_still_after_a_reload(
     ]
     assert any(u.split("?")[0].endswith("/aaep/v1/figures/maidr.js") for u in requests)
     assert not [e for e in ui.console_errors if "maidr" in e.lower()], ui.console_errors
+
+
+def test_the_current_point_of_a_line_is_ringed(ui: PanelPage) -> None:
+    """A line's current value is a ring on its point, where the kernel said it is drawn."""
+    nb = nbformat.v4.new_notebook()
+    line = nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [4, 1, 5]);"
+    )
+    nb.cells = [nbformat.v4.new_markdown_cell("# A line"), line]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    ui.notebook = f"{ui.name}-line.ipynb"
+    (ui.lab.root / ui.notebook).write_text(nbformat.writes(nb))
+    ui.open_notebook()
+    ui.page.wait_for_timeout(5000)  # the kernel is up before the cell is run
+    cell = ui.page.locator(".jp-NotebookPanel .jp-Cell").nth(1)
+    cell.locator(".jp-InputPrompt").click()
+    ui.page.keyboard.press("Shift+Enter")
+    cell.locator(CHART).first.wait_for(timeout=120_000)
+    tab_to_figure(ui, 1)
+    ui.page.keyboard.press("ArrowRight")
+    ui.page.keyboard.press("ArrowRight")
+    wait_said(ui, 1, "is 2", "is 1")
+    ui.page.wait_for_timeout(300)
+    left, top, right, bottom = outline_box(ui, 1)
+    # The kernel's place of the second point, as the overlay holds it (0 to 1000 of the image).
+    points = cell.locator("svg[data-aaep-marks] polyline").first.get_attribute("points") or ""
+    x, y = (float(n) / 1000 for n in points.split()[1].split(","))
+    assert abs((left + right) / 2 - x) < 0.01 and abs((top + bottom) / 2 - y) < 0.01
+    assert y > 0.8  # the lowest value, near the bottom of the image
+    assert in_figure(ui, 1)
+    cell.locator(FIGURE).screenshot(path=str(ui.screenshot("explorable-line-outline")))
+    assert axe_figures(ui) == []
