@@ -34,6 +34,7 @@ import warnings
 from typing import Any
 
 from ..figure_mime import MAIDR_MIME, MAX_DATA_CHARS
+from .figure_marks import figure_marks
 
 __all__ = ["ENV_SWITCH", "disable", "enable", "enabled_by_environment", "figure_bundle"]
 
@@ -108,7 +109,8 @@ def _finite(value: Any) -> Any:
 def figure_bundle(figure: Any) -> dict[str, Any] | None:
     """Our MIME bundle for *figure*: maidr's data, or why the figure cannot be explored.
 
-    ``{"version": 1, "explorable": true, "maidr": {...}}`` or
+    ``{"version": 1, "explorable": true, "maidr": {...}, "marks": {layer id: boxes}}`` (where
+    each value is drawn, as fractions of the image: ``figure_marks.py``) or
     ``{"version": 1, "explorable": false, "reason": "unsupported" | "too_large" | "failed"}``,
     both with ``styles``: how its series are told apart (:mod:`._styles`), when readable.
     """
@@ -158,6 +160,7 @@ def _maidr_bundle(figure: Any) -> dict[str, Any] | None:
         "version": 1,
         "explorable": True,
         "maidr": json.loads(text),
+        "marks": figure_marks(figure, record, schema),
         "library": f"maidr {getattr(maidr, '__version__', '?')}",
     }
 

@@ -9,9 +9,8 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { Announcer } from './announcer';
-import { IAgentInfo, getChat, listAgents } from './chatClient';
+import { IAgentInfo, listAgents } from './chatClient';
 import { ChatController } from './controller';
-import { ChatModel } from './model';
 import { SettledChoice } from './settledChoice';
 export { agentHint, agentOptions, modelNotApplicable, outsideAgent } from './agentWords';
 
@@ -28,10 +27,11 @@ export class AgentChooser {
         return answer?.message ?? this._trans.__('Your next messages in this chat go to %1.', name);
       },
       notChanged: why => this._trans.__('The agent was not changed: %1', why),
-      changed: () => this._changed.emit()
+      changed: () => this._changed.emit(),
+      reload: () => void this.load(),
+      stored: info => info?.agent ?? null
     });
-    this._controller.modelChanged.connect(this._chatChanged, this);
-    this._chatChanged(this._controller, this._controller.model);
+    this._choice.followChats();
   }
 
   get changed(): ISignal<this, void> {
@@ -71,22 +71,6 @@ export class AgentChooser {
   dispose(): void {
     this._choice.dispose();
     Signal.clearData(this);
-  }
-
-  private _chatChanged(_: ChatController, model: ChatModel | null): void {
-    void this.load();
-    if (!model) {
-      return;
-    }
-    const chatId = model.chatId;
-    void getChat(chatId)
-      .then(info => {
-        if (this._controller.model?.chatId === chatId) {
-          this._choice.current = info?.agent ?? null;
-          this._changed.emit();
-        }
-      })
-      .catch(() => undefined);
   }
 
   private _controller: ChatController;

@@ -11,6 +11,11 @@
  * outputs, so a notebook reopened later stays explorable. The renderer is
  * "safe" (it runs nothing from the notebook) and so is used in untrusted
  * notebooks too. Nothing here moves the focus.
+ *
+ * maidr is bound to a box holding the image and, when the kernel said where
+ * each value is drawn, the outline of the current value (`figureOutline.ts`);
+ * that box sits in the figure's frame, an `application` named by the image's
+ * description (see `_keepChartSemantics` for why).
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { IRenderMime } from '@jupyterlab/rendermime';
@@ -20,6 +25,8 @@ import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import { IFigureData, MAIDR_MIME, altText, notExplorableText, steadyInstructions, withPageIds } from './figureData';
+import { withMarks } from './figureMarks';
+import { FigureOutline } from './figureOutline';
 import { serverSettings } from './handler';
 
 export { MAIDR_MIME };
@@ -31,7 +38,7 @@ export const EXPLORABLE_RANK = 75;
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/svg+xml'];
 
 let scriptLoad: Promise<boolean> | null = null;
-let idCount = 0;
+let figures = 0;
 
 /** Load maidr's script from the server once per page; false when it cannot be had. */
 export function loadMaidr(): Promise<boolean> {
@@ -83,19 +90,28 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
 
   async renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     this._unbind();
+    this._outline?.dispose();
+    this._outline = null;
     this.node.textContent = '';
     this._img = null;
+    this._host = null;
+    this._frame = null;
     this._helpNode = null;
     this._schema = null;
+    const key = `${++figures}`;
     const trans = this._trans;
     const data = (model.data[MAIDR_MIME] ?? {}) as IFigureData;
     const mime = IMAGE_TYPES.find(type => type in model.data);
     const meta = ((mime && model.metadata[mime]) ?? {}) as Record<string, unknown>;
     const alt = altText(meta.alt, data.maidr, trans);
 
+    const frame = document.createElement('div');
+    frame.className = 'jp-AAEPExplorable-frame';
     const host = document.createElement('div');
     host.className = 'jp-AAEPExplorable-host';
-    this.node.appendChild(host);
+    frame.appendChild(host);
+    this.node.appendChild(frame);
+    this._frame = frame;
     this._host = host;
     if (mime) {
       const img = document.createElement('img');
@@ -105,7 +121,7 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
           ? `data:image/svg+xml;charset=utf-8,${encodeURIComponent(value)}`
           : `data:${mime};base64,${String(value).replace(/\s/g, '')}`;
       img.alt = alt;
-      img.id = `jp-AAEPExplorable-image-${++idCount}`;
+      img.id = `jp-AAEPExplorable-image-${key}`;
       for (const side of ['width', 'height'] as const) {
         if (typeof meta[side] === 'number') {
           img[side] = meta[side] as number;
@@ -126,7 +142,11 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
       this._note(notExplorableText('script', trans));
       return;
     }
-    this._schema = withPageIds(data.maidr);
+    const marked = withMarks(data.maidr, data.marks, key);
+    if (marked.layers.length) {
+      this._outline = new FigureOutline(host, marked.layers, key);
+    }
+    this._schema = withPageIds(marked.schema);
     if (this.isAttached) {
       this._bind();
     }
@@ -134,6 +154,7 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
 
   dispose(): void {
     this._unbind();
+    this._outline?.dispose();
     super.dispose();
   }
 
@@ -147,18 +168,18 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
     super.onBeforeDetach(msg);
   }
 
-  /** Hand the image and its data to maidr (it must be in the page to be found). */
+  /** Hand the image's box and its data to maidr (it must be in the page to be found). */
   private _bind(): void {
-    const img = this._img;
-    if (!img || !this._schema || this._bound || !img.isConnected) {
+    const host = this._host;
+    if (!host || !this._img || !this._schema || this._bound || !host.isConnected) {
       return;
     }
-    img.setAttribute('maidr-data', JSON.stringify(this._schema));
+    host.setAttribute('maidr-data', JSON.stringify(this._schema));
     // The figure: an application named by its image's description (ARIA names every one).
-    this._host?.setAttribute('role', 'application');
-    this._host?.setAttribute('aria-labelledby', img.id);
+    this._frame?.setAttribute('role', 'application');
+    this._frame?.setAttribute('aria-labelledby', this._img.id);
     this._keepChartSemantics();
-    img.dispatchEvent(new CustomEvent('maidr:bindchart', { bubbles: true }));
+    host.dispatchEvent(new CustomEvent('maidr:bindchart', { bubbles: true }));
     this._bound = true;
   }
 
@@ -168,7 +189,7 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
    * - The chart's focusable element keeps the role `application`. maidr switches it from `img`
    *   to `application` as it takes the focus (and back on blur); the browser then replaces its
    *   accessible object and a screen reader's focus event finds a dead one (Orca said nothing).
-   * - It sits inside the figure's host, itself an `application` (set in `_bind`): the figure is
+   * - It sits inside the figure's frame, itself an `application` (set in `_bind`): the figure is
    *   a region of keyboard interaction with one focusable chart in it. Orca 43 (Debian 12)
    *   takes a focused `application` that is not inside another one for a document of its own:
    *   its focus handler sees "document changed", moves its focus there without presenting it,
@@ -220,7 +241,7 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
     }
     if (!this._helpNode) {
       this._helpNode = document.createElement('div');
-      this._helpNode.id = `jp-AAEPExplorable-help-${++idCount}`;
+      this._helpNode.id = `jp-AAEPExplorable-help-${++figures}`;
       this._helpNode.hidden = true;
       this.node.appendChild(this._helpNode);
     }
@@ -233,11 +254,11 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
   private _unbind(): void {
     this._watch?.disconnect();
     this._watch = null;
-    this._host?.removeAttribute('role');
-    this._host?.removeAttribute('aria-labelledby');
-    if (this._bound && this._img) {
-      document.dispatchEvent(new CustomEvent('maidr:unbindchart', { detail: this._img }));
-      this._img.removeAttribute('maidr-data');
+    this._frame?.removeAttribute('role');
+    this._frame?.removeAttribute('aria-labelledby');
+    if (this._bound && this._host) {
+      document.dispatchEvent(new CustomEvent('maidr:unbindchart', { detail: this._host }));
+      this._host.removeAttribute('maidr-data');
     }
     this._bound = false;
   }
@@ -250,9 +271,11 @@ export class ExplorableFigure extends Widget implements IRenderMime.IRenderer {
   }
 
   private _trans: TranslationBundle;
-  private _host: HTMLElement | null = null;
   private _img: HTMLImageElement | null = null;
+  private _host: HTMLDivElement | null = null;
+  private _frame: HTMLDivElement | null = null;
   private _helpNode: HTMLElement | null = null;
+  private _outline: FigureOutline | null = null;
   private _schema: Record<string, unknown> | null = null;
   private _bound = false;
   private _watch: MutationObserver | null = null;

@@ -13,6 +13,8 @@ export interface IFigureData {
   explorable?: boolean;
   reason?: string;
   maidr?: Record<string, unknown>;
+  /** Where each value is drawn, as fractions of the image (`figureMarks.ts`). */
+  marks?: unknown;
 }
 
 /** Why a figure is not explorable, in the reader's words. */

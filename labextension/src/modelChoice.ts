@@ -10,8 +10,7 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { Announcer } from './announcer';
 import { ChatController } from './controller';
-import { getChat, listModels } from './chatClient';
-import { ChatModel } from './model';
+import { listModels } from './chatClient';
 import { SettledChoice } from './settledChoice';
 
 /** One model on offer. */
@@ -33,10 +32,11 @@ export class ModelChooser {
         return this._trans.__('The next request uses %1.', answer?.label ?? this.label(id));
       },
       notChanged: why => this._trans.__('The model was not changed: %1', why),
-      changed: () => this._changed.emit()
+      changed: () => this._changed.emit(),
+      reload: () => void this.load(),
+      stored: info => info?.model ?? this._default
     });
-    this._controller.modelChanged.connect(this._chatChanged, this);
-    this._chatChanged(this._controller, this._controller.model);
+    this._choice.followChats();
   }
 
   get changed(): ISignal<this, void> {
@@ -114,22 +114,6 @@ export class ModelChooser {
   dispose(): void {
     this._choice.dispose();
     Signal.clearData(this);
-  }
-
-  private _chatChanged(_: ChatController, model: ChatModel | null): void {
-    void this.load();
-    if (!model) {
-      return;
-    }
-    const chatId = model.chatId;
-    void getChat(chatId)
-      .then(info => {
-        if (this._controller.model?.chatId === chatId) {
-          this._choice.current = info?.model ?? this._default;
-          this._changed.emit();
-        }
-      })
-      .catch(() => undefined);
   }
 
   private _controller: ChatController;

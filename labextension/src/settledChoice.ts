@@ -2,11 +2,15 @@
  * One chat setting chosen in a picker (the model, the agent): arrow keys move
  * the picker one step at a time, so only the value it rests on is sent to the
  * server, a moment later, and announced; a refusal puts the server's value
- * back and says why, assertively.
+ * back and says why, assertively. The value follows the chat shown: at each
+ * switch the picker's list is loaded again and the chat's stored value read.
  */
+import { Signal } from '@lumino/signaling';
+
 import { Announcer } from './announcer';
-import { AAEPRequestError } from './chatClient';
+import { AAEPRequestError, IChatInfo, getChat } from './chatClient';
 import { ChatController } from './controller';
+import { ChatModel } from './model';
 
 /** Milliseconds the picker must rest on a value before it is sent. */
 const SETTLE_MS = 500;
@@ -41,8 +45,32 @@ export class SettledChoice {
     });
   }
 
+  /** Follow the chat shown from now on (called once the picker's data can load). */
+  followChats(): void {
+    this._options.controller.modelChanged.connect(this._chatChanged, this);
+    this._chatChanged(this._options.controller, this._options.controller.model);
+  }
+
   dispose(): void {
     window.clearTimeout(this._timer);
+    Signal.clearData(this);
+  }
+
+  private _chatChanged(controller: ChatController, model: ChatModel | null): void {
+    const { reload, stored, changed } = this._options;
+    reload();
+    if (!model) {
+      return;
+    }
+    const chatId = model.chatId;
+    void getChat(chatId)
+      .then(info => {
+        if (controller.model?.chatId === chatId) {
+          this.current = stored(info);
+          changed();
+        }
+      })
+      .catch(() => undefined);
   }
 
   private async _commit(chatId: string): Promise<void> {
@@ -85,5 +113,9 @@ export namespace SettledChoice {
     notChanged: (why: string) => string;
     /** The picker's data changed. */
     changed: () => void;
+    /** Loads the picker's list again (the chat shown changed). */
+    reload: () => void;
+    /** The value a chat has stored (or the one it uses by default). */
+    stored: (info: IChatInfo | null) => string | null;
   }
 }

@@ -5,7 +5,9 @@ extension by itself, so the figure carries maidr's data). Tab reaches the chart 
 the focus by itself), the arrow keys make the page say each category and its value, and no
 request leaves 127.0.0.1 (maidr's script comes from this server). After a reload the chart is
 still explorable, and a figure stored earlier with alt text (a notebook reopened later) shows
-that text as its image's ``alt``. axe-core finds nothing wrong in the figures.
+that text as its image's ``alt``. A visible outline follows the current value over the image
+(for a sighted colleague beside the reader), where the kernel said that value is drawn, and
+the focus stays on the chart. axe-core finds nothing wrong in the figures.
 Screenshots: ``test-output/e2e/explorable-*.png``.
 """
 
@@ -180,6 +182,28 @@ def wait_said(ui: PanelPage, cell: int, *fragments: str) -> str:
     raise AssertionError(f"never said {fragments}; the figure says: {said(ui, cell)!r}")
 
 
+def outline_box(ui: PanelPage, cell: int) -> list[float]:
+    """The current value's outline (visible, or the test fails) as fractions of its image."""
+    outline = (
+        ui.page.locator(".jp-NotebookPanel .jp-Cell")
+        .nth(cell)
+        .locator(".jp-AAEPExplorable-current")
+    )
+    expect(outline).to_be_visible()
+    return list(
+        ui.page.evaluate(
+            """el => {
+                const o = el.getBoundingClientRect();
+                const i = el.closest('.jp-AAEPExplorable-host').querySelector('img')
+                  .getBoundingClientRect();
+                return [(o.left - i.left) / i.width, (o.top - i.top) / i.height,
+                        (o.right - i.left) / i.width, (o.bottom - i.top) / i.height];
+            }""",
+            outline.element_handle(),
+        )
+    )
+
+
 def axe_figures(ui: PanelPage) -> list[dict[str, Any]]:
     ui.axe()  # loads axe-core into the page
     return ui.page.evaluate(  # type: ignore[no-any-return]
@@ -218,8 +242,12 @@ def test_a_persons_bar_chart_is_explored_by_keyboard_and_still_after_a_reload(
     expect(chart).to_have_attribute("role", "application")
     # ... inside an application, the figure: Orca 43 takes a focused application that is in
     # none for a document of its own and stays in browse mode (docs/orca-runs-2026-11-28.md).
-    host = ui.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".jp-AAEPExplorable-host")
-    expect(host).to_have_attribute("role", "application")
+    frame = ui.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".jp-AAEPExplorable-frame")
+    expect(frame).to_have_attribute("role", "application")
+    assert ui.page.evaluate(
+        """() => !!document.querySelectorAll('.jp-NotebookPanel .jp-Cell')[1]
+             .querySelector('.jp-AAEPExplorable-frame [tabindex="0"][role="application"]')"""
+    ), "the focusable chart is inside the figure's application"
     assert ui.page.evaluate("() => !document.activeElement.closest('.jp-AAEPExplorable')")
     # One description before and with the focus: maidr's instructions without its pointer
     # prompt (a description that changed on focus was read twice by Orca).
@@ -240,7 +268,12 @@ def test_a_persons_bar_chart_is_explored_by_keyboard_and_still_after_a_reload(
     wait_said(ui, 1, "South", "17")
     # The notebook's own shortcuts stay out of the chart's way: still one cell selected, no new cell.
     assert ui.page.locator(".jp-NotebookPanel .jp-Cell").count() == 3
+    ui.page.wait_for_timeout(300)  # the outline's move (a short slide) is over
+    south = outline_box(ui, 1)  # compared below with where the kernel drew South
+    assert in_figure(ui, 1)  # the outline took no focus
     ui.screenshot("explorable-bar")
+    figure_node = ui.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(FIGURE)
+    figure_node.screenshot(path=str(ui.screenshot("explorable-bar-outline")))
     assert axe_figures(ui) == []
 
     # Saved: the figure's data is in the notebook file, beside its image.
@@ -256,6 +289,15 @@ def test_a_persons_bar_chart_is_explored_by_keyboard_and_still_after_a_reload(
     data = figure["data"]["application/vnd.jupyter-aaep.maidr+json"]
     layer = data["maidr"]["subplots"][0][0]["layers"][0]
     assert layer["type"] == "bar" and layer["data"][1] == {"x": "South", "y": 17.0}
+    # The outline was over the second bar, where the kernel said it is drawn (the outline's
+    # border lies on the bar's edge: within 4 % of the image).
+    drawn = data["marks"][layer["id"]][1]
+    assert all(abs(got - want) < 0.04 for got, want in zip(south, drawn, strict=True)), (
+        south,
+        drawn,
+    )
+    first = data["marks"][layer["id"]][0]
+    assert abs(south[0] - first[0]) > 0.1  # not the first bar's place
 
     # After a reload: still explorable, the stored alt text still the image's alt.
     ui.reload()
@@ -279,3 +321,39 @@ def test_a_persons_bar_chart_is_explored_by_keyboard_and_still_after_a_reload(
     ]
     assert any(u.split("?")[0].endswith("/aaep/v1/figures/maidr.js") for u in requests)
     assert not [e for e in ui.console_errors if "maidr" in e.lower()], ui.console_errors
+
+
+def test_the_current_point_of_a_line_is_ringed(ui: PanelPage) -> None:
+    """A line's current value is a ring on its point, where the kernel said it is drawn."""
+    nb = nbformat.v4.new_notebook()
+    line = nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [4, 1, 5]);"
+    )
+    nb.cells = [nbformat.v4.new_markdown_cell("# A line"), line]
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
+    ui.notebook = f"{ui.name}-line.ipynb"
+    (ui.lab.root / ui.notebook).write_text(nbformat.writes(nb))
+    ui.open_notebook()
+    ui.page.wait_for_timeout(5000)  # the kernel is up before the cell is run
+    cell = ui.page.locator(".jp-NotebookPanel .jp-Cell").nth(1)
+    cell.locator(".jp-InputPrompt").click()
+    ui.page.keyboard.press("Shift+Enter")
+    cell.locator(CHART).first.wait_for(timeout=120_000)
+    tab_to_figure(ui, 1)
+    ui.page.keyboard.press("ArrowRight")
+    ui.page.keyboard.press("ArrowRight")
+    wait_said(ui, 1, "is 2", "is 1")
+    ui.page.wait_for_timeout(300)
+    left, top, right, bottom = outline_box(ui, 1)
+    # The kernel's place of the second point, as the overlay holds it (0 to 1000 of the image).
+    points = cell.locator("svg[data-aaep-marks] polyline").first.get_attribute("points") or ""
+    x, y = (float(n) / 1000 for n in points.split()[1].split(","))
+    assert abs((left + right) / 2 - x) < 0.01 and abs((top + bottom) / 2 - y) < 0.01
+    assert y > 0.8  # the lowest value, near the bottom of the image
+    assert in_figure(ui, 1)
+    cell.locator(FIGURE).screenshot(path=str(ui.screenshot("explorable-line-outline")))
+    assert axe_figures(ui) == []

@@ -212,3 +212,44 @@ async def test_the_setting_off_sends_images_only(tmp_path: Path) -> None:
     finally:
         client.stop_channels()
         await manager.shutdown_kernel(now=True)
+
+
+async def test_the_bundle_says_where_each_value_is_drawn(kernel: Any) -> None:
+    """The panel outlines the current value over the image: each bar's box and each line
+    point, as fractions of the PNG the kernel sent (cropped tight, as matplotlib_inline saves)."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    outputs = await run(
+        kernel,
+        "import matplotlib.pyplot as plt\n"
+        "plt.bar(['North', 'South', 'East'], [12, 17, 9], color='black');",
+    )
+    (figure,) = figures(outputs)
+    bundle = figure[MAIDR_MIME]
+    (layer,) = bundle["maidr"]["subplots"][0][0]["layers"]
+    boxes = bundle["marks"][layer["id"]]
+    assert len(boxes) == 3
+    image = Image.open(io.BytesIO(base64.b64decode(figure["image/png"]))).convert("L")
+    width, height = image.size
+    tops = []
+    for left, top, right, bottom in boxes:
+        assert 0 <= left < right <= 1 and 0 <= top < bottom <= 1
+        centre = (int((left + right) / 2 * width), int((top + bottom) / 2 * height))
+        assert image.getpixel(centre) < 50  # inside the black bar
+        above = (centre[0], int(top * height) - 4)
+        assert image.getpixel(above) > 200  # just above it: the white background
+        tops.append(top)
+    assert tops[1] < tops[0] < tops[2]  # South (17) is the tallest, East (9) the shortest
+    assert boxes[0][3] == boxes[1][3] == boxes[2][3]  # one baseline
+
+    outputs = await run(kernel, "fig, ax = plt.subplots(); ax.plot([1, 2, 3], [4, 1, 5]);")
+    (figure,) = figures(outputs)
+    bundle = figure[MAIDR_MIME]
+    (layer,) = bundle["maidr"]["subplots"][0][0]["layers"]
+    ((first, low, high),) = bundle["marks"][layer["id"]]  # one line of three points
+    assert first[0] == first[2] and first[1] == first[3]  # a point is a box of no size
+    assert first[0] < low[0] < high[0]  # left to right
+    assert low[1] > first[1] > high[1]  # 1 is drawn lowest, 5 highest

@@ -8,8 +8,8 @@ import React, { useRef, useState } from 'react';
 import { readChoices, readResponseKinds, str } from '../aaep';
 import { IRequestItem } from '../model';
 import { outcomeText } from './ConfirmationCard';
-import { useFocusOutcome } from './hooks';
 import { Countdown } from './Countdown';
+import { RequestCardFrame } from './RequestCardFrame';
 import { useId, useNow } from './hooks';
 
 type ClarificationItem = IRequestItem;
@@ -27,9 +27,7 @@ export interface IClarificationCardProps {
 export function ClarificationCard(props: IClarificationCardProps): JSX.Element {
   const { item, trans } = props;
   const event = item.event;
-  const card = useRef<HTMLDivElement>(null);
   const pressed = useRef(false);
-  const outcome = useFocusOutcome(card, item.state === 'pending', pressed);
   const onAnswer = (answered: ClarificationItem, response: string | boolean | number) => {
     // The answer controls go away once answered: the focus goes to the short outcome
     // (useFocusOutcome), never back to the card, which would be read again.
@@ -64,25 +62,14 @@ export function ClarificationCard(props: IClarificationCardProps): JSX.Element {
   };
 
   return (
-    <div
-      ref={card}
-      role="group"
-      aria-labelledby={titleId}
-      tabIndex={-1}
-      className={`jp-AAEPCard jp-AAEPCard-clarification${pending ? ' jp-mod-pending' : ''}`}
-      data-request-id={item.id}
-    >
-      <h4 id={titleId} className="jp-AAEPCard-title">
-        {trans.__('Question: %1', str(event, 'question') ?? '')}
-      </h4>
-      {str(event, 'context') && <p className="jp-AAEPCard-summary">{str(event, 'context')}</p>}
-      {/* As on confirmation cards, the clock goes once the question is answered, resolved or expired. */}
-      {item.deadline !== null && open && (
-        <p className="jp-AAEPCard-deadline">
-          {trans.__('Time to answer:')} <Countdown deadline={item.deadline} active={open} trans={trans} />
-        </p>
-      )}
-      {open && (
+    <RequestCardFrame
+      item={item}
+      titleId={titleId}
+      className="jp-AAEPCard-clarification"
+      open={open}
+      pressed={pressed}
+      outcome={expired ? trans.__('Expired without an answer.') : outcomeText(item, trans)}
+      actions={
         <>
           {kinds.includes('multiple_choice') && choices.length > 0 && (
             <div className="jp-AAEPCard-actions" role="group" aria-label={trans.__('Choices')}>
@@ -128,12 +115,18 @@ export function ClarificationCard(props: IClarificationCardProps): JSX.Element {
             </form>
           )}
         </>
-      )}
-      {!open && (
-        <p className="jp-AAEPCard-outcome" tabIndex={-1} ref={outcome}>
-          {expired ? trans.__('Expired without an answer.') : outcomeText(item, trans)}
+      }
+    >
+      <h4 id={titleId} className="jp-AAEPCard-title">
+        {trans.__('Question: %1', str(event, 'question') ?? '')}
+      </h4>
+      {str(event, 'context') && <p className="jp-AAEPCard-summary">{str(event, 'context')}</p>}
+      {/* As on confirmation cards, the clock goes once the question is answered, resolved or expired. */}
+      {item.deadline !== null && open && (
+        <p className="jp-AAEPCard-deadline">
+          {trans.__('Time to answer:')} <Countdown deadline={item.deadline} active={open} trans={trans} />
         </p>
       )}
-    </div>
+    </RequestCardFrame>
   );
 }

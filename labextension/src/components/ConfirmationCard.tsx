@@ -5,8 +5,6 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import React, { useRef } from 'react';
 
-import { useFocusOutcome } from './hooks';
-
 import { isRecord, str } from '../aaep';
 import { IRequestItem } from '../model';
 import { IPermissionWish, grantedWords, readOffer } from '../permissions';
@@ -14,6 +12,7 @@ import { CodeLines, codeLines } from './CodeLines';
 import { Countdown } from './Countdown';
 import { DiffView, diffDescriptionIds, readChange } from './DiffView';
 import { useId, useNow } from './hooks';
+import { RequestCardFrame } from './RequestCardFrame';
 
 type RequestItem = IRequestItem;
 
@@ -83,9 +82,7 @@ export function outcomeText(item: IRequestItem, trans: TranslationBundle): strin
 export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
   const { item, trans, shortcuts } = props;
   const event = item.event;
-  const card = useRef<HTMLDivElement>(null);
   const pressed = useRef(false);
-  const outcome = useFocusOutcome(card, item.state === 'pending', pressed);
   const titleId = useId('jp-AAEPCard-title');
   const extra = isRecord(event.extra_context) ? event.extra_context : {};
   const code = typeof extra.code === 'string' ? extra.code : undefined;
@@ -98,7 +95,6 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
   const riskId = useId('jp-AAEPCard-risk');
   const codeCaptionId = useId('jp-AAEPCard-codeCaption');
   const deadlineId = useId('jp-AAEPCard-deadline');
-  const keysId = useId('jp-AAEPCard-keys');
   const automatic = extra.auto_approved === true;
   const lineCount = code !== undefined ? codeLines(code).length : 0;
   const warnings = Array.isArray(extra.risk_flags)
@@ -130,17 +126,47 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
       high: trans.__('High')
     }[risk] ?? risk;
 
+  const actions = (
+    <div className="jp-AAEPCard-actions">
+      <button
+        type="button"
+        className="jp-Button jp-mod-styled jp-mod-accept jp-AAEPCard-approve"
+        aria-keyshortcuts={shortcuts?.approveAria}
+        onClick={() => reply('accept')}
+      >
+        {trans.__('Approve')}
+      </button>
+      <button
+        type="button"
+        className="jp-Button jp-mod-styled jp-mod-reject jp-AAEPCard-reject"
+        aria-keyshortcuts={shortcuts?.rejectAria}
+        onClick={() => reply('reject')}
+      >
+        {trans.__('Reject')}
+      </button>
+      {offer && (
+        // Its words say exactly what it allows; it is the last choice, after Reject.
+        <button
+          type="button"
+          className="jp-Button jp-mod-styled jp-AAEPCard-approveAndGrant"
+          onClick={() => reply('accept', { rule: offer.rule, scope: offer.scope })}
+        >
+          {offer.label}
+        </button>
+      )}
+    </div>
+  );
+
   return (
-    <div
-      ref={card}
-      role="group"
-      aria-labelledby={titleId}
+    <RequestCardFrame
+      item={item}
+      titleId={titleId}
       // Focused (Ctrl+Shift+A), the card reads a summary: the action (its
       // name), the risk, how much code ("Code to run, 18 lines"), the time
       // left and the keys. The code itself is not in it: it is the figure
       // below, read line by line on demand. Approve and Reject are the next
       // two Tab stops.
-      aria-describedby={[
+      describedBy={[
         riskLabelId,
         riskId,
         ...(code !== undefined ? [codeCaptionId] : []),
@@ -148,12 +174,22 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
         // with the summary; a longer one only by its caption, its lines on demand.
         ...(change ? diffDescriptionIds(diffId, change).slice(0, change.sentences.length <= 3 ? undefined : 1) : []),
         ...(cells.length > 0 ? [cellsId] : []),
-        ...(item.deadline !== null && pending && !expired ? [`${deadlineId}-label`, deadlineId] : []),
-        ...(keys && pending && !expired ? [keysId] : [])
-      ].join(' ')}
-      tabIndex={-1}
-      className={`jp-AAEPCard jp-AAEPCard-confirmation jp-AAEPCard-risk-${risk}${pending ? ' jp-mod-pending' : ''}`}
-      data-request-id={item.id}
+        ...(item.deadline !== null && pending && !expired ? [`${deadlineId}-label`, deadlineId] : [])
+      ]}
+      className={`jp-AAEPCard-confirmation jp-AAEPCard-risk-${risk}`}
+      open={pending && !expired}
+      pressed={pressed}
+      keys={keys}
+      outcome={
+        granted
+          ? trans.__('Allowed by %1.', granted)
+          : automatic
+            ? trans.__("Approved automatically by this chat's setting.")
+            : expired
+              ? trans.__('Expired without an answer.')
+              : outcomeText(item, trans)
+      }
+      actions={actions}
     >
       <h4 id={titleId} className="jp-AAEPCard-title">
         {granted
@@ -234,53 +270,6 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
           </ol>
         </div>
       )}
-      {pending && !expired ? (
-        <>
-          <div className="jp-AAEPCard-actions">
-            <button
-              type="button"
-              className="jp-Button jp-mod-styled jp-mod-accept jp-AAEPCard-approve"
-              aria-keyshortcuts={shortcuts?.approveAria}
-              onClick={() => reply('accept')}
-            >
-              {trans.__('Approve')}
-            </button>
-            <button
-              type="button"
-              className="jp-Button jp-mod-styled jp-mod-reject jp-AAEPCard-reject"
-              aria-keyshortcuts={shortcuts?.rejectAria}
-              onClick={() => reply('reject')}
-            >
-              {trans.__('Reject')}
-            </button>
-            {offer && (
-              // Its words say exactly what it allows; it is the last choice, after Reject.
-              <button
-                type="button"
-                className="jp-Button jp-mod-styled jp-AAEPCard-approveAndGrant"
-                onClick={() => reply('accept', { rule: offer.rule, scope: offer.scope })}
-              >
-                {offer.label}
-              </button>
-            )}
-          </div>
-          {keys && (
-            <div id={keysId} className="jp-AAEPCard-keys">
-              {keys}
-            </div>
-          )}
-        </>
-      ) : (
-        <p className="jp-AAEPCard-outcome" tabIndex={-1} ref={outcome}>
-          {granted
-            ? trans.__('Allowed by %1.', granted)
-            : automatic
-              ? trans.__("Approved automatically by this chat's setting.")
-              : expired
-                ? trans.__('Expired without an answer.')
-                : outcomeText(item, trans)}
-        </p>
-      )}
-    </div>
+    </RequestCardFrame>
   );
 }

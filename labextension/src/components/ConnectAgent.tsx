@@ -172,27 +172,21 @@ export function ConnectAgent(props: IConnectAgentProps): JSX.Element {
           <h3 id={`${nameId}-minted`} ref={mintedHeading} tabIndex={-1}>
             {trans.__('Credential for %1 (shown only once)', minted.name)}
           </h3>
-          <Snippet
-            label={trans.__('Command for Claude Code')}
-            text={claudeCommand(minted)}
-            copied={trans.__('The Claude Code command is copied.')}
-            trans={trans}
-            announcer={announcer}
-          />
-          <Snippet
-            label={trans.__('mcpServers configuration for other MCP clients')}
-            text={mcpServersSnippet(minted)}
-            copied={trans.__('The mcpServers configuration is copied.')}
-            trans={trans}
-            announcer={announcer}
-          />
-          <Snippet
-            label={trans.__('The credential alone')}
-            text={minted.token}
-            copied={trans.__('The credential is copied.')}
-            trans={trans}
-            announcer={announcer}
-          />
+          {[
+            [
+              trans.__('Command for Claude Code'),
+              claudeCommand(minted),
+              trans.__('The Claude Code command is copied.')
+            ],
+            [
+              trans.__('mcpServers configuration for other MCP clients'),
+              mcpServersSnippet(minted),
+              trans.__('The mcpServers configuration is copied.')
+            ],
+            [trans.__('The credential alone'), minted.token, trans.__('The credential is copied.')]
+          ].map(([label, text, copied]) => (
+            <Snippet key={label} label={label} text={text} copied={copied} trans={trans} announcer={announcer} />
+          ))}
         </section>
       )}
       <section aria-labelledby={listHeadingId}>

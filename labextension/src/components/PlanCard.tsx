@@ -11,7 +11,8 @@ import { str } from '../aaep';
 import { IRequestItem } from '../model';
 import { IRequestShortcuts, outcomeText } from './ConfirmationCard';
 import { Countdown } from './Countdown';
-import { useFocusOutcome, useId, useNow } from './hooks';
+import { RequestCardFrame } from './RequestCardFrame';
+import { useId, useNow } from './hooks';
 import {
   IReplyDetails,
   PLAN_CHOICES,
@@ -38,16 +39,13 @@ export function PlanCard(props: IPlanCardProps): JSX.Element | null {
   const { item, trans, shortcuts } = props;
   const event = item.event;
   const plan = readPlan(event.extra_context);
-  const card = useRef<HTMLDivElement>(null);
   const pressed = useRef(false);
-  const outcome = useFocusOutcome(card, item.state === 'pending', pressed);
   const [chosen, setChosen] = useState<PlanChoice | null>(null);
   const [commenting, setCommenting] = useState(false);
   const [comment, setComment] = useState('');
   const titleId = useId('jp-AAEPPlan-title');
   const stepsId = useId('jp-AAEPPlan-steps');
   const deadlineId = useId('jp-AAEPPlan-deadline');
-  const keysId = useId('jp-AAEPPlan-keys');
   const commentId = useId('jp-AAEPPlan-comment');
   const pending = item.state === 'pending';
   const now = useNow(pending && item.deadline !== null);
@@ -76,35 +74,22 @@ export function PlanCard(props: IPlanCardProps): JSX.Element | null {
   const answered = chosen !== null && (item.state === 'accepted' || item.state === 'rejected');
 
   return (
-    <div
-      ref={card}
-      role="group"
-      aria-labelledby={titleId}
-      aria-describedby={[
-        stepsId,
-        ...(item.deadline !== null && pending && !expired ? [deadlineId] : []),
-        ...(keys && pending && !expired ? [keysId] : [])
-      ].join(' ')}
-      tabIndex={-1}
-      className={`jp-AAEPCard jp-AAEPCard-confirmation jp-AAEPPlanCard${pending ? ' jp-mod-pending' : ''}`}
-      data-request-id={item.id}
-    >
-      <h4 id={titleId} className="jp-AAEPCard-title">
-        {planTitle(plan, trans)}
-      </h4>
-      <ol id={stepsId} className="jp-AAEPPlanCard-steps" aria-label={trans.__('Steps of the plan')}>
-        {plan.steps.map((step, index) => (
-          <li key={index}>{step}</li>
-        ))}
-      </ol>
-      <p className="jp-AAEPPlanCard-consequence">{str(event, 'consequence') ?? ''}</p>
-      {item.deadline !== null && pending && !expired && (
-        <p id={deadlineId} className="jp-AAEPPlanCard-deadline">
-          {trans.__('If you do not answer, the plan is rejected;')}{' '}
-          <Countdown deadline={item.deadline} active={pending} trans={trans} />
-        </p>
-      )}
-      {pending && !expired ? (
+    <RequestCardFrame
+      item={item}
+      titleId={titleId}
+      describedBy={[stepsId, ...(item.deadline !== null && pending && !expired ? [deadlineId] : [])]}
+      className="jp-AAEPCard-confirmation jp-AAEPPlanCard"
+      open={pending && !expired}
+      pressed={pressed}
+      keys={keys}
+      outcome={
+        expired
+          ? trans.__('Expired without an answer: the plan was rejected.')
+          : answered
+            ? planOutcome(chosen as PlanChoice, trans)
+            : outcomeText(item, trans)
+      }
+      actions={
         <>
           {plan.file && props.onOpenPlan && (
             <button
@@ -156,21 +141,24 @@ export function PlanCard(props: IPlanCardProps): JSX.Element | null {
               </button>
             </div>
           )}
-          {keys && (
-            <div id={keysId} className="jp-AAEPCard-keys">
-              {keys}
-            </div>
-          )}
         </>
-      ) : (
-        <p className="jp-AAEPCard-outcome" tabIndex={-1} ref={outcome}>
-          {expired
-            ? trans.__('Expired without an answer: the plan was rejected.')
-            : answered
-              ? planOutcome(chosen as PlanChoice, trans)
-              : outcomeText(item, trans)}
+      }
+    >
+      <h4 id={titleId} className="jp-AAEPCard-title">
+        {planTitle(plan, trans)}
+      </h4>
+      <ol id={stepsId} className="jp-AAEPPlanCard-steps" aria-label={trans.__('Steps of the plan')}>
+        {plan.steps.map((step, index) => (
+          <li key={index}>{step}</li>
+        ))}
+      </ol>
+      <p className="jp-AAEPPlanCard-consequence">{str(event, 'consequence') ?? ''}</p>
+      {item.deadline !== null && pending && !expired && (
+        <p id={deadlineId} className="jp-AAEPPlanCard-deadline">
+          {trans.__('If you do not answer, the plan is rejected;')}{' '}
+          <Countdown deadline={item.deadline} active={pending} trans={trans} />
         </p>
       )}
-    </div>
+    </RequestCardFrame>
   );
 }

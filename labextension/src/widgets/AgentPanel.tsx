@@ -39,19 +39,8 @@ export const agentIcon = new LabIcon({
 </svg>`
 });
 
-/** Props of {@link AgentView}. */
-interface IAgentViewProps {
-  controller: ChatController;
-  describer?: FigureDescriber;
-  chooser?: ModelChooser;
-  agentChooser?: AgentChooser;
-  mentions?: IMentionSource;
-  rendermime: IRenderMimeRegistry;
-  commands: CommandRegistry;
-  trans: TranslationBundle;
-  citations?: ICitationNavigator | null;
-  accessibility?: IAccessibilityParts;
-}
+/** Props of {@link AgentView}: the panel's parts, with the panel's words. */
+type IAgentViewProps = Omit<AgentPanel.IOptions, 'translator'> & { trans: TranslationBundle };
 
 /** "Check this notebook's accessibility": its report, and going to a problem's cell. */
 export interface IAccessibilityParts {
@@ -319,20 +308,8 @@ export class AgentPanel extends SidePanel {
     this.title.caption = trans.__('AI agent');
     // The SidePanel content is already a region; give it our name.
     this.content.node.setAttribute('aria-label', trans.__('AI agent panel'));
-    const view = ReactWidget.create(
-      <AgentView
-        controller={options.controller}
-        describer={options.describer}
-        chooser={options.chooser}
-        agentChooser={options.agentChooser}
-        mentions={options.mentions}
-        rendermime={options.rendermime}
-        commands={options.commands}
-        trans={trans}
-        citations={options.citations}
-        accessibility={options.accessibility}
-      />
-    );
+    const { translator: _, ...parts } = options;
+    const view = ReactWidget.create(<AgentView {...parts} trans={trans} />);
     view.addClass('jp-AAEPPanel-view');
     this.addWidget(view);
   }
