@@ -11,6 +11,16 @@ back in its answer. The answer to a ``user_input`` is sent before any event of i
 AAEP replies are answered only when they carry a ``request_id`` (the protocol answers them
 without a body). A bad frame never closes the socket.
 
+Nothing is sent before the client's first frame has been answered (or ``HANDSHAKE_WAIT``
+seconds have passed without one): the first client message is a ``subscription.request``
+(App. B.2), so its ``subscription.accepted`` is always the first frame, and the replay (the
+running session, any question still open) follows under the negotiated terms. Writes are not
+awaited one by one (each awaited write cost every message two more loop iterations per
+subscriber); a write is awaited only while the socket still holds unsent bytes, so a client
+that reads slowly, or not at all, holds at most one message in the socket's buffer, and
+its subscription's queue is bounded (``StreamHub.max_pending``): past it the subscription is
+dropped and the socket ends.
+
 Close codes: 4000 the producer ended it (shutdown, or the client's stream limit), 4001 a
 handshake was rejected, 4005 the subscriber sent ``subscription.close``.
 
@@ -47,6 +57,9 @@ from .messages import MAX_MESSAGE_BYTES, REPLY_TYPES, accepted, parse_json, take
 from .streams import Stream, client_key
 
 SUBPROTOCOL = "aaep.v1"
+HANDSHAKE_WAIT = 1.0
+"""Seconds a new socket waits for the client's first frame before it sends the replay anyway
+(a client that never sends a ``subscription.request`` gets the implicit subscription)."""
 log = logging.getLogger(__name__)
 
 
@@ -69,6 +82,8 @@ class ChatSocketHandler(
         self.aaep_stream: Stream | None = None
         self._pump: asyncio.Task[None] | None = None
         self._end: tuple[int, str] | None = None
+        self._greeted = asyncio.Event()
+        """Set once the client's first frame has been handled: sending may begin."""
 
     def set_default_headers(self) -> None:
         """JupyterHandler's default headers (CSP and friends) make no sense on a socket."""
@@ -127,21 +142,28 @@ class ChatSocketHandler(
         stream = self.aaep_stream
         assert stream is not None
         try:
+            # The handshake first, by construction: its answer jumps the subscription's
+            # queue, and the replay waiting there moves to the negotiated subscription.
+            await asyncio.wait_for(self._greeted.wait(), HANDSHAKE_WAIT)
+        except asyncio.TimeoutError:
+            pass
+        try:
             while True:
                 message = await stream.next()
                 if message is None:
                     break
                 try:
-                    text = dumps(message)
+                    text = _serialised(message)
                 except Exception:  # a bug in one message must not end the socket
                     log.exception(
                         "AAEP message could not be serialised and was skipped: %.200r", message
                     )
                     continue
-                # Each write is awaited: that yields to the loop between messages, so a
-                # subscription request the client sent on opening is answered before the
-                # rest of the replay (a send loop that skipped the wait put it after).
-                await self.write_message(text)
+                sent = self.write_message(text)
+                if _behind(self):
+                    await sent  # the client reads slower than we send: wait for the socket
+                else:
+                    sent.add_done_callback(_retrieve)
         except WebSocketClosedError:
             pass
         finally:
@@ -174,6 +196,8 @@ class ChatSocketHandler(
                 "The server failed while handling this message; it has been logged. The socket "
                 "stays open: send the message again, or report the problem if it keeps failing.",
             )
+        finally:
+            self._greeted.set()
 
     async def _handle_frame(self, message: str | bytes) -> None:
         if isinstance(message, bytes):
@@ -219,4 +243,34 @@ class ChatSocketHandler(
             self._pump.cancel()  # nothing more can be sent on a closed socket
 
 
-__all__ = ["SUBPROTOCOL", "ChatSocketHandler"]
+def _behind(handler: WebSocketHandler) -> bool:
+    """Whether the socket still holds unsent bytes after a write (no socket: wait, as before)."""
+    stream = getattr(handler.ws_connection, "stream", None)
+    return stream is None or bool(stream.writing())
+
+
+def _retrieve(sent: asyncio.Future[None]) -> None:
+    """A write nobody awaited may fail (the socket closed): that is not worth a warning."""
+    if not sent.cancelled():
+        sent.exception()
+
+
+_recent: dict[int, tuple[Any, str]] = {}
+"""The JSON of the last messages sent, by identity: every socket of a chat sends the same
+message object (unless its verbosity reshaped it), so it is serialised once, not per socket."""
+
+
+def _serialised(message: Any) -> str:
+    known = _recent.get(id(message))
+    if known is not None and known[0] is message:
+        return known[1]
+    text = dumps(message)
+    if len(text) > 65_536:
+        return text  # a big message is not kept alive for a cache
+    if len(_recent) >= 64:
+        del _recent[next(iter(_recent))]
+    _recent[id(message)] = (message, text)  # holding the message keeps its id from reuse
+    return text
+
+
+__all__ = ["HANDSHAKE_WAIT", "SUBPROTOCOL", "ChatSocketHandler"]
