@@ -14,12 +14,14 @@ without a body). A bad frame never closes the socket.
 Nothing is sent before the client's first frame has been answered (or ``HANDSHAKE_WAIT``
 seconds have passed without one): the first client message is a ``subscription.request``
 (App. B.2), so its ``subscription.accepted`` is always the first frame, and the replay (the
-running session, any question still open) follows under the negotiated terms. Writes are not
-awaited one by one (each awaited write cost every message two more loop iterations per
-subscriber); a write is awaited only while the socket still holds unsent bytes, so a client
-that reads slowly, or not at all, holds at most one message in the socket's buffer, and
-its subscription's queue is bounded (``StreamHub.max_pending``): past it the subscription is
-dropped and the socket ends.
+running session, any question still open) follows under the negotiated terms. A message that
+may go out when it is published is written in the publisher's own step, as a bare broadcast
+does (``_push``); the send loop does the rest (the replay, rate-limited or held messages).
+Writes are not awaited one by one (each awaited write cost every message two more loop
+iterations per subscriber); a write is awaited only while the socket still holds unsent
+bytes, so a client that reads slowly, or not at all, holds at most what was ready at once in
+the socket's buffer, and its subscription's queue is bounded (``StreamHub.max_pending``):
+past it the subscription is dropped and the socket ends.
 
 Close codes: 4000 the producer ended it (shutdown, or the client's stream limit), 4001 a
 handshake was rejected, 4005 the subscriber sent ``subscription.close``.
@@ -84,6 +86,7 @@ class ChatSocketHandler(
         self._end: tuple[int, str] | None = None
         self._greeted = asyncio.Event()
         """Set once the client's first frame has been handled: sending may begin."""
+        self._waiting = False  # the send loop waits for a slow client's socket
 
     def set_default_headers(self) -> None:
         """JupyterHandler's default headers (CSP and friends) make no sense on a socket."""
@@ -132,6 +135,7 @@ class ChatSocketHandler(
             ),
         )
         self.aaep_stream.on_end = self._ending
+        self.aaep_stream.subscription.on_queued = self._push
         self._pump = asyncio.ensure_future(self._send_all())
 
     def _ending(self, code: int, reason: str) -> None:
@@ -161,7 +165,11 @@ class ChatSocketHandler(
                     continue
                 sent = self.write_message(text)
                 if _behind(self):
-                    await sent  # the client reads slower than we send: wait for the socket
+                    self._waiting = True
+                    try:
+                        await sent  # the client reads slower than we send: wait for the socket
+                    finally:
+                        self._waiting = False
                 else:
                     sent.add_done_callback(_retrieve)
         except WebSocketClosedError:
@@ -171,6 +179,35 @@ class ChatSocketHandler(
         if self.ws_connection is not None and not self.ws_connection.is_closing():
             code, reason = self._end or (4000, "subscription ended")
             self.close(code, reason)
+
+    def _push(self) -> None:
+        """Send what the subscription has ready now, in the publisher's step (as a bare
+        broadcast does), unless the send loop owns the socket: before the first frame was
+        answered, or while it waits for a slow client. Order is kept: both take from the
+        same queue, in its order, and write at once."""
+        stream = self.aaep_stream
+        if (
+            stream is None
+            or stream.closed
+            or self._waiting
+            or not self._greeted.is_set()
+            or self.ws_connection is None
+            or self.ws_connection.is_closing()
+            or _behind(self)
+        ):
+            return
+        try:
+            for message in stream.subscription.take_ready():
+                try:
+                    text = _serialised(message)
+                except Exception:  # a bug in one message must not end the socket
+                    log.exception(
+                        "AAEP message could not be serialised and was skipped: %.200r", message
+                    )
+                    continue
+                self.write_message(text).add_done_callback(_retrieve)
+        except WebSocketClosedError:
+            pass  # the send loop ends the stream
 
     def _send(self, frame: dict[str, Any], request_id: str | None) -> None:
         if request_id is not None:
@@ -198,6 +235,9 @@ class ChatSocketHandler(
             )
         finally:
             self._greeted.set()
+            if self.aaep_stream is not None:  # a handshake may have given it a new subscription
+                self.aaep_stream.subscription.on_queued = self._push
+            self._push()
 
     async def _handle_frame(self, message: str | bytes) -> None:
         if isinstance(message, bytes):

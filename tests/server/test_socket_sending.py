@@ -131,3 +131,20 @@ async def test_a_client_that_stops_reading_holds_a_bounded_backlog(new_chat, ws,
     assert socket.close_code == 4000
     assert stream not in extension.hub._streams
     socket.close()
+
+
+async def test_a_message_goes_out_in_the_step_it_is_published(new_chat, ws, extension) -> None:
+    """As a bare broadcast does: no loop turn between publishing and writing to the socket
+    (the fan-out benchmark's goal), once the handshake has been answered."""
+    chat_id = await new_chat()
+    chat = extension.runner.get(chat_id)
+    socket = await ws(chat_id, subprotocols=["aaep.v1"])
+    await socket.write_message(handshake())
+    assert (await read_frame(socket))["type"] == "subscription.accepted"
+    stream = next(s for s in extension.hub._streams if s.chat_id == chat_id)
+    out = stream.on_end.__self__.ws_connection.stream
+    before = out._total_write_index
+    chat.emitter.publish({"kind": "kernel.note", "text": "now"})
+    assert out._total_write_index > before  # written before this step yields
+    assert (await read_frame(socket))["text"] == "now"
+    socket.close()
