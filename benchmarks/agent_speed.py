@@ -46,6 +46,14 @@ from typing import Any
 from _kernel_bench import TOKEN, Bench, running_server
 from typing_extensions import Self
 
+HANDSHAKE = {
+    "type": "subscription.request",
+    "aaep_version": "1.0.0",
+    "subscriber_id": "benchmark-panel",
+    "capabilities": {"supports_confirmation_reply": True},
+}
+"""What each WebSocket client sends on opening, as the panel does (the server sends nothing
+before a client's first frame, or a second without one)."""
 SENTENCE = "The mean temperature rose by 1.2 degrees over the week, while humidity stayed near 42 percent. "
 
 
@@ -128,6 +136,9 @@ class Listeners:
                     return
                 self.frames[index].append((time.perf_counter(), text))
 
+        if self.token:  # our server's sockets: the handshake the panel sends on opening
+            for socket in sockets:
+                await socket.write_message(json.dumps(HANDSHAKE))
         readers = [asyncio.ensure_future(read(i, s)) for i, s in enumerate(sockets)]
         self.ready.set()
         await self._stop.wait()

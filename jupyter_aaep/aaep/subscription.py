@@ -86,6 +86,10 @@ class Subscription:
         self._control: deque[Event] = deque()
         self._max_pending = max_pending
         self._wakeup = asyncio.Event()
+        self.on_queued: Callable[[], None] | None = None
+        """Called after a message is queued: a transport may send what is ready at once, in
+        the publisher's own step, rather than one loop turn later (its ``next()`` then finds
+        nothing and waits again)."""
 
     # -- input --------------------------------------------------------------------------------
     def deliver(self, message: Event) -> None:
@@ -99,11 +103,15 @@ class Subscription:
             raise SubscriberOverflow(f"{self._max_pending} messages unsent on {self.id}")
         self._queue.append(item)
         self._wakeup.set()
+        if self.on_queued is not None:
+            self.on_queued()
 
     def send_control(self, message: Event) -> None:
         """Queue a message ahead of everything else, free of the rate limit (handshake answers)."""
         self._control.append(message)
         self._wakeup.set()
+        if self.on_queued is not None:
+            self.on_queued()
 
     def update_terms(self, terms: Terms) -> None:
         """Apply renegotiated terms to everything not yet sent."""

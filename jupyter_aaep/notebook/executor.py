@@ -248,7 +248,7 @@ class KernelExecutor:
         on_progress: ProgressCallback | None,
     ) -> None:
         """Feed the run's IOPub messages to *sink* until the kernel is idle again."""
-        last_check = 0.0
+        last_check = time.monotonic()  # first check after poll_seconds: ``ready`` saw it alive
         while not run.idle:
             now = time.monotonic()
             if run.reply is None:

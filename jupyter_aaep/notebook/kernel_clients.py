@@ -48,6 +48,9 @@ class KernelLine:
 
     async def take(self, timeout: float | None, busy: str) -> None:
         """Wait for the kernel's earlier agent request; :class:`KernelBusy` (*busy*) after *timeout*."""
+        if not self.lock.locked():  # free: no wait_for task (two loop turns) before every run
+            await self.lock.acquire()
+            return
         try:
             await asyncio.wait_for(self.lock.acquire(), timeout)
         except TimeoutError:

@@ -80,9 +80,7 @@ async def take(
                 run.deadline = now + run.limit
             if run.started is not None:
                 run.started.set()
-        run.idle = state == "idle"
-        if run.idle:
-            await sink.flush()
+        run.idle = state == "idle"  # what waits in the sink goes with the end (sink.finish)
     elif msg_type == "execute_input":
         run.execution_count = content.get("execution_count")
     elif msg_type == "update_display_data":

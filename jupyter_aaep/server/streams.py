@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 Transport = Literal["sse", "websocket"]
 DETACHED_GRACE_SECONDS = 300.0
 PENDING_LIMIT = 256
+MAX_PENDING_MESSAGES = 10_000  # unsent messages a stream may hold (a slow client) before it ends
 
 
 @dataclass
@@ -138,6 +139,7 @@ class StreamHub:
         self.manifest_uri: str | None = None
         self.max_streams = max_streams
         self.max_streams_per_client = max_streams_per_client
+        self.max_pending = MAX_PENDING_MESSAGES  # per stream
         self._chat_lookup = chat_lookup
         self._streams: list[Stream] = []
         self._accepted: dict[str, Accepted] = {}
@@ -186,10 +188,12 @@ class StreamHub:
             if waiting.chat_id != chat_id:
                 raise LookupError(f"Subscription {subscription_id} belongs to another endpoint.")
             del self._waiting[subscription_id]
-            subscription = Subscription(waiting.accepted.terms, subscription_id=subscription_id)
+            subscription = self._subscription(waiting.accepted.terms, subscription_id)
             self._accepted[subscription_id] = waiting.accepted
         else:
-            subscription = Subscription(Terms.implicit(can_reply=back_channel and chat is not None))
+            subscription = self._subscription(
+                Terms.implicit(can_reply=back_channel and chat is not None)
+            )
         self._make_room(client)
         stream = Stream(
             chat_id,
@@ -204,6 +208,9 @@ class StreamHub:
         self._streams.append(stream)
         self._join_pending(stream)
         return stream
+
+    def _subscription(self, terms: Terms, subscription_id: str | None = None) -> Subscription:
+        return Subscription(terms, subscription_id=subscription_id, max_pending=self.max_pending)
 
     def _make_room(self, client: str) -> None:
         """Keep within the per-client and the server-wide limit before a stream of *client* opens."""
@@ -379,7 +386,7 @@ class StreamHub:
 
     def _rebind(self, stream: Stream, accepted: Accepted) -> None:
         old = stream.subscription
-        new = Subscription(accepted.terms, subscription_id=accepted.subscription_id)
+        new = self._subscription(accepted.terms, accepted.subscription_id)
         self._accepted[new.id] = accepted
         if stream._unsubscribe is not None:
             stream._unsubscribe()

@@ -11,6 +11,18 @@ back in its answer. The answer to a ``user_input`` is sent before any event of i
 AAEP replies are answered only when they carry a ``request_id`` (the protocol answers them
 without a body). A bad frame never closes the socket.
 
+Nothing is sent before the client's first frame has been answered (or ``HANDSHAKE_WAIT``
+seconds have passed without one): the first client message is a ``subscription.request``
+(App. B.2), so its ``subscription.accepted`` is always the first frame, and the replay (the
+running session, any question still open) follows under the negotiated terms. A message that
+may go out when it is published is written in the publisher's own step, as a bare broadcast
+does (``_push``); the send loop does the rest (the replay, rate-limited or held messages).
+Writes are not awaited one by one (each awaited write cost every message two more loop
+iterations per subscriber); a write is awaited only while the socket still holds unsent
+bytes, so a client that reads slowly, or not at all, holds at most what was ready at once in
+the socket's buffer, and its subscription's queue is bounded (``StreamHub.max_pending``):
+past it the subscription is dropped and the socket ends.
+
 Close codes: 4000 the producer ended it (shutdown, or the client's stream limit), 4001 a
 handshake was rejected, 4005 the subscriber sent ``subscription.close``.
 
@@ -47,6 +59,9 @@ from .messages import MAX_MESSAGE_BYTES, REPLY_TYPES, accepted, parse_json, take
 from .streams import Stream, client_key
 
 SUBPROTOCOL = "aaep.v1"
+HANDSHAKE_WAIT = 1.0
+"""Seconds a new socket waits for the client's first frame before it sends the replay anyway
+(a client that never sends a ``subscription.request`` gets the implicit subscription)."""
 log = logging.getLogger(__name__)
 
 
@@ -69,6 +84,9 @@ class ChatSocketHandler(
         self.aaep_stream: Stream | None = None
         self._pump: asyncio.Task[None] | None = None
         self._end: tuple[int, str] | None = None
+        self._greeted = asyncio.Event()
+        """Set once the client's first frame has been handled: sending may begin."""
+        self._waiting = False  # the send loop waits for a slow client's socket
 
     def set_default_headers(self) -> None:
         """JupyterHandler's default headers (CSP and friends) make no sense on a socket."""
@@ -117,6 +135,7 @@ class ChatSocketHandler(
             ),
         )
         self.aaep_stream.on_end = self._ending
+        self.aaep_stream.subscription.on_queued = self._push
         self._pump = asyncio.ensure_future(self._send_all())
 
     def _ending(self, code: int, reason: str) -> None:
@@ -127,21 +146,32 @@ class ChatSocketHandler(
         stream = self.aaep_stream
         assert stream is not None
         try:
+            # The handshake first, by construction: its answer jumps the subscription's
+            # queue, and the replay waiting there moves to the negotiated subscription.
+            await asyncio.wait_for(self._greeted.wait(), HANDSHAKE_WAIT)
+        except asyncio.TimeoutError:
+            pass
+        try:
             while True:
                 message = await stream.next()
                 if message is None:
                     break
                 try:
-                    text = dumps(message)
+                    text = _serialised(message)
                 except Exception:  # a bug in one message must not end the socket
                     log.exception(
                         "AAEP message could not be serialised and was skipped: %.200r", message
                     )
                     continue
-                # Each write is awaited: that yields to the loop between messages, so a
-                # subscription request the client sent on opening is answered before the
-                # rest of the replay (a send loop that skipped the wait put it after).
-                await self.write_message(text)
+                sent = self.write_message(text)
+                if _behind(self):
+                    self._waiting = True
+                    try:
+                        await sent  # the client reads slower than we send: wait for the socket
+                    finally:
+                        self._waiting = False
+                else:
+                    sent.add_done_callback(_retrieve)
         except WebSocketClosedError:
             pass
         finally:
@@ -149,6 +179,35 @@ class ChatSocketHandler(
         if self.ws_connection is not None and not self.ws_connection.is_closing():
             code, reason = self._end or (4000, "subscription ended")
             self.close(code, reason)
+
+    def _push(self) -> None:
+        """Send what the subscription has ready now, in the publisher's step (as a bare
+        broadcast does), unless the send loop owns the socket: before the first frame was
+        answered, or while it waits for a slow client. Order is kept: both take from the
+        same queue, in its order, and write at once."""
+        stream = self.aaep_stream
+        if (
+            stream is None
+            or stream.closed
+            or self._waiting
+            or not self._greeted.is_set()
+            or self.ws_connection is None
+            or self.ws_connection.is_closing()
+            or _behind(self)
+        ):
+            return
+        try:
+            for message in stream.subscription.take_ready():
+                try:
+                    text = _serialised(message)
+                except Exception:  # a bug in one message must not end the socket
+                    log.exception(
+                        "AAEP message could not be serialised and was skipped: %.200r", message
+                    )
+                    continue
+                self.write_message(text).add_done_callback(_retrieve)
+        except WebSocketClosedError:
+            pass  # the send loop ends the stream
 
     def _send(self, frame: dict[str, Any], request_id: str | None) -> None:
         if request_id is not None:
@@ -174,6 +233,11 @@ class ChatSocketHandler(
                 "The server failed while handling this message; it has been logged. The socket "
                 "stays open: send the message again, or report the problem if it keeps failing.",
             )
+        finally:
+            self._greeted.set()
+            if self.aaep_stream is not None:  # a handshake may have given it a new subscription
+                self.aaep_stream.subscription.on_queued = self._push
+            self._push()
 
     async def _handle_frame(self, message: str | bytes) -> None:
         if isinstance(message, bytes):
@@ -219,4 +283,34 @@ class ChatSocketHandler(
             self._pump.cancel()  # nothing more can be sent on a closed socket
 
 
-__all__ = ["SUBPROTOCOL", "ChatSocketHandler"]
+def _behind(handler: WebSocketHandler) -> bool:
+    """Whether the socket still holds unsent bytes after a write (no socket: wait, as before)."""
+    stream = getattr(handler.ws_connection, "stream", None)
+    return stream is None or bool(stream.writing())
+
+
+def _retrieve(sent: asyncio.Future[None]) -> None:
+    """A write nobody awaited may fail (the socket closed): that is not worth a warning."""
+    if not sent.cancelled():
+        sent.exception()
+
+
+_recent: dict[int, tuple[Any, str]] = {}
+"""The JSON of the last messages sent, by identity: every socket of a chat sends the same
+message object (unless its verbosity reshaped it), so it is serialised once, not per socket."""
+
+
+def _serialised(message: Any) -> str:
+    known = _recent.get(id(message))
+    if known is not None and known[0] is message:
+        return known[1]
+    text = dumps(message)
+    if len(text) > 65_536:
+        return text  # a big message is not kept alive for a cache
+    if len(_recent) >= 64:
+        del _recent[next(iter(_recent))]
+    _recent[id(message)] = (message, text)  # holding the message keeps its id from reuse
+    return text
+
+
+__all__ = ["HANDSHAKE_WAIT", "SUBPROTOCOL", "ChatSocketHandler"]

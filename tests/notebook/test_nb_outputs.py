@@ -263,6 +263,8 @@ async def test_writer_clears_in_place_streams_and_finishes_in_one_step() -> None
     original_outputs = doc.ycells[0]["outputs"]
     writer = LiveCellWriter(_Documents(doc), "n.ipynb", "c1")  # type: ignore[arg-type]
     await writer.begin()
+    assert writer.pending  # the start is written with the first write (the pump flushes soon)
+    await writer.flush()
     cell = doc.ycells[0]
     assert (
         cell["outputs"] is not None
@@ -286,6 +288,25 @@ async def test_writer_clears_in_place_streams_and_finishes_in_one_step() -> None
     doc.ydoc.unobserve(subscription)
     assert len(events) == 1  # count and idle state in one transaction
     assert doc.get_cell(0)["execution_count"] == 4 and doc.ycells[0]["execution_state"] == "idle"
+
+
+@on_server_loop
+async def test_a_quick_run_is_one_document_write() -> None:
+    """A cell that ends before the first flush: its start (outputs cleared, running) and its
+    end (outputs, count, idle) go into the shared document in one transaction, not two."""
+    doc = _notebook()
+    writer = LiveCellWriter(_Documents(doc), "n.ipynb", "c1")  # type: ignore[arg-type]
+    events: list[Any] = []
+    subscription = doc.ydoc.observe(lambda event: events.append(event))
+    await writer.begin()
+    assert events == []
+    await writer.finish(7)
+    doc.ydoc.unobserve(subscription)
+    assert len(events) == 1
+    cell = doc.get_cell(0)
+    assert cell["outputs"] == [] and cell["execution_count"] == 7
+    assert doc.ycells[0]["execution_state"] == "idle"
+    assert doc.ycells[0]["metadata"]["trusted"] is True
 
 
 @on_server_loop
