@@ -166,8 +166,6 @@ class ChatSocketHandler(
 
     async def on_message(self, message: str | bytes) -> None:
         """Answer one frame; nothing in it can close the socket (see the module docstring)."""
-        from .message_kinds import KINDS, classify  # loaded by the first frame (issue 31)
-
         if self.aaep_stream is not None:
             self.aaep_stream.touch()
         try:
@@ -181,6 +179,8 @@ class ChatSocketHandler(
             )
 
     async def _handle_frame(self, message: str | bytes) -> None:
+        from .message_kinds import KINDS, classify  # loaded by the first frame (issue 31)
+
         if isinstance(message, bytes):
             self._error(400, "Send JSON in text frames, not binary frames.")
             return
