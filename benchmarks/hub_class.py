@@ -245,7 +245,7 @@ def main() -> None:
         raise SystemExit(f"cannot run the hub: {reason}")
     # The users cannot write this checkout's bytecode: without it each server would compile every
     # module changed since its last bytecode at every start (server_start.compile_package).
-    compile_package()
+    compile_package(ROOT / "jupyter_aaep")  # what the users' PYTHONPATH imports
     org_key = f"sk-ant-org-{secrets.token_hex(20)}"
     model = FakeAnthropic(responder=pong, api_key=org_key).start()
     workdirs = make_workdir()

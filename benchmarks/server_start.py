@@ -51,16 +51,19 @@ def maps_pydantic(pid: int) -> bool:
     return "pydantic_core" in Path(f"/proc/{pid}/maps").read_text()
 
 
-def compile_package() -> None:
-    """Write the package's bytecode, as ``pip install`` does: a checkout run with
-    ``PYTHONDONTWRITEBYTECODE`` (or by users who cannot write to it, as the hub's are) compiles
-    every module changed since its last bytecode at every start, which no installed server pays
-    and which would be counted as the extension's start cost."""
+def compile_package(package: Path | None = None) -> None:
+    """Write the package's bytecode (the one this interpreter imports unless *package* is
+    given), as ``pip install`` does: a checkout run with ``PYTHONDONTWRITEBYTECODE`` (or by
+    users who cannot write to it, as the hub's are) compiles every module changed since its last
+    bytecode at every start, which no installed server pays and which would be counted as the
+    extension's start cost."""
     import compileall
 
-    import jupyter_aaep
+    if package is None:
+        import jupyter_aaep
 
-    compileall.compile_dir(str(Path(jupyter_aaep.__file__).parent), quiet=1)
+        package = Path(jupyter_aaep.__file__).parent
+    compileall.compile_dir(str(package), quiet=1)
 
 
 def start_once(folder: Path, *, enabled: bool, first_request: bool) -> dict[str, float]:
