@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .agent.tools import ActionPreview, ToolContext, ToolResult, aaep_tool
-from .errors import ToolError
+
+if TYPE_CHECKING:
+    from .agent.tools import ActionPreview, ToolContext, ToolResult, aaep_tool
+    from .errors import ToolError
 
 __all__ = ["ActionPreview", "ToolContext", "ToolError", "ToolResult", "__version__", "aaep_tool"]
+
+_WHERE = {
+    "ActionPreview": "agent.tools",
+    "ToolContext": "agent.tools",
+    "ToolResult": "agent.tools",
+    "aaep_tool": "agent.tools",
+    "ToolError": "errors",
+}
+"""Imported on first use: Jupyter Server imports this package to find the extension, and a
+server nobody opened the agent in should not load the tool machinery (issue 31)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -6,33 +6,37 @@ can be tested, reused and reasoned about on its own.
 
 from __future__ import annotations
 
-from .broker import Outcome, PendingRequest, ReplyBroker
-from .coalescer import OutputCoalescer
-from .emitter import Emitter, Event, ListSubscriber, Subscriber
-from .events import (
-    CORE_EVENT_TYPES,
-    CRITICAL_TYPES,
-    TERMINAL_TYPES,
-    AwaitingClarification,
-    AwaitingConfirmation,
-    Choice,
-    EventPayload,
-    HandoffRequested,
-    OutputStreaming,
-    Progress,
-    ProgressUpdated,
-    SessionCancelled,
-    SessionCompleted,
-    SessionErrored,
-    SessionStarted,
-    StateChanged,
-    Summary,
-    ToolCompleted,
-    ToolInvoked,
-    default_decision_for,
-)
-from .redaction import mask_secrets, redact_arguments
-from .session import AAEP_CONTEXT, AAEP_VERSION, Producer, Session, SessionClosed
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .broker import Outcome, PendingRequest, ReplyBroker
+    from .coalescer import OutputCoalescer
+    from .emitter import Emitter, Event, ListSubscriber, Subscriber
+    from .events import (
+        CORE_EVENT_TYPES,
+        CRITICAL_TYPES,
+        TERMINAL_TYPES,
+        AwaitingClarification,
+        AwaitingConfirmation,
+        Choice,
+        EventPayload,
+        HandoffRequested,
+        OutputStreaming,
+        Progress,
+        ProgressUpdated,
+        SessionCancelled,
+        SessionCompleted,
+        SessionErrored,
+        SessionStarted,
+        StateChanged,
+        Summary,
+        ToolCompleted,
+        ToolInvoked,
+        default_decision_for,
+    )
+    from .redaction import mask_secrets, redact_arguments
+    from .session import AAEP_CONTEXT, AAEP_VERSION, Producer, Session, SessionClosed
 
 __all__ = [
     "AAEP_CONTEXT",
@@ -71,3 +75,48 @@ __all__ = [
     "mask_secrets",
     "redact_arguments",
 ]
+
+_WHERE = {
+    name: module
+    for module, names in {
+        "broker": ("Outcome", "PendingRequest", "ReplyBroker"),
+        "coalescer": ("OutputCoalescer",),
+        "emitter": ("Emitter", "Event", "ListSubscriber", "Subscriber"),
+        "events": (
+            "CORE_EVENT_TYPES",
+            "CRITICAL_TYPES",
+            "TERMINAL_TYPES",
+            "AwaitingClarification",
+            "AwaitingConfirmation",
+            "Choice",
+            "EventPayload",
+            "HandoffRequested",
+            "OutputStreaming",
+            "Progress",
+            "ProgressUpdated",
+            "SessionCancelled",
+            "SessionCompleted",
+            "SessionErrored",
+            "SessionStarted",
+            "StateChanged",
+            "Summary",
+            "ToolCompleted",
+            "ToolInvoked",
+            "default_decision_for",
+        ),
+        "redaction": ("mask_secrets", "redact_arguments"),
+        "session": ("AAEP_CONTEXT", "AAEP_VERSION", "Producer", "Session", "SessionClosed"),
+    }.items()
+    for name in names
+}
+"""Which module each name comes from: imported on first use, so a server that loads one part of
+the protocol (a wire helper, the redaction) does not pay for all of it (issue 31)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..words import plural
+from .known_secrets import known_secrets as _known_secrets  # remember_secret fills it
 
 MASK = "[hidden]"
 
@@ -158,7 +159,6 @@ _WEAK_PAIR = _needing(
 )
 # ``scheme://user:password@host``: the password of a connection URL (postgresql://admin:…@db).
 _URL_PASSWORD = _needing(r"(?i)\b[a-z][a-z0-9+.\-]*://[^\s:/@'\"]*:(?P<value>[^\s@/'\"]+)@", "://")
-_known_secrets: set[str] = set()
 
 # The only characters a case-insensitive ASCII letter also matches (Python's ``re``):
 # dotted and dotless i, the Kelvin sign and the long s.
@@ -170,17 +170,6 @@ def _worth_scanning(text: str) -> Callable[[re.Pattern[str]], bool]:
     odd = not text.isascii() and any(c in text for c in "\u0130\u0131\u212a\u017f")
     lowered = (text.translate(_ALSO_ASCII) if odd else text).lower()
     return lambda pattern: any(needed in lowered for needed in _NEEDS.get(pattern, ("",)))
-
-
-def remember_secret(value: str) -> None:
-    """Mask every exact occurrence of *value* from now on (the server's own credentials)."""
-    if len(value) >= 8:
-        _known_secrets.add(value)
-
-
-def forget_secrets() -> None:
-    """Drop the remembered values (for tests and server shutdown)."""
-    _known_secrets.clear()
 
 
 def _known_spans(text: str) -> Iterable[tuple[int, int]]:

@@ -25,11 +25,13 @@ default mode).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from ..aaep.events import Decision, RiskLevel
 from ..errors import SettingLocked
-from .tools import ActionPreview, ToolSpec
+
+if TYPE_CHECKING:  # annotations only: the server's options read this module at start (issue 31)
+    from ..aaep.events import Decision, RiskLevel
+    from .tools import ActionPreview, ToolSpec
 
 ApprovalMode = Literal["ask", "ask_all", "auto", "plan"]
 APPROVAL_MODES: tuple[ApprovalMode, ...] = ("ask", "ask_all", "auto", "plan")

@@ -43,11 +43,12 @@ from .credentials import (
     scrubbed,
     session_key,
 )
-from .outside_agents import OutsideAgents
 from .rpc_errors import check_message, reword
 
 if TYPE_CHECKING:  # the SDK loads with the endpoint, on its first request (issue 31)
     from mcp.server.lowlevel.server import Server
+
+    from .outside_agents import OutsideAgents
 
 log = logging.getLogger(__name__)
 

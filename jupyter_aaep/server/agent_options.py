@@ -1,8 +1,9 @@
 """The agent's options: the model and its loop, approvals, and what an administrator fixes.
 
 Each is a traitlet of :class:`AgentOptions`, set as ``c.AAEPExtension.<name>`` (the extension
-inherits them). An option that feeds a dataclass field or a constructor parameter reads its
-default from there (:func:`~.option_defaults.default_of`), so it is written once. The policies
+inherits them). An option that feeds a dataclass field or a constructor parameter states that
+field's default as a literal, so loading the extension imports none of the classes it configures
+(issue 31); ``tests/server/test_option_defaults.py`` holds the two equal. The policies
 built from them (:meth:`AgentOptions.chat_policy`, :meth:`AgentOptions.read_admin_policy`) live
 here too: they read nothing else.
 """
@@ -14,15 +15,9 @@ from typing import Any
 from traitlets import Bool, Dict, Enum, Float, Integer, List, TraitError, Unicode, validate
 from traitlets.config import LoggingConfigurable
 
-from ..aaep.session import Producer
 from ..agent.approval import APPROVAL_MODES, DEFAULT_TIMEOUTS, ApprovalPolicy
-from ..agent.context import ContextSettings
 from ..agent.grants import SCOPES
-from ..agent.loop import AgentConfig
-from ..agent.usage import PriceTable
-from ..notebook.service import NotebookService
 from .option_bounds import Lowest, checked
-from .option_defaults import default_of
 from .policy import AdminPolicy
 
 RISK_LEVELS = tuple(DEFAULT_TIMEOUTS)
@@ -42,28 +37,28 @@ class AgentOptions(LoggingConfigurable):
 
     # -- the model and the agent loop (AgentConfig, ContextSettings, the producer's name) -----------
     model = Unicode(
-        default_of(AgentConfig, "model"),
+        "claude-sonnet-5-5",
         config=True,
         help="Anthropic model the agent uses, e.g. 'claude-sonnet-4-5'. Any model served by "
         "ANTHROPIC_BASE_URL works when that points at an Anthropic-compatible server.",
     )
 
     max_tokens = Integer(
-        default_of(AgentConfig, "max_tokens"),
+        8192,
         config=True,
         help="Most tokens the model may write in one turn. When an answer reaches it, the user is "
         "told the answer was cut off and can ask to continue.",
     )
 
     max_turns = Integer(
-        default_of(AgentConfig, "max_turns"),
+        25,
         config=True,
         help="Most model turns (a turn ends at each round of tool calls) for one user request. "
         "Reaching it ends the session with an error that says so; the user can then say 'continue'.",
     )
 
     agent_name = Unicode(
-        default_of(Producer, "agent_name"),
+        "Jupyter notebook agent",
         config=True,
         help="The agent's name in every AAEP event (producer.agent_name), as screen readers say it.",
     )
@@ -79,7 +74,7 @@ class AgentOptions(LoggingConfigurable):
 
     context_management = Enum(
         ["auto", "server", "client", "off"],
-        default_value=default_of(ContextSettings, "strategy"),
+        default_value="auto",
         config=True,
         help="How a long chat is kept inside the context window. 'auto' (the default) uses the "
         "Messages API's context editing where the server offers it and clears old tool results on "
@@ -105,7 +100,7 @@ class AgentOptions(LoggingConfigurable):
     )
 
     model_images_per_request = Integer(
-        default_of(ContextSettings, "max_images"),
+        4,
         config=True,
         help="Most images (figures from cell outputs) sent to the model with one request, so it "
         "can read plots. Older images in the conversation are replaced by a short note (the agent "
@@ -113,7 +108,7 @@ class AgentOptions(LoggingConfigurable):
     )
 
     model_image_max_edge = Integer(
-        default_of(NotebookService, "image_max_edge"),
+        1024,
         config=True,
         help="Longest side, in pixels, of a figure (or an MCP tool server's image) sent to the "
         "model; larger ones are downscaled first (and re-encoded as PNG or JPEG) to keep requests small. At least 64.",
@@ -128,6 +123,8 @@ class AgentOptions(LoggingConfigurable):
 
     @validate("model_prices")
     def _prices(self, proposal: Any) -> dict[str, Any]:
+        from ..agent.usage import PriceTable  # only when prices are configured
+
         try:
             PriceTable(proposal["value"])
         except (ValueError, AttributeError) as error:
@@ -137,7 +134,7 @@ class AgentOptions(LoggingConfigurable):
     # -- approvals (ApprovalPolicy) ----------------------------------------------------------------
     approval_mode = Enum(
         list(APPROVAL_MODES),
-        default_value=default_of(ApprovalPolicy, "mode"),
+        default_value="ask",
         config=True,
         help="Approval mode of new chats. 'ask' (Ask before running code): the user approves running "
         "code (a cell, all cells, a kernel restart) and any tool marked risky; creating, editing, "
@@ -163,7 +160,7 @@ class AgentOptions(LoggingConfigurable):
     )
 
     clarification_timeout = Integer(
-        default_of(ApprovalPolicy, "clarification_timeout"),
+        300,
         config=True,
         help="Seconds a question from the agent waits for the user's answer before the agent goes on "
         "without it.",

@@ -23,7 +23,7 @@ import logging
 import os
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from jupyter_server.extension.application import ExtensionApp
@@ -31,9 +31,6 @@ from jupyter_server.serverapp import ServerApp
 from jupyter_server.utils import url_path_join
 
 from ..mcp.credentials import OutsideCredentials
-from ..store.chat_store import ChatStore
-from ..store.health import StoreHealth
-from .agent_parts import AgentParts, build_parts
 from .credential_handlers import credential_routes
 from .handlers import handler_routes
 from .kernel_credentials import KernelCredentials
@@ -42,6 +39,11 @@ from .kernel_launch import add_extension_to_ipython_kernels
 from .model_client import ClientFactory, ModelCredentials
 from .server_options import ServerOptions
 from .signals import end_without_collecting, stop_on_sigint_without_tty
+
+if TYPE_CHECKING:  # the parts and the store come with the first request (agent_parts.py)
+    from ..store.chat_store import ChatStore
+    from ..store.health import StoreHealth
+    from .agent_parts import AgentParts
 
 EXPORTED = ("AAEP_SERVER_URL", "AAEP_KERNEL_SECRET", "AAEP_EXPLORABLE_FIGURES")
 
@@ -86,6 +88,8 @@ class AAEPExtension(ExtensionApp, ServerOptions):
         """The store, tools, runner, streams and MCP parts, built by the first call that needs
         them (and started, once the server's loop runs)."""
         if self._parts is None:
+            from .agent_parts import build_parts
+
             self._parts = build_parts(self)
         if self._loop_started and not self._parts.started:
             self._parts.start()

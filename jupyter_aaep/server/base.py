@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
@@ -17,12 +17,14 @@ from tornado import web
 from ..mcp.credentials import MCP_ONLY, presented
 from .http_errors import AAEPErrorAnswers
 from .messages import MAX_MESSAGE_BYTES, Response, parse_json
-from .service import AAEPService
+
+if TYPE_CHECKING:  # built at the first request that needs it, not when the routes are mounted
+    from .service import AAEPService
 
 AUTH_RESOURCE = "kernels"
 """Authorised like the kernel API: see :mod:`.handlers` for why."""
 
-ServiceSource = Callable[[], AAEPService]
+ServiceSource = Callable[[], "AAEPService"]
 """What handlers are given instead of the service: it builds the agent's parts on the first
 request that needs them (``agent_parts.py``), so the server's start does not."""
 

@@ -14,22 +14,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from ..aaep.manifest import build_manifest
-from ..agent.citations import CITATIONS_CONTEXT
-from ..agent.grant_gate import PERMISSION_CONTEXT
-from ..agent.services import LEFT_RUNNING_CONTEXT
 from ..errors import RequestError
 from .base import AAEPHandler, ServiceSource
-from .long_runs import how_far_along
 from .messages import EXAMPLE, take_request_id
-from .permissions import EXAMPLE as PERMISSION
-from .permissions import OFF, Permissions
-from .request_context import accessibility_report, kernel_variables
+
+if TYPE_CHECKING:
+    from .permissions import Permissions
+
+# What a handler needs beyond the service is imported in the handler, at its first request:
+# mounting the routes at start-up imports no agent, notebook or protocol module (issue 31).
 
 _ANY_CHAT = r"(?P<chat_id>[^/]+)"
 
@@ -128,6 +126,11 @@ class ManifestHandler(AAEPHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
+        from ..aaep.manifest import build_manifest
+        from ..agent.citations import CITATIONS_CONTEXT
+        from ..agent.grant_gate import PERMISSION_CONTEXT
+        from ..agent.services import LEFT_RUNNING_CONTEXT
+
         hub = self.service.hub
         manifest = build_manifest(
             hub.producer,
@@ -153,6 +156,8 @@ class VariablesHandler(AAEPHandler):
     @web.authenticated
     @authorized("execute")  # type: ignore[untyped-decorator]
     async def get(self, chat_id: str) -> None:
+        from .request_context import kernel_variables
+
         chat = self.service.runner.get(chat_id)
         self.finish(json.dumps(await kernel_variables(self.service.runner, chat)))
 
@@ -164,6 +169,8 @@ class AccessibilityHandler(AAEPHandler):
     @web.authenticated
     @authorized
     async def get(self, chat_id: str) -> None:
+        from .request_context import accessibility_report
+
         chat = self.service.runner.get(chat_id)
         self.finish(json.dumps(await accessibility_report(self.service.runner, chat)))
 
@@ -176,6 +183,8 @@ class ProgressHandler(AAEPHandler):
     @web.authenticated
     @authorized
     async def get(self, chat_id: str) -> None:
+        from .long_runs import how_far_along
+
         chat = self.service.runner.get(chat_id)
         news = self.service.runner.services.long_runs
         self.finish(
@@ -344,6 +353,8 @@ class PermissionsHandler(AAEPHandler):
         try:
             body = self.body_json()
         except RequestError as error:  # its example is a chat message's: show a permission's
+            from .permissions import EXAMPLE as PERMISSION
+
             raise RequestError(error.status, str(error).replace(EXAMPLE, PERMISSION)) from error
         self.respond(self._permissions().add(body))
 
@@ -359,6 +370,8 @@ class PermissionsHandler(AAEPHandler):
     def _permissions(self) -> Permissions:
         permissions = self.service.permissions
         if permissions is None:
+            from .permissions import OFF
+
             raise web.HTTPError(503, OFF)
         return permissions
 

@@ -14,12 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from tornado import web
 
-from ..aaep.broker import ReplyOrigin
-from ..agent.data_blocks import data_block
 from ..errors import AAEPError, RequestError
 from .base import ServiceSource
 from .kernel_credentials import KernelCredentials
-from .message_kinds import classify
 from .messages import REPLY_TYPES, Response
 from .notebook_approval import AWAITING_KINDS
 
@@ -252,6 +249,8 @@ class KernelGateway:
         return response
 
     async def message(self, caller: KernelCaller, body: dict[str, Any]) -> Response:
+        from .message_kinds import classify  # with the first message (issue 31)
+
         if classify(body) in REPLY_TYPES:
             return self.reply(caller, body)
         chat = self.chat(caller, create=True)
@@ -262,6 +261,9 @@ class KernelGateway:
         """A reply from the notebook: to the chat whose session asked, if it is this notebook's,
         and only as far as answers from kernel code may approve anything (see the module).
         Answers to questions (clarifications) approve nothing and are taken from the widget."""
+        from ..aaep.broker import ReplyOrigin
+        from .message_kinds import classify
+
         confirmation = classify(body) == "confirmation.reply"
         if confirmation and not getattr(self.extension, "kernel_replies", False):
             raise RequestError(
@@ -341,6 +343,8 @@ def describe_tool(tool: ToolSpec) -> dict[str, Any]:
 def context_block(items: Any) -> str:
     """The ``{name}`` descriptions for the model, each in a data block (masked like every model
     input; a description is what the kernel says about a value, so it is data) ("" when none)."""
+    from ..agent.data_blocks import data_block
+
     if not isinstance(items, list) or len(items) > MAX_CONTEXT_ITEMS:
         raise RequestError(
             400,

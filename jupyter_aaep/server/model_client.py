@@ -40,7 +40,7 @@ from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from ..aaep.redaction import remember_secret
+from ..aaep.known_secrets import remember_secret
 
 if TYPE_CHECKING:
     import anthropic

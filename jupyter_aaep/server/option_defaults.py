@@ -1,8 +1,10 @@
-"""Where each server option's default comes from: the class it configures.
+"""The default of the class a server option configures.
 
 An option of :class:`~jupyter_aaep.server.app.AAEPExtension` that feeds a dataclass field or a
-constructor parameter reads its default from there with :func:`default_of`, so the value is
-written once, beside the code that uses it, and the option's help shows the same number.
+constructor parameter states that default as a literal, so that loading the extension imports
+none of those classes (issue 31: a class's servers start at once); ``tests/server/
+test_option_defaults.py`` reads the class's own default with :func:`default_of` and holds the
+two equal, so a default changed in one place cannot silently differ from the other.
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..notebook.edit_record import missing_from_file
 from .agent_options import AgentOptions
 from .service_options import ServiceOptions
 
@@ -42,4 +41,6 @@ class ServerOptions(AgentOptions, ServiceOptions):
 
     def edits_missing_on_disk(self, path: str, record: dict[str, Any]) -> list[str] | None:
         """At recovery: the interrupted session's edits that the notebook file lacks."""
+        from ..notebook.edit_record import missing_from_file  # only at a recovery
+
         return missing_from_file(self.server.root_dir, record)

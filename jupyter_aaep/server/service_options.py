@@ -1,33 +1,29 @@
 """The service's options: the chat database, event streams, cells and kernels, and tools.
 
 Each is a traitlet of :class:`ServiceOptions`, set as ``c.AAEPExtension.<name>`` (the extension
-inherits them); defaults that belong to the class an option configures are read from it
-(:func:`~.option_defaults.default_of`). :meth:`ServiceOptions.open_store` builds the chat
-database from its options.
+inherits them); a default that belongs to the class an option configures is stated here as a
+literal, so loading the extension imports none of those classes (issue 31), and
+``tests/server/test_option_defaults.py`` holds the two equal. :meth:`ServiceOptions.open_store`
+builds the chat database from its options (and imports the store then).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Float, Integer, List, Unicode, default, validate
 from traitlets.config import LoggingConfigurable
 
-from ..mcp.outside_agents import OutsideAgents
-from ..notebook.running import RunningCells
-from ..notebook.service import NotebookService
-from ..store.chat_store import ChatStore
-from ..store.health import StoreHealth
 from ..store.retention import RetentionPolicy
-from .long_runs import LongRunNews
 from .model_client import WITHHELD
 from .option_bounds import Lowest, checked
-from .option_defaults import default_of
-from .sse import EventStreamHandler
-from .streams import SERVER_RECONNECT_GRACE, StreamHub
+
+if TYPE_CHECKING:
+    from ..store.chat_store import ChatStore
+    from ..store.health import StoreHealth
 
 LOWEST = {
     "sse_keepalive_seconds": Lowest(0, above=True, unit="seconds"),
@@ -68,21 +64,21 @@ class ServiceOptions(LoggingConfigurable):
     )
 
     store_lock_timeout = Float(
-        default_of(ChatStore, "lock_timeout"),
+        5.0,
         config=True,
         help="Seconds a write waits while another program holds the chat database before storing counts as "
         "interrupted (the chats are told, and writes wait in memory and are retried). Must be more than 0.",
     )
 
     store_retry_max_seconds = Float(
-        default_of(ChatStore, "retry_max_seconds"),
+        5.0,
         config=True,
         help="Longest pause, in seconds, between two tries to write to a chat database that could not be "
         "written (locked, full or read-only); the pause starts at 0.1 s and doubles.",
     )
 
     store_queue_limit = Integer(
-        default_of(ChatStore, "queue_limit"),
+        20000,
         config=True,
         help="Steps of the event log kept in memory while the chat database cannot be written. When more "
         "arrive, the oldest waiting steps are given up (and counted in the notice that saving works again); "
@@ -95,14 +91,14 @@ class ServiceOptions(LoggingConfigurable):
 
     # -- event streams and replies (StreamHub, the SSE handler, the reply broker) ------------------
     sse_keepalive_seconds = Float(
-        default_of(EventStreamHandler.initialize, "keepalive"),
+        10.0,
         config=True,
         help="Seconds of silence after which an SSE stream gets a ': keepalive' comment, so clients "
         "and proxies do not drop it as idle. Must be more than 0.",
     )
 
     reconnect_grace_seconds = Float(
-        SERVER_RECONNECT_GRACE,
+        30.0,
         config=True,
         help="Seconds a pending confirmation or question waits for a subscriber to come back when "
         "the last one able to answer disconnects without closing (a reloaded page, a dropped "
@@ -111,7 +107,7 @@ class ServiceOptions(LoggingConfigurable):
     )
 
     max_streams_per_client = Integer(
-        default_of(StreamHub, "max_streams_per_client"),
+        32,
         config=True,
         help="Most AAEP streams (SSE or WebSocket) one client may hold open at once; a client is a "
         "Jupyter user at one network address. When a client opens one more, its least recently used "
@@ -144,7 +140,7 @@ class ServiceOptions(LoggingConfigurable):
 
     # -- cells and kernels (NotebookService, RunningCells, LongRunNews, kernel credentials) --------
     run_cell_wait_seconds = Float(
-        default_of(NotebookService, "run_cell_wait_seconds"),
+        30.0,
         config=True,
         help="Seconds run_cell and run_all_cells wait for a cell before answering the agent that it is "
         "still running (with its progress and last output). The cell keeps running: nothing "
@@ -153,7 +149,7 @@ class ServiceOptions(LoggingConfigurable):
     )
 
     progress_announce_seconds = Float(
-        default_of(RunningCells, "announce_seconds"),
+        60.0,
         config=True,
         help="For a running cell that reports no percentage (it prints nothing countable): seconds "
         "between progress announcements at normal verbosity. Cells that report a percentage are "
@@ -162,7 +158,7 @@ class ServiceOptions(LoggingConfigurable):
     )
 
     announce_person_runs_after_seconds = Float(
-        default_of(LongRunNews, "person_runs_after"),
+        10.0,
         config=True,
         help="A cell the person runs themselves that takes longer than this many seconds is "
         'announced in the notebook\'s chat when it ends ("Cell 7 finished after 3 min 12 s: ..."), '
@@ -231,7 +227,7 @@ class ServiceOptions(LoggingConfigurable):
     )
 
     mcp_idle_seconds = Float(
-        default_of(OutsideAgents, "idle_seconds"),
+        30.0,
         config=True,
         help="Seconds an outside agent may stay silent before its session in the notebook's chat ends "
         "('Claude Code finished'); its next call starts a new one. While its session runs, a request to the "
@@ -260,6 +256,8 @@ class ServiceOptions(LoggingConfigurable):
 
     def open_store(self, on_health: Callable[[StoreHealth], None]) -> ChatStore | None:
         """The chat database; ``None`` (memory only) if it cannot even be opened."""
+        from ..store.chat_store import ChatStore  # at the first request that needs it
+
         retention = RetentionPolicy(
             keep_days=max(self.store_keep_days, 0.0),
             keep_mb_per_chat=max(self.store_keep_mb_per_chat, 0.0),

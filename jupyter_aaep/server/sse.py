@@ -21,17 +21,19 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from ..aaep.emitter import Event
 from ..aaep.ids import is_valid_id
 from ..aaep.wire import dumps
 from .base import AAEPHandler, ServiceSource
-from .streams import Stream, client_key
+
+if TYPE_CHECKING:  # the streams come with the first request (issue 31)
+    from ..aaep.emitter import Event
+    from .streams import Stream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -79,6 +81,8 @@ class EventStreamHandler(AAEPHandler):
     @web.authenticated
     @authorized
     async def get(self, chat_id: str | None = None) -> None:
+        from .streams import client_key
+
         await self.serve(
             chat_id,
             client=client_key(

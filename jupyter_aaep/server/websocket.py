@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_core.utils import ensure_async
 from jupyter_server.auth.decorator import ws_authenticated
@@ -54,9 +54,10 @@ from ..errors import AAEPError
 from ..mcp.credentials import MCP_ONLY
 from .base import AUTH_RESOURCE, ServiceSource, ServiceUser, carries_outside_credential
 from .http_errors import AAEPErrorAnswers, http_status
-from .message_kinds import KINDS, classify
 from .messages import MAX_MESSAGE_BYTES, REPLY_TYPES, accepted, parse_json, take_request_id
-from .streams import Stream, client_key
+
+if TYPE_CHECKING:  # the streams come with the first request (issue 31)
+    from .streams import Stream
 
 SUBPROTOCOL = "aaep.v1"
 HANDSHAKE_WAIT = 1.0
@@ -124,6 +125,8 @@ class ChatSocketHandler(
         await super().get(*args, **kwargs)
 
     def open(self, *args: Any, **kwargs: Any) -> None:
+        from .streams import client_key
+
         super().open()  # starts the keep-alive pings
         self.aaep_stream = self.service.open_stream(
             self.chat_id,
@@ -240,6 +243,8 @@ class ChatSocketHandler(
             self._push()
 
     async def _handle_frame(self, message: str | bytes) -> None:
+        from .message_kinds import KINDS, classify  # loaded by the first frame (issue 31)
+
         if isinstance(message, bytes):
             self._error(400, "Send JSON in text frames, not binary frames.")
             return

@@ -5,13 +5,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jupyter_aaep.aaep import redaction
+from jupyter_aaep.aaep.known_secrets import forget_secrets, remember_secret
 from jupyter_aaep.aaep.redaction import (
-    forget_secrets,
     is_secret_name,
     mask_for_model,
     mask_secrets,
     redact_arguments,
-    remember_secret,
     restore_masked,
 )
 

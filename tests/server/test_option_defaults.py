@@ -1,8 +1,11 @@
-"""Each server option's default is the default of what it configures, written once.
+"""Each server option's default is the default of what it configures.
 
 Every option of ``AAEPExtension`` is listed here either with the dataclass field or
 constructor parameter it feeds, or as an option only the server has. A new option must be
-placed in one of the two, and a default changed in one place shows up in the other.
+placed in one of the two. The options state their defaults as literals, so that loading the
+extension imports none of the classes they configure (issue 31); the tests below hold each
+equal to the default of what it feeds, so a default changed in one place fails here until the
+other says the same.
 """
 
 from __future__ import annotations
@@ -105,7 +108,7 @@ def test_an_options_default_is_the_default_of_what_it_feeds(name: str) -> None:
 
 
 def test_the_options_help_shows_the_default_it_reads() -> None:
-    """What ``python -m jupyter_aaep.server.options`` prints is the value read, not a copy."""
+    """What ``python -m jupyter_aaep.server.options`` prints is the default the class has."""
     traits = ServerOptions.class_traits(config=True)
     assert traits["max_turns"].default_value_repr() == repr(AgentConfig().max_turns)
     assert traits["store_keep_days"].default_value_repr() == repr(
