@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -170,4 +171,22 @@ async def read_frame(connection: Any, timeout: float = 5.0) -> Any:
     return None if message is None else json.loads(message)
 
 
-__all__ = ["read_frame", "wait_until"]
+async def frames_until(connection: Any, predicate: Any, timeout: float = 30.0) -> list[Any]:
+    """Frames up to and including the first *predicate* accepts.
+
+    The timeout is generous because it is only reached on failure: a server's first request
+    builds the agent's parts and waits for the SDK import, which on a loaded machine has taken
+    over 10 s (the handshake test timed out there)."""
+    seen: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        frame = await read_frame(connection, max(0.01, deadline - time.monotonic()))
+        assert frame is not None, (
+            f"socket closed; saw {[f.get('type', f.get('kind')) for f in seen]}"
+        )
+        seen.append(frame)
+        if predicate(frame):
+            return seen
+
+
+__all__ = ["frames_until", "read_frame", "wait_until"]

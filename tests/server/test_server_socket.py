@@ -7,7 +7,7 @@ import json
 import time
 
 import pytest
-from conftest import read_frame
+from conftest import frames_until, read_frame
 from server_helpers import of_type, types
 from tornado.httpclient import HTTPClientError
 
@@ -25,17 +25,6 @@ def request(capabilities: dict | None = None, **fields) -> dict:
     }
     body.update(fields)
     return body
-
-
-async def frames_until(connection, predicate, timeout: float = 10.0) -> list[dict]:
-    seen = []
-    deadline = time.monotonic() + timeout
-    while True:
-        frame = await read_frame(connection, max(0.01, deadline - time.monotonic()))
-        assert frame is not None, f"socket closed; saw {types(seen)}"
-        seen.append(frame)
-        if predicate(frame):
-            return seen
 
 
 async def test_subprotocol_is_selected_when_offered_and_plain_sockets_work(new_chat, ws) -> None:

@@ -6,9 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import socket as sockets
-import time
 
-from conftest import read_frame
+from conftest import frames_until, read_frame
 from server_helpers import of_type, types
 
 from jupyter_aaep.aaep.clock import SessionClock
@@ -25,17 +24,6 @@ def handshake() -> str:
             "capabilities": {"supports_confirmation_reply": True},
         }
     )
-
-
-async def frames_until(connection, predicate, timeout: float = 10.0) -> list[dict]:
-    seen = []
-    deadline = time.monotonic() + timeout
-    while True:
-        frame = await read_frame(connection, max(0.01, deadline - time.monotonic()))
-        assert frame is not None, f"socket closed; saw {types(seen)}"
-        seen.append(frame)
-        if predicate(frame):
-            return seen
 
 
 async def pending_confirmation(api, new_chat, sse, fake_model) -> str:
