@@ -186,6 +186,11 @@ async def after_test(served: Served) -> None:
     for session in sessions:
         await app.session_manager.delete_session(session["id"])
     await app.kernel_manager.shutdown_all()
+    # The test's monkeypatch has just put the model credentials back in os.environ; the
+    # extension takes them out at start, so take them out again before the next test.
+    extension = app.web_app.settings.get("jupyter_aaep")
+    if extension is not None:
+        extension.clients.credentials.collect()
     for entry in served.root.iterdir():
         if entry.name.startswith(".") and ".db" in entry.name:
             continue  # a database the configuration names (file ids, rooms): the server's own
