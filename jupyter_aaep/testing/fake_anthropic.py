@@ -302,6 +302,21 @@ class FakeAnthropic:
 
     # -- script control --------------------------------------------------------------
 
+    def reset(self) -> None:
+        """Forget the script, the requests and the problems, as a new fake would, keeping the
+        port: a server shared by a module's tests (tests/server/shared_server.py) keeps the
+        address it was started with."""
+        with self._cond:
+            self._script.clear()
+            self.requests = []
+            self.problems = []
+            self.model_list_requests = 0
+            self.cache = PromptCache(
+                min_cacheable_tokens=self.cache.min_cacheable_tokens, clock=self.cache.clock
+            )
+            self._release_generation += 1  # frees a stall a test before left behind
+            self._cond.notify_all()
+
     def add(self, *turns: Turn | ErrorReply) -> None:
         """Append answers to the script; safe while requests are being served."""
         if self._responder is not None:

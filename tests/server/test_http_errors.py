@@ -28,6 +28,8 @@ from jupyter_aaep.errors import (
 )
 from jupyter_aaep.server.http_errors import http_status
 
+pytestmark = pytest.mark.shared_server
+
 SERVER = Path(__file__).resolve().parents[2] / "jupyter_aaep" / "server"
 
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import read_frame
 from server_helpers import PANEL_HANDSHAKE
 from test_server_socket import frames_until
 
 from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
+
+pytestmark = pytest.mark.shared_server
 
 
 async def _waiting(api, new_chat, ws, fake_model):  # type: ignore[no-untyped-def]

@@ -12,6 +12,8 @@ import pytest
 from jupyter_core.paths import jupyter_config_dir
 from server_helpers import PANEL_HANDSHAKE, panel_key
 
+pytestmark = pytest.mark.shared_server
+
 NOTEBOOK = {"rule": "run_cell:unflagged", "scope": "notebook", "notebook_path": "a.ipynb"}
 
 

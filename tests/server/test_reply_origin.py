@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import read_frame
 from server_helpers import PANEL_HANDSHAKE, of_type, panel_key, wait_until
 from test_server_socket import frames_until, request
@@ -17,6 +18,8 @@ from test_server_socket import frames_until, request
 from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
+
+pytestmark = pytest.mark.shared_server
 
 PANEL = "Approved in the panel."
 PROGRAM = "Approved by a program using your Jupyter login."

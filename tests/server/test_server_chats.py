@@ -15,6 +15,8 @@ from jupyter_aaep.server.app import AAEPExtension
 from jupyter_aaep.server.server_options import ServerOptions
 from jupyter_aaep.testing.fake_anthropic import Turn
 
+pytestmark = pytest.mark.shared_server
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -76,6 +78,7 @@ async def test_bad_extra_tools_are_logged_and_skipped(capfd, extension) -> None:
     assert "'broken' is not of the form 'package.module:function'" in log
 
 
+@pytest.mark.fresh_server  # reads the start-up log
 async def test_start_up_log_names_model_key_and_storage(capfd, jp_serverapp, api) -> None:
     log = capfd.readouterr().err
     assert "AAEP agent: model claude-test" in log

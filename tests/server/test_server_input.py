@@ -16,6 +16,8 @@ from server_helpers import of_type, types
 from jupyter_aaep.agent.history import append_user_blocks
 from jupyter_aaep.testing.fake_anthropic import Turn
 
+pytestmark = pytest.mark.shared_server
+
 DEEP = "[" * 5000 + "]" * 5000
 SUBSCRIBE = {
     "type": "subscription.request",

@@ -19,6 +19,8 @@ from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
+pytestmark = pytest.mark.shared_server
+
 
 def tool_reply(event: dict, decision: str = "accept", **extra) -> dict:
     """A reply as ``aaep-listen --auto-accept`` sends it: no ``subscription_id``."""

@@ -13,6 +13,8 @@ from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.testing.fake_anthropic import ErrorReply, ToolUse, Turn
 
+pytestmark = pytest.mark.shared_server
+
 
 def reply(event: dict, value, **extra) -> dict:
     confirmation = event["type"].endswith("confirmation")

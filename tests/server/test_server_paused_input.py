@@ -3,9 +3,12 @@ it does when not paused; a message while paused between steps stays guidance."""
 
 from __future__ import annotations
 
+import pytest
 from server_helpers import of_type, types
 
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
+
+pytestmark = pytest.mark.shared_server
 
 
 async def test_a_message_while_paused_in_a_confirmation_replaces_the_request(

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from server_helpers import of_type
 
 from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
+
+pytestmark = pytest.mark.shared_server
 
 PLAN = {"summary": "Tell Ada", "steps": ["Send Ada the report by email"]}
 EMAIL = {"to": "ada@example.org", "subject": "Report", "body": "Attached."}

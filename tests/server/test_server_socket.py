@@ -15,6 +15,8 @@ from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.store.chat_store import ChatStore
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
+pytestmark = pytest.mark.shared_server
+
 
 def request(capabilities: dict | None = None, **fields) -> dict:
     body = {

@@ -8,6 +8,8 @@ from server_helpers import of_type, types, wait_until
 from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
+pytestmark = pytest.mark.shared_server
+
 
 def request(capabilities: dict | None = None, **fields) -> dict:
     body = {

@@ -6,9 +6,12 @@ usage meter; this answer carries the usage and the three facts a session's end c
 
 from __future__ import annotations
 
+import pytest
 from server_helpers import of_type
 
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, Turn
+
+pytestmark = pytest.mark.shared_server
 
 
 async def test_the_usage_answer_matches_the_chat_and_carries_no_transcript(

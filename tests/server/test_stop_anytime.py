@@ -94,9 +94,11 @@ class Server:
 
     def stop(self, sig: signal.Signals) -> str:
         """Send *sig*; the server must be gone within 30 s. Returns its log."""
+        start = time.monotonic()
         self.process.send_signal(sig)
         try:
             self.process.wait(30)
+            self.stop_seconds = time.monotonic() - start
         finally:
             if self.process.poll() is None:
                 self.process.kill()
@@ -151,6 +153,9 @@ def test_a_server_stopped_while_it_starts_shuts_down_cleanly(
     loaded = LOADED in server.log()
     log = server.stop(sig)
     assert_clean(log, extension_loaded=loaded or LOADED in log)
+    if marker == RUNNING:  # a running server, no terminal, SIGINT: what a process manager does
+        assert "AAEP agent: shutting down the server at /; 0 running session(s) closed" in log
+        assert server.stop_seconds < 15, server.stop_seconds
 
 
 def test_a_server_stopped_right_after_the_agent_was_first_used_closes_its_parts(

@@ -9,6 +9,8 @@ import pytest
 from jupyter_aaep.aaep.session import Producer
 from jupyter_aaep.server.streams import StreamHub, client_key
 
+pytestmark = pytest.mark.shared_server
+
 
 def hub(**limits: int) -> StreamHub:
     def no_chats(chat_id: str):
