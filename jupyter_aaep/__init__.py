@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
+from .aaep._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .agent.tools import ActionPreview, ToolContext, ToolResult, aaep_tool
@@ -24,13 +24,7 @@ _WHERE = {
 server nobody opened the agent in should not load the tool machinery (issue 31)."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE)
 
 
 def load_ipython_extension(ipython: Any) -> None:

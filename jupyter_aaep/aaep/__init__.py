@@ -6,8 +6,9 @@ can be tested, reused and reasoned about on its own.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .broker import Outcome, PendingRequest, ReplyBroker
@@ -113,10 +114,4 @@ _WHERE = {
 the protocol (a wire helper, the redaction) does not pay for all of it (issue 31)."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _WHERE)

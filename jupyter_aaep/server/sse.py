@@ -53,6 +53,16 @@ def sse_frame(message: Event) -> str:
     return f"data: {data}\n\n"
 
 
+def encoded(encode: Callable[[Any], str], message: Any) -> str | None:
+    """*message* as text for a subscriber, or None (logged) when it cannot be: a bug in one
+    message must not end a stream or a socket."""
+    try:
+        return encode(message)
+    except Exception:
+        log.exception("AAEP message could not be serialised and was skipped: %.200r", message)
+        return None
+
+
 async def _within(awaitable: Awaitable[T], seconds: float) -> T:
     """``asyncio.wait_for`` without its extra task where Python has ``asyncio.timeout`` (3.11+).
 
@@ -124,12 +134,8 @@ class EventStreamHandler(AAEPHandler):
                     continue
                 if message is None:
                     break
-                try:
-                    frame = sse_frame(message)
-                except Exception:  # a bug in one message must not end the stream
-                    log.exception(
-                        "AAEP message could not be serialised and was skipped: %.200r", message
-                    )
+                frame = encoded(sse_frame, message)
+                if frame is None:
                     continue
                 await self._send(frame)
                 if delivered is not None and isinstance(message, dict):

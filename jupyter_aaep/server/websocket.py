@@ -55,6 +55,7 @@ from ..mcp.credentials import MCP_ONLY
 from .base import AUTH_RESOURCE, ServiceSource, ServiceUser, carries_outside_credential
 from .http_errors import AAEPErrorAnswers, http_status
 from .messages import MAX_MESSAGE_BYTES, REPLY_TYPES, accepted, parse_json, take_request_id
+from .sse import encoded
 
 if TYPE_CHECKING:  # the streams come with the first request (issue 31)
     from .streams import Stream
@@ -159,12 +160,8 @@ class ChatSocketHandler(
                 message = await stream.next()
                 if message is None:
                     break
-                try:
-                    text = _serialised(message)
-                except Exception:  # a bug in one message must not end the socket
-                    log.exception(
-                        "AAEP message could not be serialised and was skipped: %.200r", message
-                    )
+                text = encoded(_serialised, message)
+                if text is None:
                     continue
                 sent = self.write_message(text)
                 if _behind(self):
@@ -201,12 +198,8 @@ class ChatSocketHandler(
             return
         try:
             for message in stream.subscription.take_ready():
-                try:
-                    text = _serialised(message)
-                except Exception:  # a bug in one message must not end the socket
-                    log.exception(
-                        "AAEP message could not be serialised and was skipped: %.200r", message
-                    )
+                text = encoded(_serialised, message)
+                if text is None:
                     continue
                 self.write_message(text).add_done_callback(_retrieve)
         except WebSocketClosedError:

@@ -136,3 +136,16 @@ async def test_a_message_goes_out_in_the_step_it_is_published(new_chat, ws, exte
     assert out._total_write_index > before  # written before this step yields
     assert (await read_frame(socket))["text"] == "now"
     socket.close()
+
+
+def test_a_message_that_cannot_be_encoded_is_skipped_and_logged(caplog) -> None:
+    """One bad message must not end a stream or a socket: it is logged and the rest go on."""
+    from jupyter_aaep.server.sse import encoded, sse_frame
+
+    def broken(message: object) -> str:
+        raise ValueError("no")
+
+    with caplog.at_level("ERROR"):
+        assert encoded(broken, {"type": "x"}) is None
+    assert "could not be serialised and was skipped" in caplog.text
+    assert encoded(sse_frame, {"type": "note"}) == 'data: {"type":"note"}\n\n'
