@@ -251,12 +251,8 @@ async def test_saving_alt_text_is_approved_as_the_other_edits_are(
     )
 
 
-@pytest.mark.parametrize("earlier", [None, "Chart of days written by a colleague."])
-async def test_undo_gives_the_figure_its_earlier_alt_text_back(
-    api, sse, extension, fake_model, jp_root_dir, earlier: str | None
-) -> None:
-    path = _figure_notebook(jp_root_dir, earlier)
-    chat_id = await _chat(api, path, "ask")
+async def _agent_saves_the_description(api, sse, fake_model, chat_id: str) -> list[dict[str, Any]]:
+    """The agent saves DESCRIPTION as the figure's alt text; the session's events, to its end."""
     fake_model.add(
         Turn(
             tool_uses=[ToolUse("set_figure_alt_text", {"cell_id": "fig", "alt_text": DESCRIPTION})]
@@ -265,7 +261,16 @@ async def test_undo_gives_the_figure_its_earlier_alt_text_back(
     )
     async with sse(chat_id) as panel:
         await _ask(api, chat_id, "Save the description.")
-        events = await panel.until(of_type("session.completed"), timeout=30)
+        return await panel.until(of_type("session.completed"), timeout=30)
+
+
+@pytest.mark.parametrize("earlier", [None, "Chart of days written by a colleague."])
+async def test_undo_gives_the_figure_its_earlier_alt_text_back(
+    api, sse, extension, fake_model, jp_root_dir, earlier: str | None
+) -> None:
+    path = _figure_notebook(jp_root_dir, earlier)
+    chat_id = await _chat(api, path, "ask")
+    events = await _agent_saves_the_description(api, sse, fake_model, chat_id)
     await wait_until(
         lambda: _alt_on_disk(jp_root_dir, path, 1, 1) == DESCRIPTION,
         timeout=15,
@@ -306,15 +311,7 @@ async def test_undo_keeps_an_alt_text_someone_wrote_after_the_agent(
 ) -> None:
     path = _figure_notebook(jp_root_dir)
     chat_id = await _chat(api, path, "ask")
-    fake_model.add(
-        Turn(
-            tool_uses=[ToolUse("set_figure_alt_text", {"cell_id": "fig", "alt_text": DESCRIPTION})]
-        ),
-        Turn(text="Saved."),
-    )
-    async with sse(chat_id) as panel:
-        await _ask(api, chat_id, "Save the description.")
-        events = await panel.until(of_type("session.completed"), timeout=30)
+    events = await _agent_saves_the_description(api, sse, fake_model, chat_id)
     mine = "My own words for this chart."
     status, body, _ = await api(
         "chats",
