@@ -83,7 +83,6 @@ class LiveCellWriter:
         """How many outputs the shared cell held after this writer's last write."""
         self.cell_missing = False
         self._pending: list[OutputOp] = []
-        self._begin_due = False
         self._flushed = 0.0
         self._saved = _now()
 
@@ -96,15 +95,24 @@ class LiveCellWriter:
         return self.model.display_ids
 
     async def begin(self) -> None:
-        """The run starts: the cell's outputs are cleared (the same array) and it is marked
-        running, in the transaction of the first write (the first output, the pump's flush at
-        most ``flush_seconds`` later, or the end): a quick cell is one document write, not two."""
-        self._begin_due = True
+        """Clear the cell's outputs (the same array) and mark it running, in one transaction."""
+        ycell = await self._ycell()
+        if ycell is None or self._doc is None:
+            return
+        with self._doc.ydoc.transaction():
+            reset_outputs(ycell)
+            ycell["execution_state"] = "running"
+            metadata = ycell.get("metadata")
+            if isinstance(metadata, Map):
+                metadata["trusted"] = (
+                    True  # outputs the user's session produced, as JupyterLab marks them
+                )
+        self._resync = False
 
     @property
     def pending(self) -> bool:
-        """Edits (or the run's start) wait for the next :meth:`flush`."""
-        return self._begin_due or bool(self._pending)
+        """Edits wait for the next :meth:`flush`."""
+        return bool(self._pending)
 
     async def handle(self, msg_type: str, content: dict[str, Any]) -> None:
         if self._written:
@@ -120,7 +128,7 @@ class LiveCellWriter:
         self._flushed = now
         if self._pending and self._written:
             await self._notice_clear()  # a clear since the last write drops what waits
-        if not self._pending and not self._begin_due:
+        if not self._pending:
             return
         ops, self._pending = self._pending, []
         await self._apply(ops)
@@ -140,7 +148,6 @@ class LiveCellWriter:
         if ycell is None or self._doc is None:
             return
         with self._doc.ydoc.transaction():
-            self._start(ycell)
             youtputs = ycell.get("outputs")
             if (
                 self._resync
@@ -198,7 +205,6 @@ class LiveCellWriter:
         if ycell is None or self._doc is None:
             return
         with self._doc.ydoc.transaction():
-            self._start(ycell)
             youtputs = ycell.get("outputs")
             if self._resync or not isinstance(youtputs, Array):
                 self._rewrite(ycell)
@@ -208,20 +214,6 @@ class LiveCellWriter:
                     self._rewrite(ycell)
                     return
             self._written = len(youtputs)
-
-    def _start(self, ycell: Any) -> None:
-        """Within a write's transaction: what :meth:`begin` left to do, if still due."""
-        if not self._begin_due:
-            return
-        self._begin_due = False
-        reset_outputs(ycell)
-        ycell["execution_state"] = "running"
-        metadata = ycell.get("metadata")
-        if isinstance(
-            metadata, Map
-        ):  # outputs the user's session produced, as JupyterLab marks them
-            metadata["trusted"] = True
-        self._resync = False
 
     def _rewrite(self, ycell: Any) -> None:
         youtputs = ycell.get("outputs")

@@ -263,8 +263,6 @@ async def test_writer_clears_in_place_streams_and_finishes_in_one_step() -> None
     original_outputs = doc.ycells[0]["outputs"]
     writer = LiveCellWriter(_Documents(doc), "n.ipynb", "c1")  # type: ignore[arg-type]
     await writer.begin()
-    assert writer.pending  # the start is written with the first write (the pump flushes soon)
-    await writer.flush()
     cell = doc.ycells[0]
     assert (
         cell["outputs"] is not None
@@ -288,25 +286,6 @@ async def test_writer_clears_in_place_streams_and_finishes_in_one_step() -> None
     doc.ydoc.unobserve(subscription)
     assert len(events) == 1  # count and idle state in one transaction
     assert doc.get_cell(0)["execution_count"] == 4 and doc.ycells[0]["execution_state"] == "idle"
-
-
-@on_server_loop
-async def test_a_quick_run_is_one_document_write() -> None:
-    """A cell that ends before the first flush: its start (outputs cleared, running) and its
-    end (outputs, count, idle) go into the shared document in one transaction, not two."""
-    doc = _notebook()
-    writer = LiveCellWriter(_Documents(doc), "n.ipynb", "c1")  # type: ignore[arg-type]
-    events: list[Any] = []
-    subscription = doc.ydoc.observe(lambda event: events.append(event))
-    await writer.begin()
-    assert events == []
-    await writer.finish(7)
-    doc.ydoc.unobserve(subscription)
-    assert len(events) == 1
-    cell = doc.get_cell(0)
-    assert cell["outputs"] == [] and cell["execution_count"] == 7
-    assert doc.ycells[0]["execution_state"] == "idle"
-    assert doc.ycells[0]["metadata"]["trusted"] is True
 
 
 @on_server_loop
@@ -385,56 +364,3 @@ def test_a_big_output_is_measured_and_freed_memory_given_back() -> None:
     ]
     assert output_chars(outputs) == 707
     assert give_back_freed_memory() is True  # glibc (the test machines): malloc_trim ran
-
-
-def test_our_copy_of_a_big_output_is_cut_to_its_head_and_tail() -> None:
-    from jupyter_aaep.notebook._memory import cut_outputs
-
-    text = "".join(f"line {i}\n" for i in range(20_000))
-    outputs = [
-        {"output_type": "stream", "name": "stdout", "text": text},
-        {
-            "output_type": "execute_result",
-            "data": {"text/plain": "p" * 500, "text/html": "h" * 5000, "image/png": "Q" * 5000},
-            "metadata": {},
-        },
-        {"output_type": "stream", "name": "stderr", "text": "short"},
-    ]
-    cut = cut_outputs(outputs, keep=1000)
-    assert cut == (len(text) - 2000) + (5000 - 2000)
-    kept = outputs[0]["text"]
-    assert kept.startswith(text[:1000]) and kept.endswith(text[-1000:])
-    assert f"{len(text) - 2000:,} characters of this output are in the notebook" in kept
-    assert len(kept) < 2200
-    data = outputs[1]["data"]
-    assert data["text/plain"] == "p" * 500  # short: whole
-    assert data["text/html"].startswith("h" * 1000) and len(data["text/html"]) < 2200
-    assert data["image/png"] == "Q" * 5000  # an image is never cut
-    assert outputs[2]["text"] == "short"
-    assert cut_outputs(outputs, keep=1000) == 0  # cutting again changes nothing
-
-
-async def test_our_copy_is_released_only_once_the_run_was_reported(monkeypatch: Any) -> None:
-    """The tool's answer and the listeners' words are made from the whole outputs: the copy is
-    cut (and memory given back) only after the run was reported, or after a long wait."""
-    import asyncio
-
-    from jupyter_aaep.notebook import _memory
-
-    monkeypatch.setattr(_memory, "TRIM_AFTER_SECONDS", 0.01)
-    trims: list[bool] = []
-    monkeypatch.setattr(_memory, "give_back_freed_memory", lambda: trims.append(True) or True)
-    outputs = [{"output_type": "stream", "name": "stdout", "text": "x" * 300_000}]
-    reported = False
-    _memory.release_later(outputs, lambda: reported)
-    await asyncio.sleep(0.1)
-    assert len(outputs[0]["text"]) == 300_000 and not trims  # not reported yet: kept whole
-    reported = True
-    await asyncio.sleep(0.1)
-    assert len(outputs[0]["text"]) < 2 * _memory.KEPT_CHARS + 200 and trims == [True]
-
-    monkeypatch.setattr(_memory, "RELEASE_WITHIN", 0.05)  # never reported: cut after the wait
-    never = [{"output_type": "stream", "name": "stdout", "text": "y" * 300_000}]
-    _memory.release_later(never, lambda: False)
-    await asyncio.sleep(0.3)
-    assert len(never[0]["text"]) < 2 * _memory.KEPT_CHARS + 200
