@@ -202,40 +202,36 @@ async def test_saving_alt_text_is_approved_as_the_other_edits_are(
 ) -> None:
     path = _figure_notebook(jp_root_dir, alt)
     chat_id = await _chat(api, path, mode)
-    fake_model.add(
-        Turn(
-            tool_uses=[ToolUse("set_figure_alt_text", {"cell_id": "fig", "alt_text": DESCRIPTION})]
-        ),
-        Turn(text="Saved."),
+
+    async def approve(panel: Any) -> None:
+        card = (
+            await panel.until(
+                lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30
+            )
+        )[-1]
+        action = card["action"]
+        assert action.startswith("Save this description as the alt text of the figure in cell 2"), (
+            action
+        )
+        assert DESCRIPTION in action and "fig" not in action.replace("figure", "")
+        assert ("replacing its alt text" in action) == (alt is not None)
+        assert card["extra_context"]["change"] == {
+            "kind": "alt_text",
+            "cell_number": 2,
+            "output_index": 1,
+        }
+        reply = {
+            "type": "confirmation.reply",
+            "reply_token": card["reply_token"],
+            "subscription_id": new_subscription_id(),
+            "timestamp": SessionClock().now(),
+            "decision": "accept",
+        }
+        assert (await api("chats", chat_id, "messages", method="POST", body=reply))[0] == 204
+
+    await _agent_saves_the_description(
+        api, sse, fake_model, chat_id, during=approve if asked else None
     )
-    async with sse(chat_id) as panel:
-        await _ask(api, chat_id, "Save the description.")
-        if asked:
-            card = (
-                await panel.until(
-                    lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30
-                )
-            )[-1]
-            action = card["action"]
-            assert action.startswith(
-                "Save this description as the alt text of the figure in cell 2"
-            ), action
-            assert DESCRIPTION in action and "fig" not in action.replace("figure", "")
-            assert ("replacing its alt text" in action) == (alt is not None)
-            assert card["extra_context"]["change"] == {
-                "kind": "alt_text",
-                "cell_number": 2,
-                "output_index": 1,
-            }
-            reply = {
-                "type": "confirmation.reply",
-                "reply_token": card["reply_token"],
-                "subscription_id": new_subscription_id(),
-                "timestamp": SessionClock().now(),
-                "decision": "accept",
-            }
-            assert (await api("chats", chat_id, "messages", method="POST", body=reply))[0] == 204
-        await panel.until(of_type("session.completed"), timeout=30)
     events = await wait_idle(extension, chat_id)
     confirmations = [
         e
@@ -251,8 +247,12 @@ async def test_saving_alt_text_is_approved_as_the_other_edits_are(
     )
 
 
-async def _agent_saves_the_description(api, sse, fake_model, chat_id: str) -> list[dict[str, Any]]:
-    """The agent saves DESCRIPTION as the figure's alt text; the session's events, to its end."""
+async def _agent_saves_the_description(
+    api, sse, fake_model, chat_id: str, *, during: Any = None
+) -> list[dict[str, Any]]:
+    """The agent saves DESCRIPTION as the figure's alt text; the session's events, to its end.
+    *during*, if given, is awaited with the panel's stream while the session runs (to answer
+    its confirmation)."""
     fake_model.add(
         Turn(
             tool_uses=[ToolUse("set_figure_alt_text", {"cell_id": "fig", "alt_text": DESCRIPTION})]
@@ -261,6 +261,8 @@ async def _agent_saves_the_description(api, sse, fake_model, chat_id: str) -> li
     )
     async with sse(chat_id) as panel:
         await _ask(api, chat_id, "Save the description.")
+        if during is not None:
+            await during(panel)
         return await panel.until(of_type("session.completed"), timeout=30)
 
 
