@@ -105,7 +105,7 @@ def test_repr_that_hangs_is_cut_off_and_its_thread_stopped() -> None:
     started = time.monotonic()
     text = describe(Hangs())
     elapsed = time.monotonic() - started
-    assert 1.9 < elapsed < 4
+    assert 1.9 < elapsed < 15  # cut off at 2 s; the rest is a loaded machine's slack
     assert "not described, because it took more than 2 seconds" in text
     deadline = time.monotonic() + 5
     while threading.active_count() > before and time.monotonic() < deadline:

@@ -90,10 +90,12 @@ def test_secrets_in_the_output_are_masked() -> None:
 
 def test_a_ten_megabyte_output_is_said_at_once() -> None:
     """Only the first line that is not progress is looked for (each line of 99 digits costs the
-    progress patterns milliseconds: 100,000 of them took a minute)."""
+    progress patterns milliseconds: 100,000 of them took a minute). The bound is far above the
+    second or two it takes on a quiet machine (7 s at a load of 9), so the layers running side
+    by side cannot fail it, and well below the minute the regression took."""
     digits = "".join(f"{i:099d}\n" for i in range(100_000))
     started = time.perf_counter()
     heard = heard_run(run([stream("step 1/3\nstep 2/3\n" + digits)]))
-    assert time.perf_counter() - started < 5.0
+    assert time.perf_counter() - started < 30.0
     assert heard.normal.startswith(f"Cell 4 ran: {0:099d}"[:40])
     assert "Plus 100,001 more lines." in heard.normal or "Plus 100001 more lines." in heard.normal

@@ -1,0 +1,137 @@
+"""The whole pytest run as independent layers side by side (``scripts/test`` without arguments).
+
+Most of the suite's wall time is waiting: Jupyter servers and kernels starting, cells that run
+for seconds, a browser drawing the panel. Serially that was 40 minutes on the 2-core machines
+here while the cores stood mostly idle, so the folders are split into layers that share nothing
+(each starts its own servers, kernels, browser and hub on ports of its own) and run as separate
+pytest processes at once. Each writes its own coverage data, combined afterwards for the gate.
+
+Every line a layer prints is passed on at once, prefixed with the layer's name, and kept in
+``test-output/<layer>.log``; at the end a table says each layer's time and result. Exits 1 when
+any layer fails or runs no test.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+
+
+@dataclass
+class Layer:
+    """A set of test folders run by one pytest process."""
+
+    name: str
+    folders: list[str]
+    """Relative to the repository; the last layer takes ``tests`` minus every other layer's."""
+    process: subprocess.Popen[str] | None = None
+    started: float = 0.0
+    took: float = 0.0
+    summary: str = ""
+    lines: list[str] = field(default_factory=list)
+
+
+LAYERS = [
+    # The browser tests: a real jupyter lab and Chromium per module (tests/e2e).
+    Layer("browser", ["tests/e2e"]),
+    # Jupyter servers in process and in subprocesses, the fuzz tests.
+    Layer("server", ["tests/server"]),
+    # Real kernels and live notebooks, outside agents over MCP and ACP, JupyterHub.
+    Layer("kernels", ["tests/notebook", "tests/kernel", "tests/interop", "tests/hub"]),
+    # Everything else: the protocol, engine, chats, store, MCP and ACP units, packaging.
+    Layer("units", ["tests"]),
+]
+
+
+def _command(layer: Layer, others: list[str]) -> list[str]:
+    command = [sys.executable, "-m", "pytest", "--cov=jupyter_aaep", "--cov-report="]
+    command += ["-p", "no:cacheprovider"]  # the layers would write one cache at once
+    if layer.folders == ["tests"]:
+        command += ["tests", *(f"--ignore={folder}" for folder in others)]
+    else:
+        command += layer.folders
+    return command
+
+
+def _relay(layer: Layer, log: Path) -> None:
+    """Pass the layer's output on line by line, prefixed, and keep it in its log."""
+    assert layer.process is not None and layer.process.stdout is not None
+    prefix = f"[{layer.name}] "
+    with log.open("w", encoding="utf-8") as kept:
+        for line in layer.process.stdout:
+            kept.write(line)
+            layer.lines.append(line)
+            sys.stdout.write(prefix + line)
+            sys.stdout.flush()
+    layer.process.wait()
+    layer.took = time.monotonic() - layer.started
+
+
+def _final_line(lines: list[str]) -> str:
+    """pytest's last line: ``=== 5 passed, 1 skipped in 12.3s ===``."""
+    for line in reversed(lines):
+        if line.startswith("=") and (" in " in line or "no tests ran" in line):
+            return line.strip("= \n")
+    return "(no summary: the process ended early)"
+
+
+def main() -> int:
+    out = ROOT / "test-output"
+    out.mkdir(exist_ok=True)
+    for old in ROOT.glob(".coverage*"):
+        old.unlink()
+    named = [folder for layer in LAYERS if layer.folders != ["tests"] for folder in layer.folders]
+    missing = [folder for folder in named if not (ROOT / folder).is_dir()]
+    if missing:
+        print(f"Layer folders that do not exist: {', '.join(missing)}", file=sys.stderr)
+        return 1
+    relays = []
+    for layer in LAYERS:
+        env = {**os.environ, "COVERAGE_FILE": str(ROOT / f".coverage.{layer.name}")}
+        layer.started = time.monotonic()
+        layer.process = subprocess.Popen(
+            _command(layer, named),
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+        relay = threading.Thread(target=_relay, args=(layer, out / f"{layer.name}.log"))
+        relay.start()
+        relays.append(relay)
+    failed = []
+    for layer, relay in zip(LAYERS, relays, strict=True):
+        assert layer.process is not None
+        status = layer.process.wait()
+        relay.join()
+        layer.summary = _final_line(layer.lines)
+        if status != 0:
+            failed.append((layer, status))
+    print()
+    print("Layer     Minutes  Result")
+    for layer in LAYERS:
+        print(f"{layer.name:<9} {layer.took / 60:7.1f}  {layer.summary}")
+    for layer, status in failed:
+        why = "no tests ran" if status == 5 else f"pytest exited {status}"
+        print(
+            f"The {layer.name} layer failed ({why}): test-output/{layer.name}.log", file=sys.stderr
+        )
+    if failed:
+        return 1
+    data = [str(ROOT / f".coverage.{layer.name}") for layer in LAYERS]
+    subprocess.run([sys.executable, "-m", "coverage", "combine", "-q", *data], cwd=ROOT, check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
