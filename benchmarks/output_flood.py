@@ -17,9 +17,13 @@ stream message each) at full speed, then stamps the wall-clock time its loop end
   "After" is once the collaboration room the agent opened has been released (60 s after the
   session by default; ``--release-seconds`` to shorten) and its shared document freed. The
   breakdown on the way (``_memory_breakdown.py``): rooms still open and their documents' sizes,
-  what keeps a big shared notebook alive, big strings still held, and what a ``malloc_trim`` by
-  the benchmark gives back (freed but kept by glibc); rooms nobody is in that remain are then
-  closed by the benchmark to show what they held.
+  what keeps a big shared notebook alive, big strings still held, glibc's own count of what is
+  in use against what is freed but kept (``mallinfo2``, all arenas) with the resident main heap
+  against other anonymous memory (threads' arenas, big blocks, Python's arenas), and what a
+  ``malloc_trim`` by the benchmark gives back; rooms nobody is in that remain are then closed by
+  the benchmark to show what they held. Python's blocks and glibc's in-use total back at their
+  level before the run mean our copies are gone and what stays is the allocator's.
+  The figures and what they showed are in docs/configuration.md (Memory after a big output).
 
 ``--profile`` prints the functions with the most own time during the agent's flood run.
 
