@@ -100,10 +100,12 @@ class LiveCellWriter:
         (a progress display a background thread updates), until the cell runs again: drop its
         copies of the outputs (a run that printed 50 MB beside such a display kept them all).
         From now on an update is written in place, where the cell still has the display at its
-        place, or not at all: the mirror can no longer rebuild the cell."""
+        place, or not at all: the mirror can no longer rebuild the cell. Nor does it hold on to
+        the shared notebook between updates (that kept a released room's document alive)."""
         self._cleared = []
         self.model.keep_displays_only()
         self._kept_for_displays = True
+        self._doc = None
 
     async def begin(self) -> None:
         """Clear the cell's outputs (the same array) and mark it running, in one transaction."""
@@ -220,7 +222,7 @@ class LiveCellWriter:
             if self._kept_for_displays:
                 if not isinstance(youtputs, Array) or not all(_apply_op(youtputs, o) for o in ops):
                     log.info("A display update of %s was not shown: the cell changed.", self._path)
-                self._resync = False
+                self._resync, self._doc = False, None
                 return
             if self._resync or not isinstance(youtputs, Array):
                 self._rewrite(ycell)

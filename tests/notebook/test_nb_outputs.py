@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -368,8 +370,6 @@ def test_a_big_output_is_measured_and_freed_memory_given_back() -> None:
 
 def _longest_text(root: Any) -> int:
     """The longest string reachable from *root* through the objects gc knows."""
-    import gc
-
     seen, stack, longest = {id(root)}, [root], 0
     while stack:
         for ref in gc.get_referents(stack.pop()):
@@ -409,9 +409,12 @@ async def test_a_run_kept_for_its_display_updates_keeps_no_copy_of_its_outputs()
     assert cell["outputs"][0]["text"] == printed and cell["outputs"][1]["data"] == {
         "text/plain": "50%"
     }
+    released = weakref.ref(documents.doc)
     again = YNotebook()  # the room was released and opened again from the saved file
     again.set({**documents.doc.source})
     documents.doc = again
+    gc.collect()
+    assert released() is None, "the kept run holds no shared notebook between updates"
     await writer.handle("update_display_data", {"data": {"text/plain": "100%"}, **bar})
     await writer.flush()
     outputs = again.get_cell(0)["outputs"]
