@@ -106,7 +106,7 @@ def _blocks(text: str, *, backwards: bool = False) -> Iterator[str]:
 def _line_ends(text: str, ends: int = SEARCHED_LINES) -> tuple[list[str], list[str], int]:
     """The first and the last *ends* lines of *text* that are not blank (stripped), and how many
     such lines it has. Made a block at a time: splitting a 50 MB output at once made half a
-    million strings together, and the allocator kept their memory after they were freed."""
+    million strings together (some 75 MB of small objects in the server at once)."""
     head: list[str] = []
     tail: deque[str] = deque(maxlen=ends)
     count = 0
