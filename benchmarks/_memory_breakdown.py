@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import sys
 import tracemalloc
 import types
@@ -34,6 +35,86 @@ def trim() -> float:
     gc.collect()
     ctypes.CDLL("libc.so.6").malloc_trim(0)
     return rss_mb()
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def c_heap_mb() -> tuple[float, float, float] | None:
+    """glibc's ``mallinfo2`` over all arenas: (MB in use, MB freed but kept, MB in big blocks
+    mapped on their own); ``None`` without glibc. In use covers C and Rust allocations (pycrdt's
+    documents, zmq's buffers) and Python objects over 512 bytes; Python's small objects live in
+    its own 1 MB arenas, counted by ``sys.getallocatedblocks``."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+    except (OSError, AttributeError):
+        return None
+    info = libc.mallinfo2()
+    return info.uordblks / 1e6, info.fordblks / 1e6, info.hblkhd / 1e6
+
+
+def mappings_mb() -> dict[str, float]:
+    """Resident MB by kind of mapping (``/proc/self/smaps``): the main heap, other anonymous
+    memory (threads' malloc arenas, big blocks, Python's arenas), and files."""
+    kinds: dict[str, float] = {"heap": 0.0, "anonymous": 0.0, "files": 0.0}
+    kind = "files"
+    try:
+        lines = Path("/proc/self/smaps").read_text().splitlines()
+    except OSError:
+        return kinds
+    for line in lines:
+        first = line.split(maxsplit=1)[0]
+        if "-" in first and not first.endswith(":"):
+            parts = line.split()
+            name = parts[5] if len(parts) > 5 else ""
+            kind = "heap" if name == "[heap]" else "anonymous" if not name else "files"
+            if name.startswith("[") and name != "[heap]":
+                kind = "files"  # stack, vdso: not what a big output leaves
+        elif first == "Rss:":
+            kinds[kind] += int(line.split()[1]) / 1024
+    return kinds
+
+
+def allocator_settings(tuned: bool) -> str:
+    """How glibc's allocator was set up for this run: the environment's and the extension's."""
+    chosen = [
+        f"{name}={os.environ[name]}"
+        for name in ("MALLOC_ARENA_MAX", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES")
+        if name in os.environ
+    ]
+    extension = "tuned by the extension" if tuned else "not tuned by the extension"
+    return f"{', '.join(chosen) or 'glibc defaults in the environment'}; {extension}"
+
+
+def heap_line() -> str:
+    """One line on the C heap and the resident mappings (see :func:`c_heap_mb`)."""
+    heap, maps = c_heap_mb(), mappings_mb()
+    used = (
+        ""
+        if heap is None
+        else f"C heap (mallinfo2): in use {heap[0]:.0f} MB, freed but kept {heap[1]:.0f} MB, "
+        f"big blocks {heap[2]:.0f} MB; "
+    )
+    return (
+        f"{used}resident: main heap {maps['heap']:.0f} MB, other anonymous "
+        f"{maps['anonymous']:.0f} MB"
+    )
 
 
 def rooms(app: Any) -> list[tuple[str, int, int]]:
@@ -162,6 +243,7 @@ def report(app: Any, before: float, label: str) -> None:
         f"{sys.getallocatedblocks() / 1e6:.2f} M",
         file=sys.stdout,
     )
+    print(f"    {heap_line()}")
     for name, clients, size in open_rooms:
         print(f"    room {name}: {clients} client(s), shared document {size / 1e6:.1f} MB")
     for line in [*live_documents(), *big_string_holders()[:6]]:

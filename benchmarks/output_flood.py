@@ -17,14 +17,21 @@ stream message each) at full speed, then stamps the wall-clock time its loop end
   "After" is once the collaboration room the agent opened has been released (60 s after the
   session by default; ``--release-seconds`` to shorten) and its shared document freed. The
   breakdown on the way (``_memory_breakdown.py``): rooms still open and their documents' sizes,
-  what keeps a big shared notebook alive, big strings still held, and what a ``malloc_trim`` by
-  the benchmark gives back (freed but kept by glibc); rooms nobody is in that remain are then
-  closed by the benchmark to show what they held.
+  what keeps a big shared notebook alive, big strings still held, glibc's own count of what is
+  in use against what is freed but kept (``mallinfo2``, all arenas) with the resident main heap
+  against other anonymous memory (threads' arenas, big blocks, Python's arenas), and what a
+  ``malloc_trim`` by the benchmark gives back; rooms nobody is in that remain are then closed by
+  the benchmark to show what they held. Python's blocks and glibc's in-use total back at their
+  level before the run mean our copies are gone and what stays is the allocator's.
+  The figures and what they showed are in docs/configuration.md (Memory after a big output).
 
 ``--profile`` prints the functions with the most own time during the agent's flood run.
 
 Run: ``python benchmarks/output_flood.py [--messages 50000] [--megabytes 50] [--profile]
-[--trace] [--release-seconds S]`` (``--trace``: tracemalloc, slow).
+[--trace] [--release-seconds S] [--glibc-defaults]`` (``--trace``: tracemalloc, slow;
+``--glibc-defaults``: the server leaves glibc's allocator as the environment set it, as
+``c.AAEPExtension.tune_memory_allocator = False`` does; with ``MALLOC_ARENA_MAX=2`` in the
+environment, as ``scripts/start`` sets, for the third configuration).
 """
 
 from __future__ import annotations
@@ -141,11 +148,17 @@ async def agent_run(bench: Bench, chat_id: str, profile: cProfile.Profile | None
 
 
 async def measure(
-    messages: int, megabytes: int, profile: bool, trace: bool, release_seconds: float | None
+    messages: int,
+    megabytes: int,
+    profile: bool,
+    trace: bool,
+    release_seconds: float | None,
+    tune: bool = True,
 ) -> None:
     from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
-    async with running_server(run_cell_wait_seconds=600) as bench:
+    async with running_server(run_cell_wait_seconds=600, tune_memory_allocator=tune) as bench:
+        print(f"allocator: {breakdown.allocator_settings(tune)}")
         stamp = bench.root / "loop-ended.txt"
         code = FLOOD.format(n=messages, stamp=str(stamp))
         big = BIG.format(lines=megabytes * 10_000)
@@ -239,6 +252,7 @@ async def memory(
     gc.collect()
     before = breakdown.rss_mb()
     print(f"  Python objects' blocks before the run: {sys.getallocatedblocks() / 1e6:.2f} M")
+    print(f"  {breakdown.heap_line()}")
     peak = before
     stop = asyncio.Event()
 
@@ -355,9 +369,21 @@ def main() -> None:
         help="release the agent's rooms this long after their last use (default: the "
         "collaboration extension's document_cleanup_delay, 60 s)",
     )
+    parser.add_argument(
+        "--glibc-defaults",
+        action="store_true",
+        help="leave glibc's allocator as the environment set it (tune_memory_allocator=False)",
+    )
     args = parser.parse_args()
     asyncio.run(
-        measure(args.messages, args.megabytes, args.profile, args.trace, args.release_seconds)
+        measure(
+            args.messages,
+            args.megabytes,
+            args.profile,
+            args.trace,
+            args.release_seconds,
+            tune=not args.glibc_defaults,
+        )
     )
 
 

@@ -59,12 +59,6 @@ def snapshot_json(record: Any) -> dict[str, Any]:
     return dict(to_json()) if callable(to_json) else dict(record)
 
 
-def undoable(body: dict[str, Any]) -> bool:
-    """A stored record that undo can use: this version's per-operation record, not empty
-    (whole-notebook snapshots of earlier versions are not used: they would undo people's work)."""
-    return body.get("kind") == "operations" and bool(body.get("operations"))
-
-
 @dataclass
 class _Writer:
     """Subscribed to one chat's emitter: queues each event and the history at turn boundaries."""
@@ -253,9 +247,7 @@ class ChatPersistence:
         emitter = Emitter(history_limit=history_limit)
         emitter.restore_history(read.events(chat_id, last=history_limit))
         chat = make(stored, emitter)
-        chat.snapshots.update(
-            {sid: body for sid, body in read.snapshots(chat_id).items() if undoable(body)}
-        )
+        chat.snapshots.update(read.snapshots(chat_id))  # only undoable ones (store.reader)
         self.watch(chat)
         return chat
 
@@ -343,7 +335,7 @@ class ChatPersistence:
     ) -> str:
         """One sentence on whether the interrupted session's notebook edits reached the file."""
         body = self.store.read.snapshots(chat_id).get(session_id)
-        if body is None or not undoable(body):
+        if body is None:  # none, or not undoable (``store.reader.UNDOABLE``)
             return f"{who[:1].upper()}{who[1:]} had not changed the notebook in this request."
         missing = None
         if check_edits is not None:

@@ -85,6 +85,7 @@ class LiveCellWriter:
         self._pending: list[OutputOp] = []
         self._flushed = 0.0
         self._saved = _now()
+        self._kept_for_displays = False
 
     # -- RunSink -------------------------------------------------------------------------------
     def outputs(self) -> list[dict[str, Any]]:
@@ -93,6 +94,18 @@ class LiveCellWriter:
     @property
     def display_ids(self) -> set[str]:
         return self.model.display_ids
+
+    def keep_for_displays(self) -> None:
+        """The run is over and this writer stays only to show later updates of its display ids
+        (a progress display a background thread updates), until the cell runs again: drop its
+        copies of the outputs (a run that printed 50 MB beside such a display kept them all).
+        From now on an update is written in place, where the cell still has the display at its
+        place, or not at all: the mirror can no longer rebuild the cell. Nor does it hold on to
+        the shared notebook between updates (that kept a released room's document alive)."""
+        self._cleared = []
+        self.model.keep_displays_only()
+        self._kept_for_displays = True
+        self._doc = None
 
     async def begin(self) -> None:
         """Clear the cell's outputs (the same array) and mark it running, in one transaction."""
@@ -206,6 +219,11 @@ class LiveCellWriter:
             return
         with self._doc.ydoc.transaction():
             youtputs = ycell.get("outputs")
+            if self._kept_for_displays:
+                if not isinstance(youtputs, Array) or not all(_apply_op(youtputs, o) for o in ops):
+                    log.info("A display update of %s was not shown: the cell changed.", self._path)
+                self._resync, self._doc = False, None
+                return
             if self._resync or not isinstance(youtputs, Array):
                 self._rewrite(ycell)
                 return

@@ -183,6 +183,16 @@ class CellOutputs:
             return {"output_type": "stream", "name": item.name, "text": item.text()}
         return copy.deepcopy(item)
 
+    def keep_displays_only(self) -> None:
+        """Drop every output but those with a display id (a stream's text, a result, an image),
+        keeping their places: what later display updates need. The outputs are in the shared
+        cell and the notebook; this mirror can no longer rebuild them."""
+        shown = {index for indexes in self._displays.values() for index in indexes}
+        self._outputs = [
+            item if index in shown else _Stream(item.name) if isinstance(item, _Stream) else {}
+            for index, item in enumerate(self._outputs)
+        ]
+
     # -- kernel messages -----------------------------------------------------------------------
     def handle(self, msg_type: str, content: dict[str, Any]) -> list[OutputOp]:
         """The operations for one IOPub message of the running request (others: ``[]``)."""

@@ -177,8 +177,8 @@ class KernelExecutor:
                 reply.get("execution_count", run.execution_count) if reply else run.execution_count
             )
             await sink.finish(count)
-            remember_displays(line.displays, sink)
             outputs = sink.outputs()  # one copy (a cell can print tens of megabytes)
+            remember_displays(line.displays, sink)
             status: Literal["ok", "error", "aborted"] = "ok"
             if reply and reply.get("status") == "aborted":
                 status = "aborted"

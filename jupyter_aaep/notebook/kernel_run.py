@@ -30,6 +30,8 @@ class RunSink(Protocol):
     def outputs(self) -> list[dict[str, Any]]: ...
     @property
     def display_ids(self) -> set[str]: ...
+    def keep_for_displays(self) -> None:
+        """The run is over; only its display ids' later updates still come here."""
 
 
 Displays = dict[str, dict[str, RunSink]]
@@ -105,7 +107,10 @@ async def update_elsewhere(
 
 
 def remember_displays(displays: Displays, sink: RunSink) -> None:
-    """Keep the latest run of each cell that shows a display id, for later updates."""
+    """Keep the latest run of each cell that shows a display id, for later updates (once its
+    outputs were taken: a kept run drops its copies of them, see ``keep_for_displays``)."""
+    if sink.display_ids:
+        sink.keep_for_displays()
     for owners in displays.values():
         if owners.get(sink.cell_id) is not sink:
             owners.pop(sink.cell_id, None)

@@ -31,6 +31,7 @@ from jupyter_server.serverapp import ServerApp
 from jupyter_server.utils import url_path_join
 
 from ..mcp.credentials import OutsideCredentials
+from .allocator import tune_allocator
 from .credential_handlers import credential_routes
 from .handlers import handler_routes
 from .kernel_credentials import KernelCredentials
@@ -82,6 +83,10 @@ class AAEPExtension(ExtensionApp, ServerOptions):
         self._configure_kernel_autoload()
         self._log_configuration()
         self._route_module_logs()
+        if self.tune_memory_allocator:
+            tuned = tune_allocator()
+            if tuned:
+                self.log.info("AAEP agent: %s (tune_memory_allocator).", tuned)
 
     @property
     def parts(self) -> AgentParts:

@@ -178,6 +178,16 @@ class ServiceOptions(LoggingConfigurable):
         "the agent runs, can then read it.",
     )
 
+    tune_memory_allocator = Bool(
+        True,
+        config=True,
+        help="When true (the default), on Linux with glibc the server process uses at most 2 "
+        "malloc arenas and maps blocks of 1 MB or more on their own (as MALLOC_ARENA_MAX=2 and "
+        "MALLOC_MMAP_THRESHOLD_=1048576 would), so the memory a cell's big output passed through "
+        "goes back to the system afterwards. Values set in the environment are kept. False leaves "
+        "glibc's defaults (docs/configuration.md, Memory after a big output).",
+    )
+
     rules_files = Bool(
         True,
         config=True,

@@ -26,6 +26,15 @@ from .records import (
 
 log = logging.getLogger(__name__)
 
+UNDOABLE = (
+    "(CASE WHEN json_valid(body) THEN json_extract(body, '$.kind') = 'operations'"
+    " AND json_array_length(body, '$.operations') > 0 ELSE 0 END)"
+)
+"""The one test of a stored edit record that undo can use: this version's per-operation record,
+not empty. Rows that fail it (whole-notebook snapshots of earlier versions, which would undo
+people's work; empty records) are neither listed (``undoable_sessions``) nor loaded: a stored
+chat used to list sessions that loading then dropped."""
+
 
 class StoreReader:
     """The reading connection of a :class:`~.chat_store.ChatStore`, and what it asks."""
@@ -147,16 +156,20 @@ class StoreReader:
         return str(last[0][0]) if last else None
 
     def snapshot_ids(self, chat_id: str) -> list[str]:
+        """The sessions :meth:`snapshots` returns, without reading their records (for lists)."""
         return [
             r[0]
             for r in self.rows(
-                "SELECT session_id FROM snapshots WHERE chat_id=? ORDER BY rowid", (chat_id,)
+                f"SELECT session_id FROM snapshots WHERE chat_id=? AND {UNDOABLE} ORDER BY rowid",
+                (chat_id,),
             )
         ]
 
     def snapshots(self, chat_id: str) -> dict[str, dict[str, Any]]:
+        """The chat's undoable edit records by session, oldest first (see :data:`UNDOABLE`)."""
         rows = self.rows(
-            "SELECT session_id, body FROM snapshots WHERE chat_id=? ORDER BY rowid", (chat_id,)
+            f"SELECT session_id, body FROM snapshots WHERE chat_id=? AND {UNDOABLE} ORDER BY rowid",
+            (chat_id,),
         )
         return {session_id: json.loads(body) for session_id, body in rows}
 

@@ -12,7 +12,8 @@ masked in everything a listener gets; ids and kernel spec names are never said.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,8 +81,41 @@ SEARCHED_LINES = 500
 """Lines at each end of a run's output searched for its first line that is not progress."""
 
 
+LINE_BLOCK_CHARS = 1 << 20
+"""A long output's lines are made this many characters at a time (see :func:`_line_ends`)."""
+
+
 def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _blocks(text: str, *, backwards: bool = False) -> Iterator[str]:
+    """*text* in pieces of about :data:`LINE_BLOCK_CHARS`, each cut after a newline, so that
+    their lines are the lines of *text*; last piece first when *backwards*."""
+    cuts = [0]
+    while len(text) - cuts[-1] > LINE_BLOCK_CHARS:
+        cut = text.find("\n", cuts[-1] + LINE_BLOCK_CHARS) + 1
+        if cut <= 0:
+            break
+        cuts.append(cut)
+    bounds = list(zip(cuts, [*cuts[1:], len(text)], strict=True))
+    for start, end in reversed(bounds) if backwards else bounds:
+        yield text[start:end]
+
+
+def _line_ends(text: str, ends: int = SEARCHED_LINES) -> tuple[list[str], list[str], int]:
+    """The first and the last *ends* lines of *text* that are not blank (stripped), and how many
+    such lines it has. Made a block at a time: splitting a 50 MB output at once made half a
+    million strings together (some 75 MB of small objects in the server at once)."""
+    head: list[str] = []
+    tail: deque[str] = deque(maxlen=ends)
+    count = 0
+    for block in _blocks(text):
+        lines = _lines(block)
+        count += len(lines)
+        head.extend(lines[: max(0, ends - len(head))])
+        tail.extend(lines)
+    return head, list(tail), count
 
 
 @dataclass(frozen=True)
@@ -101,7 +135,7 @@ def heard_run(run: CellRun) -> HeardRun:
     after = f" after {took}" if result.elapsed >= 1 else ""
     error = _error(result.outputs)
     text = mask_secrets(_output_text(result.outputs))
-    lines = _lines(text)
+    head, tail, count = _line_ends(text)
     images = sum(1 for o in result.outputs for m in (o.get("data") or {}) if m.startswith("image/"))
     shown = f" It showed {plural(images, 'image')}." if images else ""
     if error is not None:
@@ -118,7 +152,7 @@ def heard_run(run: CellRun) -> HeardRun:
             terse=f"Cell {n} failed: {_sentence(truncate(line, 80))}",
             detailed=f"Cell {n} failed{after}: {_sentence(line)}{printed}",
         )
-    if not lines:
+    if not count:
         what = f"showed {_images(images)}" if images else "had no output"
         return HeardRun(
             normal=f"Cell {n} ran and {what}.",
@@ -128,10 +162,10 @@ def heard_run(run: CellRun) -> HeardRun:
     # A loop's progress lines ("step 1/30", a tqdm bar) say nothing about the outcome: skip them.
     # Only the first other line is needed, looked for near the start and the end: a 10 MB
     # output parsed line by line took a minute.
-    searched = lines[:SEARCHED_LINES] + lines[-SEARCHED_LINES:]
-    telling = [next((line for line in searched if parse_progress_text(line) is None), lines[0])]
+    searched = head + tail if count > SEARCHED_LINES else head
+    telling = [next((line for line in searched if parse_progress_text(line) is None), head[0])]
     first = truncate(telling[0], FIRST_LINE_CHARS)
-    more = len(lines) - 1
+    more = count - 1
     rest = f" Plus {plural(more, 'more line')}." if more else ""
     slow = f" after {took}" if run.result.elapsed >= 10 else ""
     return HeardRun(
@@ -214,12 +248,14 @@ def end_sentence(
     said = ""
     if result is not None:
         said = next(iter(_lines(_output_text([result]))), "")
-    if not said:
-        printed = [
+    if not said:  # the last line printed that is not a progress bar, looked for from the end
+        text = mask_secrets(_output_text(outputs)).replace("\r", "\n")
+        printed = (
             line
-            for line in _lines(mask_secrets(_output_text(outputs)).replace("\r", "\n"))
+            for block in _blocks(text, backwards=True)
+            for line in reversed(_lines(block))
             if parse_progress_text(line) is None or "%|" not in line
-        ]
-        said = printed[-1] if printed else mask_secrets(last_line)
+        )
+        said = next(printed, "") or mask_secrets(last_line)
     tail = f": {_sentence(truncate(said, FIRST_LINE_CHARS))}" if said else "."
     return f"{who} finished after {took}{tail}", False

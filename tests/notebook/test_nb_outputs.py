@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -364,3 +366,58 @@ def test_a_big_output_is_measured_and_freed_memory_given_back() -> None:
     ]
     assert output_chars(outputs) == 707
     assert give_back_freed_memory() is True  # glibc (the test machines): malloc_trim ran
+
+
+def _longest_text(root: Any) -> int:
+    """The longest string reachable from *root* through the objects gc knows."""
+    seen, stack, longest = {id(root)}, [root], 0
+    while stack:
+        for ref in gc.get_referents(stack.pop()):
+            if isinstance(ref, str):
+                longest = max(longest, len(ref))
+            elif id(ref) not in seen and not isinstance(ref, type):
+                seen.add(id(ref))
+                stack.append(ref)
+    return longest
+
+
+@on_server_loop
+async def test_a_run_kept_for_its_display_updates_keeps_no_copy_of_its_outputs() -> None:
+    """A run that shows a display id is kept for its later updates until the cell runs again;
+    it used to keep its whole mirror (a 2 MB print beside a progress display stayed in the
+    server). Its updates still land in place, also in a room opened again from the file."""
+    from jupyter_aaep.notebook.kernel_run import remember_displays
+
+    documents = _Documents(_notebook())
+    writer = LiveCellWriter(documents, "n.ipynb", "c1")  # type: ignore[arg-type]
+    writer.refresh_seconds = 0
+    printed = "".join(f"{i:099d}\n" for i in range(20_000))
+    bar = {"metadata": {}, "transient": {"display_id": "bar"}}
+    await writer.begin()
+    await writer.handle("stream", {"name": "stdout", "text": printed})
+    await writer.handle("display_data", {"data": {"text/plain": "0%"}, **bar})
+    await writer.handle("execute_result", {"data": {"text/plain": "x" * 5000}, "metadata": {}})
+    await writer.finish(4)
+    assert len(writer.outputs()[0]["text"]) == len(printed) and _longest_text(writer) >= 2_000_000
+    displays: dict[str, Any] = {}
+    remember_displays(displays, writer)
+    assert displays == {"bar": {"c1": writer}} and _longest_text(writer) < 5000
+
+    await writer.handle("update_display_data", {"data": {"text/plain": "50%"}, **bar})
+    await writer.flush()
+    cell = documents.doc.get_cell(0)
+    assert cell["outputs"][0]["text"] == printed and cell["outputs"][1]["data"] == {
+        "text/plain": "50%"
+    }
+    released = weakref.ref(documents.doc)
+    again = YNotebook()  # the room was released and opened again from the saved file
+    again.set({**documents.doc.source})
+    documents.doc = again
+    gc.collect()
+    assert released() is None, "the kept run holds no shared notebook between updates"
+    await writer.handle("update_display_data", {"data": {"text/plain": "100%"}, **bar})
+    await writer.flush()
+    outputs = again.get_cell(0)["outputs"]
+    assert [o["output_type"] for o in outputs] == ["stream", "display_data", "execute_result"]
+    assert outputs[0]["text"] == printed and outputs[1]["data"] == {"text/plain": "100%"}
+    assert outputs[2]["data"] == {"text/plain": "x" * 5000}

@@ -99,3 +99,27 @@ def test_a_ten_megabyte_output_is_said_at_once() -> None:
     assert time.perf_counter() - started < 30.0
     assert heard.normal.startswith(f"Cell 4 ran: {0:099d}"[:40])
     assert "Plus 100,001 more lines." in heard.normal or "Plus 100001 more lines." in heard.normal
+
+
+def test_a_long_output_is_read_a_block_at_a_time_and_said_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Half a million lines made at once were kept by the allocator after they were freed: the
+    lines are made a block at a time, and what is said is what reading it whole said (the first
+    line that is not progress, even near the end; the count; the last line printed)."""
+    import jupyter_aaep.tools._run_text as run_text
+
+    bar = "".join(f"\r{p:3d}%|{'#' * (p // 10):10s}| {p}/100" for p in range(101)) + "\n"
+    body = "".join(f"step {i}/900\n\n" for i in range(900))
+    outputs = [stream(bar + body + "  accuracy 0.91  \n" + "step 900/900\n")]
+    whole = heard_run(run(outputs))
+    ended_whole = run_text.end_sentence(4, 12.0, outputs)
+    split: list[int] = []
+    monkeypatch.setattr(run_text, "LINE_BLOCK_CHARS", 1000)
+    lines = run_text._lines
+    monkeypatch.setattr(run_text, "_lines", lambda text: split.append(len(text)) or lines(text))
+    assert heard_run(run(outputs)) == whole
+    assert whole.normal == "Cell 4 ran: accuracy 0.91. Plus 1002 more lines."
+    assert run_text.end_sentence(4, 12.0, outputs) == ended_whole
+    assert ended_whole == ("Cell 4 finished after 12 s: step 900/900.", False)
+    assert len(split) > 10 and max(split) < 1000 + 2000  # a block and the line it ends within

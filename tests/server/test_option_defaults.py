@@ -88,6 +88,7 @@ SERVER_ONLY = {
     "mcp_config_file",
     "mcp_call_timeout_seconds",
     "rules_files",
+    "tune_memory_allocator",  # glibc's mallopt at load (server/allocator.py)
 }
 
 

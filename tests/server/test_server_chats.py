@@ -179,6 +179,30 @@ async def test_a_loaded_chat_and_the_same_chat_after_a_restart_read_the_same(
     assert [(k, v) for k, v in view.items() if k not in per_session] == list(loaded.items())
 
 
+async def test_a_stored_chat_lists_as_undoable_only_the_sessions_loading_keeps(
+    api, new_chat, extension
+) -> None:
+    """``undoable_sessions`` of a chat listed from the store names what loading it keeps: a
+    whole-notebook snapshot an earlier version stored, or an empty record, is neither (the list
+    used to name every stored row, and the chat then had nothing to undo for them)."""
+    chat_id = await new_chat()
+    operation = {"kind": "create", "cell_id": "kept", "index": 0, "before": None, "after": {}}
+    records = {
+        "session_old": {"path": "analysis.ipynb", "cells": [{"id": "a", "source": "1"}]},
+        "session_kept": {"kind": "operations", "path": "analysis.ipynb", "operations": [operation]},
+        "session_empty": {"kind": "operations", "path": "analysis.ipynb", "operations": []},
+    }
+    for session_id, body in records.items():
+        extension.store.save_snapshot(chat_id, session_id, body)
+    assert extension.store.flush()
+    extension.runner._chats.pop(chat_id)  # as after a restart: in the store only
+    _, page, _ = await api("chats", params={"notebook_path": "analysis.ipynb"})
+    (stored,) = [entry for entry in page["chats"] if entry["chat_id"] == chat_id]
+    _, loaded, _ = await api("chats", chat_id)
+    assert list(extension.runner.get(chat_id).snapshots) == ["session_kept"]
+    assert stored["undoable_sessions"] == loaded["undoable_sessions"] == ["session_kept"]
+
+
 @pytest.mark.parametrize(
     ("raw", "status", "fragment"),
     [

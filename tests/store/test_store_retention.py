@@ -99,7 +99,8 @@ def test_sessions_past_the_time_limit_go_with_their_steps_and_undo_snapshot(tmp_
         store.add_step(
             "chat_t", StepRecord(session_id=session_id, kind="tool", status="success", name="t")
         )
-        store.save_snapshot("chat_t", session_id, {"opaque": [1, 2, 3]})
+        record = {"kind": "operations", "operations": [{"kind": "create", "cell_id": "c"}]}
+        store.save_snapshot("chat_t", session_id, record)  # an undoable one: read back
         store.session_ended(session_id, "completed", when, None, None)
     assert store.flush()
     for _ in range(100):
