@@ -272,9 +272,10 @@ class Subscription:
                 break
             message = merge(message, other.message)
             used.append(index)
-            label = boundary_label(message, self.terms) if chunk and message is not None else None
-            if label is not None:
-                legal = (message, list(used), label)
+            if chunk and message is not None:
+                label = boundary_label(message, self.terms)
+                if label is not None:
+                    legal = (message, list(used), label)
         if legal is not None:
             return legal[0], legal[1], False, legal[2]
         if chunk and stop is None:
