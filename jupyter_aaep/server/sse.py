@@ -4,9 +4,12 @@ Framing (Appendix B.1): an AAEP event is ``event: aaep.event`` / ``id: <event_id
 ``data: <one-line JSON>``; any other message (the acknowledgement of a user message, a
 handshake answer, a replay notice) is a plain ``data:`` line, so ``EventSource.onmessage``
 sees it and the ``Last-Event-ID`` of a reconnecting browser always names an AAEP event. A
-``: keepalive`` comment goes out after every ``keepalive`` seconds of silence (clients and
-proxies time out idle streams). Each message is flushed at once; a disconnect closes the
-stream's subscription, which lets requests only it could answer take their default.
+``: keepalive`` comment goes out when a ``keepalive`` period passed with nothing sent (clients
+and proxies time out idle streams). A message that may go out when it is published is written
+and flushed in the publisher's own step (``_push``, as the WebSocket does); the send loop
+sends the rest (keepalives, rate-limited or held messages, a slow client's backlog). A
+disconnect closes the stream's subscription, which lets requests only it could answer take
+their default.
 
 Query parameters: ``subscription_id`` picks up a negotiated subscription
 (``POST /aaep/v1/subscriptions``), ``last_event_id`` stands in for the header.
@@ -111,6 +114,7 @@ class EventStreamHandler(AAEPHandler):
         self._client_gone = False
         self._delivered: Callable[[dict[str, Any]], None] | None = None
         self._sending = False  # the loop below awaits a flush: it owns the connection
+        self._pushed = False  # something went out in a publisher's step (no keepalive due)
 
     @web.authenticated
     @authorized
@@ -156,7 +160,9 @@ class EventStreamHandler(AAEPHandler):
                 try:
                     message = await _within(stream.next(), self.keepalive)
                 except asyncio.TimeoutError:
-                    await self._send(": keepalive\n\n")
+                    if not self._pushed:  # silence: nothing went out since the last wait
+                        await self._send(": keepalive\n\n")
+                    self._pushed = False
                     continue
                 if message is None:
                     break
@@ -206,6 +212,7 @@ class EventStreamHandler(AAEPHandler):
             wrote = True
             self._heard(message)
         if wrote:
+            self._pushed = True
             self.flush().add_done_callback(retrieve)
 
     def on_connection_close(self) -> None:
