@@ -18,6 +18,16 @@ Printed: medians of each, the ratios (target under 2x), and where the agent's ti
 ``--profile`` also prints the functions with the most own time during the agent's rounds.
 
 Run: ``python benchmarks/run_cell_overhead.py [--rounds 20] [--profile]``
+
+Publication -> arrival on the SSE stream (2026-11-29, main against the change alternating in
+one batch, 10 rounds each): the SSE handler wrote a message only when its send loop next ran,
+after the agent's synchronous work that follows ``tool.completed`` (the next model request is
+built before the first await), 1.3-18 ms later (loads 4-14). It now writes in the publisher's
+step, as the WebSocket does: 0.5-2.4 ms, what is left being the panel's reading thread waiting
+for the interpreter lock. Arrival ratios old -> new: 2.98 -> 1.03 (load 11-12), 2.52 -> 1.55
+(14), 2.46 -> 1.43 (4.3-5.6), 1.99 -> 2.05 (5.3-6.5; that run's publication alone was 2.00x),
+1.82 -> 1.76 (6.5-6.8). The arrival now follows the publication (the half of this figure the
+change does not touch: the raw execute's own time varies 12-49 ms between runs here).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 Verbosity = Literal["terse", "normal", "detailed"]
@@ -122,9 +123,10 @@ class Terms:
             return self.supports_confirmation_reply
         return self.supports_clarification_reply
 
-    @property
-    def boundary_levels(self) -> list[tuple[int, str]]:
-        return sorted((BOUNDARY_LEVELS[b], b) for b in self.coalesce_boundaries)
+    @cached_property
+    def boundary_levels(self) -> tuple[tuple[int, str], ...]:
+        """Sorted once per terms: every chunk of every subscriber asks."""
+        return tuple(sorted((BOUNDARY_LEVELS[b], b) for b in self.coalesce_boundaries))
 
     def to_json(self) -> dict[str, Any]:
         """The ``honored_capabilities`` object of ``subscription.accepted``."""

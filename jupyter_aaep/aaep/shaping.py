@@ -30,17 +30,22 @@ def is_event(message: Mapping[str, Any]) -> bool:
     return "@context" in message
 
 
+_KINDS: dict[str, Kind] = {
+    OUTPUT_STREAMING: "chunk",
+    STATE_CHANGED: "state",
+    PROGRESS_UPDATED: "progress",
+}
+
+
 def kind_of(message: Mapping[str, Any]) -> Kind:
     if not is_event(message):
         return "message"
-    event_type = compact_type(str(message.get("type", "")))
-    if event_type == OUTPUT_STREAMING:
-        return "chunk"
-    if event_type == STATE_CHANGED:
-        return "state"
-    if event_type == PROGRESS_UPDATED:
-        return "progress"
-    return "event"
+    return kind_of_type(compact_type(str(message.get("type", ""))))
+
+
+def kind_of_type(event_type: str) -> Kind:
+    """The kind of an event of *event_type* (compact form)."""
+    return _KINDS.get(event_type, "event")
 
 
 def for_verbosity(event: dict[str, Any], verbosity: str) -> dict[str, Any]:
@@ -49,9 +54,9 @@ def for_verbosity(event: dict[str, Any], verbosity: str) -> dict[str, Any]:
     ``summary_normal`` always stays (every announceable event needs it); a terse subscriber
     does not receive the detailed text it will never read.
     """
-    if not any(key.startswith("summary_") for key in event):
-        return event
     if verbosity == "normal" and event.get("verbosity", "normal") == "normal":
+        return event  # the common case, checked first: every subscriber runs this per event
+    if not any(key.startswith("summary_") for key in event):
         return event
     shaped = dict(event)
     shaped["verbosity"] = verbosity
@@ -78,7 +83,7 @@ def boundary_label(chunk: Mapping[str, Any], terms: Terms) -> str | None:
     """
     level = chunk_level(chunk)
     label = None
-    for boundary_level, name in terms.boundary_levels:
+    for boundary_level, name in terms.boundary_levels:  # coarsest last
         if boundary_level <= level:
             label = name
     return label

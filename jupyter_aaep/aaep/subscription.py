@@ -36,7 +36,15 @@ from .capabilities import Terms, compact_type
 from .emitter import Event, SubscriberOverflow
 from .events import CRITICAL_TYPES
 from .ids import new_subscription_id
-from .shaping import Kind, boundary_label, can_merge, for_verbosity, kind_of, merge
+from .shaping import (
+    Kind,
+    boundary_label,
+    can_merge,
+    for_verbosity,
+    is_event,
+    kind_of_type,
+    merge,
+)
 from .token_bucket import TokenBucket
 
 _CONFIRMATION = "aaep:agent.awaiting.confirmation"
@@ -86,6 +94,8 @@ class Subscription:
         self._control: deque[Event] = deque()
         self._max_pending = max_pending
         self._wakeup = asyncio.Event()
+        self._allowed: dict[str, bool] = {}
+        """The event filter's verdict per event type (asked for every event)."""
         self.on_queued: Callable[[], None] | None = None
         """Called after a message is queued: a transport may send what is ready at once, in
         the publisher's own step, rather than one loop turn later (its ``next()`` then finds
@@ -102,20 +112,25 @@ class Subscription:
         if len(self._queue) >= self._max_pending:
             raise SubscriberOverflow(f"{self._max_pending} messages unsent on {self.id}")
         self._queue.append(item)
-        self._wakeup.set()
-        if self.on_queued is not None:
-            self.on_queued()
+        self._queued()
 
     def send_control(self, message: Event) -> None:
         """Queue a message ahead of everything else, free of the rate limit (handshake answers)."""
         self._control.append(message)
-        self._wakeup.set()
+        self._queued()
+
+    def _queued(self) -> None:
+        """Let the transport send at once; wake ``next()`` only for what it left (waking a
+        waiting sender that then finds nothing costs a loop step per message and subscriber)."""
         if self.on_queued is not None:
             self.on_queued()
+        if self._queue or self._control:
+            self._wakeup.set()
 
     def update_terms(self, terms: Terms) -> None:
         """Apply renegotiated terms to everything not yet sent."""
         self.terms = terms
+        self._allowed.clear()
         self._bucket.set_rate(terms.max_events_per_second)
         self._wakeup.set()
 
@@ -135,22 +150,29 @@ class Subscription:
         return len(self._queue) + len(self._control)
 
     def _admit(self, message: Event) -> _Item | None:
-        kind = kind_of(message)
         session = message.get("session_id")
-        if kind == "message":
-            return _Item(
-                message, message, session if isinstance(session, str) else None, False, kind
-            )
+        if not isinstance(session, str):
+            session = None
+        if not is_event(message):
+            return _Item(message, message, session, False, "message")
         event_type = compact_type(str(message.get("type", "")))
         critical = event_type in CRITICAL_TYPES or message.get("urgency") == "critical"
         if event_type == _CONFIRMATION and not self.terms.supports_confirmation_reply:
             return None
         if event_type == _CLARIFICATION and not self.terms.supports_clarification_reply:
             return None
-        if not critical and not self.terms.event_filter.allows(event_type):
+        if not critical and not self._allows(event_type):
             return None
         shaped = for_verbosity(message, self.terms.preferred_verbosity)
-        return _Item(shaped, message, session if isinstance(session, str) else None, critical, kind)
+        return _Item(shaped, message, session, critical, kind_of_type(event_type))
+
+    def _allows(self, event_type: str) -> bool:
+        allowed = self._allowed.get(event_type)
+        if allowed is None:
+            if len(self._allowed) >= 256:  # types are few; a producer inventing them is not
+                self._allowed.clear()
+            allowed = self._allowed[event_type] = self.terms.event_filter.allows(event_type)
+        return allowed
 
     # -- output -------------------------------------------------------------------------------
     async def next(self) -> Event | None:
@@ -191,19 +213,19 @@ class Subscription:
             if critical is not None:
                 session = queue[critical].session
                 first = next(i for i, item in enumerate(queue) if item.session == session)
-                message, used, _held = self._coalesce(first, stop=critical)
+                message, used, _held, label = self._coalesce(first, stop=critical)
                 self._remove(used)
                 if message is None:
                     continue
                 if first != critical:
                     self._bucket.spend()  # the backlog goes now; later messages repay it
-                return self._finish(message), None
+                return _labelled(message, label), None
             sessions: set[str | None] = set()
             for index, item in enumerate(queue):
                 if item.session in sessions:
                     continue
                 sessions.add(item.session)
-                message, used, held = self._coalesce(index)
+                message, used, held, label = self._coalesce(index)
                 if held:
                     continue  # this session waits for the rest of its chunk
                 if message is None:
@@ -212,21 +234,22 @@ class Subscription:
                 if not self._bucket.take():
                     return None, self._bucket.wait_time()
                 self._remove(used)
-                return self._finish(message), None
+                return _labelled(message, label), None
             else:
                 return None, None
         return None, None
 
     def _coalesce(
         self, start: int, *, stop: int | None = None
-    ) -> tuple[Event | None, list[int], bool]:
+    ) -> tuple[Event | None, list[int], bool, str | None]:
         """The message at *start*, merged with what follows it in its session where that is due.
 
         Chunks are merged up to a negotiated boundary (and held until one arrives). Under a
         rate limit every message costs a token, so consecutive chunks, state changes and
         progress updates already queued are merged as far as they go; without one, messages
         go out as emitted. Returns the message (``None`` if it cancelled out), the queue
-        indices it consumed, and whether it must still be held.
+        indices it consumed, whether it must still be held, and the boundary a chunk ends on
+        (``None``: none negotiated, or not a chunk).
         """
         queue = self._queue
         head = queue[start]
@@ -234,9 +257,10 @@ class Subscription:
         chunk = head.kind == "chunk"
         message: Event | None = head.message
         used = [start]
-        legal: tuple[Event, list[int]] | None = None
-        if chunk and boundary_label(head.message, self.terms) is not None:
-            legal = (head.message, list(used))
+        legal: tuple[Event, list[int], str] | None = None
+        label = boundary_label(head.message, self.terms) if chunk else None
+        if label is not None:
+            legal = (head.message, list(used), label)
         end = len(queue) if stop is None else stop
         for index in range(start + 1, end):
             if not greedy and (not chunk or legal is not None):
@@ -248,24 +272,19 @@ class Subscription:
                 break
             message = merge(message, other.message)
             used.append(index)
-            if chunk and message is not None and boundary_label(message, self.terms) is not None:
-                legal = (message, list(used))
-        if chunk and legal is not None:
-            return legal[0], legal[1], False
+            if chunk and message is not None:
+                label = boundary_label(message, self.terms)
+                if label is not None:
+                    legal = (message, list(used), label)
+        if legal is not None:
+            return legal[0], legal[1], False, legal[2]
         if chunk and stop is None:
-            return message, used, True
-        return message, used, False
+            return message, used, True, None
+        return message, used, False, None
 
     def _remove(self, indices: list[int]) -> None:
         for index in sorted(indices, reverse=True):
             del self._queue[index]
-
-    def _finish(self, message: Event) -> Event:
-        if kind_of(message) == "chunk":
-            label = boundary_label(message, self.terms)
-            if label is not None and label != message.get("coalesce_hint"):
-                message = {**message, "coalesce_hint": label}
-        return message
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -273,3 +292,10 @@ class Subscription:
             "honored_capabilities": self.terms.to_json(),
             "closed": self.closed,
         }
+
+
+def _labelled(message: Event, label: str | None) -> Event:
+    """A chunk carries the boundary it ends on as this subscriber negotiated it."""
+    if label is not None and label != message.get("coalesce_hint"):
+        return {**message, "coalesce_hint": label}
+    return message

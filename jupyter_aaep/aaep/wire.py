@@ -31,8 +31,35 @@ def has_lone_surrogate(text: str) -> bool:
 def sanitize(value: Any) -> tuple[Any, list[str]]:
     """A JSON-safe copy of *value* (the value itself when nothing had to change) and the
     paths of what was changed, e.g. ``["data.text: lone surrogate replaced"]``."""
+    if _plain(value, 0):
+        return value, []  # the usual case, checked without building the paths of a report
     problems: list[str] = []
     return _clean(value, "", problems, 0, set()), problems
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Whether *value* is JSON as it is: exactly what :func:`_clean` would return unchanged,
+    with no problem to report (plain ``dict``/``list``/``str``/``int``/finite ``float``; a
+    cycle or any subclass is left to :func:`_clean`)."""
+    kind = type(value)
+    if kind is str:
+        return value.isascii() or LONE_SURROGATE.search(value) is None
+    if kind is dict:
+        if depth >= MAX_DEPTH:
+            return False
+        for key, item in value.items():
+            if type(key) is not str or not (key.isascii() or LONE_SURROGATE.search(key) is None):
+                return False
+            if not _plain(item, depth + 1):
+                return False
+        return True
+    if kind is list:
+        return depth < MAX_DEPTH and all(_plain(item, depth + 1) for item in value)
+    if value is None or kind is bool or kind is int:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    return False
 
 
 def _clean(value: Any, path: str, problems: list[str], depth: int, seen: set[int]) -> Any:

@@ -4,9 +4,12 @@ Framing (Appendix B.1): an AAEP event is ``event: aaep.event`` / ``id: <event_id
 ``data: <one-line JSON>``; any other message (the acknowledgement of a user message, a
 handshake answer, a replay notice) is a plain ``data:`` line, so ``EventSource.onmessage``
 sees it and the ``Last-Event-ID`` of a reconnecting browser always names an AAEP event. A
-``: keepalive`` comment goes out after every ``keepalive`` seconds of silence (clients and
-proxies time out idle streams). Each message is flushed at once; a disconnect closes the
-stream's subscription, which lets requests only it could answer take their default.
+``: keepalive`` comment goes out when a ``keepalive`` period passed with nothing sent (clients
+and proxies time out idle streams). A message that may go out when it is published is written
+and flushed in the publisher's own step (``_push``, as the WebSocket does); the send loop
+sends the rest (keepalives, rate-limited or held messages, a slow client's backlog). A
+disconnect closes the stream's subscription, which lets requests only it could answer take
+their default.
 
 Query parameters: ``subscription_id`` picks up a negotiated subscription
 (``POST /aaep/v1/subscriptions``), ``last_event_id`` stands in for the header.
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jupyter_server.auth.decorator import authorized
@@ -63,6 +66,28 @@ def encoded(encode: Callable[[Any], str], message: Any) -> str | None:
         return None
 
 
+def ready(stream: Stream, encode: Callable[[Any], str]) -> Iterator[tuple[Event, str]]:
+    """What *stream*'s subscription may send now, each message with its text (one that cannot
+    be encoded is logged and skipped): for a transport that writes in the publisher's step."""
+    for message in stream.subscription.take_ready():
+        text = encoded(encode, message)
+        if text is not None:
+            yield message, text
+
+
+def behind(connection: Any) -> bool:
+    """Whether a connection's socket still holds unsent bytes (no socket: count it as behind).
+    A transport then leaves sending to its loop, which waits for a slow client."""
+    socket_stream = getattr(connection, "stream", None)
+    return socket_stream is None or bool(socket_stream.writing())
+
+
+def retrieve(sent: asyncio.Future[None]) -> None:
+    """A write nobody awaited may fail (the client left): that is not worth a warning."""
+    if not sent.cancelled():
+        sent.exception()
+
+
 async def _within(awaitable: Awaitable[T], seconds: float) -> T:
     """``asyncio.wait_for`` without its extra task where Python has ``asyncio.timeout`` (3.11+).
 
@@ -87,6 +112,9 @@ class EventStreamHandler(AAEPHandler):
         self.keepalive = keepalive
         self._stream: Stream | None = None
         self._client_gone = False
+        self._delivered: Callable[[dict[str, Any]], None] | None = None
+        self._sending = False  # the loop below awaits a flush: it owns the connection
+        self._pushed = False  # something went out in a publisher's step (no keepalive due)
 
     @web.authenticated
     @authorized
@@ -120,17 +148,21 @@ class EventStreamHandler(AAEPHandler):
             or self.get_argument("last_event_id", None),
             client=client,
         )
-        self._stream = stream
+        self._stream, self._delivered = stream, delivered
         self.set_header("Content-Type", "text/event-stream; charset=utf-8")
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")  # proxies must not buffer the stream
         try:
             await self._send(": connected\n\n")
+            stream.subscription.on_queued = self._push
+            self._push()  # the replay
             while True:
                 try:
                     message = await _within(stream.next(), self.keepalive)
                 except asyncio.TimeoutError:
-                    await self._send(": keepalive\n\n")
+                    if not self._pushed:  # silence: nothing went out since the last wait
+                        await self._send(": keepalive\n\n")
+                    self._pushed = False
                     continue
                 if message is None:
                     break
@@ -138,8 +170,7 @@ class EventStreamHandler(AAEPHandler):
                 if frame is None:
                     continue
                 await self._send(frame)
-                if delivered is not None and isinstance(message, dict):
-                    delivered(message)
+                self._heard(message)
         except StreamClosedError:
             self._client_gone = True
         finally:
@@ -149,7 +180,40 @@ class EventStreamHandler(AAEPHandler):
 
     async def _send(self, text: str) -> None:
         self.write(text)
-        await self.flush()
+        self._sending = True
+        try:
+            await self.flush()
+        finally:
+            self._sending = False
+
+    def _heard(self, message: Event) -> None:
+        if self._delivered is not None and isinstance(message, dict):
+            self._delivered(message)
+
+    def _push(self) -> None:
+        """Write what may go out now in the publisher's own step (the WebSocket does the same),
+        rather than when the loop above next runs: a published ``tool.completed`` is then on
+        its way before the agent's next model request takes the event loop. Not while the
+        loop owns the connection (a flush awaited) or the client reads slowly; order is kept,
+        both take from the same queue."""
+        stream = self._stream
+        if (
+            stream is None
+            or stream.closed
+            or self._client_gone
+            or self._finished
+            or self._sending
+            or behind(self.request.connection)
+        ):
+            return
+        wrote = False
+        for message, frame in ready(stream, sse_frame):
+            self.write(frame)
+            wrote = True
+            self._heard(message)
+        if wrote:
+            self._pushed = True
+            self.flush().add_done_callback(retrieve)
 
     def on_connection_close(self) -> None:
         self._client_gone = True

@@ -90,7 +90,6 @@ class Stream:
 
 def client_key(user: Any, address: str | None, *, token_authenticated: bool = False) -> str:
     """Whom a stream belongs to for the per-client limit: the Jupyter user at an address.
-
     Requests authenticated by the server's token alone get a new random user each time, so
     they all count as one client per address ("token"): bearers of the token are one principal.
     """
@@ -395,6 +394,7 @@ class StreamHub:
         self._subscribe(stream, chat)
         for message in old.release():
             new.deliver(message)
+        new.on_queued = old.on_queued  # the transport still writes in the publisher's step
         if self.broker is not None:
             # The same subscriber on new terms: requests it could answer stay answerable.
             for request in self.broker.pending():

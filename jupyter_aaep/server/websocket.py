@@ -55,7 +55,7 @@ from ..mcp.credentials import MCP_ONLY
 from .base import AUTH_RESOURCE, ServiceSource, ServiceUser, carries_outside_credential
 from .http_errors import AAEPErrorAnswers, http_status
 from .messages import MAX_MESSAGE_BYTES, REPLY_TYPES, accepted, parse_json, take_request_id
-from .sse import encoded
+from .sse import behind, encoded, ready, retrieve
 
 if TYPE_CHECKING:  # the streams come with the first request (issue 31)
     from .streams import Stream
@@ -171,7 +171,7 @@ class ChatSocketHandler(
                     finally:
                         self._waiting = False
                 else:
-                    sent.add_done_callback(_retrieve)
+                    sent.add_done_callback(retrieve)
         except WebSocketClosedError:
             pass
         finally:
@@ -197,11 +197,8 @@ class ChatSocketHandler(
         ):
             return
         try:
-            for message in stream.subscription.take_ready():
-                text = encoded(_serialised, message)
-                if text is None:
-                    continue
-                self.write_message(text).add_done_callback(_retrieve)
+            for _message, text in ready(stream, _serialised):
+                self.write_message(text).add_done_callback(retrieve)
         except WebSocketClosedError:
             pass  # the send loop ends the stream
 
@@ -282,15 +279,7 @@ class ChatSocketHandler(
 
 
 def _behind(handler: WebSocketHandler) -> bool:
-    """Whether the socket still holds unsent bytes after a write (no socket: wait, as before)."""
-    stream = getattr(handler.ws_connection, "stream", None)
-    return stream is None or bool(stream.writing())
-
-
-def _retrieve(sent: asyncio.Future[None]) -> None:
-    """A write nobody awaited may fail (the socket closed): that is not worth a warning."""
-    if not sent.cancelled():
-        sent.exception()
+    return behind(handler.ws_connection)
 
 
 _recent: dict[int, tuple[Any, str]] = {}

@@ -365,3 +365,37 @@ def test_token_bucket_refills_smoothly() -> None:
     bucket.spend()
     bucket.spend()  # into debt: one token owed, and one more to spend
     assert not bucket.take() and bucket.wait_time() == pytest.approx(2.0)
+
+
+def test_renegotiated_filter_applies_to_later_events() -> None:
+    """The filter's verdict is remembered per event type; new terms forget it."""
+    session, subscription = setup(Terms())
+    started(session)
+
+    def progress() -> list[str]:
+        session.emit(ProgressUpdated(progress=Progress(description="Half way.")))
+        return names(subscription.take_ready())
+
+    assert progress() == ["session.started", "progress.updated"]
+    subscription.update_terms(Terms(event_filter=EventFilter(exclude=("aaep:agent.progress.*",))))
+    assert progress() == []
+    subscription.update_terms(Terms())
+    assert progress() == ["progress.updated"]
+
+
+async def test_a_message_the_transport_sent_at_once_does_not_wake_the_sender() -> None:
+    """``on_queued`` took everything: ``next()`` stays asleep (waking it to find nothing cost
+    every message a loop step per subscriber); what the transport left wakes it."""
+    session, subscription = setup(Terms())
+    sent: list[dict] = []
+    subscription.on_queued = lambda: sent.extend(subscription.take_ready())
+    waiting = asyncio.ensure_future(subscription.next())
+    await asyncio.sleep(0)
+    started(session)
+    assert names(sent) == ["session.started"] and not subscription._wakeup.is_set()
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert not waiting.done()
+    subscription.on_queued = None  # the transport holds back (a slow client): next() sends
+    completed(session)
+    assert names([await asyncio.wait_for(waiting, 5)]) == ["session.completed"]

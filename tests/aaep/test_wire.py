@@ -95,3 +95,26 @@ def test_the_emitter_repairs_an_event_before_history_and_subscribers(caplog) -> 
         and "kernel.output" in warnings[0]
         and "text: lone surrogate replaced" in warnings[0]
     )
+
+
+def test_the_quick_check_lets_through_only_what_needs_no_repair() -> None:
+    """``sanitize`` first checks without building paths; anything unusual still gets the walk."""
+    deep: dict = {}
+    cursor = deep
+    for _ in range(70):  # plain values, nested past MAX_DEPTH: still cut
+        cursor["d"] = {}
+        cursor = cursor["d"]
+    clean, problems = sanitize({"deep": deep})
+    assert clean is not None and any("nested too deeply" in p for p in problems)
+
+    class Text(str):
+        pass
+
+    value = {"name": Text("ok"), "pair": ("a", 1)}
+    clean, problems = sanitize(value)
+    assert clean is not value and clean["pair"] == ["a", 1] and problems == []
+    event = {"kind": "note", "lines": ["naïve", {"x": 1.5}], "bad": ["ok", "x\udc80"]}
+    clean, problems = sanitize(event)
+    assert clean["bad"] == ["ok", f"x{REPLACEMENT}"] and problems == [
+        "bad[1]: lone surrogate replaced"
+    ]

@@ -362,3 +362,23 @@ async def test_appendix_b_subscription_for_all_chats(
         "subscriptions", method="POST", body=request(aaep_version="3.0.0")
     )
     assert status == 200 and rejected["reason_code"] == "version_unsupported"
+
+
+async def test_an_sse_message_goes_out_in_the_step_it_is_published(
+    new_chat, sse, extension
+) -> None:
+    """As on the WebSocket: a published message is written before the publisher's step
+    yields (the agent's next model request would otherwise hold it back: run_cell's figure)."""
+    chat_id = await new_chat()
+    chat = extension.runner.get(chat_id)
+    async with sse(chat_id) as stream:
+        await wait_until(lambda: ": connected" in stream.comments, 10, "the stream open")
+        hub_stream = next(
+            s for s in extension.hub._streams if s.chat_id == chat_id and s.transport == "sse"
+        )
+        handler = hub_stream.subscription.on_queued.__self__
+        out = handler.request.connection.stream
+        before = out._total_write_index
+        chat.emitter.publish({"kind": "kernel.note", "text": "now"})
+        assert out._total_write_index > before  # written before this step yields
+        assert (await stream.until(lambda m: m.get("kind") == "kernel.note"))[-1]["text"] == "now"
