@@ -18,10 +18,12 @@ from nb_helpers import Progress, write_notebook
 from pycrdt import Assoc, Awareness, StickyIndex, create_awareness_message
 from pytest_jupyter.jupyter_server import *
 
+# isort: split
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolContext
 from jupyter_aaep.notebook import NotebookService
 from jupyter_aaep.testing.rooms import join_room, synced
+from jupyter_aaep.testing.shared_fixtures import *  # a shared server per module when marked
 
 SAVE_DELAY = 0.2
 
