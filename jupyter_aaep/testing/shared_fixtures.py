@@ -82,7 +82,8 @@ def jp_serverapp(request: pytest.FixtureRequest, jp_server_config: Any, jp_argv:
 def _served(request: pytest.FixtureRequest) -> shared_server.Served:
     app = request.getfixturevalue("jp_serverapp")
     pool = request.getfixturevalue("_shared_pool")
-    return next(served for served in pool.servers.values() if served.app is app)
+    served: shared_server.Served = next(s for s in pool.servers.values() if s.app is app)
+    return served
 
 
 @pytest.fixture

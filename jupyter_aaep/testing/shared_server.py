@@ -193,7 +193,8 @@ async def after_test(served: Served) -> None:
     sessions = await app.session_manager.list_sessions()
     for session in sessions:
         await app.session_manager.delete_session(session["id"])
-    await app.kernel_manager.shutdown_all()
+    kernels: Any = app.kernel_manager  # typed as the blocking manager; the server's is async
+    await kernels.shutdown_all()
     await _close_rooms(app)
     # The test's monkeypatch has just put the model credentials back in os.environ; the
     # extension takes them out at start, so take them out again before the next test.
@@ -213,7 +214,7 @@ async def _close_rooms(app: ServerApp) -> None:
     """Delete every collaboration room (its document, its pending clean-up, its file watcher)
     and forget every file id, so that the next test's notebook at the same path gets a new
     room with no history: it can never see the document of a test before."""
-    collaboration = app.web_app.settings.get(COLLABORATION)
+    collaboration: Any = app.web_app.settings.get(COLLABORATION)
     server = getattr(collaboration, "ywebsocket_server", None)
     if server is not None:
         for room in list(server.rooms.values()):
