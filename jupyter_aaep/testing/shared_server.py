@@ -194,7 +194,7 @@ async def after_test(served: Served) -> None:
     for session in sessions:
         await app.session_manager.delete_session(session["id"])
     kernels: Any = app.kernel_manager  # typed as the blocking manager; the server's is async
-    await kernels.shutdown_all()
+    await kernels.shutdown_all(now=True)  # the test is over: no need to wait for a polite exit
     await _close_rooms(app)
     # The test's monkeypatch has just put the model credentials back in os.environ; the
     # extension takes them out at start, so take them out again before the next test.
