@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from jupyter_client.manager import start_new_async_kernel
 
 from jupyter_aaep.figure_mime import MAIDR_MIME
@@ -61,6 +62,20 @@ def figures(outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.fixture
 async def kernel(tmp_path: Path) -> AsyncIterator[Any]:
     manager, client = await start(tmp_path)
+    try:
+        yield client
+    finally:
+        client.stop_channels()
+        await manager.shutdown_kernel(now=True)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def drawing_kernel(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
+    """One kernel for the colour-check cases, which each draw one figure in one cell (the
+    inline backend closes it after the cell) and read only that cell's outputs: a kernel
+    start and the imports of matplotlib and maidr each, 3–9 s, saved six times. The tests of
+    what a fresh kernel does first (import order, the backend) keep a kernel of their own."""
+    manager, client = await start(tmp_path_factory.mktemp("drawing"))
     try:
         yield client
     finally:
@@ -190,10 +205,15 @@ def colour_only(outputs: list[dict[str, Any]]) -> list[str]:
         ),
     ],
 )
+@pytest.mark.asyncio(loop_scope="module")
 async def test_the_kernel_records_how_series_are_drawn_for_the_colour_check(
-    kernel: Any, code: str, said: str | None
+    drawing_kernel: Any, code: str, said: str | None
 ) -> None:
-    outputs = await run(kernel, "import matplotlib.pyplot as plt\n" + code)
+    leftover = await run(
+        drawing_kernel, "import matplotlib.pyplot as plt\nprint(plt.get_fignums())"
+    )
+    assert leftover[-1]["text"].strip() == "[]"  # no figure of an earlier case is open
+    outputs = await run(drawing_kernel, "import matplotlib.pyplot as plt\n" + code)
     assert [o for o in outputs if o["type"] == "error"] == []
     (figure,) = figures(outputs)
     assert figure[MAIDR_MIME]["styles"]["version"] == 1

@@ -6,6 +6,7 @@ The magic in real kernels of a real server is tested in ``live/test_live_magic.p
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from typing import Any
@@ -16,7 +17,8 @@ from jupyter_aaep.kernel import magic, runtime
 
 
 def ipython(code: str, **env: str) -> str:
-    """Run *code* in a plain ``ipython`` (no kernel, no server); what it printed."""
+    """Run *code* in a plain ``ipython`` (no kernel, no server); what it printed, both streams
+    in the order a terminal shows them."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith("AAEP_")}
     environ.update(env)
     done = subprocess.run(
@@ -31,14 +33,15 @@ def ipython(code: str, **env: str) -> str:
             "-c",
             code,
         ],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
         env=environ,
         timeout=120,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
-    return done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout
+    return done.stdout
 
 
 def test_import_is_light() -> None:
@@ -53,25 +56,28 @@ def test_import_is_light() -> None:
 
 
 def test_plain_ipython_says_what_is_missing() -> None:
-    printed = ipython("%load_ext jupyter_aaep\n%aaep status\n%aaep plot it\n")
-    assert printed.count("AAEP_SERVER_URL and AAEP_KERNEL_SECRET are not set") == 2
+    # One IPython (a start costs 2-4 s) for the cases without the variables; each case's
+    # output is read between markers, so each check sees only its own lines.
+    printed = ipython(
+        "%load_ext jupyter_aaep\nprint('=1=')\n%aaep status\n%aaep plot it\nprint('=2=')\n"
+        "%aaep --help\nprint('=3=')\n"
+        # A request may start with a command's word: only the word alone is the command.
+        "%aaep stop the {timer} flickering\n%aaep tools for {cleaning}\n"
+    )
     assert "Traceback" not in printed
+    _, not_set, helped, words = re.split(r"=[123]=\n", printed)
+    assert not_set.count("AAEP_SERVER_URL and AAEP_KERNEL_SECRET are not set") == 2
+    assert "%aaep tools --remove NAME" in helped
+    assert (
+        "There is no variable named 'timer'" in words
+        and "There is no variable named 'cleaning'" in words
+    )
     printed = ipython(
         "%load_ext jupyter_aaep\n%aaep status\n",
         AAEP_SERVER_URL="http://127.0.0.1:1/",
         AAEP_KERNEL_SECRET="x",
     )
     assert "%aaep works in a Jupyter kernel, and this is plain IPython" in printed
-    printed = ipython("%load_ext jupyter_aaep\n%aaep --help\n")
-    assert "%aaep tools --remove NAME" in printed
-    # A request may start with a command's word: only the word alone is the command.
-    printed = ipython(
-        "%load_ext jupyter_aaep\n%aaep stop the {timer} flickering\n%aaep tools for {cleaning}\n"
-    )
-    assert (
-        "There is no variable named 'timer'" in printed
-        and "There is no variable named 'cleaning'" in printed
-    )
 
 
 def test_aaep_tool_in_plain_ipython_stays_usable() -> None:

@@ -1,5 +1,8 @@
 """Fixtures for the live-notebook tests: a Jupyter server with collaboration, and a browser stand-in.
 
+Modules marked ``shared_server`` share one server (``jupyter_aaep/testing/shared_server.py``);
+after each test its rooms, file ids, kernels and files are gone, so tests may reuse paths.
+
 pytest-jupyter's fixtures are imported here (rather than through ``pytest_plugins``, which
 pytest only accepts in the root conftest) so this folder stays self-contained.
 """
@@ -18,10 +21,12 @@ from nb_helpers import Progress, write_notebook
 from pycrdt import Assoc, Awareness, StickyIndex, create_awareness_message
 from pytest_jupyter.jupyter_server import *
 
+# isort: split
 from jupyter_aaep.agent.services import AgentServices
 from jupyter_aaep.agent.tools import ToolContext
 from jupyter_aaep.notebook import NotebookService
 from jupyter_aaep.testing.rooms import join_room, synced
+from jupyter_aaep.testing.shared_fixtures import *  # a shared server per module when marked
 
 SAVE_DELAY = 0.2
 
@@ -41,7 +46,10 @@ def jp_server_config(jp_root_dir: Path) -> dict[str, Any]:
         "ServerApp": {
             "jpserver_extensions": {"jupyter_server_ydoc": True, "jupyter_server_fileid": True},
         },
-        "SQLiteYStore": {"db_path": str(jp_root_dir / ".rtc_test.db")},
+        # Relative, so in the test's own directory (``_private_cwd``), as the rooms that
+        # ``get_document`` opens: on a shared server a file of the module's stayed locked by
+        # an earlier test's stopped room for seconds, and a room then opened late.
+        "SQLiteYStore": {"db_path": ".rtc_test.db"},
         "BaseFileIdManager": {
             "root_dir": str(jp_root_dir),
             "db_path": str(jp_root_dir / ".fid_test.db"),

@@ -14,6 +14,8 @@ from jupyter_aaep.figure_mime import MAIDR_MIME
 from jupyter_aaep.notebook import _markdown_scan as scan
 from jupyter_aaep.notebook.accessibility import RULES, Problem, check_cells, summary_of
 
+pytestmark = pytest.mark.shared_server
+
 TITLE = {"id": "t", "cell_type": "markdown", "source": "# Weather report"}
 PNG = "iVBORw0KGgo="
 

@@ -3,9 +3,13 @@ cell's rendered outputs."""
 
 from __future__ import annotations
 
+import pytest
+
 from jupyter_aaep.figure_mime import MAIDR_MIME
 from jupyter_aaep.notebook.figure_data import describe_data
 from jupyter_aaep.notebook.render import render_output
+
+pytestmark = pytest.mark.shared_server
 
 
 def bundle(*layers: dict[str, object]) -> dict[str, object]:

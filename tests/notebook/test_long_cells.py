@@ -27,7 +27,7 @@ from jupyter_aaep.notebook import executor as executor_module
 from jupyter_aaep.server.long_runs import LongRunNews, how_far_along
 from jupyter_aaep.tools.notebook import interrupt_kernel, run_all_cells, run_cell, wait_for_cell
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.shared_server]
 
 TQDM_TEXT = "import sys, time\nfrom tqdm import tqdm\nfor i in tqdm(range(30), desc='training', file=sys.stderr):\n    time.sleep(0.1)\nprint('accuracy 0.91')"
 TQDM_NOTEBOOK = "import time\nfrom tqdm.notebook import tqdm\nfor i in tqdm(range(30), desc='fitting'):\n    time.sleep(0.1)\nprint('fitted')"
@@ -277,6 +277,7 @@ async def test_a_cell_left_running_is_announced_once_when_it_ends(
     ("how", "said"),
     [("killed", "the kernel died"), ("restarted", "the kernel was restarted")],
 )
+@pytest.mark.fresh_server  # kills and restarts a kernel
 @on_server_loop
 async def test_a_kernel_killed_mid_run_is_said_once(
     notebook_file, quick_windows, chat_news, jp_serverapp, how, said

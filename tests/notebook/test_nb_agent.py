@@ -23,6 +23,8 @@ from jupyter_aaep.notebook import NotebookService
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from jupyter_aaep.tools.notebook import notebook_tools
 
+pytestmark = pytest.mark.shared_server
+
 
 @pytest.fixture
 def fake_model() -> Any:

@@ -46,7 +46,7 @@ from jupyter_aaep.tools.notebook import (
     notebook_tools,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.shared_server]
 
 ROOM_SAVE_DELAY = 3.0
 """The room's own autosave delay here: longer than JupyterLab's 1 s default, so a file that holds

@@ -9,6 +9,8 @@ from jupyter_aaep.agent.approval import ApprovalPolicy
 from jupyter_aaep.tools.code_risk import risk_level_for, scan, scan_code
 from jupyter_aaep.tools.notebook import notebook_tools
 
+pytestmark = pytest.mark.shared_server
+
 
 @pytest.mark.parametrize(
     "source",

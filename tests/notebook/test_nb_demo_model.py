@@ -18,6 +18,8 @@ from test_nb_agent import Agent
 from jupyter_aaep.testing.demo_model import demo_model
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic
 
+pytestmark = pytest.mark.shared_server
+
 DEMO = Path(__file__).resolve().parents[2] / "notebooks" / "demo.ipynb"
 
 

@@ -33,6 +33,8 @@ from jupyter_aaep.tools.notebook import (
     run_cell,
 )
 
+pytestmark = pytest.mark.shared_server
+
 
 def fake_server(settings: dict[str, Any]) -> Any:
     return SimpleNamespace(web_app=SimpleNamespace(settings=settings))

@@ -28,7 +28,7 @@ from jupyter_aaep.tools.notebook import (
     get_notebook_state,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.shared_server]
 
 BEFORE = "total = 0\nfor x in data:\n    total += x\nprint(total)"
 HUMAN_FIX = "total += important_human_fix()\n"

@@ -26,6 +26,8 @@ from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from jupyter_aaep.tools._figure_tools import view_figure
 from jupyter_aaep.tools.notebook import notebook_tools
 
+pytestmark = pytest.mark.shared_server
+
 PLOT = """\
 import matplotlib
 matplotlib.use("module://matplotlib_inline.backend_inline")

@@ -28,6 +28,8 @@ from jupyter_aaep.tools._file_heads import human_size
 from jupyter_aaep.tools._file_tools import list_files, read_file
 from jupyter_aaep.tools.notebook import notebook_tools
 
+pytestmark = pytest.mark.shared_server
+
 
 @pytest.fixture
 def data(jp_root_dir: Path) -> Path:

@@ -21,6 +21,8 @@ from jupyter_aaep.tools.notebook import (
     move_cell,
 )
 
+pytestmark = pytest.mark.shared_server
+
 CELLS = [
     {"id": "intro", "cell_type": "markdown", "source": "# Analysis"},
     {"id": "load", "source": "import math\nx = 21"},

@@ -26,6 +26,8 @@ from jupyter_aaep.notebook._outputs import (
 )
 from jupyter_aaep.notebook.documents import LiveNotebook
 
+pytestmark = pytest.mark.shared_server
+
 
 def stream(model: CellOutputs, text: str, name: str = "stdout") -> list[Any]:
     return model.handle("stream", {"name": name, "text": text})

@@ -27,6 +27,8 @@ from jupyter_aaep.agent.tools import ToolRegistry
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from jupyter_aaep.tools.notebook import notebook_tools
 
+pytestmark = pytest.mark.shared_server
+
 PLAN = {
     "summary": "Print two numbers",
     "steps": ["Run cell c1 (prints 42)", "Run cell c2 (prints 7)"],

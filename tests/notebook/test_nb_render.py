@@ -20,6 +20,8 @@ from jupyter_aaep.notebook.render import (
     truncate,
 )
 
+pytestmark = pytest.mark.shared_server
+
 BENCHMARK = Path(__file__).parents[2] / "benchmarks" / "notebook_state_size.py"
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
+import pytest
 from nb_helpers import on_server_loop, wait_for
 
 from jupyter_aaep.aaep import ListSubscriber
@@ -26,6 +27,8 @@ from jupyter_aaep.agent.tools import StaleApproval, ToolError, ToolRegistry
 from jupyter_aaep.chats.runner import ChatRunner
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from jupyter_aaep.tools.notebook import create_cell, delete_cell, edit_cell, notebook_tools
+
+pytestmark = pytest.mark.shared_server
 
 TOOLS = {tool.name: tool for tool in notebook_tools()}
 OLD = "import math\nx = 1\ny = 2\nprint(x)\n"

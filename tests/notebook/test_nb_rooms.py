@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from nb_helpers import on_server_loop, wait_for, write_notebook
 
 from jupyter_aaep.notebook.rooms import room_id
+
+pytestmark = pytest.mark.shared_server
 
 SLOW = "import time\ntime.sleep(1.5)\nprint('done')"
 
@@ -36,7 +39,8 @@ async def test_a_room_is_kept_while_a_session_or_a_run_uses_it(
 
     result = await run.task
     assert result.result.status == "ok"
-    await wait_for(lambda: name not in _open_rooms(jp_serverapp), what="the release")
-    assert rooms.released == [path]
+    # The room leaves the server's list a step before its release is written down.
+    await wait_for(lambda: rooms.released == [path], what="the release")
+    assert name not in _open_rooms(jp_serverapp)
     # The run's output was saved before the room went.
     assert "done" in (jp_root_dir / path).read_text()

@@ -30,6 +30,8 @@ from jupyter_aaep.tools.notebook import (
     run_cell,
 )
 
+pytestmark = pytest.mark.shared_server
+
 
 def tiny_png() -> str:
     """A valid 3×2 PNG, base64, without needing matplotlib."""
@@ -311,6 +313,7 @@ async def running(service: Any, path: str) -> bool:
     return bool(info and service.executor.is_running_code(info.kernel_id))
 
 
+@pytest.mark.fresh_server  # kills and restarts a kernel
 @on_server_loop
 async def test_kernel_death_is_reported_and_the_next_run_works(
     notebook_file, make_ctx, service, jp_serverapp

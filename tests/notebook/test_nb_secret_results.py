@@ -8,10 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from nb_helpers import on_server_loop
 from test_nb_agent import Agent, fake_model  # noqa: F401 - the fixture is used by name
 
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
+
+pytestmark = pytest.mark.shared_server
 
 KEY = "sk-ant-api03-" + "Zq7" * 12  # built here so the literal does not sit in the source
 

@@ -3,11 +3,14 @@ uses it: non-overlapping line changes keep both sides, changes of the same lines
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jupyter_aaep.notebook._text_edits import merge_three_way
 from jupyter_aaep.notebook.shown import ShownSources
+
+pytestmark = pytest.mark.shared_server
 
 
 def test_each_reader_has_its_own_base_per_notebook_and_cell() -> None:

@@ -10,6 +10,8 @@ from pycrdt import Doc, Text
 from jupyter_aaep.notebook._text_edits import apply_text, merge_three_way, version_tag
 from jupyter_aaep.notebook.edit_record import CellOperation, EditRecord
 
+pytestmark = pytest.mark.shared_server
+
 
 def shared(text: str) -> tuple[Doc, Text, list[Any]]:
     doc: Doc = Doc()

@@ -17,6 +17,8 @@ from jupyter_aaep.chats.runner import ChatBusy, ChatRunner, InvalidInput
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 from jupyter_aaep.tools.notebook import notebook_tools
 
+pytestmark = pytest.mark.shared_server
+
 
 @on_server_loop
 async def test_revert_puts_back_what_the_session_changed(notebook_file, service) -> None:

@@ -16,6 +16,8 @@ from jupyter_aaep.notebook.progress_pacing import (
 )
 from jupyter_aaep.words import duration_words
 
+pytestmark = pytest.mark.shared_server
+
 
 @pytest.mark.parametrize(
     ("line", "percent", "current", "total", "eta", "what"),

@@ -14,6 +14,8 @@ from jupyter_aaep.notebook.executor import ExecutionResult
 from jupyter_aaep.notebook.service import CellRun
 from jupyter_aaep.tools._run_text import heard_run, kernel_language
 
+pytestmark = pytest.mark.shared_server
+
 KERNEL = KernelInfo(
     kernel_id="k", name="python3", display_name="Python 3 (ipykernel)", execution_state="idle"
 )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,9 @@ from pytest_jupyter.jupyter_server import *
 from kernel_helpers import *  # fixtures: kernels, kernel_api, jp_server_config
 from server_helpers import on_server_loop
 
-from jupyter_aaep.testing.fake_anthropic import FakeAnthropic
+# isort: split
+# A shared server per module when marked, and fake_model (the module's fake when shared).
+from jupyter_aaep.testing.shared_fixtures import *
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -35,14 +36,6 @@ def pytest_pycollect_makeitem(collector: Any, name: str, obj: Any) -> Any:
         setattr(collector.obj, name, wrapped)
         return list(collector._genfunctions(name, wrapped))
     return None
-
-
-@pytest.fixture
-def fake_model() -> Iterator[FakeAnthropic]:
-    fake = FakeAnthropic().start()
-    yield fake
-    fake.stop()
-    assert fake.problems == [], fake.problems
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from kernel_helpers import new_name, wait_idle
 from jupyter_aaep.kernel import autoload
 from jupyter_aaep.testing.fake_anthropic import Turn
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.shared_server]
 
 TOOL = '''
 from jupyter_aaep import aaep_tool
@@ -29,6 +29,7 @@ def load_sales(region: str, year: int = 2025) -> dict:
 '''
 
 
+@pytest.mark.fresh_server  # reads what the server did at start, restarts a kernel
 async def test_the_magic_is_there_without_load_ext(kernels, extension, jp_fetch) -> None:
     assert autoload.is_enabled()  # the server put it there at start
     config = json.loads(autoload.config_path().read_text())
@@ -95,6 +96,7 @@ async def test_status_and_tools_from_cells(kernels, kernel_api) -> None:
 
 
 async def test_what_is_missing_is_said_and_nothing_is_sent(kernels, extension, fake_model) -> None:
+    earlier = list(extension.runner.chats())  # a shared server keeps earlier tests' chats
     kernel = await kernels.notebook(new_name(), load=False)
     assert "There is no variable named 'nope'" in await kernel.run("%aaep plot {nope} by month")
     assert "{{nope}} for literal braces. The request was not sent." in kernel.printed[-1]
@@ -116,7 +118,7 @@ async def test_what_is_missing_is_said_and_nothing_is_sent(kernels, extension, f
         "os.environ['AAEP_KERNEL_SECRET'] = secret; os.environ['AAEP_SERVER_URL'] = 'http://127.0.0.1:9/'"
     )
     assert "at http://127.0.0.1:9/ does not answer" in await kernel.run("%aaep status")
-    assert fake_model.requests == [] and list(extension.runner.chats()) == []
+    assert fake_model.requests == [] and list(extension.runner.chats()) == earlier
 
 
 async def test_a_request_with_context_reaches_the_model(
@@ -152,7 +154,7 @@ async def test_more_commands(kernels, extension, fake_model) -> None:
     await kernel.run("import jupyter_aaep.kernel.magic as m; m._live_view = lambda: None")
     fake_model.add(Turn(text="Hello from the agent."))
     assert "The request was sent to this notebook's agent" in await kernel.run("%aaep say hello")
-    chat = next(iter(extension.runner.chats()))
+    [chat] = extension.runner.chats(kernel.path)  # earlier tests' chats may share the server
     await wait_idle(extension, chat.chat_id)
     assert fake_model.requests[0].body["messages"][-1]["content"][0]["text"].startswith("say hello")
     assert "Write a request after %aaep" in await kernel.run("%aaep")

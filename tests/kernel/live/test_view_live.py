@@ -22,7 +22,7 @@ from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.testing.demo_model import demo_model
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.shared_server]
 
 CELLS = ["print('first')", "print(6 * 7)"]
 INTRO = "I will run cell 2."
@@ -74,11 +74,10 @@ async def ask_to_run_cell_2(
 
 
 async def test_approve_clicked_in_the_widget_runs_the_cell(
-    kernels, kernel_api, extension, fake_model
+    kernels, kernel_api, extension, fake_model, monkeypatch
 ) -> None:
-    extension.kernel_replies = (
-        True  # opt-in: approvals from the notebook (off by default, issue 16)
-    )
+    # opt-in: approvals from the notebook (off by default, issue 16)
+    monkeypatch.setattr(extension, "kernel_replies", True)
     kernel, chat_id, shown = await ask_to_run_cell_2(kernels, kernel_api, fake_model)
     assert "Approval needed: Run cell 2" in shown["text"] and "print(6 * 7)" in shown["text"], (
         shown["text"]
@@ -155,9 +154,9 @@ async def test_by_default_the_kernel_only_names_the_request_for_the_browser(
 
 
 async def test_answered_from_the_panel_the_widget_shows_the_outcome(
-    kernels, kernel_api, extension, fake_model, jp_ws_fetch
+    kernels, kernel_api, extension, fake_model, jp_ws_fetch, monkeypatch
 ) -> None:
-    extension.kernel_replies = True
+    monkeypatch.setattr(extension, "kernel_replies", True)
     kernel, chat_id, shown = await ask_to_run_cell_2(kernels, kernel_api, fake_model)
     # The side panel: a WebSocket subscriber of the same chat, which answers first.
     socket = await jp_ws_fetch("aaep", "v1", "chats", chat_id, "ws")
@@ -215,6 +214,7 @@ async def test_answered_from_the_panel_the_widget_shows_the_outcome(
 NOTEBOOK = Path(__file__).resolve().parents[3] / "notebooks" / "kernel-tools.ipynb"
 
 
+@pytest.mark.fresh_server  # its server talks to a fake model of its own, the demo model
 class TestTheKernelToolsNotebook:
     """``notebooks/kernel-tools.ipynb`` cell by cell, offline, with the demo model."""
 
@@ -233,7 +233,7 @@ class TestTheKernelToolsNotebook:
             for c in json.loads(NOTEBOOK.read_text())["cells"]
             if c["cell_type"] == "code"
         }
-        extension.kernel_replies = True  # "Try next" approves in the view
+        extension.kernel_replies = True  # "Try next" approves in the view (its own server)
         kernel = await kernels.notebook(new_name(), list(cells.values()), load=False)
         assert "Kernel tool quarterly_sales is ready" in await kernel.run(cells["kt-tool"])
         assert "'Q3': 610" in await kernel.run(cells["kt-call"])
