@@ -162,6 +162,14 @@ class LabServer:
         self._wait_ready()
         return self
 
+    def reset_user_state(self) -> None:
+        """Forget what earlier tests changed through JupyterLab: user settings go back to the
+        seeded ones and saved workspaces go (for a module taking over a shared server)."""
+        for name in ("settings", "workspaces"):
+            shutil.rmtree(self.home / name, ignore_errors=True)
+            (self.home / name).mkdir()
+        self._seed_settings(self.home / "settings")
+
     def _seed_settings(self, settings_dir: Path) -> None:
         quiet = {
             # No news or update checks: the tests reach nothing but 127.0.0.1.
