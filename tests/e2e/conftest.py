@@ -1,14 +1,19 @@
-"""Fixtures of the browser tests: Chromium, a real ``jupyter lab`` per module, a page per test.
+"""Fixtures of the browser tests: Chromium, a real ``jupyter lab`` per configuration, a page per test.
 
 - The browser is Debian's ``/usr/bin/chromium`` driven by Python ``playwright`` (never a
   downloaded one), one per module. Missing browser or axe-core: the tests fail in CI (``CI`` set) and are
   skipped locally with the reason; ``scripts/e2e-deps`` installs both.
-- One ``jupyter lab`` subprocess per test module (``e2e_lab.LabServer``), whose model is a
-  ``FakeAnthropic`` in this process answering from ``e2e_model.ScriptedModel``. A module can
-  set ``LAB_USER_SETTINGS`` (JupyterLab user settings), ``LAB_AAEP`` (traitlets) and
-  ``LAB_DISABLED_PLUGINS`` (JupyterLab plugins turned off).
-- One browser context per test, each on its own copy of the demo notebook, so every test
-  has its own chat and kernel. Failing tests leave a screenshot in ``test-output/e2e``.
+- A ``jupyter lab`` subprocess (``e2e_lab.LabServer``) whose model is a ``FakeAnthropic`` in
+  this process answering from the module's ``e2e_model.ScriptedModel``. A module can set
+  ``LAB_USER_SETTINGS`` (JupyterLab user settings), ``LAB_AAEP`` (traitlets) and
+  ``LAB_DISABLED_PLUGINS`` (JupyterLab plugins turned off); modules with the same three share
+  one lab for the session (``_shared_labs``), a module with a ``model`` fixture of its own gets
+  its own lab.
+- One browser context per module; one page per test, each on its own copy of the demo
+  notebook, so every test has its own chat and kernel; what a page stored is cleared after
+  its test. Failing tests leave a screenshot in ``test-output/e2e``.
+- ``E2E_TIMING=1`` (with ``-s``) prints where each test's time went: the page load, the
+  notebook's first cell, the panel, the test's own steps and the teardown.
 """
 
 from __future__ import annotations
@@ -128,6 +133,26 @@ def _configuration(module: Any) -> str:
     )
 
 
+def _last_of_configuration(request: pytest.FixtureRequest) -> bool:
+    """Whether no later module of this run has this module's configuration (then its shared
+    lab and fake stop now, not with the session: a plain ``pytest`` goes on to other folders)."""
+    key = _configuration(request.module)
+    here = Path(__file__).parent
+    after = False
+    for item in request.session.items:
+        module = getattr(item, "module", None)
+        if module is request.module:
+            after = True
+        elif (
+            after
+            and here in item.path.parents
+            and not hasattr(module, "model")  # a module with its own fake has its own lab
+            and _configuration(module) == key
+        ):
+            return False
+    return True
+
+
 @pytest.fixture(scope="session")
 def _shared_labs() -> Iterator[dict[str, _Shared]]:
     """Labs shared by the modules of one configuration, for the whole session.
@@ -158,6 +183,9 @@ def model(
     scripted = entry.responder.scripted = ScriptedModel()
     yield entry.fake, scripted
     entry.fake.release()  # nothing this module stalled holds the next one up
+    if _last_of_configuration(request):
+        del _shared_labs[key]
+        entry.fake.stop()
     assert entry.fake.problems == [], entry.fake.problems
 
 
@@ -184,6 +212,7 @@ def lab(
         entry.server.reset_user_state()
         _timing(f"lab reused {name}")
         yield entry.server
+        _stop_if_last(request, entry)
         return
     server = LabServer(
         home=tmp_path_factory.mktemp(f"lab-{name}"),
@@ -200,10 +229,15 @@ def lab(
     )
     began = time.monotonic()
     if entry is not None and shared:
-        entry.server = server  # stopped with the session (even if its start fails)
-        server.start()
+        try:
+            server.start()
+        except BaseException:
+            server.stop()
+            raise
+        entry.server = server  # stopped after the last module that shares it (or the session)
         _timing(f"lab start {name}: {time.monotonic() - began:.2f}")
         yield server
+        _stop_if_last(request, entry)
         return
     try:
         server.start()
@@ -213,6 +247,16 @@ def lab(
         began = time.monotonic()
         server.stop()
         _timing(f"lab stop {name}: {time.monotonic() - began:.2f}")
+
+
+def _stop_if_last(request: pytest.FixtureRequest, entry: _Shared) -> None:
+    if entry.server is not None and _last_of_configuration(request):
+        server, entry.server = entry.server, None
+        began = time.monotonic()
+        server.stop()
+        _timing(
+            f"lab stop (shared) after {request.module.__name__}: {time.monotonic() - began:.2f}"
+        )
 
 
 def _timing(line: str) -> None:

@@ -163,12 +163,18 @@ class LabServer:
         return self
 
     def reset_user_state(self) -> None:
-        """Forget what earlier tests changed through JupyterLab: user settings go back to the
-        seeded ones and saved workspaces go (for a module taking over a shared server)."""
+        """Forget what earlier tests left for the person (for a module taking over a shared
+        server): user settings go back to the seeded ones, saved workspaces go, and standing
+        permissions and outside agents' credentials are taken back (a test that failed half
+        way may have left one)."""
         for name in ("settings", "workspaces"):
             shutil.rmtree(self.home / name, ignore_errors=True)
             (self.home / name).mkdir()
         self._seed_settings(self.home / "settings")
+        for grant in self.api("GET", "aaep/v1/permissions")["permissions"]:
+            self.api("DELETE", f"aaep/v1/permissions/{grant['id']}")
+        for credential in self.api("GET", "aaep/v1/mcp/tokens")["credentials"]:
+            self.api("DELETE", f"aaep/v1/mcp/tokens/{credential['id']}")
 
     def _seed_settings(self, settings_dir: Path) -> None:
         quiet = {

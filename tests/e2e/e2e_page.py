@@ -8,6 +8,7 @@ JupyterLab command like any other.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -157,6 +158,11 @@ class PanelPage:
             "() => !!window.jupyterapp && !!document.querySelector('[data-aaep-live]')"
         )
         self._phase("app+live", start)
+
+    def wait_kernel_idle(self, timeout: float = 60.0) -> None:
+        """Wait until the notebook's kernel is connected and idle (the status bar says so): a
+        cell run before then can be lost."""
+        self.page.get_by_text(re.compile(r"\| Idle$")).wait_for(timeout=timeout * 1000)
 
     def reload(self) -> None:
         """Load the page again (the URL keeps the announcement log on; a bare reload would not,
