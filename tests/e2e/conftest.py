@@ -1,21 +1,29 @@
-"""Fixtures of the browser tests: Chromium, a real ``jupyter lab`` per module, a page per test.
+"""Fixtures of the browser tests: Chromium, a real ``jupyter lab`` per configuration, a page per test.
 
 - The browser is Debian's ``/usr/bin/chromium`` driven by Python ``playwright`` (never a
   downloaded one), one per module. Missing browser or axe-core: the tests fail in CI (``CI`` set) and are
   skipped locally with the reason; ``scripts/e2e-deps`` installs both.
-- One ``jupyter lab`` subprocess per test module (``e2e_lab.LabServer``), whose model is a
-  ``FakeAnthropic`` in this process answering from ``e2e_model.ScriptedModel``. A module can
-  set ``LAB_USER_SETTINGS`` (JupyterLab user settings), ``LAB_AAEP`` (traitlets) and
-  ``LAB_DISABLED_PLUGINS`` (JupyterLab plugins turned off).
-- One browser context per test, each on its own copy of the demo notebook, so every test
-  has its own chat and kernel. Failing tests leave a screenshot in ``test-output/e2e``.
+- A ``jupyter lab`` subprocess (``e2e_lab.LabServer``) whose model is a ``FakeAnthropic`` in
+  this process answering from the module's ``e2e_model.ScriptedModel``. A module can set
+  ``LAB_USER_SETTINGS`` (JupyterLab user settings), ``LAB_AAEP`` (traitlets) and
+  ``LAB_DISABLED_PLUGINS`` (JupyterLab plugins turned off); modules with the same three share
+  one lab for the session (``_shared_labs``), a module with a ``model`` fixture of its own gets
+  its own lab.
+- One browser context per module; one page per test, each on its own copy of the demo
+  notebook, so every test has its own chat and kernel; what a page stored is cleared after
+  its test. Failing tests leave a screenshot in ``test-output/e2e``.
+- ``E2E_TIMING=1`` (with ``-s``) prints where each test's time went: the page load, the
+  notebook's first cell, the panel, the test's own steps and the teardown.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -94,13 +102,91 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
+@dataclass
+class _Shared:
+    """A fake model and the ``jupyter lab`` pointed at it, for modules of one configuration."""
+
+    fake: FakeAnthropic
+    responder: _Responder
+    server: LabServer | None = None
+
+
+class _Responder:
+    """The shared fake's responder: the ``ScriptedModel`` of the module that runs now."""
+
+    def __init__(self) -> None:
+        self.scripted = ScriptedModel()
+
+    def __call__(self, request: Any) -> Any:
+        return self.scripted(request)
+
+
+def _configuration(module: Any) -> str:
+    """What makes a module's lab differ from another's (the key of a shared lab)."""
+    return json.dumps(
+        [
+            getattr(module, "LAB_AAEP", {}),
+            getattr(module, "LAB_USER_SETTINGS", {}),
+            getattr(module, "LAB_DISABLED_PLUGINS", []),
+        ],
+        sort_keys=True,
+    )
+
+
+def _last_of_configuration(request: pytest.FixtureRequest) -> bool:
+    """Whether no later module of this run has this module's configuration (then its shared
+    lab and fake stop now, not with the session: a plain ``pytest`` goes on to other folders)."""
+    key = _configuration(request.module)
+    here = Path(__file__).parent
+    after = False
+    for item in request.session.items:
+        module = getattr(item, "module", None)
+        if module is request.module:
+            after = True
+        elif (
+            after
+            and here in item.path.parents
+            and not hasattr(module, "model")  # a module with its own fake has its own lab
+            and _configuration(module) == key
+        ):
+            return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def _shared_labs() -> Iterator[dict[str, _Shared]]:
+    """Labs shared by the modules of one configuration, for the whole session.
+
+    Starting and stopping ``jupyter lab`` costs about 7 s a module on this machine under load.
+    Each test still has its own notebook, chat and kernel; a module that takes over a lab gets
+    fresh user settings and workspaces and a fresh ``ScriptedModel`` (``model``). A module that
+    brings its own ``model`` fixture (another fake) gets a lab of its own, as before.
+    """
+    shared: dict[str, _Shared] = {}
+    yield shared
+    for entry in shared.values():
+        if entry.server is not None:
+            entry.server.stop()
+        entry.fake.stop()
+
+
 @pytest.fixture(scope="module")
-def model() -> Iterator[tuple[FakeAnthropic, ScriptedModel]]:
-    scripted = ScriptedModel()
-    fake = FakeAnthropic(responder=scripted).start()
-    yield fake, scripted
-    fake.stop()
-    assert fake.problems == [], fake.problems
+def model(
+    request: pytest.FixtureRequest, _shared_labs: dict[str, _Shared]
+) -> Iterator[tuple[FakeAnthropic, ScriptedModel]]:
+    key = _configuration(request.module)
+    entry = _shared_labs.get(key)
+    if entry is None:
+        responder = _Responder()
+        entry = _shared_labs[key] = _Shared(FakeAnthropic(responder=responder).start(), responder)
+    entry.fake.reset()  # a fresh fake for this module: no requests, problems or stalls
+    scripted = entry.responder.scripted = ScriptedModel()
+    yield entry.fake, scripted
+    entry.fake.release()  # nothing this module stalled holds the next one up
+    if _last_of_configuration(request):
+        del _shared_labs[key]
+        entry.fake.stop()
+    assert entry.fake.problems == [], entry.fake.problems
 
 
 @pytest.fixture(scope="module")
@@ -113,16 +199,26 @@ def lab(
     request: pytest.FixtureRequest,
     browser: Any,
     model: tuple[FakeAnthropic, ScriptedModel],
+    _shared_labs: dict[str, _Shared],
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[LabServer]:
-    """A ``jupyter lab`` for this module; its log is kept in test-output/e2e."""
+    """A ``jupyter lab`` for this module (shared with the modules of the same configuration,
+    see ``_shared_labs``); its log is kept in test-output/e2e."""
     fake, _ = model
     name = request.module.__name__.rsplit(".", 1)[-1]
+    entry = _shared_labs.get(_configuration(request.module))
+    shared = entry is not None and entry.fake is fake
+    if entry is not None and shared and entry.server is not None:
+        entry.server.reset_user_state()
+        _timing(f"lab reused {name}")
+        yield entry.server
+        _stop_if_last(request, entry)
+        return
     server = LabServer(
         home=tmp_path_factory.mktemp(f"lab-{name}"),
         model_url=fake.base_url,
         api_key=fake.api_key,
-        log_path=OUTPUT / f"{name}.server.log",
+        log_path=OUTPUT / f"{name}{'-shared' if shared else ''}.server.log",
         aaep={
             "confirmation_timeouts": CONFIRMATION_TIMEOUTS,
             "clarification_timeout": 120,
@@ -131,11 +227,41 @@ def lab(
         user_settings=getattr(request.module, "LAB_USER_SETTINGS", {}),
         disabled_plugins=getattr(request.module, "LAB_DISABLED_PLUGINS", []),
     )
+    began = time.monotonic()
+    if entry is not None and shared:
+        try:
+            server.start()
+        except BaseException:
+            server.stop()
+            raise
+        entry.server = server  # stopped after the last module that shares it (or the session)
+        _timing(f"lab start {name}: {time.monotonic() - began:.2f}")
+        yield server
+        _stop_if_last(request, entry)
+        return
     try:
         server.start()
+        _timing(f"lab start {name}: {time.monotonic() - began:.2f}")
         yield server
     finally:
+        began = time.monotonic()
         server.stop()
+        _timing(f"lab stop {name}: {time.monotonic() - began:.2f}")
+
+
+def _stop_if_last(request: pytest.FixtureRequest, entry: _Shared) -> None:
+    if entry.server is not None and _last_of_configuration(request):
+        server, entry.server = entry.server, None
+        began = time.monotonic()
+        server.stop()
+        _timing(
+            f"lab stop (shared) after {request.module.__name__}: {time.monotonic() - began:.2f}"
+        )
+
+
+def _timing(line: str) -> None:
+    if os.environ.get("E2E_TIMING"):
+        print(f"\nE2E_TIMING {line}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -158,25 +284,75 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     return report
 
 
+@pytest.fixture(scope="module")
+def browser_context(browser: Any) -> Iterator[Any]:
+    """The module's browser context: its HTTP cache (and Chromium's compiled-code cache) spares
+    each test reloading all of JupyterLab's scripts from the server, about half of a page load
+    on this machine. What a page could keep (storage, service workers) is cleared after each
+    test (``_clear_origin``), so a test still meets nothing of the one before."""
+    context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
+    yield context
+    context.close()
+
+
+def _clear_origin(page: Any, origin: str) -> None:
+    """Forget everything *origin* stored in the browser but its cookies and the HTTP cache."""
+    session = page.context.new_cdp_session(page)
+    try:
+        session.send(
+            "Storage.clearDataForOrigin",
+            {
+                "origin": origin,
+                "storageTypes": "local_storage,indexeddb,websql,service_workers,cache_storage,"
+                "file_systems,shader_cache",
+            },
+        )
+    finally:
+        session.detach()
+
+
 @pytest.fixture
-def ui(request: pytest.FixtureRequest, browser: Any, lab: LabServer) -> Iterator[PanelPage]:
-    """A fresh browser context on a fresh copy of the demo notebook (not opened yet)."""
+def ui(
+    request: pytest.FixtureRequest, browser: Any, browser_context: Any, lab: LabServer
+) -> Iterator[PanelPage]:
+    """A fresh page (in the module's context) on a fresh copy of the demo notebook (not
+    opened yet). A rerun of a failed test gets a browser context of its own."""
     slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:60]
     attempt = getattr(request.node, "execution_count", 1)
+    began = time.monotonic()
+    own_context = None
     if attempt > 1:
         slug = f"{slug[:52]}-retry-{attempt}"  # a rerun meets nothing of the failed try
-    context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
-    page = context.new_page()
+        own_context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
+    page = (own_context or browser_context).new_page()
     panel_page = PanelPage(page, lab, slug)
     panel_page.notebook = lab.notebook(f"{slug}.ipynb")
+    panel_page.phases["context"] = time.monotonic() - began
+    began = time.monotonic()
     try:
         yield panel_page
     finally:
+        panel_page.phases["test body"] = (
+            time.monotonic()
+            - began
+            - sum(v for k, v in panel_page.phases.items() if k != "context")
+        )
+        began = time.monotonic()
         report = getattr(request.node, "report_call", None)
         if report is not None and report.failed:
             try:
                 panel_page.screenshot(f"failed-{slug}")
             except Exception as error:  # noqa: BLE001 - a screenshot must not hide the failure
                 print(f"no screenshot of the failure: {error}")
-        context.close()
+        try:
+            _clear_origin(page, lab.url.rstrip("/"))
+        finally:
+            page.close()
+            if own_context is not None:
+                own_context.close()
+        began = panel_page._phase("context close", began)
         lab.shutdown_kernels()
+        panel_page._phase("kernel shutdown", began)
+        if os.environ.get("E2E_TIMING"):
+            phases = ", ".join(f"{k} {v:.2f}" for k, v in panel_page.phases.items())
+            print(f"\nE2E_TIMING {request.node.nodeid}: {phases}")

@@ -162,6 +162,20 @@ class LabServer:
         self._wait_ready()
         return self
 
+    def reset_user_state(self) -> None:
+        """Forget what earlier tests left for the person (for a module taking over a shared
+        server): user settings go back to the seeded ones, saved workspaces go, and standing
+        permissions and outside agents' credentials are taken back (a test that failed half
+        way may have left one)."""
+        for name in ("settings", "workspaces"):
+            shutil.rmtree(self.home / name, ignore_errors=True)
+            (self.home / name).mkdir()
+        self._seed_settings(self.home / "settings")
+        for grant in self.api("GET", "aaep/v1/permissions")["permissions"]:
+            self.api("DELETE", f"aaep/v1/permissions/{grant['id']}")
+        for credential in self.api("GET", "aaep/v1/mcp/tokens")["credentials"]:
+            self.api("DELETE", f"aaep/v1/mcp/tokens/{credential['id']}")
+
     def _seed_settings(self, settings_dir: Path) -> None:
         quiet = {
             # No news or update checks: the tests reach nothing but 127.0.0.1.

@@ -8,6 +8,7 @@ JupyterLab command like any other.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -116,6 +117,13 @@ class PanelPage:
     sent: list[dict[str, Any]] = field(default_factory=list)
     received: list[dict[str, Any]] = field(default_factory=list)
     _axe_loaded: bool = False
+    phases: dict[str, float] = field(default_factory=dict)
+    """Seconds spent in each opening phase (printed with ``E2E_TIMING=1``)."""
+
+    def _phase(self, name: str, start: float) -> float:
+        now = time.monotonic()
+        self.phases[name] = self.phases.get(name, 0.0) + now - start
+        return now
 
     def __post_init__(self) -> None:
         self.page.set_default_timeout(TIMEOUT)
@@ -141,11 +149,20 @@ class PanelPage:
     # -- opening ---------------------------------------------------------------------------
     def open_notebook(self) -> None:
         """Load JupyterLab on the test's notebook (empty workspace, announcement log on)."""
+        start = time.monotonic()
         self.page.goto(self.lab.lab_url(self.notebook, aaepDebug=""))
+        start = self._phase("goto", start)
         self.page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=90_000)
+        start = self._phase("first cell", start)
         self.page.wait_for_function(
             "() => !!window.jupyterapp && !!document.querySelector('[data-aaep-live]')"
         )
+        self._phase("app+live", start)
+
+    def wait_kernel_idle(self, timeout: float = 60.0) -> None:
+        """Wait until the notebook's kernel is connected and idle (the status bar says so): a
+        cell run before then can be lost."""
+        self.page.get_by_text(re.compile(r"\| Idle$")).wait_for(timeout=timeout * 1000)
 
     def reload(self) -> None:
         """Load the page again (the URL keeps the announcement log on; a bare reload would not,
@@ -156,12 +173,16 @@ class PanelPage:
         """Open the panel with its shortcut and wait until its chat is connected and the
         panel said where you are (so that announcement never lands in a test's recording)."""
         said = "() => (window.__aaepAnnouncements || []).filter(a => a.text.startsWith('Agent panel')).length"
+        start = time.monotonic()
         before = self.page.evaluate(said)
         self.page.keyboard.press("Control+Shift+Y")
         panel = self.page.locator(PANEL)
         panel.locator(COMPOSER).wait_for()
+        start = self._phase("panel composer", start)
         panel.locator(".jp-AAEPPanel-connection.jp-mod-open").wait_for()
+        start = self._phase("panel connected", start)
         self.page.wait_for_function(f"n => ({said})() > n", arg=before)
+        self._phase("panel announced", start)
         return panel
 
     @property

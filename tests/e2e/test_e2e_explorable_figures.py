@@ -229,7 +229,8 @@ def test_a_persons_bar_chart_is_explored_by_keyboard_and_still_after_a_reload(
     expect(stored).to_have_attribute("alt", ALT)
     ui.page.locator(".jp-NotebookPanel .jp-Cell").nth(2).locator(CHART).first.wait_for()
 
-    # The person runs the bar chart cell (Shift+Enter) in the real kernel.
+    # The person runs the bar chart cell (Shift+Enter) in the real kernel, once it is up.
+    ui.wait_kernel_idle()
     ui.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".jp-InputPrompt").click()
     ui.page.keyboard.press("Shift+Enter")
     chart = ui.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(CHART).first
@@ -338,7 +339,7 @@ def test_the_current_point_of_a_line_is_ringed(ui: PanelPage) -> None:
     ui.notebook = f"{ui.name}-line.ipynb"
     (ui.lab.root / ui.notebook).write_text(nbformat.writes(nb))
     ui.open_notebook()
-    ui.page.wait_for_timeout(5000)  # the kernel is up before the cell is run
+    ui.wait_kernel_idle()  # the kernel is up before the cell is run
     cell = ui.page.locator(".jp-NotebookPanel .jp-Cell").nth(1)
     cell.locator(".jp-InputPrompt").click()
     ui.page.keyboard.press("Shift+Enter")

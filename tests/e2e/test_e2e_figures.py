@@ -222,6 +222,7 @@ def test_at_attaches_a_cell_a_variable_and_a_file_by_keyboard(ui: PanelPage, fak
     ui.open_notebook()
     panel = ui.open_panel()
     # Run the data cell as the user (Shift+Enter): the kernel then has a variable to offer.
+    ui.wait_kernel_idle()
     ui.page.locator(".jp-NotebookPanel .jp-Cell").nth(1).locator(".cm-content").click()
     ui.page.keyboard.press("Shift+Enter")
     expect(

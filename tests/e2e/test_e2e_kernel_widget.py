@@ -74,6 +74,7 @@ def test_aaep_in_a_cell_approve_with_the_keyboard(ui: PanelPage) -> None:
     expect(cells).to_have_count(4)
     page.keyboard.press("Enter")
     page.keyboard.type(f"%aaep {REQUEST}")
+    ui.wait_kernel_idle()
     page.keyboard.press("Control+Enter")  # run it, staying on the cell
 
     view = page.locator(VIEW)

@@ -45,6 +45,7 @@ def test_a_long_cell_i_run_shows_its_progress_answers_how_far_and_ends_in_one_se
     page.keyboard.press("Enter")
     page.keyboard.type("\n".join(LINES))
     expect(cells.nth(3)).to_contain_text("accuracy 0.91")
+    ui.wait_kernel_idle()
     page.keyboard.press("Control+Enter")
 
     bar = panel.get_by_role("progressbar", name="Progress of the running cell")

@@ -45,6 +45,7 @@ def test_a_citation_in_the_aaep_view_is_a_link_that_goes_to_its_cell(
     expect(cells).to_have_count(4)
     page.keyboard.press("Enter")
     page.keyboard.type(f"%aaep {REQUEST}")
+    ui.wait_kernel_idle()
     page.keyboard.press("Control+Enter")
 
     view = page.locator(VIEW)
