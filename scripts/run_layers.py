@@ -54,6 +54,7 @@ LAYERS = [
 def _command(layer: Layer, others: list[str]) -> list[str]:
     command = [sys.executable, "-m", "pytest", "--cov=jupyter_aaep", "--cov-report="]
     command += ["-p", "no:cacheprovider"]  # the layers would write one cache at once
+    command += ["--durations=15"]  # where a layer's time went, in every log
     if layer.folders == ["tests"]:
         command += ["tests", *(f"--ignore={folder}" for folder in others)]
     else:

@@ -248,7 +248,12 @@ def test_two_roots_never_share_a_chat_and_a_rename_keeps_it(
         # A rename inside X's root: its chats follow, in memory and in the store (restart).
         status, body = in_x.call("PATCH", "api/contents/leak.ipynb", {"path": "renamed.ipynb"})
         assert status == 200, body
-        assert set(in_x.chats("renamed.ipynb")) == {mine, "chat_legacy_made"}
+        # The server tells listeners of the rename after it answers, and the stored chat's path
+        # is written by the store's writer thread: the list follows within moments.
+        deadline = time.monotonic() + 30
+        while set(in_x.chats("renamed.ipynb")) != {mine, "chat_legacy_made"}:
+            assert time.monotonic() < deadline, in_x.chats("renamed.ipynb")
+            time.sleep(0.1)
         assert in_x.chats("leak.ipynb") == []
         in_x.stop()
         in_x.start()
