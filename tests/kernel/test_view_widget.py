@@ -95,6 +95,13 @@ async def bridge() -> AsyncIterator[Bridge]:
         assert fake.problems == [], fake.problems
 
 
+async def held(bridge: Bridge) -> None:
+    """Wait, off the loop the agent runs on, until its model stream waits at its stall: the
+    session starts before the request reaches the fake, and a release before the request
+    frees nothing (under load the agent then waited forever and the teardown timed out)."""
+    await asyncio.to_thread(bridge.chat.fake.wait_until_held)
+
+
 async def until(condition: Any, what: str, timeout: float = 10.0) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -279,6 +286,7 @@ async def test_a_request_sent_while_the_agent_works_follows_that_session(bridge:
     view.start()
     await until(lambda: view.state.session_id == running, "the view to follow the running session")
     assert "went to it as guidance" in text_of(view)
+    await held(bridge)
     bridge.chat.fake.release()
     await until(lambda: view.state.ended, "the session to end")
     assert "Working on the panel&#x27;s request." in text_of(view)
@@ -304,4 +312,5 @@ async def test_a_stream_that_ends_early_or_is_closed_is_said(bridge: Bridge) -> 
     await view.stop()
     assert task.cancelled() or task.done()
     assert bridge.sent[-1]["type"] == "subscription.close"  # said goodbye while stopping
+    await held(bridge)
     bridge.chat.fake.release()
