@@ -31,7 +31,10 @@ class Layer:
 
     name: str
     folders: list[str]
-    """Relative to the repository; the last layer takes ``tests`` minus every other layer's."""
+    """Relative to the repository, folders or files; the last layer takes ``tests`` minus every
+    other layer's."""
+    part: tuple[int, int] | None = None
+    """``(i, n)``: of the one folder's test modules, in name order, every n-th from the i-th."""
     process: subprocess.Popen[str] | None = None
     started: float = 0.0
     took: float = 0.0
@@ -40,13 +43,17 @@ class Layer:
 
 
 LAYERS = [
-    # The browser tests: a real jupyter lab and Chromium per module (tests/e2e).
-    Layer("browser", ["tests/e2e"]),
+    # The browser tests (a real jupyter lab and Chromium), the longest folder: in two halves.
+    Layer("browser-1", ["tests/e2e"], part=(0, 2)),
+    Layer("browser-2", ["tests/e2e"], part=(1, 2)),
     # Jupyter servers in process and in subprocesses, the fuzz tests.
     Layer("server", ["tests/server"]),
-    # Real kernels and live notebooks, outside agents over MCP and ACP, JupyterHub.
-    Layer("kernels", ["tests/notebook", "tests/kernel", "tests/interop", "tests/hub"]),
-    # Everything else: the protocol, engine, chats, store, MCP and ACP units, packaging.
+    # Real kernels and live notebooks, outside agents over MCP and ACP.
+    Layer("kernels", ["tests/notebook", "tests/kernel", "tests/interop"]),
+    # The sdist and wheel installed in fresh environments (pip, about 12 minutes).
+    Layer("release", ["tests/test_release.py"]),
+    # Everything else: the protocol, engine, chats, store, MCP and ACP units, JupyterHub,
+    # packaging.
     Layer("units", ["tests"]),
 ]
 
@@ -57,6 +64,12 @@ def _command(layer: Layer, others: list[str]) -> list[str]:
     command += ["--durations=15"]  # where a layer's time went, in every log
     if layer.folders == ["tests"]:
         command += ["tests", *(f"--ignore={folder}" for folder in others)]
+    elif layer.part is not None:
+        index, count = layer.part
+        modules = sorted(
+            str(p.relative_to(ROOT)) for p in (ROOT / layer.folders[0]).glob("test_*.py")
+        )
+        command += modules[index::count]
     else:
         command += layer.folders
     return command
@@ -89,8 +102,12 @@ def main() -> int:
     out.mkdir(exist_ok=True)
     for old in ROOT.glob(".coverage*"):
         old.unlink()
-    named = [folder for layer in LAYERS if layer.folders != ["tests"] for folder in layer.folders]
-    missing = [folder for folder in named if not (ROOT / folder).is_dir()]
+    named = list(
+        dict.fromkeys(
+            folder for layer in LAYERS if layer.folders != ["tests"] for folder in layer.folders
+        )
+    )
+    missing = [folder for folder in named if not (ROOT / folder).exists()]
     if missing:
         print(f"Layer folders that do not exist: {', '.join(missing)}", file=sys.stderr)
         return 1
@@ -119,9 +136,9 @@ def main() -> int:
         if status != 0:
             failed.append((layer, status))
     print()
-    print("Layer     Minutes  Result")
+    print("Layer      Minutes  Result")
     for layer in LAYERS:
-        print(f"{layer.name:<9} {layer.took / 60:7.1f}  {layer.summary}")
+        print(f"{layer.name:<10} {layer.took / 60:7.1f}  {layer.summary}")
     for layer, status in failed:
         why = "no tests ran" if status == 5 else f"pytest exited {status}"
         print(

@@ -281,7 +281,9 @@ def test_at_attaches_a_cell_a_variable_and_a_file_by_keyboard(ui: PanelPage, fak
 
     before = len(fake_model.requests)
     ui.page.keyboard.press("Enter")  # sends, with what was attached
-    ui.wait_announced("Hello! I can read")
+    # One sentence of the answer: the stream is said a sentence at a time, so under load
+    # "Hello!" and the next sentence can be two announcements.
+    ui.wait_announced("I can read, edit and run this notebook.")
     sent = fake_model.requests[before].last_user_text
     assert sent.startswith("Explain weekly-temps.csv and temperatures and cell 3")
     block = sent[sent.index("<context>") :]
