@@ -6,6 +6,11 @@ here while the cores stood mostly idle, so the folders are split into layers tha
 (each starts its own servers, kernels, browser and hub on ports of its own) and run as separate
 pytest processes at once. Each writes its own coverage data, combined afterwards for the gate.
 
+Four, because the suite needs about 30 minutes of CPU and the machines have 2 cores: with four
+layers the whole run took 23.6 min (the browser layer the longest), with six (the browser tests
+in two halves, the release installs apart) every layer slowed down 1.5 to 2.4 times and the
+run took longer.
+
 Every line a layer prints is passed on at once, prefixed with the layer's name, and kept in
 ``test-output/<layer>.log``; at the end a table says each layer's time and result. Exits 1 when
 any layer fails or runs no test.
@@ -31,10 +36,7 @@ class Layer:
 
     name: str
     folders: list[str]
-    """Relative to the repository, folders or files; the last layer takes ``tests`` minus every
-    other layer's."""
-    part: tuple[int, int] | None = None
-    """``(i, n)``: of the one folder's test modules, in name order, every n-th from the i-th."""
+    """Relative to the repository; the last layer takes ``tests`` minus every other layer's."""
     process: subprocess.Popen[str] | None = None
     started: float = 0.0
     took: float = 0.0
@@ -43,17 +45,13 @@ class Layer:
 
 
 LAYERS = [
-    # The browser tests (a real jupyter lab and Chromium), the longest folder: in two halves.
-    Layer("browser-1", ["tests/e2e"], part=(0, 2)),
-    Layer("browser-2", ["tests/e2e"], part=(1, 2)),
+    # The browser tests: a real jupyter lab and Chromium per module (tests/e2e).
+    Layer("browser", ["tests/e2e"]),
     # Jupyter servers in process and in subprocesses, the fuzz tests.
     Layer("server", ["tests/server"]),
-    # Real kernels and live notebooks, outside agents over MCP and ACP.
-    Layer("kernels", ["tests/notebook", "tests/kernel", "tests/interop"]),
-    # The sdist and wheel installed in fresh environments (pip, about 12 minutes).
-    Layer("release", ["tests/test_release.py"]),
-    # Everything else: the protocol, engine, chats, store, MCP and ACP units, JupyterHub,
-    # packaging.
+    # Real kernels and live notebooks, outside agents over MCP and ACP, JupyterHub.
+    Layer("kernels", ["tests/notebook", "tests/kernel", "tests/interop", "tests/hub"]),
+    # Everything else: the protocol, engine, chats, store, MCP and ACP units, packaging.
     Layer("units", ["tests"]),
 ]
 
@@ -64,12 +62,6 @@ def _command(layer: Layer, others: list[str]) -> list[str]:
     command += ["--durations=15"]  # where a layer's time went, in every log
     if layer.folders == ["tests"]:
         command += ["tests", *(f"--ignore={folder}" for folder in others)]
-    elif layer.part is not None:
-        index, count = layer.part
-        modules = sorted(
-            str(p.relative_to(ROOT)) for p in (ROOT / layer.folders[0]).glob("test_*.py")
-        )
-        command += modules[index::count]
     else:
         command += layer.folders
     return command
@@ -102,12 +94,8 @@ def main() -> int:
     out.mkdir(exist_ok=True)
     for old in ROOT.glob(".coverage*"):
         old.unlink()
-    named = list(
-        dict.fromkeys(
-            folder for layer in LAYERS if layer.folders != ["tests"] for folder in layer.folders
-        )
-    )
-    missing = [folder for folder in named if not (ROOT / folder).exists()]
+    named = [folder for layer in LAYERS if layer.folders != ["tests"] for folder in layer.folders]
+    missing = [folder for folder in named if not (ROOT / folder).is_dir()]
     if missing:
         print(f"Layer folders that do not exist: {', '.join(missing)}", file=sys.stderr)
         return 1
@@ -136,9 +124,9 @@ def main() -> int:
         if status != 0:
             failed.append((layer, status))
     print()
-    print("Layer      Minutes  Result")
+    print("Layer     Minutes  Result")
     for layer in LAYERS:
-        print(f"{layer.name:<10} {layer.took / 60:7.1f}  {layer.summary}")
+        print(f"{layer.name:<9} {layer.took / 60:7.1f}  {layer.summary}")
     for layer, status in failed:
         why = "no tests ran" if status == 5 else f"pytest exited {status}"
         print(
