@@ -7,9 +7,9 @@ here while the cores stood mostly idle, so the folders are split into layers tha
 pytest processes at once. Each writes its own coverage data, combined afterwards for the gate.
 
 Four, because the suite needs about 30 minutes of CPU and the machines have 2 cores: with four
-layers the whole run took 23.6 min (the browser layer the longest), with six (the browser tests
-in two halves, the release installs apart) every layer slowed down 1.5 to 2.4 times and the
-run took longer.
+layers the whole run took 23.6 min (the browser layer the longest); with six (the browser tests
+in two halves, the release installs apart) it took 22.8 min for 5 % more CPU, every layer ran
+1.5 to 2.4 times slower, and three server tests failed under that load.
 
 Every line a layer prints is passed on at once, prefixed with the layer's name, and kept in
 ``test-output/<layer>.log``; at the end a table says each layer's time and result. Exits 1 when
