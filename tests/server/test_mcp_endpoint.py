@@ -34,8 +34,10 @@ pytestmark = pytest.mark.slow
 def jp_server_config(
     fake_model: Any, jp_root_dir: Any, monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, Any]:
-    """The live-notebook server of kernel_helpers, with outside agents' sessions ending after 1 s idle."""
-    return live_server_config(fake_model, jp_root_dir, monkeypatch, mcp_idle_seconds=1.0)
+    """The live-notebook server of kernel_helpers, with outside agents' sessions ending after 3 s
+    idle: soon, for the tests that wait for the end, and longer than the gap between one
+    agent's calls on a loaded machine (at 1 s, one agent's calls became two sessions)."""
+    return live_server_config(fake_model, jp_root_dir, monkeypatch, mcp_idle_seconds=3.0)
 
 
 @pytest.fixture

@@ -119,7 +119,12 @@ async def _undo(api: Any, chat_id: str, session_id: str) -> dict[str, Any]:
 
 
 def _on_disk(root: Any, path: str) -> list[str]:
-    return ["".join(c["source"]) for c in json.loads((root / path).read_text())["cells"]]
+    """The cells' sources in the saved file; none while the file is being written."""
+    try:
+        cells = json.loads((root / path).read_text())["cells"]
+    except (OSError, ValueError):
+        return []
+    return ["".join(c["source"]) for c in cells]
 
 
 async def test_undo_of_the_built_in_agent_leaves_claude_codes_work_and_its_undo(
