@@ -164,7 +164,7 @@ class ChatSocketHandler(
                 if text is None:
                     continue
                 sent = self.write_message(text)
-                if _behind(self):
+                if behind(self.ws_connection):
                     self._waiting = True
                     try:
                         await sent  # the client reads slower than we send: wait for the socket
@@ -193,7 +193,7 @@ class ChatSocketHandler(
             or not self._greeted.is_set()
             or self.ws_connection is None
             or self.ws_connection.is_closing()
-            or _behind(self)
+            or behind(self.ws_connection)
         ):
             return
         try:
@@ -276,10 +276,6 @@ class ChatSocketHandler(
             self.service.hub.close_stream(self.aaep_stream)
         if self._pump is not None and not self._pump.done():
             self._pump.cancel()  # nothing more can be sent on a closed socket
-
-
-def _behind(handler: WebSocketHandler) -> bool:
-    return behind(handler.ws_connection)
 
 
 _recent: dict[int, tuple[Any, str]] = {}
