@@ -398,6 +398,8 @@ class FakeAnthropic:
         with self._cond:
             self.requests.append(record)
             number = len(self.requests)
+            # A stream has begun once a test can see its request: a release from then on frees it.
+            generation = self._release_generation
         if _presented_key(headers) != self.api_key:
             record.status = 401
             self._send_error(handler, ErrorReply(401, "authentication_error", "invalid x-api-key"))
@@ -438,7 +440,7 @@ class FakeAnthropic:
         record.status = 200
         try:
             if record.body.get("stream") is True:
-                self._send_stream(handler, reply, rendered, record)
+                self._send_stream(handler, reply, rendered, record, generation)
             else:
                 self._wait(reply.delay)
                 handler.send_json(200, rendered.message, {})
@@ -552,10 +554,13 @@ class FakeAnthropic:
         return scripted
 
     def _send_stream(
-        self, handler: Handler, turn: Turn, rendered: Rendered, record: RecordedRequest
+        self,
+        handler: Handler,
+        turn: Turn,
+        rendered: Rendered,
+        record: RecordedRequest,
+        generation: int,
     ) -> None:
-        with self._cond:
-            generation = self._release_generation
         self._wait(turn.delay)
         try:
             handler.start_stream()

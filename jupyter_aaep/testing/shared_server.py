@@ -194,6 +194,7 @@ async def after_test(served: Served) -> None:
     for session in sessions:
         await app.session_manager.delete_session(session["id"])
     kernels: Any = app.kernel_manager  # typed as the blocking manager; the server's is async
+    await settle_restarts(kernels)
     await kernels.shutdown_all(now=True)  # the test is over: no need to wait for a polite exit
     await _close_rooms(app)
     # The test's monkeypatch has just put the model credentials back in os.environ; the
@@ -208,6 +209,19 @@ async def after_test(served: Served) -> None:
             shutil.rmtree(entry, ignore_errors=True)
         else:
             entry.unlink(missing_ok=True)
+
+
+async def settle_restarts(kernels: Any, wait: float = 60) -> None:
+    """Wait for kernels that Jupyter's restarter is starting again: shutting one down while its
+    start is pending asks a pending future for its exception (jupyter_client raises
+    InvalidStateError), so the clean-up would fail the test that happened to see the restart."""
+    pending = [
+        asyncio.wrap_future(kernels.get_kernel(kernel_id).ready)
+        for kernel_id in kernels.list_kernel_ids()
+        if not kernels.get_kernel(kernel_id).ready.done()
+    ]
+    if pending:
+        await asyncio.wait(pending, timeout=wait)
 
 
 async def _close_rooms(app: ServerApp) -> None:

@@ -22,6 +22,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
 from jupyter_aaep.server.kernel_handlers import kernel_signature
 from jupyter_aaep.testing.fake_anthropic import FakeAnthropic
+from jupyter_aaep.testing.shared_server import settle_restarts
 
 
 @pytest.fixture(autouse=True)
@@ -163,16 +164,38 @@ class Kernels:
     async def _connect(
         self, kernel_id: str, path: str, session_id: str | None, load: bool
     ) -> UserKernel:
-        client = self.serverapp.kernel_manager.get_kernel(kernel_id).client()
-        client.start_channels()
-        await client.wait_for_ready(timeout=60)
+        client = await self._ready_client(kernel_id)
         kernel = UserKernel(kernel_id, path, session_id, client)
         self.started.append(kernel)
         if load:
             await kernel.run("%load_ext jupyter_aaep")
         return kernel
 
+    async def _ready_client(self, kernel_id: str, wait: float = 120) -> Any:
+        """The person's client, once the kernel answers. A kernel can die at its start: with test
+        layers side by side, another process may take a port between jupyter_client choosing it
+        and the kernel binding it. Jupyter's restarter then starts it again on new ports, and
+        JupyterLab follows; so does this client, with the kernel's new connection."""
+        deadline = time.monotonic() + wait
+        manager = self.serverapp.kernel_manager.get_kernel(kernel_id)
+        while True:
+            client = manager.client()
+            client.start_channels()
+            try:
+                await client.wait_for_ready(timeout=60)
+                return client
+            except RuntimeError as error:
+                client.stop_channels()
+                if "died" not in str(error) or time.monotonic() > deadline:
+                    raise
+            pid = getattr(manager.provisioner, "pid", None)
+            while getattr(manager.provisioner, "pid", None) == pid or not manager.ready.done():
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"kernel {kernel_id} died at its start and did not restart")
+                await asyncio.sleep(0.25)
+
     async def close(self) -> None:
+        await settle_restarts(self.serverapp.kernel_manager)
         for kernel in self.started:
             kernel.client.stop_channels()
             if kernel.kernel_id in self.serverapp.kernel_manager:

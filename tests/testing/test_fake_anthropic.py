@@ -308,6 +308,19 @@ async def test_a_release_frees_a_stream_begun_before_it_but_not_one_begun_after(
             fake.wait_until_held(1, 0.1)
 
 
+async def test_a_release_once_the_request_is_seen_frees_it_however_slow_the_fake_is() -> None:
+    """The loaded machine's case: the release lands after the request is recorded but before the
+    fake has chosen its answer (here the responder releases); the stream still finishes."""
+    fake: FakeAnthropic
+
+    def answer(record: Any) -> Turn:
+        fake.release()
+        return Turn(text="freed", stall_after_chunks=0)
+
+    async with FakeAnthropic(responder=answer) as fake, client_for(fake) as client:
+        assert (await asyncio.wait_for(stream_final(client), 5)).content[0].text == "freed"
+
+
 async def test_missing_tool_result_is_rejected_like_the_service() -> None:
     tool_use = {"type": "tool_use", "id": "toolu_01abc", "name": "run_cell", "input": {}}
     history = [
