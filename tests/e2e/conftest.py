@@ -264,19 +264,6 @@ def _timing(line: str) -> None:
         print(f"\nE2E_TIMING {line}")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """In CI, a browser test that fails is run once more (pytest-rerunfailures), on a fresh
-    notebook, chat and browser context, as JupyterLab's own Playwright suite retries once in
-    CI: Chromium, a Lab server and a kernel on a 2-core machine time out now and then. The
-    summary line counts the reruns, and locally nothing is retried, so a flaky test is seen."""
-    if not _in_ci():
-        return
-    here = Path(__file__).parent
-    for item in items:
-        if here in item.path.parents:  # the hook sees every test: only the browser tests
-            item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=5))
-
-
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     report = yield
