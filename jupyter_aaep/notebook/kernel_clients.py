@@ -113,43 +113,55 @@ class KernelClients:
         return KernelDied(death_message(gone.how))
 
     async def ready(self, line: KernelLine) -> Any:
-        """Our own client to the kernel, waiting for an auto-restart if the kernel just died."""
+        """Our own client to the kernel, waiting for an auto-restart if the kernel just died (also
+        while it starts: a kernel that lost a port to another process dies before it answers, and
+        Jupyter's restarter starts it again on new ports)."""
         deadline = time.monotonic() + self.restart_wait
+        while True:
+            km = await self._alive(line, deadline)
+            token = token_of(km)
+            if line.client is None or line.token != token:
+                self.drop(line)
+                session = Session(
+                    key=km.session.key,
+                    signature_scheme=km.session.signature_scheme,
+                    username="jupyter-aaep",
+                )
+                # Own session id: never the manager's identity. Own ZMQ context: a deeper IOPub queue.
+                line.client = km.client(session=session, context=self._zmq_context())
+                line.client.start_channels()
+                line.token, line.ready = token, False
+            if line.ready:
+                return line.client
+            try:
+                await line.client.wait_for_ready(timeout=self.ready_timeout)
+            except RuntimeError as error:
+                line.ready = False
+                if "died" in str(error) and time.monotonic() < deadline:
+                    self.drop(line)  # the restarter's new process gets a new client
+                    continue
+                raise KernelError(
+                    f"The kernel did not answer within {self.ready_timeout:g} seconds ({error}). "
+                    "Call restart_kernel and try again."
+                ) from None
+            line.ready = True
+            return line.client
+
+    async def _alive(self, line: KernelLine, deadline: float) -> Any:
+        """The kernel's manager once its process runs; :class:`KernelDied` when it does not come
+        back by *deadline*."""
         while True:
             if line.kernel_id not in self.kernels:
                 raise KernelDied(death_message("shut down"))
             km = self.kernels.get_kernel(line.kernel_id)
             if getattr(km, "provisioner", None) is not None and await km.is_alive():
-                break
+                return km
             if time.monotonic() > deadline or getattr(km, "execution_state", "") == "dead":
                 raise KernelDied(
                     "The kernel is not running: it died and did not come back. Call restart_kernel "
                     "to start it again (its variables are lost), then run the cells that set them up."
                 )
             await asyncio.sleep(0.25)
-        token = token_of(km)
-        if line.client is None or line.token != token:
-            self.drop(line)
-            session = Session(
-                key=km.session.key,
-                signature_scheme=km.session.signature_scheme,
-                username="jupyter-aaep",
-            )
-            # Own session id: never the manager's identity. Own ZMQ context: a deeper IOPub queue.
-            line.client = km.client(session=session, context=self._zmq_context())
-            line.client.start_channels()
-            line.token, line.ready = token, False
-        if not line.ready:
-            try:
-                await line.client.wait_for_ready(timeout=self.ready_timeout)
-            except RuntimeError as error:
-                line.ready = False
-                raise KernelError(
-                    f"The kernel did not answer within {self.ready_timeout:g} seconds ({error}). "
-                    "Call restart_kernel and try again."
-                ) from None
-            line.ready = True
-        return line.client
 
     def _zmq_context(self) -> Any:
         """Our clients' ZMQ context. The kernel drops IOPub messages for a reader more than a

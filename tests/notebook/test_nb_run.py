@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
+import signal
 import struct
 import zlib
 from typing import Any
 
 import nbformat
 import pytest
+from jupyter_client.asynchronous.client import AsyncKernelClient
 from jupyter_client.session import Session
 from nb_helpers import Progress, cell_by_id, on_server_loop, wait_for
 
@@ -353,6 +356,33 @@ async def test_kernel_death_is_reported_and_the_next_run_works(
     with pytest.raises(KernelDied, match="restarted while the code was running"):
         await asyncio.wait_for(task, 15)
     assert (await service.open(path)).cell("setup")["execution_state"] == "idle"
+
+
+@pytest.mark.fresh_server  # kills a kernel
+@on_server_loop
+async def test_a_kernel_that_dies_before_it_answers_is_followed_through_its_restart(
+    notebook_file, make_ctx, service, jp_serverapp, monkeypatch
+) -> None:
+    """A kernel can die at its start, before it answers anything (with many kernels starting at
+    once, another process can take its port). Jupyter's restarter starts it again on new ports:
+    the agent's run waits for that kernel instead of telling the model to restart it."""
+    path = notebook_file("dies.ipynb", [{"id": "c", "source": "print('ran', 6 * 7)"}])
+    original = AsyncKernelClient.wait_for_ready
+    killed: list[int] = []
+
+    async def dies_first(client: Any, timeout: float | None = None) -> None:
+        if not killed:  # the first kernel process dies while our client waits for its answer
+            info = await service.kernel(path)
+            pid = jp_serverapp.kernel_manager.get_kernel(info.kernel_id).provisioner.pid
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        await original(client, timeout=timeout)
+
+    monkeypatch.setattr(AsyncKernelClient, "wait_for_ready", dies_first)
+    ran = await run_cell(make_ctx(path), cell_id="c")
+    assert killed and "ran 42" in ran.content
+    info = await service.kernel(path)
+    assert jp_serverapp.kernel_manager.get_kernel(info.kernel_id).provisioner.pid != killed[0]
 
 
 def test_the_failure_line_is_one_plain_line() -> None:
