@@ -8,7 +8,7 @@ or goes to the run's sink. A display id shown by an earlier run is updated where
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from .progress import ProgressTracker
@@ -58,9 +58,61 @@ class KernelRun:
     reply: dict[str, Any] | None = None
     """The ``execute_reply`` (shell): the code is done, whatever IOPub still has to deliver."""
     quiet_since: float = 0.0
+    numbers: MessageNumbers = field(init=False)
+    """What the executor read of the run, counted against the kernel's numbers."""
+
+    def __post_init__(self) -> None:
+        self.numbers = MessageNumbers(self.msg_id)
 
     def elapsed(self, now: float) -> float:
         return now - (self.running_since or self.submitted)
+
+
+@dataclass
+class MessageNumbers:
+    """The kernel's numbers on the IOPub messages of a run, to count the ones that never came.
+
+    ipykernel numbers every message it sends (``<session>_<pid>_<n>`` ids, one counter for all
+    its sockets) and drops IOPub messages for a reader a whole queue behind, silently. From the
+    run's first message to its idle status, the numbers we did not see are the ones dropped,
+    less the replies sent on other sockets meanwhile (ours, the ``execute_reply``; up to
+    ``slack`` others). Kernels whose ids carry no number are not counted.
+    """
+
+    msg_id: str
+    slack = 2
+    """Numbers missing from a run that are still not counted as lost (replies to others)."""
+    first: int | None = None
+    last: int | None = None
+    seen: int = 0
+    done: bool = False
+
+    def note(self, msgs: list[dict[str, Any]]) -> None:
+        """Count *msgs*, as they came off the socket (before stream messages are joined)."""
+        for msg in msgs:
+            if self.done:
+                return
+            ours = (msg.get("parent_header") or {}).get("msg_id") == self.msg_id
+            if self.first is None and not ours:
+                continue  # before the run: other clients' requests, their replies in between
+            header = msg.get("header") or {}
+            prefix, _, number = str(header.get("msg_id", "")).rpartition("_")
+            if not number.isdigit() or not prefix.startswith(f"{header.get('session')}_"):
+                continue
+            n = int(number)
+            self.first = n if self.first is None else min(self.first, n)
+            self.last = n if self.last is None else max(self.last, n)
+            self.seen += 1
+            content = msg.get("content") or {}
+            self.done = ours and content.get("execution_state") == "idle"
+
+    @property
+    def missed(self) -> int:
+        """Messages the kernel sent in the run's span that never reached us (0 within slack)."""
+        if self.first is None or self.last is None:
+            return 0
+        missing = self.last - self.first + 1 - self.seen - 1  # our execute_reply
+        return missing if missing > self.slack else 0
 
 
 async def take(

@@ -25,6 +25,7 @@ from jupyter_aaep.notebook._outputs import (
     merge_ops,
 )
 from jupyter_aaep.notebook.documents import LiveNotebook
+from jupyter_aaep.notebook.kernel_run import MessageNumbers
 
 pytestmark = pytest.mark.shared_server
 
@@ -136,6 +137,36 @@ def test_folded_edits_and_joined_chunks_give_what_a_terminal_shows(
 
 def _message(msg_type: str, parent: str, **content: Any) -> dict[str, Any]:
     return {"msg_type": msg_type, "parent_header": {"msg_id": parent}, "content": content}
+
+
+def _numbered(n: int, parent: str, state: str = "") -> dict[str, Any]:
+    msg: dict[str, Any] = {
+        "header": {"msg_id": f"s-1_42_{n}", "session": "s-1"},
+        "parent_header": {"msg_id": parent},
+        "content": {"execution_state": state} if state else {"text": "."},
+    }
+    return msg
+
+
+def test_message_numbers_count_what_the_kernel_dropped_from_a_run_only() -> None:
+    """ipykernel numbers every message it sends; the numbers a run's IOPub never showed are
+    what it dropped, less our execute_reply and a couple of replies to others."""
+    others_before = [_numbered(1, "other"), _numbered(3, "other", "idle")]  # reply 2: on shell
+    run = [_numbered(n, "ours") for n in range(4, 10)] + [_numbered(11, "ours", "idle")]
+    after = [_numbered(20, "other")]
+    whole = MessageNumbers("ours")
+    whole.note(others_before + run[:3])
+    whole.note(run[3:] + after)
+    assert whole.missed == 0  # 10 was our execute_reply; before and after are not the run's
+    gaps = MessageNumbers("ours")
+    gaps.note([m for m in run if not m["header"]["msg_id"].endswith(("_5", "_6", "_7"))])
+    assert gaps.missed == 3
+    slack = MessageNumbers("ours")
+    slack.note([m for m in run if not m["header"]["msg_id"].endswith(("_5", "_6"))])
+    assert slack.missed == 0  # two: could be replies to other clients' control requests
+    unnumbered = MessageNumbers("ours")
+    unnumbered.note([{**m, "header": {"msg_id": "a1b2c3", "session": "s-1"}} for m in run])
+    assert unnumbered.missed == 0  # a kernel whose ids carry no number: nothing is claimed
 
 
 def test_joined_keeps_order_and_joins_only_one_runs_stream_on_one_name() -> None:
