@@ -75,16 +75,18 @@ class MessageNumbers:
     ipykernel numbers every message it sends (``<session>_<pid>_<n>`` ids, one counter for all
     its sockets) and drops IOPub messages for a reader a whole queue behind, silently. From the
     run's first message to its idle status, the numbers we did not see are the ones dropped,
-    less the replies sent on other sockets meanwhile (ours, the ``execute_reply``; up to
-    ``slack`` others). Kernels whose ids carry no number are not counted.
+    except single ones and pairs: those are replies it sent on other sockets meanwhile (our
+    ``execute_reply``, a control reply to an extension's poll, a welcome to a new subscriber),
+    while ZMQ drops in runs (until the reader has emptied half its queue). Kernels whose ids
+    carry no number are not counted.
     """
 
     msg_id: str
     slack = 2
-    """Numbers missing from a run that are still not counted as lost (replies to others)."""
-    first: int | None = None
+    """The longest run of missing numbers taken for replies elsewhere, not counted as lost."""
     last: int | None = None
-    seen: int = 0
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    """Numbers not seen, as ``[start, end)`` ranges, in order."""
     done: bool = False
 
     def note(self, msgs: list[dict[str, Any]]) -> None:
@@ -93,26 +95,30 @@ class MessageNumbers:
             if self.done:
                 return
             ours = (msg.get("parent_header") or {}).get("msg_id") == self.msg_id
-            if self.first is None and not ours:
+            if self.last is None and not ours:
                 continue  # before the run: other clients' requests, their replies in between
             header = msg.get("header") or {}
             prefix, _, number = str(header.get("msg_id", "")).rpartition("_")
-            if not number.isdigit() or not prefix.startswith(f"{header.get('session')}_"):
-                continue
-            n = int(number)
-            self.first = n if self.first is None else min(self.first, n)
-            self.last = n if self.last is None else max(self.last, n)
-            self.seen += 1
-            content = msg.get("content") or {}
-            self.done = ours and content.get("execution_state") == "idle"
+            if number.isdigit() and prefix.startswith(f"{header.get('session')}_"):
+                self._see(int(number))
+            self.done = ours and (msg.get("content") or {}).get("execution_state") == "idle"
+
+    def _see(self, n: int) -> None:
+        if self.last is None or n > self.last:
+            if self.last is not None and n > self.last + 1:
+                self.gaps.append((self.last + 1, n))
+            self.last = n
+            return
+        for i in range(len(self.gaps) - 1, -1, -1):  # sent out of order (two kernel threads)
+            start, end = self.gaps[i]
+            if start <= n < end:
+                self.gaps[i : i + 1] = [g for g in ((start, n), (n + 1, end)) if g[0] < g[1]]
+                return
 
     @property
     def missed(self) -> int:
-        """Messages the kernel sent in the run's span that never reached us (0 within slack)."""
-        if self.first is None or self.last is None:
-            return 0
-        missing = self.last - self.first + 1 - self.seen - 1  # our execute_reply
-        return missing if missing > self.slack else 0
+        """Messages of the run the kernel sent and we never received."""
+        return sum(end - start for start, end in self.gaps if end - start > self.slack)
 
 
 async def take(
