@@ -55,6 +55,16 @@ class ExecutionResult:
     execution_count: int | None
     outputs: list[dict[str, Any]]
     elapsed: float
+    missed: int = 0
+    """IOPub messages of the run the kernel dropped (its reader, we, was a whole queue behind)."""
+    end_heard: bool = True
+    """``False``: the kernel replied but its idle status never came, so the output's end (what
+    it sent last) may be missing too."""
+
+    @property
+    def complete(self) -> bool:
+        """Every output message the kernel sent for the run reached us."""
+        return self.end_heard and not self.missed
 
 
 class _Timeout(Exception):
@@ -191,6 +201,8 @@ class KernelExecutor:
                 execution_count=count,
                 outputs=outputs,
                 elapsed=run.elapsed(time.monotonic()),
+                missed=run.numbers.missed,
+                end_heard=run.idle,
             )
         finally:
             line.lock.release()
@@ -254,8 +266,6 @@ class KernelExecutor:
             if run.reply is None:
                 run.reply = await self._reply(client, run.msg_id, 0.0)
                 run.quiet_since = now
-            elif now - run.quiet_since >= self.reply_grace:
-                break  # replied, and IOPub has been quiet since: its idle status was lost
             if run.deadline is not None and now >= run.deadline:
                 raise _Timeout
             if on_progress is not None and now - run.last_progress >= self.progress_interval:
@@ -268,19 +278,36 @@ class KernelExecutor:
             if sink.pending:
                 wait = min(wait, self.flush_seconds)
             try:
-                msg = await client.get_iopub_msg(timeout=max(0.01, min(self.poll_seconds, wait)))
+                msgs = [await client.get_iopub_msg(timeout=max(0.01, min(self.poll_seconds, wait)))]
             except Empty:
                 await sink.flush()
+                msgs = []
+            msgs.extend(self._backlog(line, client).take())  # also after a poll timed out late
+            if not msgs:
+                if run.reply is not None and self._lost_idle(run):
+                    break
                 continue
-            run.quiet_since = time.monotonic()
-            if line.iopub is None:
-                line.iopub = IopubBacklog(client)
-            for item in joined([msg, *line.iopub.take()], run.msg_id):
+            run.numbers.note(msgs)
+            for item in joined(msgs, run.msg_id):
                 await take(line.displays, sink, run, item, time.monotonic())
                 if run.idle:
                     break
+            # Quiet is counted from the end of the last batch read: however long reading took,
+            # a message still waiting is read before the run can be said to have lost its end.
+            run.quiet_since = time.monotonic()
         if run.ended_by is not None:  # the run "finished" only because the kernel went away
             raise KernelGone(run.ended_by)
+
+    @staticmethod
+    def _backlog(line: KernelLine, client: Any) -> IopubBacklog:
+        if line.iopub is None:
+            line.iopub = IopubBacklog(client)
+        return line.iopub
+
+    def _lost_idle(self, run: KernelRun) -> bool:
+        """The kernel has replied, our queue is empty and has stayed empty for ``reply_grace``:
+        its idle status will not come (the kernel dropped it for a reader far behind)."""
+        return time.monotonic() - run.quiet_since >= self.reply_grace
 
     async def _interrupt_and_drain(
         self, line: KernelLine, client: Any, sink: RunSink, run: KernelRun

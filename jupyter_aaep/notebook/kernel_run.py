@@ -8,7 +8,7 @@ or goes to the run's sink. A display id shown by an earlier run is updated where
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from .progress import ProgressTracker
@@ -58,9 +58,67 @@ class KernelRun:
     reply: dict[str, Any] | None = None
     """The ``execute_reply`` (shell): the code is done, whatever IOPub still has to deliver."""
     quiet_since: float = 0.0
+    numbers: MessageNumbers = field(init=False)
+    """What the executor read of the run, counted against the kernel's numbers."""
+
+    def __post_init__(self) -> None:
+        self.numbers = MessageNumbers(self.msg_id)
 
     def elapsed(self, now: float) -> float:
         return now - (self.running_since or self.submitted)
+
+
+@dataclass
+class MessageNumbers:
+    """The kernel's numbers on the IOPub messages of a run, to count the ones that never came.
+
+    ipykernel numbers every message it sends (``<session>_<pid>_<n>`` ids, one counter for all
+    its sockets) and drops IOPub messages for a reader a whole queue behind, silently. From the
+    run's first message to its idle status, the numbers we did not see are the ones dropped,
+    except single ones and pairs: those are replies it sent on other sockets meanwhile (our
+    ``execute_reply``, a control reply to an extension's poll, a welcome to a new subscriber),
+    while ZMQ drops in runs (until the reader has emptied half its queue). Kernels whose ids
+    carry no number are not counted.
+    """
+
+    msg_id: str
+    slack = 2
+    """The longest run of missing numbers taken for replies elsewhere, not counted as lost."""
+    last: int | None = None
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    """Numbers not seen, as ``[start, end)`` ranges, in order."""
+    done: bool = False
+
+    def note(self, msgs: list[dict[str, Any]]) -> None:
+        """Count *msgs*, as they came off the socket (before stream messages are joined)."""
+        for msg in msgs:
+            if self.done:
+                return
+            ours = (msg.get("parent_header") or {}).get("msg_id") == self.msg_id
+            if self.last is None and not ours:
+                continue  # before the run: other clients' requests, their replies in between
+            header = msg.get("header") or {}
+            prefix, _, number = str(header.get("msg_id", "")).rpartition("_")
+            if number.isdigit() and prefix.startswith(f"{header.get('session')}_"):
+                self._see(int(number))
+            self.done = ours and (msg.get("content") or {}).get("execution_state") == "idle"
+
+    def _see(self, n: int) -> None:
+        if self.last is None or n > self.last:
+            if self.last is not None and n > self.last + 1:
+                self.gaps.append((self.last + 1, n))
+            self.last = n
+            return
+        for i in range(len(self.gaps) - 1, -1, -1):  # sent out of order (two kernel threads)
+            start, end = self.gaps[i]
+            if start <= n < end:
+                self.gaps[i : i + 1] = [g for g in ((start, n), (n + 1, end)) if g[0] < g[1]]
+                return
+
+    @property
+    def missed(self) -> int:
+        """Messages of the run the kernel sent and we never received."""
+        return sum(end - start for start, end in self.gaps if end - start > self.slack)
 
 
 async def take(

@@ -129,7 +129,16 @@ class HeardRun:
 
 def heard_run(run: CellRun) -> HeardRun:
     """The outcome of a run in the user's words: status, then the first line of output or the
-    error line; the detailed text has the whole text output (bounded)."""
+    error line; the detailed text has the whole text output (bounded). A run whose kernel
+    dropped some of its output says so."""
+    heard = _heard(run)
+    if run.result.complete:
+        return heard
+    lost = " Some of its output was lost on the way: it came faster than it could be read."
+    return HeardRun(heard.normal + lost, heard.terse, heard.detailed + lost)
+
+
+def _heard(run: CellRun) -> HeardRun:
     result, n = run.result, run.number
     took = elapsed_words(result.elapsed) if result.elapsed >= 1 else "less than a second"
     after = f" after {took}" if result.elapsed >= 1 else ""
@@ -198,6 +207,8 @@ def run_text(run: CellRun, *, budget: int) -> str:
         notes.append(f"A new {run.kernel.display_name} kernel was started for this notebook first.")
     if run.cell_deleted:
         notes.append("The cell was deleted while it ran; its outputs exist only in this message.")
+    if not result.complete:
+        notes.append(_lost_output(result.missed, result.end_heard))
     body_budget = max(500, budget - len(head) - sum(len(n) for n in notes) - 40)
     if not result.outputs:
         body = "No output."
@@ -211,6 +222,20 @@ def run_text(run: CellRun, *, budget: int) -> str:
             rendered = render_outputs(others, max(300, body_budget))
             body = f"Outputs:\n{rendered}" + (f"\n{body}" if body else "")
     return "\n".join([head, *notes, body])
+
+
+def _lost_output(missed: int, end_heard: bool) -> str:
+    """Said when the kernel dropped some of a run's output (it came faster than it was read)."""
+    why = "The cell sent output faster than it could be read, and the kernel dropped "
+    if not end_heard:
+        return (
+            why + "the end of it: the outputs below (and in the notebook) may stop before the "
+            "cell's last output. Run it again with less output if its end matters."
+        )
+    return (
+        why + f"{plural(missed, 'output message')}: some output updates were skipped, so lines "
+        "may be missing; the last line shown is the last one that arrived."
+    )
 
 
 def image_blocks(

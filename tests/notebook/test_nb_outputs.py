@@ -25,6 +25,7 @@ from jupyter_aaep.notebook._outputs import (
     merge_ops,
 )
 from jupyter_aaep.notebook.documents import LiveNotebook
+from jupyter_aaep.notebook.kernel_run import MessageNumbers
 
 pytestmark = pytest.mark.shared_server
 
@@ -136,6 +137,37 @@ def test_folded_edits_and_joined_chunks_give_what_a_terminal_shows(
 
 def _message(msg_type: str, parent: str, **content: Any) -> dict[str, Any]:
     return {"msg_type": msg_type, "parent_header": {"msg_id": parent}, "content": content}
+
+
+def _numbered(n: int, parent: str, state: str = "") -> dict[str, Any]:
+    msg: dict[str, Any] = {
+        "header": {"msg_id": f"s-1_42_{n}", "session": "s-1"},
+        "parent_header": {"msg_id": parent},
+        "content": {"execution_state": state} if state else {"text": "."},
+    }
+    return msg
+
+
+def test_message_numbers_count_what_the_kernel_dropped_from_a_run_only() -> None:
+    """ipykernel numbers every message it sends; the runs of numbers a run's IOPub never showed
+    are what it dropped; single and paired gaps are its replies on other sockets."""
+    others_before = [_numbered(1, "other"), _numbered(3, "other", "idle")]  # reply 2: on shell
+    run = [_numbered(n, "ours") for n in (4, 5, 7, 8, 9, 10, 13, 14, 15, 16)]  # replies: 6, 11-12
+    run += [_numbered(n, "ours") for n in range(40, 60)] + [_numbered(61, "ours", "idle")]
+    after = [_numbered(80, "other")]
+    numbers = MessageNumbers("ours")
+    numbers.note(others_before + run[:3])
+    numbers.note(run[3:] + after)
+    assert numbers.missed == 23  # 17-39 dropped; 60 was our execute_reply; 6, 11-12 elsewhere
+    late = MessageNumbers("ours")
+    late.note(run[:-1] + [_numbered(25, "ours")] + run[-1:])  # sent by another thread, late
+    assert late.missed == 8 + 14  # 17-24 and 26-39
+    whole = MessageNumbers("ours")
+    whole.note([_numbered(n, "ours") for n in range(4, 30)] + [_numbered(31, "ours", "idle")])
+    assert whole.missed == 0
+    unnumbered = MessageNumbers("ours")
+    unnumbered.note([{**m, "header": {"msg_id": "a1b2c3", "session": "s-1"}} for m in run])
+    assert unnumbered.missed == 0  # a kernel whose ids carry no number: nothing is claimed
 
 
 def test_joined_keeps_order_and_joins_only_one_runs_stream_on_one_name() -> None:

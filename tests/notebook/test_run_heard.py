@@ -125,3 +125,21 @@ def test_a_long_output_is_read_a_block_at_a_time_and_said_the_same(
     assert run_text.end_sentence(4, 12.0, outputs) == ended_whole
     assert ended_whole == ("Cell 4 finished after 12 s: step 900/900.", False)
     assert len(split) > 10 and max(split) < 1000 + 2000  # a block and the line it ends within
+
+
+def test_a_run_whose_kernel_dropped_output_says_so_to_the_model_and_the_listener() -> None:
+    from jupyter_aaep.tools._run_text import run_text
+
+    complete = run([stream("finished\n")])
+    assert "dropped" not in run_text(complete, budget=2000)
+    assert "lost" not in heard_run(complete).normal
+    skipped = run([stream("41 it\n")])
+    skipped.result.missed = 7
+    text = run_text(skipped, budget=2000)
+    assert "the kernel dropped 7 output messages: some output updates were skipped" in text
+    assert text.index("dropped") < text.index("41 it")  # before the output it qualifies
+    assert "Some of its output was lost on the way" in heard_run(skipped).normal
+    ended = run([stream("41 it\n")])
+    ended.result.end_heard = False
+    assert "the kernel dropped the end of it" in run_text(ended, budget=2000)
+    assert "lost on the way" in heard_run(ended).detailed

@@ -24,6 +24,8 @@ from server_helpers import wait_until
 from jupyter_aaep.aaep.clock import SessionClock
 from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.notebook._cell_writer import LiveCellWriter
+from jupyter_aaep.notebook._iopub import IopubBacklog
+from jupyter_aaep.notebook.executor import KernelExecutor
 from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 pytestmark = pytest.mark.slow
@@ -51,6 +53,33 @@ def _saved_stream(path: Path) -> str:
         for o in cell.get("outputs") or []
         if o.get("output_type") == "stream"
     )
+
+
+async def _agent_runs_c1(api: Any, fake_model: Any, sse: Any, path: str, ask: str) -> str:
+    """A chat on *path* whose agent runs cell c1 (accepted) and says "Done."; its chat id once
+    the session has completed."""
+    _, body, _ = await api("chats", method="POST", body={"notebook_path": path})
+    chat_id = str(body["chat_id"])
+    fake_model.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]), Turn(text="Done."))
+    async with sse(chat_id) as panel:
+        await api(
+            "chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": ask}
+        )
+        confirmation = (
+            await panel.until(
+                lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30
+            )
+        )[-1]
+        reply = {
+            "type": "confirmation.reply",
+            "reply_token": confirmation["reply_token"],
+            "subscription_id": new_subscription_id(),
+            "timestamp": SessionClock().now(),
+            "decision": "accept",
+        }
+        await api("chats", chat_id, "messages", method="POST", body=reply)
+        await panel.until(lambda m: str(m.get("type", "")).endswith("session.completed"), 120)
+    return chat_id
 
 
 class _Saves:
@@ -144,32 +173,8 @@ async def test_a_big_outputs_kept_copy_is_cut_once_reported_and_the_notebook_kee
     path = new_name()
     lines = 30_000  # 3 MB: over BIG_OUTPUT_CHARS
     await kernels.notebook(path, [f"for i in range({lines}):\n    print('%099d' % i)"])
-    _, body, _ = await api("chats", method="POST", body={"notebook_path": path})
-    chat_id = body["chat_id"]
-    fake_model.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]), Turn(text="Done."))
     service = extension.toolbox.notebooks
-    async with sse(chat_id) as panel:
-        await api(
-            "chats",
-            chat_id,
-            "messages",
-            method="POST",
-            body={"kind": "user_input", "text": "Print the lines."},
-        )
-        confirmation = (
-            await panel.until(
-                lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30
-            )
-        )[-1]
-        reply = {
-            "type": "confirmation.reply",
-            "reply_token": confirmation["reply_token"],
-            "subscription_id": new_subscription_id(),
-            "timestamp": SessionClock().now(),
-            "decision": "accept",
-        }
-        await api("chats", chat_id, "messages", method="POST", body=reply)
-        await panel.until(lambda m: str(m.get("type", "")).endswith("session.completed"), 120)
+    await _agent_runs_c1(api, fake_model, sse, path, "Print the lines.")
     last = f"{lines - 1:099d}"
     assert last in json.dumps(fake_model.requests[1].body["messages"][-1]["content"])
     run = service.runs.get(path, "c1")
@@ -188,3 +193,85 @@ async def test_a_big_outputs_kept_copy_is_cut_once_reported_and_the_notebook_kee
         timeout=20,
         what="the saved notebook with every line",
     )
+
+
+async def test_a_reader_far_behind_the_flood_still_gets_its_last_line(
+    kernels, api, extension, fake_model, sse, jp_root_dir: Path, monkeypatch: Any
+) -> None:
+    """Issue 32: at load 15 the model's result once stopped at the bar's 10,003rd update and the
+    saved file lacked the last line. The loss is made here without load: our reader is stopped
+    while the kernel floods (every message waits in our client's queue), and then each of its
+    next batches takes longer than the quiet second the executor waits after the kernel's reply.
+    The run must still end with the loop's last line, for the model and in the saved file."""
+    stamp = jp_root_dir / "loop-ended.txt"
+    take, batches = IopubBacklog.take, []
+
+    def slow_take(backlog: IopubBacklog) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + 60
+        while not stamp.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)  # stopped (the whole server, as a loaded machine stops it)
+        if not batches:
+            time.sleep(0.5)  # the kernel has replied and sent its idle status by now
+        elif len(batches) < 3:
+            time.sleep(KernelExecutor.reply_grace + 0.3)  # slower than the grace per batch
+        batches.append(take(backlog))
+        return batches[-1]
+
+    monkeypatch.setattr(IopubBacklog, "take", slow_take)
+    monkeypatch.setattr(IopubBacklog, "limit", 200)
+    path = new_name()
+    await kernels.notebook(path, [FLOOD.format(seconds=3, stamp=str(stamp))])
+    chat_id = await _agent_runs_c1(api, fake_model, sse, path, "Run the loop.")
+    await wait_idle(extension, chat_id)
+    _, updates = eval(stamp.read_text())
+    assert updates > 4 * IopubBacklog.limit, f"only {updates} updates: our queue was never behind"
+    last_line = f"finished after {updates} updates of the bar\n"
+    result = json.dumps(fake_model.requests[1].body["messages"][-1]["content"])
+    assert last_line.strip() in result, result[:2000]
+    assert "skipped" not in result  # nothing was lost, so nothing is said to be
+    await wait_until(
+        lambda: _saved_stream(jp_root_dir / path) == last_line,
+        timeout=15,
+        what="the saved last line",
+    )
+
+
+DROPPED = """import sys
+for i in range({n}):
+    sys.stdout.write('\\r%d ' % i + 'x' * 8000)
+    sys.stdout.flush()
+sys.stdout.write('\\rfinished after {n} updates of the bar')
+sys.stdout.flush()
+open({stamp!r}, 'w').write('done')
+print()"""
+
+
+async def test_output_the_kernel_dropped_is_said_to_be_lost_not_shown_as_complete(
+    kernels, api, extension, fake_model, sse, jp_root_dir: Path, monkeypatch: Any
+) -> None:
+    """When the kernel really drops messages (a reader a whole queue behind: here a queue of 10
+    and a reader stopped through a 32 MB flood, so its end and idle status are dropped), the run
+    still ends, and the model and the listener are told the output's end may be missing."""
+    from jupyter_aaep.notebook.kernel_clients import KernelClients
+
+    stamp = jp_root_dir / "loop-ended.txt"
+    take = IopubBacklog.take
+
+    def stopped_take(backlog: IopubBacklog) -> list[dict[str, Any]]:
+        deadline = time.monotonic() + 90
+        while not stamp.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return take(backlog)
+
+    monkeypatch.setattr(IopubBacklog, "take", stopped_take)
+    monkeypatch.setattr(KernelClients, "iopub_queue", 10)
+    path = new_name()
+    await kernels.notebook(path, [DROPPED.format(n=4000, stamp=str(stamp))])
+    chat_id = await _agent_runs_c1(api, fake_model, sse, path, "Run the loop.")
+    await wait_idle(extension, chat_id)
+    assert stamp.exists()
+    result = json.dumps(fake_model.requests[1].body["messages"][-1]["content"])
+    assert "finished after" not in result, "the end was not dropped: nothing tested"
+    assert "the kernel dropped the end of it" in result, result[:1500]
+    heard = json.dumps(extension.runner.get(chat_id).emitter.history)
+    assert "Some of its output was lost on the way" in heard
