@@ -173,9 +173,11 @@ class Bench:
 
 
 @asynccontextmanager
-async def running_server(**aaep: Any) -> AsyncIterator[Bench]:
+async def running_server(fake: Any = None, **aaep: Any) -> AsyncIterator[Bench]:
     """The server, with jupyter_aaep, jupyter_server_ydoc and jupyter_server_fileid, in this process
-    (*aaep*: more ``AAEPExtension`` options)."""
+    (*aaep*: more ``AAEPExtension`` options). Its model is *fake* (started; anything with
+    ``base_url``, ``api_key`` and ``stop()``, stopped at the end) or a ``FakeAnthropic`` on
+    threads of this process."""
     with tempfile.TemporaryDirectory(prefix="aaep-bench-") as folder:
         base = Path(folder)
         root = base / "root"
@@ -188,7 +190,8 @@ async def running_server(**aaep: Any) -> AsyncIterator[Bench]:
 
         from jupyter_aaep.testing.fake_anthropic import FakeAnthropic
 
-        fake = FakeAnthropic().start()
+        if fake is None:
+            fake = FakeAnthropic().start()
         os.environ["ANTHROPIC_BASE_URL"] = fake.base_url
         os.environ["ANTHROPIC_API_KEY"] = fake.api_key
         from jupyter_server.serverapp import ServerApp

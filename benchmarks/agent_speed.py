@@ -1,48 +1,69 @@
 """Three of the agent's speed goals (issue 32), each against a baseline measured in the same run.
 
-A real Jupyter server (jupyter-aaep + collaboration) runs in this process, its model the
-scripted fake Messages API reached through the real SDK (``_kernel_bench.running_server``).
+A real Jupyter server (jupyter-aaep + collaboration) runs in this process; its model, the
+scripted fake Messages API, runs in a process of its own (``_bench_processes.FakeProcess``: the
+real service is remote, and the fake's threads here would compete with the server's loop for
+the interpreter lock), reached through the real SDK (``_kernel_bench.running_server``).
 
 - **Loop overhead per model turn** (goal at most 3 ms): one request of ``--turns`` model
   turns, each a short sentence and a call of ``list_notebooks`` (read-only: no approval), then
   a final answer. Baseline: the very request bodies the agent sent (recorded by the fake),
   replayed through the same SDK client with the same scripted answers, streamed and read to
-  the final message. Measured as CPU time of the server's thread (``time.thread_time``): the
-  fake model answers on threads of its own, and wall time on this shared machine varied more
-  than the goal. Overhead per turn = (agent - replay - the tool's own run) / turns, the tool's
-  own run being ``NotebookService.list_notebooks`` timed inside the agent's run: what the agent
-  does between model answers (the loop, the tool's dispatch, events, the store). Wall times
-  per turn are printed too.
+  the final message. Measured as CPU time of the server's thread (``time.thread_time``): wall
+  time on this shared machine varied more than the goal. Overhead per turn = (agent - replay -
+  the tool's own run) / turns, the tool's own run being ``NotebookService.list_notebooks``
+  timed inside the agent's run: what the agent does between model answers (the loop, the
+  tool's dispatch, events, the store). Wall times per turn are printed too.
 - **POST -> session.started** (goal: p50 at most 50 ms): from the POST of a message until the
   server publishes ``session.started`` (and until it arrives on a WebSocket).
 - **Fan-out to 10 WebSocket subscribers** during a streamed answer (goal at most 2x): the
-  latency from each message's publication to its arrival at each of ``--subscribers``
-  WebSocket clients of the chat. Baseline: a bare tornado ``WebSocketHandler`` on the same
-  server loop sends the same messages (the JSON the clients received) at the same moments
-  (the gaps of the agent's run replayed) to the same number of clients. The clients read on a
-  thread of their own with their own loop (a browser is another process).
+  latency from each message's publication (the call of the chat emitter's ``publish``, before
+  any subscriber sees it) to its arrival at each of ``--subscribers`` WebSocket clients of the
+  chat. The clients run in a process of their own, as browsers do (``_bench_processes.Clients``)
+  and stamp each frame as it arrives. Baseline: a bare tornado ``WebSocketHandler`` on the same
+  server loop sends the same frames at the same moments (the gaps of the agent's run replayed)
+  to as many clients, in the same kind of process, while the same model answer streams from
+  the fake's process into an SDK reader on the same loop, asked at the moment the agent asked
+  (the fake stamps each request's arrival): both servers read a streamed answer while they fan
+  out, so the ratio is what our events, subscriptions and store add, not the model's parsing.
+  Also printed: each round's ratio; the same broadcast with no model answer on its loop, for
+  reference; and the server's own part, publication -> the message's write to the last
+  socket, timed in this process with no client involved.
 
-Printed: medians over ``--rounds`` rounds (interleaved with the baselines), the ratios, the
-load average. ``--profile`` prints the functions with the most own time during the agent's
-part of each measurement (cProfile).
+Clock: ``time.monotonic()`` everywhere. On Linux it is CLOCK_MONOTONIC, one clock for the whole
+machine (not per process) with nanosecond resolution, so an arrival stamped in the clients'
+process minus a publication stamped in the server's is a latency. (``perf_counter`` is the
+same clock on Linux, but Python does not promise that it is shared between processes.)
+
+Printed: medians over ``--rounds`` rounds (each the agent's run, then its two broadcasts in
+alternating order), the ratios, the load average. ``--profile`` prints the functions with the most own time during the agent's
+part of each measurement (cProfile; its run's times are not comparable).
 
 Run: ``python benchmarks/agent_speed.py [--rounds 5] [--turns 20] [--profile]``
 
-Where the fan-out's time went (2026-11-29, load 3-13 on the shared 2-core machine, main
-against the change alternating in one batch): the server writes each message to the 10
-sockets in the publisher's step, and between publication and the last write only our
-per-subscriber shaping ran (about 18 us a subscriber before, 11 after: the filter's verdict
-per type is remembered, verbosity's common case is checked first, a chunk's boundary is
-computed once) and each send, whose release of the interpreter lock lets the other threads
-of this process in: the clients' reading thread, the fake model's thread sending a chunk
-every millisecond and the store's writer. The rest of the gap is the event loop parsing the
-model's stream (the SDK's per-chunk event building is the top of ``--profile``) while the
-clients wait for the lock; the baseline has neither. A subscription whose socket took the
-message no longer wakes its send loop. Ratios measured (old -> new, pairs in one batch):
-2.68 -> 1.04 (load 12-14), 1.78 -> 1.29 (11), 1.99 -> 1.59 (7.5), 1.75 -> 1.70 (7.8),
-1.82 -> 1.89 (7.5), 2.07 -> 2.06 (8), 2.50 -> 1.91 (5.5), 1.68 -> 1.72 (7.5); the agent's
-own p50 stayed 3.5-6 ms on both, the baseline's moved 1.6-4.6 ms: within this machine's noise
-the change is not shown to help, and the goal (at most 2x) is met in most runs of both.
+Measured (2026-11-29, the shared 2-core machine, 5 rounds a run). Before, with the clients on
+a thread and the fake on threads of the server's process, the ratio ranged 1.04-2.06 run to run
+(load 5.5-14), 1.73 at load 2.5: a run measured the interpreter lock as much as the server.
+With both in processes of their own, twelve runs gave 1.38 (load 4.6), 1.20 (6.1), 1.72 (9.0),
+1.17 (9.1), 1.36 (9.3), 1.58 (8.4), 1.17 (8.5), 0.99 (7.5), 1.23 (3.9), 1.09 (5.8), 1.34 (4.8)
+and 1.01 (4.4): the agent 2.7-4.3 ms p50, the broadcast 2.2-4.2; the goal (at most 2x) is met
+in every run. Single rounds (36 messages each) range 0.2-5.5, so read a run, not a round.
+Against the broadcast with no model answer on its loop (printed for reference; the last four
+runs) the agent is 1.52, 1.19, 1.36 and 1.39 times slower: reading the stream added 0.0-0.8 ms
+to the bare broadcast's p50, and our fan-out 0.0-0.8 ms on top of that.
+
+The server's own part is 1.5-2.7 ms for the agent against 0.6-1.2 for the bare broadcast
+(1.7-3.7x). Where that time goes (cProfile of ``publish`` alone, and timers around each
+subscriber and each write): the ten sockets' writes, as in the broadcast (``socket.send`` tops
+the profile; a write's p50 is 45-57 us in both, its mean 221-258 us for the agent against
+149-201), then per subscriber our shaping, taking and pushing (``_take``, ``_admit``, ``_push``,
+``_coalesce``, ``chunk_level``): ``Subscription.deliver``'s p50 of 82-93 us less its write,
+about 35 us a subscriber, a third of a millisecond for ten; then 13 us to check the event is
+JSON-safe and 40 us to queue it for the store. The store's writer thread is not what slows the
+sends: in one run of 15 rounds alternating three orders (load 7 falling to 4) the server's part
+was 1.37 ms p50 as usual, 1.59 with the store's subscriber after the sockets and 1.34 with it
+switched off. Shaping once per set of equal terms rather than once per subscriber is the lever
+left if this part matters; the goal did not ask for it.
 """
 
 from __future__ import annotations
@@ -55,12 +76,13 @@ import json
 import os
 import pstats
 import statistics
-import threading
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
+from _bench_processes import Clients, FakeProcess
+from _fanout import Broadcast, last_writes, latencies, socket_writes
 from _kernel_bench import TOKEN, Bench, running_server
-from typing_extensions import Self
 
 HANDSHAKE = {
     "type": "subscription.request",
@@ -78,15 +100,23 @@ def ms(values: list[float]) -> float:
 
 
 class Stamps:
-    """An emitter subscriber that stamps when each event is published (perf_counter)."""
+    """Stamps each event of *emitter* as it is published (``time.monotonic()``, before any
+    subscriber sees it: the clock the clients' process stamps arrivals with)."""
 
-    def __init__(self) -> None:
+    def __init__(self, emitter: Any) -> None:
         self.at: dict[str, float] = {}
         self.order: list[tuple[float, str]] = []
         self.waiters: list[tuple[str, asyncio.Future[float]]] = []
+        publish = emitter.publish
 
-    def deliver(self, event: dict[str, Any]) -> None:
-        now = time.perf_counter()
+        def stamped(event: dict[str, Any]) -> None:
+            self.stamp(event)
+            publish(event)
+
+        emitter.publish = stamped
+
+    def stamp(self, event: dict[str, Any]) -> None:
+        now = time.monotonic()
         self.at[str(event.get("event_id"))] = now
         self.order.append((now, str(event.get("event_id"))))
         kind = str(event.get("type", ""))
@@ -100,109 +130,9 @@ class Stamps:
         self.waiters.append((suffix, future))
         return future
 
-
-class Listeners:
-    """*count* WebSocket clients on a thread with its own loop; each stamps every frame."""
-
-    def __init__(self, url: str, count: int, *, token: bool = True) -> None:
-        self.url, self.count, self.token = url, count, token
-        self.frames: list[list[tuple[float, str]]] = [[] for _ in range(count)]
-        self.ready = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread = threading.Thread(target=self._run, name="ws-listeners", daemon=True)
-
-    async def __aenter__(self) -> Self:
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self.ready.is_set():  # the server answers on this loop meanwhile
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the WebSocket clients did not connect")
-            await asyncio.sleep(0.01)
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        while self._thread.is_alive():
-            await asyncio.sleep(0.01)
-
     def clear(self) -> None:
-        for frames in self.frames:
-            frames.clear()
-
-    def _run(self) -> None:
-        asyncio.run(self._main())
-
-    async def _main(self) -> None:
-        from tornado.httpclient import HTTPRequest
-        from tornado.websocket import websocket_connect
-
-        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        headers = {"Authorization": f"token {TOKEN}"} if self.token else {}
-        sockets = [
-            await websocket_connect(HTTPRequest(self.url, headers=headers))
-            for _ in range(self.count)
-        ]
-
-        async def read(index: int, socket: Any) -> None:
-            while True:
-                text = await socket.read_message()
-                if text is None:
-                    return
-                self.frames[index].append((time.perf_counter(), text))
-
-        if self.token:  # our server's sockets: the handshake the panel sends on opening
-            for socket in sockets:
-                await socket.write_message(json.dumps(HANDSHAKE))
-        readers = [asyncio.ensure_future(read(i, s)) for i, s in enumerate(sockets)]
-        self.ready.set()
-        await self._stop.wait()
-        for socket in sockets:
-            socket.close()
-        for reader in readers:
-            reader.cancel()
-
-
-class Broadcast:
-    """The baseline: a bare tornado WebSocket server that sends each message to every client."""
-
-    def __init__(self) -> None:
-        from _kernel_bench import free_port
-        from tornado.web import Application
-        from tornado.websocket import WebSocketHandler
-
-        clients: list[Any] = []
-        self.clients = clients
-
-        class Handler(WebSocketHandler):
-            def open(self, *args: Any, **kwargs: Any) -> None:
-                clients.append(self)
-
-            def on_close(self) -> None:
-                if self in clients:
-                    clients.remove(self)
-
-        self.port = free_port()
-        self.server = Application([("/ws", Handler)]).listen(self.port, address="127.0.0.1")
-
-    def send(self, text: str) -> None:
-        for client in self.clients:
-            client.write_message(text)
-
-    def stop(self) -> None:
-        self.server.stop()
-
-
-def latencies(published: dict[str, float], listeners: Listeners) -> list[float]:
-    """Publication -> arrival for every (message, client) with a known publication time."""
-    found = []
-    for frames in listeners.frames:
-        for arrived, text in frames:
-            sent = published.get(str(json.loads(text).get("event_id")))
-            if sent is not None:
-                found.append(arrived - sent)
-    return found
+        self.at.clear()
+        self.order.clear()
 
 
 def time_tool(bench: Bench) -> list[float]:
@@ -234,173 +164,263 @@ async def replay(bench: Bench, bodies: list[dict[str, Any]], turns: list[Any]) -
 
     client = anthropic.AsyncAnthropic(base_url=bench.fake.base_url, api_key=bench.fake.api_key)
     bench.fake.add(*turns)
-    started = time.perf_counter()
+    started = time.monotonic()
     for body in bodies:
         params = {k: v for k, v in body.items() if k != "stream"}
         async with client.messages.stream(**params) as stream:
             async for _event in stream:
                 pass
             await stream.get_final_message()
-    took = time.perf_counter() - started
+    took = time.monotonic() - started
     await client.close()
     return took
 
 
-async def measure(args: argparse.Namespace) -> None:
+@dataclass
+class Figures:
+    """What one run measured (its rounds after the warm-up); ``profiler`` covers the agent's parts."""
+
+    profiler: cProfile.Profile | None
+    load: list[float] = field(default_factory=list)
+    loop_agent: list[float] = field(default_factory=list)
+    loop_base: list[float] = field(default_factory=list)
+    loop_tool: list[float] = field(default_factory=list)
+    cpu_agent: list[float] = field(default_factory=list)
+    cpu_base: list[float] = field(default_factory=list)
+    started_published: list[float] = field(default_factory=list)
+    started_arrived: list[float] = field(default_factory=list)
+    fan_agent: list[list[float]] = field(default_factory=list)
+    """Per round, the agent's latencies."""
+    fan_base: list[list[float]] = field(default_factory=list)
+    fan_alone: list[list[float]] = field(default_factory=list)
+    """Per round, the bare broadcast's latencies with no model answer on its loop."""
+    server_agent: list[float] = field(default_factory=list)
+    """Per message, publication -> its write to the last socket, in the server."""
+    server_base: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Streamed:
+    """One streamed answer as the agent's clients saw it, to be replayed by the baseline."""
+
+    order: list[tuple[float, str]]
+    """(publication time, event id) of every event, in order."""
+    texts: dict[str, str]
+    """The frame each event went out as, by event id."""
+    body: dict[str, Any]
+    """The request the agent sent the model."""
+    asked: float
+    """When that request reached the model, after the first event's publication (seconds)."""
+
+
+async def fan_out(
+    bench: Bench, chat_id: str, stamps: Stamps, turn: Any, args: argparse.Namespace, out: Figures
+) -> Streamed:
+    """POST -> session.started and the agent's fan-out during a streamed answer, to clients in
+    a process of their own; records *out*'s figures and returns what the baseline replays."""
+    url = bench.url.replace("http", "ws", 1) + f"aaep/v1/chats/{chat_id}/ws"
+    headers = {"Authorization": f"token {TOKEN}"}
+    async with Clients(url, args.subscribers, headers=headers, handshake=HANDSHAKE) as clients:
+        await asyncio.sleep(0.2)  # every socket subscribed
+        await clients.collect()  # the handshakes' answers
+        bench.fake.add(turn)
+        first = bench.fake.count()
+        stamps.clear()
+        started = stamps.next("session.started")
+        ended = stamps.next("session.completed")
+        if out.profiler is not None:
+            out.profiler.enable()
+        began = time.monotonic()
+        with socket_writes() as writes:
+            await post(bench, chat_id, "Summarise the week.")
+            at_start = await asyncio.wait_for(started, 60)
+            await asyncio.wait_for(ended, 120)
+        if out.profiler is not None:
+            out.profiler.disable()
+        await asyncio.sleep(0.5)  # the last frames reach the clients
+        frames = await clients.collect()
+    out.started_published.append(at_start - began)
+    out.started_arrived.extend(
+        arrived - began
+        for received in frames
+        for arrived, text in received
+        if str(json.loads(text).get("type", "")).endswith("session.started")
+    )
+    out.fan_agent.append(latencies(dict(stamps.at), frames))
+    out.server_agent.extend(last_writes(dict(stamps.at), writes))
+    texts = {str(json.loads(text).get("event_id")): text for _, text in frames[0]}
+    order = list(stamps.order)
+    (body,) = bench.fake.bodies(first)
+    (asked,) = bench.fake.arrivals(first)
+    return Streamed(order, texts, body, asked - order[0][0])
+
+
+async def broadcast(
+    bench: Bench, streamed: Streamed, turn: Any | None, args: Any, out: Figures
+) -> list[float]:
+    """The baseline of the fan-out: the same frames at the same moments through a bare tornado
+    broadcast on this loop, to clients in a process of their own, while the same model answer
+    (*turn*; None: no answer, for reference) streams from the fake's process into an SDK reader
+    on this loop, asked at the same moment. Returns the latencies."""
+    import anthropic
+
+    server = Broadcast()
+    url = f"ws://127.0.0.1:{server.port}/ws"
+    client = anthropic.AsyncAnthropic(base_url=bench.fake.base_url, api_key=bench.fake.api_key)
+    params = {k: v for k, v in streamed.body.items() if k != "stream"}
+
+    async def read_answer(delay: float) -> None:
+        await asyncio.sleep(delay)
+        async with client.messages.stream(**params) as stream:
+            async for _event in stream:
+                pass
+            await stream.get_final_message()
+
+    try:
+        async with Clients(url, args.subscribers, headers={}, handshake=None) as clients:
+            while len(server.clients) < args.subscribers:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.2)  # as the agent's clients
+            await clients.collect()
+            if turn is not None:
+                bench.fake.add(turn)
+            published: dict[str, float] = {}
+            origin, start = streamed.order[0][0], time.monotonic()
+            model = asyncio.ensure_future(
+                read_answer(streamed.asked) if turn is not None else asyncio.sleep(0)
+            )
+            for when, event_id in streamed.order:
+                text = streamed.texts.get(event_id)
+                if text is None:
+                    continue
+                delay = (when - origin) - (time.monotonic() - start)
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                published[event_id] = time.monotonic()
+                server.send(text)
+                if turn is not None:
+                    out.server_base.append(time.monotonic() - published[event_id])
+            await model
+            await asyncio.sleep(0.5)
+            return latencies(published, await clients.collect())
+    finally:
+        server.stop()
+        await client.close()
+
+
+async def loop_turns(bench: Bench, chat_id: str, stamps: Stamps, args: Any, out: Figures) -> None:
+    """The loop's overhead per model turn: the agent's request, then the SDK's replay of it."""
     from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
-    profiler = cProfile.Profile() if args.profile else None
-    loop_agent: list[float] = []
-    loop_base: list[float] = []
-    loop_tool: list[float] = []
-    cpu_agent: list[float] = []
-    cpu_base: list[float] = []
-    started_published: list[float] = []
-    started_arrived: list[float] = []
-    fan_agent: list[float] = []
-    fan_base: list[float] = []
-    load = [os.getloadavg()[0]]
-    async with running_server() as bench:
+    turns = [
+        Turn(text="Checking the folder.", tool_uses=[ToolUse("list_notebooks", {})])
+        for _ in range(args.turns)
+    ] + [Turn(text="Done.")]
+    first = bench.fake.count()
+    bench.fake.add(*turns)
+    tool_seconds = time_tool(bench)
+    ended = stamps.next("session.completed")
+    if out.profiler is not None:
+        out.profiler.enable()
+    began, cpu = time.monotonic(), time.thread_time()
+    await post(bench, chat_id, "Look at the folder.")
+    finished = await asyncio.wait_for(ended, 120)
+    cpu = time.thread_time() - cpu
+    if out.profiler is not None:
+        out.profiler.disable()
+    bodies = bench.fake.bodies(first)
+    assert len(bodies) == len(turns), (len(bodies), len(turns))
+    base_cpu = time.thread_time()
+    baseline = await replay(bench, bodies, turns)
+    out.cpu_base.append(time.thread_time() - base_cpu)
+    out.loop_agent.append(finished - began)
+    out.loop_base.append(baseline)
+    out.loop_tool.append(sum(tool_seconds))
+    out.cpu_agent.append(cpu)
+
+
+async def measure(args: argparse.Namespace) -> Figures:
+    from jupyter_aaep.testing.fake_anthropic import Turn
+
+    answer_text = SENTENCE * (args.answer_chars // len(SENTENCE))
+    answer = Turn(text=answer_text, text_chunk_size=4, chunk_delay=0.001)
+    out = Figures(cProfile.Profile() if args.profile else None, [os.getloadavg()[0]])
+    async with running_server(fake=FakeProcess()) as bench:
         bench.write_notebook("speed.ipynb", ["x = 1"])
-        answer_text = SENTENCE * (args.answer_chars // len(SENTENCE))
         for round_ in range(args.rounds + 1):  # the first round warms up and is left out
+            warm = Figures(None) if round_ == 0 else out
             chat_id = (await bench.call("POST", "aaep/v1/chats", {"notebook_path": "speed.ipynb"}))[
                 "chat_id"
             ]
-            chat = bench.extension.runner.get(chat_id)
-            stamps = Stamps()
-            chat.emitter.subscribe(stamps)
-            ws_url = bench.url.replace("http", "ws", 1) + f"aaep/v1/chats/{chat_id}/ws"
-
-            # 1. the loop's overhead per model turn
-            turns = [
-                Turn(text="Checking the folder.", tool_uses=[ToolUse("list_notebooks", {})])
-                for _ in range(args.turns)
-            ] + [Turn(text="Done.")]
-            first = len(bench.fake.requests)
-            bench.fake.add(*turns)
-            tool_seconds = time_tool(bench)
-            ended = stamps.next("session.completed")
-            if profiler is not None and round_:
-                profiler.enable()
-            began, cpu = time.perf_counter(), time.thread_time()
-            await post(bench, chat_id, "Look at the folder.")
-            finished = await asyncio.wait_for(ended, 120)
-            cpu = time.thread_time() - cpu
-            if profiler is not None:
-                profiler.disable()
-            bodies = [r.body for r in bench.fake.requests[first:]]
-            assert len(bodies) == len(turns), (len(bodies), len(turns))
-            base_cpu = time.thread_time()
-            baseline = await replay(bench, bodies, turns)
-            base_cpu = time.thread_time() - base_cpu
+            stamps = Stamps(bench.extension.runner.get(chat_id).emitter)
+            await loop_turns(bench, chat_id, stamps, args, warm)
+            streamed = await fan_out(bench, chat_id, stamps, answer, args, warm)
+            for turn in (answer, None) if round_ % 2 else (None, answer):  # either first in turn
+                latency = await broadcast(bench, streamed, turn, args, warm)
+                (warm.fan_base if turn is not None else warm.fan_alone).append(latency)
             if round_:
-                loop_agent.append(finished - began)
-                loop_base.append(baseline)
-                loop_tool.append(sum(tool_seconds))
-                cpu_agent.append(cpu)
-                cpu_base.append(base_cpu)
+                agent_p50, base_p50 = ms(out.fan_agent[-1]), ms(out.fan_base[-1])
+                print(
+                    f"round {round_}: fan-out p50 agent {agent_p50:.2f} ms, tornado "
+                    f"{base_p50:.2f} ms (alone {ms(out.fan_alone[-1]):.2f}), ratio "
+                    f"{agent_p50 / base_p50:.2f}, load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
+            out.load.append(os.getloadavg()[0])
+    return out
 
-            async with Listeners(ws_url, args.subscribers) as listeners:
-                await asyncio.sleep(0.2)  # every socket subscribed
-                # 2. POST -> session.started, and 3. fan-out during a streamed answer
-                bench.fake.add(Turn(text=answer_text, text_chunk_size=4, chunk_delay=0.001))
-                listeners.clear()
-                stamps.at.clear()
-                stamps.order.clear()
-                started = stamps.next("session.started")
-                ended = stamps.next("session.completed")
-                if profiler is not None and round_:
-                    profiler.enable()
-                began = time.perf_counter()
-                await post(bench, chat_id, "Summarise the week.")
-                at_start = await asyncio.wait_for(started, 60)
-                await asyncio.wait_for(ended, 120)
-                if profiler is not None:
-                    profiler.disable()
-                await asyncio.sleep(0.5)  # the last frames reach the clients
-                published = dict(stamps.at)
-                agent_latency = latencies(published, listeners)
-                arrivals = [
-                    arrived
-                    for frames in listeners.frames
-                    for arrived, text in frames
-                    if str(json.loads(text).get("type", "")).endswith("session.started")
-                ]
-                order = list(stamps.order)
-                texts = {}
-                for _, text in listeners.frames[0]:
-                    texts[str(json.loads(text).get("event_id"))] = text
-            if round_:
-                started_published.append(at_start - began)
-                started_arrived.extend(a - began for a in arrivals)
-                fan_agent.extend(agent_latency)
 
-            # the baseline: the same messages, at the same moments, through bare tornado
-            broadcast = Broadcast()
-            base_url = f"ws://127.0.0.1:{broadcast.port}/ws"
-            async with Listeners(base_url, args.subscribers, token=False) as base_listeners:
-                while len(broadcast.clients) < args.subscribers:
-                    await asyncio.sleep(0.01)
-                base_published: dict[str, float] = {}
-                origin, replay_start = order[0][0] if order else 0.0, time.perf_counter()
-                for when, event_id in order:
-                    text = texts.get(event_id)
-                    if text is None:
-                        continue
-                    delay = (when - origin) - (time.perf_counter() - replay_start)
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-                    base_published[event_id] = time.perf_counter()
-                    broadcast.send(text)
-                await asyncio.sleep(0.5)
-                if round_:
-                    fan_base.extend(latencies(base_published, base_listeners))
-            broadcast.stop()
-            load.append(os.getloadavg()[0])
-
-    per_turn_agent = [a / (args.turns + 1) for a in loop_agent]
-    per_turn_base = [b / (args.turns + 1) for b in loop_base]
-    per_turn_tool = [t / args.turns for t in loop_tool]
+def report(args: argparse.Namespace, out: Figures) -> None:
+    turns = args.turns + 1
     overhead = [
-        (a - b - t) / (args.turns + 1)
-        for a, b, t in zip(cpu_agent, cpu_base, loop_tool, strict=True)
+        (a - b - t) / turns
+        for a, b, t in zip(out.cpu_agent, out.cpu_base, out.loop_tool, strict=True)
     ]
-    print(f"load average during the run: {statistics.median(load):.1f} (1-minute, median)")
+    print(f"load average during the run: {statistics.median(out.load):.1f} (1-minute, median)")
     print(f"{args.rounds} rounds; medians")
     print(f"loop, {args.turns} tool turns + 1 answer per request:")
-    print(f"  agent, POST -> session.completed, per turn:   {ms(per_turn_agent):8.2f} ms")
-    print(f"  SDK replay of the same requests, per turn:    {ms(per_turn_base):8.2f} ms")
-    turns = args.turns + 1
-    print(f"  server thread CPU, agent, per turn:           {ms(cpu_agent) / turns:8.2f} ms")
-    print(f"  server thread CPU, SDK replay, per turn:      {ms(cpu_base) / turns:8.2f} ms")
-    print(f"  the tool's own run (list_notebooks), per call: {ms(per_turn_tool):8.2f} ms")
+    print(f"  agent, POST -> session.completed, per turn:   {ms(out.loop_agent) / turns:8.2f} ms")
+    print(f"  SDK replay of the same requests, per turn:    {ms(out.loop_base) / turns:8.2f} ms")
+    print(f"  server thread CPU, agent, per turn:           {ms(out.cpu_agent) / turns:8.2f} ms")
+    print(f"  server thread CPU, SDK replay, per turn:      {ms(out.cpu_base) / turns:8.2f} ms")
+    tool = ms(out.loop_tool) / args.turns
+    print(f"  the tool's own run (list_notebooks), per call: {tool:8.2f} ms")
     print(f"  loop overhead per model turn:                 {ms(overhead):8.2f} ms (goal <= 3)")
     print("POST -> session.started:")
-    print(f"  published by the server, p50:                 {ms(started_published):8.2f} ms")
-    print(
-        f"  arrived on a WebSocket, p50:                  {ms(started_arrived):8.2f} ms (goal <= 50)"
-    )
-    agent_p50, base_p50 = ms(fan_agent), ms(fan_base)
+    print(f"  published by the server, p50:                 {ms(out.started_published):8.2f} ms")
+    arrived = ms(out.started_arrived)
+    print(f"  arrived on a WebSocket, p50:                  {arrived:8.2f} ms (goal <= 50)")
+    agent = [x for r in out.fan_agent for x in r]
+    base = [x for r in out.fan_base for x in r]
+    ratios = [ms(a) / ms(b) for a, b in zip(out.fan_agent, out.fan_base, strict=True)]
     print(f"fan-out to {args.subscribers} WebSocket subscribers, publication -> arrival:")
-    print(f"  agent ({len(fan_agent)} deliveries), p50:            {agent_p50:8.2f} ms")
-    print(f"  bare tornado broadcast ({len(fan_base)}), p50:       {base_p50:8.2f} ms")
+    print(f"  agent ({len(agent)} deliveries), p50:            {ms(agent):8.2f} ms")
+    print(f"  bare tornado broadcast ({len(base)}), p50:       {ms(base):8.2f} ms")
     print(
-        f"  ratio:                                        {agent_p50 / base_p50:8.2f}x (goal <= 2)"
+        f"  ratio:                                        {ms(agent) / ms(base):8.2f}x (goal <= 2)"
     )
-    if fan_agent and fan_base:
-        p90 = statistics.quantiles(fan_agent, n=10)[-1] * 1000
-        p90b = statistics.quantiles(fan_base, n=10)[-1] * 1000
+    print(f"  ratio per round: {', '.join(f'{r:.2f}' for r in ratios)}")
+    alone = [x for r in out.fan_alone for x in r]
+    print(
+        f"  for reference, the broadcast with no model answer on its loop: p50 {ms(alone):.2f} ms"
+        f" (the agent {ms(agent) / ms(alone):.2f}x that)"
+    )
+    agent_us, base_us = ms(out.server_agent) * 1000, ms(out.server_base) * 1000
+    print(
+        f"  in the server, publication -> the last socket's write, p50: agent {agent_us:.0f} us,"
+        f" tornado {base_us:.0f} us ({agent_us / base_us:.1f}x)"
+    )
+    if len(agent) > 1 and len(base) > 1:
+        p90 = statistics.quantiles(agent, n=10)[-1] * 1000
+        p90b = statistics.quantiles(base, n=10)[-1] * 1000
         print(f"  p90: agent {p90:.2f} ms, tornado {p90b:.2f} ms")
-    if profiler is not None and args.profile_out:
-        profiler.dump_stats(args.profile_out)
-    if profiler is not None:
-        text = io.StringIO()
-        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(args.top)
-        print(text.getvalue())
-        text = io.StringIO()
-        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(args.top)
-        print(text.getvalue())
+    if out.profiler is not None and args.profile_out:
+        out.profiler.dump_stats(args.profile_out)
+    if out.profiler is not None:
+        for order in ("tottime", "cumulative"):
+            text = io.StringIO()
+            pstats.Stats(out.profiler, stream=text).sort_stats(order).print_stats(args.top)
+            print(text.getvalue())
 
 
 def main() -> None:
@@ -412,7 +432,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--top", type=int, default=35)
     parser.add_argument("--profile-out", help="also write the profile here (pstats format)")
-    asyncio.run(measure(parser.parse_args()))
+    args = parser.parse_args()
+    report(args, asyncio.run(measure(args)))
 
 
 if __name__ == "__main__":
