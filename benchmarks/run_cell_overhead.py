@@ -36,154 +36,248 @@ import argparse
 import asyncio
 import cProfile
 import io
+import os
 import pstats
+import statistics
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
-from _kernel_bench import median_ms, raw_executes, running_server
+from _bench_processes import FakeProcess
+from _kernel_bench import TOKEN, median_ms, raw_executes, running_server
+from _panel_process import Panel
+from agent_speed import Stamps
 
 CODE = "x = 1"
 
 
-async def measure(rounds: int, profile: bool) -> None:
+class Published(Stamps):
+    """``Stamps`` that also keeps the last event of each type (the approval's reply token)."""
+
+    def __init__(self, emitter: Any) -> None:
+        self.last: dict[str, dict[str, Any]] = {}
+        super().__init__(emitter)
+
+    def stamp(self, event: dict[str, Any]) -> None:
+        self.last[".".join(str(event.get("type", "")).split(".")[-2:])] = event
+        super().stamp(event)
+
+
+STAGES = (
+    "the server has the reply",
+    "tool.invoked published",
+    "the executor starts",
+    "the kernel is asked",
+    "the kernel has answered",
+    "the executor returns",
+    "tool.completed published",
+    "tool.completed arrived",
+)
+"""The marks of one agent round, each from the approval's send (``time.monotonic()``)."""
+
+
+@dataclass
+class Figures:
+    load: list[float] = field(default_factory=list)
+    raw: list[float] = field(default_factory=list)
+    lab: list[float] = field(default_factory=list)
+    agent: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    """By transport, each round's marks (``STAGES``), seconds after the approval's send."""
+
+
+def reply_to(confirmation: dict[str, Any]) -> dict[str, Any]:
+    """The panel's approving answer to *confirmation* (``chatSession.ts``'s ``reply``)."""
+    from jupyter_aaep.aaep.clock import SessionClock
+    from jupyter_aaep.aaep.ids import new_subscription_id
+
+    return {
+        "type": "confirmation.reply",
+        "reply_token": confirmation["reply_token"],
+        "decision": "accept",
+        "subscription_id": new_subscription_id(),
+        "timestamp": SessionClock().now(),
+        "decided_by": "user:jupyterlab",
+    }
+
+
+def mark_runs(executor: Any, marks: dict[str, float]) -> None:
+    """Mark in *marks* where each run of *executor* is: started, the kernel asked (the output
+    area cleared), the kernel's answer in (before the outputs are written), returned."""
+    real = executor.execute
+
+    async def execute(kernel_id: str, code: str, sink: Any, **options: Any) -> Any:
+        marks["the executor starts"] = time.monotonic()
+        begin, finish = sink.begin, sink.finish
+
+        async def begun() -> None:
+            await begin()
+            marks["the kernel is asked"] = time.monotonic()
+
+        async def finished(count: int | None) -> None:
+            marks["the kernel has answered"] = time.monotonic()
+            await finish(count)
+
+        sink.begin, sink.finish = begun, finished
+        try:
+            return await real(kernel_id, code, sink, **options)
+        finally:
+            marks["the executor returns"] = time.monotonic()
+
+    executor.execute = execute
+
+
+def mark_replies(marks: dict[str, float]) -> None:
+    """Mark when the server first handles a message: the POST's handler is made (its headers
+    read) or the socket's frame is read."""
+    from jupyter_aaep.server.handlers import MessagesHandler
+    from jupyter_aaep.server.websocket import ChatSocketHandler
+
+    initialize, on_message = MessagesHandler.initialize, ChatSocketHandler.on_message
+
+    def made(self: Any, *args: Any, **kwargs: Any) -> None:
+        marks.setdefault("the server has the reply", time.monotonic())
+        initialize(self, *args, **kwargs)
+
+    async def read(self: Any, message: str | bytes) -> None:
+        marks.setdefault("the server has the reply", time.monotonic())
+        await on_message(self, message)
+
+    MessagesHandler.initialize = made  # type: ignore[method-assign]
+    ChatSocketHandler.on_message = read  # type: ignore[method-assign]
+
+
+def with_nagle() -> None:
+    """The previous behaviour (``--nagle``): event streams leave Nagle's algorithm on."""
+    from jupyter_aaep.server import sse
+    from jupyter_aaep.server.websocket import ChatSocketHandler
+
+    sse.send_at_once = lambda _connection: None
+    ChatSocketHandler.set_nodelay = lambda _self, _value: None  # type: ignore[method-assign]
+
+
+async def measure(args: argparse.Namespace, profiler: cProfile.Profile | None) -> Figures:
     from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
-    async with running_server() as bench:
-        _, client = await bench.notebook_kernel("bench.ipynb", [CODE])
+    if args.nagle:
+        with_nagle()
+    transports = ("ws", "sse") if args.transport == "both" else (args.transport,)
+    out = Figures(load=[os.getloadavg()[0]])
+    async with running_server(fake=FakeProcess()) as bench:
+        kernel_id, client = await bench.notebook_kernel("bench.ipynb", [CODE])
         await raw_executes(client, CODE, 3)  # warm the kernel
-        executor = bench.extension.toolbox.notebooks.executor
-        before, after = _previous_behaviour(executor), _current_behaviour(executor)
         chat_id = (await bench.call("POST", "aaep/v1/chats", {"notebook_path": "bench.ipynb"}))[
             "chat_id"
         ]
         chat = bench.extension.runner.get(chat_id)
-        published: dict[str, float] = {}
-
-        class Stamp:
-            def deliver(self, event: dict[str, Any]) -> None:
-                published[".".join(str(event.get("type", "")).split(".")[-2:])] = (
-                    time.perf_counter()
-                )
-
-        chat.emitter.subscribe(Stamp())
-        total = 2 * rounds + 1
+        stamps = Published(chat.emitter)
+        marks: dict[str, float] = {}
+        mark_runs(bench.extension.toolbox.notebooks.executor, marks)
+        mark_replies(marks)
+        total = args.rounds + 1  # the first round connects the executor and opens the document
         bench.fake.add(
             *[Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]) for _ in range(total)],
             Turn(text="Done."),
         )
-        series: dict[str, list[float]] = {
-            "raw": [],
-            "sse": [],
-            "published": [],
-            "invoked": [],
-            "probe": [],
-        }
-        profiler = cProfile.Profile()
-        async with bench.panel(chat_id):
-            asked = bench.next_event("awaiting.confirmation")
-            ended = bench.next_event("session.completed")
+        lab = kernel_id if args.lab else None
+        async with Panel(bench.url, TOKEN, chat_id, transports, lab) as panel:
+            deadline = time.monotonic() + 10
+            while (
+                len(chat.emitter.subscribers) < chat.baseline_subscribers + len(transports)
+                and time.monotonic() < deadline
+            ):
+                await asyncio.sleep(0.01)
+            for _ in range(3 if args.lab else 0):
+                await panel.execute(CODE)  # warm JupyterLab's path
+            asked = stamps.next("awaiting.confirmation")
+            ended = stamps.next("session.completed")
             await bench.call(
                 "POST",
                 f"aaep/v1/chats/{chat_id}/messages",
                 {"kind": "user_input", "text": "Run it."},
             )
+            await asyncio.wait_for(asked, 60)
             for round_ in range(total):
-                await asyncio.wait_for(asked, 60)
-                if round_:
-                    series["raw"].extend(await raw_executes(client, CODE, 1))
-                confirmation = bench.last("awaiting.confirmation")
-                asked = bench.next_event("awaiting.confirmation")
-                completed = bench.next_event("tool.completed")
-                old_way = round_ % 2 == 0
-                (before if old_way else after)()
-                if profile and not old_way:
+                via = transports[round_ % len(transports)]
+                if round_:  # the baselines while the agent waits for the approval
+                    for baseline in ("raw", "lab")[: 1 + args.lab][:: 1 if round_ % 2 else -1]:
+                        if baseline == "raw":
+                            out.raw.extend(await raw_executes(client, CODE, 1))
+                        else:
+                            out.lab.append(await panel.execute(CODE))
+                reply = reply_to(stamps.last["awaiting.confirmation"])
+                asked = stamps.next("awaiting.confirmation")
+                invoked, completed = stamps.next("tool.invoked"), stamps.next("tool.completed")
+                marks.clear()
+                if profiler is not None and round_:
                     profiler.enable()
-                started = time.perf_counter()
-                await bench.reply(chat_id, confirmation)
-                arrived = await asyncio.wait_for(completed, 60)
-                profiler.disable()
-                assert bench.last("tool.completed")["status"] == "success", bench.last(
-                    "tool.completed"
-                )
+                panel.send_reply(via, reply)
+                done = await asyncio.wait_for(completed, 60)
+                if profiler is not None:
+                    profiler.disable()
+                # Only now read the panel's answers: nothing polls its pipe while the server works.
+                await asyncio.wait_for(asked if round_ < total - 1 else ended, 60)
+                sent = await panel.sent()
+                got = await panel.arrivals()
+                arrived = [a for a in got if a[1] == via and a[2].endswith("tool.completed")]
+                assert stamps.last["tool.completed"]["status"] == "success", stamps.last
+                assert len(arrived) == 1, (round_, via, got)
                 if not round_:
-                    continue  # connects the executor's client and opens the document
-                if old_way:
-                    series["probe"].append(arrived - started)
-                else:
-                    series["sse"].append(arrived - started)
-                    series["published"].append(published["tool.completed"] - started)
-                    series["invoked"].append(published["tool.invoked"] - started)
-            after()
-            await asyncio.wait_for(ended, 60)
+                    continue
+                marks["tool.invoked published"] = invoked.result()
+                marks["tool.completed published"] = done
+                marks["tool.completed arrived"] = arrived[0][0]
+                out.agent.setdefault(via, []).append({k: v - sent for k, v in marks.items()})
+                out.load.append(os.getloadavg()[0])
         client.stop_channels()
-    raw = median_ms(series["raw"])
-    sse, out, probe = (
-        median_ms(series["sse"]),
-        median_ms(series["published"]),
-        median_ms(series["probe"]),
-    )
-    print(f"trivial cell {CODE!r}, same kernel, interleaved rounds in one run (medians)")
-    print(f"raw jupyter_client execute_interactive ({len(series['raw'])} runs):      {raw:8.1f} ms")
-    print(f"agent run_cell, approval reply -> tool.completed ({len(series['sse'])} runs):")
-    print(f"  published by the server:                          {out:8.1f} ms   {out / raw:5.2f}x")
-    print(
-        f"  arrived on the panel's SSE stream:                {sse:8.1f} ms   {sse / raw:5.2f}x (target < 2x)"
-    )
-    print(
-        f"  of which reply -> tool.invoked published:         {median_ms(series['invoked']):8.1f} ms"
-    )
-    print(
-        f"before (probe per run, wait_for in the SSE handler, no yield) ({len(series['probe'])} runs):"
-    )
-    print(
-        f"  arrived on the panel's SSE stream:                {probe:8.1f} ms   {probe / raw:5.2f}x"
-    )
-    if profile:
+    return out
+
+
+def report(args: argparse.Namespace, out: Figures, profiler: cProfile.Profile | None) -> None:
+    raw = median_ms(out.raw)
+    print(f"trivial cell {CODE!r}, same kernel, {args.rounds} interleaved rounds (medians)")
+    print(f"load average (1-minute) during the run: {statistics.median(out.load):.1f}")
+    print(f"raw execute_interactive, the server's process, ZMQ ({len(out.raw)}):  {raw:6.1f} ms")
+    if out.lab:
+        lab = median_ms(out.lab)
+        print(f"JupyterLab's path, the kernel's WebSocket ({len(out.lab)}):       {lab:6.1f} ms")
+    for via, rounds in out.agent.items():
+        how = "sent on the WebSocket, read there" if via == "ws" else "POSTed, read on SSE"
+        print(f"agent run_cell, from the approval's send ({how}; {len(rounds)} runs):")
+        for stage in STAGES:
+            at = median_ms([r[stage] for r in rounds])
+            ratio = f"{at / raw:5.2f}x raw" if stage.startswith("tool.completed") else ""
+            print(f"  {stage + ':':32} {at:6.1f} ms  {ratio}")
+        arrived = median_ms([r["tool.completed arrived"] for r in rounds])
+        print(f"  goal (arrival at most 2x raw):   {'met' if arrived <= 2 * raw else 'MISSED'}")
+        if out.lab:
+            print(f"  arrival against JupyterLab's path: {arrived / median_ms(out.lab):5.2f}x")
+    if profiler is not None:
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(30)
         print(text.getvalue())
 
 
-def _current_behaviour(executor: Any) -> Any:
-    from jupyter_aaep.agent.control import RunControl
-    from jupyter_aaep.server import sse
-
-    state, within, checkpoint = executor._state, sse._within, RunControl.checkpoint
-
-    def restore() -> None:
-        executor._state, sse._within, RunControl.checkpoint = state, within, checkpoint  # type: ignore[method-assign]
-
-    return restore
-
-
-def _previous_behaviour(executor: Any) -> Any:
-    """The three costs removed, put back for the "before" rounds."""
-    from jupyter_aaep.agent.control import RunControl
-    from jupyter_aaep.server import sse
-
-    async def wait_for(awaitable: Any, seconds: float) -> Any:
-        return await asyncio.wait_for(awaitable, seconds)
-
-    async def checkpoint(self: Any) -> None:
-        self.pause_if_requested()
-        await self._running.wait()
-
-    def apply() -> None:
-        executor._state = lambda _kernel: ""  # never trusts the server's state: always probes
-        sse._within = wait_for
-        RunControl.checkpoint = checkpoint  # type: ignore[method-assign]
-
-    return apply
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20, help="agent rounds (and baseline runs)")
     parser.add_argument(
-        "--rounds", type=int, default=20, help="agent rounds of each kind (and raw runs)"
+        "--transport",
+        choices=("both", "ws", "sse"),
+        default="both",
+        help="the panel's event stream: both (rounds alternate), the WebSocket or SSE alone",
+    )
+    parser.add_argument(
+        "--lab",
+        action="store_true",
+        help="also JupyterLab's kernel WebSocket, open throughout, timed as a reference",
+    )
+    parser.add_argument(
+        "--nagle", action="store_true", help="the previous behaviour: Nagle's algorithm left on"
     )
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    asyncio.run(measure(args.rounds, args.profile))
+    profiler = cProfile.Profile() if args.profile else None
+    report(args, asyncio.run(measure(args, profiler)), profiler)
 
 
 if __name__ == "__main__":

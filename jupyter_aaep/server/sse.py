@@ -82,6 +82,19 @@ def behind(connection: Any) -> bool:
     return socket_stream is None or bool(socket_stream.writing())
 
 
+def send_at_once(connection: Any) -> None:
+    """Turn Nagle's algorithm off for a stream of events (``TCP_NODELAY``): with it, a small
+    frame written while the previous one is not yet acknowledged waits for that
+    acknowledgement, which the reader delays by up to 40 ms on Linux (200 ms on Windows) when it
+    has nothing to send. Tornado does this only for a response's last write, and for a
+    WebSocket only when asked (``set_nodelay``; ``websocket.py`` asks). A stream's frames are
+    few and small; each is worth a packet. Found by the run_cell benchmark, its panel reading
+    in a process of its own: ``tool.completed`` 18 ms p50 after its publication instead of 2."""
+    stream = getattr(connection, "stream", None)  # an HTTP/1 connection (not a test double)
+    if stream is not None:
+        stream.set_nodelay(True)
+
+
 def retrieve(sent: asyncio.Future[None]) -> None:
     """A write nobody awaited may fail (the client left): that is not worth a warning."""
     if not sent.cancelled():
@@ -152,6 +165,7 @@ class EventStreamHandler(AAEPHandler):
         self.set_header("Content-Type", "text/event-stream; charset=utf-8")
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")  # proxies must not buffer the stream
+        send_at_once(self.request.connection)
         try:
             await self._send(": connected\n\n")
             stream.subscription.on_queued = self._push

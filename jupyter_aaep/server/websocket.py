@@ -129,6 +129,7 @@ class ChatSocketHandler(
         from .streams import client_key
 
         super().open()  # starts the keep-alive pings
+        self.set_nodelay(True)  # see sse.send_at_once
         self.aaep_stream = self.service.open_stream(
             self.chat_id,
             transport="websocket",
