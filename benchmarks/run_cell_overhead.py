@@ -1,33 +1,91 @@
 """What the agent adds to running a trivial cell, against a plain ``jupyter_client`` execute.
 
-A real Jupyter server (jupyter-aaep + collaboration) runs in this process with a real python3
-kernel for ``bench.ipynb``. Baseline: the user's own client runs ``x = 1`` with
-``execute_interactive`` on that kernel. Agent: the scripted model asks to ``run_cell`` the cell
-``x = 1``; the time is from the approval reply (POST to the chat's messages endpoint) to
-``tool.completed``: when the server publishes it, and when it arrives on the panel's SSE stream
-(what a person waits for after pressing Approve). The rounds are interleaved (one raw execute
-while the agent waits for each approval), so both see the same machine load; the first agent
-round (client connection, first document open) is left out.
+Who runs where, as in real use:
 
-Every other agent round runs the previous behaviour, to show what the fixes saved: a
-``kernel_info`` probe before each run even when the server knows the kernel is idle; the SSE
-handler waiting for each message through ``asyncio.wait_for`` (an extra task, two more loop
-iterations); and no yield between a tool's end and the next model request.
+- The Jupyter server (jupyter-aaep + collaboration) runs in this process with a real python3
+  kernel for ``bench.ipynb`` (``_kernel_bench.running_server``).
+- The model, the scripted fake Messages API, runs in a process of its own
+  (``_bench_processes.FakeProcess``). After ``tool.completed`` the agent at once asks the model
+  again; the streamed answer is read on this server's loop, as it would be from the real
+  service, while the event goes out.
+- The panel runs in a process of its own (``_panel_process.Panel``), as a browser does. It reads
+  the chat's events on the WebSocket (the panel's transport) and on SSE (its fallback), both
+  open throughout, and answers each approval as the panel does on each: a frame with a
+  ``request_id`` on the socket, or a POST (on a kept-alive connection) beside SSE; the rounds
+  alternate between the two (``--transport ws|sse`` for one alone). Both streams subscribed means
+  each event is written twice: a little against the agent.
 
-Printed: medians of each, the ratios (target under 2x), and where the agent's time goes.
-``--profile`` also prints the functions with the most own time during the agent's rounds.
+Clock: ``time.monotonic()`` in every process (one clock for the machine on Linux), so the
+panel's stamp of the approval's send and of ``tool.completed``'s arrival, and the server's stamp
+of its publication, are comparable.
 
-Run: ``python benchmarks/run_cell_overhead.py [--rounds 20] [--profile]``
+Agent: the scripted model asks to ``run_cell`` the cell ``x = 1``; the time is from the panel's
+send of the approval to ``tool.completed``: published by the server, and arrived at the panel
+(what a person waits for after pressing Approve). Marks on the way (this process): the server
+has the reply (the POST's handler made, or the frame read), ``tool.invoked`` published, the
+executor starts, the kernel is asked (the output area cleared), the kernel has answered (reply
+and idle in, before the outputs are written), the executor returns.
 
-Publication -> arrival on the SSE stream (2026-11-29, main against the change alternating in
-one batch, 10 rounds each): the SSE handler wrote a message only when its send loop next ran,
-after the agent's synchronous work that follows ``tool.completed`` (the next model request is
-built before the first await), 1.3-18 ms later (loads 4-14). It now writes in the publisher's
-step, as the WebSocket does: 0.5-2.4 ms, what is left being the panel's reading thread waiting
-for the interpreter lock. Arrival ratios old -> new: 2.98 -> 1.03 (load 11-12), 2.52 -> 1.55
-(14), 2.46 -> 1.43 (4.3-5.6), 1.99 -> 2.05 (5.3-6.5; that run's publication alone was 2.00x),
-1.82 -> 1.76 (6.5-6.8). The arrival now follows the publication (the half of this figure the
-change does not touch: the raw execute's own time varies 12-49 ms between runs here).
+Baseline: ``execute_interactive`` of the same code on the same kernel, by a ``jupyter_client``
+client in the server's process over ZMQ: the path the agent's own executor takes to the kernel,
+so the ratio is what the agent adds on top of a round trip it cannot avoid. A person's own run
+in JupyterLab goes through the server's kernel WebSocket instead; ``--lab`` times that from the
+panel's process (the kernel socket open throughout, so the server also forwards every run's
+messages to it): 48.9 ms against 12.6 raw at load 1.9, about 40 ms of it between the kernel's
+``busy`` and its next message on that socket, which TCP_NODELAY on every socket did not change
+(a matter of jupyter_server or the kernel, not of this project). A baseline that large would
+hide what the agent adds, so it is printed for reference only. One baseline run (each kind)
+goes while the agent waits for each approval, so both see the same machine load; the first
+agent round (client connection, first document open) is left out.
+
+Printed: the load average, medians of each and of each mark, the ratios (goal: arrival at most
+2x raw). ``--profile`` prints the functions with the most own time during the agent's rounds
+(cProfile; its run's times are not comparable). ``--nagle`` puts back the previous behaviour
+of the event streams (below).
+
+Run: ``python benchmarks/run_cell_overhead.py [--rounds 20] [--transport both|ws|sse] [--lab]
+[--nagle] [--profile]``
+
+Before (until 2026-11-29) the panel's SSE reader was a thread of this process and the fake
+model's threads were here too, competing with the server's loop for the interpreter lock, and
+the approval was POSTed from this loop: at load ~4.8 raw 10.3 ms, published 20.3 (1.97x),
+arrived 24.9 (2.41x); earlier runs 1.03-2.05x. The "before" rounds of that version (a
+``kernel_info`` probe before each run, ``asyncio.wait_for`` in the SSE handler, no yield before
+the next model request) are gone: those fixes are merged and what they saved is in this
+file's git history; the last two mattered while the SSE handler wrote only from its send loop,
+and it now writes in the publisher's step (not measured again); and their patches reached into
+private names that issue 32's split of the packages moves. The previous version also printed
+the SSE handler's move to writing in the publisher's step: arrival 1.82-2.98x -> 1.03-2.05x.
+
+Nagle's algorithm (2026-11-29): with the panel reading in its own process, ``tool.completed``
+reached it on the WebSocket 18-29 ms after its publication (arrival 3.10x, 3.90x and 4.18x raw,
+loads 5.7, 1.4 and 1.5; in some rounds not before the agent's next approval request): the
+server wrote a small frame while the previous one was unacknowledged, and Nagle's algorithm
+held it until the panel's delayed acknowledgement (up to 40 ms on Linux, 200 on Windows). The
+chat's WebSocket and SSE streams now set TCP_NODELAY (``server/sse.py``'s ``send_at_once``):
+1-3 ms. SSE showed no such delay here (its reader sends nothing back), and is set for the
+same reason. ``--nagle`` turns it back off.
+
+Measured (2026-11-29, the shared 2-core machine, 20 rounds a run, 10 per transport), arrival
+against raw, WebSocket / SSE: 1.54 / 1.78 (load 2.2), 1.46 / 1.87 (2.4), 1.52 / 1.91 (2.3),
+1.60 / 1.87 (2.1), 1.39 / 1.87 (1.9, ``--lab``), 1.63 / 1.97 (1.8); raw 9.3-13.6 ms, the agent
+15.3-21.0 ms on the WebSocket, 18.4-24.8 on SSE. The goal is met on both in every run, the
+WebSocket (the panel's transport) with room, SSE (its fallback) narrowly.
+
+Where the time goes (differences of the marks' medians over those six runs; WebSocket, SSE in
+brackets): the server has the reply 0.4-0.6 ms after its send (1.8-2.4: the POST's client,
+httpx in the panel's process, and the connection); ``tool.invoked`` 0.9-2.0 later (2.0-3.7: the
+POST's authentication and handler); the executor starts 2.3-2.7 later (2.1-3.4: the tool opens
+the shared document twice, each a file check and a file-id SQLite lookup, and finds the kernel
+through the session manager, reading the kernelspec files from disk for a display name, about
+0.6 ms); the output area is cleared in 0.5-0.6; the kernel's own run 9.5-11.8 (10.1-13.0), as
+raw; outputs written and the result made in 0.2-0.4; published 0.6-1.0 later (0.6-1.6); arrived
+0.9-2.8 after that (0.5-1.2). The agent adds 5.8-9.2 ms on the WebSocket, 7.8-12.8 by POST. A
+profile (``--profile --transport ws``) shows no function that dominates: socket writes, event
+serialisation, and each of the kernel's messages decoded three times in this process
+(jupyter_server's activity watcher, ``notebook/kernel_watch.py`` and the executor's client).
+Levers left, not pulled as the goal is met: one document open per run, the kernelspec's display
+name kept per kernel, one decoding of each kernel message shared by our two readers.
 """
 
 from __future__ import annotations
@@ -217,7 +275,11 @@ async def measure(args: argparse.Namespace, profiler: cProfile.Profile | None) -
                 # Only now read the panel's answers: nothing polls its pipe while the server works.
                 await asyncio.wait_for(asked if round_ < total - 1 else ended, 60)
                 sent = await panel.sent()
-                got = await panel.arrivals()
+                got, waited = await panel.arrivals(), time.monotonic() + 10
+                while not any(a[1] == via and a[2].endswith("tool.completed") for a in got):
+                    assert time.monotonic() < waited, (round_, via, got)
+                    await asyncio.sleep(0.05)  # held back on its way (--nagle)
+                    got += await panel.arrivals()
                 arrived = [a for a in got if a[1] == via and a[2].endswith("tool.completed")]
                 assert stamps.last["tool.completed"]["status"] == "success", stamps.last
                 assert len(arrived) == 1, (round_, via, got)
