@@ -68,24 +68,32 @@ same reason. ``--nagle`` turns it back off.
 
 Measured (2026-11-29, the shared 2-core machine, 20 rounds a run, 10 per transport), arrival
 against raw, WebSocket / SSE: 1.54 / 1.78 (load 2.2), 1.46 / 1.87 (2.4), 1.52 / 1.91 (2.3),
-1.60 / 1.87 (2.1), 1.39 / 1.87 (1.9, ``--lab``), 1.63 / 1.97 (1.8); raw 9.3-13.6 ms, the agent
-15.3-21.0 ms on the WebSocket, 18.4-24.8 on SSE. The goal is met on both in every run, the
-WebSocket (the panel's transport) with room, SSE (its fallback) narrowly.
+1.60 / 1.87 (2.1), 1.39 / 1.87 (1.9, ``--lab``), 1.63 / 1.97 (1.8), 1.50 / 1.80 (3.0), 1.60 /
+1.67 (7.7), 1.52 / 1.64 (5.2), 1.31 / 2.08 (5.3), 1.55 / 2.05 (6.9); and with the kernelspec's
+display name kept (below) 1.62 / 1.84 (4.4), 1.73 / 2.03 (4.9), 1.59 / 1.85 (4.8), 1.71 / 2.04
+(5.0). One transport alone (``--transport``, 20 rounds, the panel as it runs: one stream): SSE
+1.87 (4.6) and 1.76 (5.1), WebSocket 1.31 (5.5) and 1.48 (5.2). Raw 9.3-17.4 ms. The goal is
+met on the WebSocket (the panel's transport) in every run, with room; by POST and SSE (its
+fallback) narrowly, and missed by 2-4 % in four of fifteen runs with both streams open, all at
+loads of 4.9 to 6.9 (the second stream costs SSE's rounds a write per event).
 
-Where the time goes (differences of the marks' medians over those six runs; WebSocket, SSE in
-brackets): the server has the reply 0.4-0.6 ms after its send (1.8-2.4: the POST's client,
-httpx in the panel's process, and the connection); ``tool.invoked`` 0.9-2.0 later (2.0-3.7: the
-POST's authentication and handler); the executor starts 2.3-2.7 later (2.1-3.4: the tool opens
-the shared document twice, each a file check and a file-id SQLite lookup, and finds the kernel
-through the session manager, reading the kernelspec files from disk for a display name, about
-0.6 ms); the output area is cleared in 0.5-0.6; the kernel's own run 9.5-11.8 (10.1-13.0), as
-raw; outputs written and the result made in 0.2-0.4; published 0.6-1.0 later (0.6-1.6); arrived
-0.9-2.8 after that (0.5-1.2). The agent adds 5.8-9.2 ms on the WebSocket, 7.8-12.8 by POST. A
-profile (``--profile --transport ws``) shows no function that dominates: socket writes, event
-serialisation, and each of the kernel's messages decoded three times in this process
+Where the time goes (differences of the marks' medians over the six runs at loads 1.8-2.4;
+WebSocket, SSE in brackets): the server has the reply 0.4-0.6 ms after its send (1.8-2.4: the
+POST's client, httpx in the panel's process, and the connection); ``tool.invoked`` 0.9-2.0
+later (2.0-3.7: the POST's authentication and handler); the executor starts 2.3-2.7 later
+(2.1-3.4: the tool opens the shared document twice, each a file check and a file-id SQLite
+lookup, and finds the kernel through the session manager; it read every kernelspec from disk
+for a display name, about 0.6 ms, now kept per kernel in ``notebook/_sessions.py``: 1.8-2.7 ms
+at loads 4.4-5.0); the output area is cleared in 0.5-0.6; the kernel's own run 9.5-11.8
+(10.1-13.0), as raw; outputs written and the result made in 0.2-0.4; published 0.6-1.0 later
+(0.6-1.6); arrived 0.9-2.8 after that (0.5-1.2). The agent adds 5.8-9.2 ms on the WebSocket,
+7.8-12.8 by POST. A profile (``--profile``) shows no function that dominates: socket writes,
+event serialisation, and each of the kernel's messages decoded three times in this process
 (jupyter_server's activity watcher, ``notebook/kernel_watch.py`` and the executor's client).
-Levers left, not pulled as the goal is met: one document open per run, the kernelspec's display
-name kept per kernel, one decoding of each kernel message shared by our two readers.
+The POST's extra over a socket frame is jupyter_server's and tornado's (authentication, the
+response's headers and write before the agent's task runs; ours is a fraction of a
+millisecond). Levers left: one document open per run instead of two, one decoding of each
+kernel message shared by our two readers.
 """
 
 from __future__ import annotations
