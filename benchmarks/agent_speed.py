@@ -83,15 +83,8 @@ from typing import Any
 from _bench_processes import Clients, FakeProcess
 from _fanout import Broadcast, last_writes, latencies, socket_writes
 from _kernel_bench import TOKEN, Bench, running_server
+from _panel_process import HANDSHAKE
 
-HANDSHAKE = {
-    "type": "subscription.request",
-    "aaep_version": "1.0.0",
-    "subscriber_id": "benchmark-panel",
-    "capabilities": {"supports_confirmation_reply": True},
-}
-"""What each WebSocket client sends on opening, as the panel does (the server sends nothing
-before a client's first frame, or a second without one)."""
 SENTENCE = "The mean temperature rose by 1.2 degrees over the week, while humidity stayed near 42 percent. "
 
 
