@@ -11,9 +11,11 @@
   its own lab.
 - One browser context per module; one page per test, each on its own copy of the demo
   notebook, so every test has its own chat and kernel; what a page stored is cleared after
-  its test. Failing tests leave a screenshot in ``test-output/e2e``.
-- ``E2E_TIMING=1`` (with ``-s``) prints where each test's time went: the page load, the
-  notebook's first cell, the panel, the test's own steps and the teardown.
+  its test. The kernel starts before the page loads and the page adopts it (checked after each
+  test, ``_assert_one_kernel``; why in ``LabServer.start_kernel``). Failing tests leave a
+  screenshot in ``test-output/e2e``.
+- ``E2E_TIMING=1`` (with ``-s``) prints where each test's time went: the kernel start, the page
+  load, the notebook's first cell, the panel, the test's own steps and the teardown.
 """
 
 from __future__ import annotations
@@ -298,6 +300,18 @@ def _clear_origin(page: Any, origin: str) -> None:
         session.detach()
 
 
+def _assert_one_kernel(panel_page: PanelPage) -> None:
+    """The page ran on the kernel started before it loaded, not on one more of its own (else
+    the tests would drive a kernel other than the one the harness started and stops)."""
+    if panel_page.kernel_id is None:
+        return
+    kernels = panel_page.lab.kernels_of(panel_page.notebook)
+    assert kernels == [panel_page.kernel_id], (
+        f"the notebook ran on {kernels}, not only on the kernel started for it "
+        f"({panel_page.kernel_id})"
+    )
+
+
 @pytest.fixture
 def ui(
     request: pytest.FixtureRequest, browser: Any, browser_context: Any, lab: LabServer
@@ -338,7 +352,10 @@ def ui(
             if own_context is not None:
                 own_context.close()
         began = panel_page._phase("context close", began)
-        lab.shutdown_kernels()
+        try:
+            _assert_one_kernel(panel_page)
+        finally:
+            lab.shutdown_kernels()
         panel_page._phase("kernel shutdown", began)
         if os.environ.get("E2E_TIMING"):
             phases = ", ".join(f"{k} {v:.2f}" for k, v in panel_page.phases.items())

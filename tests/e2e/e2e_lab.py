@@ -226,6 +226,37 @@ class LabServer:
             return None
         return self.api("GET", f"aaep/v1/chats/{chats[0]['chat_id']}")  # type: ignore[no-any-return]
 
+    def start_kernel(self, notebook: str) -> str | None:
+        """Start *notebook*'s kernel the way JupyterLab does when it opens it (a session for
+        its path, the kernel its metadata names), unless one runs already; the page then
+        connects to that session instead of starting one.
+
+        Why: Chromium lets only one WebSocket to a host be connecting at a time (RFC 6455
+        4.1), and Jupyter completes a kernel's socket only once the kernel answers, so the
+        panel's chat socket, opened right after the notebook shows, waited behind a starting
+        kernel (1-3 s a test here). Started first, the kernel boots while JupyterLab loads.
+        A notebook without a kernel this server knows is left to JupyterLab. Returns the id
+        of the notebook's kernel (None when left to JupyterLab)."""
+        try:
+            metadata = json.loads((self.root / notebook).read_text())["metadata"]
+            kernel = str(metadata["kernelspec"]["name"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        running = self.kernels_of(notebook)
+        if running:
+            return running[0]
+        body = {"path": notebook, "name": Path(notebook).name, "type": "notebook"}
+        try:
+            session = self.api("POST", "api/sessions", {**body, "kernel": {"name": kernel}})
+        except urllib.error.HTTPError:
+            return None  # e.g. no such kernel here: JupyterLab asks, as it would for a person
+        return str(session["kernel"]["id"])
+
+    def kernels_of(self, notebook: str) -> list[str]:
+        """The ids of the kernels of *notebook*'s sessions."""
+        sessions = self.api("GET", "api/sessions") or []
+        return [s["kernel"]["id"] for s in sessions if s["path"] == notebook and s.get("kernel")]
+
     def shutdown_kernels(self) -> None:
         """Shut down every kernel (a test's notebook keeps one running otherwise)."""
         try:

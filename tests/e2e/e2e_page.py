@@ -8,7 +8,6 @@ JupyterLab command like any other.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -117,6 +116,8 @@ class PanelPage:
     sent: list[dict[str, Any]] = field(default_factory=list)
     received: list[dict[str, Any]] = field(default_factory=list)
     _axe_loaded: bool = False
+    kernel_id: str | None = None
+    """The kernel started for the notebook before the page loaded (``LabServer.start_kernel``)."""
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds spent in each opening phase (printed with ``E2E_TIMING=1``)."""
 
@@ -150,6 +151,8 @@ class PanelPage:
     def open_notebook(self) -> None:
         """Load JupyterLab on the test's notebook (empty workspace, announcement log on)."""
         start = time.monotonic()
+        self.kernel_id = self.lab.start_kernel(self.notebook)  # boots while the page loads
+        start = self._phase("kernel start", start)
         self.page.goto(self.lab.lab_url(self.notebook, aaepDebug=""))
         start = self._phase("goto", start)
         self.page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(timeout=90_000)
@@ -161,8 +164,13 @@ class PanelPage:
 
     def wait_kernel_idle(self, timeout: float = 60.0) -> None:
         """Wait until the notebook's kernel is connected and idle (the status bar says so): a
-        cell run before then can be lost."""
-        self.page.get_by_text(re.compile(r"\| Idle$")).wait_for(timeout=timeout * 1000)
+        cell run before then can be lost. Looks at the status bar's items only: a text locator
+        searched the whole page's text at every frame for as long as the kernel started."""
+        self.page.wait_for_function(
+            "() => [...document.querySelectorAll('.jp-StatusBar-TextItem')]"
+            ".some(item => / \\| Idle$/.test(item.textContent.trim()))",
+            timeout=timeout * 1000,
+        )
 
     def reload(self) -> None:
         """Load the page again (the URL keeps the announcement log on; a bare reload would not,

@@ -74,7 +74,7 @@ def start_request(ui: PanelPage) -> Locator:
     cells = page.locator(".jp-NotebookPanel .jp-Cell")
     expect(cells).to_have_count(3)
     # A cell run before the kernel is connected can be lost: wait until it is idle.
-    expect(page.get_by_text(re.compile(r"\| Idle$"))).to_be_visible(timeout=60_000)
+    ui.wait_kernel_idle()
     cells.last.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Escape")
     page.keyboard.press("b")

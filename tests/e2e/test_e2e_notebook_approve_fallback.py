@@ -6,8 +6,6 @@ the request, and has no button: the fallback of issue 25. Screenshot:
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from e2e_page import PanelPage
 from playwright.sync_api import expect
@@ -31,7 +29,7 @@ def test_without_our_view_the_card_sends_you_to_the_panel(ui: PanelPage) -> None
     page = ui.page
     cells = page.locator(".jp-NotebookPanel .jp-Cell")
     expect(cells).to_have_count(3)
-    expect(page.get_by_text(re.compile(r"\| Idle$"))).to_be_visible(timeout=60_000)
+    ui.wait_kernel_idle()
     cells.last.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Escape")
     page.keyboard.press("b")
