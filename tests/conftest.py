@@ -92,3 +92,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         delay = 5 if browser in item.path.parents else 2
         item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=delay))
+
+
+_CONFIG: list[pytest.Config] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _CONFIG.append(config)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """A failed try that CI runs again is printed in full: pytest-rerunfailures keeps only the
+    last try's traceback, and the first one is the race to find."""
+    if report.outcome != "rerun" or not _CONFIG:
+        return
+    terminal = _CONFIG[0].pluginmanager.getplugin("terminalreporter")
+    if terminal is not None:
+        terminal.write_sep("-", f"failed once, run again: {report.nodeid} ({report.when})")
+        terminal.write_line(report.longreprtext[-6000:])

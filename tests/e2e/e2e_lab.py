@@ -87,6 +87,15 @@ class LabServer:
         shutil.copyfile(DEMO_NOTEBOOK, self.root / name)
         return name
 
+    def unused_name(self, stem: str) -> str:
+        """``<stem>.ipynb``, or ``<stem>-2.ipynb`` and on when a run before (a failed try that CI
+        runs again) left that file and its chat: a scenario always starts on an empty chat."""
+        name, n = f"{stem}.ipynb", 1
+        while (self.root / name).exists():
+            n += 1
+            name = f"{stem}-{n}.ipynb"
+        return name
+
     def lab_url(self, notebook: str, **query: str) -> str:
         """The page that opens *notebook*; ``reset`` starts from an empty workspace."""
         params = {"token": self.token, "reset": "", **query}

@@ -144,7 +144,7 @@ def scenario(browser: Any, lab: LabServer, name: str) -> Iterator[PanelPage]:
     """The page of a scenario, in its own browser context, on a fresh three-cell notebook."""
     context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
     ui = PanelPage(context.new_page(), lab, name)
-    ui.notebook = f"{name}.ipynb"
+    ui.notebook = lab.unused_name(name)
     three_cells(lab.root / ui.notebook)
     try:
         yield ui

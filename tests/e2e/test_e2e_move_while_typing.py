@@ -109,7 +109,7 @@ def moved(browser: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
     (one run feeds both tests, so the panel's errors are judged apart from the typing)."""
     context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
     ui = PanelPage(context.new_page(), lab, "move-while-typing")
-    ui.notebook = "move-while-typing.ipynb"
+    ui.notebook = lab.unused_name("move-while-typing")
     three_cells(lab.root / ui.notebook)
     try:
         yield run_scenario(ui)
