@@ -135,7 +135,7 @@ class Clients:
         self.count = count
         self._conn, child = _SPAWN.Pipe()
         self._process = _SPAWN.Process(
-            target=_run_clients, args=(child, url, count, headers, handshake), daemon=True
+            target=run_child, args=(child, _clients, url, count, headers, handshake), daemon=True
         )
 
     async def __aenter__(self) -> Self:
@@ -155,15 +155,11 @@ class Clients:
         return list(await _answer(self._conn, "the WebSocket clients' process"))
 
 
-def _run_clients(
-    conn: Connection,
-    url: str,
-    count: int,
-    headers: dict[str, str],
-    handshake: dict[str, Any] | None,
-) -> None:
+def run_child(conn: Connection, main: Any, *args: Any) -> None:
+    """A child process's body: ``main(conn, *args)`` on a loop of its own; a failure goes to the
+    parent as ``("error", traceback)``, which raises it (``_unpack``)."""
     try:
-        asyncio.run(_clients(conn, url, count, headers, handshake))
+        asyncio.run(main(conn, *args))
     except Exception:  # noqa: BLE001 - sent to the parent, which raises it
         conn.send(("error", traceback.format_exc()))
 

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from multiprocessing.connection import Connection
 from typing import Any
 
-from _bench_processes import _SPAWN, _answer
+from _bench_processes import _SPAWN, _answer, run_child
 from typing_extensions import Self
 
 HANDSHAKE = {
@@ -47,8 +47,8 @@ class Panel:
     ) -> None:
         self._conn, child = _SPAWN.Pipe()
         self._process = _SPAWN.Process(
-            target=_run_panel,
-            args=(child, url, token, chat_id, transports, kernel_id),
+            target=run_child,
+            args=(child, _panel, url, token, chat_id, transports, kernel_id),
             daemon=True,
         )
 
@@ -83,13 +83,6 @@ class Panel:
         reply and the kernel's return to idle (what ``execute_interactive`` waits for)."""
         self._conn.send(("execute", code))
         return float(await _answer(self._conn, "the panel's process"))
-
-
-def _run_panel(conn: Connection, *args: Any) -> None:
-    try:
-        asyncio.run(_panel(conn, *args))
-    except Exception:  # noqa: BLE001 - sent to the parent, which raises it
-        conn.send(("error", traceback.format_exc()))
 
 
 async def _panel(

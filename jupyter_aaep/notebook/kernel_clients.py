@@ -42,6 +42,8 @@ class KernelLine:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     client: Any = None
     token: tuple[int, Any] | None = None
+    deaths: int = 0
+    """The kernel's auto-restarts counted when ``token`` was taken (see ``KernelClients.deaths``)."""
     ready: bool = False
     displays: Displays = field(default_factory=dict)
     iopub: IopubBacklog | None = None
@@ -71,6 +73,11 @@ class KernelClients:
         self.restart_wait = restart_wait
         self.lines: dict[str, KernelLine] = {}
         self._context: Any = None
+        self.deaths: dict[str, int] = {}
+        """Per kernel, how often Jupyter's restarter replaced a process that died: a replaced
+        process then reads as a death, not as a restart someone asked for, however late the run
+        looks (on a loaded machine the new process can be up before the run checks)."""
+        self._watched: dict[str, tuple[Any, Callable[[], None]]] = {}
 
     @property
     def kernels(self) -> Any:
@@ -105,7 +112,9 @@ class KernelClients:
         if getattr(km, "provisioner", None) is None or not await km.is_alive():
             raise KernelGone("died")
         if token_of(km) != line.token:
-            raise KernelGone("restarted")
+            raise KernelGone(
+                "died" if self.deaths.get(line.kernel_id, 0) != line.deaths else "restarted"
+            )
 
     def gone(self, line: KernelLine, gone: KernelGone) -> KernelDied:
         """The error to raise for a kernel that went away; its client is dropped."""
@@ -131,6 +140,7 @@ class KernelClients:
                 line.client = km.client(session=session, context=self._zmq_context())
                 line.client.start_channels()
                 line.token, line.ready = token, False
+                line.deaths = self._watch_deaths(line.kernel_id, km)
             if line.ready:
                 return line.client
             try:
@@ -178,11 +188,29 @@ class KernelClients:
             line.client.stop_channels()
         line.client, line.ready, line.iopub = None, False, None
 
+    def _watch_deaths(self, kernel_id: str, km: Any) -> int:
+        """Count the restarter's restarts of *kernel_id* (its ``"restart"`` callbacks fire only for
+        a process that died, never for a restart asked for); the count so far."""
+        if self._watched.get(kernel_id, (None,))[0] is not km:
+
+            def died() -> None:
+                self.deaths[kernel_id] = self.deaths.get(kernel_id, 0) + 1
+
+            km.add_restart_callback(died, "restart")
+            self._watched[kernel_id] = (km, died)
+        return self.deaths.get(kernel_id, 0)
+
     def close(self) -> None:
         """Close our clients (the kernels themselves belong to the user's sessions)."""
         for line in self.lines.values():
             self.drop(line)
         self.lines.clear()
+        for km, died in self._watched.values():
+            try:
+                km.remove_restart_callback(died, "restart")
+            except ValueError:
+                pass  # already gone with its kernel
+        self._watched.clear()
         if self._context is not None:
             self._context.destroy(linger=0)
             self._context = None

@@ -19,10 +19,9 @@ from typing import Any
 import pytest
 from kernel_helpers import *
 from kernel_helpers import new_name, of, wait_idle
+from mcp_helpers import is_type, reply
 from server_helpers import wait_until
 
-from jupyter_aaep.aaep.clock import SessionClock
-from jupyter_aaep.aaep.ids import new_subscription_id
 from jupyter_aaep.notebook._cell_writer import LiveCellWriter
 from jupyter_aaep.notebook._iopub import IopubBacklog
 from jupyter_aaep.notebook.executor import KernelExecutor
@@ -65,19 +64,8 @@ async def _agent_runs_c1(api: Any, fake_model: Any, sse: Any, path: str, ask: st
         await api(
             "chats", chat_id, "messages", method="POST", body={"kind": "user_input", "text": ask}
         )
-        confirmation = (
-            await panel.until(
-                lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30
-            )
-        )[-1]
-        reply = {
-            "type": "confirmation.reply",
-            "reply_token": confirmation["reply_token"],
-            "subscription_id": new_subscription_id(),
-            "timestamp": SessionClock().now(),
-            "decision": "accept",
-        }
-        await api("chats", chat_id, "messages", method="POST", body=reply)
+        confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
+        await api("chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept"))
         await panel.until(lambda m: str(m.get("type", "")).endswith("session.completed"), 120)
     return chat_id
 
@@ -120,19 +108,10 @@ async def test_a_flooding_cell_is_heard_to_end_and_saved(
                 method="POST",
                 body={"kind": "user_input", "text": "Run the loop."},
             )
-            confirmation = (
-                await panel.until(
-                    lambda m: str(m.get("type", "")).endswith("awaiting.confirmation"), 30
-                )
-            )[-1]
-            reply = {
-                "type": "confirmation.reply",
-                "reply_token": confirmation["reply_token"],
-                "subscription_id": new_subscription_id(),
-                "timestamp": SessionClock().now(),
-                "decision": "accept",
-            }
-            await api("chats", chat_id, "messages", method="POST", body=reply)
+            confirmation = (await panel.until(is_type("awaiting.confirmation"), 30))[-1]
+            await api(
+                "chats", chat_id, "messages", method="POST", body=reply(confirmation, "accept")
+            )
             completed = (
                 await panel.until(lambda m: str(m.get("type", "")).endswith("tool.completed"), 200)
             )[-1]
@@ -145,8 +124,10 @@ async def test_a_flooding_cell_is_heard_to_end_and_saved(
         result = json.dumps(fake_model.requests[1].body["messages"][-1]["content"])
         assert last_line.strip() in result, result[:2000]
         assert updates > 2000, f"only {updates} updates: not a flood"
-        # Saved while the cell still printed (the room's autosave waits for a quiet moment)…
-        during = [text for when, text in saves.seen if when < ended_at]
+        # Saved while the run went on, with the bar half way (the room's autosave waits for a
+        # quiet moment). Counted until the run was heard to end, not until the loop ended: on a
+        # loaded machine our reader is seconds behind the kernel, and saves what it has read.
+        during = [text for when, text in saves.seen if when < heard_at]
         assert any(" it |" in text for text in during), saves.seen
         # … and the file ends with the bar's last line.
         await wait_until(
