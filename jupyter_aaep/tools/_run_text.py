@@ -135,7 +135,7 @@ def heard_run(run: CellRun) -> HeardRun:
     if run.result.complete:
         return heard
     lost = " Some of its output was lost on the way: it came faster than it could be read."
-    return HeardRun(heard.normal + lost, heard.terse, heard.detailed + lost)
+    return HeardRun(heard.normal + lost, heard.terse + " Output lost.", heard.detailed + lost)
 
 
 def _heard(run: CellRun) -> HeardRun:

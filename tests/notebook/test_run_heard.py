@@ -143,3 +143,5 @@ def test_a_run_whose_kernel_dropped_output_says_so_to_the_model_and_the_listener
     ended.result.end_heard = False
     assert "the kernel dropped the end of it" in run_text(ended, budget=2000)
     assert "lost on the way" in heard_run(ended).detailed
+    assert heard_run(ended).terse.endswith(" Output lost.")  # at every verbosity
+    assert "lost" not in heard_run(complete).terse

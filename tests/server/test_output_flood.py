@@ -70,6 +70,14 @@ async def _agent_runs_c1(api: Any, fake_model: Any, sse: Any, path: str, ask: st
     return chat_id
 
 
+def _until_it_exists(stamp: Path, seconds: float) -> None:
+    """Block (the server's loop too, as a loaded machine stops it) until the cell's loop has
+    written its stamp, at most *seconds*."""
+    deadline = time.monotonic() + seconds
+    while not stamp.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 class _Saves:
     """The notebook file's saves, as seen by polling its modification time on a thread."""
 
@@ -188,9 +196,7 @@ async def test_a_reader_far_behind_the_flood_still_gets_its_last_line(
     take, batches = IopubBacklog.take, []
 
     def slow_take(backlog: IopubBacklog) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + 60
-        while not stamp.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)  # stopped (the whole server, as a loaded machine stops it)
+        _until_it_exists(stamp, 60)  # stopped (the whole server, as a loaded machine stops it)
         if not batches:
             time.sleep(0.5)  # the kernel has replied and sent its idle status by now
         elif len(batches) < 3:
@@ -239,9 +245,7 @@ async def test_output_the_kernel_dropped_is_said_to_be_lost_not_shown_as_complet
     take = IopubBacklog.take
 
     def stopped_take(backlog: IopubBacklog) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + 90
-        while not stamp.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _until_it_exists(stamp, 90)
         return take(backlog)
 
     monkeypatch.setattr(IopubBacklog, "take", stopped_take)
