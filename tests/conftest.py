@@ -110,3 +110,54 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if terminal is not None:
         terminal.write_sep("-", f"failed once, run again: {report.nodeid} ({report.when})")
         terminal.write_line(report.longreprtext[-6000:])
+
+
+class _ModuleCost:
+    """Each test module's CPU (this process and every process it started and waited for: servers,
+    kernels, browsers) and wall time, measured from its first setup to its last teardown, so the
+    module fixtures count; the costliest are listed at the end, as ``--durations`` lists tests.
+    CPU, not wall time, decides how much the 2-core machines can run side by side."""
+
+    def __init__(self) -> None:
+        self.started: tuple[float, float] | None = None
+        self.costs: dict[str, tuple[float, float]] = {}
+
+    @staticmethod
+    def _now() -> tuple[float, float]:
+        import resource
+        import time
+
+        own, waited = (
+            resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        )
+        cpu = own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+        return cpu, time.monotonic()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if self.started is None:
+            self.started = self._now()
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None):
+        yield
+        if self.started is not None and (nextitem is None or nextitem.path != item.path):
+            cpu, wall = self._now()
+            name = item.nodeid.split("::", 1)[0]
+            spent, took = self.costs.get(name, (0.0, 0.0))
+            self.costs[name] = (spent + cpu - self.started[0], took + wall - self.started[1])
+            self.started = None
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.costs:
+            return
+        total = sum(cpu for cpu, _ in self.costs.values())
+        terminalreporter.write_sep("=", f"costliest 15 modules by CPU ({total / 60:.1f} CPU min)")
+        ranked = sorted(self.costs.items(), key=lambda kv: -kv[1][0])
+        for name, (cpu, wall) in ranked[:15]:
+            terminalreporter.write_line(f"{cpu:8.1f}s CPU {wall:8.1f}s wall  {name}")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if session.config.pluginmanager.get_plugin("aaep-module-cost") is None:
+        session.config.pluginmanager.register(_ModuleCost(), "aaep-module-cost")
