@@ -137,11 +137,14 @@ class LabServer:
             "AAEPExtension": {"model": "claude-e2e", **self.aaep},
         }
         (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config, indent=1))
+        # No build check: at every page load JupyterLab's own "is a rebuild needed?" request ran
+        # node, yarn and npm on the server (about 2 s of CPU), for a question these tests never
+        # ask. The build-status plugin stays on; it has nothing to report.
+        page_config: dict[str, object] = {"buildCheck": False, "buildAvailable": False}
         if self.disabled_plugins:
-            (dirs["config"] / "labconfig").mkdir(exist_ok=True)
-            (dirs["config"] / "labconfig" / "page_config.json").write_text(
-                json.dumps({"disabledExtensions": dict.fromkeys(self.disabled_plugins, True)})
-            )
+            page_config["disabledExtensions"] = dict.fromkeys(self.disabled_plugins, True)
+        (dirs["config"] / "labconfig").mkdir(exist_ok=True)
+        (dirs["config"] / "labconfig" / "page_config.json").write_text(json.dumps(page_config))
         args = [
             sys.executable,
             "-m",
