@@ -148,10 +148,13 @@ class PanelPage:
             pass
 
     # -- opening ---------------------------------------------------------------------------
-    def open_notebook(self) -> None:
-        """Load JupyterLab on the test's notebook (empty workspace, announcement log on)."""
+    def open_notebook(self, *, start_kernel: bool = True) -> None:
+        """Load JupyterLab on the test's notebook (empty workspace, announcement log on).
+        Without *start_kernel* the page starts the notebook's kernel itself, as it does for a
+        person (``LabServer.start_kernel`` says why the harness starts it first)."""
         start = time.monotonic()
-        self.kernel_id = self.lab.start_kernel(self.notebook)  # boots while the page loads
+        if start_kernel:
+            self.kernel_id = self.lab.start_kernel(self.notebook)  # boots while the page loads
         start = self._phase("kernel start", start)
         self.page.goto(self.lab.lab_url(self.notebook, aaepDebug=""))
         start = self._phase("goto", start)
