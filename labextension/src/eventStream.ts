@@ -1,51 +1,48 @@
 /**
  * A chat's event stream: how AAEP events reach the panel, with reconnection.
  *
- * Preferred: the chat's WebSocket, opened by a `subscription.request` frame.
- * Fallback: Server-Sent Events (the handshake then goes by POST), used when
- * the WebSocket is unavailable, and meanwhile whenever the WebSocket has not
- * opened within {@link SOCKET_HEAD_START_MS}: Chromium opens one WebSocket
- * to a host at a time, and Jupyter holds a starting kernel's socket until the
- * kernel answers, so the chat's socket can wait seconds behind it. When the
- * socket opens later the stream moves to it (the SSE wire closes) and
- * {@link EventStream.reconnected} asks the session to resynchronise: the
- * model skips events it has (by `event_id`), and the chat fetched again
- * brings any event that was still on its way over SSE. The wires themselves
- * are in wires.ts.
+ * Preferred: the chat's WebSocket (`…/ws`, `aaep.v1`, one JSON message per
+ * text frame), opened by a `subscription.request` frame. Server-Sent Events
+ * (sseWire.ts) carry the chat when the socket is unavailable, and meanwhile
+ * when it has not opened within {@link SOCKET_HEAD_START_MS}: Chromium opens
+ * one WebSocket to a host at a time, and Jupyter holds a starting kernel's
+ * socket until the kernel answers. The stream moves to the socket at its
+ * first frame (SSE closes) and resynchronises ({@link EventStream.reconnected}):
+ * the model skips what the socket's replay repeats (by `event_id`), the chat
+ * fetched again brings what was still on its way over SSE.
  *
- * What arrives is split in two: answers to requests (frames with a
- * `request_id`) go to {@link EventStream.answer}, for the `ChatClient` that
- * sent them; everything else (AAEP events, subscription messages) to
- * {@link EventStream.message}. Requests themselves are `ChatClient`'s job.
+ * Frames with a `request_id` go to {@link EventStream.answer} (for the
+ * `ChatClient`, which sends requests), the rest to {@link EventStream.message}.
  */
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { JSONRecord, isRecord } from './aaep';
 import { IFrameSender, postMessage } from './chatClient';
-import { IWire, IWireListener, TransportKind, openEventSource, openSocket } from './wires';
+import { serverSettings, wsUrl } from './handler';
+import { subscriptionClose } from './handshake';
+import { IWire, IWireListener, TransportKind, openEventSource } from './sseWire';
 
-export type { TransportKind } from './wires';
+export type { TransportKind } from './sseWire';
 
 /** Connection state, as shown in the panel. */
 export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'failed' | 'closed';
 
 /**
  * How long the WebSocket may take to open before SSE carries the chat
- * meanwhile (ms). Unhindered, the chat's socket opens in well under 100 ms
- * here even under load; a kernel starting in the same page holds it for one
- * to several seconds. 400 ms stays clear of the first (no second connection
- * for nothing) and well under the second, and it is still short of the
- * second or so a person waits for a panel before it feels stuck.
+ * meanwhile (ms). Unhindered, the chat's socket opened 4-230 ms (median 91)
+ * after its creation, timed in the page, in the browser tests at a load of
+ * 10 on 2 cores; behind a starting kernel it waits 1-3 s, a slow kernel
+ * longer (12.7 s in test_e2e_slow_kernel.py). 400 ms is nearly twice the slowest
+ * unhindered opening (no second connection for nothing) and still well
+ * under the second after which a panel feels stuck.
  */
 export const SOCKET_HEAD_START_MS = 400;
 
 /** Reconnection delays in milliseconds; the last one repeats. */
 const BACKOFF_MS = [1000, 2000, 5000, 10000, 30000];
 
-/**
- * The event stream of one chat: WebSocket first, SSE while it waits and as fallback.
- */
+/** The event stream of one chat: WebSocket first, SSE while it waits and as fallback. */
 export class EventStream implements IDisposable, IFrameSender {
   /**
    * @param options.chatId The chat to connect to.
@@ -93,14 +90,8 @@ export class EventStream implements IDisposable, IFrameSender {
     return this._kind;
   }
 
-  /** Whether the transport has been disposed. */
   get isDisposed(): boolean {
     return this._isDisposed;
-  }
-
-  /** Open the connection (WebSocket first, SSE after a head start). Safe to call once. */
-  connect(): void {
-    this._connect();
   }
 
   /** Write `frame` on the open socket; false when there is none. */
@@ -110,10 +101,9 @@ export class EventStream implements IDisposable, IFrameSender {
   }
 
   /**
-   * Send a subscription message (`subscription.request`, `…renegotiate`):
-   * on the socket, whose answer is an AAEP message on {@link message}, or by
-   * POST, whose AAEP answer is emitted on {@link message} too, unless the
-   * stream moved to another wire meanwhile (it then has its own answer).
+   * Send a subscription message (`subscription.request`, `…renegotiate`) on
+   * the socket, or by POST, whose answer is emitted on {@link message} too,
+   * unless the stream moved to another wire meanwhile (that has its own).
    *
    * @throws AAEPRequestError when the POST fails (the server's message).
    */
@@ -128,15 +118,12 @@ export class EventStream implements IDisposable, IFrameSender {
     }
   }
 
-  /**
-   * Close the connection, telling the producer first when we know our
-   * subscription id (best effort).
-   */
+  /** Close the connection, telling the producer first when we know our subscription id. */
   dispose(): void {
     if (this._isDisposed) {
       return;
     }
-    const close = this._closeMessage();
+    const close = this._subscriptionId ? subscriptionClose(this._subscriptionId) : null;
     if (close && !this.sendFrame(close) && this._kind === 'sse') {
       void postMessage(this._chatId, close).catch(() => undefined);
     }
@@ -151,20 +138,8 @@ export class EventStream implements IDisposable, IFrameSender {
     this._subscriptionId = id;
   }
 
-  private _closeMessage(): JSONRecord | null {
-    if (!this._subscriptionId) {
-      return null;
-    }
-    return {
-      type: 'subscription.close',
-      subscription_id: this._subscriptionId,
-      reason_code: 'subscriber_closed',
-      reason_message: 'The JupyterLab panel switched chats or was closed.'
-    };
-  }
-
-  /** Open the WebSocket, with SSE after its head start; SSE alone once the socket proved unavailable. */
-  private _connect(): void {
+  /** Open the WebSocket, with SSE after its head start (SSE alone once the socket proved unavailable). */
+  connect(): void {
     this._teardown();
     this._setState(this._everOpened ? 'reconnecting' : 'connecting');
     if (!this._socketUnavailable) {
@@ -201,8 +176,7 @@ export class EventStream implements IDisposable, IFrameSender {
         this._clearHeadStart();
         socket.send(JSON.stringify(this._handshake()));
         if (this._active === null) {
-          // First: SSE, if it was started, is not needed.
-          this._sse?.close();
+          this._sse?.close(); // the first to open: SSE is not needed
           this._sse = null;
           this._activate(socket);
           if (this._reopened) {
@@ -216,7 +190,6 @@ export class EventStream implements IDisposable, IFrameSender {
         }
         this._receive(text);
       },
-      retrying: () => undefined,
       closed: wasOpen => {
         const wasActive = this._active !== null && this._active === this._socket;
         this._socket = null;
@@ -235,12 +208,9 @@ export class EventStream implements IDisposable, IFrameSender {
   }
 
   /**
-   * The socket's first frame (the answer to its handshake) arrived while SSE
-   * carried the chat: close SSE and go on with the socket. Waiting for that
-   * frame, not the socket's opening, leaves a whole round trip for what SSE
-   * was sent before the socket's subscription began to arrive; what the
-   * socket's replay repeats is skipped by `event_id` in the model, and the
-   * resynchronisation asked by {@link reconnected} brings anything else.
+   * The socket's first frame (its handshake's answer) came while SSE carried
+   * the chat: SSE closes. Not at the socket's opening: that leaves a round
+   * trip for what SSE was sent before the socket's subscription began.
    */
   private _moveToSocket(): void {
     this._sse?.close();
@@ -309,7 +279,7 @@ export class EventStream implements IDisposable, IFrameSender {
     this._timer = window.setTimeout(() => {
       this._timer = null;
       if (!this._isDisposed) {
-        this._connect();
+        this.connect();
       }
     }, delay);
   }
@@ -331,19 +301,15 @@ export class EventStream implements IDisposable, IFrameSender {
   }
 
   private _clearHeadStart(): void {
-    if (this._headStart !== null) {
-      window.clearTimeout(this._headStart);
-      this._headStart = null;
-    }
+    window.clearTimeout(this._headStart ?? undefined);
+    this._headStart = null;
   }
 
   /** Stop the timers and close both wires. */
   private _teardown(): void {
     this._clearHeadStart();
-    if (this._timer !== null) {
-      window.clearTimeout(this._timer);
-      this._timer = null;
-    }
+    window.clearTimeout(this._timer ?? undefined);
+    this._timer = null;
     this._active = null;
     this._socket?.close();
     this._socket = null;
@@ -360,14 +326,10 @@ export class EventStream implements IDisposable, IFrameSender {
 
   private _chatId: string;
   private _handshake: () => JSONRecord;
-  /** The socket failed to open once (or was not wanted): SSE only. */
-  private _socketUnavailable: boolean;
-  /** The WebSocket, opening or open. */
-  private _socket: IWire | null = null;
-  /** The SSE wire, opening or open. */
+  private _socketUnavailable: boolean; // it failed to open once (or was not wanted): SSE only
+  private _socket: IWire | null = null; // opening or open, as the next one
   private _sse: IWire | null = null;
-  /** The wire that carries the chat (one of the two), or null. */
-  private _active: IWire | null = null;
+  private _active: IWire | null = null; // the one that carries the chat
   private _kind: TransportKind | null = null;
   private _state: ConnectionState = 'closed';
   private _everOpened = false;
@@ -381,6 +343,47 @@ export class EventStream implements IDisposable, IFrameSender {
   private _answer = new Signal<this, JSONRecord>(this);
   private _stateChanged = new Signal<this, ConnectionState>(this);
   private _reconnected = new Signal<this, void>(this);
+}
+
+/** The chat's WebSocket as a wire (`null` when this browser cannot open it, e.g. a blocked URL). */
+function openSocket(chatId: string, listener: IWireListener): IWire | null {
+  if (typeof WebSocket === 'undefined') {
+    return null;
+  }
+  let ws: WebSocket;
+  try {
+    ws = new (serverSettings().WebSocket)(wsUrl(['chats', chatId, 'ws']), ['aaep.v1']);
+  } catch {
+    return null;
+  }
+  const silence = () => (ws.onopen = ws.onmessage = ws.onclose = null);
+  let wasOpen = false;
+  ws.onopen = () => {
+    wasOpen = true;
+    listener.opened();
+  };
+  ws.onmessage = (event: MessageEvent) => typeof event.data === 'string' && listener.data(event.data);
+  ws.onclose = () => {
+    silence();
+    listener.closed(wasOpen);
+  };
+  return {
+    kind: 'websocket',
+    get isOpen() {
+      return ws.readyState === WebSocket.OPEN;
+    },
+    send(text: string): boolean {
+      return ws.readyState === WebSocket.OPEN && (ws.send(text), true);
+    },
+    close(): void {
+      silence();
+      try {
+        ws.close(4000, 'closed by the panel');
+      } catch {
+        // Already closed.
+      }
+    }
+  };
 }
 
 /** Options of {@link EventStream}. */

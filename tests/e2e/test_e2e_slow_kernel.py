@@ -89,7 +89,7 @@ def test_the_chat_answers_while_the_kernel_is_still_starting(
         assert time.time() - began < 60, "the page never connected to the notebook's kernel"
         ui.page.wait_for_timeout(50)
     loaded = time.time() - began
-    panel = ui.open_panel()
+    panel = ui.open_panel(on_socket=False)
     connected = time.time() - began
     woke = _woke(slow_kernel, began)
     assert woke is None, (
@@ -105,6 +105,7 @@ def test_the_chat_answers_while_the_kernel_is_still_starting(
         f"the answer came only after the kernel woke ({answered:.1f} s)"
     )
     assert ui.received == [], "the chat's WebSocket could not open before the kernel's"
+    assert len(ui.sse_streams) == 1, ui.sse_streams  # the chat went over SSE meanwhile
 
     # The kernel comes up; the chat's socket opens behind it and the stream moves to it.
     ui.wait_kernel_idle(timeout=SLEEP_SECONDS + 60)
@@ -122,6 +123,7 @@ def test_the_chat_answers_while_the_kernel_is_still_starting(
     ui.ask("Say hello once more.")
     expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_have_count(2)
     assert any(m.get("kind") == "user_input" for m in ui.sent), "sent on the WebSocket"
+    assert len(ui.sse_streams) == 1, "SSE was not opened again"
     # Each answer shown once and said once; the connection never seemed lost.
     expect(panel.locator(".jp-AAEPMessage-agent")).to_have_count(2)
     ui.page.wait_for_timeout(1000)  # anything repeated would have been said by now

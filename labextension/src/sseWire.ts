@@ -1,21 +1,18 @@
 /**
- * The two wires a chat's events can travel on, opened with the same
- * callbacks so `EventStream` (eventStream.ts) can race them: a WebSocket at
- * `aaep/v1/chats/{id}/ws` (subprotocol `aaep.v1`, one JSON message per text
- * frame both ways) and Server-Sent Events from `…/events` (no upstream: the
- * handshake and messages then go by POST). Which wire is used, and when, is
- * the stream's choice; a wire only opens, carries text and closes.
+ * What a wire of a chat's event stream is, and its Server-Sent Events wire
+ * (`aaep/v1/chats/{id}/events`; no upstream: the handshake and messages go
+ * by POST). `EventStream` (eventStream.ts) opens its WebSocket wire itself,
+ * with the same callbacks, and races the two: which wire carries the chat,
+ * and when, is its choice; a wire only opens, carries text and closes. This
+ * module is out of the way of a chat on its WebSocket.
  */
-import { serverSettings, sseUrl, wsUrl } from './handler';
+import { sseUrl } from './handler';
 
 /** Which wire a stream uses. */
 export type TransportKind = 'websocket' | 'sse';
 
 /** SSE event names the server may use; unnamed events arrive as `message`. */
 const SSE_EVENT_NAMES = ['aaep.event', 'aaep.ack', 'aaep.handshake', 'message'];
-
-/** The WebSocket subprotocol of AAEP (Appendix B.2). */
-const WS_SUBPROTOCOL = 'aaep.v1';
 
 /** What a wire tells its owner. Nothing is called after {@link IWire.close}. */
 export interface IWireListener {
@@ -24,7 +21,7 @@ export interface IWireListener {
   /** A text message arrived. */
   data(text: string): void;
   /** The browser is reconnecting the wire by itself (SSE, with `Last-Event-ID`). */
-  retrying(): void;
+  retrying?(): void;
   /** The wire is gone for good; `wasOpen` says whether it ever opened. */
   closed(wasOpen: boolean): void;
 }
@@ -40,60 +37,8 @@ export interface IWire {
   close(): void;
 }
 
-/** Opens a wire of one kind for a chat, or gives `null` when this browser cannot. */
-export type WireOpener = (chatId: string, listener: IWireListener) => IWire | null;
-
-/** The chat's WebSocket (`null` when the constructor throws, e.g. a blocked URL). */
-export const openSocket: WireOpener = (chatId, listener) => {
-  if (typeof WebSocket === 'undefined') {
-    return null;
-  }
-  let ws: WebSocket;
-  try {
-    ws = new (serverSettings().WebSocket)(wsUrl(['chats', chatId, 'ws']), [WS_SUBPROTOCOL]);
-  } catch {
-    return null;
-  }
-  let wasOpen = false;
-  const wire: IWire = {
-    kind: 'websocket',
-    get isOpen() {
-      return ws.readyState === WebSocket.OPEN;
-    },
-    send(text: string): boolean {
-      if (ws.readyState !== WebSocket.OPEN) {
-        return false;
-      }
-      ws.send(text);
-      return true;
-    },
-    close(): void {
-      ws.onopen = ws.onmessage = ws.onclose = null;
-      try {
-        ws.close(4000, 'closed by the panel');
-      } catch {
-        // Already closed.
-      }
-    }
-  };
-  ws.onopen = () => {
-    wasOpen = true;
-    listener.opened();
-  };
-  ws.onmessage = (event: MessageEvent) => {
-    if (typeof event.data === 'string') {
-      listener.data(event.data);
-    }
-  };
-  ws.onclose = () => {
-    ws.onopen = ws.onmessage = ws.onclose = null;
-    listener.closed(wasOpen);
-  };
-  return wire;
-};
-
 /** The chat's SSE stream (`null` when the browser has no `EventSource`). */
-export const openEventSource: WireOpener = (chatId, listener) => {
+export function openEventSource(chatId: string, listener: IWireListener): IWire | null {
   if (typeof EventSource === 'undefined') {
     return null;
   }
@@ -124,7 +69,7 @@ export const openEventSource: WireOpener = (chatId, listener) => {
       source.close();
       listener.closed(wasOpen);
     } else {
-      listener.retrying();
+      listener.retrying?.();
     }
   };
   return {
@@ -138,4 +83,4 @@ export const openEventSource: WireOpener = (chatId, listener) => {
       source.close();
     }
   };
-};
+}
