@@ -5,14 +5,16 @@ holds a kernel's socket until the kernel answers: the panel's chat socket waits 
 starting kernel. The panel then carries the chat over SSE after a short head start
 (``SOCKET_HEAD_START_MS`` in ``labextension/src/eventStream.ts``) and moves to the socket
 once it opens. Here the kernel sleeps before it starts (a kernelspec of the test's own), the
-page starts it as it does for a person (no kernel started by the harness), and the person's
-question is answered while the kernel still sleeps; after the kernel is up the stream is on
-the WebSocket and a second question is answered once, nothing said twice.
+page starts it as it does for a person (no kernel started by the harness): a message is
+answered, and the agent asks a question, while the kernel still sleeps; once the kernel is up
+the stream is on the WebSocket, the question is answered there, and nothing was shown or said
+twice.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import time
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from e2e_lab import LabServer
-from e2e_model import CHAT_ANSWER
+from e2e_model import CHAT_ANSWER, CHOOSE_QUESTION, choose_answer
 from e2e_page import PanelPage
 from playwright.sync_api import expect
 
@@ -101,8 +103,14 @@ def test_the_chat_answers_while_the_kernel_is_still_starting(
     expect(panel.locator(".jp-AAEPMessage-agent")).to_contain_text(CHAT_ANSWER.split("!")[0])
     expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_have_count(1)
     answered = time.time() - began
-    assert _woke(slow_kernel, began) is None, (
-        f"the answer came only after the kernel woke ({answered:.1f} s)"
+    # A question of the agent waits for the person while the chat is still on SSE.
+    ui.ask("Let me choose the unit.")
+    card = panel.locator(".jp-AAEPCard-clarification").last
+    expect(card).to_contain_text(CHOOSE_QUESTION)
+    expect(card).to_have_class(re.compile("jp-mod-pending"))
+    woke = _woke(slow_kernel, began)
+    assert woke is None, (
+        f"the answer and the question came only after the kernel woke ({woke:.1f} s)"
     )
     assert ui.received == [], "the chat's WebSocket could not open before the kernel's"
     assert len(ui.sse_streams) == 1, ui.sse_streams  # the chat went over SSE meanwhile
@@ -120,16 +128,23 @@ def test_the_chat_answers_while_the_kernel_is_still_starting(
         f"{moved:.2f} s after the page load began"
     )
     expect(panel.locator(".jp-AAEPPanel-connection.jp-mod-open")).to_be_visible()
-    ui.ask("Say hello once more.")
+    # The question asked over SSE is answered over the socket (its subscription may answer it).
+    ui.page.keyboard.press("Control+Shift+A")
+    ui.wait_focus("[data-request-id]")
+    ui.tab_until(lambda f: f.get("name") == "Fahrenheit")
+    ui.page.keyboard.press("Enter")
+    expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You answered: Fahrenheit")
+    expect(panel.locator(".jp-AAEPMessage-agent").last).to_contain_text(choose_answer("Fahrenheit"))
     expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_have_count(2)
-    assert any(m.get("kind") == "user_input" for m in ui.sent), "sent on the WebSocket"
+    assert any(m.get("type") == "clarification.reply" for m in ui.sent), "sent on the WebSocket"
     assert len(ui.sse_streams) == 1, "SSE was not opened again"
     # Each answer shown once and said once; the connection never seemed lost.
     expect(panel.locator(".jp-AAEPMessage-agent")).to_have_count(2)
+    expect(panel.locator(".jp-AAEPCard-clarification")).to_have_count(1)
     ui.page.wait_for_timeout(1000)  # anything repeated would have been said by now
     said = [entry["text"] for entry in ui.live_log()]
-    assert sum(CHAT_ANSWER.split("!")[0] in text for text in said) == 2, said
+    for words in (CHAT_ANSWER.split("!")[0], CHOOSE_QUESTION, choose_answer("Fahrenheit")):
+        assert sum(words in text for text in said) == 1, (words, said)
     assert not any("connection" in text.lower() for text in said), said
-    assert ui.lab.kernels_of(ui.notebook) != [], "the page started the notebook's kernel"
-    assert len(ui.lab.kernels_of(ui.notebook)) == 1, ui.lab.kernels_of(ui.notebook)
+    assert len(ui.lab.kernels_of(ui.notebook)) == 1, "the page started the notebook's kernel"
     assert not [e for e in ui.console_errors if "aaep" in e.lower()], ui.console_errors
