@@ -1,41 +1,48 @@
 /**
  * A chat's event stream: how AAEP events reach the panel, with reconnection.
  *
- * Preferred: a WebSocket at `aaep/v1/chats/{id}/ws` with the `aaep.v1`
- * subprotocol, one JSON message per text frame in both directions, opened by
- * a `subscription.request`. Fallback: Server-Sent Events from `…/events`
- * (the handshake then goes by POST).
+ * Preferred: the chat's WebSocket (`…/ws`, `aaep.v1`, one JSON message per
+ * text frame), opened by a `subscription.request` frame. Server-Sent Events
+ * (sseWire.ts) carry the chat when the socket is unavailable, and meanwhile
+ * when it has not opened within {@link SOCKET_HEAD_START_MS}: Chromium opens
+ * one WebSocket to a host at a time, and Jupyter holds a starting kernel's
+ * socket until the kernel answers. The stream moves to the socket at its
+ * first frame (SSE closes) and resynchronises ({@link EventStream.reconnected}):
+ * the model skips what the socket's replay repeats (by `event_id`), the chat
+ * fetched again brings what was still on its way over SSE.
  *
- * What arrives is split in two: answers to requests (frames with a
- * `request_id`) go to {@link EventStream.answer}, for the `ChatClient` that
- * sent them; everything else (AAEP events, subscription messages) to
- * {@link EventStream.message}. Requests themselves are `ChatClient`'s job.
+ * Frames with a `request_id` go to {@link EventStream.answer} (for the
+ * `ChatClient`, which sends requests), the rest to {@link EventStream.message}.
  */
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { JSONRecord, isRecord } from './aaep';
 import { IFrameSender, postMessage } from './chatClient';
-import { serverSettings, sseUrl, wsUrl } from './handler';
+import { serverSettings, wsUrl } from './handler';
+import { subscriptionClose } from './handshake';
+import { IWire, IWireListener, TransportKind, openEventSource } from './sseWire';
 
-/** Which wire the transport currently uses. */
-export type TransportKind = 'websocket' | 'sse';
+export type { TransportKind } from './sseWire';
 
 /** Connection state, as shown in the panel. */
 export type ConnectionState = 'connecting' | 'open' | 'reconnecting' | 'failed' | 'closed';
 
-/** SSE event names the server may use; unnamed events arrive as `message`. */
-const SSE_EVENT_NAMES = ['aaep.event', 'aaep.ack', 'aaep.handshake', 'message'];
-
-/** The WebSocket subprotocol of AAEP (Appendix B.2). */
-const WS_SUBPROTOCOL = 'aaep.v1';
+/**
+ * How long the WebSocket may take to open before SSE carries the chat
+ * meanwhile (ms). Unhindered, the chat's socket opened 4-230 ms (median 91)
+ * after its creation, timed in the page, in the browser tests at a load of
+ * 10 on 2 cores; behind a starting kernel it waits 1-3 s, a slow kernel
+ * longer (12.7 s in test_e2e_slow_kernel.py). 400 ms is nearly twice the slowest
+ * unhindered opening (no second connection for nothing) and still well
+ * under the second after which a panel feels stuck.
+ */
+export const SOCKET_HEAD_START_MS = 400;
 
 /** Reconnection delays in milliseconds; the last one repeats. */
 const BACKOFF_MS = [1000, 2000, 5000, 10000, 30000];
 
-/**
- * The event stream of one chat: WebSocket first, SSE as fallback.
- */
+/** The event stream of one chat: WebSocket first, SSE while it waits and as fallback. */
 export class EventStream implements IDisposable, IFrameSender {
   /**
    * @param options.chatId The chat to connect to.
@@ -46,7 +53,7 @@ export class EventStream implements IDisposable, IFrameSender {
   constructor(options: EventStream.IOptions) {
     this._chatId = options.chatId;
     this._handshake = options.handshake;
-    this._preferWebSocket = options.preferWebSocket ?? true;
+    this._socketUnavailable = !(options.preferWebSocket ?? true);
   }
 
   /** Every JSON object received that answers no request, in arrival order. */
@@ -59,14 +66,15 @@ export class EventStream implements IDisposable, IFrameSender {
     return this._answer;
   }
 
-  /** Emitted when {@link state} or {@link kind} changes. */
+  /** Emitted when {@link state} changes (not when the wire does: a move keeps it open). */
   get stateChanged(): ISignal<this, ConnectionState> {
     return this._stateChanged;
   }
 
   /**
-   * Emitted when a connection opens again after it was lost. Messages sent
-   * meanwhile may be missing (a WebSocket has no resume): resynchronise.
+   * Emitted when a connection opens again after it was lost, and when the
+   * stream moved from SSE to the WebSocket. Messages sent meanwhile may be
+   * missing (a WebSocket has no resume): resynchronise.
    */
   get reconnected(): ISignal<this, void> {
     return this._reconnected;
@@ -77,38 +85,25 @@ export class EventStream implements IDisposable, IFrameSender {
     return this._state;
   }
 
-  /** The wire in use, or `null` before the first connection. */
+  /** The wire in use (the last one used once lost), or `null` before the first connection. */
   get kind(): TransportKind | null {
     return this._kind;
   }
 
-  /** Whether the transport has been disposed. */
   get isDisposed(): boolean {
     return this._isDisposed;
   }
 
-  /** Open the connection (WebSocket first). Safe to call once. */
-  connect(): void {
-    if (this._preferWebSocket && typeof WebSocket !== 'undefined') {
-      this._openWebSocket();
-    } else {
-      this._openEventSource();
-    }
-  }
-
   /** Write `frame` on the open socket; false when there is none. */
   sendFrame(frame: JSONRecord): boolean {
-    if (this._isDisposed || !this._ws || this._ws.readyState !== WebSocket.OPEN) {
-      return false;
-    }
-    this._ws.send(JSON.stringify(frame));
-    return true;
+    const wire = this._active;
+    return !this._isDisposed && wire !== null && wire.kind === 'websocket' && wire.send(JSON.stringify(frame));
   }
 
   /**
-   * Send a subscription message (`subscription.request`, `…renegotiate`):
-   * on the socket, whose answer is an AAEP message on {@link message}, or by
-   * POST, whose AAEP answer is emitted on {@link message} too.
+   * Send a subscription message (`subscription.request`, `…renegotiate`) on
+   * the socket, or by POST, whose answer is emitted on {@link message} too,
+   * unless the stream moved to another wire meanwhile (that has its own).
    *
    * @throws AAEPRequestError when the POST fails (the server's message).
    */
@@ -116,28 +111,20 @@ export class EventStream implements IDisposable, IFrameSender {
     if (this._isDisposed || this.sendFrame(message)) {
       return;
     }
+    const wire = this._active;
     const answer = await postMessage(this._chatId, message);
-    if (answer && !this._isDisposed) {
+    if (answer && !this._isDisposed && this._active === wire) {
       this._message.emit(answer);
     }
   }
 
-  /**
-   * Close the connection, telling the producer first when we know our
-   * subscription id (best effort).
-   */
+  /** Close the connection, telling the producer first when we know our subscription id. */
   dispose(): void {
     if (this._isDisposed) {
       return;
     }
-    const close = this._closeMessage();
-    if (close && this._ws?.readyState === WebSocket.OPEN) {
-      try {
-        this._ws.send(JSON.stringify(close));
-      } catch {
-        // The socket is going away anyway.
-      }
-    } else if (close && this._kind === 'sse') {
+    const close = this._subscriptionId ? subscriptionClose(this._subscriptionId) : null;
+    if (close && !this.sendFrame(close) && this._kind === 'sse') {
       void postMessage(this._chatId, close).catch(() => undefined);
     }
     this._isDisposed = true;
@@ -151,117 +138,148 @@ export class EventStream implements IDisposable, IFrameSender {
     this._subscriptionId = id;
   }
 
-  private _closeMessage(): JSONRecord | null {
-    if (!this._subscriptionId) {
-      return null;
-    }
-    return {
-      type: 'subscription.close',
-      subscription_id: this._subscriptionId,
-      reason_code: 'subscriber_closed',
-      reason_message: 'The JupyterLab panel switched chats or was closed.'
-    };
-  }
-
-  private _openWebSocket(): void {
+  /** Open the WebSocket, with SSE after its head start (SSE alone once the socket proved unavailable). */
+  connect(): void {
     this._teardown();
     this._setState(this._everOpened ? 'reconnecting' : 'connecting');
-    const settings = serverSettings();
-    let opened = false;
-    let ws: WebSocket;
-    try {
-      ws = new settings.WebSocket(wsUrl(['chats', this._chatId, 'ws']), [WS_SUBPROTOCOL]);
-    } catch {
-      this._openEventSource();
-      return;
-    }
-    this._ws = ws;
-    ws.onopen = () => {
-      opened = true;
-      const again = this._everOpened;
-      this._everOpened = true;
-      this._attempt = 0;
-      this._kind = 'websocket';
-      this._setState('open');
-      ws.send(JSON.stringify(this._handshake()));
-      if (again) {
-        this._reconnected.emit();
-      }
-    };
-    ws.onmessage = (event: MessageEvent) => {
-      if (typeof event.data === 'string') {
-        this._receive(event.data);
-      }
-    };
-    ws.onclose = () => {
-      if (this._ws !== ws || this._isDisposed) {
+    if (!this._socketUnavailable) {
+      const socket = openSocket(this._chatId, this._socketListener());
+      if (socket) {
+        this._socket = socket;
+        this._headStart = window.setTimeout(() => {
+          this._headStart = null;
+          if (!this._active && !this._sse) {
+            this._openSse();
+          }
+        }, SOCKET_HEAD_START_MS);
         return;
       }
-      this._ws = null;
-      if (!opened) {
-        // The socket endpoint is unavailable (proxy, old server): use SSE.
-        this._openEventSource();
-      } else {
-        this._scheduleReconnect(() => this._openWebSocket());
-      }
-    };
+      this._socketUnavailable = true;
+    }
+    this._openSse();
   }
 
-  private _openEventSource(): void {
-    this._teardown();
-    this._setState(this._everOpened ? 'reconnecting' : 'connecting');
-    if (typeof EventSource === 'undefined') {
+  private _openSse(): void {
+    const source = openEventSource(this._chatId, this._sseListener());
+    if (source) {
+      this._sse = source;
+    } else if (!this._socket) {
       this._setState('failed');
-      return;
     }
-    const source = new EventSource(sseUrl(['chats', this._chatId, 'events']), {
-      withCredentials: true
-    });
-    this._source = source;
-    const listener = (event: MessageEvent) => {
-      if (typeof event.data === 'string') {
-        this._receive(event.data);
-      }
-    };
-    for (const name of SSE_EVENT_NAMES) {
-      source.addEventListener(name, listener as EventListener);
-    }
-    source.onopen = () => {
-      const again = this._everOpened;
-      this._everOpened = true;
-      this._attempt = 0;
-      this._kind = 'sse';
-      this._setState('open');
-      // SSE has no upstream: the handshake goes through POST …/messages.
-      void this.sendSubscription(this._handshake()).catch(() => undefined);
-      if (again) {
-        this._reconnected.emit();
-      }
-    };
-    source.onerror = () => {
-      if (this._source !== source || this._isDisposed) {
-        return;
-      }
-      if (source.readyState === EventSource.CLOSED) {
-        // The browser gave up (e.g. a 404): retry ourselves with backoff.
-        this._source = null;
-        source.close();
-        this._scheduleReconnect(() => this._openEventSource());
-      } else {
-        // The browser reconnects by itself, sending Last-Event-ID.
-        this._setState('reconnecting');
+  }
+
+  /** The socket's callbacks; a closed wire calls none, so each concerns the current socket. */
+  private _socketListener(): IWireListener {
+    return {
+      opened: () => {
+        const socket = this._socket!;
+        this._clearHeadStart();
+        socket.send(JSON.stringify(this._handshake()));
+        if (this._active === null) {
+          this._sse?.close(); // the first to open: SSE is not needed
+          this._sse = null;
+          this._activate(socket);
+          if (this._reopened) {
+            this._reconnected.emit();
+          }
+        } // else SSE carries the chat until the socket's first frame (see _moveToSocket)
+      },
+      data: text => {
+        if (this._active !== this._socket) {
+          this._moveToSocket();
+        }
+        this._receive(text);
+      },
+      closed: wasOpen => {
+        const wasActive = this._active !== null && this._active === this._socket;
+        this._socket = null;
+        if (wasActive) {
+          this._lost();
+        } else if (!wasOpen) {
+          // The socket endpoint is unavailable (proxy, old server): SSE from now on.
+          this._socketUnavailable = true;
+          this._clearHeadStart();
+          if (!this._sse) {
+            this._openSse();
+          }
+        } // else it closed before its first frame: SSE goes on, the next reconnect tries again
       }
     };
   }
 
-  private _scheduleReconnect(open: () => void): void {
+  /**
+   * The socket's first frame (its handshake's answer) came while SSE carried
+   * the chat: SSE closes. Not at the socket's opening: that leaves a round
+   * trip for what SSE was sent before the socket's subscription began.
+   */
+  private _moveToSocket(): void {
+    this._sse?.close();
+    this._sse = null;
+    this._activate(this._socket!);
+    this._reconnected.emit();
+  }
+
+  /** The SSE wire's callbacks (it carries the chat until the socket can). */
+  private _sseListener(): IWireListener {
+    return {
+      opened: () => {
+        const source = this._sse!;
+        this._activate(source); // an open socket carries nothing before its first frame
+        // SSE has no upstream: the handshake goes through POST …/messages.
+        void this.sendSubscription(this._handshake()).catch(() => undefined);
+        if (this._reopened) {
+          this._reconnected.emit();
+        }
+      },
+      data: text => {
+        if (this._active === this._sse) {
+          this._receive(text);
+        }
+      },
+      retrying: () => {
+        // The browser reconnects by itself, sending Last-Event-ID.
+        if (this._active === this._sse) {
+          this._setState('reconnecting');
+        }
+      },
+      closed: () => {
+        const wasActive = this._active === this._sse;
+        this._sse = null;
+        if (wasActive && this._socket?.isOpen) {
+          this._moveToSocket();
+        } else if (wasActive) {
+          this._lost();
+        } else if (!this._socket) {
+          this._scheduleReconnect();
+        } // else the socket may still open
+      }
+    };
+  }
+
+  /** `wire` carries the chat now; `_reopened` says whether one did before. */
+  private _activate(wire: IWire): void {
+    this._reopened = this._everOpened;
+    this._everOpened = true;
+    this._active = wire;
+    this._kind = wire.kind;
+    this._attempt = 0;
+    this._setState('open');
+  }
+
+  /** The wire that carried the chat is gone: close the other too, retry with backoff. */
+  private _lost(): void {
+    this._teardown();
+    this._scheduleReconnect();
+  }
+
+  private _scheduleReconnect(): void {
     const delay = BACKOFF_MS[Math.min(this._attempt, BACKOFF_MS.length - 1)];
     this._attempt += 1;
     this._setState(this._attempt >= 3 ? 'failed' : 'reconnecting');
     this._timer = window.setTimeout(() => {
       this._timer = null;
       if (!this._isDisposed) {
-        open();
+        this.connect();
       }
     }, delay);
   }
@@ -282,25 +300,21 @@ export class EventStream implements IDisposable, IFrameSender {
     }
   }
 
+  private _clearHeadStart(): void {
+    window.clearTimeout(this._headStart ?? undefined);
+    this._headStart = null;
+  }
+
+  /** Stop the timers and close both wires. */
   private _teardown(): void {
-    if (this._timer !== null) {
-      window.clearTimeout(this._timer);
-      this._timer = null;
-    }
-    if (this._ws) {
-      const ws = this._ws;
-      this._ws = null;
-      ws.onopen = ws.onmessage = ws.onclose = null;
-      try {
-        ws.close(4000, 'closed by the panel');
-      } catch {
-        // Already closed.
-      }
-    }
-    if (this._source) {
-      this._source.close();
-      this._source = null;
-    }
+    this._clearHeadStart();
+    window.clearTimeout(this._timer ?? undefined);
+    this._timer = null;
+    this._active = null;
+    this._socket?.close();
+    this._socket = null;
+    this._sse?.close();
+    this._sse = null;
   }
 
   private _setState(state: ConnectionState): void {
@@ -312,13 +326,16 @@ export class EventStream implements IDisposable, IFrameSender {
 
   private _chatId: string;
   private _handshake: () => JSONRecord;
-  private _preferWebSocket: boolean;
-  private _ws: WebSocket | null = null;
-  private _source: EventSource | null = null;
+  private _socketUnavailable: boolean; // it failed to open once (or was not wanted): SSE only
+  private _socket: IWire | null = null; // opening or open, as the next one
+  private _sse: IWire | null = null;
+  private _active: IWire | null = null; // the one that carries the chat
   private _kind: TransportKind | null = null;
   private _state: ConnectionState = 'closed';
   private _everOpened = false;
+  private _reopened = false;
   private _attempt = 0;
+  private _headStart: number | null = null;
   private _timer: number | null = null;
   private _subscriptionId: string | null = null;
   private _isDisposed = false;
@@ -326,6 +343,47 @@ export class EventStream implements IDisposable, IFrameSender {
   private _answer = new Signal<this, JSONRecord>(this);
   private _stateChanged = new Signal<this, ConnectionState>(this);
   private _reconnected = new Signal<this, void>(this);
+}
+
+/** The chat's WebSocket as a wire (`null` when this browser cannot open it, e.g. a blocked URL). */
+function openSocket(chatId: string, listener: IWireListener): IWire | null {
+  if (typeof WebSocket === 'undefined') {
+    return null;
+  }
+  let ws: WebSocket;
+  try {
+    ws = new (serverSettings().WebSocket)(wsUrl(['chats', chatId, 'ws']), ['aaep.v1']);
+  } catch {
+    return null;
+  }
+  const silence = () => (ws.onopen = ws.onmessage = ws.onclose = null);
+  let wasOpen = false;
+  ws.onopen = () => {
+    wasOpen = true;
+    listener.opened();
+  };
+  ws.onmessage = (event: MessageEvent) => typeof event.data === 'string' && listener.data(event.data);
+  ws.onclose = () => {
+    silence();
+    listener.closed(wasOpen);
+  };
+  return {
+    kind: 'websocket',
+    get isOpen() {
+      return ws.readyState === WebSocket.OPEN;
+    },
+    send(text: string): boolean {
+      return ws.readyState === WebSocket.OPEN && (ws.send(text), true);
+    },
+    close(): void {
+      silence();
+      try {
+        ws.close(4000, 'closed by the panel');
+      } catch {
+        // Already closed.
+      }
+    }
+  };
 }
 
 /** Options of {@link EventStream}. */

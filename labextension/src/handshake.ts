@@ -43,6 +43,16 @@ export function subscriptionRequest(options: IHandshakeOptions): JSONRecord {
   };
 }
 
+/** The `subscription.close` the panel sends when it leaves a chat. */
+export function subscriptionClose(subscriptionId: string): JSONRecord {
+  return {
+    type: 'subscription.close',
+    subscription_id: subscriptionId,
+    reason_code: 'subscriber_closed',
+    reason_message: 'The JupyterLab panel switched chats or was closed.'
+  };
+}
+
 /**
  * A subscription id for replies sent before the handshake was answered: the
  * server issues ids for implicit subscriptions and must not reject unknown

@@ -15,7 +15,8 @@
   test, ``_assert_one_kernel``; why in ``LabServer.start_kernel``). Failing tests leave a
   screenshot in ``test-output/e2e``.
 - ``E2E_TIMING=1`` (with ``-s``) prints where each test's time went: the kernel start, the page
-  load, the notebook's first cell, the panel, the test's own steps and the teardown.
+  load, the notebook's first cell, the panel, the test's own steps and the teardown; and how
+  long each chat WebSocket took to open, and how many SSE streams the panel opened meanwhile.
 """
 
 from __future__ import annotations
@@ -345,6 +346,7 @@ def ui(
                 panel_page.screenshot(f"failed-{slug}")
             except Exception as error:  # noqa: BLE001 - a screenshot must not hide the failure
                 print(f"no screenshot of the failure: {error}")
+        panel_page.collect_socket_waits()
         try:
             _clear_origin(page, lab.url.rstrip("/"))
         finally:
@@ -359,4 +361,10 @@ def ui(
         panel_page._phase("kernel shutdown", began)
         if os.environ.get("E2E_TIMING"):
             phases = ", ".join(f"{k} {v:.2f}" for k, v in panel_page.phases.items())
-            print(f"\nE2E_TIMING {request.node.nodeid}: {phases}")
+            waits = ", ".join(
+                f"{w} ms" if w is not None else "never" for w in panel_page.socket_waits
+            )
+            print(
+                f"\nE2E_TIMING {request.node.nodeid}: {phases}; chat sockets opened in {waits or '-'}"
+                f" after their creation; SSE streams: {len(panel_page.sse_streams)}"
+            )

@@ -8,6 +8,7 @@ JupyterLab command like any other.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,6 +79,27 @@ _FOCUS_WATCH = """
 }
 """
 
+# Times each chat WebSocket from its creation to its opening, in the page (Playwright hears of a
+# socket only once Chromium starts connecting it, not while it waits for another to connect).
+_SOCKET_WAITS = """
+(() => {
+  const Native = window.WebSocket;
+  window.__aaepSocketWaits = [];
+  window.WebSocket = class extends Native {
+    constructor(url, protocols) {
+      super(url, protocols);
+      if (String(url).includes('/aaep/v1/chats/')) {
+        const made = performance.now();
+        const index = window.__aaepSocketWaits.push(null) - 1;
+        this.addEventListener('open', () => {
+          window.__aaepSocketWaits[index] = Math.round(performance.now() - made);
+        });
+      }
+    }
+  };
+})();
+"""
+
 _FOCUS_STOP = """
 () => {
   const watch = window.__focusWatch;
@@ -120,6 +142,13 @@ class PanelPage:
     """The kernel started for the notebook before the page loaded (``LabServer.start_kernel``)."""
     phases: dict[str, float] = field(default_factory=dict)
     """Seconds spent in each opening phase (printed with ``E2E_TIMING=1``)."""
+    chat_sockets: list[dict[str, float | None]] = field(default_factory=list)
+    """Each chat WebSocket the page opened, and when its first frame came (``answered``)."""
+    sse_streams: list[str] = field(default_factory=list)
+    """The URL of each chat SSE stream the page opened (the panel's fallback)."""
+    socket_waits: list[float | None] = field(default_factory=list)
+    """With ``E2E_TIMING``: milliseconds from each chat WebSocket's creation in the page to its
+    opening (None: never opened), read by :meth:`collect_socket_waits`."""
 
     def _phase(self, name: str, start: float) -> float:
         now = time.monotonic()
@@ -133,12 +162,39 @@ class PanelPage:
         )
         self.page.on("pageerror", lambda e: self.console_errors.append(f"page error: {e}"))
         self.page.on("websocket", self._watch_socket)
+        self.page.on("request", self._watch_request)
+        if os.environ.get("E2E_TIMING"):
+            self.page.add_init_script(_SOCKET_WAITS)
+
+    def _watch_request(self, request: Any) -> None:
+        path = request.url.split("?")[0]
+        if "/aaep/v1/chats/" in path and path.endswith("/events"):
+            self.sse_streams.append(request.url)
+
+    def collect_socket_waits(self) -> None:
+        """Keep how long the page's chat sockets took to open (before it goes away)."""
+        if os.environ.get("E2E_TIMING") and not self.page.is_closed():
+            try:
+                waits = self.page.evaluate("() => window.__aaepSocketWaits || []")
+            except Exception as error:  # noqa: BLE001 - a page between two loads: timing only
+                print(f"no chat socket timing: {error}")
+                return
+            self.socket_waits += waits
 
     def _watch_socket(self, socket: Any) -> None:
         if "/aaep/v1/" not in socket.url:
             return
+        chat: dict[str, float | None] = {"answered": None}
+        if socket.url.split("?")[0].endswith("/ws"):
+            self.chat_sockets.append(chat)
         socket.on("framesent", lambda payload: self._frame(self.sent, payload))
-        socket.on("framereceived", lambda payload: self._frame(self.received, payload))
+
+        def received(payload: Any) -> None:
+            if chat["answered"] is None:  # the handshake's answer: the panel is on this socket
+                chat["answered"] = time.monotonic()
+            self._frame(self.received, payload)
+
+        socket.on("framereceived", received)
 
     @staticmethod
     def _frame(into: list[dict[str, Any]], payload: Any) -> None:
@@ -148,10 +204,14 @@ class PanelPage:
             pass
 
     # -- opening ---------------------------------------------------------------------------
-    def open_notebook(self) -> None:
-        """Load JupyterLab on the test's notebook (empty workspace, announcement log on)."""
+    def open_notebook(self, *, start_kernel: bool = True) -> None:
+        """Load JupyterLab on the test's notebook (empty workspace, announcement log on).
+        Without *start_kernel* the page starts the notebook's kernel itself, as it does for a
+        person (``LabServer.start_kernel`` says why the harness starts it first)."""
+        self.collect_socket_waits()  # of the page before a reload
         start = time.monotonic()
-        self.kernel_id = self.lab.start_kernel(self.notebook)  # boots while the page loads
+        if start_kernel:
+            self.kernel_id = self.lab.start_kernel(self.notebook)  # boots while the page loads
         start = self._phase("kernel start", start)
         self.page.goto(self.lab.lab_url(self.notebook, aaepDebug=""))
         start = self._phase("goto", start)
@@ -177,18 +237,31 @@ class PanelPage:
         as JupyterLab tidies the query away once loaded)."""
         self.open_notebook()
 
-    def open_panel(self) -> Locator:
+    def open_panel(self, *, on_socket: bool = True) -> Locator:
         """Open the panel with its shortcut and wait until its chat is connected and the
-        panel said where you are (so that announcement never lands in a test's recording)."""
+        panel said where you are (so that announcement never lands in a test's recording).
+
+        With *on_socket*, also until the chat's WebSocket answered, when the page opened one:
+        the panel carries the chat over SSE while its socket takes longer than a moment to
+        open (``SOCKET_HEAD_START_MS``) and moves to the socket at its first frame, and tests
+        read the socket's frames (``sent``, ``received``)."""
         said = "() => (window.__aaepAnnouncements || []).filter(a => a.text.startsWith('Agent panel')).length"
         start = time.monotonic()
         before = self.page.evaluate(said)
+        sockets = len(self.chat_sockets)
         self.page.keyboard.press("Control+Shift+Y")
         panel = self.page.locator(PANEL)
         panel.locator(COMPOSER).wait_for()
         start = self._phase("panel composer", start)
         panel.locator(".jp-AAEPPanel-connection.jp-mod-open").wait_for()
         start = self._phase("panel connected", start)
+        if on_socket and len(self.chat_sockets) > sockets:
+            socket = self.chat_sockets[-1]
+            deadline = time.monotonic() + TIMEOUT / 1000
+            while socket["answered"] is None:
+                assert time.monotonic() < deadline, "the chat's WebSocket never answered"
+                self.page.wait_for_timeout(20)
+            start = self._phase("panel socket", start)
         self.page.wait_for_function(f"n => ({said})() > n", arg=before)
         self._phase("panel announced", start)
         return panel
