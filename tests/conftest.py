@@ -109,7 +109,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     terminal = _CONFIG[0].pluginmanager.getplugin("terminalreporter")
     if terminal is not None:
         terminal.write_sep("-", f"failed once, run again: {report.nodeid} ({report.when})")
-        terminal.write_line(report.longreprtext[-6000:])
+        text = report.longreprtext
+        # The head holds the test's own frame, the tail the error; a page snapshot in between
+        # can be long.
+        terminal.write_line(text if len(text) <= 9000 else f"{text[:3000]}\n[…]\n{text[-6000:]}")
 
 
 class _ModuleCost:

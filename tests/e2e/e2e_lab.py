@@ -87,6 +87,27 @@ class LabServer:
         shutil.copyfile(DEMO_NOTEBOOK, self.root / name)
         return name
 
+    def cells_once_saved(
+        self, name: str, wanted: str, timeout: float = 15.0
+    ) -> list[tuple[str, str]]:
+        """The (id, source) of each cell in *name*'s file once a cell holds *wanted* (or after
+        *timeout*). Jupyter writes a notebook in place, so a read while JupyterLab saves can
+        find it empty or cut short: that is read again, not taken for the file."""
+        deadline = time.monotonic() + timeout
+        sources: list[tuple[str, str]] = []
+        while True:
+            try:
+                cells = json.loads((self.root / name).read_text())["cells"]
+            except (ValueError, KeyError):
+                cells = None  # mid-write
+            if cells is not None:
+                sources = [(str(c.get("id")), "".join(c.get("source", ""))) for c in cells]
+                if any(wanted in source for _, source in sources):
+                    return sources
+            if time.monotonic() > deadline:
+                return sources
+            time.sleep(0.2)
+
     def unused_name(self, stem: str) -> str:
         """``<stem>.ipynb``, or ``<stem>-2.ipynb`` and on when a run before (a failed try that CI
         runs again) left that file and its chat: a scenario always starts on an empty chat."""

@@ -129,14 +129,7 @@ def saved(ui: PanelPage, cells: Any, wanted: str) -> list[tuple[str, str]]:
     """Save with the keyboard; the cells in the file once it holds *wanted* (or after 15 s)."""
     cells.last.locator(".cm-content").click()
     ui.page.keyboard.press("Control+s")
-    path = ui.lab.root / ui.notebook
-    deadline = time.monotonic() + 15
-    while True:
-        on_disk = nbformat.read(str(path), as_version=4)
-        sources = [(str(c.get("id")), "".join(c.source)) for c in on_disk.cells]
-        if any(wanted in s for _, s in sources) or time.monotonic() > deadline:
-            return sources
-        time.sleep(0.2)
+    return ui.lab.cells_once_saved(ui.notebook, wanted)
 
 
 @contextmanager

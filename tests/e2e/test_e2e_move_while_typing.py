@@ -158,14 +158,7 @@ def run_scenario(ui: PanelPage) -> dict[str, Any]:
     # Saved with the keyboard, the file holds what the view shows.
     cells.last.locator(".cm-content").click()
     ui.page.keyboard.press("Control+s")
-    path = ui.lab.root / ui.notebook
-    deadline = time.monotonic() + 15
-    while True:
-        on_disk = nbformat.read(str(path), as_version=4)
-        sources = [(c.get("id"), "".join(c.source)) for c in on_disk.cells]
-        if TYPED in sources[-1][1] or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
+    sources = ui.lab.cells_once_saved(ui.notebook, TYPED)
     return {
         "texts": texts,
         "kept": kept,

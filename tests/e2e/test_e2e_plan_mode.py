@@ -157,7 +157,7 @@ def test_a_plan_in_the_notebook_view_shows_its_steps_and_runs_on_its_first_choic
     panel.locator(".jp-AAEPPanel-approvalMode select").select_option(label="Plan first")
     page = ui.page
     cells = page.locator(".jp-NotebookPanel .jp-Cell")
-    expect(page.get_by_text(re.compile(r"\| Idle$"))).to_be_visible(timeout=60_000)
+    ui.wait_kernel_idle()
     cells.last.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Escape")
     page.keyboard.press("b")
