@@ -12,7 +12,10 @@ update for the progress bar and detailed listeners. The events carry that as the
 - detailed: every one (never more often than one per ``min_gap``).
 
 :func:`heard` is that rule as code; the panel and the ``%aaep`` view follow it.
-Pure: the caller passes the clock.
+Pure: the caller passes the clock, at each tick and again once a beat's event went out
+(:meth:`ProgressPacer.sent`): the gap counts from when listeners got the last event, not
+from when it was due, so a server that stalls while one event goes out (a long garbage
+collection, a process descheduled on a loaded machine) cannot bring the next one closer.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ class ProgressPacer:
         self._last_emit = started_at
         self._last_announce = started_at
         self._last_reading: ProgressReading | None = None
+        self._last_announced = False
         self._milestone = 0
         self._stage = 0
 
@@ -80,6 +84,14 @@ class ProgressPacer:
             return self._emit(now, reading, elapsed, announce=False)
         return None
 
+    def sent(self, at: float) -> None:
+        """The last beat's event reached its listeners at *at* (after its tick's *now* when the
+        server was slow to make and deliver it): the next beat waits the gap from here."""
+        if at > self._last_emit:
+            self._last_emit = at
+            if self._last_announced:
+                self._last_announce = at
+
     def _emit(
         self,
         now: float,
@@ -89,7 +101,7 @@ class ProgressPacer:
         announce: bool,
         milestone: int | None = None,
     ) -> Beat:
-        self._last_emit, self._last_reading = now, reading
+        self._last_emit, self._last_reading, self._last_announced = now, reading, announce
         if announce:
             self._last_announce = now
         return Beat(reading, elapsed, announce, milestone)

@@ -166,6 +166,7 @@ class RunningCells:
                 beat = run.pacer.tick(now, run.tracker.reading)
                 if beat is not None and run.listener is not None:
                     run.listener(run, beat)
+                    run.pacer.sent(time.monotonic())  # the gap counts from delivery
             await asyncio.sleep(self.tick_seconds)
 
     async def close(self) -> None:

@@ -305,6 +305,7 @@ class LongRunNews:
                     beat = pacer.tick(now, run.tracker.reading)
                     if beat is not None:
                         self._beat(story, story.name, beat, run.tracker.reading)
+                        pacer.sent(time.monotonic())  # the gap counts from delivery
 
     def _person_ended(self, watched: _Watched, run: PersonRun) -> None:
         entry = watched.runs.pop(id(run), None)

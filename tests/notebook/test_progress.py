@@ -206,6 +206,26 @@ def test_fast_progress_is_held_to_the_gap_and_slow_runs_without_percent_tick_eac
     assert [round(t) for t, b in beats if b.announce] == [60, 120, 180, 240, 300]
 
 
+def test_the_gap_counts_from_when_the_event_went_out() -> None:
+    """A beat decided at 15 s whose event reached its listeners only at 27 s (the server
+    stalled meanwhile): the next waits 15 s from 27, not from 15 (a CI run at load 12 heard
+    two events 0.34 s apart for a 1-s gap when it counted from the tick)."""
+    pacer, reading_at = ProgressPacer(0.0, min_gap=15), linear(120)
+    assert pacer.tick(15, reading_at(15)) is not None
+    pacer.sent(27)
+    assert pacer.tick(30, reading_at(30)) is None and pacer.tick(41.75, reading_at(41.75)) is None
+    assert pacer.tick(42, reading_at(42)) is not None
+    pacer.sent(41)  # a clock reading before the tick's own changes nothing
+    assert pacer.tick(56.75, reading_at(56.75)) is None and pacer.tick(57, reading_at(57))
+    # The periodic announcement without a percent counts from when it was heard too.
+    pacer = ProgressPacer(0.0, announce_seconds=60, min_gap=15)
+    announced = [pacer.tick(t, None) for t in (15, 30, 45, 60)]
+    assert [b.announce for b in announced if b] == [False, False, False, True]
+    pacer.sent(70)
+    announced = [pacer.tick(t, None) for t in (85, 100, 120, 135)]
+    assert [b.announce for b in announced if b] == [False, False, False, True]  # 120 is too soon
+
+
 def test_words() -> None:
     assert duration_words(40) == "40 s"
     assert duration_words(130) == "2 min 10 s"
