@@ -159,7 +159,7 @@ class LabServer:
         }
         (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config, indent=1))
         # No build check: at every page load JupyterLab's own "is a rebuild needed?" request ran
-        # node, yarn and npm on the server (about 2 s of CPU), for a question these tests never
+        # node, yarn and npm on the server (about 0.6 s of CPU a load), for a question these tests never
         # ask. The build-status plugin stays on; it has nothing to report.
         page_config: dict[str, object] = {"buildCheck": False, "buildAvailable": False}
         if self.disabled_plugins:
