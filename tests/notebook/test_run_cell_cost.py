@@ -32,7 +32,7 @@ async def test_run_cell_opens_the_shared_notebook_once(
     real_open = documents.open
     opened: list[str] = []
 
-    async def counted(path: str):  # type: ignore[no-untyped-def]
+    async def counted(path: str) -> Any:
         opened.append(path)
         return await real_open(path)
 
