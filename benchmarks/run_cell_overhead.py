@@ -81,10 +81,11 @@ Where the time goes (differences of the marks' medians over the six runs at load
 WebSocket, SSE in brackets): the server has the reply 0.4-0.6 ms after its send (1.8-2.4: the
 POST's client, httpx in the panel's process, and the connection); ``tool.invoked`` 0.9-2.0
 later (2.0-3.7: the POST's authentication and handler); the executor starts 2.3-2.7 later
-(2.1-3.4: the tool opened the shared document three times, each a file check and a file-id
-SQLite lookup, now once (below), and finds the kernel through the session manager; it read
-every kernelspec from disk for a display name, about 0.6 ms, now kept per kernel in
-``notebook/_sessions.py``: 1.8-2.7 ms at loads 4.4-5.0); the output area is cleared in 0.5-0.6; the kernel's own run 9.5-11.8
+(2.1-3.4: the tool opened the shared document twice, each a file check and a file-id SQLite
+lookup, and the writer a third time to clear the output area: now one open for all three,
+below; and finds the kernel through the session manager; it read every kernelspec from disk for
+a display name, about 0.6 ms, now kept per kernel in ``notebook/_sessions.py``: 1.8-2.7 ms at
+loads 4.4-5.0); the output area is cleared in 0.5-0.6; the kernel's own run 9.5-11.8
 (10.1-13.0), as raw; outputs written and the result made in 0.2-0.4; published 0.6-1.0 later
 (0.6-1.6); arrived 0.9-2.8 after that (0.5-1.2). The agent adds 5.8-9.2 ms on the WebSocket,
 7.8-12.8 by POST. A profile (``--profile``) shows no function that dominates: socket writes,
