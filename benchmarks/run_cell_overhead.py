@@ -81,10 +81,11 @@ Where the time goes (differences of the marks' medians over the six runs at load
 WebSocket, SSE in brackets): the server has the reply 0.4-0.6 ms after its send (1.8-2.4: the
 POST's client, httpx in the panel's process, and the connection); ``tool.invoked`` 0.9-2.0
 later (2.0-3.7: the POST's authentication and handler); the executor starts 2.3-2.7 later
-(2.1-3.4: the tool opens the shared document twice, each a file check and a file-id SQLite
-lookup, and finds the kernel through the session manager; it read every kernelspec from disk
-for a display name, about 0.6 ms, now kept per kernel in ``notebook/_sessions.py``: 1.8-2.7 ms
-at loads 4.4-5.0); the output area is cleared in 0.5-0.6; the kernel's own run 9.5-11.8
+(2.1-3.4: the tool opened the shared document twice, each a file check and a file-id SQLite
+lookup, and the writer a third time to clear the output area: now one open for all three,
+below; and finds the kernel through the session manager; it read every kernelspec from disk for
+a display name, about 0.6 ms, now kept per kernel in ``notebook/_sessions.py``: 1.8-2.7 ms at
+loads 4.4-5.0); the output area is cleared in 0.5-0.6; the kernel's own run 9.5-11.8
 (10.1-13.0), as raw; outputs written and the result made in 0.2-0.4; published 0.6-1.0 later
 (0.6-1.6); arrived 0.9-2.8 after that (0.5-1.2). The agent adds 5.8-9.2 ms on the WebSocket,
 7.8-12.8 by POST. A profile (``--profile``) shows no function that dominates: socket writes,
@@ -92,8 +93,34 @@ event serialisation, and each of the kernel's messages decoded three times in th
 (jupyter_server's activity watcher, ``notebook/kernel_watch.py`` and the executor's client).
 The POST's extra over a socket frame is jupyter_server's and tornado's (authentication, the
 response's headers and write before the agent's task runs; ours is a fraction of a
-millisecond). Levers left: one document open per run instead of two, one decoding of each
-kernel message shared by our two readers.
+millisecond).
+
+One open, two decodings (2026-11-29). A profile of 20 rounds (cProfile, load 12.6) counted,
+per round, 3.15 opens of the shared document (``notebook/documents.py``'s ``open``: the tool's
+check of the cell, ``NotebookService.start_cell``, and the cell writer clearing the outputs)
+and 3.2 SQLite statements of the file-id service; and the kernel watch decoded 3.1 IOPub
+messages in full, all the agent's own, which it ignores. Now run_cell hands its notebook to
+``start_cell``, which hands it to the writer (``tests/notebook/test_run_cell_cost.py`` counts
+one open a run), and the watch reads a message's header and parent header alone unless it
+acts on it (a person's run, a shutdown): after, 1.1 opens, 1.25 SQLite statements and 0.5
+full decodes by the watch a round (those of the baseline's runs, a person's to it). What that
+saves is small: an open took 0.17 ms (median of 106 timed in a run at load 15.6; 0.04 in a
+loop of 400), a full decode 68-75 us of CPU against 7 for the two headers; about 0.3-0.6 ms a
+run, below what these loaded runs can resolve. Each of the agent's kernel messages is still
+decoded twice: by jupyter_server's activity watcher (its own tracking, left alone) and by the
+executor's client (jupyter_client's ``deserialize``, which also parses the dates in both
+headers, never read by us). One reader for the executor and the watch would save only the
+watch's receive and header parse of each message now, and route the executor's IOPub through
+the watch. The rest of the agent's share (the same profile, under load, so only the order is
+meaningful): publishing each event (``aaep/session.py``'s ``emit``: serialising it, writing
+it to both streams, storing it in the chat store) and the executor's IOPub pump. (The
+profile's window also holds the start of the agent's next model request, after the mark.)
+Measured before and after this change, three runs each alternating (before, after, ...),
+arrival against raw, WebSocket / SSE (load): before 1.67 / 1.89 (10.0), 2.26 / 2.59 (10.2),
+2.06 / 2.03 (9.8); after 2.03 / 1.90 (9.4), 1.66 / 2.04 (10.7), 1.42 / 1.60 (10.0). Raw 10.2-22.8
+ms in these runs: at loads of ten on two cores the spread between runs (the agent's added
+12-21 ms before, 6-24 after) is some fifty times the saving, so these runs neither show it
+nor rule it out; the counts above are what pins it.
 """
 
 from __future__ import annotations

@@ -68,15 +68,25 @@ class LiveCellWriter:
     save_seconds = 10.0
     """While the run keeps changing the cell, the notebook is saved this often."""
 
-    def __init__(self, documents: NotebookDocuments, path: str, cell_id: str) -> None:
+    def __init__(
+        self,
+        documents: NotebookDocuments,
+        path: str,
+        cell_id: str,
+        *,
+        document: YNotebook | None = None,
+    ) -> None:
         self._documents = documents
         self._path = path
         self.cell_id = cell_id
         self.model = CellOutputs()
         self._cleared: list[dict[str, Any]] = []
         """Outputs of this run someone cleared from the cell: still the run's, never shown again."""
-        self._doc: YNotebook | None = None
-        self._fetched = 0.0
+        # *document*: the shared notebook the caller has just opened. Kept as if this writer had
+        # fetched it now (re-fetched after ``refresh_seconds`` like any other), so a short run
+        # does not open the room a second time to clear its cell.
+        self._doc: YNotebook | None = document
+        self._fetched = _now() if document is not None else 0.0
         self._index: int | None = None
         self._resync = False
         self._written = 0

@@ -244,6 +244,7 @@ class NotebookService:
         limit: float | None,
         turn_timeout: float | None,
         on_progress: ProgressCallback | None = None,
+        notebook: LiveNotebook | None = None,
     ) -> RunningCell:
         """Start running *source* (the approved text of *cell_id*); returns once the kernel
         started it, or once the run ended before that (``KernelBusy`` and the like are then
@@ -252,11 +253,17 @@ class NotebookService:
         *limit* interrupts the code after that many seconds (``None``: never);
         *turn_timeout* gives up (nothing runs) if the kernel stays busy that long with another
         cell. Cancelling the caller while it waits here cancels the run (interrupting it).
+
+        *notebook*: the live notebook at *path* the caller opened in the same step, with no
+        ``await`` since (``run_cell`` checked the cell in it): used instead of opening it again,
+        here and by the cell's writer (each open is a file check and a file-id lookup).
         """
-        notebook = await self.open(path)
+        if notebook is None:
+            notebook = await self.open(path)
         number = notebook.index_of(cell_id) + 1
+        document = notebook.ynotebook
         kernel = await self.ensure_kernel(path, notebook)
-        writer = LiveCellWriter(self.documents, notebook.path, cell_id)
+        writer = LiveCellWriter(self.documents, notebook.path, cell_id, document=document)
         tracker = ProgressTracker()
         started = asyncio.Event()
 

@@ -59,8 +59,12 @@ async def _start(
     number: int,
     limit: float | None,
     window: float,
+    notebook: LiveNotebook | None = None,
 ) -> RunningCell:
-    """Start the run; gives up (nothing runs) if the kernel stays busy beyond the window."""
+    """Start the run; gives up (nothing runs) if the kernel stays busy beyond the window.
+
+    *notebook*: the live notebook just opened to check the cell, with no ``await`` since
+    (saves opening it again); ``None`` opens it afresh (a later cell of ``run_all_cells``)."""
     turn = max(1.0, min(window, limit) if limit is not None else window)
     try:
         run = await service.start_cell(
@@ -70,6 +74,7 @@ async def _start(
             limit=limit,
             turn_timeout=turn,
             on_progress=_waiting(ctx, f"Cell {number}"),
+            notebook=notebook,
         )
     except (ExecutionTimeout, KernelBusy, KernelDied) as error:
         raise type(error)(f"Cell {number} (id {cell_id}): {error}") from None
@@ -142,7 +147,7 @@ async def run_cell(
         )
     window = service.run_cell_wait_seconds
     running = await _start(
-        ctx, service, path, cell_id, source, number, _limit(timeout_seconds), window
+        ctx, service, path, cell_id, source, number, _limit(timeout_seconds), window, nb
     )
     # The window counts from when the kernel started the code (not the kernel's own start-up).
     run = await wait_on(ctx, running, window - running.elapsed())
