@@ -2,7 +2,9 @@
 
 - axe-core, scoped to the panel and its live regions, in the idle, streaming, clarification,
   confirmation, error and nothing-to-undo states, in the light, the dark and the dark high-contrast
-  theme: zero violations.
+  theme: zero violations. One page and one session: at each state the theme is switched live
+  (as in Settings) and each theme audited (``e2e_sweep.Sweep``, which names the theme and state
+  of every violation).
 - Everything written to the live regions during a scripted session, recorded by a
   MutationObserver installed before the session: what is said, how often (the panel is set
   to 2 polite announcements a second here) and never a partial sentence of the answer.
@@ -31,7 +33,8 @@ from e2e_model import (
     TOUR_QUESTION,
     TOUR_STREAM,
 )
-from e2e_page import COMPOSER, OUTPUT, PanelPage
+from e2e_page import COMPOSER, OUTPUT, THEMES, PanelPage
+from e2e_sweep import Sweep
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
@@ -55,71 +58,68 @@ def save(name: str, data: Any) -> None:
 # -- axe-core ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("theme", ["light", "dark", "high-contrast"])
-def test_axe_finds_nothing_in_any_state(ui: PanelPage, fake_model: Any, theme: str) -> None:
+STATES = ("idle", "streaming", "clarification", "confirmation", "error", "nothing-to-undo")
+
+
+def test_axe_finds_nothing_in_any_state_and_theme(ui: PanelPage, fake_model: Any) -> None:
+    """One tour of the states; at each, every theme is switched to live and audited."""
     ui.open_notebook()
-    results: dict[str, list[dict[str, Any]]] = {}
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {theme: {} for theme in THEMES}
     try:
-        ui.set_theme(theme)
-        panel = ui.open_panel()
+        with Sweep(ui) as sweep:
+            panel = ui.open_panel()
 
-        def audit(state: str) -> None:
-            results[state] = ui.axe()
-            ui.screenshot(f"a11y-{theme}-{state}")
+            def audit(state: str) -> None:
+                for theme in sweep.themes_at(state):
+                    with sweep.check(theme, state):
+                        found = results[theme][state] = ui.axe()
+                        ui.screenshot(f"a11y-{theme}-{state}")
+                        assert not found, json.dumps(found, indent=1)
 
-        audit("idle")
-        ui.ask("Give me the tour of your states.")
-        streaming = panel.locator(".jp-AAEPMessage-agent.jp-mod-streaming")
-        expect(streaming).to_contain_text(TOUR_STREAM.split(".")[0])
-        audit("streaming")
-        fake_model.release()
+            audit("idle")
+            ui.ask("Give me the tour of your states.")
+            streaming = panel.locator(".jp-AAEPMessage-agent.jp-mod-streaming")
+            expect(streaming).to_contain_text(TOUR_STREAM.split(".")[0])
+            audit("streaming")
+            fake_model.release()
 
-        question = panel.locator(".jp-AAEPCard-clarification").last
-        expect(question).to_contain_text(TOUR_QUESTION)
-        expect(question).to_have_class(re.compile("jp-mod-pending"))
-        audit("clarification")
-        ui.page.keyboard.press("Control+Shift+A")
-        ui.wait_focus("[data-request-id]")
-        ui.tab_until(lambda f: f.get("name") == "Celsius")
-        ui.page.keyboard.press("Enter")
-        expect(question.locator(".jp-AAEPCard-outcome")).to_have_text("You answered: Celsius")
+            question = panel.locator(".jp-AAEPCard-clarification").last
+            expect(question).to_contain_text(TOUR_QUESTION)
+            expect(question).to_have_class(re.compile("jp-mod-pending"))
+            audit("clarification")
+            ui.page.keyboard.press("Control+Shift+A")
+            ui.wait_focus("[data-request-id]")
+            ui.tab_until(lambda f: f.get("name") == "Celsius")
+            ui.page.keyboard.press("Enter")
+            expect(question.locator(".jp-AAEPCard-outcome")).to_have_text("You answered: Celsius")
 
-        expect(panel.locator(".jp-AAEPMessage-agent").last).to_contain_text(TOUR_AFTER_ANSWER)
-        card = panel.locator(".jp-AAEPCard-confirmation").last
-        expect(card).to_have_class(re.compile("jp-mod-pending"))
-        audit("confirmation")
-        ui.page.keyboard.press("Control+Shift+A")
-        ui.wait_focus("[data-request-id]")
-        ui.page.keyboard.press("Control+Shift+Backspace")
-        expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You rejected this.")
+            expect(panel.locator(".jp-AAEPMessage-agent").last).to_contain_text(TOUR_AFTER_ANSWER)
+            card = panel.locator(".jp-AAEPCard-confirmation").last
+            expect(card).to_have_class(re.compile("jp-mod-pending"))
+            audit("confirmation")
+            ui.page.keyboard.press("Control+Shift+A")
+            ui.wait_focus("[data-request-id]")
+            ui.page.keyboard.press("Control+Shift+Backspace")
+            expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You rejected this.")
 
-        expect(panel.locator(".jp-AAEPNotice.jp-mod-errored")).to_be_visible()
-        audit("error")
+            expect(panel.locator(".jp-AAEPNotice.jp-mod-errored")).to_be_visible()
+            audit("error")
 
-        # The tour changed nothing in the notebook, so the server lists nothing to undo
-        # (``undoable_sessions``): Undo is offered as unavailable and, pressed from the
-        # keyboard, says so.
-        ui.focus_composer()
-        ui.record_live_regions()
-        ui.tab_until(lambda f: f.get("name") == "Undo agent changes", backwards=True)
-        expect(panel.locator(".jp-AAEPPanel-undo")).to_have_attribute("aria-disabled", "true")
-        ui.page.keyboard.press("Enter")
-        ui.wait_announced("There are no agent changes to undo in this chat.")
-        audit("nothing-to-undo")
+            # The tour changed nothing in the notebook, so the server lists nothing to undo
+            # (``undoable_sessions``): Undo is offered as unavailable and, pressed from the
+            # keyboard, says so.
+            ui.focus_composer()
+            ui.record_live_regions()
+            ui.tab_until(lambda f: f.get("name") == "Undo agent changes", backwards=True)
+            expect(panel.locator(".jp-AAEPPanel-undo")).to_have_attribute("aria-disabled", "true")
+            ui.page.keyboard.press("Enter")
+            ui.wait_announced("There are no agent changes to undo in this chat.")
+            audit("nothing-to-undo")
     finally:
-        save(f"axe-{theme}.json", results)
-        if theme != "light":
-            ui.set_theme("light")  # the theme is a user setting of the shared server
-    found = {state: violations for state, violations in results.items() if violations}
-    assert set(results) == {
-        "idle",
-        "streaming",
-        "clarification",
-        "confirmation",
-        "error",
-        "nothing-to-undo",
-    }
-    assert not found, json.dumps(found, indent=1)
+        for theme, audited in results.items():
+            save(f"axe-{theme}.json", audited)
+    missing = {theme: set(STATES) - set(audited) for theme, audited in results.items()}
+    assert not any(missing.values()), f"not audited: {missing}"
 
 
 # -- live regions ---------------------------------------------------------------------------------

@@ -6,8 +6,9 @@ transcript has at least 60 % of the panel's height, no transcript item is clippe
 panel's edge (anything wider scrolls sideways in a named, focusable region), the controls are
 a toolbar of labelled icon buttons with the settings folded away, and axe finds nothing — at
 1280×720, 1400×900 and in a 250-pixel-wide sidebar, in the light, dark and high-contrast
-themes and with the system's forced colours. Screenshots:
-``test-output/e2e/layout-<layout>-<theme>.png``.
+themes and with the system's forced colours. One page: it is resized to each layout in turn
+and each theme is switched to live there (``e2e_sweep``); a failure names its layout and
+theme. Screenshots: ``test-output/e2e/layout-<layout>-<theme>.png``.
 
 An indented 12-line cell waiting for approval in the 250-pixel panel (issue 26): every line
 starts at its own indentation, a wrapped line's rest hangs inside its line (never left of its
@@ -24,9 +25,11 @@ import re
 from typing import Any
 
 import pytest
+from e2e_layout_measures import CODE_LAYOUT, MEASURE, SET_SIDEBAR_WIDTH, UNCUT
 from e2e_model import _turn
-from e2e_page import OUTPUT, PanelPage
-from playwright.sync_api import expect
+from e2e_page import OUTPUT, THEMES, PanelPage
+from e2e_sweep import FORCED_COLORS, Sweep
+from playwright.sync_api import Locator, expect
 
 from jupyter_aaep.testing.demo_model import result_text
 from jupyter_aaep.testing.fake_anthropic import ToolUse
@@ -51,80 +54,7 @@ LAYOUTS = {
     "sidebar-250": (1280, 720, 250),
 }
 
-SET_SIDEBAR_WIDTH = """target => {
-    // The right sidebar's share of JupyterLab's main split panel, so the panel is `target` wide.
-    const split = window.jupyterapp.shell._hsplitPanel;
-    const sizes = split.relativeSizes();
-    const right = target / split.node.clientWidth;
-    const rest = sizes[0] + sizes[1];
-    split.setRelativeSizes([sizes[0] / rest * (1 - right), sizes[1] / rest * (1 - right), right]);
-}"""
-
-MEASURE = """() => {
-    const panel = document.querySelector('.jp-AAEPPanel');
-    const transcript = panel.querySelector('.jp-AAEPPanel-transcript');
-    const box = el => el.getBoundingClientRect();
-    const inView = el => { const r = box(el); return r.top >= 0 && r.bottom <= window.innerHeight
-                                                 && r.left >= 0 && r.right <= window.innerWidth; };
-    const inTranscript = el => { const r = box(el), t = box(transcript);
-                                 return r.top >= t.top - 1 && r.bottom <= t.bottom + 1; };
-    const card = panel.querySelector('.jp-AAEPCard.jp-mod-pending');
-    const buttons = [...card.querySelectorAll('.jp-AAEPCard-actions button')];
-    const sideways = el => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
-    const clipped = [...transcript.querySelectorAll('.jp-AAEPPanel-entry, .jp-AAEPPanel-entry *')]
-        .filter(el => !sideways(el))
-        // Text only screen readers get (visually hidden by design, 1 px wide) is not clipped text.
-        .filter(el => !el.closest('.jp-sr-only'))
-        .filter(el => el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0)
-        .map(el => `${el.className || el.tagName}: ${el.scrollWidth} > ${el.clientWidth}`);
-    // Blocks that scroll sideways must be named, focusable regions (keyboard users scroll them).
-    const regions = [...transcript.querySelectorAll('*')]
-        .filter(el => sideways(el) && el.scrollWidth > el.clientWidth + 1)
-        .map(el => ({ kind: el.tagName.toLowerCase(), className: String(el.className),
-                      role: el.getAttribute('role'), name: el.getAttribute('aria-label'),
-                      tabindex: el.getAttribute('tabindex') }));
-    const footer = panel.querySelector('.jp-AAEPPanel-footer');
-    // Stuck to the transcript's visible bottom, the answer bar leaves no strip of code under it.
-    const actions = card.querySelector('.jp-AAEPCard-actions');
-    const seenBottom = box(transcript).top + transcript.clientTop + transcript.clientHeight;
-    const stuck = box(card).bottom > seenBottom + 1;
-    return {
-        stripUnderBar: stuck ? Math.round(seenBottom - box(actions).bottom) : 0,
-        composerInView: inView(panel.querySelector('.jp-AAEPComposer-input')),
-        panelWidth: box(panel).width,
-        panelHeight: box(panel).height,
-        transcriptHeight: box(transcript).height,
-        footerHeight: box(footer).height,
-        buttons: buttons.map(b => ({ name: b.textContent.trim(), inView: inView(b), inTranscript: inTranscript(b) })),
-        focusedCard: document.activeElement === card,
-        clipped,
-        regions,
-        nativeSelects: panel.querySelectorAll('select:not(.jp-HTMLSelect select)').length,
-    };
-}"""
-
-THEMES = ("light", "dark", "high-contrast", "forced-colors")
-
-UNCUT = """panel => {
-    // The title on one line, the header's buttons inside the panel, the placeholder whole.
-    const title = panel.querySelector('.jp-AAEPPanel-title');
-    const header = panel.querySelector('.jp-AAEPPanel-header').getBoundingClientRect();
-    const size = parseFloat(getComputedStyle(title).fontSize);
-    const box = panel.querySelector('.jp-AAEPComposer-input');
-    const style = getComputedStyle(box);
-    const pen = document.createElement('canvas').getContext('2d');
-    pen.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
-    const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-    return {
-        titleLines: Math.round(title.getBoundingClientRect().height / (size * 1.25)),
-        // The chat buttons share the title's line (a second line would cost the transcript).
-        buttonRows: new Set([...panel.querySelectorAll('.jp-AAEPChats-buttons > button')]
-            .map(b => Math.round(b.getBoundingClientRect().top))).size,
-        buttonsOut: [...panel.querySelectorAll('.jp-AAEPPanel-header button')]
-            .filter(b => b.getBoundingClientRect().right > header.right + 1).map(b => b.textContent),
-        placeholderFits: pen.measureText(box.placeholder).width <= room,
-    };
-}"""
+LAYOUT_THEMES = (*THEMES, FORCED_COLORS)
 
 
 def _check_toolbar(ui: PanelPage) -> None:
@@ -167,92 +97,129 @@ def _check_toolbar(ui: PanelPage) -> None:
     expect(panel.locator(".jp-AAEPComposer-hint")).to_be_hidden()
 
 
-@pytest.mark.parametrize("layout", list(LAYOUTS), ids=list(LAYOUTS))
-def test_layout_with_an_18_line_approval(ui: PanelPage, model: Any, layout: str) -> None:
-    _, scripted = model
-    scripted.scenarios["wide table"] = lambda results: _turn(WIDE_ANSWER)
+def _use_layout(ui: PanelPage, layout: str, opened_width: float) -> None:
+    """Resize the page to *layout*, as a person resizes the window, and the sidebar to the
+    layout's width, or else to the width the panel opened at (it opens 250 px wide, whatever
+    the window's size; a resized window would keep it so)."""
     width, height, sidebar = LAYOUTS[layout]
     ui.page.set_viewport_size({"width": width, "height": height})
-    ui.open_notebook()
-    panel = ui.open_panel()
-    if sidebar:
-        ui.page.evaluate(SET_SIDEBAR_WIDTH, sidebar)
-        ui.page.wait_for_timeout(300)
-        panel_width = panel.evaluate("el => el.getBoundingClientRect().width")
-        assert sidebar - 12 <= panel_width <= sidebar + 12, panel_width
-    _check_toolbar(ui)
+    target = sidebar or opened_width
+    ui.page.evaluate(SET_SIDEBAR_WIDTH, target)
+    ui.page.wait_for_timeout(300)
+    panel_width = ui.panel.evaluate("el => el.getBoundingClientRect().width")
+    assert target - 12 <= panel_width <= target + 12, (layout, panel_width)
 
-    ui.ask("Show me a wide table of the temperatures.")
-    expect(panel.locator(".jp-AAEPPanel-transcript table")).to_have_count(1, timeout=60_000)
-    expect(panel.locator(".jp-AAEPPanel-transcript .jp-AAEPTable-scroll")).to_have_count(1)
-    # The first request has ended (its closing notice) before the next one is sent.
-    expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_have_count(
-        1, timeout=60_000
-    )  # own chat
-    expect(panel.locator(".jp-AAEPPanel-runState.jp-mod-idle")).to_have_count(1, timeout=60_000)
+
+def _ask_for_the_18_lines(ui: PanelPage) -> Locator:
     ui.ask("Summarise the temperatures in eighteen lines of code and run them.")
-    card = panel.locator(".jp-AAEPCard-confirmation").last
+    card = ui.panel.locator(".jp-AAEPCard-confirmation").last
     expect(card).to_have_class(re.compile("jp-mod-pending"), timeout=60_000)
     expect(card.locator("pre")).to_contain_text("stat_16")
     # The code to approve wraps at spaces and is no Tab stop: identifiers stay whole.
     assert card.locator("pre").get_attribute("tabindex") is None
     assert "stat_16" in card.locator("pre").inner_text()
+    return card
 
-    report: dict[str, Any] = {}
-    for theme in THEMES:
-        if theme == "forced-colors":
-            ui.set_theme("light")
-            ui.page.emulate_media(forced_colors="active")
-        else:
-            ui.set_theme(theme)
-        # From the message box (where a person is), as the shortcut is used.
-        ui.page.keyboard.press("Control+Shift+O")
-        ui.page.keyboard.press("Control+Shift+A")
-        ui.wait_focus("[data-request-id]")
-        ui.page.wait_for_timeout(200)
-        measured = ui.page.evaluate(MEASURE)
-        report[theme] = measured
-        ui.screenshot(f"layout-{layout}-{theme}")
-        names = [b["name"] for b in measured["buttons"]]
-        assert any(n.startswith("Approve") for n in names) and any(
-            n.startswith("Reject") for n in names
-        ), names
-        assert all(b["inView"] and b["inTranscript"] for b in measured["buttons"]), json.dumps(
-            measured, indent=1
-        )
-        assert measured["focusedCard"], "the card has the focus"
-        assert measured["stripUnderBar"] <= 0, measured["stripUnderBar"]
-        assert measured["composerInView"], "the message box is on screen"
-        assert measured["transcriptHeight"] >= 0.6 * measured["panelHeight"], json.dumps(
-            measured, indent=1
-        )
-        assert measured["clipped"] == [], measured["clipped"]
-        unnamed = [
-            r
-            for r in measured["regions"]
-            if not (r["role"] == "group" and r["name"] and r["tabindex"] == "0")
-        ]
-        assert unnamed == [], measured["regions"]
-        assert measured["nativeSelects"] == 0
-        violations = ui.axe()
-        assert violations == [], json.dumps(violations, indent=2)
-    ui.page.emulate_media(forced_colors="none")
 
-    # The wide table and code scroll sideways; a keyboard user scrolls them with the arrows.
-    regions = report["light"]["regions"]
-    if sidebar:
-        kinds = {r["className"].split()[-1] if r["kind"] == "div" else r["kind"] for r in regions}
-        assert {"jp-AAEPTable-scroll", "pre"} <= kinds, regions
-        code = panel.get_by_role("group", name="Code, scrolls sideways").first
-        code.focus()
-        ui.page.keyboard.press("ArrowRight")
-        ui.page.keyboard.press("ArrowRight")
-        ui.page.wait_for_function(
-            "el => el.scrollLeft > 0", arg=code.element_handle(), timeout=5_000
-        )
-        panel.locator(".jp-AAEPPanel-transcript table").scroll_into_view_if_needed()
-        ui.screenshot(f"layout-{layout}-wide-answer-scrolled")
-    print(json.dumps({layout: report}))
+def _check_the_card(ui: PanelPage) -> dict[str, Any]:
+    """From the message box (where a person is), go to the request with its shortcut and
+    measure: Approve and Reject in view, the transcript's share, nothing clipped; axe."""
+    ui.page.keyboard.press("Control+Shift+O")
+    ui.page.keyboard.press("Control+Shift+A")
+    ui.wait_focus("[data-request-id]")
+    ui.page.wait_for_timeout(200)
+    measured: dict[str, Any] = ui.page.evaluate(MEASURE)
+    names = [b["name"] for b in measured["buttons"]]
+    assert any(n.startswith("Approve") for n in names) and any(
+        n.startswith("Reject") for n in names
+    ), names
+    assert all(b["inView"] and b["inTranscript"] for b in measured["buttons"]), json.dumps(
+        measured, indent=1
+    )
+    assert measured["focusedCard"], "the card has the focus"
+    assert measured["stripUnderBar"] <= 0, measured["stripUnderBar"]
+    assert measured["composerInView"], "the message box is on screen"
+    assert measured["transcriptHeight"] >= 0.6 * measured["panelHeight"], json.dumps(
+        measured, indent=1
+    )
+    assert measured["clipped"] == [], measured["clipped"]
+    unnamed = [
+        r
+        for r in measured["regions"]
+        if not (r["role"] == "group" and r["name"] and r["tabindex"] == "0")
+    ]
+    assert unnamed == [], measured["regions"]
+    assert measured["nativeSelects"] == 0
+    violations = ui.axe()
+    assert violations == [], json.dumps(violations, indent=2)
+    return measured
+
+
+def _scrolls_sideways(ui: PanelPage, regions: list[dict[str, Any]], layout: str) -> None:
+    """The wide table and code scroll sideways; a keyboard user scrolls them with the arrows."""
+    kinds = {r["className"].split()[-1] if r["kind"] == "div" else r["kind"] for r in regions}
+    assert {"jp-AAEPTable-scroll", "pre"} <= kinds, regions
+    code = ui.panel.get_by_role("group", name="Code, scrolls sideways").first
+    code.focus()
+    ui.page.keyboard.press("ArrowRight")
+    ui.page.keyboard.press("ArrowRight")
+    ui.page.wait_for_function("el => el.scrollLeft > 0", arg=code.element_handle(), timeout=5_000)
+    ui.panel.locator(".jp-AAEPPanel-transcript table").scroll_into_view_if_needed()
+    ui.screenshot(f"layout-{layout}-wide-answer-scrolled")
+
+
+def test_layout_with_an_18_line_approval_in_each_size_and_theme(ui: PanelPage, model: Any) -> None:
+    """One page, resized to each layout in turn. In each: the toolbar (idle, light), then a
+    fresh 18-line approval measured in each theme, switched live; rejected before the next
+    layout, so each layout meets a card that arrived in it, in time (a card waits 90 s)."""
+    _, scripted = model
+    scripted.scenarios["wide table"] = lambda results: _turn(WIDE_ANSWER)
+    names = list(LAYOUTS)
+    first, last = names[0], names[-1]
+    width, height, _ = LAYOUTS[first]
+    ui.page.set_viewport_size({"width": width, "height": height})
+    ui.open_notebook()
+    panel = ui.open_panel()
+    opened_width = panel.evaluate("el => el.getBoundingClientRect().width")
+    report: dict[str, dict[str, Any]] = {}
+    with Sweep(ui, LAYOUT_THEMES) as sweep:
+        for layout in LAYOUTS:
+            sweep.switch("light")
+            _use_layout(ui, layout, opened_width)
+            with sweep.check(layout, "idle", "the toolbar"):
+                _check_toolbar(ui)
+            if layout == first:
+                ui.ask("Show me a wide table of the temperatures.")
+                expect(panel.locator(".jp-AAEPPanel-transcript table")).to_have_count(
+                    1, timeout=60_000
+                )
+                expect(
+                    panel.locator(".jp-AAEPPanel-transcript .jp-AAEPTable-scroll")
+                ).to_have_count(1)
+                expect(panel.locator(".jp-AAEPNotice.jp-mod-completed")).to_have_count(
+                    1, timeout=60_000
+                )  # own chat
+            # The request before has ended (its closing notice) before the next one is sent.
+            expect(panel.locator(".jp-AAEPPanel-runState.jp-mod-idle")).to_have_count(
+                1, timeout=60_000
+            )
+            card = _ask_for_the_18_lines(ui)
+            report[layout] = {}
+            for theme in sweep.themes_at(layout, keep_focus=False):  # each goes to the card
+                with sweep.check(layout, theme, "an 18-line approval"):
+                    report[layout][theme] = _check_the_card(ui)
+                    ui.screenshot(f"layout-{layout}-{theme}")
+            sweep.switch("light")
+            if LAYOUTS[layout][2] and "light" in report[layout]:
+                with sweep.check(layout, "light", "scrolling sideways"):
+                    _scrolls_sideways(ui, report[layout]["light"]["regions"], layout)
+            if layout != last:
+                ui.page.keyboard.press("Control+Shift+O")
+                ui.page.keyboard.press("Control+Shift+A")
+                ui.wait_focus("[data-request-id]")
+                ui.page.keyboard.press("Control+Shift+Backspace")
+                expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You rejected this.")
+    print(json.dumps(report))
 
 
 INDENTED_CODE = """import matplotlib.pyplot as plt
@@ -277,56 +244,6 @@ def indented_cell(results: list[dict[str, Any]]) -> Any:
     if created:
         return _turn("", ToolUse("run_cell", {"cell_id": created.group(1)}))
     return _turn("Done with the chart.")
-
-
-CODE_LAYOUT = """card => {
-    // Per line of the code: where its first non-space character is, relative to the left of
-    // an unindented line's first character, in character widths; whether any part of it is
-    // left of that (a wrapped rest seen outside its block), how many rows it takes, where its
-    // wrapped rows start, and the identifiers split across two rows.
-    const lines = [...card.querySelectorAll('.jp-AAEPCard-codeLine')];
-    const chars = line => {  // each character of the line with its box (text nodes in order)
-        const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
-        const out = [];
-        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-            for (let i = 0; i < node.textContent.length; i++) {
-                const range = document.createRange();
-                range.setStart(node, i);
-                range.setEnd(node, i + 1);
-                out.push({ char: node.textContent[i], box: range.getBoundingClientRect() });
-            }
-        }
-        return out;
-    };
-    const firstBox = chars(lines[0])[0].box;
-    const ch = firstBox.width, origin = firstBox.left;
-    const column = box => (box.left - origin) / ch;
-    return {
-        ch,
-        text: card.querySelector('pre').innerText,
-        number: getComputedStyle(lines[0], '::before').content,
-        lines: lines.map(line => {
-            const all = chars(line);
-            const text = all.map(c => c.char).join('');
-            const indent = text.length - text.trimStart().length;
-            const code = all.slice(indent).filter(c => c.char !== ' ');
-            if (!code.length) { return { text, indent, rows: 1, broken: [], wrappedAt: [] }; }
-            const tops = [...new Set(code.map(c => Math.round(c.box.top)))];
-            const broken = [...text.matchAll(/[A-Za-z_][A-Za-z0-9_]*/g)]
-                .filter(m => new Set(all.slice(m.index, m.index + m[0].length)
-                    .map(c => Math.round(c.box.top))).size > 1)
-                .map(m => m[0]);
-            return {
-                text, indent, rows: tops.length, broken,
-                column: column(code[0].box),
-                leftmost: Math.min(...code.map(c => column(c.box))),
-                rightmost: Math.max(...code.map(c => column(c.box) + 1)),
-                wrappedAt: tops.slice(1).map(top => Math.min(...code
-                    .filter(c => Math.round(c.box.top) === top).map(c => column(c.box)))),
-            };
-        }),
-    };
-}"""
 
 
 def test_an_indented_cell_keeps_its_lines_in_a_250_pixel_panel(ui: PanelPage, model: Any) -> None:

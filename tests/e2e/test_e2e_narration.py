@@ -5,10 +5,11 @@
   the steps before the question, no ids, no tool names, no kernel spec names, nothing said
   twice in a row, the cell's output said, "Done." once. The log is written to
   ``test-output/e2e/narration-announcements.txt`` to be read as one text.
-- Keyboard only, in the light, dark and high-contrast themes: open the panel (the focus goes
-  to the message box and the panel says where you are), ask, go to the request, hear the code
-  (the card's name and description), Tab to Approve (the next stop), Enter, hear the cell's
-  result and its whole output, with axe-core 0 violations in every state.
+- Keyboard only: open the panel (the focus goes to the message box and the panel says where
+  you are), ask, go to the request, hear the code (the card's name and description), Tab to
+  Approve (the next stop), Enter, hear the cell's result and its whole output, with axe-core 0
+  violations in every state in the light, dark and high-contrast themes (switched live at each
+  state, ``e2e_sweep``; the focus stays put).
 - Every command answers when it has nothing to do.
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 from e2e_model import FAHRENHEIT_CODE, FAHRENHEIT_OUTPUT, FINAL_ANSWER, INTRO
 from e2e_page import COMPOSER, OUTPUT, PanelPage
+from e2e_sweep import Sweep
 from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
@@ -210,25 +212,35 @@ def test_a_session_is_narrated_by_the_rules(ui: PanelPage) -> None:
     assert ui.axe() == []
 
 
-@pytest.mark.parametrize("theme", ["light", "dark", "high-contrast"])
-def test_keyboard_only(ui: PanelPage, theme: str) -> None:
-    """Open the panel, ask, hear the code to approve, approve it, hear the result."""
+def _audit_each_theme(ui: PanelPage, sweep: Sweep, state: str, step: str) -> None:
+    """axe-core finds nothing in *state* in each theme, switched live; a screenshot of each."""
+    for theme in sweep.themes_at(state):
+        with sweep.check(theme, state):
+            ui.screenshot(f"narration-{theme}-{step}")
+            violations = ui.axe()
+            assert violations == [], violations
+
+
+def test_keyboard_only_in_each_theme(ui: PanelPage) -> None:
+    """Open the panel, ask, hear the code to approve, approve it, hear the result; at the
+    open panel, the card and the end, each theme is switched to live and audited.
+
+    The journey is made once: the keys, the focus and what is said do not depend on the
+    theme, which only sets colours. Which theme each step runs in follows the sweep's order:
+    the ask and the card in high contrast, the walk and the approval in light."""
     ui.open_notebook()
-    try:
-        ui.set_theme(theme)
+    with Sweep(ui) as sweep:
         ui.record_live_regions()
         _open_by_keyboard(ui)
-        assert ui.axe() == [], "idle"
-        ui.screenshot(f"narration-{theme}-1-open")
-        _ask_by_keyboard(ui, f"{ASK} ({theme})")
+        _audit_each_theme(ui, sweep, "idle", "1-open")
+        _ask_by_keyboard(ui, ASK)
         ui.wait_announced("Approval needed", "assertive")
         # The focus stayed in the message box while events arrived.
         assert ui.page.evaluate("s => document.activeElement.matches(s)", COMPOSER)
         _hear_the_card(ui)
-        assert ui.axe() == [], "confirmation"
-        ui.screenshot(f"narration-{theme}-2-card")
-        if theme == "light":
-            _walk_of_the_panel(ui)
+        _audit_each_theme(ui, sweep, "confirmation", "2-card")
+        sweep.switch("light")
+        _walk_of_the_panel(ui)
         _tab_to_approve(ui)
         ui.page.keyboard.press("Enter")
         ui.wait_announced(f"Cell 4 ran: {FAHRENHEIT_OUTPUT}.", timeout=60)
@@ -237,11 +249,7 @@ def test_keyboard_only(ui: PanelPage, theme: str) -> None:
         heading = ui.panel.get_by_role("heading", level=3)
         expect(heading).to_have_count(1)
         expect(heading).to_contain_text(ASK)
-        assert ui.axe() == [], "completed"
-        ui.screenshot(f"narration-{theme}-3-done")
-    finally:
-        if theme != "light":
-            ui.set_theme("light")  # the theme is a user setting of the shared server
+        _audit_each_theme(ui, sweep, "completed", "3-done")
 
 
 def test_every_command_answers_when_it_has_nothing_to_do(ui: PanelPage) -> None:
