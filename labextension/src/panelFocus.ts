@@ -21,6 +21,8 @@ export interface IFocusTarget {
 export interface IFocusHost {
   /** Whether `element` is the panel or inside it. */
   inPanel(element: IFocusTarget): boolean;
+  /** Whether `inner` is `outer` or inside it. */
+  within(inner: IFocusTarget, outer: IFocusTarget): boolean;
   /** The focused element; `null` for none or the page's body. */
   active(): IFocusTarget | null;
   /** Call `callback` after `ms` milliseconds. */
@@ -67,7 +69,7 @@ export class PanelFocus {
         }
         const target = find();
         const active = this._host.active();
-        if (target && active !== target && (!placed || this._lost(active))) {
+        if (target && active !== target && (!placed || this._lost(active, target))) {
           target.focus();
         }
         if (!placed && target && this._host.active() === target) {
@@ -88,10 +90,14 @@ export class PanelFocus {
   /**
    * Whether activation took the focus to nowhere: the page, or a part of the
    * panel that is not a control (the panel itself). Never when the person
-   * moved on to a control, or out of the panel (a palette, the notebook).
+   * moved on to a control, or out of the panel (a palette, the notebook), nor
+   * within the target (an answered card's outcome, a line of its code).
    */
-  private _lost(active: IFocusTarget | null): boolean {
-    return !active || (this._host.inPanel(active) && !CONTROLS.includes(active.tagName));
+  private _lost(active: IFocusTarget | null, target: IFocusTarget): boolean {
+    return (
+      !active ||
+      (this._host.inPanel(active) && !CONTROLS.includes(active.tagName) && !this._host.within(active, target))
+    );
   }
 
   private readonly _host: IFocusHost;
@@ -102,6 +108,7 @@ export class PanelFocus {
 export function panelFocusOf(node: HTMLElement): PanelFocus {
   return new PanelFocus({
     inPanel: element => node.contains(element as unknown as Node),
+    within: (inner, outer) => (outer as unknown as Node).contains(inner as unknown as Node),
     active: () => {
       const active = document.activeElement;
       return active && active !== document.body ? (active as HTMLElement) : null;

@@ -12,8 +12,12 @@ function page() {
   const timers = [];
   const state = { active: null };
   const inside = new Set();
-  const element = (tagName, { inPanel = true } = {}) => {
-    const el = { tagName, focus: () => (state.active = el) };
+  const element = (tagName, { inPanel = true, parent = null } = {}) => {
+    const el = {
+      tagName,
+      parent,
+      focus: () => (state.active = el)
+    };
     if (inPanel) {
       inside.add(el);
     }
@@ -21,6 +25,14 @@ function page() {
   };
   const host = {
     inPanel: el => inside.has(el),
+    within: (inner, outer) => {
+      for (let node = inner; node; node = node.parent) {
+        if (node === outer) {
+          return true;
+        }
+      }
+      return false;
+    },
     active: () => state.active,
     later: (callback, ms) => timers.push({ at: t + ms, callback })
   };
@@ -116,4 +128,16 @@ test('a target that never shows is reported missing after its tries, and the gua
   other.focus();
   tick(FOCUS_TRIES * FOCUS_STEP_MS);
   assert.equal(state.active, other);
+});
+
+test('a focus moved within the target (the outcome of an answered card) is not taken back', async () => {
+  // Approve pressed at once after Ctrl+Shift+A: the buttons go and the card puts the
+  // focus on its outcome line; the guard must leave it there.
+  const { focus, element, state, tick } = page();
+  const card = element('DIV');
+  const outcome = element('P', { parent: card });
+  assert.equal(await focus.place(() => card), 'placed');
+  outcome.focus();
+  tick((FOCUS_GUARD_TRIES + 2) * FOCUS_STEP_MS);
+  assert.equal(state.active, outcome);
 });
