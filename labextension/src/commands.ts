@@ -179,7 +179,7 @@ export function registerCommands(options: ICommandsOptions): void {
       showPanel();
       const line = () => cardOf(item.id)?.querySelector<HTMLElement>(`.${CODE_LINE_CLASS}`) ?? null;
       // The focused line is read alone; the card's summary is not read again.
-      const placed = await focus.place(line);
+      const placed = await focus.place(line, { area: () => cardOf(item.id) });
       if (placed === 'placed') {
         line()?.scrollIntoView({ block: 'nearest' });
       } else if (placed === 'missing') {

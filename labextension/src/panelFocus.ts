@@ -51,11 +51,18 @@ export class PanelFocus {
    * Move the focus to what `find` gives once it gives something, then guard
    * it for a moment. A later {@link place} ends this one.
    *
+   * @param options.area Where the person moving on keeps their place (the
+   *   card around a line of its code, whose arrows go line by line); by
+   *   default the target itself.
    * @returns `placed` once the target has the focus, `missing` when `find`
    *   gave nothing (or the focus never stayed) for `tries` looks, `superseded`
    *   when a later request took over first.
    */
-  place(find: () => IFocusTarget | null, tries = FOCUS_TRIES): Promise<FocusOutcome> {
+  place(
+    find: () => IFocusTarget | null,
+    options: { tries?: number; area?: () => IFocusTarget | null } = {}
+  ): Promise<FocusOutcome> {
+    const { tries = FOCUS_TRIES, area } = options;
     const generation = ++this._generation;
     let placed = false;
     let left = tries;
@@ -69,7 +76,7 @@ export class PanelFocus {
         }
         const target = find();
         const active = this._host.active();
-        if (target && active !== target && (!placed || this._lost(active, target))) {
+        if (target && active !== target && (!placed || this._lost(active, area?.() ?? target))) {
           target.focus();
         }
         if (!placed && target && this._host.active() === target) {
@@ -91,12 +98,11 @@ export class PanelFocus {
    * Whether activation took the focus to nowhere: the page, or a part of the
    * panel that is not a control (the panel itself). Never when the person
    * moved on to a control, or out of the panel (a palette, the notebook), nor
-   * within the target (an answered card's outcome, a line of its code).
+   * within `area` (an answered card's outcome, the next line of its code).
    */
-  private _lost(active: IFocusTarget | null, target: IFocusTarget): boolean {
+  private _lost(active: IFocusTarget | null, area: IFocusTarget): boolean {
     return (
-      !active ||
-      (this._host.inPanel(active) && !CONTROLS.includes(active.tagName) && !this._host.within(active, target))
+      !active || (this._host.inPanel(active) && !CONTROLS.includes(active.tagName) && !this._host.within(active, area))
     );
   }
 

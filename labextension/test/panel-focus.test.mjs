@@ -121,7 +121,7 @@ test('the person moving on (a control of the panel, or outside it) keeps their p
 
 test('a target that never shows is reported missing after its tries, and the guard stops', async () => {
   const { focus, element, state, tick } = page();
-  const missing = focus.place(() => null, 10);
+  const missing = focus.place(() => null, { tries: 10 });
   tick(11 * FOCUS_STEP_MS);
   assert.equal(await missing, 'missing');
   const other = element('BUTTON');
@@ -140,4 +140,15 @@ test('a focus moved within the target (the outcome of an answered card) is not t
   outcome.focus();
   tick((FOCUS_GUARD_TRIES + 2) * FOCUS_STEP_MS);
   assert.equal(state.active, outcome);
+});
+
+test('Alt+R then the arrows: the next line of the code keeps the focus', async () => {
+  // The first line is the target; the card is the area the person moves in.
+  const { focus, element, state, tick } = page();
+  const card = element('DIV');
+  const [first, second] = [element('DIV', { parent: card }), element('DIV', { parent: card })];
+  assert.equal(await focus.place(() => first, { area: () => card }), 'placed');
+  second.focus(); // ArrowDown
+  tick((FOCUS_GUARD_TRIES + 2) * FOCUS_STEP_MS);
+  assert.equal(state.active, second);
 });
