@@ -18,6 +18,7 @@ import { CONNECT_OUTSIDE_AGENT, registerConnectAgent } from './connectAgentComma
 import { DESCRIBE_FIGURE, SAVE_FIGURE_ALT, registerFigureCommands } from './figureCommands';
 import { FigureDescriber } from './figures';
 import { WHAT_MAY_THE_AGENT_DO, registerPermissionsCommand } from './permissionsCommand';
+import { panelFocusOf, soon } from './panelFocus';
 import { shortcutLabel } from './shortcuts';
 import { whichRules } from './rules';
 
@@ -72,38 +73,12 @@ export function registerCommands(options: ICommandsOptions): void {
     app.shell.activateById(panel.id);
   };
   const afterRender = (fn: () => void) => requestAnimationFrame(() => requestAnimationFrame(fn));
-  /**
-   * Focus `selector` in the panel once it is rendered. Activating the panel
-   * may move the focus a moment later, so it is checked again for a while.
-   */
-  const focusWhenReady = (selector: string, tries = 20, placed = false) => {
-    const target = panel.node.querySelector<HTMLElement>(selector);
-    const active = document.activeElement;
-    // Once placed, the focus is only put back if activation took it to nowhere
-    // (the page or the panel itself), never if the user moved on (a palette).
-    const lost =
-      !active ||
-      active === document.body ||
-      (panel.node.contains(active) && !['TEXTAREA', 'BUTTON', 'SELECT', 'INPUT'].includes(active.tagName));
-    if (target && active !== target && (!placed || lost)) {
-      target.focus();
-    }
-    const done = placed || (!!target && document.activeElement === target);
-    if (tries > 0) {
-      window.setTimeout(() => focusWhenReady(selector, done ? Math.min(tries - 1, 4) : tries - 1, done), 50);
-    }
-  };
+  // Only the latest command guards the focus (panelFocus.ts): Ctrl+Shift+Y then Ctrl+Shift+A
+  // at once leave the person on the request, not back in the message box.
+  const focus = panelFocusOf(panel.node);
+  /** Focus `selector` in the panel once it is rendered (and keep it there for a moment). */
+  const focusWhenReady = (selector: string) => focus.place(() => panel.node.querySelector<HTMLElement>(selector));
 
-  /** What `find` gives once it gives something, looked for every 50 ms, `tries` times; else `null`. */
-  const soon = async <T>(find: () => T | null | undefined, tries = 20): Promise<T | null> => {
-    for (let i = 0; ; i++) {
-      const found = find();
-      if (found || i >= tries) {
-        return found ?? null;
-      }
-      await new Promise(resolve => window.setTimeout(resolve, 50));
-    }
-  };
   /** The card of the request `id` in the panel, once rendered. */
   const cardOf = (id: string) => panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(id)}"]`);
 
@@ -115,6 +90,34 @@ export function registerCommands(options: ICommandsOptions): void {
     );
   };
   const requestKey = () => shortcutLabel(app.commands, CommandIDs.jumpToConfirmation);
+  /**
+   * The request `find` picks in the followed notebook's chat. A key pressed as the page
+   * loads (the panel closed, its chat not read yet) first opens the panel and waits for the
+   * chat; one pressed as the alert is heard looks again for a second (the chat lists the
+   * request a moment after the alert). Only then is the answer "nothing" (the focus then
+   * goes to the message box of the panel it opened).
+   */
+  const pendingRequest = async <T>(find: () => T | null | undefined): Promise<T | null> => {
+    const opening = !panel.isVisible || controller.model === null || controller.loading;
+    if (opening) {
+      showPanel();
+      follow();
+      await chatSettled();
+    }
+    const found = await soon(find);
+    if (!found && opening) {
+      void focusWhenReady('.jp-AAEPComposer-input');
+    }
+    return found;
+  };
+  /** Why the focus did not reach request `id`'s card: it was answered meanwhile, or is not drawn yet. */
+  const notShown = (id: string) =>
+    controller.model?.pending.some(item => item.id === id)
+      ? trans.__(
+          'The waiting request is not shown in the agent panel yet; try %1 again in a moment.',
+          requestKey() ?? trans.__('Go to the Pending Agent Request')
+        )
+      : trans.__('Nothing is waiting for you any more: the request was answered.');
   app.commands.addCommand(CommandIDs.openPanel, {
     label: trans.__('Open the AI Agent Panel'),
     caption: trans.__('Show the AI agent side panel, put the focus in its message box and say where you are'),
@@ -144,25 +147,22 @@ export function registerCommands(options: ICommandsOptions): void {
     caption: trans.__('Move focus to the oldest approval or question waiting for you'),
     // Always enabled: with nothing pending it says so instead of doing nothing.
     execute: async () => {
-      // The alert is written as its event arrives; a key pressed at once may come a moment
-      // before the chat lists the request: look again for a second before saying "nothing".
-      const request = await soon(() => controller.model?.pending[0]);
+      const request = await pendingRequest(() => controller.model?.pending[0]);
       if (!request) {
         announcer.announce(trans.__('Nothing is waiting for you.'));
         return;
       }
       showPanel();
-      afterRender(() => {
-        const card = cardOf(request.id);
-        if (!card) {
-          return;
-        }
+      const card = await focus.place(() => cardOf(request.id));
+      if (card === 'placed') {
         // The answer buttons must be in view, not only the card's top: a tall card (long
         // code, a narrow sidebar) is scrolled to its start, then just enough for its buttons.
-        card.focus({ preventScroll: true });
-        card.scrollIntoView({ block: 'start' });
-        card.querySelector<HTMLElement>('.jp-AAEPCard-actions')?.scrollIntoView({ block: 'nearest' });
-      });
+        const node = cardOf(request.id);
+        node?.scrollIntoView({ block: 'start' });
+        node?.querySelector<HTMLElement>('.jp-AAEPCard-actions')?.scrollIntoView({ block: 'nearest' });
+      } else if (card === 'missing') {
+        announcer.announce(notShown(request.id));
+      }
     }
   });
   app.commands.addCommand(CommandIDs.readPendingCode, {
@@ -171,22 +171,22 @@ export function registerCommands(options: ICommandsOptions): void {
       'Move the focus to the first line of the code waiting for your approval; the arrow keys read it line by line and Tab goes on to Approve'
     ),
     execute: async () => {
-      const item = await soon(pendingConfirmation); // pressed as the alert is heard, as above
+      const item = await pendingRequest(pendingConfirmation); // pressed as the alert is heard, as above
       if (!item) {
         announcer.announce(trans.__('Nothing is waiting for your approval, so there is no code to read.'));
         return;
       }
       showPanel();
-      afterRender(() => {
-        const line = cardOf(item.id)?.querySelector<HTMLElement>(`.${CODE_LINE_CLASS}`);
-        if (!line) {
-          announcer.announce(trans.__('The request waiting for your approval has no code to read.'));
-          return;
-        }
-        // The focused line is read alone; the card's summary is not read again.
-        line.focus({ preventScroll: true });
-        line.scrollIntoView({ block: 'nearest' });
-      });
+      const line = () => cardOf(item.id)?.querySelector<HTMLElement>(`.${CODE_LINE_CLASS}`) ?? null;
+      // The focused line is read alone; the card's summary is not read again.
+      const placed = await focus.place(line, { area: () => cardOf(item.id) });
+      if (placed === 'placed') {
+        line()?.scrollIntoView({ block: 'nearest' });
+      } else if (placed === 'missing') {
+        announcer.announce(
+          cardOf(item.id) ? trans.__('The request waiting for your approval has no code to read.') : notShown(item.id)
+        );
+      }
     }
   });
   // Answering removes the card's buttons: focus inside the card stays on it (a line of

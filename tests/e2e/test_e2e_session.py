@@ -275,15 +275,19 @@ def test_reconnect_catches_up_with_what_happened_meanwhile(ui: PanelPage, fake_m
 
 def test_a_pending_approval_survives_a_page_reload(ui: PanelPage) -> None:
     """Reloading the page while the agent waits: the request comes back from the chat's
-    pending list, is announced, and can still be approved (the server's reconnect grace)."""
+    pending list, is announced, and can still be approved (the server's reconnect grace).
+    Ctrl+Shift+A pressed at once after the reload, the panel still closed, opens it, waits for
+    the chat and goes to the request (it used to say "Nothing is waiting for you."); pressed
+    right after Ctrl+Shift+Y, it is not taken back to the message box by the panel's opening."""
     ui.open_notebook()
     panel = ui.open_panel()
     ui.ask(ASK_CONVERT + " I will reload first.")
     card = panel.locator(".jp-AAEPCard-confirmation").last
     expect(card).to_have_class(re.compile("jp-mod-pending"))
     ui.reload()
-    panel = ui.open_panel()
-    ui.record_live_regions()
+    ui.page.keyboard.press("Control+Shift+A")
+    # The key opens the panel and loads the chat first: as long as opening the panel may take.
+    ui.wait_focus("[data-request-id]", timeout=30)
     card = panel.locator(".jp-AAEPCard-confirmation").last
     expect(card).to_have_class(re.compile("jp-mod-pending"))
     expect(card.locator("pre")).to_contain_text(AGENT_CELL)
@@ -293,8 +297,14 @@ def test_a_pending_approval_survives_a_page_reload(ui: PanelPage) -> None:
         a["politeness"] == "assertive" and "waiting for your answer" in a["text"]
         for a in ui.announcements()
     ), ui.announcements()
+    assert not [a for a in ui.announcements() if "Nothing is waiting" in a["text"]]
+    # The person hears where they are and goes to the request at once.
+    ui.page.keyboard.press("Control+Shift+Y")
+    ui.wait_focus(COMPOSER)
     ui.page.keyboard.press("Control+Shift+A")
     ui.wait_focus("[data-request-id]")
+    ui.page.wait_for_timeout(1000)  # the panel's opening has stopped guarding the message box
+    ui.wait_focus("[data-request-id]", timeout=0.1)
     ui.page.keyboard.press("Control+Shift+Enter")
     expect(card.locator(".jp-AAEPCard-outcome")).to_have_text("You approved this.")
     expect(agent_cell(ui).locator(".jp-OutputArea-output")).to_contain_text(

@@ -165,3 +165,20 @@ def test_the_server_sets_it_at_start(
         )
     else:
         assert "%load_ext jupyter_aaep" in caplog.text and kernels.start_kernel is None
+
+
+def test_no_test_server_takes_the_magic_out_of_the_shared_environment() -> None:
+    """A server started with ``kernel_autoload=False`` takes ``%aaep`` out of its environment's
+    kernel config at start, for every server of that environment until one starts with the
+    default again: a server test run beside the browser tests (CI runs the layers side by side,
+    on one ``.venv``) made their kernels answer ``%aaep`` with "Line magic function `%aaep` not
+    found" (test_approve_with_the_keyboard_only waited 60 s for a view that never came). Test
+    servers keep the default; the option itself is tested above on a file of its own."""
+    tests = Path(__file__).resolve().parents[1]
+    offenders = [
+        str(path.relative_to(tests))
+        for path in sorted(tests.rglob("*.py"))
+        if path.resolve() != Path(__file__).resolve()
+        and "kernel_autoload=False" in path.read_text(encoding="utf-8")
+    ]
+    assert offenders == [], offenders

@@ -48,7 +48,7 @@ app = ServerApp()
 app.initialize([
     "--ServerApp.port=0", "--ServerApp.ip=127.0.0.1", f"--ServerApp.root_dir={folder}",
     "--allow-root", "--no-browser", "--ServerApp.jpserver_extensions={'jupyter_aaep': True}",
-    f"--AAEPExtension.db_path={folder / 'chats.sqlite3'}", "--AAEPExtension.kernel_autoload=False",
+    f"--AAEPExtension.db_path={folder / 'chats.sqlite3'}",
 ])
 ext = app.web_app.settings["jupyter_aaep"]
 heavy = sys.argv[2].split(",")

@@ -62,7 +62,7 @@ async def main():
     app.init_signal = lambda: None
     app.initialize(argv=[
         f"--AAEPExtension.db_path={folder / 'chats.sqlite3'}",
-        "--AAEPExtension.kernel_autoload=False", "--IdentityProvider.token=t",
+        "--IdentityProvider.token=t",
     ], new_httpserver=True)
     await asyncio.sleep(0.05)
     await app._post_start()

@@ -64,7 +64,6 @@ class Server:
                 f"--ServerApp.root_dir={folder}",
                 "--allow-root",
                 f"--AAEPExtension.db_path={folder / 'chats.sqlite3'}",
-                "--AAEPExtension.kernel_autoload=False",
                 "--AAEPExtension.model=claude-test",
             ],
             stdin=subprocess.DEVNULL,
