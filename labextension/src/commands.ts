@@ -76,8 +76,10 @@ export function registerCommands(options: ICommandsOptions): void {
   // Only the latest command guards the focus (panelFocus.ts): Ctrl+Shift+Y then Ctrl+Shift+A
   // at once leave the person on the request, not back in the message box.
   const focus = panelFocusOf(panel.node);
-  /** Focus `selector` in the panel once it is rendered (and keep it there for a moment). */
-  const focusWhenReady = (selector: string) => focus.place(() => panel.node.querySelector<HTMLElement>(selector));
+  /** Focus `selector` in the panel once it is rendered (and keep it there for a moment); with
+   * `start`, the first look waits for it (the turn is taken at once: a later command wins). */
+  const focusWhenReady = (selector: string, start?: (look: () => void) => void) =>
+    focus.place(() => panel.node.querySelector<HTMLElement>(selector), { start });
 
   /** The card of the request `id` in the panel, once rendered. */
   const cardOf = (id: string) => panel.node.querySelector<HTMLElement>(`[data-request-id="${CSS.escape(id)}"]`);
@@ -126,7 +128,7 @@ export function registerCommands(options: ICommandsOptions): void {
       follow();
       // Opening the panel takes you there: the focus goes to the message box
       // and you hear which notebook's chat it is and what is in it.
-      afterRender(() => focusWhenReady('.jp-AAEPComposer-input'));
+      void focusWhenReady('.jp-AAEPComposer-input', afterRender);
       await chatSettled();
       announcer.announce(controller.whereYouAre(requestKey()));
     }
@@ -139,7 +141,7 @@ export function registerCommands(options: ICommandsOptions): void {
         announcer.announce(trans.__('Open a notebook first: the agent chats about the active notebook.'));
         return;
       }
-      afterRender(() => panel.node.querySelector<HTMLTextAreaElement>('.jp-AAEPComposer-input')?.focus());
+      void focusWhenReady('.jp-AAEPComposer-input', afterRender);
     }
   });
   app.commands.addCommand(CommandIDs.jumpToConfirmation, {
@@ -294,7 +296,7 @@ export function registerCommands(options: ICommandsOptions): void {
         return;
       }
       await controller.newChat();
-      afterRender(() => focusWhenReady('.jp-AAEPComposer-input'));
+      void focusWhenReady('.jp-AAEPComposer-input', afterRender);
     }
   });
   app.commands.addCommand(CommandIDs.hearLastOutput, {
@@ -328,7 +330,7 @@ export function registerCommands(options: ICommandsOptions): void {
       follow();
       await chatSettled();
     },
-    focusInPanel: selector => afterRender(() => focusWhenReady(selector))
+    focusInPanel: selector => void focusWhenReady(selector, afterRender)
   });
   if (options.checker) {
     registerAccessibilityCommand({

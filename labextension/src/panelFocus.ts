@@ -54,15 +54,22 @@ export class PanelFocus {
    * @param options.area Where the person moving on keeps their place (the
    *   card around a line of its code, whose arrows go line by line); by
    *   default the target itself.
+   * @param options.start Runs the first look (e.g. after the next render).
+   *   The request's turn is taken now, so a command run meanwhile (Ctrl+Shift+O
+   *   then Ctrl+Shift+A) still wins over this one's late first look.
    * @returns `placed` once the target has the focus, `missing` when `find`
    *   gave nothing (or the focus never stayed) for `tries` looks, `superseded`
    *   when a later request took over first.
    */
   place(
     find: () => IFocusTarget | null,
-    options: { tries?: number; area?: () => IFocusTarget | null } = {}
+    options: {
+      tries?: number;
+      area?: () => IFocusTarget | null;
+      start?: (look: () => void) => void;
+    } = {}
   ): Promise<FocusOutcome> {
-    const { tries = FOCUS_TRIES, area } = options;
+    const { tries = FOCUS_TRIES, area, start = (look: () => void) => look() } = options;
     const generation = ++this._generation;
     let placed = false;
     let left = tries;
@@ -90,7 +97,7 @@ export class PanelFocus {
           resolve('missing');
         }
       };
-      look();
+      start(look);
     });
   }
 

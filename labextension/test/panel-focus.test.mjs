@@ -152,3 +152,21 @@ test('Alt+R then the arrows: the next line of the code keeps the focus', async (
   tick((FOCUS_GUARD_TRIES + 2) * FOCUS_STEP_MS);
   assert.equal(state.active, second);
 });
+
+test('Ctrl+Shift+O then Ctrl+Shift+A at once: the message box focused after the render does not take the request back', async () => {
+  // Ctrl+Shift+O looks for the message box only after the next render; Ctrl+Shift+A, run
+  // meanwhile, places the focus on the card at once. The earlier command's late first look
+  // must find its turn taken, or the person lands in the message box (a control, which the
+  // card's guard then leaves alone).
+  const { focus, element, state, tick } = page();
+  const composer = element('TEXTAREA');
+  const card = element('DIV');
+  let render = null;
+  const typed = focus.place(() => composer, { start: look => (render = look) });
+  const jumped = focus.place(() => card);
+  assert.equal(await jumped, 'placed');
+  render();
+  assert.equal(await typed, 'superseded');
+  tick((FOCUS_GUARD_TRIES + 2) * FOCUS_STEP_MS);
+  assert.equal(state.active, card);
+});
