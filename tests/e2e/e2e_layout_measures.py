@@ -48,7 +48,10 @@ MEASURE = """() => {
         panelHeight: box(panel).height,
         transcriptHeight: box(transcript).height,
         footerHeight: box(footer).height,
-        buttons: buttons.map(b => ({ name: b.textContent.trim(), inView: inView(b), inTranscript: inTranscript(b) })),
+        // fits: its words inside its own box (a wrapped label in a box of fixed height is drawn
+        // over the buttons beside it)
+        buttons: buttons.map(b => ({ name: b.textContent.trim(), inView: inView(b), inTranscript: inTranscript(b),
+                                     fits: b.scrollHeight <= b.clientHeight + 1 })),
         focusedCard: document.activeElement === card,
         clipped,
         regions,

@@ -136,6 +136,8 @@ def _check_the_card(ui: PanelPage) -> dict[str, Any]:
     assert all(b["inView"] and b["inTranscript"] for b in measured["buttons"]), json.dumps(
         measured, indent=1
     )
+    unfit = [b["name"] for b in measured["buttons"] if not b["fits"]]
+    assert unfit == [], f"answer buttons whose words spill out of them: {unfit}"
     assert measured["focusedCard"], "the card has the focus"
     assert measured["stripUnderBar"] <= 0, measured["stripUnderBar"]
     assert measured["composerInView"], "the message box is on screen"
