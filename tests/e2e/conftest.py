@@ -1,4 +1,4 @@
-"""Fixtures of the browser tests: Chromium, a real ``jupyter lab`` per configuration, a page per test.
+"""Fixtures of the browser tests: Chromium, a real ``jupyter lab`` per configuration, a page per module.
 
 - The browser is Debian's ``/usr/bin/chromium`` driven by Python ``playwright`` (never a
   downloaded one), one per module. Missing browser or axe-core: the tests fail in CI (``CI`` set) and are
@@ -9,10 +9,11 @@
   ``LAB_DISABLED_PLUGINS`` (JupyterLab plugins turned off); modules with the same three share
   one lab for the session (``_shared_labs``), a module with a ``model`` fixture of its own gets
   its own lab.
-- One browser context per module; one page per test, each on its own copy of the demo
-  notebook, so every test has its own chat and kernel; what a page stored is cleared after
-  its test. The kernel starts before the page loads and the page adopts it (checked after each
-  test, ``_assert_one_kernel``; why in ``LabServer.start_kernel``). Failing tests leave a
+- One browser context and one page per module (``_ModulePage``), which each test loads on
+  its own copy of the demo notebook, so every test has its own chat and kernel; the page is
+  left blank and what it stored is cleared after each test. The kernel starts before the page
+  loads and the page adopts it (checked after each test, ``_assert_one_kernel``; why in
+  ``LabServer.start_kernel``). Failing tests leave a
   screenshot in ``test-output/e2e``.
 - ``E2E_TIMING=1`` (with ``-s``) prints where each test's time went: the kernel start, the page
   load, the notebook's first cell, the panel, the test's own steps and the teardown; and how
@@ -26,6 +27,7 @@ import os
 import re
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -276,13 +278,64 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def browser_context(browser: Any) -> Iterator[Any]:
-    """The module's browser context: its HTTP cache (and Chromium's compiled-code cache) spares
-    each test reloading all of JupyterLab's scripts from the server, about half of a page load
-    on this machine. What a page could keep (storage, service workers) is cleared after each
-    test (``_clear_origin``), so a test still meets nothing of the one before."""
+    """The module's browser context, whose HTTP cache spares each test fetching all of
+    JupyterLab's scripts from the server again."""
     context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
     yield context
     context.close()
+
+
+class _ModulePage:
+    """The page the module's tests take in turn.
+
+    A new page is a new renderer process, which compiles all of JupyterLab's scripts again:
+    a page load cost 7.5-8 s of the machine's CPU on a new page and 4.3-4.7 s on the page the
+    test before left (measured here, ``jupyter lab`` and every Chromium process counted). A
+    test still meets nothing of the one before: the page leaves for ``about:blank``, which
+    unloads JupyterLab, and what the origin stored is cleared (``_clear_origin``); its size
+    and emulated media go back to the module's.
+    """
+
+    def __init__(self, context: Any) -> None:
+        self.context = context
+        self.page: Any = None
+
+    def take(self) -> Any:
+        if self.page is None or self.page.is_closed():
+            self.page = self.context.new_page()
+        return self.page
+
+    @contextmanager
+    def lent(self, lab: LabServer, name: str) -> Iterator[PanelPage]:
+        """The page as a ``PanelPage`` named *name*, for a scenario a module fixture runs;
+        handed back (kernels shut down) when the scenario ends."""
+        ui = PanelPage(self.take(), lab, name)
+        try:
+            yield ui
+        finally:
+            ui.detach()
+            self.hand_back(lab.url.rstrip("/"))
+            lab.shutdown_kernels()
+
+    def hand_back(self, origin: str) -> None:
+        """Leave the page blank for the next test; a page that cannot is closed instead."""
+        page = self.page
+        try:
+            page.goto("about:blank", timeout=15_000)
+            _clear_origin(page, origin)
+            page.set_viewport_size(VIEWPORT)
+            page.emulate_media(forced_colors="null", reduced_motion="reduce")
+        except Exception as error:  # noqa: BLE001 - a stuck or crashed page: the next gets a new one
+            print(f"the page could not be reused ({error}); the next test gets a new one")
+            page.close()
+
+
+@pytest.fixture(scope="module")
+def module_page(browser_context: Any) -> Iterator[_ModulePage]:
+    pages = _ModulePage(browser_context)
+    yield pages
+    if pages.page is not None and not pages.page.is_closed():
+        pages.page.close()
 
 
 def _clear_origin(page: Any, origin: str) -> None:
@@ -315,10 +368,11 @@ def _assert_one_kernel(panel_page: PanelPage) -> None:
 
 @pytest.fixture
 def ui(
-    request: pytest.FixtureRequest, browser: Any, browser_context: Any, lab: LabServer
+    request: pytest.FixtureRequest, browser: Any, module_page: _ModulePage, lab: LabServer
 ) -> Iterator[PanelPage]:
-    """A fresh page (in the module's context) on a fresh copy of the demo notebook (not
-    opened yet). A rerun of a failed test gets a browser context of its own."""
+    """The module's page (``_ModulePage``) for a fresh copy of the demo notebook (not opened
+    yet). A test marked ``own_page`` (it adds an init script, which would stay on the page)
+    gets a page of its own; a rerun of a failed test, a browser context of its own."""
     slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:60]
     attempt = getattr(request.node, "execution_count", 1)
     began = time.monotonic()
@@ -326,7 +380,11 @@ def ui(
     if attempt > 1:
         slug = f"{slug[:52]}-retry-{attempt}"  # a rerun meets nothing of the failed try
         own_context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
-    page = (own_context or browser_context).new_page()
+        page = own_context.new_page()
+    elif request.node.get_closest_marker("own_page"):
+        page = module_page.context.new_page()
+    else:
+        page = module_page.take()
     panel_page = PanelPage(page, lab, slug)
     panel_page.notebook = lab.notebook(f"{slug}.ipynb")
     panel_page.phases["context"] = time.monotonic() - began
@@ -347,12 +405,16 @@ def ui(
             except Exception as error:  # noqa: BLE001 - a screenshot must not hide the failure
                 print(f"no screenshot of the failure: {error}")
         panel_page.collect_socket_waits()
-        try:
-            _clear_origin(page, lab.url.rstrip("/"))
-        finally:
-            page.close()
-            if own_context is not None:
-                own_context.close()
+        panel_page.detach()
+        if page is module_page.page:
+            module_page.hand_back(lab.url.rstrip("/"))
+        else:
+            try:
+                _clear_origin(page, lab.url.rstrip("/"))
+            finally:
+                page.close()
+                if own_context is not None:
+                    own_context.close()
         began = panel_page._phase("context close", began)
         try:
             _assert_one_kernel(panel_page)

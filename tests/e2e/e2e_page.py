@@ -100,6 +100,9 @@ _SOCKET_WAITS = """
 })();
 """
 
+_TIMED_PAGES: set[int] = set()
+"""The pages ``_SOCKET_WAITS`` is on (a module's page serves each of its tests)."""
+
 _FOCUS_STOP = """
 () => {
   const watch = window.__focusWatch;
@@ -157,14 +160,25 @@ class PanelPage:
 
     def __post_init__(self) -> None:
         self.page.set_default_timeout(TIMEOUT)
-        self.page.on(
-            "console", lambda m: self.console_errors.append(m.text) if m.type == "error" else None
-        )
-        self.page.on("pageerror", lambda e: self.console_errors.append(f"page error: {e}"))
-        self.page.on("websocket", self._watch_socket)
-        self.page.on("request", self._watch_request)
-        if os.environ.get("E2E_TIMING"):
-            self.page.add_init_script(_SOCKET_WAITS)
+        self._listeners: list[tuple[str, Callable[[Any], None]]] = [
+            (
+                "console",
+                lambda m: self.console_errors.append(m.text) if m.type == "error" else None,
+            ),
+            ("pageerror", lambda e: self.console_errors.append(f"page error: {e}")),
+            ("websocket", self._watch_socket),
+            ("request", self._watch_request),
+        ]
+        for event, listener in self._listeners:
+            self.page.on(event, listener)
+        if os.environ.get("E2E_TIMING") and id(self.page) not in _TIMED_PAGES:
+            self.page.add_init_script(_SOCKET_WAITS)  # once per page: init scripts stay
+            _TIMED_PAGES.add(id(self.page))
+
+    def detach(self) -> None:
+        """Stop listening to the page (it goes on to the module's next test)."""
+        for event, listener in self._listeners:
+            self.page.remove_listener(event, listener)
 
     def _watch_request(self, request: Any) -> None:
         path = request.url.split("?")[0]

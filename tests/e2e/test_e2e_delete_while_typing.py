@@ -26,7 +26,6 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import VIEWPORT
 from e2e_lab import LabServer
 from e2e_model import PACE, ScriptedModel
 from e2e_page import PanelPage
@@ -133,22 +132,17 @@ def saved(ui: PanelPage, cells: Any, wanted: str) -> list[tuple[str, str]]:
 
 
 @contextmanager
-def scenario(browser: Any, lab: LabServer, name: str) -> Iterator[PanelPage]:
-    """The page of a scenario, in its own browser context, on a fresh three-cell notebook."""
-    context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
-    ui = PanelPage(context.new_page(), lab, name)
-    ui.notebook = lab.unused_name(name)
-    three_cells(lab.root / ui.notebook)
-    try:
+def scenario(module_page: Any, lab: LabServer, name: str) -> Iterator[PanelPage]:
+    """The module's page, on a fresh three-cell notebook."""
+    with module_page.lent(lab, name) as ui:
+        ui.notebook = lab.unused_name(name)
+        three_cells(lab.root / ui.notebook)
         yield ui
-    finally:
-        context.close()
-        lab.shutdown_kernels()
 
 
 @pytest.fixture(scope="module")
-def deleted(browser: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
-    with scenario(browser, lab, "delete-while-typing") as ui:
+def deleted(module_page: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
+    with scenario(module_page, lab, "delete-while-typing") as ui:
         ui.open_notebook()
         panel = ui.open_panel()
         ui.record_live_regions()
@@ -165,7 +159,7 @@ def deleted(browser: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
         ui.page.wait_for_timeout(500)
         texts = [t.replace("\u200b", "") for t in cells.locator(".cm-content").all_inner_texts()]
         ui.screenshot("delete-while-typing")
-        yield {
+        result = {
             "texts": texts,
             "kept": typed_kept(texts[1]) if len(texts) > 1 else 0,
             "narration": panel.inner_text(),
@@ -177,11 +171,12 @@ def deleted(browser: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
             ],
             "errors": [e for e in ui.console_errors if "aaep" in e.lower()],
         }
+    yield result
 
 
 @pytest.fixture(scope="module")
-def edited(browser: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
-    with scenario(browser, lab, "edit-without-version") as ui:
+def edited(module_page: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
+    with scenario(module_page, lab, "edit-without-version") as ui:
         ui.open_notebook()
         panel = ui.open_panel()
         cells = ui.page.locator(".jp-NotebookPanel .jp-Cell")
@@ -198,11 +193,12 @@ def edited(browser: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
         expect(panel.locator(".jp-AAEPMessage-agent").last).to_contain_text(EDITED)
         ui.page.wait_for_timeout(500)
         texts = [t.replace("\u200b", "") for t in cells.locator(".cm-content").all_inner_texts()]
-        yield {
+        result = {
             "texts": texts,
             "narration": panel.inner_text(),
             "on_disk": saved(ui, cells, "[3, 1, 2, 4]"),
         }
+    yield result
 
 
 def test_a_cell_someone_types_in_is_not_deleted_and_keeps_every_keystroke(

@@ -23,7 +23,6 @@ from typing import Any
 
 import nbformat
 import pytest
-from conftest import VIEWPORT
 from e2e_lab import LabServer
 from e2e_model import PACE, ScriptedModel
 from e2e_page import PanelPage
@@ -104,18 +103,14 @@ def typed_kept(cell_text: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def moved(browser: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
-    """The scenario, run once in its own browser context; what the tests check is measured here
+def moved(module_page: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
+    """The scenario, run once on the module's page; what the tests check is measured here
     (one run feeds both tests, so the panel's errors are judged apart from the typing)."""
-    context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
-    ui = PanelPage(context.new_page(), lab, "move-while-typing")
-    ui.notebook = lab.unused_name("move-while-typing")
-    three_cells(lab.root / ui.notebook)
-    try:
-        yield run_scenario(ui)
-    finally:
-        context.close()
-        lab.shutdown_kernels()
+    with module_page.lent(lab, "move-while-typing") as ui:
+        ui.notebook = lab.unused_name("move-while-typing")
+        three_cells(lab.root / ui.notebook)
+        result = run_scenario(ui)
+    yield result
 
 
 def run_scenario(ui: PanelPage) -> dict[str, Any]:

@@ -187,6 +187,7 @@ def test_reload_replays_the_chat_without_announcing_it(ui: PanelPage) -> None:
     assert not our_errors(ui), our_errors(ui)
 
 
+@pytest.mark.own_page
 def test_sse_fallback_carries_questions_and_answers(ui: PanelPage) -> None:
     """When WebSockets are unavailable (a proxy), SSE + POST carry the same chat."""
     ui.page.add_init_script(

@@ -1,0 +1,42 @@
+"""The module's page, handed from test to test (``_ModulePage``), keeps nothing of a test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conftest import VIEWPORT
+from e2e_lab import LabServer
+from e2e_page import PanelPage
+
+
+def test_a_page_handed_back_keeps_nothing_of_the_test_before(
+    module_page: Any, lab: LabServer
+) -> None:
+    origin = lab.url.rstrip("/")
+    before = PanelPage(module_page.take(), lab, "page-reuse-before")
+    page = before.page
+    page.goto(f"{lab.url}login")
+    page.evaluate(
+        "() => { localStorage.setItem('left', 'behind'); sessionStorage.setItem('s', '1'); }"
+    )
+    page.set_viewport_size({"width": 800, "height": 600})
+    page.emulate_media(forced_colors="active")
+    before.detach()
+    module_page.hand_back(origin)
+
+    after = PanelPage(module_page.take(), lab, "page-reuse-after")
+    assert after.page is page, "the page was not reused"
+    assert page.url == "about:blank"
+    page.goto(f"{lab.url}login")
+    stored = page.evaluate("() => [localStorage.length, sessionStorage.length]")
+    assert stored == [0, 0], stored
+    assert page.viewport_size == VIEWPORT
+    assert page.evaluate("() => matchMedia('(forced-colors: active)').matches") is False
+    assert page.evaluate("() => matchMedia('(prefers-reduced-motion: reduce)').matches") is True
+    # The test before stopped listening: the page's errors are heard by this test only.
+    page.evaluate("() => console.error('said after the hand-back')")
+    page.wait_for_timeout(200)
+    assert "said after the hand-back" in after.console_errors
+    assert before.console_errors == []
+    after.detach()
+    module_page.hand_back(origin)
