@@ -1,7 +1,8 @@
-"""Fixtures of the browser tests: Chromium, a real ``jupyter lab`` per configuration, a page per module.
+"""Fixtures of the browser tests: Chromium, a real ``jupyter lab`` per configuration, one page.
 
 - The browser is Debian's ``/usr/bin/chromium`` driven by Python ``playwright`` (never a
-  downloaded one), one per module. Missing browser or axe-core: the tests fail in CI (``CI`` set) and are
+  downloaded one), one per module, or one for the run when it holds browser tests only
+  (``_browser_scope``). Missing browser or axe-core: the tests fail in CI (``CI`` set) and are
   skipped locally with the reason; ``scripts/e2e-deps`` installs both.
 - A ``jupyter lab`` subprocess (``e2e_lab.LabServer``) whose model is a ``FakeAnthropic`` in
   this process answering from the module's ``e2e_model.ScriptedModel``. A module can set
@@ -9,7 +10,7 @@
   ``LAB_DISABLED_PLUGINS`` (JupyterLab plugins turned off); modules with the same three share
   one lab for the session (``_shared_labs``), a module with a ``model`` fixture of its own gets
   its own lab.
-- One browser context and one page per module (``_ModulePage``), which each test loads on
+- One browser context and one page (``_SharedPage``), which each test loads on
   its own copy of the demo notebook, so every test has its own chat and kernel; the page is
   left blank and what it stored is cleared after each test. The kernel starts before the page
   loads and the page adopts it (checked after each test, ``_assert_one_kernel``; why in
@@ -74,14 +75,25 @@ def _panel_installed() -> bool:
     )
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Chromium, shared by the tests of a module.
+def _browser_scope(fixture_name: str, config: pytest.Config) -> str:
+    """``session`` when the run holds browser tests only (as the browser layers of
+    ``scripts/test`` do), else ``module``.
 
-    Not by the whole session: playwright's sync API keeps an event loop of its own on the
-    main thread while it runs, which breaks the pytest-jupyter tests that run after this
-    folder (their server loop never gets to clean up). Launching takes about a second.
-    """
+    Playwright's sync API keeps an event loop of its own on the main thread while it runs,
+    which breaks the pytest-jupyter tests that run after this folder in one process (their
+    server loop never gets to clean up): a run with other tests closes Chromium after each
+    module. A run of browser tests only keeps one Chromium and one page (``_SharedPage``) for
+    all its modules, which spares a browser start and a cold renderer per module."""
+    here = Path(__file__).resolve().parent
+    start = config.invocation_params.dir
+    paths = [(start / str(arg).split("::")[0]).resolve() for arg in config.args]
+    only_here = bool(paths) and all(p == here or here in p.parents for p in paths)
+    return "session" if only_here else "module"
+
+
+@pytest.fixture(scope=_browser_scope)
+def browser() -> Iterator[Any]:
+    """Chromium (``_browser_scope`` says for how long); launching takes about a second."""
     if not CHROMIUM.exists():
         _missing(f"Chromium is not installed at {CHROMIUM} (apt-get install -y chromium).")
     if not AXE.exists():
@@ -276,24 +288,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
     return report
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope=_browser_scope)
 def browser_context(browser: Any) -> Iterator[Any]:
-    """The module's browser context, whose HTTP cache spares each test fetching all of
-    JupyterLab's scripts from the server again."""
+    """The browser's context, whose HTTP cache spares each test fetching all of JupyterLab's
+    scripts from the server again."""
     context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
     yield context
     context.close()
 
 
-class _ModulePage:
-    """The page the module's tests take in turn.
+class _SharedPage:
+    """The page the tests take in turn (of a module, or of the run: ``_browser_scope``).
 
     A new page is a new renderer process, which compiles all of JupyterLab's scripts again:
     a page load cost 7.5-8 s of the machine's CPU on a new page and 4.3-4.7 s on the page the
     test before left (measured here, ``jupyter lab`` and every Chromium process counted). A
     test still meets nothing of the one before: the page leaves for ``about:blank``, which
     unloads JupyterLab, and what the origin stored is cleared (``_clear_origin``); its size
-    and emulated media go back to the module's.
+    and emulated media go back to the first ones.
     """
 
     def __init__(self, context: Any) -> None:
@@ -330,9 +342,9 @@ class _ModulePage:
             page.close()
 
 
-@pytest.fixture(scope="module")
-def module_page(browser_context: Any) -> Iterator[_ModulePage]:
-    pages = _ModulePage(browser_context)
+@pytest.fixture(scope=_browser_scope)
+def shared_page(browser_context: Any) -> Iterator[_SharedPage]:
+    pages = _SharedPage(browser_context)
     yield pages
     if pages.page is not None and not pages.page.is_closed():
         pages.page.close()
@@ -368,9 +380,9 @@ def _assert_one_kernel(panel_page: PanelPage) -> None:
 
 @pytest.fixture
 def ui(
-    request: pytest.FixtureRequest, browser: Any, module_page: _ModulePage, lab: LabServer
+    request: pytest.FixtureRequest, browser: Any, shared_page: _SharedPage, lab: LabServer
 ) -> Iterator[PanelPage]:
-    """The module's page (``_ModulePage``) for a fresh copy of the demo notebook (not opened
+    """The shared page (``_SharedPage``) for a fresh copy of the demo notebook (not opened
     yet). A test marked ``own_page`` (it adds an init script, which would stay on the page)
     gets a page of its own; a rerun of a failed test, a browser context of its own."""
     slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:60]
@@ -382,9 +394,9 @@ def ui(
         own_context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
         page = own_context.new_page()
     elif request.node.get_closest_marker("own_page"):
-        page = module_page.context.new_page()
+        page = shared_page.context.new_page()
     else:
-        page = module_page.take()
+        page = shared_page.take()
     panel_page = PanelPage(page, lab, slug)
     panel_page.notebook = lab.notebook(f"{slug}.ipynb")
     panel_page.phases["context"] = time.monotonic() - began
@@ -406,8 +418,8 @@ def ui(
                 print(f"no screenshot of the failure: {error}")
         panel_page.collect_socket_waits()
         panel_page.detach()
-        if page is module_page.page:
-            module_page.hand_back(lab.url.rstrip("/"))
+        if page is shared_page.page:
+            shared_page.hand_back(lab.url.rstrip("/"))
         else:
             try:
                 _clear_origin(page, lab.url.rstrip("/"))

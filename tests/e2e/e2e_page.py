@@ -101,7 +101,7 @@ _SOCKET_WAITS = """
 """
 
 _TIMED_PAGES: set[int] = set()
-"""The pages ``_SOCKET_WAITS`` is on (a module's page serves each of its tests)."""
+"""The pages ``_SOCKET_WAITS`` is on (one page serves test after test)."""
 
 _FOCUS_STOP = """
 () => {
@@ -176,7 +176,7 @@ class PanelPage:
             _TIMED_PAGES.add(id(self.page))
 
     def detach(self) -> None:
-        """Stop listening to the page (it goes on to the module's next test)."""
+        """Stop listening to the page (it goes on to the next test)."""
         for event, listener in self._listeners:
             self.page.remove_listener(event, listener)
 

@@ -132,17 +132,17 @@ def saved(ui: PanelPage, cells: Any, wanted: str) -> list[tuple[str, str]]:
 
 
 @contextmanager
-def scenario(module_page: Any, lab: LabServer, name: str) -> Iterator[PanelPage]:
-    """The module's page, on a fresh three-cell notebook."""
-    with module_page.lent(lab, name) as ui:
+def scenario(shared_page: Any, lab: LabServer, name: str) -> Iterator[PanelPage]:
+    """The shared page, on a fresh three-cell notebook."""
+    with shared_page.lent(lab, name) as ui:
         ui.notebook = lab.unused_name(name)
         three_cells(lab.root / ui.notebook)
         yield ui
 
 
 @pytest.fixture(scope="module")
-def deleted(module_page: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
-    with scenario(module_page, lab, "delete-while-typing") as ui:
+def deleted(shared_page: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
+    with scenario(shared_page, lab, "delete-while-typing") as ui:
         ui.open_notebook()
         panel = ui.open_panel()
         ui.record_live_regions()
@@ -175,8 +175,8 @@ def deleted(module_page: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def edited(module_page: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
-    with scenario(module_page, lab, "edit-without-version") as ui:
+def edited(shared_page: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
+    with scenario(shared_page, lab, "edit-without-version") as ui:
         ui.open_notebook()
         panel = ui.open_panel()
         cells = ui.page.locator(".jp-NotebookPanel .jp-Cell")

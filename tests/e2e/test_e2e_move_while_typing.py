@@ -103,10 +103,10 @@ def typed_kept(cell_text: str) -> int:
 
 
 @pytest.fixture(scope="module")
-def moved(module_page: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
-    """The scenario, run once on the module's page; what the tests check is measured here
+def moved(shared_page: Any, lab: LabServer) -> Iterator[dict[str, Any]]:
+    """The scenario, run once on the shared page; what the tests check is measured here
     (one run feeds both tests, so the panel's errors are judged apart from the typing)."""
-    with module_page.lent(lab, "move-while-typing") as ui:
+    with shared_page.lent(lab, "move-while-typing") as ui:
         ui.notebook = lab.unused_name("move-while-typing")
         three_cells(lab.root / ui.notebook)
         result = run_scenario(ui)

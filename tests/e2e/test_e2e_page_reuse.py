@@ -1,4 +1,4 @@
-"""The module's page, handed from test to test (``_ModulePage``), keeps nothing of a test."""
+"""The shared page, handed from test to test (``_ModulePage``), keeps nothing of a test."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from e2e_page import PanelPage
 
 
 def test_a_page_handed_back_keeps_nothing_of_the_test_before(
-    module_page: Any, lab: LabServer
+    shared_page: Any, lab: LabServer
 ) -> None:
     origin = lab.url.rstrip("/")
-    before = PanelPage(module_page.take(), lab, "page-reuse-before")
+    before = PanelPage(shared_page.take(), lab, "page-reuse-before")
     page = before.page
     page.goto(f"{lab.url}login")
     page.evaluate(
@@ -22,9 +22,9 @@ def test_a_page_handed_back_keeps_nothing_of_the_test_before(
     page.set_viewport_size({"width": 800, "height": 600})
     page.emulate_media(forced_colors="active")
     before.detach()
-    module_page.hand_back(origin)
+    shared_page.hand_back(origin)
 
-    after = PanelPage(module_page.take(), lab, "page-reuse-after")
+    after = PanelPage(shared_page.take(), lab, "page-reuse-after")
     assert after.page is page, "the page was not reused"
     assert page.url == "about:blank"
     page.goto(f"{lab.url}login")
@@ -39,4 +39,4 @@ def test_a_page_handed_back_keeps_nothing_of_the_test_before(
     assert "said after the hand-back" in after.console_errors
     assert before.console_errors == []
     after.detach()
-    module_page.hand_back(origin)
+    shared_page.hand_back(origin)
