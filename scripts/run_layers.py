@@ -37,8 +37,6 @@ class Layer:
     name: str
     folders: list[str]
     """Relative to the repository; the last layer takes ``tests`` minus every other layer's."""
-    part: tuple[int, int] | None = None
-    """``(k, n)``: only the k-th of every n test modules of its one folder, in name order."""
     process: subprocess.Popen[str] | None = None
     started: float = 0.0
     took: float = 0.0
@@ -49,11 +47,8 @@ class Layer:
 
 
 LAYERS = [
-    # The browser tests: a real jupyter lab and Chromium (tests/e2e), in two halves. Much of a
-    # browser test is waiting (a cell that runs for 12 s, a paced announcement), so one
-    # process was the last to end, alone for 4 of its 16 minutes with a core idle.
-    Layer("browser-a", ["tests/e2e"], part=(0, 2)),
-    Layer("browser-b", ["tests/e2e"], part=(1, 2)),
+    # The browser tests: a real jupyter lab and Chromium (tests/e2e).
+    Layer("browser", ["tests/e2e"]),
     # Jupyter servers in process and in subprocesses, the fuzz tests.
     Layer("server", ["tests/server"]),
     # Real kernels and live notebooks, outside agents over MCP and ACP, JupyterHub.
@@ -69,11 +64,6 @@ def _command(layer: Layer, others: list[str]) -> list[str]:
     command += ["--durations=15"]  # where a layer's time went, in every log
     if layer.folders == ["tests"]:
         command += ["tests", *(f"--ignore={folder}" for folder in others)]
-    elif layer.part is not None:
-        (folder,) = layer.folders
-        k, n = layer.part
-        modules = sorted(p.relative_to(ROOT) for p in (ROOT / folder).glob("test_*.py"))
-        command += [str(module) for module in modules[k::n]]
     else:
         command += layer.folders
     return command
@@ -110,9 +100,7 @@ def main() -> int:
     out.mkdir(exist_ok=True)
     for old in ROOT.glob(".coverage*"):
         old.unlink()
-    named = sorted(
-        {folder for layer in LAYERS if layer.folders != ["tests"] for folder in layer.folders}
-    )
+    named = [folder for layer in LAYERS if layer.folders != ["tests"] for folder in layer.folders]
     missing = [folder for folder in named if not (ROOT / folder).is_dir()]
     if missing:
         print(f"Layer folders that do not exist: {', '.join(missing)}", file=sys.stderr)
