@@ -25,6 +25,7 @@ Off with ``AAEP_EXPLORABLE_FIGURES=0`` in the kernel's environment (the server s
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import math
@@ -227,10 +228,9 @@ def _formatter(shell: Any) -> Any:
 
 def enable(shell: Any) -> bool:
     """Turn explorable figures on in *shell* (loading twice changes nothing). False when
-    matplotlib is not installed (nothing to explore)."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    matplotlib is not installed (nothing to explore). Looked up, not imported: importing
+    matplotlib took 0.35 s, at every kernel start, for notebooks that never plot."""
+    if importlib.util.find_spec("matplotlib") is None:
         return False
     _state["shell"] = shell
     formatter = _formatter(shell)

@@ -84,6 +84,12 @@ async def drawing_kernel(tmp_path_factory: pytest.TempPathFactory) -> AsyncItera
 
 
 async def test_a_bar_chart_carries_its_values_and_the_backend_stays_the_users(kernel: Any) -> None:
+    # The extension waits for the notebook's own import: a kernel that never plots never
+    # pays for matplotlib (0.35 s at every kernel start when the extension imported it).
+    (loaded,) = await run(
+        kernel, "import sys; print(sorted(m for m in sys.modules if m.startswith('matplotlib')))"
+    )
+    assert loaded["text"].strip() == "[]", loaded
     # seaborn first: it imports pyplot half-way through its own import, when maidr cannot
     # patch it yet (maidr then comes in with the first figure).
     outputs = await run(
