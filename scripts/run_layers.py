@@ -6,10 +6,10 @@ here while the cores stood mostly idle, so the folders are split into layers tha
 (each starts its own servers, kernels, browser and hub on ports of its own) and run as separate
 pytest processes at once. Each writes its own coverage data, combined afterwards for the gate.
 
-Four, because the suite needs about 30 minutes of CPU and the machines have 2 cores: with four
-layers the whole run took 23.6 min (the browser layer the longest); with six (the browser tests
-in two halves, the release installs apart) it took 22.8 min for 5 % more CPU, every layer ran
-1.5 to 2.4 times slower, and three server tests failed under that load.
+Four, because the machines have 2 cores and the suite keeps them busy (93 % of a run): on 29
+November 2026 four layers took 16.7 min and 28.8 CPU-minutes of the machine, five (the browser
+tests in two halves) 17.5 min and 32.3, every layer slower under the load; six, earlier, failed
+three server tests under it. ``scripts/test`` runs its type check and lint beside them.
 
 Every line a layer prints is passed on at once, prefixed with the layer's name, and kept in
 ``test-output/<layer>.log``; at the end a table says each layer's time and result, and the tests
