@@ -383,18 +383,18 @@ def ui(
     request: pytest.FixtureRequest, browser: Any, shared_page: _SharedPage, lab: LabServer
 ) -> Iterator[PanelPage]:
     """The shared page (``_SharedPage``) for a fresh copy of the demo notebook (not opened
-    yet). A test marked ``own_page`` (it adds an init script, which would stay on the page)
-    gets a page of its own; a rerun of a failed test, a browser context of its own."""
+    yet). A rerun of a failed test, and a test marked ``own_page`` (it adds an init script,
+    which would stay on the page), get a browser context of their own: nothing they store,
+    even while their page closes, reaches the shared page's origin."""
     slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:60]
     attempt = getattr(request.node, "execution_count", 1)
     began = time.monotonic()
     own_context = None
     if attempt > 1:
         slug = f"{slug[:52]}-retry-{attempt}"  # a rerun meets nothing of the failed try
+    if attempt > 1 or request.node.get_closest_marker("own_page"):
         own_context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
         page = own_context.new_page()
-    elif request.node.get_closest_marker("own_page"):
-        page = shared_page.context.new_page()
     else:
         page = shared_page.take()
     panel_page = PanelPage(page, lab, slug)
@@ -418,15 +418,10 @@ def ui(
                 print(f"no screenshot of the failure: {error}")
         panel_page.collect_socket_waits()
         panel_page.detach()
-        if page is shared_page.page:
+        if own_context is None:
             shared_page.hand_back(lab.url.rstrip("/"))
         else:
-            try:
-                _clear_origin(page, lab.url.rstrip("/"))
-            finally:
-                page.close()
-                if own_context is not None:
-                    own_context.close()
+            own_context.close()
         began = panel_page._phase("context close", began)
         try:
             _assert_one_kernel(panel_page)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,7 +101,7 @@ _SOCKET_WAITS = """
 })();
 """
 
-_TIMED_PAGES: set[int] = set()
+_TIMED_PAGES: weakref.WeakSet[Page] = weakref.WeakSet()
 """The pages ``_SOCKET_WAITS`` is on (one page serves test after test)."""
 
 _FOCUS_STOP = """
@@ -171,9 +172,9 @@ class PanelPage:
         ]
         for event, listener in self._listeners:
             self.page.on(event, listener)
-        if os.environ.get("E2E_TIMING") and id(self.page) not in _TIMED_PAGES:
+        if os.environ.get("E2E_TIMING") and self.page not in _TIMED_PAGES:
             self.page.add_init_script(_SOCKET_WAITS)  # once per page: init scripts stay
-            _TIMED_PAGES.add(id(self.page))
+            _TIMED_PAGES.add(self.page)
 
     def detach(self) -> None:
         """Stop listening to the page (it goes on to the next test)."""
