@@ -4,8 +4,9 @@ The build runs in a copy of the working tree (tracked and new files, nothing git
 the developer's own panel build is never touched: the sdist is built from the copy, the wheel
 from the sdist, as PyPI users and distributions do. Then the wheel is checked file by file and
 installed into fresh virtual environments, once with the lowest supported versions of what
-it depends on (by uv) and once with the newest (by pip, as a person installs it), where a smoke
-test runs. Only PyPI and npm are reached (pip, uv and jlpm use their caches).
+it depends on and once with the newest (uv resolves them, pip installs the wheel itself and
+checks the whole: ``_venv``), where a smoke test runs. Only PyPI and npm are reached (pip, uv
+and jlpm use their caches).
 """
 
 from __future__ import annotations
@@ -229,35 +230,36 @@ INSTALLED = (
 """Prints what an environment holds, whichever installer filled it."""
 
 
-def _venv(folder: Path, wheel: Path, pins: list[str], installer: str) -> Path:
-    """A fresh virtual environment with the wheel installed.
+def _venv(folder: Path, wheel: Path, pins: list[str]) -> Path:
+    """A fresh virtual environment with the wheel and what it depends on installed.
 
-    ``pip``: as ``pip install`` does it, but for byte-compiling: pip's compiling of every
-    dependency was half the install's CPU (46 of 94 s measured here), and a dependency's
-    bytecode is not what a release of ours can break. ``uv``: uv's ``pip install``, which reads
-    the same wheel metadata and resolves the same pins in a tenth of the CPU (4 s against 48 s
-    here); used for the lowest versions, a question of what the metadata allows, while the
-    newest versions are installed the way a person does. Our own package is compiled, so a
-    file the interpreter cannot compile still fails here."""
-    if installer == "uv":
-        from uv import find_uv_bin
+    uv resolves and installs the dependencies (``uv pip install``: the same wheel metadata and
+    pins as pip, at a tenth of its CPU, 4 s against 44-48 s here); pip's own resolving of the
+    newest versions runs wherever ``scripts/setup`` installs the checkout. Then pip installs
+    the wheel file itself again (``--no-deps --force-reinstall``: its RECORD, data files and
+    entry points, as a person's ``pip install`` meets them) and ``pip check`` reads the whole
+    environment's requirements. Dependencies are not byte-compiled (half of pip's CPU, and not
+    what a release of ours can break); our own package is, so a file the interpreter cannot
+    compile still fails here."""
+    from uv import find_uv_bin
 
-        uv = find_uv_bin()
-        _run([uv, "venv", "--quiet", "--python", sys.executable, str(folder)], cwd=folder.parent)
-        python = folder / "bin" / "python"
-        _run(
-            [uv, "pip", "install", "--quiet", "--python", str(python), str(wheel), *pins],
-            cwd=folder.parent,
-            timeout=1500,
-        )
-    else:
-        _run([sys.executable, "-m", "venv", str(folder)], cwd=folder.parent)
-        python = folder / "bin" / "python"
-        _run(
-            [str(python), "-m", "pip", "install", "--quiet", "--no-compile", str(wheel), *pins],
-            cwd=folder.parent,
-            timeout=1500,
-        )
+    uv = find_uv_bin()
+    _run(
+        [uv, "venv", "--quiet", "--seed", "--python", sys.executable, str(folder)],
+        cwd=folder.parent,
+    )
+    python = folder / "bin" / "python"
+    _run(
+        [uv, "pip", "install", "--quiet", "--python", str(python), str(wheel), *pins],
+        cwd=folder.parent,
+        timeout=1500,
+    )
+    pip = [str(python), "-m", "pip", "--disable-pip-version-check"]
+    _run(
+        [*pip, "install", "--quiet", "--no-deps", "--force-reinstall", "--no-compile", str(wheel)],
+        cwd=folder.parent,
+    )
+    _run([*pip, "check"], cwd=folder.parent)
     package = _run(
         [
             str(python),
@@ -334,13 +336,11 @@ def venvs(
     """Both fresh environments, installed at once: an install mostly waits on the package
     index (about 220 s of wall time for 94 s of CPU with a cold cache), so the second one's
     wait is spent while the first is checked."""
-    installs = {"lowest": (LOWEST, "uv"), "newest": (["--upgrade"], "pip")}
+    installs = {"lowest": LOWEST, "newest": ["--upgrade"]}
     with ThreadPoolExecutor(max_workers=2) as pool:
         yield {
-            name: pool.submit(
-                _venv, tmp_path_factory.mktemp(name) / "venv", dist["wheel"], pins, installer
-            )
-            for name, (pins, installer) in installs.items()
+            name: pool.submit(_venv, tmp_path_factory.mktemp(name) / "venv", dist["wheel"], pins)
+            for name, pins in installs.items()
         }
 
 

@@ -7,9 +7,12 @@
 - A ``jupyter lab`` subprocess (``e2e_lab.LabServer``) whose model is a ``FakeAnthropic`` in
   this process answering from the module's ``e2e_model.ScriptedModel``. A module can set
   ``LAB_USER_SETTINGS`` (JupyterLab user settings), ``LAB_AAEP`` (traitlets) and
-  ``LAB_DISABLED_PLUGINS`` (JupyterLab plugins turned off); modules with the same three share
-  one lab for the session (``_shared_labs``), a module with a ``model`` fixture of its own gets
-  its own lab.
+  ``LAB_DISABLED_PLUGINS`` (JupyterLab plugins turned off), and ``SCENARIOS`` (its scripted
+  model's keyword → scenario table, ``e2e_model.ScriptedModel``; the shared scenarios without
+  it); modules with the same three ``LAB_`` settings share one lab for the session
+  (``_shared_labs``), whatever their scenarios. A module with a ``model`` fixture of its own
+  gets its own lab (and pays a JupyterLab start and a first page load on a new origin, about
+  10 s of the machine's CPU more than a load on a lab the page already knows).
 - One browser context and one page (``_SharedPage``), which each test loads on
   its own copy of the demo notebook, so every test has its own chat and kernel; the page is
   left blank and what it stored is cleared after each test. The kernel starts before the page
@@ -197,7 +200,7 @@ def model(
         responder = _Responder()
         entry = _shared_labs[key] = _Shared(FakeAnthropic(responder=responder).start(), responder)
     entry.fake.reset()  # a fresh fake for this module: no requests, problems or stalls
-    scripted = entry.responder.scripted = ScriptedModel()
+    scripted = entry.responder.scripted = ScriptedModel(getattr(request.module, "SCENARIOS", None))
     yield entry.fake, scripted
     entry.fake.release()  # nothing this module stalled holds the next one up
     if _last_of_configuration(request):

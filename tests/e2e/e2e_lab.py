@@ -42,6 +42,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+UNASKED_PLUGINS = [
+    "@jupyterlab/notebook-extension:export",
+    "@jupyterlab/notebook-extension:update-raw-mimetype",
+]
+"""JupyterLab plugins off in every test lab: at the first notebook of each page load both ask
+the server for nbconvert's export formats (File > Save and Export As, a raw cell's format),
+which costs 0.41 s of the server's CPU a load here, for menus these tests never open."""
+
+
 @dataclass
 class LabServer:
     """One ``jupyter lab`` process and the directories it owns.
@@ -161,9 +170,11 @@ class LabServer:
         # No build check: at every page load JupyterLab's own "is a rebuild needed?" request ran
         # node, yarn and npm on the server (about 0.6 s of CPU a load), for a question these tests never
         # ask. The build-status plugin stays on; it has nothing to report.
-        page_config: dict[str, object] = {"buildCheck": False, "buildAvailable": False}
-        if self.disabled_plugins:
-            page_config["disabledExtensions"] = dict.fromkeys(self.disabled_plugins, True)
+        page_config: dict[str, object] = {
+            "buildCheck": False,
+            "buildAvailable": False,
+            "disabledExtensions": dict.fromkeys([*UNASKED_PLUGINS, *self.disabled_plugins], True),
+        }
         (dirs["config"] / "labconfig").mkdir(exist_ok=True)
         (dirs["config"] / "labconfig" / "page_config.json").write_text(json.dumps(page_config))
         args = [

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 
 import nbformat
 import pytest
-from e2e_model import ScriptedModel
 from e2e_page import PanelPage
 from e2e_sweep import Sweep
 from playwright.sync_api import expect
@@ -32,14 +31,11 @@ CELLS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def model() -> Iterator[tuple[FakeAnthropic, ScriptedModel]]:
-    scripted = ScriptedModel({})
-    fake = FakeAnthropic(responder=scripted).start()
-    yield fake, scripted
-    fake.stop()
-    assert fake.problems == [], fake.problems
-    assert fake.requests == []  # the check never asks the model
+@pytest.fixture(scope="module", autouse=True)
+def _never_asks_the_model(fake_model: FakeAnthropic) -> Iterator[None]:
+    """The check is the panel's own: the module's tests send the model nothing."""
+    yield
+    assert fake_model.requests == []
 
 
 def trouble(ui: PanelPage) -> None:

@@ -27,11 +27,11 @@ from typing import Any
 import nbformat
 import pytest
 from e2e_lab import LabServer
-from e2e_model import PACE, ScriptedModel
+from e2e_model import PACE
 from e2e_page import PanelPage
 from playwright.sync_api import expect
 
-from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
+from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -83,13 +83,7 @@ def edit_first(results: list[dict[str, Any]]) -> Turn:
     return Turn(text=EDITED, chunk_delay=PACE, text_chunk_size=8)
 
 
-@pytest.fixture(scope="module")
-def model() -> Iterator[tuple[FakeAnthropic, ScriptedModel]]:
-    scripted = ScriptedModel({"delete the second cell": delete_second, "add a 4": edit_first})
-    fake = FakeAnthropic(responder=scripted).start()
-    yield fake, scripted
-    fake.stop()
-    assert fake.problems == [], fake.problems
+SCENARIOS = {"delete the second cell": delete_second, "add a 4": edit_first}
 
 
 def three_cells(path: Any) -> None:

@@ -12,18 +12,17 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import nbformat
 import pytest
-from e2e_model import PACE, ScriptedModel
+from e2e_model import PACE
 from e2e_page import PanelPage
 from playwright.sync_api import expect
 from test_e2e_explorable_figures import axe_figures
 
 from jupyter_aaep.testing.demo_model import result_text
-from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
+from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -65,13 +64,7 @@ def plot_and_describe(results: list[dict[str, Any]]) -> Turn:
     return Turn(text=DONE, chunk_delay=PACE)
 
 
-@pytest.fixture(scope="module")
-def model() -> Iterator[tuple[FakeAnthropic, ScriptedModel]]:
-    scripted = ScriptedModel({"plot the week": plot_and_describe})
-    fake = FakeAnthropic(responder=scripted).start()
-    yield fake, scripted
-    fake.stop()
-    assert fake.problems == [], fake.problems
+SCENARIOS = {"plot the week": plot_and_describe}
 
 
 def titled_notebook(ui: PanelPage) -> str:

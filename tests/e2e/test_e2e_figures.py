@@ -16,16 +16,15 @@ import io
 import json
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import nbformat
 import pytest
-from e2e_model import PACE, ScriptedModel
+from e2e_model import PACE
 from e2e_page import COMPOSER, PanelPage
 from playwright.sync_api import expect
 
-from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
+from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -43,13 +42,7 @@ def describe(results: list[dict[str, Any]]) -> Turn:
     return Turn(text=DESCRIPTION, chunk_delay=PACE, text_chunk_size=12)
 
 
-@pytest.fixture(scope="module")
-def model() -> Iterator[tuple[FakeAnthropic, ScriptedModel]]:
-    scripted = ScriptedModel({"describe the figure": describe})
-    fake = FakeAnthropic(responder=scripted).start()
-    yield fake, scripted
-    fake.stop()
-    assert fake.problems == [], fake.problems
+SCENARIOS = {"describe the figure": describe}
 
 
 def chart_png() -> str:

@@ -24,12 +24,12 @@ from typing import Any
 import nbformat
 import pytest
 from e2e_lab import LabServer
-from e2e_model import PACE, ScriptedModel
+from e2e_model import PACE
 from e2e_page import PanelPage
 from playwright.sync_api import expect
 
 from jupyter_aaep.testing.demo_model import result_text
-from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, ToolUse, Turn
+from jupyter_aaep.testing.fake_anthropic import ToolUse, Turn
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -68,13 +68,7 @@ def move_second(results: list[dict[str, Any]]) -> Turn:
     return Turn(text=DONE, chunk_delay=PACE, text_chunk_size=8)
 
 
-@pytest.fixture(scope="module")
-def model() -> Iterator[tuple[FakeAnthropic, ScriptedModel]]:
-    scripted = ScriptedModel({"move the second cell": move_second})
-    fake = FakeAnthropic(responder=scripted).start()
-    yield fake, scripted
-    fake.stop()
-    assert fake.problems == [], fake.problems
+SCENARIOS = {"move the second cell": move_second}
 
 
 def three_cells(path: Any) -> None:

@@ -8,11 +8,10 @@ Screenshots: ``test-output/e2e/plan-*.png``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from e2e_model import PACE, ScriptedModel, request_and_results
+from e2e_model import PACE, request_and_results
 from e2e_page import PanelPage
 from playwright.sync_api import expect
 
@@ -55,13 +54,7 @@ def plan_then_run(results: list[dict[str, Any]]) -> Turn:
     return Turn(text=DONE, chunk_delay=PACE, text_chunk_size=5)
 
 
-@pytest.fixture(scope="module")
-def model() -> Iterator[tuple[FakeAnthropic, ScriptedModel]]:
-    scripted = ScriptedModel({"plan-mode": plan_then_run})
-    fake = FakeAnthropic(responder=scripted).start()
-    yield fake, scripted
-    fake.stop()
-    assert fake.problems == [], fake.problems
+SCENARIOS = {"plan-mode": plan_then_run}
 
 
 def test_plan_first_chosen_by_keyboard_edited_and_approved_with_one_key(

@@ -10,16 +10,15 @@ card waits. Screenshots: ``test-output/e2e/review-*.png``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from e2e_model import PACE, ScriptedModel, request_and_results
+from e2e_model import PACE, request_and_results
 from e2e_page import OUTPUT, PanelPage
 from playwright.sync_api import expect
 
 from jupyter_aaep.testing.demo_model import result_text
-from jupyter_aaep.testing.fake_anthropic import FakeAnthropic, RecordedRequest, ToolUse, Turn
+from jupyter_aaep.testing.fake_anthropic import RecordedRequest, ToolUse, Turn
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
@@ -57,14 +56,8 @@ def review_edit(results: list[dict[str, Any]]) -> Turn:
     return Turn(text=LEFT_AS_IS if rejected else APPLIED, chunk_delay=PACE, text_chunk_size=5)
 
 
-@pytest.fixture(scope="module")
-def model() -> Iterator[tuple[FakeAnthropic, ScriptedModel]]:
-    """This module's scripted model: only the review scenario (a plain answer otherwise)."""
-    scripted = ScriptedModel({"review-edit": review_edit})
-    fake = FakeAnthropic(responder=scripted).start()
-    yield fake, scripted
-    fake.stop()
-    assert fake.problems == [], fake.problems
+SCENARIOS = {"review-edit": review_edit}
+"""This module's scripted model: only the review scenario (a plain answer otherwise)."""
 
 
 def means_cell_text(ui: PanelPage) -> str:
