@@ -32,11 +32,12 @@ TESTS = ROOT / "tests"
 
 @dataclass
 class Layer:
-    """A set of test folders run by one pytest process."""
+    """A set of test folders or files run by one pytest process."""
 
     name: str
-    folders: list[str]
-    """Relative to the repository; the last layer takes ``tests`` minus every other layer's."""
+    paths: list[str]
+    """Relative to the repository. A path inside another layer's (a module of tests/e2e, every
+    folder inside tests) is left out of that layer's run (``--ignore``)."""
     process: subprocess.Popen[str] | None = None
     started: float = 0.0
     took: float = 0.0
@@ -49,23 +50,38 @@ class Layer:
 LAYERS = [
     # The browser tests: a real jupyter lab and Chromium (tests/e2e).
     Layer("browser", ["tests/e2e"]),
+    # The browser tests of cells that run for many seconds: they spend most of their 2.5 minutes
+    # waiting, so beside the other browser tests, on a Chromium of their own, they shorten the
+    # longest layer by that much for about 20 s of CPU (a browser start and a first page load).
+    Layer(
+        "longcells",
+        ["tests/e2e/test_e2e_long_cell_default.py", "tests/e2e/test_e2e_long_cells.py"],
+    ),
     # Jupyter servers in process and in subprocesses, the fuzz tests.
     Layer("server", ["tests/server"]),
-    # Real kernels and live notebooks, outside agents over MCP and ACP, JupyterHub.
-    Layer("kernels", ["tests/notebook", "tests/kernel", "tests/interop", "tests/hub"]),
-    # Everything else: the protocol, engine, chats, store, MCP and ACP units, packaging.
+    # Real kernels and live notebooks, outside agents over MCP and ACP.
+    Layer("kernels", ["tests/notebook", "tests/kernel", "tests/interop"]),
+    # Everything else: the protocol, engine, chats, store, MCP and ACP units, packaging and the
+    # release, JupyterHub (the layer that ends first has room for the hub's 40 s).
     Layer("units", ["tests"]),
 ]
 
 
-def _command(layer: Layer, others: list[str]) -> list[str]:
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _command(layer: Layer) -> list[str]:
     command = [sys.executable, "-m", "pytest", "--cov=jupyter_aaep", "--cov-report="]
     command += ["-p", "no:cacheprovider"]  # the layers would write one cache at once
     command += ["--durations=15"]  # where a layer's time went, in every log
-    if layer.folders == ["tests"]:
-        command += ["tests", *(f"--ignore={folder}" for folder in others)]
-    else:
-        command += layer.folders
+    command += layer.paths
+    others = [path for other in LAYERS if other is not layer for path in other.paths]
+    command += [
+        f"--ignore={path}"
+        for path in others
+        if any(_inside(path, mine) and path != mine for mine in layer.paths)
+    ]
     return command
 
 
@@ -100,17 +116,16 @@ def main() -> int:
     out.mkdir(exist_ok=True)
     for old in ROOT.glob(".coverage*"):
         old.unlink()
-    named = [folder for layer in LAYERS if layer.folders != ["tests"] for folder in layer.folders]
-    missing = [folder for folder in named if not (ROOT / folder).is_dir()]
+    missing = [path for layer in LAYERS for path in layer.paths if not (ROOT / path).exists()]
     if missing:
-        print(f"Layer folders that do not exist: {', '.join(missing)}", file=sys.stderr)
+        print(f"Layer paths that do not exist: {', '.join(missing)}", file=sys.stderr)
         return 1
     relays = []
     for layer in LAYERS:
         env = {**os.environ, "COVERAGE_FILE": str(ROOT / f".coverage.{layer.name}")}
         layer.started = time.monotonic()
         layer.process = subprocess.Popen(
-            _command(layer, named),
+            _command(layer),
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,

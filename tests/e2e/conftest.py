@@ -9,8 +9,8 @@
   ``LAB_USER_SETTINGS`` (JupyterLab user settings), ``LAB_AAEP`` (traitlets) and
   ``LAB_DISABLED_PLUGINS`` (JupyterLab plugins turned off), and ``SCENARIOS`` (its scripted
   model's keyword → scenario table, ``e2e_model.ScriptedModel``; the shared scenarios without
-  it); modules with the same three ``LAB_`` settings share one lab for the session
-  (``_shared_labs``), whatever their scenarios. A module with a ``model`` fixture of its own
+  it); modules with the same ``LAB_AAEP`` share one lab for the session (``_shared_labs``),
+  each with its own user settings, plugins and scenarios. A module with a ``model`` fixture of its own
   gets its own lab (and pays a JupyterLab start and a first page load on a new origin, about
   10 s of the machine's CPU more than a load on a lab the page already knows).
 - One browser context and one page (``_SharedPage``), which each test loads on
@@ -142,15 +142,10 @@ class _Responder:
 
 
 def _configuration(module: Any) -> str:
-    """What makes a module's lab differ from another's (the key of a shared lab)."""
-    return json.dumps(
-        [
-            getattr(module, "LAB_AAEP", {}),
-            getattr(module, "LAB_USER_SETTINGS", {}),
-            getattr(module, "LAB_DISABLED_PLUGINS", []),
-        ],
-        sort_keys=True,
-    )
+    """What makes a module's lab differ from another's (the key of a shared lab): the server's
+    traitlets. User settings and turned-off plugins are read at each page load, so a module
+    sets its own on a shared lab (``LabServer.reset_user_state``)."""
+    return json.dumps(getattr(module, "LAB_AAEP", {}), sort_keys=True)
 
 
 def _last_of_configuration(request: pytest.FixtureRequest) -> bool:
@@ -229,7 +224,10 @@ def lab(
     entry = _shared_labs.get(_configuration(request.module))
     shared = entry is not None and entry.fake is fake
     if entry is not None and shared and entry.server is not None:
-        entry.server.reset_user_state()
+        entry.server.reset_user_state(
+            getattr(request.module, "LAB_USER_SETTINGS", {}),
+            getattr(request.module, "LAB_DISABLED_PLUGINS", []),
+        )
         _timing(f"lab reused {name}")
         yield entry.server
         _stop_if_last(request, entry)

@@ -66,10 +66,11 @@ class LabServer:
     aaep
         Extra ``AAEPExtension`` traitlets.
     user_settings
-        JupyterLab user settings to seed, ``{"package/plugin": {...}}``.
+        JupyterLab user settings to seed, ``{"package/plugin": {...}}`` (``reset_user_state``
+        changes them for the next module).
     disabled_plugins
         JupyterLab plugins to disable (``labconfig/page_config.json``), e.g. to see a front end
-        without one of ours.
+        without one of ours (``reset_user_state`` changes them too).
     """
 
     home: Path
@@ -167,16 +168,7 @@ class LabServer:
             "AAEPExtension": {"model": "claude-e2e", **self.aaep},
         }
         (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(config, indent=1))
-        # No build check: at every page load JupyterLab's own "is a rebuild needed?" request ran
-        # node, yarn and npm on the server (about 0.6 s of CPU a load), for a question these tests never
-        # ask. The build-status plugin stays on; it has nothing to report.
-        page_config: dict[str, object] = {
-            "buildCheck": False,
-            "buildAvailable": False,
-            "disabledExtensions": dict.fromkeys([*UNASKED_PLUGINS, *self.disabled_plugins], True),
-        }
-        (dirs["config"] / "labconfig").mkdir(exist_ok=True)
-        (dirs["config"] / "labconfig" / "page_config.json").write_text(json.dumps(page_config))
+        self._write_page_config()
         args = [
             sys.executable,
             "-m",
@@ -206,11 +198,32 @@ class LabServer:
         self._wait_ready()
         return self
 
-    def reset_user_state(self) -> None:
+    def _write_page_config(self) -> None:
+        """``labconfig/page_config.json``, which the server reads at every page load.
+
+        No build check: at every page load JupyterLab's own "is a rebuild needed?" request ran
+        node, yarn and npm on the server (about 0.6 s of CPU a load), for a question these tests
+        never ask; the build-status plugin stays on, with nothing to report. ``UNASKED_PLUGINS``
+        and the module's ``disabled_plugins`` are off."""
+        page_config = {
+            "buildCheck": False,
+            "buildAvailable": False,
+            "disabledExtensions": dict.fromkeys([*UNASKED_PLUGINS, *self.disabled_plugins], True),
+        }
+        folder = self.home / "config" / "labconfig"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "page_config.json").write_text(json.dumps(page_config))
+
+    def reset_user_state(
+        self, user_settings: dict[str, dict[str, Any]], disabled_plugins: list[str]
+    ) -> None:
         """Forget what earlier tests left for the person (for a module taking over a shared
-        server): user settings go back to the seeded ones, saved workspaces go, and standing
+        server): user settings go back to the module's seeded ones and its plugins are the ones
+        turned off (the server reads both at each page load), saved workspaces go, and standing
         permissions and outside agents' credentials are taken back (a test that failed half
         way may have left one)."""
+        self.user_settings, self.disabled_plugins = user_settings, disabled_plugins
+        self._write_page_config()
         for name in ("settings", "workspaces"):
             shutil.rmtree(self.home / name, ignore_errors=True)
             (self.home / name).mkdir()
