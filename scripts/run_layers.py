@@ -9,7 +9,11 @@ pytest processes at once. Each writes its own coverage data, combined afterwards
 Four, because the machines have 2 cores and the suite keeps them busy (93 % of a run): on 29
 November 2026 four layers took 16.7 min and 28.8 CPU-minutes of the machine, five (the browser
 tests in two halves) 17.5 min and 32.3, every layer slower under the load; six, earlier, failed
-three server tests under it. ``scripts/test`` runs its type check and lint beside them.
+three server tests under it. A fifth layer of only the two long-cell browser modules (2.5
+minutes of mostly waiting, off the longest layer) was tried on 29 November too: 15.6 min and
+29.2 CPU-minutes against 15.3 and 28.1 with four. With the cores busy, the other layers' work
+already fills the browser tests' waits, so only less CPU shortens the run. ``scripts/test``
+runs its type check and lint beside the layers.
 
 Every line a layer prints is passed on at once, prefixed with the layer's name, and kept in
 ``test-output/<layer>.log``; at the end a table says each layer's time and result, and the tests
@@ -50,13 +54,6 @@ class Layer:
 LAYERS = [
     # The browser tests: a real jupyter lab and Chromium (tests/e2e).
     Layer("browser", ["tests/e2e"]),
-    # The browser tests of cells that run for many seconds: they spend most of their 2.5 minutes
-    # waiting, so beside the other browser tests, on a Chromium of their own, they shorten the
-    # longest layer by that much for about 20 s of CPU (a browser start and a first page load).
-    Layer(
-        "longcells",
-        ["tests/e2e/test_e2e_long_cell_default.py", "tests/e2e/test_e2e_long_cells.py"],
-    ),
     # Jupyter servers in process and in subprocesses, the fuzz tests.
     Layer("server", ["tests/server"]),
     # Real kernels and live notebooks, outside agents over MCP and ACP.
