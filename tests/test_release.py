@@ -334,8 +334,7 @@ def venvs(
     dist: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Future[Path]]]:
     """Both fresh environments, installed at once: an install mostly waits on the package
-    index (about 220 s of wall time for 94 s of CPU with a cold cache), so the second one's
-    wait is spent while the first is checked."""
+    index, so the second one's wait is spent while the first is checked."""
     installs = {"lowest": LOWEST, "newest": ["--upgrade"]}
     with ThreadPoolExecutor(max_workers=2) as pool:
         yield {

@@ -221,13 +221,12 @@ def lab(
     see ``_shared_labs``); its log is kept in test-output/e2e."""
     fake, _ = model
     name = request.module.__name__.rsplit(".", 1)[-1]
+    settings = getattr(request.module, "LAB_USER_SETTINGS", {})
+    plugins = getattr(request.module, "LAB_DISABLED_PLUGINS", [])
     entry = _shared_labs.get(_configuration(request.module))
     shared = entry is not None and entry.fake is fake
     if entry is not None and shared and entry.server is not None:
-        entry.server.reset_user_state(
-            getattr(request.module, "LAB_USER_SETTINGS", {}),
-            getattr(request.module, "LAB_DISABLED_PLUGINS", []),
-        )
+        entry.server.reset_user_state(settings, plugins)
         _timing(f"lab reused {name}")
         yield entry.server
         _stop_if_last(request, entry)
@@ -242,8 +241,8 @@ def lab(
             "clarification_timeout": 120,
             **getattr(request.module, "LAB_AAEP", {}),
         },
-        user_settings=getattr(request.module, "LAB_USER_SETTINGS", {}),
-        disabled_plugins=getattr(request.module, "LAB_DISABLED_PLUGINS", []),
+        user_settings=settings,
+        disabled_plugins=plugins,
     )
     began = time.monotonic()
     if entry is not None and shared:
