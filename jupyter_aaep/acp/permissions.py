@@ -132,12 +132,13 @@ class Gate:
             notebook_path=self.chat.notebook_path if self.chat is not None else None,
         )
 
-    def _offer(self, token: str, rule: str | None) -> dict[str, Any] | None:
-        """The "allow for this chat" grant the card offers (``extra_context.permission_offer``)."""
+    def _offers(self, token: str, rule: str | None) -> list[dict[str, Any]]:
+        """The "allow for this chat" grant the card offers (``extra_context.permission_offers``:
+        an ACP agent's kinds of step are granted for one chat only)."""
         chat = self.chat
         if chat is None or chat.grants is None or rule is None:
-            return None
-        offer = chat.grants.offer(
+            return []
+        offers = chat.grants.offer(
             token,
             rule,
             {},
@@ -146,7 +147,7 @@ class Gate:
             notebook_path=chat.notebook_path,
             label=self.narrator.agent,
         )
-        return None if offer is None else offer.to_json(chat.notebook_path)
+        return [offer.to_json(chat.notebook_path) for offer in offers]
 
     async def request(self, params: dict[str, Any]) -> dict[str, Any]:
         """The answer to one ``session/request_permission``."""
@@ -230,9 +231,10 @@ class Gate:
             summary = grant_gate.granted_summary(grant, preview, risk, action)
         else:
             self.questions += 1
-            offer = self._offer(token, rule)
-            if offer is not None:
-                extra["permission_offer"] = offer
+            offers = self._offers(token, rule)
+            if offers:
+                extra["permission_offers"] = offers
+            for offer in offers:
                 grant_wish = {"rule": offer["rule"], "scope": offer["scope"]}
                 choices.append({"value": "accept", "label": offer["label"], "grant": grant_wish})
             summary = Summary(

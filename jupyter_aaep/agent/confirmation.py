@@ -85,9 +85,9 @@ class Confirmations:
         if grant is not None:
             extra["granted_by"] = grant_gate.granted_context(grant)
         elif not automatic:
-            offer = grant_gate.offered(self.chat, token, spec, call_input, preview)
-            if offer is not None:
-                extra["permission_offer"] = offer
+            offers = grant_gate.offered(self.chat, token, spec, call_input, preview)
+            if offers:
+                extra["permission_offers"] = offers
         flags = f" Warning: {'; '.join(preview.risk_flags)}." if preview.risk_flags else ""
         if grant is not None:
             summary = grant_gate.granted_summary(grant, preview, risk, action)

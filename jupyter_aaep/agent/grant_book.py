@@ -31,7 +31,7 @@ from .grants import (
     check_scope,
     decide,
     new_grant_id,
-    offer_for,
+    offers_for,
 )
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,16 @@ class GrantStorage(Protocol):
 
 @dataclass(frozen=True)
 class OpenOffer:
-    """What one open approval card offers, and where its grant would apply."""
+    """What one open approval card offers (narrowest first), and where its grants would apply."""
+
+    offers: tuple[Offer, ...]
+    chat_id: str | None
+    notebook_path: str | None
+
+
+@dataclass(frozen=True)
+class TakenOffer:
+    """The grant a person chose on a card, and where it applies."""
 
     offer: Offer
     chat_id: str | None
@@ -189,31 +198,38 @@ class GrantBook:
         chat_id: str | None,
         notebook_path: str | None,
         label: str | None = None,
-    ) -> Offer | None:
-        """The grant the card with *token* offers (remembered until it is taken or forgotten)."""
-        offer = offer_for(
-            tool, tool_input, flagged=flagged, notebook_path=notebook_path, label=label
+    ) -> tuple[Offer, ...]:
+        """The grants the card with *token* offers (remembered until one is taken or the card is
+        forgotten): none the administrator forbids, no chat grant without a chat."""
+        offers = tuple(
+            offer
+            for offer in offers_for(
+                tool, tool_input, flagged=flagged, notebook_path=notebook_path, label=label
+            )
+            if self._forbidden(offer.rule, offer.scope) is None
+            and (offer.scope != "chat" or chat_id)
         )
-        if offer is None or self._forbidden(offer.rule, offer.scope) is not None:
-            return None
-        if offer.scope == "chat" and not chat_id:
-            return None
+        if not offers:
+            return ()
         while len(self._offers) >= MAX_OFFERS:
             self._offers.pop(next(iter(self._offers)))
-        self._offers[token] = OpenOffer(offer, chat_id, notebook_path)
-        return offer
+        self._offers[token] = OpenOffer(offers, chat_id, notebook_path)
+        return offers
 
-    def take_offer(self, token: object, wish: object) -> OpenOffer | None:
-        """The offer of the card with *token*, if *wish* (``{"rule", "scope"}``) is exactly it;
-        taken once. A reply can grant only what its card offered."""
+    def take_offer(self, token: object, wish: object) -> TakenOffer | None:
+        """The grant of the card with *token* that *wish* (``{"rule", "scope"}``) names exactly,
+        if the card offered it; the card's offers are taken once. A reply can grant only what
+        its card offered."""
         if not isinstance(token, str) or not isinstance(wish, Mapping):
             return None
         open_offer = self._offers.get(token)
         if open_offer is None:
             return None
-        if (wish.get("rule"), wish.get("scope")) != (open_offer.offer.rule, open_offer.offer.scope):
-            return None
-        return self._offers.pop(token)
+        for offer in open_offer.offers:
+            if (wish.get("rule"), wish.get("scope")) == (offer.rule, offer.scope):
+                del self._offers[token]
+                return TakenOffer(offer, open_offer.chat_id, open_offer.notebook_path)
+        return None
 
     def forget_offer(self, token: str) -> None:
         self._offers.pop(token, None)
@@ -229,4 +245,4 @@ def _same(a: Grant, b: Grant) -> bool:
     )
 
 
-__all__ = ["Forbidden", "GrantBook", "OpenOffer"]
+__all__ = ["Forbidden", "GrantBook", "OpenOffer", "TakenOffer"]

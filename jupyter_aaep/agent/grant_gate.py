@@ -4,7 +4,7 @@ The dispatcher calls :func:`standing` where it decides whether a step asks. A de
 step without asking (:func:`refuse`); an allow answers the confirmation on the person's behalf
 and every listener hears which permission did (:func:`granted_summary`, and the record
 :func:`granted_record` on the ``state.changed`` that leaves ``awaiting_input``); otherwise a
-card may offer a grant with its approval (:func:`offered`).
+card may offer grants with its approval (:func:`offered`).
 
 The record is shaped like the ``confirmation.reply`` a person would have sent (``decision``,
 ``timestamp``, ``decided_by: "grant:<id>"``, ``decision_rationale``: the grant's words), carried
@@ -67,12 +67,13 @@ def refuse(session: Session, grant: Grant, preview: ActionPreview) -> str:
 
 def offered(
     chat: ChatContext, token: str, spec: ToolSpec, tool_input: Any, preview: ActionPreview
-) -> dict[str, Any] | None:
-    """The grant a card offers with its approval (``extra_context.permission_offer``)."""
+) -> list[dict[str, Any]]:
+    """The grants a card offers with its approval, narrowest first
+    (``extra_context.permission_offers``; empty: none)."""
     book = chat.grants
     if book is None:
-        return None
-    offer = book.offer(
+        return []
+    offers = book.offer(
         token,
         spec.name,
         tool_input if isinstance(tool_input, dict) else {},
@@ -80,7 +81,7 @@ def offered(
         chat_id=chat.chat_id,
         notebook_path=chat.notebook_path,
     )
-    return None if offer is None else offer.to_json(chat.notebook_path)
+    return [offer.to_json(chat.notebook_path) for offer in offers]
 
 
 def forget(chat: ChatContext, token: str) -> None:

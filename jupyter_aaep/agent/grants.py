@@ -322,31 +322,40 @@ class Offer:
         return {"rule": self.rule, "scope": self.scope, "label": self.choice(notebook_path)}
 
 
-def offer_for(
+def offers_for(
     tool: str,
     tool_input: Mapping[str, Any],
     *,
     flagged: bool,
     notebook_path: str | None,
     label: str | None = None,
-) -> Offer | None:
-    """The one grant an approval card for this step offers (``None``: none fits). Flagged
-    steps get none: no grant covers them. An ACP agent's kind of step is offered for this chat
-    only (its words name the agent: *label*)."""
+) -> tuple[Offer, ...]:
+    """The grants an approval card for this step offers, narrowest first: the same kind of step
+    in this chat, then in this notebook (a chat with no notebook: this chat only). None for a
+    flagged step: no grant covers it. An ACP agent's kind of step is offered for this chat only
+    (its words name the agent: *label*)."""
     if flagged:
-        return None
+        return ()
     if tool.startswith("acp__") and _ACP.match(tool):
-        return Offer(tool, "chat", label)
-    scope: Scope = "notebook" if notebook_path else "chat"
+        return (Offer(tool, "chat", label),)
+    rule = _offered_rule(tool, tool_input)
+    if rule is None:
+        return ()
+    scopes: tuple[Scope, ...] = ("chat", "notebook") if notebook_path else ("chat",)
+    return tuple(Offer(rule, scope) for scope in scopes)
+
+
+def _offered_rule(tool: str, tool_input: Mapping[str, Any]) -> str | None:
+    """The rule a card offers for this step: its kind, as narrow as the person can read it."""
     if tool in RUN_TOOLS:
-        return Offer("run_cell:unflagged", scope)
+        return "run_cell:unflagged"
     if tool in ("create_cell", "edit_cell"):
-        return Offer(tool, scope)
+        return tool
     if tool.startswith("mcp__") and _MCP.match(tool):
-        return Offer(tool, scope)
+        return tool
     path = tool_input.get("path")
     if tool == "read_file" and isinstance(path, str) and path and len(path) <= MAX_GLOB:
-        return Offer(f"read_file:{_escape_glob(path)}", scope)
+        return f"read_file:{_escape_glob(path)}"
     return None
 
 
@@ -389,6 +398,6 @@ __all__ = [
     "is_grant_id",
     "new_grant_id",
     "normalised_source",
-    "offer_for",
+    "offers_for",
     "source_hash",
 ]

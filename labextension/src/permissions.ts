@@ -34,11 +34,11 @@ export function permissionWords(permission: IPermission, trans: TranslationBundl
     : permission.sentence;
 }
 
-/** The grant an approval card offers with its approval (`extra_context.permission_offer`). */
+/** A grant an approval card offers with its approval (`extra_context.permission_offers`). */
 export interface IPermissionOffer {
   rule: string;
   scope: string;
-  /** The button's words: exactly what it allows. */
+  /** The button's words: exactly what it allows, and where. */
   label: string;
 }
 
@@ -48,19 +48,23 @@ export interface IPermissionWish {
   scope: string;
 }
 
-/** The card's offer, if the server made one (never for flagged code). */
-export function readOffer(extra: Record<string, unknown>): IPermissionOffer | null {
-  const offer = extra.permission_offer;
-  if (
-    isRecord(offer) &&
-    typeof offer.rule === 'string' &&
-    typeof offer.scope === 'string' &&
-    typeof offer.label === 'string' &&
-    offer.label.length > 0
-  ) {
-    return { rule: offer.rule, scope: offer.scope, label: offer.label };
+/** The card's offers as the server gave them, narrowest first ("in this chat", then "in
+ * this notebook"); none for flagged code, and malformed ones are skipped. */
+export function readOffers(extra: Record<string, unknown>): IPermissionOffer[] {
+  const offers = extra.permission_offers;
+  if (!Array.isArray(offers)) {
+    return [];
   }
-  return null;
+  return offers
+    .filter(
+      (offer): offer is IPermissionOffer =>
+        isRecord(offer) &&
+        typeof offer.rule === 'string' &&
+        typeof offer.scope === 'string' &&
+        typeof offer.label === 'string' &&
+        offer.label.length > 0
+    )
+    .map(({ rule, scope, label }) => ({ rule, scope, label }));
 }
 
 /** The words of the permission that approved a step ("your permission for unflagged code

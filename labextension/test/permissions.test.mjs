@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import React from 'react';
 import { renderToStaticMarkup } from 'react-dom/server';
 
-const { focusAfterRevoke, grantedWords, permissionListWords, readOffer, revokedWords, revokeLabel } =
+const { focusAfterRevoke, grantedWords, permissionListWords, readOffers, revokedWords, revokeLabel } =
   await import('../lib/permissions.js');
 const { PermissionList, REVOKE_CLASS } = await import('../lib/components/PermissionList.js');
 const { ConfirmationCard } = await import('../lib/components/ConfirmationCard.js');
@@ -19,6 +19,7 @@ const trans = {
   _n: (one, many, n, ...args) => fill(n === 1 ? one : many, [n, ...args])
 };
 const LABEL = "Approve, and don't ask again for unflagged code in this notebook";
+const CHAT_LABEL = "Approve, and don't ask again for unflagged code in this chat";
 const permissions = [
   {
     id: 'grt_0000000000000001',
@@ -64,13 +65,25 @@ function card(extra, state = 'pending') {
   return { html, replies };
 }
 
-test('the card offers the grant with words that say exactly what it allows', () => {
-  const extra = { code: 'print(1)', permission_offer: { rule: 'run_cell:unflagged', scope: 'notebook', label: LABEL } };
-  assert.deepEqual(readOffer(extra), { rule: 'run_cell:unflagged', scope: 'notebook', label: LABEL });
+test('the card offers the grants, this chat then this notebook, with words that say exactly what each allows', () => {
+  const offers = [
+    { rule: 'run_cell:unflagged', scope: 'chat', label: CHAT_LABEL },
+    { rule: 'run_cell:unflagged', scope: 'notebook', label: LABEL }
+  ];
+  const extra = { code: 'print(1)', permission_offers: offers };
+  assert.deepEqual(readOffers(extra), offers);
   const { html } = card(extra);
   const buttons = [...html.matchAll(/<button[^>]*>(.*?)<\/button>/g)].map(m => m[1]);
-  assert.deepEqual(buttons, ['Approve', 'Reject', LABEL.replace("'", '&#x27;')], 'the choice comes after Reject');
-  assert.match(html, /class="jp-Button jp-mod-styled jp-AAEPCard-approveAndGrant"/);
+  assert.deepEqual(
+    buttons,
+    ['Approve', 'Reject', CHAT_LABEL.replace("'", '&#x27;'), LABEL.replace("'", '&#x27;')],
+    'the choices come after Reject, the narrower first'
+  );
+  assert.equal([...html.matchAll(/class="jp-Button jp-mod-styled jp-AAEPCard-approveAndGrant"/g)].length, 2);
+  assert.deepEqual(
+    [...html.matchAll(/data-scope="(\w+)"/g)].map(m => m[1]),
+    ['chat', 'notebook']
+  );
 });
 
 test('no offer, no third button: flagged code and malformed offers', () => {
@@ -81,8 +94,14 @@ test('no offer, no third button: flagged code and malformed offers', () => {
     { rule: 1, scope: 'x', label: 'y' },
     { rule: 'a', scope: 'b', label: '' }
   ]) {
-    assert.equal(readOffer({ permission_offer: offer }), null);
+    assert.deepEqual(readOffers({ permission_offers: [offer] }), []);
   }
+  assert.deepEqual(readOffers({ permission_offers: { rule: 'a', scope: 'chat', label: 'b' } }), [], 'not a list');
+  assert.deepEqual(
+    readOffers({ permission_offers: [null, { rule: 'a', scope: 'chat', label: 'b', extra: 1 }] }),
+    [{ rule: 'a', scope: 'chat', label: 'b' }],
+    'the malformed one is skipped, the good one kept'
+  );
   const { html } = card({ code: 'import os\nos.system("ls")', risk_flags: ['runs shell commands'] });
   assert.equal([...html.matchAll(/<button/g)].length, 2);
 });

@@ -23,7 +23,7 @@ from jupyter_aaep.acp.narration import Narrator
 from jupyter_aaep.acp.permissions import Gate
 from jupyter_aaep.agent.chat_context import ChatContext
 from jupyter_aaep.agent.grant_book import GrantBook
-from jupyter_aaep.agent.grants import GrantError, acp_rule, check_rule, offer_for, rule_words
+from jupyter_aaep.agent.grants import GrantError, acp_rule, check_rule, offers_for, rule_words
 
 ALLOW = {"outcome": {"outcome": "selected", "optionId": "allow"}}
 REJECT = {"outcome": {"outcome": "selected", "optionId": "reject"}}
@@ -80,8 +80,8 @@ def test_the_rule_names_the_agent_and_the_kind_of_step_in_words() -> None:
         assert "acp__<agent>__<kind>" in str(error.value)
     assert rule_words(RULE, "Claude Code") == "commands Claude Code runs"
     assert rule_words("acp__claude-code__edit") == "file edits by the agent claude code"
-    offer = offer_for(RULE, {}, flagged=False, notebook_path="work.ipynb", label="Claude Code")
-    assert offer is not None and offer.scope == "chat", "an ACP agent's grant is for this chat"
+    (offer,) = offers_for(RULE, {}, flagged=False, notebook_path="work.ipynb", label="Claude Code")
+    assert offer.scope == "chat", "an ACP agent's grant is for this chat only"
     assert offer.choice("work.ipynb") == (
         "Approve, and don't ask again for commands Claude Code runs in this chat"
     )
@@ -93,7 +93,7 @@ async def test_allowed_for_the_chat_answers_unasked_until_taken_back() -> None:
     asking = asyncio.ensure_future(gate.request(_bash(gate, 1)))
     await asyncio.sleep(0.05)
     (card,) = _cards(session)
-    offer = card["extra_context"]["permission_offer"]
+    (offer,) = card["extra_context"]["permission_offers"]
     assert offer == {
         "rule": RULE,
         "scope": "chat",
@@ -123,7 +123,7 @@ async def test_allowed_for_the_chat_answers_unasked_until_taken_back() -> None:
     granted = _cards(session)[-1]
     assert granted["extra_context"]["auto_approved"] is True
     assert granted["extra_context"]["granted_by"]["id"] == grant.id
-    assert "permission_offer" not in granted["extra_context"]
+    assert "permission_offers" not in granted["extra_context"]
     said = [e.get("summary_normal", "") for e in session.emitter.history]
     assert (
         "Claude Code is running a command: touch made.txt: allowed by your permission for "
@@ -183,7 +183,7 @@ async def test_without_a_grant_book_the_card_offers_once_or_reject_only() -> Non
     asking = asyncio.ensure_future(gate.request(recorded.BASH_PERMISSION))
     await asyncio.sleep(0.05)
     (card,) = _cards(session)
-    assert "permission_offer" not in card["extra_context"]
+    assert "permission_offers" not in card["extra_context"]
     (request,) = broker.pending()
     broker.resolve(request, "accept", decided_by="user:panel")
     assert await asking == ALLOW
@@ -197,7 +197,7 @@ async def test_an_acp_grant_the_administrator_forbids_is_not_offered() -> None:
     asking = asyncio.ensure_future(gate.request(_bash(gate, 1)))
     await asyncio.sleep(0.05)
     (card,) = _cards(session)
-    assert "permission_offer" not in card["extra_context"]
+    assert "permission_offers" not in card["extra_context"]
     assert len(card["extra_context"]["choices"]) == 2
     (request,) = broker.pending()
     broker.resolve(request, "reject", decided_by="user:panel")

@@ -16,7 +16,7 @@ from jupyter_aaep.agent.grants import (
     GrantError,
     check_rule,
     decide,
-    offer_for,
+    offers_for,
     source_hash,
 )
 from jupyter_aaep.chats.stored_grants import StoredGrants
@@ -84,13 +84,15 @@ def test_a_grant_holds_only_in_its_scope() -> None:
 
 
 def test_the_words_say_exactly_what_is_allowed() -> None:
-    offer = offer_for("run_cell", {}, flagged=False, notebook_path="a.ipynb")
-    assert offer is not None
-    assert (
-        offer.choice("a.ipynb")
-        == "Approve, and don't ask again for unflagged code in this notebook"
-    )
-    assert offer_for("run_cell", {}, flagged=True, notebook_path="a.ipynb") is None
+    offers = offers_for("run_cell", {}, flagged=False, notebook_path="a.ipynb")
+    assert [offer.choice("a.ipynb") for offer in offers] == [
+        "Approve, and don't ask again for unflagged code in this chat",
+        "Approve, and don't ask again for unflagged code in this notebook",
+    ], "the narrower grant first"
+    assert offers_for("run_cell", {}, flagged=True, notebook_path="a.ipynb") == ()
+    alone = offers_for("edit_cell", {}, flagged=False, notebook_path=None)
+    assert [(o.rule, o.scope) for o in alone] == [("edit_cell", "chat")], "no notebook: a chat"
+    assert offers_for("delete_cell", {}, flagged=False, notebook_path="a.ipynb") == ()
     grant = Grant(
         "grt_0000000000000001",
         "run_cell:unflagged",
@@ -171,13 +173,23 @@ def test_a_grant_the_administrator_forbids_later_stops_applying() -> None:
 
 def test_a_card_grants_only_what_it_offered() -> None:
     book = GrantBook()
-    offer = book.offer("rpl_1", "run_cell", {}, flagged=False, **HERE)
-    assert offer is not None and offer.rule == "run_cell:unflagged"
+    offers = book.offer("rpl_1", "run_cell", {}, flagged=False, **HERE)
+    assert [(o.rule, o.scope) for o in offers] == [
+        ("run_cell:unflagged", "chat"),
+        ("run_cell:unflagged", "notebook"),
+    ]
     assert book.take_offer("rpl_1", {"rule": "run_cell:unflagged", "scope": "always"}) is None
+    assert book.take_offer("rpl_1", {"rule": "edit_cell", "scope": "chat"}) is None
     assert book.take_offer("rpl_2", {"rule": "run_cell:unflagged", "scope": "notebook"}) is None
     taken = book.take_offer("rpl_1", {"rule": "run_cell:unflagged", "scope": "notebook"})
     assert taken is not None and taken.notebook_path == "a.ipynb"
-    assert book.take_offer("rpl_1", {"rule": "run_cell:unflagged", "scope": "notebook"}) is None
+    assert taken.offer.scope == "notebook"
+    assert book.take_offer("rpl_1", {"rule": "run_cell:unflagged", "scope": "chat"}) is None, (
+        "a card's offers are taken once, whichever was chosen"
+    )
+    book.offer("rpl_3", "run_cell", {}, flagged=False, **HERE)
+    taken = book.take_offer("rpl_3", {"rule": "run_cell:unflagged", "scope": "chat"})
+    assert taken is not None and (taken.offer.scope, taken.chat_id) == ("chat", HERE["chat_id"])
 
 
 def test_a_stored_grant_that_is_not_one_is_skipped(tmp_path: Path) -> None:

@@ -89,7 +89,7 @@ async def test_flagged_code_still_asks_with_no_offer(harness: Harness) -> None:
     assert (
         "granted_by" not in card["extra_context"] and "auto_approved" not in card["extra_context"]
     )
-    assert "permission_offer" not in card["extra_context"]
+    assert "permission_offers" not in card["extra_context"]
     harness.reply(card, "reject")
     await run
     assert ran == []

@@ -1,8 +1,10 @@
-"""Standing permissions in Chromium, by keyboard (issue 27): the approval card's "Approve, and
-don't ask again for unflagged code in this notebook" gives the permission; *What May the Agent
+"""Standing permissions in Chromium, by keyboard (issue 27): the approval card offers "Approve, and
+don't ask again for unflagged code in this chat", then "... in this notebook", after Reject in
+the Tab order (axe finds nothing in the card); the notebook one gives the permission; *What May the Agent
 Do Without Asking?* (Alt+Y) says the numbered list and opens it in a dialog whose first Take back
 button has the focus; axe finds nothing in it; Enter takes it back, says so, and the focus goes
-to the list's heading. Screenshot: ``test-output/e2e/permissions.png``.
+to the list's heading. Screenshots: ``test-output/e2e/permissions-card.png`` and
+``permissions.png``.
 """
 
 from __future__ import annotations
@@ -18,18 +20,21 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
 CHOICE = "Approve, and don't ask again for unflagged code in this notebook"
+CHAT_CHOICE = "Approve, and don't ask again for unflagged code in this chat"
 
 
-def _axe_dialog(page: Any) -> list[dict[str, Any]]:
-    page.add_script_tag(path=str(AXE))
+def _axe(page: Any, selector: str) -> list[dict[str, Any]]:
+    if not page.evaluate("() => typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
     return page.evaluate(  # type: ignore[no-any-return]
-        """async () => {
-            const result = await axe.run({ include: [['.jp-Dialog']] }, { resultTypes: ['violations'] });
+        """async selector => {
+            const result = await axe.run({ include: [[selector]] }, { resultTypes: ['violations'] });
             return result.violations.map(v => ({
                 id: v.id, impact: v.impact, help: v.help,
                 nodes: v.nodes.map(n => ({ target: n.target.join(' '), summary: n.failureSummary })),
             }));
-        }"""
+        }""",
+        selector,
     )
 
 
@@ -41,7 +46,16 @@ def test_give_hear_and_take_back_a_permission_by_keyboard(ui: PanelPage, lab: La
     ui.ask("Convert the temperatures to fahrenheit")
     choice = page.get_by_role("button", name=CHOICE)
     expect(choice).to_be_visible(timeout=30000)
-    choice.focus()
+    card = page.locator(".jp-AAEPCard.jp-mod-pending")
+    violations = _axe(page, ".jp-AAEPCard.jp-mod-pending")
+    assert violations == [], json.dumps(violations, indent=2)
+    ui.screenshot("permissions-card")
+    # From Reject, Tab reaches the narrower choice first, then the notebook's.
+    card.get_by_role("button", name="Reject", exact=True).focus()
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name=CHAT_CHOICE)).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(choice).to_be_focused()
     page.keyboard.press("Enter")
     ui.wait_announced("Permission given", timeout=30)
     (permission,) = lab.api("GET", "aaep/v1/permissions")["permissions"]
@@ -56,7 +70,7 @@ def test_give_hear_and_take_back_a_permission_by_keyboard(ui: PanelPage, lab: La
     )
     expect(first).to_be_focused(timeout=10000)
     expect(page.get_by_role("dialog").get_by_role("listitem")).to_have_count(1)
-    violations = _axe_dialog(page)
+    violations = _axe(page, ".jp-Dialog")
     assert violations == [], json.dumps(violations, indent=2)
     ui.screenshot("permissions")
     page.keyboard.press("Enter")

@@ -219,11 +219,13 @@ async def test_claude_code_in_a_chat_heard_and_gated(
             str(e.get("summary_normal")) for e in first
         )
         # "Allow for this chat" is offered as a standing permission of ours (issue 27).
-        assert bash["extra_context"]["permission_offer"] == {
-            "rule": "acp__claude-code__execute",
-            "scope": "chat",
-            "label": "Approve, and don't ask again for commands Claude Code runs in this chat",
-        }
+        assert bash["extra_context"]["permission_offers"] == [
+            {
+                "rule": "acp__claude-code__execute",
+                "scope": "chat",
+                "label": "Approve, and don't ask again for commands Claude Code runs in this chat",
+            }
+        ]
         status, _, _ = await api(
             "chats", chat_id, "messages", method="POST", body=reply(bash, "reject", key)
         )

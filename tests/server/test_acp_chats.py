@@ -170,10 +170,12 @@ async def test_allow_for_this_chat_is_a_listed_revocable_grant_given_by_the_pane
         # 1. A program with the login but not the panel's key: approved, nothing granted.
         await api("chats", chat_id, "messages", method="POST", body=ask)
         card = (await stream.until(_card, 30))[-1]
-        assert card["extra_context"]["permission_offer"] == {
-            **wish,
-            "label": "Approve, and don't ask again for commands Scripted agent runs in this chat",
-        }
+        assert card["extra_context"]["permission_offers"] == [
+            {
+                **wish,
+                "label": "Approve, and don't ask again for commands Scripted agent runs in this chat",
+            }
+        ]
         reply = _reply(card, "accept", grant=wish)
         await api("chats", chat_id, "messages", method="POST", body=reply)
         await _finished(stream)

@@ -54,6 +54,16 @@ async def _ask(api: Any, chat_id: str, text: str) -> None:
     assert status == 202, body
 
 
+async def _granted(
+    api: Any, extension: Any, chat_id: str, card: dict[str, Any], wish: dict[str, str], key: str
+) -> list[dict[str, Any]]:
+    """Approve *card* as the panel does, choosing the grant *wish*; the chat's events once idle."""
+    body = _reply(card, "accept", grant=wish, stream_key=key)
+    status, _, _ = await api("chats", chat_id, "messages", method="POST", body=body)
+    assert status == 204
+    return list(await wait_idle(extension, chat_id))
+
+
 async def test_a_notebook_grant_runs_unflagged_code_unasked_and_only_there(
     kernels, api, sse, extension, fake_model
 ) -> None:
@@ -85,7 +95,7 @@ async def test_a_notebook_grant_runs_unflagged_code_unasked_and_only_there(
         assert (
             flagged["extra_context"]["cell_number"] == 2 and flagged["extra_context"]["risk_flags"]
         )
-        assert "permission_offer" not in flagged["extra_context"], "no grant covers flagged code"
+        assert "permission_offers" not in flagged["extra_context"], "no grant covers flagged code"
         status, _, _ = await api(
             "chats", chat_id, "messages", method="POST", body=_reply(flagged, "reject")
         )
@@ -130,12 +140,15 @@ async def test_a_notebook_grant_runs_unflagged_code_unasked_and_only_there(
         await _ask(api, chat_id, "Run the first cell again.")
         card = (await panel.until(_asking, 60))[-1]
         assert card["extra_context"]["cell_number"] == 1
-        offer = card["extra_context"]["permission_offer"]
-        assert offer == {
-            "rule": "run_cell:unflagged",
-            "scope": "notebook",
-            "label": "Approve, and don't ask again for unflagged code in this notebook",
-        }
+        offers = card["extra_context"]["permission_offers"]
+        assert offers == [
+            {
+                "rule": "run_cell:unflagged",
+                "scope": scope,
+                "label": f"Approve, and don't ask again for unflagged code in this {scope}",
+            }
+            for scope in ("chat", "notebook")
+        ], "the narrower first"
         await api("chats", chat_id, "messages", method="POST", body=_reply(card, "reject"))
         await wait_idle(extension, chat_id)
 
@@ -170,17 +183,8 @@ async def test_the_cards_choice_grants_only_with_the_panels_key(
         assert listed["permissions"] == []
         # The panel's own answer with the grant: approved and granted.
         card = (await panel.until(_asking, 60))[-1]
-        status, _, _ = await api(
-            "chats",
-            chat_id,
-            "messages",
-            method="POST",
-            body=_reply(card, "accept", grant=wish, stream_key=key),
-        )
-        assert status == 204
-        events = await wait_idle(extension, chat_id)
-    _, listed, _ = await api("permissions")
-    (grant,) = listed["permissions"]
+        events = await _granted(api, extension, chat_id, card, wish, key)
+    (grant,) = (await api("permissions"))[1]["permissions"]
     assert (grant["rule"], grant["scope"], grant["notebook_path"]) == (
         "run_cell:unflagged",
         "notebook",
@@ -191,6 +195,51 @@ async def test_the_cards_choice_grants_only_with_the_panels_key(
     third = of(events, "awaiting.confirmation")[-1]
     assert third["extra_context"]["granted_by"]["id"] == grant["id"]
     assert any("Permission given" in str(e.get("summary_normal")) for e in events)
+
+
+async def test_the_cards_chat_choice_holds_in_that_chat_only(
+    kernels, api, sse, extension, fake_model
+) -> None:
+    """The narrower choice: "in this chat" lets the chat's next unflagged run go unasked, while
+    a second chat on the same notebook still asks (and offers both again)."""
+    path = new_name()
+    await kernels.notebook(path, ["print(1)"])
+    chat_id, other_chat = await _chat(api, path), await _chat(api, path)
+    wish = {"rule": "run_cell:unflagged", "scope": "chat"}
+    fake_model.add(
+        Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]),
+        Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]),
+        Turn(text="Ran it twice."),
+    )
+    async with sse(chat_id) as panel:
+        key = await panel_key(api, panel, chat_id)
+        await _ask(api, chat_id, "Run it twice.")
+        card = (await panel.until(_asking, 60))[-1]
+        assert [o["scope"] for o in card["extra_context"]["permission_offers"]] == [
+            "chat",
+            "notebook",
+        ]
+        events = await _granted(api, extension, chat_id, card, wish, key)
+    (grant,) = (await api("permissions"))[1]["permissions"]
+    assert (grant["rule"], grant["scope"], grant["chat_id"]) == (
+        "run_cell:unflagged",
+        "chat",
+        chat_id,
+    )
+    second = of(events, "awaiting.confirmation")[-1]
+    assert second["extra_context"]["granted_by"]["id"] == grant["id"], "unasked in this chat"
+    assert second["summary_normal"].endswith(
+        "allowed by your permission for unflagged code in this chat."
+    ), second["summary_normal"]
+
+    fake_model.add(Turn(tool_uses=[ToolUse("run_cell", {"cell_id": "c1"})]), Turn(text="ok"))
+    async with sse(other_chat) as panel:
+        await _ask(api, other_chat, "Run it.")
+        card = (await panel.until(_asking, 60))[-1]
+        assert "granted_by" not in card["extra_context"], "another chat still asks"
+        assert len(card["extra_context"]["permission_offers"]) == 2
+        await api("chats", other_chat, "messages", method="POST", body=_reply(card, "reject"))
+        await wait_idle(extension, other_chat)
 
 
 GRANTER = """
@@ -245,7 +294,7 @@ async def test_kernel_code_cannot_give_itself_a_permission(
         async with SSE(f"http://127.0.0.1:{jp_http_port}{url_path}", headers=headers) as view:
             await _ask(api, chat_id, "Run it.")
             shown = (await view.until(_asking, 30))[-1]
-            assert shown["extra_context"]["permission_offer"]["rule"] == "run_cell:unflagged"
+            assert shown["extra_context"]["permission_offers"][-1]["rule"] == "run_cell:unflagged"
             reply = {
                 "type": "confirmation.reply",
                 "reply_token": shown["reply_token"],

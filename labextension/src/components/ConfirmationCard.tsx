@@ -7,7 +7,7 @@ import React, { useRef } from 'react';
 
 import { isRecord, str } from '../aaep';
 import { IRequestItem } from '../model';
-import { IPermissionWish, grantedWords, readOffer } from '../permissions';
+import { IPermissionWish, grantedWords, readOffers } from '../permissions';
 import { CodeLines, codeLines } from './CodeLines';
 import { Countdown } from './Countdown';
 import { DiffView, diffDescriptionIds, readChange } from './DiffView';
@@ -100,7 +100,7 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
   const warnings = Array.isArray(extra.risk_flags)
     ? extra.risk_flags.filter((f): f is string => typeof f === 'string' && f.length > 0)
     : [];
-  const offer = readOffer(extra);
+  const offers = readOffers(extra);
   const granted = grantedWords(extra);
   const reply = (decision: 'accept' | 'reject', grant?: IPermissionWish) => {
     // The buttons go away once answered: the focus goes to the short outcome
@@ -144,16 +144,19 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
       >
         {trans.__('Reject')}
       </button>
-      {offer && (
-        // Its words say exactly what it allows; it is the last choice, after Reject.
+      {offers.map(offer => (
+        // Their words say exactly what each allows and where (this chat, then this
+        // notebook); they are the last choices, after Reject.
         <button
+          key={`${offer.rule} ${offer.scope}`}
           type="button"
           className="jp-Button jp-mod-styled jp-AAEPCard-approveAndGrant"
+          data-scope={offer.scope}
           onClick={() => reply('accept', { rule: offer.rule, scope: offer.scope })}
         >
           {offer.label}
         </button>
-      )}
+      ))}
     </div>
   );
 
