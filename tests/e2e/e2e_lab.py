@@ -97,19 +97,24 @@ class LabServer:
         shutil.copyfile(DEMO_NOTEBOOK, self.root / name)
         return name
 
+    def saved(self, name: str) -> dict[str, Any] | None:
+        """*name*'s file as JSON, or ``None`` while it is being written: Jupyter writes a
+        notebook in place, so a read while JupyterLab saves can find it empty or cut short."""
+        try:
+            notebook = json.loads((self.root / name).read_text())
+        except ValueError:
+            return None
+        return notebook if isinstance(notebook, dict) else None
+
     def cells_once_saved(
         self, name: str, wanted: str, timeout: float = 15.0
     ) -> list[tuple[str, str]]:
         """The (id, source) of each cell in *name*'s file once a cell holds *wanted* (or after
-        *timeout*). Jupyter writes a notebook in place, so a read while JupyterLab saves can
-        find it empty or cut short: that is read again, not taken for the file."""
+        *timeout*); a read while JupyterLab writes it is read again (``saved``)."""
         deadline = time.monotonic() + timeout
         sources: list[tuple[str, str]] = []
         while True:
-            try:
-                cells = json.loads((self.root / name).read_text())["cells"]
-            except (ValueError, KeyError):
-                cells = None  # mid-write
+            cells = (self.saved(name) or {}).get("cells")
             if cells is not None:
                 sources = [(str(c.get("id")), "".join(c.get("source", ""))) for c in cells]
                 if any(wanted in source for _, source in sources):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 from typing import Any
 from urllib.parse import urlparse
 
@@ -280,9 +279,10 @@ def test_a_persons_bar_chart_is_explored_by_keyboard_and_still_after_a_reload(
     # Saved: the figure's data is in the notebook file, beside its image.
     ui.page.keyboard.press("Shift+Tab")
     ui.page.keyboard.press("Control+s")
-    path = ui.lab.root / ui.notebook
+    outputs: list[dict[str, Any]] = []
     for _ in range(100):
-        outputs = json.loads(path.read_text())["cells"][1]["outputs"]
+        saved = ui.lab.saved(ui.notebook)  # None while JupyterLab writes the file
+        outputs = saved["cells"][1]["outputs"] if saved is not None else []
         if any("application/vnd.jupyter-aaep.maidr+json" in o.get("data", {}) for o in outputs):
             break
         ui.page.wait_for_timeout(200)

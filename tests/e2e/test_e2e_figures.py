@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import re
 import time
 from typing import Any
@@ -106,10 +105,9 @@ def data_notebook(ui: PanelPage) -> str:
 
 
 def saved_alt(ui: PanelPage, name: str) -> str | None:
-    try:
-        data = json.loads((ui.lab.root / name).read_text())
-    except ValueError:
-        return None  # read while Jupyter was writing it
+    data = ui.lab.saved(name)
+    if data is None:
+        return None
     output = data["cells"][1]["outputs"][0]
     return output.get("metadata", {}).get("image/png", {}).get("alt")
 
