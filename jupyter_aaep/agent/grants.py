@@ -170,12 +170,17 @@ def rule_words(rule: str, label: str | None = None) -> str:
     return f"the tool {tool} of the {server} tool server"
 
 
-def scope_words(scope: Scope, notebook_path: str | None, *, here: bool) -> str:
-    """Where a grant holds: "in this notebook" (*here*: said where it applies), else by name."""
+def scope_words(
+    scope: Scope, notebook_path: str | None, *, here: bool, chat_title: str | None = None
+) -> str:
+    """Where a grant holds: "in this notebook" (*here*: said where it applies), else by name
+    (a chat by its title, the first request, when it is known)."""
     if scope == "always":
         return "in every notebook"
     if scope == "chat":
-        return "in this chat" if here else "in one chat"
+        if here:
+            return "in this chat"
+        return f"in the chat “{chat_title}”" if chat_title else "in one chat"
     return "in this notebook" if here or not notebook_path else f"in {notebook_path}"
 
 
@@ -204,10 +209,11 @@ class Grant:
             return f"your rule never to allow {what} {where}"
         return f"your permission for {what} {where}"
 
-    def sentence(self) -> str:
-        """The list's sentence: what it allows, where, when and where it was given."""
+    def sentence(self, chat_title: str | None = None) -> str:
+        """The list's sentence: what it allows, where (a chat by *chat_title*), when and where
+        it was given."""
         what = rule_words(self.rule, self.label)
-        where = scope_words(self.scope, self.notebook_path, here=False)
+        where = scope_words(self.scope, self.notebook_path, here=False, chat_title=chat_title)
         head = (
             f"Never without asking: {what} {where}"
             if self.effect == "deny"
@@ -241,9 +247,9 @@ class Grant:
             return tool == "read_file" and isinstance(path, str) and _glob(path, rule[10:])
         return tool == rule
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, chat_title: str | None = None) -> dict[str, Any]:
         out = asdict(self)
-        out["sentence"] = self.sentence()
+        out["sentence"] = self.sentence(chat_title)
         return out
 
     @classmethod

@@ -236,6 +236,13 @@ class ChatPersistence:
             writer.active = False
 
     # -- loading -----------------------------------------------------------------------------------
+    def title_of(self, chat_id: str) -> str | None:
+        """A stored chat's title, read without its events (``None``: none, or not this root's)."""
+        stored = self.store.read.load_chat(chat_id)
+        if stored is None or not self.roots.ours(stored):
+            return None
+        return stored.title or None
+
     def load(
         self, chat_id: str, make: Callable[[StoredChat, Emitter], Chat], history_limit: int
     ) -> Chat | None:

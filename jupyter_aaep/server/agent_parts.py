@@ -19,6 +19,7 @@ the others.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -219,7 +220,7 @@ def build_parts(ext: ServerOptions) -> AgentParts:
         policy=ext.admin_policy,
         toolbox=toolbox,
     )
-    service.permissions = Permissions(runner.grants, hub.keys)
+    service.permissions = Permissions(runner.grants, hub.keys, _chat_titles(runner))
     servers = _mcp_servers(ext, toolbox)
     if store is not None and store.ok:
         ext.log.info("AAEP agent: chats are stored in %s.", store.path)
@@ -285,6 +286,19 @@ def _acp_host(ext: ServerOptions, parts: AgentParts) -> AcpHost:
         mcp=hooks,
         log_dir=os.path.join(jupyter_runtime_dir(), "aaep-acp"),
     )
+
+
+def _chat_titles(runner: ChatRunner) -> Callable[[str], str | None]:
+    """A chat's title (its first request), for the permissions list to name a chat's grant;
+    a stored chat's is read without loading its events."""
+
+    def title(chat_id: str) -> str | None:
+        loaded = next((chat for chat in runner.chats() if chat.chat_id == chat_id), None)
+        if loaded is not None:
+            return loaded.title or None
+        return runner.persistence.title_of(chat_id) if runner.persistence is not None else None
+
+    return title
 
 
 def _grant_book(ext: ServerOptions, store: ChatStore | None) -> GrantBook:

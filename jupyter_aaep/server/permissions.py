@@ -18,7 +18,7 @@ imitate the panel can get a key as the panel does: docs/security.md says what th
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..agent.grant_book import GrantBook
@@ -47,15 +47,26 @@ OFF = "Standing permissions are not kept on this server (the agent is not set up
 class Permissions:
     """The book of grants as the server offers it."""
 
-    def __init__(self, book: GrantBook, keys: StreamKeys) -> None:
+    def __init__(
+        self,
+        book: GrantBook,
+        keys: StreamKeys,
+        chat_title: Callable[[str], str | None] = lambda _chat_id: None,
+    ) -> None:
         self.book = book
         self.keys = keys
+        self.chat_title = chat_title
+        """A chat's title (its first request), to name a chat's permission in the list."""
 
     # -- the list -------------------------------------------------------------------------------
     def listing(self) -> dict[str, Any]:
         grants = self.book.listing()
-        listed = [{**g.to_json(), "applies": self.book.applies(g)} for g in grants]
-        return {"permissions": listed, "sentence": list_sentence(grants)}
+        titles = {g.id: self._title(g) for g in grants}
+        listed = [{**g.to_json(titles[g.id]), "applies": self.book.applies(g)} for g in grants]
+        return {"permissions": listed, "sentence": list_sentence(grants, titles)}
+
+    def _title(self, grant: Grant) -> str | None:
+        return self.chat_title(grant.chat_id) if grant.scope == "chat" and grant.chat_id else None
 
     # -- over HTTP ------------------------------------------------------------------------------
     def add(self, body: Any) -> Response:
@@ -162,11 +173,13 @@ def take_grant_field(message: dict[str, Any]) -> Any:
     return message.pop(GRANT_FIELD, None)
 
 
-def list_sentence(grants: list[Grant]) -> str:
-    """The list, spoken: "The agent may do 2 things without asking: 1. … 2. …"."""
+def list_sentence(grants: list[Grant], chat_titles: Mapping[str, str | None] | None = None) -> str:
+    """The list, spoken: "The agent may do 2 things without asking: 1. … 2. …" (a chat's
+    permission names the chat by its title, from *chat_titles* by grant id)."""
     if not grants:
         return "The agent asks before every step that needs approval: you have given no standing permissions."
-    items = " ".join(f"{n}. {g.sentence()}" for n, g in enumerate(grants, 1))
+    titles = chat_titles or {}
+    items = " ".join(f"{n}. {g.sentence(titles.get(g.id))}" for n, g in enumerate(grants, 1))
     count = len(grants)
     return f"{count} standing permission{'s' if count != 1 else ''}: {items}"
 

@@ -105,6 +105,22 @@ def test_the_words_say_exactly_what_is_allowed() -> None:
     assert grant.sentence() == (
         "Without asking: unflagged code in a.ipynb, given 2026-11-28 18:00 UTC."
     )
+    chat = Grant(
+        "grt_0000000000000003",
+        "run_cell:unflagged",
+        "chat",
+        chat_id="chat_a",
+        granted_at="2026-11-28T18:00:00.000Z",
+        granted_in="a.ipynb",
+    )
+    assert chat.words() == "your permission for unflagged code in this chat"
+    assert chat.sentence("Plot the readings") == (
+        "Without asking: unflagged code in the chat “Plot the readings”, given "
+        "2026-11-28 18:00 UTC in a.ipynb."
+    ), "the list names the chat by its first request"
+    assert chat.sentence() == (
+        "Without asking: unflagged code in one chat, given 2026-11-28 18:00 UTC in a.ipynb."
+    ), "a chat whose title is not known"
     tool = Grant("grt_0000000000000002", "mcp__github__create_issue", "always", "deny")
     assert tool.words() == (
         "your rule never to allow the tool create_issue of the github tool server in every notebook"

@@ -112,6 +112,10 @@ async def test_a_chat_comes_back_after_a_restart_with_history_events_and_title(r
 
     second = rig.runner()
     assert second.chats() == [], "nothing is loaded until asked for"
+    assert second.persistence is not None
+    assert second.persistence.title_of(chat.chat_id) == "hello world"  # for the grants' list
+    assert second.persistence.title_of("chat_unknown") is None
+    assert second.chats() == [], "reading a title loads nothing"
     again = second.get(chat.chat_id)
     assert again.history == chat.history and len(again.history) == 4
     assert again.title == "hello world" and again.created == chat.created

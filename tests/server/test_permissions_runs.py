@@ -226,6 +226,9 @@ async def test_the_cards_chat_choice_holds_in_that_chat_only(
         "chat",
         chat_id,
     )
+    named = "Without asking: unflagged code in the chat “Run it twice.”, given "
+    assert grant["sentence"].startswith(named), grant["sentence"]
+    assert f"1. {named}" in (await api("permissions"))[1]["sentence"], "the list, spoken"
     second = of(events, "awaiting.confirmation")[-1]
     assert second["extra_context"]["granted_by"]["id"] == grant["id"], "unasked in this chat"
     assert second["summary_normal"].endswith(
