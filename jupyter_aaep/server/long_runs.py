@@ -122,6 +122,8 @@ class LongRunNews:
         self._watches: dict[str, _Watched] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._sync: asyncio.Task[None] | None = None
+        self._synced = 0.0
+        self._chats_seen: set[tuple[str, str]] = set()
 
     # -- the agent's runs ----------------------------------------------------------------------
     def follow(self, run: RunningCell, chat_id: str, *, started_by: str | None = None) -> None:
@@ -225,10 +227,14 @@ class LongRunNews:
             await asyncio.sleep(self.tick_seconds)
 
     async def _sync_watches(self) -> None:
+        """Watch the kernels of the notebooks that have a chat: looked up every
+        ``sync_seconds``, and at the next tick when a chat comes or goes (a person who opens
+        the panel and runs a cell at once is followed from that run on)."""
         now = time.monotonic()
-        if now - getattr(self, "_synced", 0.0) < self.sync_seconds:
+        chats = {(c.chat_id, c.notebook_path) for c in self.runner.chats() if c.notebook_path}
+        if now - self._synced < self.sync_seconds and chats == self._chats_seen:
             return
-        self._synced = now
+        self._synced, self._chats_seen = now, chats
         wanted: dict[str, str] = {}
         for chat in self.runner.chats():
             if chat.notebook_path:

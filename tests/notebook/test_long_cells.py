@@ -366,6 +366,40 @@ async def test_a_long_cell_the_person_runs_is_announced(
     assert all(e["requested_by"] == "kernel:person-run" for e in heard.of_type("session.started"))
 
 
+@on_server_loop
+async def test_a_run_the_person_starts_as_the_chat_opens_is_followed(
+    notebook_file, quick_windows, chat_news, make_ctx, jp_serverapp
+) -> None:
+    """The panel opens (its chat is made) and the person runs a cell at once: the chat's kernel
+    is watched from the next tick, not from the next two-second look at the chats, so the run
+    is followed (browser test of long cells: it once ran before the watch did)."""
+    runner, news = chat_news
+    code = "import time\nfor i in range(1, 11):\n    print(f'epoch {i}/10', flush=True)\n    time.sleep(0.3)"
+    path = notebook_file(
+        "quick-person.ipynb", [{"id": "setup", "source": "x = 1"}, {"id": "train", "source": code}]
+    )
+    await run_cell(make_ctx(path), cell_id="setup")  # starts the kernel (an agent run)
+    kernel = await quick_windows.kernel(path)
+    km = jp_serverapp.kernel_manager.get_kernel(kernel.kernel_id)
+    person = km.client(session=Session(key=km.session.key))
+    person.start_channels()
+    try:
+        await person.wait_for_ready(timeout=10)
+        news.start()
+        await wait_for(lambda: news._synced > 0, what="the first look at the chats", timeout=10)
+        _, heard, _ = chat_ctx(runner, path)  # right after that look: the next is 2 s away
+        await asyncio.sleep(0.6)  # a quick person: Ctrl+Enter
+        person.execute(code)
+        await asyncio.sleep(1.5)
+        answer = how_far_along(news.running(path))
+        assert answer["running"] and answer["running"][0]["started_by"] == "person", answer
+        await wait_for(lambda: bool(heard.of_type("session.completed")), what="the end", timeout=15)
+    finally:
+        person.stop_channels()
+    (completed,) = heard.of_type("session.completed")
+    assert completed["summary_normal"].startswith("Cell 2 finished after ")
+
+
 class TimedSubscriber(ListSubscriber):
     """Also remembers when each event arrived (monotonic seconds), to check the pacing."""
 
