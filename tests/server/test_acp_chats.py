@@ -191,8 +191,8 @@ async def test_allow_for_this_chat_is_a_listed_revocable_grant_given_by_the_pane
         (grant,) = listed["permissions"]
         assert (grant["rule"], grant["scope"], grant["chat_id"]) == (wish["rule"], "chat", chat_id)
         assert grant["sentence"].startswith(
-            "Without asking: commands Scripted agent runs in one chat"
-        )
+            "Without asking: commands Scripted agent runs in the chat “Make a file”, given "
+        ), "named by the chat's first request"
         # 3. The next command goes through on the grant, unasked, and says so.
         await api("chats", chat_id, "messages", method="POST", body=ask)
         heard = await _finished(stream)
