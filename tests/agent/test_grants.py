@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jupyter_aaep.agent.grant_book import GrantBook
 from jupyter_aaep.agent.grant_file import GrantFile
@@ -206,6 +209,36 @@ def test_a_card_grants_only_what_it_offered() -> None:
     book.offer("rpl_3", "run_cell", {}, flagged=False, **HERE)
     taken = book.take_offer("rpl_3", {"rule": "run_cell:unflagged", "scope": "chat"})
     assert taken is not None and (taken.offer.scope, taken.chat_id) == ("chat", HERE["chat_id"])
+
+
+_PARTS = st.sampled_from(["run_cell:unflagged", "edit_cell", "chat", "notebook", "always"])
+_WISHES = st.one_of(
+    st.none(),
+    st.integers(),
+    st.text(max_size=10),
+    st.lists(_PARTS, max_size=2),
+    st.fixed_dictionaries({"rule": _PARTS, "scope": _PARTS}),
+    st.dictionaries(
+        st.sampled_from(["rule", "scope", "x"]), _PARTS | st.integers() | st.none(), max_size=3
+    ),
+)
+"""A reply's ``grant``: the card's own offers among many that are not."""
+
+
+@settings(max_examples=200, deadline=None)
+@given(wish=_WISHES)
+def test_a_malformed_wish_grants_nothing_and_leaves_the_cards_offers(wish: Any) -> None:
+    """Whatever a reply's ``grant`` holds, it is one of the card's offers or nothing; nothing
+    else is taken from the card."""
+    book = GrantBook()
+    book.offer("rpl_1", "run_cell", {}, flagged=False, **HERE)
+    offered = [{"rule": "run_cell:unflagged", "scope": s} for s in ("chat", "notebook")]
+    taken = book.take_offer("rpl_1", wish)
+    if wish in offered:
+        assert taken is not None and taken.offer.scope == wish["scope"]
+        return
+    assert taken is None
+    assert book.take_offer("rpl_1", offered[0]) is not None, "the card's offers are still open"
 
 
 def test_a_stored_grant_that_is_not_one_is_skipped(tmp_path: Path) -> None:

@@ -41,8 +41,16 @@ MEASURE = """() => {
     const actions = card.querySelector('.jp-AAEPCard-actions');
     const seenBottom = box(transcript).top + transcript.clientTop + transcript.clientHeight;
     const stuck = box(card).bottom > seenBottom + 1;
+    // The code to approve seen between the transcript's visible top and the answer bar: the
+    // bar must not cover it (lines of the code's own height).
+    const pre = card.querySelector('pre');
+    const seenTop = box(transcript).top + transcript.clientTop;
+    const codeSeen = Math.min(box(pre).bottom, box(actions).top) - Math.max(box(pre).top, seenTop);
+    const fits = b => b.scrollHeight <= b.clientHeight + 1;
     return {
         stripUnderBar: stuck ? Math.round(seenBottom - box(actions).bottom) : 0,
+        codeLinesSeen: Math.floor(Math.max(0, codeSeen) / (parseFloat(getComputedStyle(pre).lineHeight) || 16)),
+        barHeight: Math.round(box(actions).height),
         composerInView: inView(panel.querySelector('.jp-AAEPComposer-input')),
         panelWidth: box(panel).width,
         panelHeight: box(panel).height,
@@ -51,7 +59,10 @@ MEASURE = """() => {
         // fits: its words inside its own box (a wrapped label in a box of fixed height is drawn
         // over the buttons beside it)
         buttons: buttons.map(b => ({ name: b.textContent.trim(), inView: inView(b), inTranscript: inTranscript(b),
-                                     fits: b.scrollHeight <= b.clientHeight + 1 })),
+                                     fits: fits(b) })),
+        // "don't ask again": below the bar, reached by Tab after Reject (scrolled to then)
+        grants: [...card.querySelectorAll('.jp-AAEPCard-grants button')]
+            .map(b => ({ name: b.textContent.trim(), fits: fits(b) })),
         focusedCard: document.activeElement === card,
         clipped,
         regions,

@@ -126,38 +126,47 @@ export function ConfirmationCard(props: IConfirmationCardProps): JSX.Element {
       high: trans.__('High')
     }[risk] ?? risk;
 
+  // Approve and Reject stay in view while the code is read (the bar sticks to the
+  // transcript's bottom); the longer "don't ask again" choices follow below it, so the bar
+  // keeps its one row and never covers the code of a card on a laptop screen.
   const actions = (
-    <div className="jp-AAEPCard-actions">
-      <button
-        type="button"
-        className="jp-Button jp-mod-styled jp-mod-accept jp-AAEPCard-approve"
-        aria-keyshortcuts={shortcuts?.approveAria}
-        onClick={() => reply('accept')}
-      >
-        {trans.__('Approve')}
-      </button>
-      <button
-        type="button"
-        className="jp-Button jp-mod-styled jp-mod-reject jp-AAEPCard-reject"
-        aria-keyshortcuts={shortcuts?.rejectAria}
-        onClick={() => reply('reject')}
-      >
-        {trans.__('Reject')}
-      </button>
-      {offers.map(offer => (
-        // Their words say exactly what each allows and where (this chat, then this
-        // notebook); they are the last choices, after Reject.
+    <>
+      <div className="jp-AAEPCard-actions">
         <button
-          key={`${offer.rule} ${offer.scope}`}
           type="button"
-          className="jp-Button jp-mod-styled jp-AAEPCard-approveAndGrant"
-          data-scope={offer.scope}
-          onClick={() => reply('accept', { rule: offer.rule, scope: offer.scope })}
+          className="jp-Button jp-mod-styled jp-mod-accept jp-AAEPCard-approve"
+          aria-keyshortcuts={shortcuts?.approveAria}
+          onClick={() => reply('accept')}
         >
-          {offer.label}
+          {trans.__('Approve')}
         </button>
-      ))}
-    </div>
+        <button
+          type="button"
+          className="jp-Button jp-mod-styled jp-mod-reject jp-AAEPCard-reject"
+          aria-keyshortcuts={shortcuts?.rejectAria}
+          onClick={() => reply('reject')}
+        >
+          {trans.__('Reject')}
+        </button>
+      </div>
+      {offers.length > 0 && (
+        <div className="jp-AAEPCard-grants">
+          {offers.map(offer => (
+            // Their words say exactly what each allows and where (this chat, then this
+            // notebook); they are the last choices, after Reject.
+            <button
+              key={`${offer.rule} ${offer.scope}`}
+              type="button"
+              className="jp-Button jp-mod-styled jp-AAEPCard-approveAndGrant"
+              data-scope={offer.scope}
+              onClick={() => reply('accept', { rule: offer.rule, scope: offer.scope })}
+            >
+              {offer.label}
+            </button>
+          ))}
+        </div>
+      )}
+    </>
   );
 
   return (
